@@ -1,0 +1,58 @@
+// Package metrics is the small interface through which every steadywatch
+// component reports what it did, so users can answer "why did my informer
+// relist?" from their own monitoring. The zero-cost default is Nop.
+//
+// The Prometheus adapter lives in package metrics/prometheus so that the SDK
+// itself does not force a metrics library on its users.
+package metrics
+
+import "time"
+
+// Recorder receives steadywatch's events. Implementations must be safe for
+// concurrent use and cheap: they are called on hot paths. The name argument
+// identifies the reflector or lister (e.g. "v1/configmaps").
+type Recorder interface {
+	// List is called once per list call (all pages), with the requested
+	// semantic ("MostRecent", "Any", "NotOlderThan", "Exact") and its outcome
+	// ("ok" or an error class).
+	List(name, semantic, outcome string)
+	// Fallback is called for every fallback taken, with its reason code.
+	Fallback(name, reason string)
+	// Relist is called when a reflector lists again, with the cause.
+	Relist(name, cause string)
+	// WatchRestart is called when a watch is started again, with the reason.
+	WatchRestart(name, reason string)
+	// Bookmark is called for every bookmark received.
+	Bookmark(name string)
+	// Items reports the number of items in a reflector's store.
+	Items(name string, n int)
+	// ResourceVersionAdvanced reports the time the resourceVersion last advanced.
+	ResourceVersionAdvanced(name string, at time.Time)
+	// ConsistencyCheck reports the result of one consistency check ("ok", "mismatch", "error").
+	ConsistencyCheck(name, result string)
+	// Transition reports a state machine transition of a reflector.
+	Transition(name, from, to, reason string)
+}
+
+// Nop is a Recorder that records nothing.
+type Nop struct{}
+
+var _ Recorder = Nop{}
+
+func (Nop) List(string, string, string)               {}
+func (Nop) Fallback(string, string)                   {}
+func (Nop) Relist(string, string)                     {}
+func (Nop) WatchRestart(string, string)               {}
+func (Nop) Bookmark(string)                           {}
+func (Nop) Items(string, int)                         {}
+func (Nop) ResourceVersionAdvanced(string, time.Time) {}
+func (Nop) ConsistencyCheck(string, string)           {}
+func (Nop) Transition(string, string, string, string) {}
+
+// OrNop returns r, or Nop when r is nil.
+func OrNop(r Recorder) Recorder {
+	if r == nil {
+		return Nop{}
+	}
+	return r
+}
