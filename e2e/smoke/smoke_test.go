@@ -1,0 +1,248 @@
+package smoke
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+)
+
+// startCluster starts a cluster for an Ordered container and stops it afterwards.
+func startCluster(o harness.Options) *harness.Cluster {
+	o.Progress = GinkgoWriter
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c, err := harness.Start(ctx, o)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Stop)
+	return c
+}
+
+// seed creates a namespace with n ConfigMaps and returns the RV after the first one.
+func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
+	nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "smoke-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	for i := 0; i < n; i++ {
+		cm, err := cs.CoreV1().ConfigMaps(nsObj.Name).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)},
+			Data:       map[string]string{"i": fmt.Sprint(i)},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		if i == 0 {
+			firstRV = cm.ResourceVersion
+		}
+	}
+	return nsObj.Name, firstRV
+}
+
+func clientset(cfg *rest.Config) kubernetes.Interface {
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
+}
+
+// exactNoLimit lists at Exact(rv) without a limit and returns the served RV.
+func exactNoLimit(ctx context.Context, cs kubernetes.Interface, ns, rv string) (string, error) {
+	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if err != nil {
+		return "", err
+	}
+	return l.ResourceVersion, nil
+}
+
+// stockInformerSynced runs a stock client-go SharedInformerFactory ConfigMap informer (client-go's
+// defaults: WatchListClient on in v0.37) and reports whether it synced within d.
+func stockInformerSynced(cfg *rest.Config, ns string, d time.Duration) bool {
+	cs := clientset(cfg)
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); f.Shutdown() }()
+	f.Start(ctx.Done())
+	syncCtx, syncCancel := context.WithTimeout(ctx, d)
+	defer syncCancel()
+	return cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
+}
+
+var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(harness.Options{Version: build.Current}) })
+
+	It("reports its real version on /version", func() {
+		v, err := clientset(c.RESTConfig()).Discovery().ServerVersion()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(v.GitVersion).To(Equal(build.Current))
+	})
+
+	It("honours resourceVersionMatch=Exact without a limit", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 3)
+		served, err := exactNoLimit(ctx, cs, ns, rv)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(served).To(Equal(rv))
+	})
+
+	It("lets a stock client-go informer (WatchListClient on) sync", func(ctx SpecContext) {
+		ns, _ := seed(ctx, clientset(c.RESTConfig()), 5)
+		Expect(stockInformerSynced(c.RESTConfig(), ns, 60*time.Second)).To(BeTrue())
+	})
+
+	Context("behind the fault proxy", func() {
+		var (
+			p   *faults.Proxy
+			cfg *rest.Config
+		)
+		BeforeAll(func(ctx SpecContext) {
+			var err error
+			p, cfg, err = c.NewProxy(ctx, c.APIServers()[0])
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(p.Close)
+		})
+
+		It("injects a 410 that client-go classifies like a real one", func(ctx SpecContext) {
+			ns, _ := seed(ctx, clientset(c.RESTConfig()), 1)
+			id := p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 410, Count: 1})
+			defer p.Remove(id)
+			_, err := clientset(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: "1", Limit: 1})
+			Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "error: %v", err)
+			Expect(apierrors.ReasonForError(err)).To(Equal(metav1.StatusReasonExpired))
+			Expect(err.(apierrors.APIStatus).Status().Code).To(Equal(int32(410)))
+			// The next request passes through untouched.
+			_, err = clientset(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		})
+
+		It("injects a 410 as a watch ERROR event, like the watch cache does", func(ctx SpecContext) {
+			ns, _ := seed(ctx, clientset(c.RESTConfig()), 1)
+			id := p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Status: 410, AsWatchEvent: true, Count: 1})
+			defer p.Remove(id)
+			w, err := clientset(cfg).CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+			Expect(err).NotTo(HaveOccurred())
+			defer w.Stop()
+			var ev watch.Event
+			Eventually(w.ResultChan()).WithTimeout(30 * time.Second).Should(Receive(&ev))
+			Expect(ev.Type).To(Equal(watch.Error))
+			err = apierrors.FromObject(ev.Object)
+			Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "error: %v", err)
+		})
+
+		It("strips resourceVersionMatch so the current server behaves like a legacy one", func(ctx SpecContext) {
+			ns, rv := seed(ctx, clientset(c.RESTConfig()), 3)
+			p.StripParams("resourceVersionMatch")
+			defer p.StripParams()
+			served, err := exactNoLimit(ctx, clientset(cfg), ns, rv)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(served).NotTo(Equal(rv), "the server should have served NotOlderThan, i.e. newer data")
+			var seen *faults.Request
+			for _, r := range p.Requests() {
+				if r.Verb == "list" && r.Resource == "configmaps" {
+					r := r
+					seen = &r
+				}
+			}
+			Expect(seen).NotTo(BeNil())
+			Expect(seen.RawQuery).To(ContainSubstring("resourceVersionMatch=Exact"))
+			Expect(seen.ForwardedQuery).NotTo(ContainSubstring("resourceVersionMatch"))
+		})
+
+		It("strips sendInitialEvents so a streaming list never ends with the initial-events-end bookmark", func(ctx SpecContext) {
+			ns, _ := seed(ctx, clientset(c.RESTConfig()), 2)
+			p.StripParams("sendInitialEvents", "resourceVersionMatch")
+			defer p.StripParams()
+			w, err := clientset(cfg).CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
+				SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+				AllowWatchBookmarks: true,
+			})
+			Expect(err).NotTo(HaveOccurred())
+			defer w.Stop()
+			added := 0
+			Eventually(func() int {
+				select {
+				case ev := <-w.ResultChan():
+					Expect(ev.Type).NotTo(Equal(watch.Bookmark), "a stripped streaming list must not end with a bookmark from the initial events")
+					if ev.Type == watch.Added {
+						added++
+					}
+				default:
+				}
+				return added
+			}).WithTimeout(30 * time.Second).Should(Equal(2))
+			Consistently(w.ResultChan()).WithTimeout(3 * time.Second).ShouldNot(Receive(WithTransform(func(e watch.Event) bool {
+				m, err := metaAnnotations(e.Object)
+				return err == nil && m["k8s.io/initial-events-end"] == "true"
+			}, BeTrue())))
+		})
+	})
+})
+
+var _ = Describe("current kube-apiserver with the watch cache off", Label("conformance", "smoke"), Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(harness.Options{Version: build.Current, DisableWatchCache: true}) })
+
+	It("answers an Exact list at a compacted RV with a real 410", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 3)
+		_, err := c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = exactNoLimit(ctx, cs, ns, rv)
+		Expect(err).To(HaveOccurred())
+		Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "error: %v", err)
+		// A legacy-Exact paginated list too.
+		_, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv, Limit: 1})
+		Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "error: %v", err)
+	})
+})
+
+var _ = Describe("legacy kube-apiserver v1.18.19", Label("legacy", "smoke"), Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(harness.Options{Version: build.Legacy}) })
+
+	It("reports its real version on /version", func() {
+		v, err := clientset(c.RESTConfig()).Discovery().ServerVersion()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(v.GitVersion).To(Equal(build.Legacy))
+	})
+
+	It("ignores resourceVersionMatch: Exact without a limit comes back at a newer RV", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 3)
+		served, err := exactNoLimit(ctx, cs, ns, rv)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(served).NotTo(Equal(rv))
+		// ...while the legacy paginated form is served at exactly that RV.
+		l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv, Limit: 500})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.ResourceVersion).To(Equal(rv))
+	})
+
+	It("never lets a stock client-go informer (WatchListClient on) sync: the anchor fact", func(ctx SpecContext) {
+		ns, _ := seed(ctx, clientset(c.RESTConfig()), 5)
+		// 45 s is many times what the same informer needs against the current server (under a second);
+		// client-go keeps waiting for an initial-events-end bookmark that v1.18.19 never sends.
+		Expect(stockInformerSynced(c.RESTConfig(), ns, 45*time.Second)).To(BeFalse())
+	})
+})
+
+func metaAnnotations(o interface{}) (map[string]string, error) {
+	type annotated interface{ GetAnnotations() map[string]string }
+	a, ok := o.(annotated)
+	if !ok {
+		return nil, fmt.Errorf("%T has no annotations", o)
+	}
+	return a.GetAnnotations(), nil
+}
