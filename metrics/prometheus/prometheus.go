@@ -1,0 +1,218 @@
+// Package prometheus adapts steadywatch's metrics.Recorder to Prometheus
+// (github.com/prometheus/client_golang): one collector per Recorder method,
+// registered on a Registerer the caller owns.
+//
+// It is for exporting what steadywatch's listers and reflectors did ("why did
+// my informer relist?"). It is not a general Kubernetes client metrics
+// adapter (client-go's own rest/workqueue metrics are separate) and it
+// registers nothing on the global default registry unless you pass it.
+//
+// Metric names, with the default namespace "steadywatch" (all labelled by
+// "name", the reflector or lister name):
+//
+//	steadywatch_lists_total{name,semantic,outcome}            counter: list calls (all pages) by semantic and outcome
+//	steadywatch_fallbacks_total{name,reason}                  counter: KEP-2523 fallbacks taken, by reason code
+//	steadywatch_relists_total{name,cause}                     counter: reflector relists, by cause
+//	steadywatch_watch_restarts_total{name,reason}             counter: watch restarts, by reason
+//	steadywatch_bookmarks_total{name}                         counter: BOOKMARK events received
+//	steadywatch_items{name}                                   gauge:   objects the reflector's store reflects
+//	steadywatch_resource_version_last_advance_timestamp_seconds{name}  gauge: Unix time of the last resourceVersion advance
+//	steadywatch_seconds_since_resource_version_advance{name}  gauge:   seconds since then, computed at scrape time
+//	steadywatch_consistency_checks_total{name,result}         counter: consistency checks by result (ok, mismatch, error)
+//	steadywatch_transitions_total{name,from,to,reason}        counter: reflector state machine transitions
+//
+// Label cardinality is bounded: semantic, outcome, reason, cause, result and
+// states are small fixed sets chosen by steadywatch; name is chosen by the user.
+package prometheus
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/steadywatch/steadywatch/metrics"
+)
+
+// DefaultNamespace is the metric namespace used when New is given "".
+const DefaultNamespace = "steadywatch"
+
+// Recorder implements metrics.Recorder with Prometheus collectors. It is safe
+// for concurrent use. Create it with New or NewChecked.
+type Recorder struct {
+	lists             *prometheus.CounterVec
+	fallbacks         *prometheus.CounterVec
+	relists           *prometheus.CounterVec
+	watchRestarts     *prometheus.CounterVec
+	bookmarks         *prometheus.CounterVec
+	items             *prometheus.GaugeVec
+	rvAdvanced        *prometheus.GaugeVec
+	sinceAdvance      *sinceCollector
+	consistencyChecks *prometheus.CounterVec
+	transitions       *prometheus.CounterVec
+}
+
+var _ metrics.Recorder = (*Recorder)(nil)
+
+// New creates a Recorder and registers its collectors on reg. A collector
+// that is already registered with an identical description (for example a
+// second Recorder on the same registry and namespace) is reused, so two
+// Recorders on one registry share counters. namespace "" means
+// DefaultNamespace. A nil reg registers nothing (useful when the caller
+// registers the collectors itself via Collectors).
+//
+// New panics if registration fails for another reason (a conflicting metric of
+// the same name), like prometheus.MustRegister; use NewChecked to get the error.
+func New(reg prometheus.Registerer, namespace string) *Recorder {
+	r, err := NewChecked(reg, namespace)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// NewChecked is New returning the registration error instead of panicking.
+func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) {
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
+	}
+	r := &Recorder{
+		lists:         counter("lists_total", "List calls (all pages of one list), by requested resourceVersion semantic and outcome.", "name", "semantic", "outcome"),
+		fallbacks:     counter("fallbacks_total", "KEP-2523 fallbacks taken, by reason code.", "name", "reason"),
+		relists:       counter("relists_total", "Reflector relists, by cause.", "name", "cause"),
+		watchRestarts: counter("watch_restarts_total", "Watch restarts, by reason.", "name", "reason"),
+		bookmarks:     counter("bookmarks_total", "BOOKMARK watch events received.", "name"),
+		items:         gauge("items", "Objects the reflector's store reflects.", "name"),
+		rvAdvanced:    gauge("resource_version_last_advance_timestamp_seconds", "Unix time at which the reflector's resourceVersion last advanced.", "name"),
+		sinceAdvance: &sinceCollector{
+			desc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "seconds_since_resource_version_advance"),
+				"Seconds since the reflector's resourceVersion last advanced, computed at scrape time.", []string{"name"}, nil),
+			at:  map[string]time.Time{},
+			now: time.Now,
+		},
+		consistencyChecks: counter("consistency_checks_total", "Consistency checks of a reflector's store against an Exact list, by result (ok, mismatch, error).", "name", "result"),
+		transitions:       counter("transitions_total", "Reflector state machine transitions.", "name", "from", "to", "reason"),
+	}
+	if reg == nil {
+		return r, nil
+	}
+	var errs []error
+	for _, c := range r.Collectors() {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				errs = append(errs, err)
+				continue
+			}
+			r.adopt(c, are.ExistingCollector)
+		}
+	}
+	return r, errors.Join(errs...)
+}
+
+// Collectors returns the Recorder's collectors, one per Recorder method
+// (ResourceVersionAdvanced has two: the timestamp and the seconds-since gauge).
+func (r *Recorder) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{r.lists, r.fallbacks, r.relists, r.watchRestarts, r.bookmarks,
+		r.items, r.rvAdvanced, r.sinceAdvance, r.consistencyChecks, r.transitions}
+}
+
+// adopt replaces a freshly created collector by the one already registered.
+func (r *Recorder) adopt(mine, existing prometheus.Collector) {
+	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions} {
+		if prometheus.Collector(*p) == mine {
+			if e, ok := existing.(*prometheus.CounterVec); ok {
+				*p = e
+			}
+			return
+		}
+	}
+	for _, p := range []**prometheus.GaugeVec{&r.items, &r.rvAdvanced} {
+		if prometheus.Collector(*p) == mine {
+			if e, ok := existing.(*prometheus.GaugeVec); ok {
+				*p = e
+			}
+			return
+		}
+	}
+	if mine == prometheus.Collector(r.sinceAdvance) {
+		if e, ok := existing.(*sinceCollector); ok {
+			r.sinceAdvance = e
+		}
+	}
+}
+
+// List implements metrics.Recorder.
+func (r *Recorder) List(name, semantic, outcome string) {
+	r.lists.WithLabelValues(name, semantic, outcome).Inc()
+}
+
+// Fallback implements metrics.Recorder.
+func (r *Recorder) Fallback(name, reason string) { r.fallbacks.WithLabelValues(name, reason).Inc() }
+
+// Relist implements metrics.Recorder.
+func (r *Recorder) Relist(name, cause string) { r.relists.WithLabelValues(name, cause).Inc() }
+
+// WatchRestart implements metrics.Recorder.
+func (r *Recorder) WatchRestart(name, reason string) {
+	r.watchRestarts.WithLabelValues(name, reason).Inc()
+}
+
+// Bookmark implements metrics.Recorder.
+func (r *Recorder) Bookmark(name string) { r.bookmarks.WithLabelValues(name).Inc() }
+
+// Items implements metrics.Recorder.
+func (r *Recorder) Items(name string, n int) { r.items.WithLabelValues(name).Set(float64(n)) }
+
+// ResourceVersionAdvanced implements metrics.Recorder.
+func (r *Recorder) ResourceVersionAdvanced(name string, at time.Time) {
+	r.rvAdvanced.WithLabelValues(name).Set(float64(at.UnixNano()) / 1e9)
+	r.sinceAdvance.set(name, at)
+}
+
+// ConsistencyCheck implements metrics.Recorder.
+func (r *Recorder) ConsistencyCheck(name, result string) {
+	r.consistencyChecks.WithLabelValues(name, result).Inc()
+}
+
+// Transition implements metrics.Recorder.
+func (r *Recorder) Transition(name, from, to, reason string) {
+	r.transitions.WithLabelValues(name, from, to, reason).Inc()
+}
+
+// sinceCollector exports, per name, the seconds elapsed since the last
+// resourceVersion advance, computed when scraped, so that a stuck reflector
+// shows a growing value without anyone calling the Recorder.
+type sinceCollector struct {
+	desc *prometheus.Desc
+	now  func() time.Time
+
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (c *sinceCollector) set(name string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.at[name]; !ok || at.After(prev) {
+		c.at[name] = at
+	}
+}
+
+func (c *sinceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *sinceCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	for name, at := range c.at {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, now.Sub(at).Seconds(), name)
+	}
+}

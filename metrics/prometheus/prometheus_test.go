@@ -1,0 +1,111 @@
+package prometheus
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestRecorderExportsEveryMethod(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	r := New(reg, "")
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	r.sinceAdvance.now = func() time.Time { return t0.Add(90 * time.Second) }
+
+	r.List("v1/configmaps", "NotOlderThan", "ok")
+	r.List("v1/configmaps", "NotOlderThan", "ok")
+	r.List("v1/configmaps", "MostRecent", "Gone")
+	r.Fallback("v1/configmaps", "ExactIgnored")
+	r.Relist("v1/configmaps", "watch-gone")
+	r.WatchRestart("v1/configmaps", "stalled")
+	r.Bookmark("v1/configmaps")
+	r.Bookmark("v1/configmaps")
+	r.Bookmark("v1/configmaps")
+	r.Items("v1/configmaps", 7)
+	r.ResourceVersionAdvanced("v1/configmaps", t0)
+	r.ConsistencyCheck("v1/configmaps", "mismatch")
+	r.Transition("v1/configmaps", "Listing", "Watching", "listed")
+
+	expected := `
+# HELP steadywatch_lists_total List calls (all pages of one list), by requested resourceVersion semantic and outcome.
+# TYPE steadywatch_lists_total counter
+steadywatch_lists_total{name="v1/configmaps",outcome="Gone",semantic="MostRecent"} 1
+steadywatch_lists_total{name="v1/configmaps",outcome="ok",semantic="NotOlderThan"} 2
+# HELP steadywatch_fallbacks_total KEP-2523 fallbacks taken, by reason code.
+# TYPE steadywatch_fallbacks_total counter
+steadywatch_fallbacks_total{name="v1/configmaps",reason="ExactIgnored"} 1
+# HELP steadywatch_relists_total Reflector relists, by cause.
+# TYPE steadywatch_relists_total counter
+steadywatch_relists_total{cause="watch-gone",name="v1/configmaps"} 1
+# HELP steadywatch_watch_restarts_total Watch restarts, by reason.
+# TYPE steadywatch_watch_restarts_total counter
+steadywatch_watch_restarts_total{name="v1/configmaps",reason="stalled"} 1
+# HELP steadywatch_bookmarks_total BOOKMARK watch events received.
+# TYPE steadywatch_bookmarks_total counter
+steadywatch_bookmarks_total{name="v1/configmaps"} 3
+# HELP steadywatch_items Objects the reflector's store reflects.
+# TYPE steadywatch_items gauge
+steadywatch_items{name="v1/configmaps"} 7
+# HELP steadywatch_resource_version_last_advance_timestamp_seconds Unix time at which the reflector's resourceVersion last advanced.
+# TYPE steadywatch_resource_version_last_advance_timestamp_seconds gauge
+steadywatch_resource_version_last_advance_timestamp_seconds{name="v1/configmaps"} 1.735787045e+09
+# HELP steadywatch_seconds_since_resource_version_advance Seconds since the reflector's resourceVersion last advanced, computed at scrape time.
+# TYPE steadywatch_seconds_since_resource_version_advance gauge
+steadywatch_seconds_since_resource_version_advance{name="v1/configmaps"} 90
+# HELP steadywatch_consistency_checks_total Consistency checks of a reflector's store against an Exact list, by result (ok, mismatch, error).
+# TYPE steadywatch_consistency_checks_total counter
+steadywatch_consistency_checks_total{name="v1/configmaps",result="mismatch"} 1
+# HELP steadywatch_transitions_total Reflector state machine transitions.
+# TYPE steadywatch_transitions_total counter
+steadywatch_transitions_total{from="Listing",name="v1/configmaps",reason="listed",to="Watching"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 11 {
+		t.Fatalf("GatherAndCount = %d, %v; want 11 series", n, err)
+	}
+}
+
+func TestSecondsSinceAdvanceNeverGoesBackwards(t *testing.T) {
+	r := New(nil, "x")
+	t0 := time.Unix(1000, 0)
+	r.sinceAdvance.now = func() time.Time { return t0.Add(10 * time.Second) }
+	r.ResourceVersionAdvanced("a", t0)
+	r.ResourceVersionAdvanced("a", t0.Add(-time.Hour)) // a stale report must not make it look older
+	if got := testutil.ToFloat64(r.sinceAdvance); got != 10 {
+		t.Fatalf("seconds since advance = %v, want 10", got)
+	}
+}
+
+func TestSecondRecorderOnSameRegistryShares(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := New(reg, "")
+	b, err := NewChecked(reg, "")
+	if err != nil {
+		t.Fatalf("second recorder on the same registry: %v", err)
+	}
+	a.Relist("n", "gone")
+	b.Relist("n", "gone")
+	if got := testutil.ToFloat64(a.relists.WithLabelValues("n", "gone")); got != 2 {
+		t.Fatalf("shared relist counter = %v, want 2", got)
+	}
+}
+
+func TestConflictingRegistrationIsAnError(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	// Same fully-qualified name, different labels: a genuine conflict.
+	reg.MustRegister(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "steadywatch_relists_total", Help: "other"}, []string{"x"}))
+	if _, err := NewChecked(reg, ""); err == nil {
+		t.Fatal("NewChecked succeeded despite a conflicting metric; want an error")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("New did not panic on a conflicting metric")
+		}
+	}()
+	New(reg, "")
+}
