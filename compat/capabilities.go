@@ -1,6 +1,11 @@
 package compat
 
-import "context"
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // Support says whether a server supports a behaviour, as far as steadywatch knows.
 type Support int
@@ -39,7 +44,48 @@ const (
 	StreamingList Capability = "streamingList"
 	// ConsistentListFromCache: a MostRecent list is served from the watch cache (>= 1.31).
 	ConsistentListFromCache Capability = "consistentListFromCache"
+	// TooLargeRVMessage: the server reports "too large resource version" only in the
+	// error message, without the ResourceVersionTooLarge cause (before v1.18.6).
+	// Its support is mirrored in Capabilities.TooLargeRVByMessage.
+	TooLargeRVMessage Capability = "tooLargeRVByMessage"
 )
+
+// AllCapabilities lists the capabilities FromVersion decides, in the order
+// Capabilities.String prints them.
+var AllCapabilities = []Capability{ResourceVersionMatch, WatchBookmarks, StreamingList, ConsistentListFromCache, TooLargeRVMessage}
+
+// Basis says what a belief rests on.
+type Basis int
+
+const (
+	// BasisNone: nothing is known (the support is Unknown).
+	BasisNone Basis = iota
+	// BasisVersion: the server's version settles it; the behaviour is fixed in that release.
+	BasisVersion
+	// BasisGateDefault: the version's feature-gate default. A cluster may run with the gate
+	// flipped, so the belief is likely but must be verified: callers should be ready for the
+	// opposite answer and Observe it.
+	BasisGateDefault
+	// BasisObserved: the server was seen doing it (outranks the version until it expires).
+	BasisObserved
+	// BasisStatic: declared by the user through Static.
+	BasisStatic
+)
+
+func (b Basis) String() string {
+	switch b {
+	case BasisVersion:
+		return "version"
+	case BasisGateDefault:
+		return "gate-default"
+	case BasisObserved:
+		return "observed"
+	case BasisStatic:
+		return "static"
+	default:
+		return "none"
+	}
+}
 
 // Capabilities is what steadywatch believes about one apiserver.
 type Capabilities struct {
@@ -54,12 +100,70 @@ type Capabilities struct {
 	// Reasons says, per capability, why we believe what we believe, e.g.
 	// "version v1.18.19" or "observed: Exact list at 10 served at 12".
 	Reasons map[Capability]string
+	// Basis says, per capability, what the belief rests on; a missing key means BasisNone.
+	// BasisGateDefault marks "likely, but verify" beliefs such as StreamingList on v1.34.
+	Basis map[Capability]Basis
 }
 
 // Get returns the support for c (Unknown when not set).
 func (c Capabilities) Get(k Capability) Support { return c.Support[k] }
 
+// Tentative reports whether the belief about k rests only on a feature-gate
+// default, so the server may behave otherwise: use it, but verify and Observe.
+func (c Capabilities) Tentative(k Capability) bool { return c.Basis[k] == BasisGateDefault }
+
+// Clone returns a deep copy (the maps are not shared).
+func (c Capabilities) Clone() Capabilities {
+	c.Support = maps.Clone(c.Support)
+	c.Reasons = maps.Clone(c.Reasons)
+	c.Basis = maps.Clone(c.Basis)
+	return c
+}
+
+// String is a one-line summary for logs, e.g.
+// "v1.34.1 resourceVersionMatch=yes watchBookmarks=yes streamingList=yes(verify) ...".
+// Capabilities outside AllCapabilities are appended in name order.
+func (c Capabilities) String() string {
+	var b strings.Builder
+	if c.Version.IsZero() {
+		b.WriteString("version=unknown")
+	} else {
+		b.WriteString(c.Version.String())
+	}
+	write := func(k Capability) {
+		b.WriteString(" ")
+		b.WriteString(string(k))
+		b.WriteString("=")
+		b.WriteString(c.Get(k).String())
+		switch c.Basis[k] {
+		case BasisGateDefault:
+			b.WriteString("(verify)")
+		case BasisObserved:
+			b.WriteString("(observed)")
+		}
+	}
+	known := make(map[Capability]bool, len(AllCapabilities))
+	for _, k := range AllCapabilities {
+		known[k] = true
+		write(k)
+	}
+	var extra []string
+	for k := range c.Support {
+		if !known[k] {
+			extra = append(extra, string(k))
+		}
+	}
+	slices.Sort(extra)
+	for _, k := range extra {
+		write(Capability(k))
+	}
+	return b.String()
+}
+
 // Observation is something a client saw a server do, which outranks what its version says.
+// A later observation of the same capability replaces an earlier one at once, even when
+// it contradicts it (an HA pair mid-upgrade answers differently from request to request).
+// An observation with Support Unknown forgets what was observed for that capability.
 type Observation struct {
 	Capability Capability
 	Support    Support
