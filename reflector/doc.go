@@ -1,0 +1,32 @@
+// Package reflector keeps a client-go store in step with an apiserver and
+// survives every resourceVersion corner case of KEP-2523: it is a drop-in for
+// client-go's cache.Reflector, written as an explicit state machine.
+//
+// The phases (Phase) are InitialList or StreamingList, then StartingWatch and
+// Watching, with Relisting and BackingOff on the way back; one state type per
+// phase carries exactly the data valid in it, and one step function maps
+// (state, outcome) to the next state. Every transition is logged (V(2), with
+// its reason) and counted through metrics.Recorder.
+//
+// What it does that client-go's reflector does not:
+//   - the first list is MostRecent by default (a consistent read), not Any
+//     (resourceVersion "0"), which can go back in time in HA control planes;
+//   - a list served older than what the store already reflects is never
+//     applied (StaleListError); it asks again with NotOlderThan;
+//   - a streaming list is used only where compat says the server honours it,
+//     and a server that silently ignores sendInitialEvents (v1.18) is
+//     detected (no end bookmark within Options.InitialEventsTimeout, or a
+//     plain bookmark/MODIFIED during the initial events) and listed instead;
+//   - a watch that delivers nothing, not even a bookmark, for
+//     Options.StallTimeout is restarted from the last resourceVersion;
+//   - an optional consistency checker compares the store with an Exact list
+//     at a bookmark's resourceVersion.
+//
+// It feeds any cache.ReflectorStore: a cache.Store or cache.Indexer, or a
+// DeltaFIFO/RealFIFO under an informer-style processing loop.
+//
+// It is not an informer (no event handlers, no indexers of its own; see
+// NewSharedIndexInformer for the drop-in informer) and it does not decide the
+// KEP-2523 list fallbacks itself: package fallback decides, package lister
+// executes (Options.List).
+package reflector

@@ -1,0 +1,66 @@
+package reflector
+
+// This file is the reflector's built-in list executor, used when
+// Options.List is nil. It is deliberately minimal: it translates one
+// fallback.Query into wire options the way seed 001 says both new and legacy
+// servers read them, pages with client-go's pager, and verifies the served
+// resourceVersion. package lister is the full executor (fallback table,
+// records, observations); once it lands, New defaults to it and this file goes.
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+func (r *Reflector) clientList(ctx context.Context, q fallback.Query) (runtime.Object, error) {
+	match := false
+	if r.o.Server != nil {
+		match = r.o.Server.Capabilities(ctx).Get(compat.ResourceVersionMatch) == compat.Yes
+	}
+	opts := metav1.ListOptions{}
+	switch q.Semantic {
+	case fallback.MostRecent:
+	case fallback.Any:
+		opts.ResourceVersion = "0"
+	case fallback.NotOlderThan:
+		// Unpaginated: served from the watch cache, and read as NotOlderThan
+		// by legacy servers too (with a limit they would read it as Exact).
+		opts.ResourceVersion = q.ResourceVersion
+		q.Limit = 0
+		if match {
+			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+		}
+	case fallback.Exact:
+		opts.ResourceVersion = q.ResourceVersion
+		if match {
+			opts.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+		} else if q.Limit <= 0 {
+			// Legacy servers read resourceVersion=N as Exact only with a limit.
+			q.Limit = DefaultPageSize
+		}
+	}
+	p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return r.client.List(ctx, o)
+	})
+	p.PageSize = q.Limit
+	obj, _, err := p.ListWithAlloc(ctx, opts)
+	outcome := "ok"
+	if err != nil {
+		c, _ := classify(err)
+		outcome = c.String()
+	} else if q.Semantic == fallback.Exact {
+		if served := listRV(obj); served != q.ResourceVersion {
+			outcome = "NotExact"
+			err = &NotExactError{Requested: q.ResourceVersion, Served: served}
+			obj = nil
+		}
+	}
+	r.o.Metrics.List(r.name, q.Semantic.String(), outcome)
+	return obj, err
+}

@@ -1,0 +1,188 @@
+package reflector
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/metrics"
+)
+
+// Defaults of Options. They are the values used when a field is zero.
+const (
+	DefaultPageSize             int64 = 500
+	DefaultWatchTimeoutMin            = 5 * time.Minute
+	DefaultWatchTimeoutMax            = 10 * time.Minute
+	DefaultStallTimeout               = 3 * time.Minute
+	DefaultInitialEventsTimeout       = 10 * time.Second
+	DefaultBackoffInitial             = 800 * time.Millisecond
+	DefaultBackoffMax                 = 30 * time.Second
+	DefaultBackoffResetAfter          = 2 * time.Minute
+	DefaultShortWatch                 = time.Second
+)
+
+// ListFunc performs one complete list (every page) with an explicit
+// KEP-2523 semantic. The returned list's ListMeta.resourceVersion must be the
+// resourceVersion the list was served at. A *lister.Lister's List method,
+// with its *Record dropped, is a ListFunc.
+type ListFunc func(ctx context.Context, q fallback.Query) (runtime.Object, error)
+
+// Options configures a Reflector. The zero value is a safe default for
+// every field; each field says its default and the trade-off of changing it.
+type Options struct {
+	// Name identifies the reflector in logs and metrics. Default: the
+	// expected type's description (e.g. "*v1.ConfigMap").
+	Name string
+
+	// Server says what the apiserver supports (compat). Default nil: every
+	// capability is Unknown, so the reflector never uses a streaming list and
+	// sends resourceVersionMatch only where a legacy server would read the
+	// request the same way. Give it a compat Detector's Server to use streaming
+	// lists on servers that honour them.
+	Server compat.Server
+
+	// List performs lists. Default nil: a built-in executor over the Client
+	// (paginated MostRecent/Any/Exact, unpaginated NotOlderThan so it is served
+	// from the watch cache). Set it to a steadywatch lister's List to get its
+	// fallbacks and records.
+	List ListFunc
+
+	// PageSize is the page size of MostRecent, Any and Exact lists. Default 500
+	// (client-go's pager default). Negative: unpaginated (one response holds
+	// everything: fewer round trips, unbounded memory on both sides).
+	// NotOlderThan lists are never paginated: a limit would send them to etcd
+	// (and legacy servers read NotOlderThan+limit as Exact).
+	PageSize int64
+
+	// InitialListSemantic is the semantic of the first list: fallback.MostRecent
+	// (the zero value, default) or fallback.Any.
+	//
+	// MostRecent is a consistent read: never older than anything the cluster
+	// has shown anyone. Since Kubernetes 1.31 it is served from the watch cache
+	// (ConsistentListFromCache), so it is cheap; on older servers it is a quorum
+	// read from etcd, paginated. Any (resourceVersion "0", what client-go
+	// uses) is cheapest everywhere, but in an HA control plane a lagging
+	// apiserver may serve a state much older than one this process already
+	// saw (a restarted controller "goes back in time"). Choose Any only if
+	// your controller tolerates that. NotOlderThan and Exact are not valid
+	// here (there is no resourceVersion to start from) and are treated as MostRecent.
+	InitialListSemantic fallback.Semantic
+
+	// DisableStreamingList turns off streaming lists (sendInitialEvents) even
+	// where Server says they are supported. Default false: stream where
+	// supported, which costs the apiserver less memory than a list.
+	DisableStreamingList bool
+
+	// InitialEventsTimeout bounds how long a streaming list may go without
+	// any event before the k8s.io/initial-events-end bookmark arrives. When
+	// it passes, the server is taken to ignore sendInitialEvents (as v1.18
+	// does: it never sends that bookmark), compat is told so, and the
+	// reflector lists instead. Default 10s. Shorter: faster recovery from a
+	// wrong capability; longer: tolerates a server that pauses mid-stream.
+	InitialEventsTimeout time.Duration
+
+	// WatchTimeoutMin and WatchTimeoutMax bound the randomized server-side
+	// timeout of each watch (timeoutSeconds), spreading reconnects of many
+	// clients over time. Defaults 5m and 10m (client-go's). Max < Min is
+	// raised to Min.
+	WatchTimeoutMin, WatchTimeoutMax time.Duration
+
+	// StallTimeout restarts a watch (from the last resourceVersion, no relist)
+	// that delivered no event and no bookmark for this long. It must exceed
+	// the server's bookmark interval (about a minute), else quiet watches
+	// restart needlessly. Default 3m. Negative disables stall detection (a
+	// half-open connection is then only noticed at the watch timeout).
+	StallTimeout time.Duration
+
+	// ShortWatch is the duration under which a watch that closed without any
+	// event counts as short-lived: it is restarted only after a backoff, so a
+	// server that closes watches at once is not hammered. Default 1s.
+	ShortWatch time.Duration
+
+	// Backoff configures the jittered exponential backoff between failed
+	// attempts. Zero fields take their defaults.
+	Backoff BackoffOptions
+
+	// ResyncPeriod, if positive, calls the store's Resync at that interval
+	// (it only means something for queues such as DeltaFIFO). Default 0: never.
+	ResyncPeriod time.Duration
+
+	// ConsistencyCheckInterval, if positive, compares the store with an Exact
+	// list at a bookmark's resourceVersion at most this often. A difference is
+	// logged with the differing keys and counted (ConsistencyCheck "mismatch");
+	// it never panics or changes the store. Default 0: off. Each check is a
+	// full list, often from etcd: keep it rare (tens of minutes) in production.
+	ConsistencyCheckInterval time.Duration
+
+	// Metrics receives counts and transitions. Default: metrics.Nop.
+	Metrics metrics.Recorder
+
+	// Clock is for tests. Default: the real clock.
+	Clock clock.WithTicker
+}
+
+// BackoffOptions configures the jittered exponential backoff
+// (github.com/cenkalti/backoff/v4) between failed attempts. A server's
+// Retry-After, when it sends one, replaces the computed delay.
+type BackoffOptions struct {
+	// Initial is the first delay. Default 800ms.
+	Initial time.Duration
+	// Max caps the delay. Default 30s (about 0.03 QPS per reflector when the
+	// server is down).
+	Max time.Duration
+	// ResetAfter: the backoff starts again from Initial once this long has
+	// passed without a failure (the server has been healthy). Default 2m.
+	ResetAfter time.Duration
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.PageSize < 0 {
+		o.PageSize = 0
+	}
+	if o.InitialListSemantic != fallback.Any {
+		o.InitialListSemantic = fallback.MostRecent
+	}
+	if o.InitialEventsTimeout <= 0 {
+		o.InitialEventsTimeout = DefaultInitialEventsTimeout
+	}
+	if o.WatchTimeoutMin <= 0 {
+		o.WatchTimeoutMin = DefaultWatchTimeoutMin
+	}
+	if o.WatchTimeoutMax <= 0 {
+		o.WatchTimeoutMax = DefaultWatchTimeoutMax
+	}
+	if o.WatchTimeoutMax < o.WatchTimeoutMin {
+		o.WatchTimeoutMax = o.WatchTimeoutMin
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.ShortWatch <= 0 {
+		o.ShortWatch = DefaultShortWatch
+	}
+	if o.Backoff.Initial <= 0 {
+		o.Backoff.Initial = DefaultBackoffInitial
+	}
+	if o.Backoff.Max <= 0 {
+		o.Backoff.Max = DefaultBackoffMax
+	}
+	if o.Backoff.Max < o.Backoff.Initial {
+		o.Backoff.Max = o.Backoff.Initial
+	}
+	if o.Backoff.ResetAfter <= 0 {
+		o.Backoff.ResetAfter = DefaultBackoffResetAfter
+	}
+	o.Metrics = metrics.OrNop(o.Metrics)
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}

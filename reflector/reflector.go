@@ -1,0 +1,744 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+// Client is the list/watch pair the reflector talks to. It has the shape of
+// lister.Client, so any adapter written for the lister (typed, dynamic,
+// metadata clients) serves here too.
+type Client interface {
+	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// Reflector keeps a client-go store in step with the apiserver: list (or
+// streaming list), then watch, then recover from every resourceVersion corner
+// case of KEP-2523. Create it with New and start it with Run.
+type Reflector struct {
+	client       Client
+	list         ListFunc
+	store        cache.ReflectorStore
+	expectedType reflect.Type
+	expectedGVK  *schema.GroupVersionKind
+	name         string
+	o            Options
+
+	// Owned by the Run goroutine.
+	backoff     *backoff.ExponentialBackOff
+	lastFailure time.Time
+	known       map[string]string // key -> object resourceVersion: what the store reflects
+	lastCheck   time.Time
+
+	running       atomic.Bool
+	checkRunning  atomic.Bool
+	checks        sync.WaitGroup
+	resyncStopped chan struct{}
+
+	mu     sync.RWMutex
+	status Status
+	report *ConsistencyReport
+}
+
+// New returns a reflector that fills store with objects of expectedType
+// listed and watched through c. expectedType may be nil (no type check); for
+// *unstructured.Unstructured with apiVersion and kind set, the GVK is checked.
+//
+// store may be any cache.ReflectorStore: a cache.Store/cache.Indexer, a
+// DeltaFIFO or RealFIFO (so a SharedIndexInformer-style processing loop or
+// controller-runtime can sit on top). Lists go through store.Replace with the
+// list's resourceVersion; watch events through Add/Update/Delete; bookmarks
+// through Bookmark where the store is a cache.ReflectorBookmarkStore; every
+// resourceVersion advance through UpdateResourceVersion where it is a
+// cache.ResourceVersionUpdater.
+func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Options) *Reflector {
+	o = o.withDefaults()
+	r := &Reflector{
+		client: c,
+		list:   o.List,
+		store:  store,
+		o:      o,
+		known:  map[string]string{},
+	}
+	if expectedType != nil {
+		r.expectedType = reflect.TypeOf(expectedType)
+		if u, ok := expectedType.(*unstructured.Unstructured); ok {
+			if gvk := u.GroupVersionKind(); !gvk.Empty() {
+				r.expectedGVK = &gvk
+			}
+		}
+	}
+	r.name = o.Name
+	if r.name == "" {
+		switch {
+		case r.expectedGVK != nil:
+			r.name = r.expectedGVK.String()
+		case r.expectedType != nil:
+			r.name = r.expectedType.String()
+		default:
+			r.name = "reflector"
+		}
+	}
+	if r.list == nil {
+		r.list = r.clientList
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = o.Backoff.Initial
+	b.MaxInterval = o.Backoff.Max
+	b.Multiplier = 2
+	b.RandomizationFactor = 0.5
+	b.MaxElapsedTime = 0 // never give up: a reflector retries until its context ends
+	b.Clock = o.Clock
+	b.Reset()
+	r.backoff = b
+	r.status = Status{Phase: PhaseNotStarted, Since: o.Clock.Now()}
+	return r
+}
+
+// Name returns the reflector's name (Options.Name or its default).
+func (r *Reflector) Name() string { return r.name }
+
+// LastSyncResourceVersion returns the last resourceVersion the store
+// reflects ("" before the first sync). It never goes backwards.
+func (r *Reflector) LastSyncResourceVersion() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.status.ResourceVersion
+}
+
+// HasSynced reports whether the store has been filled by a complete list
+// (or streaming list) at least once.
+func (r *Reflector) HasSynced() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.status.Synced
+}
+
+// State returns a snapshot of the state machine.
+func (r *Reflector) State() Status {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.status
+}
+
+// Run lists, watches and recovers until ctx ends. It returns only after every
+// goroutine it started has stopped and the open watch (if any) is closed.
+// Calling Run twice (even concurrently) is a no-op for the second call.
+func (r *Reflector) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("reflector", r.name)
+	if !r.running.CompareAndSwap(false, true) {
+		logger.Error(nil, "Reflector.Run called more than once; ignoring")
+		return
+	}
+	ctx = klog.NewContext(ctx, logger)
+	defer r.checks.Wait()
+	if r.o.ResyncPeriod > 0 {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go r.resyncLoop(ctx, done)
+	}
+
+	var s state = r.initialState(ctx)
+	r.transition(ctx, stopped{}, s, because(codeStart, "Run called"))
+	for {
+		next, w := r.step(ctx, s)
+		if ctx.Err() != nil {
+			if ww, ok := next.(watching); ok {
+				ww.w.Stop()
+			}
+			r.transition(ctx, s, stopped{}, because(codeContextDone, "context ended: %v", context.Cause(ctx)))
+			return
+		}
+		r.transition(ctx, s, next, w)
+		s = next
+	}
+}
+
+// step is the state machine: it performs the work of s and returns the next
+// state and why. Each case reads as one row: "in this phase, on this outcome,
+// go there".
+func (r *Reflector) step(ctx context.Context, s state) (state, why) {
+	switch s := s.(type) {
+	case listing:
+		return r.stepList(ctx, s)
+	case streamingList:
+		return r.stepStream(ctx, s)
+	case startingWatch:
+		return r.stepStartWatch(ctx, s)
+	case watching:
+		return r.stepWatch(ctx, s)
+	case backingOff:
+		t := r.o.Clock.NewTimer(s.delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return stopped{}, because(codeContextDone, "context ended while backing off")
+		case <-t.C():
+			return s.next, because(codeBackoffDone, "waited %v", s.delay)
+		}
+	default:
+		return stopped{}, because(codeContextDone, "unknown state %T", s)
+	}
+}
+
+func (r *Reflector) transition(ctx context.Context, from, to state, w why) {
+	now := r.o.Clock.Now()
+	r.mu.Lock()
+	r.status.Phase = to.phase()
+	r.status.Reason = w.detail
+	r.status.Since = now
+	r.mu.Unlock()
+	klog.FromContext(ctx).V(2).Info("Reflector transition", "from", from.phase(), "to", to.phase(), "reason", w.code, "detail", w.detail)
+	r.o.Metrics.Transition(r.name, string(from.phase()), string(to.phase()), w.code)
+}
+
+func (r *Reflector) initialState(ctx context.Context) state {
+	q := fallback.MostRecentQuery()
+	if r.o.InitialListSemantic == fallback.Any {
+		q = fallback.AnyQuery()
+	}
+	return r.syncState(ctx, q, true, causeInitial)
+}
+
+// syncState is the state that (re)fills the store: a streaming list where the
+// server is known to honour it, a list otherwise.
+func (r *Reflector) syncState(ctx context.Context, q fallback.Query, initial bool, cause string) state {
+	if r.streamingSupported(ctx) && q.Semantic != fallback.Any && q.Semantic != fallback.Exact {
+		return streamingList{query: q, initial: initial, cause: cause}
+	}
+	return listing{query: q, initial: initial, cause: cause}
+}
+
+func (r *Reflector) streamingSupported(ctx context.Context) bool {
+	return !r.o.DisableStreamingList && r.o.Server != nil &&
+		r.o.Server.Capabilities(ctx).Get(compat.StreamingList) == compat.Yes
+}
+
+// relistQuery is the cheapest list that never goes back in time from rv:
+// NotOlderThan(rv), served from the watch cache; MostRecent if there is no rv.
+func relistQuery(rv string) fallback.Query {
+	if rv == "" || rv == "0" {
+		return fallback.MostRecentQuery()
+	}
+	return fallback.NotOlderThanQuery(rv)
+}
+
+// delay returns the next backoff delay, or retryAfter when the server sent one.
+func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
+	now := r.o.Clock.Now()
+	if !r.lastFailure.IsZero() && now.Sub(r.lastFailure) >= r.o.Backoff.ResetAfter {
+		r.backoff.Reset()
+	}
+	r.lastFailure = now
+	d := r.backoff.NextBackOff()
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	return d
+}
+
+// ---- listing ----
+
+func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
+	logger := klog.FromContext(ctx)
+	if !s.initial && s.attempt == 0 {
+		r.o.Metrics.Relist(r.name, s.cause)
+	}
+	q := s.query
+	if q.Semantic != fallback.NotOlderThan {
+		q = q.WithLimit(r.o.PageSize)
+	}
+	obj, err := r.list(ctx, q)
+	if ctx.Err() != nil {
+		return stopped{}, because(codeContextDone, "context ended while listing")
+	}
+	if err == nil {
+		err = r.checkNotStale(obj, q)
+	}
+	if err != nil {
+		return r.listFailed(ctx, s, q, err)
+	}
+	items, err := meta.ExtractListWithAlloc(obj)
+	if err != nil {
+		logger.Error(err, "Unable to understand list result", "query", q.String())
+		return backingOff{delay: r.delay(0), next: s.retry()}, because(codeListError, "unable to understand list result: %v", err)
+	}
+	rv := listRV(obj)
+	if err := r.replace(ctx, items, rv); err != nil {
+		return backingOff{delay: r.delay(0), next: s.retry()}, because(codeListError, "store.Replace failed: %v", err)
+	}
+	return startingWatch{rv: rv}, because(codeListed, "listed %d items with %s, served at resourceVersion %q", len(items), q, rv)
+}
+
+func (s listing) retry() listing { s.attempt++; return s }
+
+func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query, err error) (state, why) {
+	logger := klog.FromContext(ctx)
+	if stale := (*StaleListError)(nil); errors.As(err, &stale) {
+		// Never go back in time: ask again for NotOlderThan(last); a lagging
+		// server (HA) catches up, or a request lands on a fresher one.
+		logger.Info("Rejected a list older than the store", "query", q.String(), "served", stale.Served, "required", stale.Required)
+		// After three stale answers, a consistent MostRecent read (which cannot
+		// be older than anything already served) ends the loop.
+		next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: codeStaleList, attempt: s.attempt + 1}
+		if s.attempt >= 2 {
+			next.query = fallback.MostRecentQuery()
+		}
+		return backingOff{delay: r.delay(0), next: next}, because(codeStaleList, "%v", err)
+	}
+	class, retryAfter := classify(err)
+	logger.V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
+	switch class {
+	case classGone:
+		if q.Semantic == fallback.NotOlderThan || q.Semantic == fallback.Exact {
+			// NotOlderThan(last) is unavailable (compacted and not in the
+			// cache): only now fall back to a consistent MostRecent list.
+			next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: codeListGone}
+			return next, because(codeListGone, "%s is gone (410): listing MostRecent", q)
+		}
+	case classTooLargeRV:
+		// The server has not caught up with the resourceVersion: honour its
+		// Retry-After, then ask for the most recent state (a consistent read
+		// cannot be older than what we have).
+		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: codeTooLargeRV}
+		return backingOff{delay: r.delay(retryAfter), next: next}, because(codeTooLargeRV, "%s: too large resource version (Retry-After %v)", q, retryAfter)
+	}
+	return backingOff{delay: r.delay(retryAfter), next: s.retry()}, because(codeListError, "%s failed (%s): %v", q, class, err)
+}
+
+// checkNotStale rejects a list older than the store or than the NotOlderThan asked.
+func (r *Reflector) checkNotStale(obj runtime.Object, q fallback.Query) error {
+	served := listRV(obj)
+	required := r.LastSyncResourceVersion()
+	if q.Semantic == fallback.NotOlderThan && (required == "" || isOlder(required, q.ResourceVersion)) {
+		required = q.ResourceVersion
+	}
+	if required != "" && isOlder(served, required) {
+		return &StaleListError{Required: required, Served: served}
+	}
+	return nil
+}
+
+func listRV(obj runtime.Object) string {
+	m, err := meta.ListAccessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
+}
+
+// replace swaps the store's contents for items at rv.
+func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv string) error {
+	found := make([]any, 0, len(items))
+	known := make(map[string]string, len(items))
+	for _, it := range items {
+		if !r.typeOK(ctx, it) {
+			continue
+		}
+		found = append(found, it)
+		if k, orv, ok := keyRV(it); ok {
+			known[k] = orv
+		}
+	}
+	if err := r.store.Replace(found, rv); err != nil {
+		return err
+	}
+	r.known = known
+	r.mu.Lock()
+	r.status.Synced = true
+	r.status.Items = len(known)
+	r.mu.Unlock()
+	r.o.Metrics.Items(r.name, len(known))
+	r.setRV(ctx, rv, true)
+	return nil
+}
+
+// setRV records rv as the store's resourceVersion. It never goes backwards
+// (when both parse); force is for a Replace, whose rv the store now reflects.
+func (r *Reflector) setRV(ctx context.Context, rv string, force bool) {
+	if rv == "" {
+		return
+	}
+	r.mu.Lock()
+	prev := r.status.ResourceVersion
+	if !force && (prev == rv || isOlder(rv, prev)) {
+		r.mu.Unlock()
+		return
+	}
+	r.status.ResourceVersion = rv
+	r.mu.Unlock()
+	if u, ok := r.store.(cache.ResourceVersionUpdater); ok {
+		u.UpdateResourceVersion(rv)
+	}
+	if prev != rv {
+		r.o.Metrics.ResourceVersionAdvanced(r.name, r.o.Clock.Now())
+		klog.FromContext(ctx).V(5).Info("ResourceVersion advanced", "from", prev, "to", rv)
+	}
+}
+
+// ---- streaming list ----
+
+func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why) {
+	logger := klog.FromContext(ctx)
+	if !s.initial && s.attempt == 0 {
+		r.o.Metrics.Relist(r.name, s.cause)
+	}
+	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt}
+	opts := metav1.ListOptions{
+		ResourceVersion:      s.query.ResourceVersion,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    ptrTo(true),
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       ptrTo(r.watchTimeoutSeconds()),
+	}
+	opened := r.o.Clock.Now()
+	w, err := r.client.Watch(ctx, opts)
+	if ctx.Err() != nil {
+		if err == nil {
+			w.Stop()
+		}
+		return stopped{}, because(codeContextDone, "context ended while opening a streaming list")
+	}
+	if err != nil {
+		class, retryAfter := classify(err)
+		if class == classInvalid {
+			r.observeStreaming(compat.No, fmt.Sprintf("observed: streaming list rejected: %v", err))
+			return asList, because(codeStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
+		}
+		return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
+	}
+
+	var (
+		items   []runtime.Object
+		index   = map[string]int{}
+		timer   = r.o.Clock.NewTimer(r.o.InitialEventsTimeout)
+		endRV   string
+		ignored string
+	)
+	defer timer.Stop()
+collect:
+	for {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return stopped{}, because(codeContextDone, "context ended during a streaming list")
+		case <-timer.C():
+			ignored = fmt.Sprintf("no event for %v and no %s bookmark", r.o.InitialEventsTimeout, metav1.InitialEventsAnnotationKey)
+			break collect
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return backingOff{delay: r.delay(0), next: asList}, because(codeStreamFailed, "streaming list closed before its initial-events-end bookmark; listing instead")
+			}
+			switch ev.Type {
+			case watch.Error:
+				w.Stop()
+				err := apierrors.FromObject(ev.Object)
+				class, retryAfter := classify(err)
+				if class == classGone {
+					next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: codeListGone}
+					return next, because(codeListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
+				}
+				return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list error (%s): %v; listing instead", class, err)
+			case watch.Added:
+				if !r.typeOK(ctx, ev.Object) {
+					continue
+				}
+				if k, _, ok := keyRV(ev.Object); ok {
+					if i, dup := index[k]; dup {
+						items[i] = ev.Object
+					} else {
+						index[k] = len(items)
+						items = append(items, ev.Object)
+					}
+				}
+			case watch.Bookmark:
+				m, err := meta.Accessor(ev.Object)
+				if err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					endRV = m.GetResourceVersion()
+					r.o.Metrics.Bookmark(r.name)
+					break collect
+				}
+				ignored = "a bookmark without the initial-events-end annotation arrived during the initial events"
+				break collect
+			default:
+				ignored = fmt.Sprintf("a %s event arrived during the initial events", ev.Type)
+				break collect
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C():
+				default:
+				}
+			}
+			timer.Reset(r.o.InitialEventsTimeout)
+		}
+	}
+	if ignored != "" {
+		// A server that silently ignores sendInitialEvents (v1.18) sends plain
+		// ADDED events and never the end bookmark: never wait for it again.
+		w.Stop()
+		r.observeStreaming(compat.No, "observed: sendInitialEvents ignored: "+ignored)
+		logger.Info("Server ignores streaming lists; listing instead", "detail", ignored)
+		return asList, because(codeStreamIgnored, "streaming list ignored: %s; listing instead", ignored)
+	}
+	r.observeStreaming(compat.Yes, "observed: initial-events-end bookmark received")
+	if last := r.LastSyncResourceVersion(); last != "" && isOlder(endRV, last) {
+		w.Stop()
+		next := listing{query: relistQuery(last), cause: codeStaleList, attempt: s.attempt + 1}
+		return backingOff{delay: r.delay(0), next: next}, because(codeStaleList, "%v", &StaleListError{Required: last, Served: endRV})
+	}
+	if err := r.replace(ctx, items, endRV); err != nil {
+		w.Stop()
+		return backingOff{delay: r.delay(0), next: asList}, because(codeListError, "store.Replace failed: %v", err)
+	}
+	if bs, ok := r.store.(cache.ReflectorBookmarkStore); ok {
+		if err := bs.Bookmark(endRV); err != nil {
+			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", endRV)
+		}
+	}
+	return watching{rv: endRV, w: w, opened: opened}, because(codeStreamed, "streamed %d items, initial events end at resourceVersion %q", len(items), endRV)
+}
+
+func (r *Reflector) observeStreaming(s compat.Support, detail string) {
+	if r.o.Server != nil {
+		r.o.Server.Observe(compat.Observation{Capability: compat.StreamingList, Support: s, Detail: detail})
+	}
+}
+
+// ---- watch ----
+
+func (r *Reflector) watchTimeoutSeconds() int64 {
+	lo, hi := r.o.WatchTimeoutMin, r.o.WatchTimeoutMax
+	d := lo
+	if hi > lo {
+		d += time.Duration(rand.Int64N(int64(hi - lo + 1)))
+	}
+	s := int64(d / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+func (r *Reflector) stepStartWatch(ctx context.Context, s startingWatch) (state, why) {
+	opts := metav1.ListOptions{
+		ResourceVersion:     s.rv,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      ptrTo(r.watchTimeoutSeconds()),
+	}
+	opened := r.o.Clock.Now()
+	w, err := r.client.Watch(ctx, opts)
+	if ctx.Err() != nil {
+		if err == nil {
+			w.Stop()
+		}
+		return stopped{}, because(codeContextDone, "context ended while opening a watch")
+	}
+	if err == nil {
+		return watching{rv: s.rv, w: w, opened: opened}, because(codeWatchOpened, "watch opened at resourceVersion %q", s.rv)
+	}
+	return r.watchFailed(ctx, s.rv, s.attempt, err)
+}
+
+// watchFailed decides what follows a failed watch (at start or as an ERROR
+// event): the heart of KEP-2523 recovery.
+func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err error) (state, why) {
+	class, retryAfter := classify(err)
+	klog.FromContext(ctx).V(2).Info("Watch failed", "resourceVersion", rv, "class", class.String(), "err", err)
+	switch class {
+	case classGone:
+		// The watch's resourceVersion fell out of the server's window. A
+		// NotOlderThan(rv) list is served from the watch cache and cannot go
+		// back in time; MostRecent comes only if that too is gone.
+		return r.syncState(ctx, relistQuery(rv), false, codeWatchGone), because(codeWatchGone, "watch from %q: 410 Gone; relisting %s", rv, relistQuery(rv))
+	case classTooLargeRV:
+		// This server's cache is behind rv (HA): wait as told and try again;
+		// after three tries, relist MostRecent.
+		if attempt < 3 {
+			r.o.Metrics.WatchRestart(r.name, codeTooLargeRV)
+			return backingOff{delay: r.delay(retryAfter), next: startingWatch{rv: rv, attempt: attempt + 1}},
+				because(codeTooLargeRV, "watch from %q: too large resource version (Retry-After %v)", rv, retryAfter)
+		}
+		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, fallback.MostRecentQuery(), false, codeTooLargeRV)},
+			because(codeTooLargeRV, "watch from %q: too large resource version %d times; relisting MostRecent", rv, attempt+1)
+	case classThrottled, classServer, classTransport:
+		// The server is busy or unreachable: the resourceVersion is still
+		// good, so back off and watch again from it, without a relist.
+		r.o.Metrics.WatchRestart(r.name, codeRetry)
+		return backingOff{delay: r.delay(retryAfter), next: startingWatch{rv: rv, attempt: attempt + 1}},
+			because(codeRetry, "watch from %q failed (%s): %v", rv, class, err)
+	default:
+		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, relistQuery(rv), false, codeWatchError)},
+			because(codeWatchError, "watch from %q failed (%s): %v; relisting", rv, class, err)
+	}
+}
+
+func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
+	defer s.w.Stop()
+	// A watch started at "" or "0" begins with synthetic ADDED events in no
+	// particular order: their resourceVersions must not advance ours until
+	// an event that is not an ADDED (or a bookmark) shows the backlog ended.
+	propagate := s.rv != "" && s.rv != "0"
+	var stall <-chan time.Time
+	var stallTimer interface {
+		Stop() bool
+		Reset(time.Duration) bool
+	}
+	if r.o.StallTimeout > 0 {
+		t := r.o.Clock.NewTimer(r.o.StallTimeout)
+		defer t.Stop()
+		stall, stallTimer = t.C(), t
+	}
+	events := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return stopped{}, because(codeContextDone, "context ended while watching")
+		case <-stall:
+			rv := r.LastSyncResourceVersion()
+			r.o.Metrics.WatchRestart(r.name, codeStalled)
+			return startingWatch{rv: rv}, because(codeStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+		case ev, ok := <-s.w.ResultChan():
+			if !ok {
+				rv := r.LastSyncResourceVersion()
+				if events == 0 && r.o.Clock.Since(s.opened) < r.o.ShortWatch {
+					r.o.Metrics.WatchRestart(r.name, codeShortWatch)
+					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(codeShortWatch, "watch closed after %v without any event", r.o.Clock.Since(s.opened))
+				}
+				r.o.Metrics.WatchRestart(r.name, codeWatchClosed)
+				return startingWatch{rv: rv}, because(codeWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+			}
+			if ev.Type == watch.Error {
+				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
+			}
+			events++
+			r.handleEvent(ctx, ev, &propagate)
+			if stallTimer != nil {
+				if !stallTimer.Stop() {
+					select {
+					case <-stall:
+					default:
+					}
+				}
+				stallTimer.Reset(r.o.StallTimeout)
+			}
+		}
+	}
+}
+
+// handleEvent applies one watch event to the store.
+func (r *Reflector) handleEvent(ctx context.Context, ev watch.Event, propagate *bool) {
+	logger := klog.FromContext(ctx)
+	if ev.Type != watch.Bookmark && !r.typeOK(ctx, ev.Object) {
+		return
+	}
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		logger.Error(err, "Unable to understand watch event", "type", ev.Type)
+		return
+	}
+	rv := m.GetResourceVersion()
+	key, _, _ := keyRV(ev.Object)
+	switch ev.Type {
+	case watch.Added:
+		err = r.store.Add(ev.Object)
+		r.known[key] = rv
+	case watch.Modified:
+		*propagate = true
+		err = r.store.Update(ev.Object)
+		r.known[key] = rv
+	case watch.Deleted:
+		*propagate = true
+		err = r.store.Delete(ev.Object)
+		delete(r.known, key)
+	case watch.Bookmark:
+		*propagate = true
+		r.o.Metrics.Bookmark(r.name)
+		if bs, ok := r.store.(cache.ReflectorBookmarkStore); ok {
+			err = bs.Bookmark(rv)
+		}
+	default:
+		logger.Info("Ignoring unknown watch event type", "type", ev.Type)
+		return
+	}
+	if err != nil {
+		logger.Error(err, "Store rejected a watch event", "type", ev.Type, "key", key)
+	}
+	if ev.Type != watch.Bookmark {
+		n := len(r.known)
+		r.mu.Lock()
+		r.status.Items = n
+		r.mu.Unlock()
+		r.o.Metrics.Items(r.name, n)
+	}
+	if *propagate {
+		r.setRV(ctx, rv, false)
+	}
+	if ev.Type == watch.Bookmark && *propagate {
+		r.maybeCheckConsistency(ctx, rv)
+	}
+}
+
+// typeOK reports whether obj has the expected type (and GVK for unstructured).
+func (r *Reflector) typeOK(ctx context.Context, obj runtime.Object) bool {
+	if r.expectedType != nil && reflect.TypeOf(obj) != r.expectedType {
+		klog.FromContext(ctx).Error(nil, "Ignoring object of unexpected type", "expected", r.expectedType, "actual", reflect.TypeOf(obj))
+		return false
+	}
+	if r.expectedGVK != nil && obj.GetObjectKind().GroupVersionKind() != *r.expectedGVK {
+		klog.FromContext(ctx).Error(nil, "Ignoring object of unexpected GVK", "expected", *r.expectedGVK, "actual", obj.GetObjectKind().GroupVersionKind())
+		return false
+	}
+	return true
+}
+
+func keyRV(obj any) (key, rv string, ok bool) {
+	k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return "", "", false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return k, "", true
+	}
+	return k, m.GetResourceVersion(), true
+}
+
+func (r *Reflector) resyncLoop(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := r.o.Clock.NewTicker(r.o.ResyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if err := r.store.Resync(); err != nil {
+				klog.FromContext(ctx).Error(err, "Store resync failed")
+			}
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,70 @@
+package reflector
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// compareRV compares two resourceVersions as uint64 when both parse. ok is
+// false when either does not parse (resourceVersions are opaque to clients in
+// general; etcd-backed apiservers use integers, which is what KEP-2523's
+// NotOlderThan relies on). Replace with the helper in fallback when it lands.
+func compareRV(a, b string) (cmp int, ok bool) {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return 0, false
+	}
+	switch {
+	case x < y:
+		return -1, true
+	case x > y:
+		return 1, true
+	}
+	return 0, true
+}
+
+// isOlder reports whether rv is known to be older than ref.
+func isOlder(rv, ref string) bool {
+	c, ok := compareRV(rv, ref)
+	return ok && c < 0
+}
+
+// ErrStaleList is matched (errors.Is) by a *StaleListError.
+var ErrStaleList = errors.New("list served at a resourceVersion older than required")
+
+// StaleListError says a list was served older than what the reflector's store
+// already reflects (or older than the NotOlderThan it asked for). The
+// reflector never replaces its store with such a list: that would take
+// consumers back in time (for example a lagging apiserver in an HA pair).
+type StaleListError struct {
+	// Required is the resourceVersion the list had to be at least at.
+	Required string
+	// Served is the list's ListMeta.resourceVersion.
+	Served string
+}
+
+func (e *StaleListError) Error() string {
+	return fmt.Sprintf("list served at resourceVersion %s, older than required %s", e.Served, e.Required)
+}
+
+// Is makes errors.Is(err, ErrStaleList) true.
+func (e *StaleListError) Is(target error) bool { return target == ErrStaleList }
+
+// ErrNotExact is matched (errors.Is) by a *NotExactError.
+var ErrNotExact = errors.New("exact list not served at the requested resourceVersion")
+
+// NotExactError says an Exact list came back at another resourceVersion (a
+// server that ignores resourceVersionMatch, seed 001's backward-compatibility
+// case). The consistency checker reports it as an error, never as a mismatch.
+type NotExactError struct {
+	Requested, Served string
+}
+
+func (e *NotExactError) Error() string {
+	return fmt.Sprintf("exact list at resourceVersion %s served at %s", e.Requested, e.Served)
+}
+
+// Is makes errors.Is(err, ErrNotExact) true.
+func (e *NotExactError) Is(target error) bool { return target == ErrNotExact }
