@@ -1,0 +1,31 @@
+package fallback
+
+import "fmt"
+
+// Event records one fallback or retry the executor took.
+type Event struct {
+	// Reason is the reason code of the table row that decided it.
+	Reason ReasonCode
+	// Action is the action taken.
+	Action Action
+	// Attempt counts the requests of the list call so far (1 = the first request).
+	Attempt int
+	// Situation is what was decided on.
+	Situation Situation
+	// Before is the request that was answered; After is the next request
+	// (zero for Fail and FailExactUnavailable).
+	Before, After Query
+	// Detail says where a newer resource version came from, how long the
+	// executor waited, or which pages were voided.
+	Detail string
+	// Err is the error that caused it (nil for observations on a 200).
+	Err error
+}
+
+func (e Event) String() string {
+	s := fmt.Sprintf("%s (attempt %d): %s -> %s, %s", e.Reason, e.Attempt, e.Before, e.After, e.Action)
+	if e.Detail != "" {
+		s += "; " + e.Detail
+	}
+	return s
+}
