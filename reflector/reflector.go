@@ -301,7 +301,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 		logger.Info("Rejected a list older than the store", "query", q.String(), "served", stale.Served, "required", stale.Required)
 		// After three stale answers, a consistent MostRecent read (which cannot
 		// be older than anything already served) ends the loop.
-		next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: codeStaleList, attempt: s.attempt + 1}
+		next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		if s.attempt >= 2 {
 			next.query = fallback.MostRecentQuery()
 		}
@@ -310,18 +310,18 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	class, retryAfter := classify(err)
 	logger.V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
 	switch class {
-	case classGone:
+	case fallback.Gone:
 		if q.Semantic == fallback.NotOlderThan || q.Semantic == fallback.Exact {
 			// NotOlderThan(last) is unavailable (compacted and not in the
 			// cache): only now fall back to a consistent MostRecent list.
-			next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: codeListGone}
+			next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 			return next, because(codeListGone, "%s is gone (410): listing MostRecent", q)
 		}
-	case classTooLargeRV:
+	case fallback.TooLargeRV:
 		// The server has not caught up with the resourceVersion: honour its
 		// Retry-After, then ask for the most recent state (a consistent read
 		// cannot be older than what we have).
-		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: codeTooLargeRV}
+		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(retryAfter), next: next}, because(codeTooLargeRV, "%s: too large resource version (Retry-After %v)", q, retryAfter)
 	}
 	return backingOff{delay: r.delay(retryAfter), next: s.retry()}, because(codeListError, "%s failed (%s): %v", q, class, err)
@@ -404,7 +404,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	if !s.initial && s.attempt == 0 {
 		r.o.Metrics.Relist(r.name, s.cause)
 	}
-	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt}
+	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt + 1} // the same (re)list, another way
 	opts := metav1.ListOptions{
 		ResourceVersion:      s.query.ResourceVersion,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
@@ -422,8 +422,8 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 	if err != nil {
 		class, retryAfter := classify(err)
-		if class == classInvalid {
-			r.observeStreaming(compat.No, fmt.Sprintf("observed: streaming list rejected: %v", err))
+		if class == fallback.Invalid {
+			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
 			return asList, because(codeStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
 		}
 		return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
@@ -455,8 +455,8 @@ collect:
 				w.Stop()
 				err := apierrors.FromObject(ev.Object)
 				class, retryAfter := classify(err)
-				if class == classGone {
-					next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: codeListGone}
+				if class == fallback.Gone {
+					next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 					return next, because(codeListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 				}
 				return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list error (%s): %v; listing instead", class, err)
@@ -498,14 +498,14 @@ collect:
 		// A server that silently ignores sendInitialEvents (v1.18) sends plain
 		// ADDED events and never the end bookmark: never wait for it again.
 		w.Stop()
-		r.observeStreaming(compat.No, "observed: sendInitialEvents ignored: "+ignored)
+		r.observeStreaming(compat.No, "sendInitialEvents ignored: "+ignored)
 		logger.Info("Server ignores streaming lists; listing instead", "detail", ignored)
 		return asList, because(codeStreamIgnored, "streaming list ignored: %s; listing instead", ignored)
 	}
-	r.observeStreaming(compat.Yes, "observed: initial-events-end bookmark received")
+	r.observeStreaming(compat.Yes, "initial-events-end bookmark received")
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(endRV, last) {
 		w.Stop()
-		next := listing{query: relistQuery(last), cause: codeStaleList, attempt: s.attempt + 1}
+		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(0), next: next}, because(codeStaleList, "%v", &StaleListError{Required: last, Served: endRV})
 	}
 	if err := r.replace(ctx, items, endRV); err != nil {
@@ -567,12 +567,12 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	class, retryAfter := classify(err)
 	klog.FromContext(ctx).V(2).Info("Watch failed", "resourceVersion", rv, "class", class.String(), "err", err)
 	switch class {
-	case classGone:
+	case fallback.Gone:
 		// The watch's resourceVersion fell out of the server's window. A
 		// NotOlderThan(rv) list is served from the watch cache and cannot go
 		// back in time; MostRecent comes only if that too is gone.
 		return r.syncState(ctx, relistQuery(rv), false, codeWatchGone), because(codeWatchGone, "watch from %q: 410 Gone; relisting %s", rv, relistQuery(rv))
-	case classTooLargeRV:
+	case fallback.TooLargeRV:
 		// This server's cache is behind rv (HA): wait as told and try again;
 		// after three tries, relist MostRecent.
 		if attempt < 3 {
@@ -582,7 +582,7 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		}
 		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, fallback.MostRecentQuery(), false, codeTooLargeRV)},
 			because(codeTooLargeRV, "watch from %q: too large resource version %d times; relisting MostRecent", rv, attempt+1)
-	case classThrottled, classServer, classTransport:
+	case fallback.Throttled, fallback.ServerError, fallback.Transport:
 		// The server is busy or unreachable: the resourceVersion is still
 		// good, so back off and watch again from it, without a relist.
 		r.o.Metrics.WatchRestart(r.name, codeRetry)
@@ -742,3 +742,9 @@ func (r *Reflector) resyncLoop(ctx context.Context, done chan<- struct{}) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// classify returns fallback's class of err and the server's Retry-After (0 if none).
+func classify(err error) (fallback.Class, time.Duration) {
+	d, _ := fallback.RetryAfter(err)
+	return fallback.Classify(err), d
+}

@@ -3,32 +3,14 @@ package reflector
 import (
 	"errors"
 	"fmt"
-	"strconv"
+
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
-// compareRV compares two resourceVersions as uint64 when both parse. ok is
-// false when either does not parse (resourceVersions are opaque to clients in
-// general; etcd-backed apiservers use integers, which is what KEP-2523's
-// NotOlderThan relies on). Replace with the helper in fallback when it lands.
-func compareRV(a, b string) (cmp int, ok bool) {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	if errA != nil || errB != nil {
-		return 0, false
-	}
-	switch {
-	case x < y:
-		return -1, true
-	case x > y:
-		return 1, true
-	}
-	return 0, true
-}
-
-// isOlder reports whether rv is known to be older than ref.
+// isOlder reports whether rv is known to be older than ref (both parse as
+// uint64 and rv < ref); incomparable resourceVersions are never "older".
 func isOlder(rv, ref string) bool {
-	c, ok := compareRV(rv, ref)
-	return ok && c < 0
+	return fallback.CompareRV(rv, ref) == fallback.Older
 }
 
 // ErrStaleList is matched (errors.Is) by a *StaleListError.

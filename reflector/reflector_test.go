@@ -1,0 +1,712 @@
+package reflector
+
+// Unit tests of the state machine's transitions against a scripted fake
+// Client. They prove the decision logic only; the behaviour against real
+// apiservers is proven in e2e/reflector.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// ---- fakes ----
+
+type fakeClient struct {
+	mu      sync.Mutex
+	lists   []metav1.ListOptions
+	watches []metav1.ListOptions
+	listFn  func(n int, o metav1.ListOptions) (runtime.Object, error)
+	watchFn func(n int, o metav1.ListOptions) (watch.Interface, error)
+	open    []*watch.RaceFreeFakeWatcher
+}
+
+func (f *fakeClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	f.mu.Lock()
+	n := len(f.lists)
+	f.lists = append(f.lists, o)
+	fn := f.listFn
+	f.mu.Unlock()
+	return fn(n, o)
+}
+
+func (f *fakeClient) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	f.mu.Lock()
+	n := len(f.watches)
+	f.watches = append(f.watches, o)
+	fn := f.watchFn
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(n, o)
+	}
+	w := watch.NewRaceFreeFake()
+	f.mu.Lock()
+	f.open = append(f.open, w)
+	f.mu.Unlock()
+	return w, nil
+}
+
+func (f *fakeClient) listCalls() []metav1.ListOptions {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.lists)
+}
+
+func (f *fakeClient) watchCalls() []metav1.ListOptions {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.watches)
+}
+
+// watcher returns the i-th watch opened by the default watchFn.
+func (f *fakeClient) watcher(t *testing.T, i int) *watch.RaceFreeFakeWatcher {
+	t.Helper()
+	var w *watch.RaceFreeFakeWatcher
+	eventually(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.open) > i {
+			w = f.open[i]
+			return true
+		}
+		return false
+	})
+	return w
+}
+
+type recorder struct {
+	mu          sync.Mutex
+	relists     []string
+	restarts    []string
+	bookmarks   int
+	checks      []string
+	transitions []string
+	lists       []string
+}
+
+func (r *recorder) add(p *[]string, s string) { r.mu.Lock(); *p = append(*p, s); r.mu.Unlock() }
+func (r *recorder) List(_, sem, out string)   { r.add(&r.lists, sem+":"+out) }
+func (r *recorder) Fallback(string, string)   {}
+func (r *recorder) Relist(_, c string)        { r.add(&r.relists, c) }
+func (r *recorder) WatchRestart(_, c string)  { r.add(&r.restarts, c) }
+func (r *recorder) Bookmark(string)           { r.mu.Lock(); r.bookmarks++; r.mu.Unlock() }
+func (r *recorder) Items(string, int)         {}
+func (r *recorder) ResourceVersionAdvanced(string, time.Time) {
+}
+func (r *recorder) ConsistencyCheck(_, res string) { r.add(&r.checks, res) }
+func (r *recorder) Transition(_, from, to, reason string) {
+	r.add(&r.transitions, from+">"+to+":"+reason)
+}
+func (r *recorder) get(p *[]string) []string { r.mu.Lock(); defer r.mu.Unlock(); return slices.Clone(*p) }
+
+// ---- helpers ----
+
+func cm(name, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+func cmList(rv string, items ...*corev1.ConfigMap) *corev1.ConfigMapList {
+	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+	for _, it := range items {
+		l.Items = append(l.Items, *it)
+	}
+	return l
+}
+
+func bookmark(rv string, initialEnd bool) *corev1.ConfigMap {
+	o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+	if initialEnd {
+		o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return o
+}
+
+func gone() *apierrors.StatusError { return apierrors.NewResourceExpired("too old resource version") }
+
+func tooLarge(retryAfter int32) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusGatewayTimeout, Reason: metav1.StatusReasonTimeout,
+		Message: "Too large resource version: 99, current: 20",
+		Details: &metav1.StatusDetails{RetryAfterSeconds: retryAfter,
+			Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}},
+	}}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond) // polling interval of a deadline-bounded poll
+	}
+}
+
+// fastOptions keeps backoffs short so tests run in milliseconds.
+func fastOptions(rec *recorder) Options {
+	return Options{
+		Name:    "test",
+		Metrics: rec,
+		Backoff: BackoffOptions{Initial: time.Millisecond, Max: 5 * time.Millisecond},
+	}
+}
+
+// run starts r and returns a stop function that cancels it and waits for Run to return.
+func run(t *testing.T, r *Reflector) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return within 5s of cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); return k }
+
+// ---- tests ----
+
+func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return cmList("10", cm("a", "5"), cm("b", "7")), nil
+	}}
+	rec := &recorder{}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	run(t, r)
+
+	w := fc.watcher(t, 0)
+	l := fc.listCalls()[0]
+	if l.ResourceVersion != "" || l.Limit != DefaultPageSize || l.ResourceVersionMatch != "" {
+		t.Fatalf("initial list options = %+v; want MostRecent (RV \"\") with limit %d", l, DefaultPageSize)
+	}
+	wo := fc.watchCalls()[0]
+	if wo.ResourceVersion != "10" || !wo.AllowWatchBookmarks || wo.TimeoutSeconds == nil ||
+		*wo.TimeoutSeconds < 300 || *wo.TimeoutSeconds > 600 || wo.SendInitialEvents != nil {
+		t.Fatalf("watch options = %+v; want RV 10, bookmarks, timeout in [300,600]s, no sendInitialEvents", wo)
+	}
+	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) || !r.HasSynced() {
+		t.Fatalf("store = %v synced=%v; want [ns/a ns/b] synced", got, r.HasSynced())
+	}
+	w.Modify(cm("a", "11"))
+	eventually(t, "RV 11 after MODIFIED", func() bool { return r.LastSyncResourceVersion() == "11" })
+	w.Delete(cm("b", "12"))
+	w.Action(watch.Bookmark, bookmark("15", false))
+	eventually(t, "RV 15 after BOOKMARK", func() bool { return r.LastSyncResourceVersion() == "15" })
+	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a"}) {
+		t.Fatalf("store after delete = %v", got)
+	}
+	if s := r.State(); s.Phase != PhaseWatching || s.Items != 1 {
+		t.Fatalf("State() = %+v; want Watching with 1 item", s)
+	}
+	if got := rec.get(&rec.transitions); !slices.Equal(got[:3], []string{
+		"Stopped>InitialList:start", "InitialList>StartingWatch:listed", "StartingWatch>Watching:watch-opened"}) {
+		t.Fatalf("transitions = %v", got)
+	}
+}
+
+func TestAnyInitialSemanticIsOptIn(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	o := fastOptions(&recorder{})
+	o.InitialListSemantic = fallback.Any
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	fc.watcher(t, 0)
+	if l := fc.listCalls()[0]; l.ResourceVersion != "0" {
+		t.Fatalf("initial list RV = %q; want \"0\" (Any)", l.ResourceVersion)
+	}
+}
+
+func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
+	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+		switch n {
+		case 0:
+			return cmList("10", cm("a", "5")), nil
+		case 1:
+			return nil, gone() // NotOlderThan(15) is unavailable too
+		default:
+			return cmList("30", cm("a", "25")), nil
+		}
+	}}
+	rec := &recorder{}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Action(watch.Bookmark, bookmark("15", false))
+	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
+	w.Error(&gone().ErrStatus)
+	fc.watcher(t, 1)
+
+	lists := fc.listCalls()
+	if len(lists) != 3 {
+		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan, MostRecent)", lists)
+	}
+	if lists[1].ResourceVersion != "15" || lists[1].Limit != 0 {
+		t.Fatalf("first relist = %+v; want NotOlderThan(15) unpaginated (watch cache)", lists[1])
+	}
+	if lists[2].ResourceVersion != "" {
+		t.Fatalf("second relist = %+v; want MostRecent (RV \"\")", lists[2])
+	}
+	if got := fc.watchCalls()[1].ResourceVersion; got != "30" {
+		t.Fatalf("watch after relist from %q; want 30", got)
+	}
+	if got := rec.get(&rec.relists); !slices.Equal(got, []string{codeWatchGone}) {
+		t.Fatalf("relists = %v; want one watch-gone relist (the MostRecent retry is the same relist)", got)
+	}
+}
+
+func TestStaleListIsNeverApplied(t *testing.T) {
+	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+		switch n {
+		case 0:
+			return cmList("20", cm("a", "20")), nil
+		case 1:
+			return cmList("12", cm("old", "11")), nil // a lagging server, older than the store
+		default:
+			return cmList("25", cm("a", "20"), cm("b", "24")), nil
+		}
+	}}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	run(t, r)
+	fc.watcher(t, 0).Error(&gone().ErrStatus)
+	fc.watcher(t, 1)
+	lists := fc.listCalls()
+	if len(lists) != 3 || lists[1].ResourceVersion != "20" || lists[2].ResourceVersion != "20" {
+		t.Fatalf("lists = %+v; want initial, NotOlderThan(20) (served 12: rejected), NotOlderThan(20) again", lists)
+	}
+	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) {
+		t.Fatalf("store = %v; the stale list (ns/old) must never have replaced it", got)
+	}
+	if rv := r.LastSyncResourceVersion(); rv != "25" {
+		t.Fatalf("RV = %q; want 25", rv)
+	}
+}
+
+func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		switch n {
+		case 0:
+			return cmList("10"), nil
+		case 1:
+			return nil, tooLarge(1)
+		default:
+			return cmList("40"), nil
+		}
+	}}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	run(t, r)
+	fc.watcher(t, 0).Error(&gone().ErrStatus)
+	fc.watcher(t, 1)
+	lists := fc.listCalls()
+	if len(lists) != 3 || lists[1].ResourceVersion != "10" || lists[2].ResourceVersion != "" {
+		t.Fatalf("lists = %+v; want initial, NotOlderThan(10) -> too large, MostRecent", lists)
+	}
+	mu.Lock()
+	waited := at[2].Sub(at[1])
+	mu.Unlock()
+	if waited < 950*time.Millisecond {
+		t.Fatalf("waited %v between the too-large answer and the next list; want the server's Retry-After (1s)", waited)
+	}
+}
+
+func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc.watchFn = func(n int, o metav1.ListOptions) (watch.Interface, error) {
+		if n == 0 {
+			return nil, tooLarge(0)
+		}
+		w := watch.NewRaceFreeFake()
+		fc.mu.Lock()
+		fc.open = append(fc.open, w)
+		fc.mu.Unlock()
+		return w, nil
+	}
+	rec := &recorder{}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
+	run(t, r)
+	fc.watcher(t, 0)
+	if ws := fc.watchCalls(); len(ws) != 2 || ws[1].ResourceVersion != "10" {
+		t.Fatalf("watches = %+v; want a second watch from 10", ws)
+	}
+	if n := len(fc.listCalls()); n != 1 {
+		t.Fatalf("lists = %d; a too-large watch must not relist at once", n)
+	}
+}
+
+func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.ShortWatch = time.Nanosecond
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Add(cm("x", "12"))
+	w.Stop() // the server closed the watch (timeout)
+	fc.watcher(t, 1)
+	if got := fc.watchCalls()[1].ResourceVersion; got != "12" {
+		t.Fatalf("second watch from %q; want 12 (last event)", got)
+	}
+	if n := len(fc.listCalls()); n != 1 {
+		t.Fatalf("lists = %d; want 1 (a normal close never relists)", n)
+	}
+	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{codeWatchClosed}) {
+		t.Fatalf("watch restarts = %v", got)
+	}
+}
+
+func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.Backoff = BackoffOptions{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	fc.watcher(t, 0).Stop() // closed at once, no event
+	start := time.Now()
+	fc.watcher(t, 1)
+	if d := time.Since(start); d < 90*time.Millisecond { // 200ms with jitter factor 0.5 => >= 100ms
+		t.Fatalf("restarted a short-lived watch after %v; want a backoff", d)
+	}
+	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != codeShortWatch {
+		t.Fatalf("watch restarts = %v; want short-watch", got)
+	}
+}
+
+func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.StallTimeout = 100 * time.Millisecond
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Action(watch.Bookmark, bookmark("11", false))
+	fc.watcher(t, 1) // nothing more arrives: stalled
+	if got := fc.watchCalls()[1].ResourceVersion; got != "11" {
+		t.Fatalf("restart from %q; want 11", got)
+	}
+	if !w.IsStopped() {
+		t.Fatal("the stalled watch was not stopped")
+	}
+	if n := len(fc.listCalls()); n != 1 {
+		t.Fatalf("lists = %d; a stall must not relist", n)
+	}
+	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != codeStalled {
+		t.Fatalf("watch restarts = %v; want stalled", got)
+	}
+}
+
+func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
+	// A list without a resourceVersion makes the watch start at "": the
+	// server replays synthetic ADDED events in no RV order.
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(""), nil }}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Add(cm("b", "50"))
+	w.Add(cm("a", "30"))
+	eventually(t, "2 items", func() bool { return len(store.ListKeys()) == 2 })
+	if rv := r.LastSyncResourceVersion(); rv != "" {
+		t.Fatalf("RV = %q after synthetic ADDED events; want unchanged", rv)
+	}
+	w.Modify(cm("a", "60"))
+	eventually(t, "RV 60", func() bool { return r.LastSyncResourceVersion() == "60" })
+}
+
+type fakeServer struct {
+	mu   sync.Mutex
+	caps compat.Capabilities
+	obs  []compat.Observation
+}
+
+func (s *fakeServer) Capabilities(context.Context) compat.Capabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+
+func (s *fakeServer) Observe(o compat.Observation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.obs = append(s.obs, o)
+	s.caps.Support[o.Capability] = o.Support
+}
+
+func streamingServer() *fakeServer {
+	return &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{
+		compat.StreamingList: compat.Yes, compat.ResourceVersionMatch: compat.Yes}}}
+}
+
+func TestStreamingListWhereSupported(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return nil, fmt.Errorf("no list expected")
+	}}
+	srv := streamingServer()
+	o := fastOptions(&recorder{})
+	o.Server = srv
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := New(fc, &corev1.ConfigMap{}, store, o)
+	run(t, r)
+	w := fc.watcher(t, 0)
+	wo := fc.watchCalls()[0]
+	if wo.SendInitialEvents == nil || !*wo.SendInitialEvents || wo.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan ||
+		wo.ResourceVersion != "" || !wo.AllowWatchBookmarks {
+		t.Fatalf("streaming watch options = %+v", wo)
+	}
+	w.Add(cm("a", "31"))
+	w.Add(cm("b", "29"))
+	if r.HasSynced() {
+		t.Fatal("synced before the initial-events-end bookmark")
+	}
+	w.Action(watch.Bookmark, bookmark("40", true))
+	eventually(t, "synced at 40", func() bool { return r.HasSynced() && r.LastSyncResourceVersion() == "40" })
+	w.Modify(cm("a", "41")) // the same watch goes on
+	eventually(t, "RV 41", func() bool { return r.LastSyncResourceVersion() == "41" })
+	if n, l := len(fc.watchCalls()), len(fc.listCalls()); n != 1 || l != 0 {
+		t.Fatalf("watches=%d lists=%d; want the streaming watch reused and no list", n, l)
+	}
+	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) {
+		t.Fatalf("store = %v", got)
+	}
+}
+
+func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
+	// v1.18 ignores sendInitialEvents: ADDED events, then silence, never the end bookmark.
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return cmList("20", cm("a", "5")), nil
+	}}
+	srv := streamingServer()
+	o := fastOptions(&recorder{})
+	o.Server = srv
+	o.InitialEventsTimeout = 150 * time.Millisecond
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := New(fc, &corev1.ConfigMap{}, store, o)
+	start := time.Now()
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Add(cm("a", "5"))
+	eventually(t, "synced by a list", r.HasSynced)
+	took := time.Since(start)
+	if took > 2*time.Second {
+		t.Fatalf("sync took %v; want about InitialEventsTimeout", took)
+	}
+	if !w.IsStopped() {
+		t.Fatal("the ignored streaming watch was not stopped")
+	}
+	srv.mu.Lock()
+	obs := slices.Clone(srv.obs)
+	srv.mu.Unlock()
+	if len(obs) != 1 || obs[0].Capability != compat.StreamingList || obs[0].Support != compat.No {
+		t.Fatalf("observations = %+v; want StreamingList=No", obs)
+	}
+	fc.watcher(t, 1)
+	if wo := fc.watchCalls()[1]; wo.SendInitialEvents != nil || wo.ResourceVersion != "20" {
+		t.Fatalf("watch after fallback = %+v; want a plain watch from 20", wo)
+	}
+}
+
+func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("20"), nil }}
+	o := fastOptions(&recorder{})
+	o.Server = streamingServer()
+	o.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("19", false))
+	eventually(t, "synced by a list", r.HasSynced)
+}
+
+type bookmarkStore struct {
+	cache.Store
+	mu        sync.Mutex
+	bookmarks []string
+	updates   []string
+}
+
+func (b *bookmarkStore) Bookmark(rv string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bookmarks = append(b.bookmarks, rv)
+	return nil
+}
+
+func (b *bookmarkStore) UpdateResourceVersion(rv string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.updates = append(b.updates, rv)
+}
+
+func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	rec := &recorder{}
+	store := &bookmarkStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Action(watch.Bookmark, bookmark("13", false))
+	w.Action(watch.Bookmark, bookmark("17", false))
+	eventually(t, "RV 17", func() bool { return r.LastSyncResourceVersion() == "17" })
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if !slices.Equal(store.bookmarks, []string{"13", "17"}) || !slices.Equal(store.updates, []string{"10", "13", "17"}) {
+		t.Fatalf("bookmarks=%v updates=%v", store.bookmarks, store.updates)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.bookmarks != 2 {
+		t.Fatalf("bookmark metric = %d; want 2", rec.bookmarks)
+	}
+}
+
+func TestFeedsDeltaFIFO(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return cmList("10", cm("a", "5")), nil
+	}}
+	known := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: known, EmitDeltaTypeReplaced: true})
+	r := New(fc, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Add(cm("b", "11"))
+	var got []string
+	for len(got) < 2 {
+		_, err := fifo.Pop(func(obj any, _ bool) error {
+			for _, d := range obj.(cache.Deltas) {
+				got = append(got, string(d.Type)+":"+d.Object.(*corev1.ConfigMap).Name)
+				_ = known.Add(d.Object)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(got, []string{"Replaced:a", "Added:b"}) || !fifo.HasSynced() {
+		t.Fatalf("deltas = %v synced=%v", got, fifo.HasSynced())
+	}
+	fifo.Close()
+}
+
+func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
+	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+		if o.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+			if o.ResourceVersion != "15" {
+				return nil, fmt.Errorf("exact list at %q, want 15", o.ResourceVersion)
+			}
+			return cmList("15", cm("a", "5"), cm("c", "14"), cm("d", "9")), nil
+		}
+		return cmList("10", cm("a", "5"), cm("b", "7"), cm("d", "8")), nil
+	}}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.Server = &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.Yes}}}
+	o.ConsistencyCheckInterval = time.Millisecond
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
+	var rep ConsistencyReport
+	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	if rep.Result() != "mismatch" || !slices.Equal(rep.Missing, []string{"ns/c"}) ||
+		!slices.Equal(rep.Extra, []string{"ns/b"}) || !slices.Equal(rep.Differ, []string{"ns/d"}) || rep.ResourceVersion != "15" {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := rec.get(&rec.checks); !slices.Equal(got, []string{"mismatch"}) {
+		t.Fatalf("consistency metric = %v", got)
+	}
+}
+
+func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
+	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+		if o.ResourceVersion == "15" { // a legacy server ignoring Exact serves the newest state
+			return cmList("18"), nil
+		}
+		return cmList("10"), nil
+	}}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.ConsistencyCheckInterval = time.Millisecond
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
+	var rep ConsistencyReport
+	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	if rep.Result() != "error" || rep.Err == nil || !strings.Contains(rep.Err.Error(), "served at 18") {
+		t.Fatalf("report = %+v; want an error (not exact)", rep)
+	}
+	// Legacy form: no resourceVersionMatch (Unknown capability), a limit so the server reads it as Exact.
+	var exact *metav1.ListOptions
+	for _, l := range fc.listCalls() {
+		if l.ResourceVersion == "15" {
+			exact = &l
+		}
+	}
+	if exact == nil || exact.ResourceVersionMatch != "" || exact.Limit == 0 {
+		t.Fatalf("exact list options = %+v; want legacy Exact (RV + limit, no match)", exact)
+	}
+}
+
+func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	stop := run(t, r)
+	w := fc.watcher(t, 0)
+	r.Run(context.Background()) // returns at once: already running
+	stop()
+	if !w.IsStopped() {
+		t.Fatal("watch still open after Run returned")
+	}
+	if s := r.State(); s.Phase != PhaseStopped {
+		t.Fatalf("phase after stop = %s", s.Phase)
+	}
+}
+
+func TestUnexpectedTypeIsIgnored(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "11"}})
+	w.Add(cm("a", "12"))
+	eventually(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })
+	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a"}) {
+		t.Fatalf("store = %v; want only the ConfigMap", got)
+	}
+}
