@@ -115,7 +115,11 @@ func (r *recorder) ConsistencyCheck(_, res string) { r.add(&r.checks, res) }
 func (r *recorder) Transition(_, from, to, reason string) {
 	r.add(&r.transitions, from+">"+to+":"+reason)
 }
-func (r *recorder) get(p *[]string) []string { r.mu.Lock(); defer r.mu.Unlock(); return slices.Clone(*p) }
+func (r *recorder) get(p *[]string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(*p)
+}
 
 // ---- helpers ----
 
