@@ -212,7 +212,11 @@ type relistRecorder struct {
 	causes []string
 }
 
-func (r *relistRecorder) Relist(_, cause string) { r.mu.Lock(); r.causes = append(r.causes, cause); r.mu.Unlock() }
+func (r *relistRecorder) Relist(_, cause string) {
+	r.mu.Lock()
+	r.causes = append(r.causes, cause)
+	r.mu.Unlock()
+}
 
 func (r *relistRecorder) relists() []string {
 	r.mu.Lock()
