@@ -1,0 +1,82 @@
+package lister
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+)
+
+// Client is any list/watch pair for one resource (and namespace). Adapters:
+// FromDynamic, FromMetadata, FromFuncs (typed clientsets).
+type Client interface {
+	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// FromDynamic adapts a dynamic client resource, e.g.
+// dyn.Resource(gvr).Namespace(ns). Lists are *unstructured.UnstructuredList.
+func FromDynamic(ri dynamic.ResourceInterface) Client { return dynamicClient{ri} }
+
+type dynamicClient struct{ ri dynamic.ResourceInterface }
+
+func (d dynamicClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	l, err := d.ri.List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (d dynamicClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return d.ri.Watch(ctx, o)
+}
+
+// FromMetadata adapts a metadata client resource. Lists are
+// *metav1.PartialObjectMetadataList.
+func FromMetadata(ri metadata.ResourceInterface) Client { return metadataClient{ri} }
+
+type metadataClient struct{ ri metadata.ResourceInterface }
+
+func (m metadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	l, err := m.ri.List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (m metadataClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return m.ri.Watch(ctx, o)
+}
+
+// FromFuncs adapts a list/watch function pair, e.g. a typed clientset:
+//
+//	cms := cs.CoreV1().ConfigMaps(ns)
+//	c := lister.FromFuncs(cms.List, cms.Watch)
+func FromFuncs[L runtime.Object](
+	list func(ctx context.Context, opts metav1.ListOptions) (L, error),
+	watchFn func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error),
+) Client {
+	return funcClient[L]{list: list, watch: watchFn}
+}
+
+type funcClient[L runtime.Object] struct {
+	list  func(ctx context.Context, opts metav1.ListOptions) (L, error)
+	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+func (f funcClient[L]) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	l, err := f.list(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (f funcClient[L]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return f.watch(ctx, o)
+}

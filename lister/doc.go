@@ -1,0 +1,14 @@
+// Package lister executes Kubernetes list requests with an explicit
+// resourceVersion semantic (KEP-2523) and proves what it served: one list
+// (page by page, bounded memory) returns a Record of every request sent, the
+// resourceVersion served and every fallback taken and why. It also provides
+// an exact get of one object, and a ListerWatcher that client-go informers,
+// informer factories and controller-runtime use unchanged.
+//
+// What to do when a server answers in a way that needs a fallback is not
+// decided here: the executor asks fallback.Decide and follows its answer.
+//
+// It is not a cache or a reflector (see package reflector), and it never
+// returns data older than a requested NotOlderThan resourceVersion, nor data
+// at another resourceVersion than a requested Exact one.
+package lister

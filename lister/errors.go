@@ -1,0 +1,87 @@
+package lister
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+// Sentinel errors, matched with errors.Is on the *Error a call returns.
+var (
+	// ErrExactUnavailable: Exact(rv) cannot be served at rv (410 Gone, or the
+	// server answered at another resourceVersion even with a limit). The error
+	// also matches apierrors.IsResourceExpired (410 semantics).
+	ErrExactUnavailable = errors.New("exact resource version unavailable")
+	// ErrServedOlder: the server kept serving data older than the requested
+	// NotOlderThan resourceVersion.
+	ErrServedOlder = errors.New("served data older than the requested resource version")
+	// ErrTooLargeResourceVersion: the server has not reached the requested
+	// resourceVersion within the retry budget.
+	ErrTooLargeResourceVersion = errors.New("resource version too large")
+	// ErrContinueExpired: a continue token expired and the list was not restarted.
+	ErrContinueExpired = errors.New("continue token expired")
+	// ErrRetriesExhausted: a retry budget was spent.
+	ErrRetriesExhausted = errors.New("retries exhausted")
+	// ErrStreamingListUnsupported: a watch with sendInitialEvents=true was asked
+	// of a server that does not stream lists. Not retriable by client-go, whose
+	// reflector then falls back to a list.
+	ErrStreamingListUnsupported = errors.New("streaming list (sendInitialEvents) not supported by the server")
+)
+
+// Error is a failed list call. It unwraps to one of the sentinel errors (when
+// one applies) and to the server's error (when there was one).
+type Error struct {
+	// Reason is the table row's reason code (or an executor reason such as
+	// "max-requests" or "restart-not-allowed").
+	Reason fallback.ReasonCode
+	// Class of the last response.
+	Class fallback.Class
+	// Requested is the query the caller asked for; Last the last one sent.
+	Requested, Last fallback.Query
+	// Attempt is the number of requests sent.
+	Attempt int
+	// Err is the server's or transport's error, if any.
+	Err  error
+	kind error
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("list %s", e.Requested)
+	if e.kind != nil {
+		s += ": " + e.kind.Error()
+	}
+	s += fmt.Sprintf(" (%s after %d request(s), last %s)", e.Reason, e.Attempt, e.Last)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the sentinel and the underlying error.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.kind != nil {
+		out = append(out, e.kind)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+func kindOf(r fallback.ReasonCode) error {
+	switch r {
+	case fallback.ReasonExactGone, fallback.ReasonContinueExpiredExact, fallback.ReasonRule2MismatchWithLimit, fallback.ReasonTooLargeExactUnavailable:
+		return ErrExactUnavailable
+	case fallback.ReasonServedOlderExhausted:
+		return ErrServedOlder
+	case fallback.ReasonTooLargeExhausted:
+		return ErrTooLargeResourceVersion
+	case fallback.ReasonContinueExpiredFail, fallback.ReasonContinueExpiredExhausted:
+		return ErrContinueExpired
+	case fallback.ReasonRetriesExhausted, fallback.ReasonRule1Exhausted:
+		return ErrRetriesExhausted
+	}
+	return nil
+}

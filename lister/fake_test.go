@@ -1,0 +1,135 @@
+package lister
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/metrics"
+)
+
+// scripted is a fake Client: each List call is answered by the function at
+// its index (the last one repeats), and every call's options are kept.
+type scripted struct {
+	t       *testing.T
+	mu      sync.Mutex
+	answers []func(o metav1.ListOptions) (runtime.Object, error)
+	lists   []metav1.ListOptions
+	watches []metav1.ListOptions
+	watchFn func(o metav1.ListOptions) (watch.Interface, error)
+}
+
+func (s *scripted) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o.Continue != "" && (o.ResourceVersion != "" || o.ResourceVersionMatch != "") {
+		s.t.Errorf("request sends resourceVersion/match with continue: %+v", o)
+	}
+	i := len(s.lists)
+	s.lists = append(s.lists, o)
+	if i >= len(s.answers) {
+		i = len(s.answers) - 1
+	}
+	return s.answers[i](o)
+}
+
+func (s *scripted) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	s.watches = append(s.watches, o)
+	fn := s.watchFn
+	s.mu.Unlock()
+	if fn == nil {
+		return nil, fmt.Errorf("no watch scripted")
+	}
+	return fn(o)
+}
+
+func (s *scripted) calls() []metav1.ListOptions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]metav1.ListOptions(nil), s.lists...)
+}
+
+func page(rv, cont string, names ...string) func(metav1.ListOptions) (runtime.Object, error) {
+	return func(metav1.ListOptions) (runtime.Object, error) { return cmList(rv, cont, names...), nil }
+}
+
+func fail(err error) func(metav1.ListOptions) (runtime.Object, error) {
+	return func(metav1.ListOptions) (runtime.Object, error) { return nil, err }
+}
+
+func cmList(rv, cont string, names ...string) *corev1.ConfigMapList {
+	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv, Continue: cont}}
+	for _, n := range names {
+		l.Items = append(l.Items, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "ns", ResourceVersion: rv}})
+	}
+	if cont != "" {
+		n := int64(7)
+		l.RemainingItemCount = &n
+	}
+	return l
+}
+
+func names(obj runtime.Object) []string {
+	var out []string
+	for _, cm := range obj.(*corev1.ConfigMapList).Items {
+		out = append(out, cm.Name)
+	}
+	return out
+}
+
+func gone() error { return apierrors.NewResourceExpired("too old resource version: 10 (40)") }
+
+func tooLarge(retry int) error {
+	err := apierrors.NewTimeoutError("Too large resource version: 90, current: 40", retry)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
+}
+
+// fastPolicy keeps backoff delays tiny and jitter off for tests.
+func fastPolicy() fallback.Policy {
+	return fallback.Policy{Backoff: fallback.BackoffPolicy{InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond, RandomizationFactor: -1, MaxRetries: 2}}
+}
+
+type countingRecorder struct {
+	metrics.Nop
+	mu        sync.Mutex
+	lists     []string
+	fallbacks []string
+}
+
+func (r *countingRecorder) List(name, sem, outcome string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lists = append(r.lists, sem+"="+outcome)
+}
+
+func (r *countingRecorder) Fallback(name, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fallbacks = append(r.fallbacks, reason)
+}
+
+func staticServer(match, streaming compat.Support) compat.Server {
+	return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{
+		compat.ResourceVersionMatch: match, compat.StreamingList: streaming,
+	}})
+}
+
+func reasons(rec *Record) []fallback.ReasonCode {
+	var out []fallback.ReasonCode
+	for _, e := range rec.Fallbacks {
+		out = append(out, e.Reason)
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package lister
+
+import (
+	"time"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/metrics"
+)
+
+// Options configures a Lister. The zero value is a safe default.
+type Options struct {
+	// Server is what is known about the apiserver (compat.Detector.ForConfig,
+	// compat.Static). Nil: learn from behaviour only. The lister starts with
+	// Unknown support, sends resourceVersionMatch (the Match wire form) and
+	// verifies every answer; what it observes is kept for this Lister.
+	Server compat.Server
+	// Policy configures the fallbacks; the zero value is fallback's safe default.
+	Policy fallback.Policy
+	// PageSize is the limit the executor uses when it must choose one: rule 2
+	// (an Exact list retried with a limit) and Exact on a server that ignores
+	// resourceVersionMatch. Default 500. It does not paginate queries on its
+	// own: Query.Limit 0 means one unpaginated request; use Query.WithLimit for
+	// bounded memory.
+	PageSize int64
+	// Metrics receives one List per call and one Fallback per event. Default metrics.Nop.
+	Metrics metrics.Recorder
+	// Name labels logs and metrics, e.g. "v1/configmaps". Default "lister".
+	Name string
+	// LabelSelector and FieldSelector are sent with every request.
+	LabelSelector, FieldSelector string
+	// LastObservedRV, if set, returns the newest resourceVersion the caller has
+	// observed (e.g. a reflector's last bookmark). Rule 1 and list restarts use
+	// it as the newer resourceVersion when it is newer than the requested one
+	// and has not been tried yet; otherwise they send a cheap MostRecent list
+	// with limit=1 and use its ListMeta.resourceVersion (always available: a
+	// quorum read of at most one item).
+	LastObservedRV func() string
+	// InitialEventsTimeout bounds the quiet time of a streaming list
+	// (sendInitialEvents=true): if the k8s.io/initial-events-end bookmark has
+	// not arrived this long after the start or the last event, the server is
+	// taken not to stream lists, the watch ends with an error and client-go
+	// falls back to a list. Default 5s.
+	InitialEventsTimeout time.Duration
+	// MaxRequests bounds the requests of one list call, a safety net over the
+	// policy's budgets. Default 64.
+	MaxRequests int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Server == nil {
+		o.Server = compat.Static(compat.Capabilities{})
+	}
+	o.Policy = o.Policy.WithDefaults()
+	if o.PageSize <= 0 {
+		o.PageSize = 500
+	}
+	o.Metrics = metrics.OrNop(o.Metrics)
+	if o.Name == "" {
+		o.Name = "lister"
+	}
+	if o.InitialEventsTimeout <= 0 {
+		o.InitialEventsTimeout = 5 * time.Second
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = 64
+	}
+	return o
+}
