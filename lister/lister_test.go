@@ -19,8 +19,8 @@ import (
 func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 	srv := compat.Static(compat.Capabilities{})
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		fail(gone()),             // NotOlderThan(10) limit=2: legacy Exact, compacted
-		page("50", "", "probe"),  // limit=1 MostRecent probe
+		fail(gone()),            // NotOlderThan(10) limit=2: legacy Exact, compacted
+		page("50", "", "probe"), // limit=1 MostRecent probe
 		page("50", "c1", "a", "b"),
 		page("50", "", "c"),
 	}}
@@ -317,7 +317,10 @@ func TestContextCancelledIsNotRetried(t *testing.T) {
 	// Cancelled during a backoff wait: returns promptly.
 	ctx, cancel = context.WithCancel(context.Background())
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		func(metav1.ListOptions) (runtime.Object, error) { cancel(); return nil, apierrors.NewTooManyRequests("x", 30) },
+		func(metav1.ListOptions) (runtime.Object, error) {
+			cancel()
+			return nil, apierrors.NewTooManyRequests("x", 30)
+		},
 	}}
 	start := time.Now()
 	_, _, err = New(c, Options{}).List(ctx, MostRecent())
