@@ -1,0 +1,224 @@
+package lister
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+func cm(name, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: rv}}
+}
+
+func endBookmark(rv string) *corev1.ConfigMap {
+	o := cm("", rv)
+	o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	return o
+}
+
+// recv reads one event or fails after d.
+func recv(t *testing.T, w watch.Interface, d time.Duration) (watch.Event, bool) {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		return ev, ok
+	case <-time.After(d):
+		t.Fatalf("no event within %v", d)
+	}
+	return watch.Event{}, false
+}
+
+func TestListerWatcherListIsOneCompleteList(t *testing.T) {
+	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("9", "c", "a"), page("9", "", "b")}}
+	lw := NewListerWatcher(c, Options{})
+	// What client-go's reflector sends first: RV "0" with the pager's limit.
+	obj, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500, LabelSelector: "x=y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := obj.(*corev1.ConfigMapList)
+	if l.Continue != "" || l.ResourceVersion != "9" || !slices.Equal(names(l), []string{"a", "b"}) {
+		t.Fatalf("list %+v", l.ListMeta)
+	}
+	calls := c.calls()
+	if calls[0] != (metav1.ListOptions{ResourceVersion: "0", Limit: 500, LabelSelector: "x=y"}) ||
+		calls[1] != (metav1.ListOptions{Limit: 500, Continue: "c", LabelSelector: "x=y"}) {
+		t.Fatalf("sent %+v", calls)
+	}
+	// Invalid wire options are rejected before any request.
+	if _, err := lw.List(metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: "Exact"}); !apierrorsOrInvalid(err) {
+		t.Fatalf("invalid options: %v", err)
+	}
+	if len(c.calls()) != 2 {
+		t.Fatal("request sent for invalid options")
+	}
+}
+
+func apierrorsOrInvalid(err error) bool { return errors.Is(err, fallback.ErrInvalidQuery) }
+
+func TestStreamingListRefusedWithoutRequestWhenUnsupported(t *testing.T) {
+	c := &scripted{t: t}
+	lw := NewListerWatcher(c, Options{Server: staticServer(compat.Unknown, compat.No)})
+	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true})
+	if w != nil || !errors.Is(err, ErrStreamingListUnsupported) || len(c.watches) != 0 {
+		t.Fatalf("w %v err %v watches %d", w, err, len(c.watches))
+	}
+	if !lw.IsWatchListSemanticsUnSupported() {
+		t.Fatal("IsWatchListSemanticsUnSupported = false for a server known not to stream")
+	}
+	if NewListerWatcher(c, Options{}).IsWatchListSemanticsUnSupported() {
+		t.Fatal("unknown support must not disable watch-list (the guard verifies)")
+	}
+}
+
+func TestGuardedStreamEndsWhenInitialEventsEndNeverArrives(t *testing.T) {
+	srv := compat.Static(compat.Capabilities{})
+	fw := watch.NewRaceFreeFake()
+	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
+	lw := NewListerWatcher(c, Options{Server: srv, InitialEventsTimeout: 100 * time.Millisecond})
+	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Add(cm("a", "5")) // a v1.18 server: ADDED events, never the bookmark
+	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Added {
+		t.Fatalf("event %v", ev.Type)
+	}
+	start := time.Now()
+	ev, ok := recv(t, w, 2*time.Second)
+	if !ok || ev.Type != watch.Error {
+		t.Fatalf("want an error event, got %v %v", ev.Type, ok)
+	}
+	if el := time.Since(start); el < 90*time.Millisecond {
+		t.Fatalf("ended after %v, before the quiet bound", el)
+	}
+	serr := apierrors.FromObject(ev.Object)
+	if apierrors.IsResourceExpired(serr) || apierrors.IsTooManyRequests(serr) || apierrors.IsTimeout(serr) {
+		t.Fatalf("error %v would make client-go retry the stream", serr)
+	}
+	if _, ok := <-w.ResultChan(); ok {
+		t.Fatal("channel not closed after the error")
+	}
+	if !fw.IsStopped() {
+		t.Fatal("inner watch not stopped")
+	}
+	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.No {
+		t.Fatalf("streaming list support %v", got)
+	}
+}
+
+func TestGuardedStreamPassesThroughAfterInitialEventsEnd(t *testing.T) {
+	srv := compat.Static(compat.Capabilities{})
+	fw := watch.NewRaceFreeFake()
+	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
+	w, err := NewListerWatcher(c, Options{Server: srv, InitialEventsTimeout: 50 * time.Millisecond}).
+		WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	fw.Add(cm("a", "5"))
+	fw.Action(watch.Bookmark, endBookmark("6"))
+	for _, want := range []watch.EventType{watch.Added, watch.Bookmark} {
+		if ev, _ := recv(t, w, time.Second); ev.Type != want {
+			t.Fatalf("got %v want %v", ev.Type, want)
+		}
+	}
+	// Well past the quiet bound, a later change still arrives and no error does.
+	select {
+	case ev := <-w.ResultChan():
+		t.Fatalf("unexpected event %v after the bookmark", ev.Type)
+	case <-time.After(200 * time.Millisecond):
+	}
+	fw.Modify(cm("a", "7"))
+	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Modified {
+		t.Fatalf("got %v", ev.Type)
+	}
+	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.Yes {
+		t.Fatalf("streaming list support %v", got)
+	}
+}
+
+func TestGuardedStreamNonAddedBeforeEndIsEvidence(t *testing.T) {
+	fw := watch.NewRaceFreeFake()
+	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
+	w, _ := NewListerWatcher(c, Options{InitialEventsTimeout: time.Minute}).
+		WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	fw.Action(watch.Bookmark, cm("", "9")) // a periodic bookmark, no annotation
+	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Error {
+		t.Fatalf("got %v", ev.Type)
+	}
+}
+
+// The real client-go v0.37.2 reflector (WatchListClient on by default) over a
+// server that ignores sendInitialEvents, as v1.18 does: the guard ends the
+// stream, the reflector falls back to a list and syncs; it never hangs.
+func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
+	if !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
+		t.Skip("WatchListClient is off in this client-go; the streaming path is not exercised")
+	}
+	srv := compat.Static(compat.Capabilities{})
+	var mu sync.Mutex
+	var streams, plain int
+	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("10", "", "a", "b")}}
+	c.watchFn = func(o metav1.ListOptions) (watch.Interface, error) {
+		fw := watch.NewRaceFreeFake()
+		mu.Lock()
+		defer mu.Unlock()
+		if o.SendInitialEvents != nil && *o.SendInitialEvents {
+			streams++
+			fw.Add(cm("a", "10"))
+			fw.Add(cm("b", "10"))
+		} else {
+			plain++
+		}
+		return fw, nil
+	}
+	lw := NewListerWatcher(c, Options{Server: srv, InitialEventsTimeout: 150 * time.Millisecond})
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		p := plain
+		mu.Unlock()
+		if len(store.List()) == 2 && len(c.calls()) > 0 && p > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reflector did not sync by list: store %d lists %d plain watches %d", len(store.List()), len(c.calls()), p)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if streams != 1 {
+		t.Fatalf("%d streaming attempts, want 1", streams)
+	}
+	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.No {
+		t.Fatalf("streaming list support %v", got)
+	}
+	if r.LastSyncResourceVersion() != "10" {
+		t.Fatalf("last sync RV %q", r.LastSyncResourceVersion())
+	}
+}
