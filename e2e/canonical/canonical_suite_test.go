@@ -1,0 +1,19 @@
+// Package canonical_test proves package canonical against a real current
+// kube-apiserver: a CRD with two served versions and
+// x-kubernetes-preserve-unknown-fields (seed 002's BackendTLSPolicy example),
+// objects written through both versions, and informers whose store sees only
+// the canonical shape while the objects on the server stay byte for byte as
+// they were.
+package canonical_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestCanonical(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "canonical")
+}
