@@ -1,11 +1,11 @@
 package reflector
 
-// This file is the reflector's built-in list executor, used when
-// Options.List is nil. It is deliberately minimal: it translates one
-// fallback.Query into wire options the way seed 001 says both new and legacy
-// servers read them, pages with client-go's pager, and verifies the served
-// resourceVersion. package lister is the full executor (fallback table,
-// records, observations); once it lands, New defaults to it and this file goes.
+// This file is a minimal list executor over the Client: it translates one
+// fallback.Query into wire options the way seed 001 says new and legacy
+// servers read them, pages with client-go's pager and verifies an Exact
+// list's served resourceVersion. Production uses package lister (New's
+// default, with the full fallback table); the unit tests use this one to see
+// the state machine's own decisions in isolation from the lister's fallbacks.
 
 import (
 	"context"

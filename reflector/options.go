@@ -45,10 +45,10 @@ type Options struct {
 	// lists on servers that honour them.
 	Server compat.Server
 
-	// List performs lists. Default nil: a built-in executor over the Client
-	// (paginated MostRecent/Any/Exact, unpaginated NotOlderThan so it is served
-	// from the watch cache). Set it to a steadywatch lister's List to get its
-	// fallbacks and records.
+	// List performs lists. Default nil: a steadywatch lister over the Client
+	// (lister.New with this Server, PageSize, Metrics, Name, and the
+	// reflector's LastSyncResourceVersion as LastObservedRV), which applies
+	// the KEP-2523 fallback table and verifies every served resourceVersion.
 	List ListFunc
 
 	// PageSize is the page size of MostRecent, Any and Exact lists. Default 500

@@ -23,6 +23,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/lister"
 )
 
 // Client is the list/watch pair the reflector talks to. It has the shape of
@@ -31,6 +32,15 @@ import (
 type Client interface {
 	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// ListFromLister returns l's List as a ListFunc (its Record is dropped; the
+// lister logs and counts its fallbacks itself).
+func ListFromLister(l *lister.Lister) ListFunc {
+	return func(ctx context.Context, q fallback.Query) (runtime.Object, error) {
+		obj, _, err := l.List(ctx, q)
+		return obj, err
+	}
 }
 
 // Reflector keeps a client-go store in step with the apiserver: list (or
@@ -101,7 +111,14 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		}
 	}
 	if r.list == nil {
-		r.list = r.clientList
+		l := lister.New(c, lister.Options{
+			Server:         o.Server,
+			PageSize:       o.PageSize,
+			Metrics:        o.Metrics,
+			Name:           r.name,
+			LastObservedRV: r.LastSyncResourceVersion,
+		})
+		r.list = ListFromLister(l)
 	}
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = o.Backoff.Initial

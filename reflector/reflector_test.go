@@ -205,7 +205,7 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 	}}
 	rec := &recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
 
 	w := fc.watcher(t, 0)
@@ -242,7 +242,7 @@ func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	o := fastOptions(&recorder{})
 	o.InitialListSemantic = fallback.Any
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	fc.watcher(t, 0)
 	if l := fc.listCalls()[0]; l.ResourceVersion != "0" {
@@ -262,7 +262,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 		}
 	}}
 	rec := &recorder{}
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
 	w := fc.watcher(t, 0)
 	w.Action(watch.Bookmark, bookmark("15", false))
@@ -300,7 +300,7 @@ func TestStaleListIsNeverApplied(t *testing.T) {
 		}
 	}}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
 	fc.watcher(t, 0).Error(&gone().ErrStatus)
 	fc.watcher(t, 1)
@@ -332,7 +332,7 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 			return cmList("40"), nil
 		}
 	}}
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	run(t, r)
 	fc.watcher(t, 0).Error(&gone().ErrStatus)
 	fc.watcher(t, 1)
@@ -361,7 +361,7 @@ func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
 		return w, nil
 	}
 	rec := &recorder{}
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
 	fc.watcher(t, 0)
 	if ws := fc.watchCalls(); len(ws) != 2 || ws[1].ResourceVersion != "10" {
@@ -377,7 +377,7 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.ShortWatch = time.Nanosecond
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	w := fc.watcher(t, 0)
 	w.Add(cm("x", "12"))
@@ -399,7 +399,7 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.Backoff = BackoffOptions{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	fc.watcher(t, 0).Stop() // closed at once, no event
 	start := time.Now()
@@ -417,7 +417,7 @@ func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.StallTimeout = 100 * time.Millisecond
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	w := fc.watcher(t, 0)
 	w.Action(watch.Bookmark, bookmark("11", false))
@@ -441,7 +441,7 @@ func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
 	// server replays synthetic ADDED events in no RV order.
 	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(""), nil }}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
 	w := fc.watcher(t, 0)
 	w.Add(cm("b", "50"))
@@ -486,7 +486,7 @@ func TestStreamingListWhereSupported(t *testing.T) {
 	o := fastOptions(&recorder{})
 	o.Server = srv
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, o)
+	r := newR(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
 	w := fc.watcher(t, 0)
 	wo := fc.watchCalls()[0]
@@ -521,7 +521,7 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	o.Server = srv
 	o.InitialEventsTimeout = 150 * time.Millisecond
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, o)
+	r := newR(fc, &corev1.ConfigMap{}, store, o)
 	start := time.Now()
 	run(t, r)
 	w := fc.watcher(t, 0)
@@ -551,7 +551,7 @@ func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
 	o := fastOptions(&recorder{})
 	o.Server = streamingServer()
 	o.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("19", false))
 	eventually(t, "synced by a list", r.HasSynced)
@@ -581,7 +581,7 @@ func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
 	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	rec := &recorder{}
 	store := &bookmarkStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
 	w := fc.watcher(t, 0)
 	w.Action(watch.Bookmark, bookmark("13", false))
@@ -605,7 +605,7 @@ func TestFeedsDeltaFIFO(t *testing.T) {
 	}}
 	known := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: known, EmitDeltaTypeReplaced: true})
-	r := New(fc, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
 	run(t, r)
 	w := fc.watcher(t, 0)
 	w.Add(cm("b", "11"))
@@ -642,7 +642,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 	o := fastOptions(rec)
 	o.Server = &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.Yes}}}
 	o.ConsistencyCheckInterval = time.Millisecond
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
 	var rep ConsistencyReport
@@ -666,7 +666,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.ConsistencyCheckInterval = time.Millisecond
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
 	var rep ConsistencyReport
@@ -688,7 +688,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 
 func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
 	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	stop := run(t, r)
 	w := fc.watcher(t, 0)
 	r.Run(context.Background()) // returns at once: already running
@@ -704,7 +704,7 @@ func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
 func TestUnexpectedTypeIsIgnored(t *testing.T) {
 	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
 	w := fc.watcher(t, 0)
 	w.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "11"}})
@@ -712,5 +712,27 @@ func TestUnexpectedTypeIsIgnored(t *testing.T) {
 	eventually(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a"}) {
 		t.Fatalf("store = %v; want only the ConfigMap", got)
+	}
+}
+
+// newR is New with the minimal built-in executor instead of the lister, so
+// these tests see the state machine's own decisions, not the lister's
+// fallbacks (which package lister tests).
+func newR(c Client, expected runtime.Object, store cache.ReflectorStore, o Options) *Reflector {
+	r := New(c, expected, store, o)
+	r.list = r.clientList
+	return r
+}
+
+func TestDefaultExecutorIsTheLister(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return cmList("10", cm("a", "5")), nil
+	}}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	run(t, r)
+	fc.watcher(t, 0)
+	if got := fc.watchCalls()[0].ResourceVersion; got != "10" || !r.HasSynced() || len(store.ListKeys()) != 1 {
+		t.Fatalf("watch from %q synced=%v items=%d; want a lister-made sync at 10", got, r.HasSynced(), len(store.ListKeys()))
 	}
 }

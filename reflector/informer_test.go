@@ -1,0 +1,51 @@
+package reflector
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/lister"
+)
+
+func TestNewSharedIndexInformerSyncsThroughTheLister(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return cmList("10", cm("a", "5"), cm("b", "6")), nil
+	}}
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return fc.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return fc.Watch(ctx, o) },
+	}
+	// client-go v0.37 tries a streaming list first (WatchListClient); a server
+	// known not to stream makes the lister refuse it at once, so client-go lists.
+	srv := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.No}})
+	inf := NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}},
+		lister.Options{Server: srv})
+	added := make(chan string, 10)
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(o any) { added <- o.(*corev1.ConfigMap).Name }}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "informer synced", inf.HasSynced)
+	fc.watcher(t, 0)
+	if got := fc.watchCalls()[0].ResourceVersion; got != "10" {
+		t.Fatalf("informer watch from %q; want 10", got)
+	}
+	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, "ns")
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("indexer has %d objects in ns (%v); want 2", len(objs), err)
+	}
+	for range 2 {
+		<-added
+	}
+}
