@@ -513,7 +513,9 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		// more real event to pass through the informer first so the decorator
 		// has processed everything before the second snapshot.
 		patch("v1alpha2", "late-v1alpha1", `{"metadata":{"labels":{"sentinel":"1"}}}`)
-		eventually(func(g Gomega) { g.Expect(inf.store()["late-v1alpha1"].GetLabels()).To(HaveKeyWithValue("sentinel", "1")) })
+		eventually(func(g Gomega) {
+			g.Expect(inf.store()["late-v1alpha1"].GetLabels()).To(HaveKeyWithValue("sentinel", "1"))
+		})
 		after := raw(ctx, rc, ns, left)
 		for k, v := range snap {
 			if strings.HasSuffix(k, "/late-v1alpha1") {
