@@ -347,3 +347,25 @@ func noRecv(t *testing.T, ch <-chan watch.Event, d time.Duration, what string) {
 	case <-timer.C:
 	}
 }
+
+func TestRequestLogIsBounded(t *testing.T) {
+	e := newEnv(t, 1, func(o *Options) { o.MaxLoggedRequests = 20 })
+	for i := 0; i < 45; i++ {
+		if _, err := e.listFrom(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := e.proxy.Requests()
+	if len(reqs) == 0 || len(reqs) > 20 || reqs[len(reqs)-1].Seq != 45 {
+		t.Fatalf("log holds %d entries, last %+v", len(reqs), reqs[len(reqs)-1])
+	}
+	for i := 1; i < len(reqs); i++ {
+		if reqs[i].Seq != reqs[i-1].Seq+1 {
+			t.Fatalf("log not contiguous at %d: %d after %d", i, reqs[i].Seq, reqs[i-1].Seq)
+		}
+	}
+	e.proxy.ResetRequests()
+	if n := len(e.proxy.Requests()); n != 0 {
+		t.Fatalf("after ResetRequests: %d", n)
+	}
+}

@@ -75,7 +75,8 @@ func (p *Proxy) record(r *http.Request, info requestInfo) *Request {
 	rec.Seq = p.nextSeq
 	p.nextSeq++
 	if len(p.reqs) >= p.o.MaxLoggedRequests {
-		p.reqs = append(p.reqs[:0:0], p.reqs[len(p.reqs)-p.o.MaxLoggedRequests+1:]...)
+		drop := min(len(p.reqs), p.o.MaxLoggedRequests/10+1)
+		p.reqs = append(p.reqs[:0:0], p.reqs[drop:]...)
 	}
 	p.reqs = append(p.reqs, rec)
 	return rec
@@ -184,7 +185,9 @@ func (p *Proxy) waitStall(ctx context.Context, rec *Request) error {
 		p.mu.Lock()
 		until, changed := p.stallUntil, p.stallCh
 		if !marked && time.Until(until) > 0 {
-			addFault(rec, "stalled")
+			if !strings.Contains(rec.Fault, "stalled") {
+				addFault(rec, "stalled")
+			}
 			marked = true
 		}
 		p.mu.Unlock()

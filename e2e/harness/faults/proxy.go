@@ -51,8 +51,8 @@ type Options struct {
 	// MaxRequestBodyBytes bounds a request body; bodies are buffered so that
 	// Failover can replay them. Larger bodies are answered 413. 0 = 16 MiB.
 	MaxRequestBodyBytes int64
-	// MaxLoggedRequests bounds the Requests log; the oldest entries are
-	// dropped first. 0 = 10000.
+	// MaxLoggedRequests bounds the Requests log; when it is full the oldest
+	// tenth is dropped. 0 = 10000.
 	MaxLoggedRequests int
 	// UnreachableStatus is what the client gets when no backend could be
 	// connected to. 0 = the client's stream is reset (HTTP/2 RST_STREAM, or
@@ -214,6 +214,8 @@ func New(o Options) (*Proxy, error) {
 			NextProtos:   []string{"h2", "http/1.1"},
 		},
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		// kube-apiserver's default --http2-max-streams-per-connection.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
 	}
 	go func() {
 		defer close(p.serveDone)
@@ -236,7 +238,6 @@ func (p *Proxy) URL() string { return p.url }
 func (p *Proxy) Config(base *rest.Config) *rest.Config {
 	c := rest.CopyConfig(base)
 	c.Host = p.url
-	c.APIPath = base.APIPath
 	return c
 }
 
@@ -277,8 +278,9 @@ func (p *Proxy) Pin(i int) {
 }
 
 // Alternate sends new requests round robin over all backends, one request
-// each (0, 1, ..., n-1, 0, ...). Requests answered by a fault rule do not
-// take a turn.
+// each, starting again at backend 0 (0, 1, ..., n-1, 0, ...). Requests
+// answered by a fault rule do not take a turn. A request whose backend is
+// unreachable is not retried elsewhere (see Failover).
 func (p *Proxy) Alternate() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
