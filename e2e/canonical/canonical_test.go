@@ -22,11 +22,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/canonical"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -117,7 +119,9 @@ type callLog struct {
 	initialEvents int // watches with sendInitialEvents=true
 }
 
-func (c *callLog) IsWatchListSemanticsUnSupported() bool { return c.plain }
+func (c *callLog) IsWatchListSemanticsUnSupported() bool {
+	return c.plain || watchlist.DoesClientNotSupportWatchListSemantics(c.inner)
+}
 func (c *callLog) List(o metav1.ListOptions) (runtime.Object, error) {
 	return c.ListWithContext(context.Background(), o)
 }
@@ -204,8 +208,12 @@ type informer struct {
 }
 
 func startInformer(dyn dynamic.Interface, version, ns string, plain bool) *informer {
+	return startInformerOn(dynamicLW(dyn, gvr[version], ns), plain)
+}
+
+func startInformerOn(inner cache.ListerWatcherWithContext, plain bool) *informer {
 	obs := newObserved()
-	calls := &callLog{inner: dynamicLW(dyn, gvr[version], ns), plain: plain}
+	calls := &callLog{inner: inner, plain: plain}
 	lw := canonical.Wrap(calls, chain(), canonical.Options{Name: resource, Metrics: obs, OnReject: obs.onReject})
 	inf := cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -431,7 +439,9 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 				// apiVersion is the request's, not the shape's (seed 002); the decorator leaves it.
 				Expect(o.GetAPIVersion()).To(Equal(group + "/" + m.version))
 			}
-			Expect(unstructured.NestedString(store["created-v1alpha1"].Object, "spec", "options", "note")).To(Equal("updated-through-v1alpha2"))
+			note, _, err := unstructured.NestedString(store["created-v1alpha1"].Object, "spec", "options", "note")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(note).To(Equal("updated-through-v1alpha2"), "the update through the other version is in the canonical object")
 
 			ev := "LIST"
 			if !m.plain {
@@ -449,6 +459,21 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 			Expect(raw(ctx, rc, ns, all)).To(Equal(before))
 		})
 	}
+
+	It("stacks on steadywatch's lister.ListerWatcher (canonical.Wrap(lister.NewListerWatcher(...)))", func() {
+		inner := lister.NewListerWatcher(lister.FromDynamic(dyn.Resource(gvr["v1alpha2"]).Namespace(ns)), lister.Options{Name: resource})
+		inf := startInformerOn(inner, false)
+		defer inf.stop()
+		c := chain()
+		store := inf.store()
+		Expect(names(store)).To(Equal([]string{"created-v1alpha1", "created-v1alpha2", "migrated"}))
+		expectCanonical(c, store["created-v1alpha1"], "one.example")
+		expectCanonical(c, store["created-v1alpha2"], "two.example")
+		expectCanonical(c, store["migrated"], "three.example")
+		_, fb, _, _ := inf.obs.snapshot()
+		Expect(fb).To(Equal(map[string]int{"canonical:skip:unrecognized": 1, "canonical:skip:newer-shape": 1}))
+		Expect(raw(ctx, rc, ns, all)).To(Equal(before))
+	})
 
 	It("keeps the store canonical through watch events: updates, a move into an unknown shape, creates and deletes", func() {
 		inf := startInformer(dyn, "v1alpha2", ns, false)
