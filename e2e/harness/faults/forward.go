@@ -381,7 +381,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 			break
 		}
 		lastErr = fmt.Errorf("backend %d: %w", i, err)
-		p.logf("req %d: backend %d unreachable: %v", rec.Seq, i, err)
+		if ctx.Err() == nil {
+			p.logf("req %d: backend %d unreachable: %v", rec.Seq, i, err)
+		}
 	}
 	if resp == nil {
 		if ctx.Err() == nil {
