@@ -19,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/certs"
 )
 
@@ -33,8 +34,8 @@ type Options struct {
 	// lists and watches are served from etcd (a compacted RV is 410 at once).
 	DisableWatchCache bool
 	// HA starts two apiservers on the same etcd behind a faults.Proxy
-	// balancer (Cluster.Balancer); the kubeconfig and Cluster.RESTConfig
-	// point at the balancer.
+	// balancer (Cluster.Balancer) that alternates requests between them
+	// (Alternate); the kubeconfig and Cluster.RESTConfig point at it.
 	HA bool
 	// CompactionInterval is the apiservers' --etcd-compaction-interval.
 	// 0 = 1h: long enough that no apiserver compacts on its own during a
@@ -92,7 +93,7 @@ type Cluster struct {
 func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	begin := time.Now()
 	if o.Version == "" {
-		o.Version = defaultVersion
+		o.Version = build.Current
 	}
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = defaultReadyTimeout
@@ -140,8 +141,8 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 
 	binary := o.Binary
 	if binary == "" {
-		if binary, err = ensureBinary(ctx, o.Version, progressW); err != nil {
-			return nil, err
+		if binary, err = build.Ensure(ctx, o.Version, progressW); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBinary, err)
 		}
 	}
 	progress("kube-apiserver %s: %s", o.Version, binary)
@@ -188,6 +189,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("harness: balancer: %w", err)
 		}
+		// Spread requests like a real load balancer, so consecutive
+		// requests can see different watch caches; tests Pin as needed.
+		b.Alternate()
 		c.mu.Lock()
 		c.proxies.balancer = b
 		c.mu.Unlock()

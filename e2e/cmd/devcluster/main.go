@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
 )
 
 // startTimeout bounds the whole start, including a cold kube-apiserver build.
@@ -114,10 +115,9 @@ func serverVersion(server string) (string, bool) {
 	return "", false
 }
 
-// TEMPORARY literal values until package build compiles: build.Current and build.Legacy.
 const (
-	currentVersion = "v1.36.3"
-	legacyVersion  = "v1.18.19"
+	currentVersion = build.Current
+	legacyVersion  = build.Legacy
 )
 
 func onOff(b bool) string {

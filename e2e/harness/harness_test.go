@@ -1,0 +1,402 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+)
+
+const (
+	current = build.Current
+	legacy  = build.Legacy
+)
+
+// startCluster starts a cluster for an Ordered container, stops it
+// afterwards and reports how long the start took.
+func startCluster(o harness.Options) *harness.Cluster {
+	o.Progress = GinkgoWriter
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	c, err := harness.Start(ctx, o)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(c.Stop()).To(Succeed()) })
+	took := time.Since(begin)
+	AddReportEntry(fmt.Sprintf("start %s (watch cache off=%v, HA=%v)", c.Version(), o.DisableWatchCache, o.HA), took.Round(time.Millisecond).String())
+	fmt.Fprintf(GinkgoWriter, "TIMING start %s watchCacheOff=%v HA=%v: %s\n", c.Version(), o.DisableWatchCache, o.HA, took.Round(time.Millisecond))
+	return c
+}
+
+func clientset(cfg *rest.Config) kubernetes.Interface {
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
+}
+
+// seed creates a namespace with n ConfigMaps and returns the namespace and
+// the resourceVersion of the first ConfigMap.
+func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
+	nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "harness-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	for i := 0; i < n; i++ {
+		cm, err := cs.CoreV1().ConfigMaps(nsObj.Name).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)},
+			Data:       map[string]string{"i": strconv.Itoa(i)},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		if i == 0 {
+			firstRV = cm.ResourceVersion
+		}
+	}
+	return nsObj.Name, firstRV
+}
+
+func exactList(ctx context.Context, cs kubernetes.Interface, ns, rv string) (*corev1.ConfigMapList, error) {
+	return cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+}
+
+func isExpired(err error) bool { return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) }
+
+// legacyBinary is where package build puts the legacy kube-apiserver.
+func legacyBinary() string { return build.BinaryPath(build.CacheDir(), legacy) }
+
+var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(harness.Options{}) }) // zero Options: build.Current
+
+	It("writes an absolute, 0600 kubeconfig that reaches the server and /version says "+current, func() {
+		kc := c.KubeconfigPath()
+		Expect(filepath.IsAbs(kc)).To(BeTrue())
+		st, err := os.Stat(kc)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Insecure).To(BeFalse())
+		Expect(cfg.CAData).NotTo(BeEmpty())
+		v, err := clientset(cfg).Discovery().ServerVersion()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(v.GitVersion).To(Equal(current))
+		Expect(c.APIServers()).To(HaveLen(1))
+		Expect(c.APIServers()[0].Version()).To(Equal(current))
+		Expect(c.Balancer()).To(BeNil())
+	})
+
+	It("authenticates with the token and verifies TLS against the cluster CA", func(ctx SpecContext) {
+		Expect(c.RESTConfig().Insecure).To(BeFalse())
+		_, err := clientset(c.RESTConfig()).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		anon := c.RESTConfig()
+		anon.BearerToken = ""
+		_, err = clientset(anon).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		Expect(apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)).To(BeTrue(), "without the token: %v", err)
+
+		untrusting := c.RESTConfig()
+		untrusting.CAData = nil
+		_, err = clientset(untrusting).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("certificate"))
+		Expect(err.Error()).NotTo(ContainSubstring(c.RESTConfig().BearerToken))
+	})
+
+	It("keeps data, port and client configs across Restart", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, _ := seed(ctx, cs, 1)
+		before, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		a := c.APIServers()[0]
+		url := a.URL()
+
+		begin := time.Now()
+		Expect(a.Restart(ctx)).To(Succeed())
+		took := time.Since(begin)
+		AddReportEntry("restart "+a.Version(), took.Round(time.Millisecond).String())
+		fmt.Fprintf(GinkgoWriter, "TIMING restart %s: %s\n", a.Version(), took.Round(time.Millisecond))
+
+		Expect(a.URL()).To(Equal(url))
+		Expect(a.Running()).To(BeTrue())
+		after, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion))
+		Expect(after.Data).To(Equal(before.Data))
+		log, err := os.ReadFile(a.LogPath())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Count(string(log), "=== harness: starting")).To(BeNumerically(">=", 2))
+	})
+
+	It("fails requests while etcd is stopped and recovers, with its data, when it starts again", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, _ := seed(ctx, cs, 1)
+		revBefore, err := c.Etcd().Revision(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		endpoint := c.Etcd().Endpoint()
+
+		Expect(c.Etcd().Stop()).To(Succeed())
+		_, err = c.Etcd().Revision(ctx)
+		Expect(errors.Is(err, harness.ErrStopped)).To(BeTrue(), "Revision on a stopped etcd: %v", err)
+		short := c.RESTConfig()
+		short.Timeout = 3 * time.Second
+		// A quorum read must reach etcd: it cannot succeed while etcd is down.
+		_, err = clientset(short).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		Expect(err).To(HaveOccurred())
+
+		begin := time.Now()
+		Expect(c.Etcd().Start(ctx)).To(Succeed())
+		fmt.Fprintf(GinkgoWriter, "TIMING etcd start: %s\n", time.Since(begin).Round(time.Millisecond))
+		Expect(c.Etcd().Endpoint()).To(Equal(endpoint))
+		rev, err := c.Etcd().Revision(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rev).To(BeNumerically(">=", revBefore))
+		Eventually(func() error {
+			_, err := clientset(short).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+			return err
+		}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+		fmt.Fprintf(GinkgoWriter, "TIMING apiserver serving again after etcd start: %s\n", time.Since(begin).Round(time.Millisecond))
+	})
+
+	It("exposes request and etcd counters on /metrics", func(ctx SpecContext) {
+		m, err := c.APIServers()[0].Metrics(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(m).To(ContainSubstring("apiserver_request_total{"))
+		Expect(m).To(ContainSubstring("etcd_request"))
+	})
+
+	It("Compact reaches the watch cache through compact_rev_key: an Exact list at an old RV becomes 410", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 2)
+		// Served from a watch-cache snapshot before the compaction.
+		l, err := exactList(ctx, cs, ns, rv)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.ResourceVersion).To(Equal(rv))
+		rev, err := c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rev).To(BeNumerically(">", mustInt(rv)))
+		// The cacher learns of compactions asynchronously (it polls about
+		// every 15 s); a raw etcd compaction alone would never get here.
+		begin := time.Now()
+		Eventually(func() error {
+			_, err := exactList(ctx, cs, ns, rv)
+			return err
+		}).WithTimeout(60*time.Second).WithPolling(500*time.Millisecond).Should(Satisfy(isExpired), "Exact list at compacted RV %s", rv)
+		fmt.Fprintf(GinkgoWriter, "TIMING watch cache saw the compaction after %s\n", time.Since(begin).Round(time.Millisecond))
+	})
+
+	It("Stop is idempotent, kills the apiserver and removes the temporary directory", func(ctx SpecContext) {
+		a := c.APIServers()[0]
+		dir := c.Dir()
+		Expect(c.Stop()).To(Succeed())
+		Expect(c.Stop()).To(Succeed())
+		Expect(a.Running()).To(BeFalse())
+		_, err := os.Stat(dir)
+		Expect(os.IsNotExist(err)).To(BeTrue(), "dir %s: %v", dir, err)
+		hc, err := rest.HTTPClientFor(a.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL()+"/readyz", nil)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = hc.Do(req)
+		Expect(err).To(HaveOccurred(), "nothing may listen on %s after Stop", a.URL())
+	})
+})
+
+var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(harness.Options{Version: current, DisableWatchCache: true}) })
+
+	It("passes --watch-cache=false", func() {
+		Expect(c.APIServers()[0].Args()).To(ContainElement("--watch-cache=false"))
+	})
+
+	It("Compact makes an Exact list at an older RV a real 410 at once, and leaves the compaction revision readable", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 3)
+		l, err := exactList(ctx, cs, ns, rv)
+		Expect(err).NotTo(HaveOccurred(), "before compaction the old RV is served")
+		Expect(l.ResourceVersion).To(Equal(rv))
+		Expect(l.Items).To(HaveLen(1))
+
+		revBefore, err := c.Etcd().Revision(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		rev, err := c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rev).To(Equal(revBefore + 1))
+		now, err := c.Etcd().Revision(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(now).To(BeNumerically(">=", rev))
+
+		_, err = exactList(ctx, cs, ns, rv)
+		Expect(err).To(HaveOccurred())
+		Expect(isExpired(err)).To(BeTrue(), "want 410 Expired/Gone, got %v", err)
+		Expect(err.(apierrors.APIStatus).Status().Code).To(Equal(int32(http.StatusGone)))
+		_, err = exactList(ctx, cs, ns, strconv.FormatInt(revBefore, 10))
+		Expect(isExpired(err)).To(BeTrue(), "the newest RV before Compact is compacted too: %v", err)
+
+		l, err = exactList(ctx, cs, ns, strconv.FormatInt(rev, 10))
+		Expect(err).NotTo(HaveOccurred(), "the compaction revision itself stays readable")
+		Expect(l.ResourceVersion).To(Equal(strconv.FormatInt(rev, 10)))
+		Expect(l.Items).To(HaveLen(3))
+	})
+
+	It("a second Compact after more writes compacts again", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 1)
+		first, err := c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = exactList(ctx, cs, ns, rv)
+		Expect(isExpired(err)).To(BeTrue(), "got %v", err)
+		_, rv2 := seed(ctx, cs, 1)
+		second, err := c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(second).To(BeNumerically(">", first))
+		Expect(second).To(BeNumerically(">", mustInt(rv2)))
+	})
+})
+
+var _ = Describe("an HA pair on one etcd behind the balancer", Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(harness.Options{Version: current, HA: true}) })
+
+	It("has two apiservers that both serve "+current+" and share data", func(ctx SpecContext) {
+		as := c.APIServers()
+		Expect(as).To(HaveLen(2))
+		Expect(as[0].URL()).NotTo(Equal(as[1].URL()))
+		ns, _ := seed(ctx, clientset(as[0].RESTConfig()), 1)
+		for _, a := range as {
+			v, err := clientset(a.RESTConfig()).Discovery().ServerVersion()
+			Expect(err).NotTo(HaveOccurred(), a.Name())
+			Expect(v.GitVersion).To(Equal(current))
+			cm, err := clientset(a.RESTConfig()).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred(), a.Name())
+			Expect(cm.Data).To(HaveKeyWithValue("i", "0"))
+		}
+	})
+
+	It("points the kubeconfig and RESTConfig at the balancer, which reaches each backend when pinned", func(ctx SpecContext) {
+		b := c.Balancer()
+		Expect(b).NotTo(BeNil())
+		Expect(c.RESTConfig().Host).To(Equal(b.URL()))
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Host).To(Equal(b.URL()))
+
+		short := c.RESTConfig()
+		short.Timeout = 5 * time.Second
+		cs := clientset(short)
+		// By default the balancer alternates: four lists reach both backends.
+		for i := 0; i < 4; i++ {
+			_, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: "harness-alternate=yes"})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		served := map[int]int{}
+		for _, r := range b.Requests() {
+			if strings.Contains(r.RawQuery, "harness-alternate") {
+				served[r.Backend]++
+			}
+		}
+		Expect(served).To(Equal(map[int]int{0: 2, 1: 2}))
+
+		for i := range c.APIServers() {
+			b.Pin(i)
+			_, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred(), "pinned to %d", i)
+		}
+		// Pinned to apiserver-1 with apiserver-0 down still works; pinned
+		// to the stopped one does not: the pin is real.
+		a0 := c.APIServers()[0]
+		Expect(a0.Stop()).To(Succeed())
+		b.Pin(1)
+		_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred(), "pinned to the live apiserver-1")
+		b.Pin(0)
+		_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		Expect(err).To(HaveOccurred(), "pinned to the stopped apiserver-0")
+		Expect(a0.Start(ctx)).To(Succeed())
+		_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred(), "apiserver-0 is back")
+	})
+})
+
+var _ = Describe("a legacy kube-apiserver "+legacy, Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() {
+		bin := legacyBinary()
+		if _, err := os.Stat(bin); err != nil {
+			Skip(fmt.Sprintf("SKIPPED: %s is not built yet (package build builds it; run `make build-apiservers`): %v", bin, err))
+		}
+		c = startCluster(harness.Options{Version: legacy, DisableWatchCache: true})
+	})
+
+	It("serves /version "+legacy+" with --insecure-port=0", func() {
+		v, err := clientset(c.RESTConfig()).Discovery().ServerVersion()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(v.GitVersion).To(Equal(legacy))
+		Expect(c.APIServers()[0].Args()).To(ContainElement("--insecure-port=0"))
+	})
+
+	It("keeps data across Restart", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 1)
+		begin := time.Now()
+		Expect(c.APIServers()[0].Restart(ctx)).To(Succeed())
+		fmt.Fprintf(GinkgoWriter, "TIMING restart %s: %s\n", legacy, time.Since(begin).Round(time.Millisecond))
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cm.ResourceVersion).To(Equal(rv))
+	})
+
+	It("Compact makes a legacy-Exact (limit) list at an old RV a real 410", func(ctx SpecContext) {
+		cs := clientset(c.RESTConfig())
+		ns, rv := seed(ctx, cs, 2)
+		_, err := c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv, Limit: 1})
+		Expect(isExpired(err)).To(BeTrue(), "want 410, got %v", err)
+	})
+})
+
+var _ = Describe("a start that fails", func() {
+	It("returns a *ComponentError wrapping ErrExited with the apiserver's log tail, and leaves nothing running", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		_, err := harness.Start(ctx, harness.Options{Version: current, ExtraArgs: []string{"--no-such-flag=1"}, Dir: dir, Progress: GinkgoWriter})
+		Expect(err).To(HaveOccurred())
+		var ce *harness.ComponentError
+		Expect(errors.As(err, &ce)).To(BeTrue(), "%v", err)
+		Expect(ce.Component).To(Equal("apiserver-0"))
+		Expect(errors.Is(err, harness.ErrExited)).To(BeTrue(), "%v", err)
+		Expect(ce.LogTail).To(ContainSubstring("no-such-flag"))
+		Expect(err.Error()).To(ContainSubstring("no-such-flag"))
+		// The caller's Dir is kept, with the log in it.
+		Expect(filepath.Join(dir, "apiserver-0.log")).To(BeARegularFile())
+	})
+
+	It("rejects versions older than 1.18 with ErrUnsupportedVersion before doing anything", func(ctx SpecContext) {
+		_, err := harness.Start(ctx, harness.Options{Version: "v1.17.0"})
+		Expect(errors.Is(err, harness.ErrUnsupportedVersion)).To(BeTrue(), "%v", err)
+		_, err = harness.Start(ctx, harness.Options{Version: "latest"})
+		Expect(errors.Is(err, harness.ErrUnsupportedVersion)).To(BeTrue(), "%v", err)
+	})
+})
+
+func mustInt(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	Expect(err).NotTo(HaveOccurred())
+	return n
+}
