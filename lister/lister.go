@@ -67,6 +67,9 @@ func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (ru
 	rec, err := l.run(ctx, q, base, func(page runtime.Object) error {
 		if acc == nil {
 			acc = page
+			if lm, err := meta.ListAccessor(page); err == nil && lm.GetRemainingItemCount() != nil {
+				reserve(acc, *lm.GetRemainingItemCount())
+			}
 			return nil
 		}
 		return appendItems(acc, page)
@@ -161,6 +164,14 @@ type run struct {
 	handed int             // pages handed over for the current snapshot
 }
 
+// backOff returns *b, creating it on first use.
+func (r *run) backOff(b *backoff.BackOff) backoff.BackOff {
+	if *b == nil {
+		*b = r.l.newBackOff()
+	}
+	return *b
+}
+
 func (l *Lister) newBackOff() backoff.BackOff {
 	p := l.o.Policy.Backoff
 	b := backoff.NewExponentialBackOff()
@@ -178,7 +189,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	rec := &Record{Requested: q}
 	r := &run{
 		l: l, ctx: ctx, log: klog.FromContext(ctx).WithValues("lister", l.o.Name), rec: rec, base: base, cfg: cfg,
-		used: map[fallback.Budget]int{}, bo: l.newBackOff(), tooBo: l.newBackOff(), newBo: l.newBackOff(), tried: map[string]bool{},
+		used: map[fallback.Budget]int{}, tried: map[string]bool{},
 	}
 	err := r.loop(q, page)
 	rec.Duration = time.Since(start)
@@ -211,11 +222,16 @@ func (r *run) loop(q Query, page PageFunc) error {
 	first, cur := q, q
 	userContinue := q.Continue != ""
 	listRV := "" // resourceVersion of the current snapshot's first page
+	var match fallback.MatchSupport
 	for attempt := 1; ; attempt++ {
 		if attempt > r.l.o.MaxRequests {
 			return &Error{Reason: "max-requests", Requested: r.rec.Requested, Last: cur, Attempt: attempt - 1, kind: ErrRetriesExhausted}
 		}
-		match := r.l.matchSupport(r.ctx)
+		if cur.Continue == "" || attempt == 1 {
+			// Continue pages carry neither RV nor match: the belief only
+			// matters for first pages (and asking for it is not free).
+			match = r.l.matchSupport(r.ctx)
+		}
 		opts := cur.ApplyTo(r.base, match.Form())
 		if match.Form() == fallback.Legacy && cur.Semantic == fallback.Exact && cur.Continue == "" && cur.Limit == 0 {
 			opts.Limit = r.l.o.PageSize // legacy servers apply Exact only with a limit
@@ -247,7 +263,9 @@ func (r *run) loop(q Query, page PageFunc) error {
 		var pending time.Duration
 		s.AttemptsLeft, pending = r.left(budget)
 		d := fallback.Decide(s, p)
-		r.observe(s, fallback.CompareRV(servedRV, cur.ResourceVersion), servedRV, cur)
+		if opts.Continue == "" && cur.ResourceVersion != "" {
+			r.observe(s, fallback.CompareRV(servedRV, cur.ResourceVersion), servedRV, cur)
+		}
 		if r.log.V(4).Enabled() {
 			r.log.V(4).Info("list request", "attempt", attempt, "resourceVersion", opts.ResourceVersion,
 				"resourceVersionMatch", opts.ResourceVersionMatch, "limit", opts.Limit, "continue", opts.Continue != "",
@@ -306,7 +324,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 			if ra, ok := fallback.RetryAfter(err); ok && ra > 0 {
 				wait = min(ra, p.MaxRetryAfter)
 				ev.Detail = fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, p.MaxRetryAfter)
-			} else if wait = r.tooBo.NextBackOff(); wait == backoff.Stop {
+			} else if wait = r.backOff(&r.tooBo).NextBackOff(); wait == backoff.Stop {
 				wait = p.Backoff.MaxInterval
 			}
 		case fallback.Backoff:
@@ -315,7 +333,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 				wait = min(ra, p.MaxRetryAfter)
 			}
 		case fallback.RetryNewerRV:
-			if wait = r.newBo.NextBackOff(); wait == backoff.Stop {
+			if wait = r.backOff(&r.newBo).NextBackOff(); wait == backoff.Stop {
 				wait = 0
 			}
 		}
@@ -387,7 +405,7 @@ func (r *run) left(b fallback.Budget) (bool, time.Duration) {
 	case fallback.TooLargeBudget:
 		return r.used[b] < p.MaxTooLargeRetries, 0
 	case fallback.BackoffBudget:
-		d := r.bo.NextBackOff()
+		d := r.backOff(&r.bo).NextBackOff()
 		return d != backoff.Stop, d
 	}
 	return false, 0
@@ -517,6 +535,19 @@ func appendItems(dst, src runtime.Object) error {
 		return err
 	}
 	return meta.SetList(dst, append(a, b...))
+}
+
+// reserve grows obj's Items capacity by n (bounded), so that the following
+// pages are appended without repeated reallocation.
+func reserve(obj runtime.Object, n int64) {
+	const maxReserve = 1 << 20
+	f := itemsField(obj)
+	if !f.IsValid() || n <= 0 || n > maxReserve {
+		return
+	}
+	grown := reflect.MakeSlice(f.Type(), f.Len(), f.Len()+int(n))
+	reflect.Copy(grown, f)
+	f.Set(grown)
 }
 
 func itemsField(obj runtime.Object) reflect.Value {

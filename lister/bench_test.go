@@ -1,0 +1,158 @@
+package lister
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/steadywatch/steadywatch/compat"
+)
+
+// pagesClient serves pre-built pages (shallow copies, as a decoder would hand
+// out fresh list objects) keyed by continue token.
+type pagesClient struct {
+	pages map[string]*corev1.ConfigMapList
+	// encoded, when set, holds each page as JSON; List then decodes a fresh
+	// page per call, as a real client does.
+	encoded map[string][]byte
+}
+
+func (c *pagesClient) encode() *pagesClient {
+	c.encoded = map[string][]byte{}
+	for k, p := range c.pages {
+		b, err := json.Marshal(p)
+		if err != nil {
+			panic(err)
+		}
+		c.encoded[k] = b
+	}
+	return c
+}
+
+func newPagesClient(nPages, perPage int) *pagesClient {
+	c := &pagesClient{pages: map[string]*corev1.ConfigMapList{}}
+	for p := 0; p < nPages; p++ {
+		l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "100"}}
+		if p < nPages-1 {
+			l.Continue = fmt.Sprintf("c%d", p+1)
+			rem := int64((nPages - p - 1) * perPage)
+			l.RemainingItemCount = &rem
+		}
+		l.Items = make([]corev1.ConfigMap, perPage)
+		for i := range l.Items {
+			l.Items[i].Name = fmt.Sprintf("cm-%d-%d", p, i)
+			l.Items[i].Namespace = "ns"
+			l.Items[i].Data = map[string]string{"k": "v"}
+		}
+		key := ""
+		if p > 0 {
+			key = fmt.Sprintf("c%d", p)
+		}
+		c.pages[key] = l
+	}
+	return c
+}
+
+func (c *pagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if c.encoded != nil {
+		l := &corev1.ConfigMapList{}
+		return l, json.Unmarshal(c.encoded[o.Continue], l)
+	}
+	cp := *c.pages[o.Continue]
+	return &cp, nil
+}
+
+func (c *pagesClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, fmt.Errorf("no watch")
+}
+
+const benchPages, benchPerPage = 20, 500
+
+// BenchmarkRawPages: a hand-written client-go style page loop (the floor).
+func BenchmarkRawPages(b *testing.B) {
+	b.Run("prebuilt", func(b *testing.B) { rawPages(b, newPagesClient(benchPages, benchPerPage)) })
+	b.Run("decoded", func(b *testing.B) { rawPages(b, newPagesClient(benchPages, benchPerPage).encode()) })
+}
+
+func rawPages(b *testing.B, c *pagesClient) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: benchPerPage}
+		n := 0
+		for {
+			obj, err := c.List(ctx, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lm, _ := meta.ListAccessor(obj)
+			n += meta.LenList(obj)
+			if lm.GetContinue() == "" {
+				break
+			}
+			o = metav1.ListOptions{Limit: benchPerPage, Continue: lm.GetContinue()}
+		}
+		if n != benchPages*benchPerPage {
+			b.Fatal(n)
+		}
+	}
+}
+
+// BenchmarkListPages: the same pages through Lister.ListPages.
+func BenchmarkListPages(b *testing.B) {
+	b.Run("prebuilt", func(b *testing.B) { listPages(b, newPagesClient(benchPages, benchPerPage)) })
+	b.Run("decoded", func(b *testing.B) { listPages(b, newPagesClient(benchPages, benchPerPage).encode()) })
+}
+
+func listPages(b *testing.B, c *pagesClient) {
+	l := New(c, Options{Server: staticServer(compat.Yes, compat.Unknown)})
+	ctx := context.Background()
+	q := NotOlderThan("100").WithLimit(benchPerPage)
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if _, err := l.ListPages(ctx, q, func(p runtime.Object) error { n += meta.LenList(p); return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n != benchPages*benchPerPage {
+			b.Fatal(n)
+		}
+	}
+}
+
+// BenchmarkClientGoPagerList: client-go's pager building one list.
+func BenchmarkClientGoPagerList(b *testing.B) {
+	c := newPagesClient(benchPages, benchPerPage)
+	p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) })
+	p.PageSize = benchPerPage
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		obj, _, err := p.List(ctx, metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+		if err != nil || meta.LenList(obj) != benchPages*benchPerPage {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListerList: Lister.List building one list of the client's type.
+func BenchmarkListerList(b *testing.B) {
+	l := New(newPagesClient(benchPages, benchPerPage), Options{Server: staticServer(compat.Yes, compat.Unknown)})
+	ctx := context.Background()
+	q := NotOlderThan("100").WithLimit(benchPerPage)
+	b.ReportAllocs()
+	for b.Loop() {
+		obj, _, err := l.List(ctx, q)
+		if err != nil || meta.LenList(obj) != benchPages*benchPerPage {
+			b.Fatal(err)
+		}
+	}
+}
