@@ -1,0 +1,258 @@
+package build
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/semver"
+)
+
+// A recipe is how to build kube-apiserver for one range of releases. The
+// plain recipe (a wrapper module plus go build) works for current releases;
+// older ranges add steps, each documented with the failure it prevents.
+type recipe struct {
+	name     string
+	min, max string // releases in [min, max) use this recipe; max "" = no upper bound
+	verified string // releases this recipe is known to build and run
+
+	// extra are replace directives added to the wrapper module.
+	extra []replacement
+	// generateOpenAPI: the module zip lacks pkg/generated/openapi's generated
+	// file, so it must be generated before kube-apiserver builds (legacy.go).
+	generateOpenAPI bool
+}
+
+// recipes lists the recipe for each supported range of releases.
+func recipes() []recipe {
+	return []recipe{
+		{
+			name:     "plain",
+			min:      "v1.19.0",
+			verified: "v1.34.4, v1.36.3",
+		},
+		legacyRecipe(),
+	}
+}
+
+// legacyRecipe builds v1.18.x, the last minor before resourceVersionMatch.
+// Four things differ from current releases; all four are required (each was
+// observed to fail without it) and are verified with v1.18.19:
+//
+//  1. Staging modules at v0.18.Z, as for any release (the plain part).
+//  2. vbom.ml/util, a dependency of v1.18, is gone from the module proxy;
+//     its code lives on as github.com/fvbommel/util at the same commit.
+//  3. The pinned github.com/modern-go/reflect2 (and the json-iterator built on
+//     it) panics under Go >= 1.18 at the first JSON list it encodes; reflect2
+//     v1.0.2 and json-iterator v1.1.12 are the fixed releases.
+//  4. The module zip lacks pkg/generated/openapi/zz_generated.openapi.go
+//     (generated at build time in that era, and not committed), so the server
+//     exits with "unable to get openapi models". It is generated with the
+//     openapi-gen the release pins, into a writable copy of the module.
+func legacyRecipe() recipe {
+	return recipe{
+		name:     "legacy-1.18",
+		min:      "v1.18.0",
+		max:      "v1.19.0",
+		verified: "v1.18.19",
+		extra: []replacement{
+			{
+				Old: "vbom.ml/util", New: "github.com/fvbommel/util", Version: "v0.0.0-20160121211510-db5cfe13f5cc",
+				Why: "vbom.ml/util is gone from the module proxy; same code under its new path.",
+			},
+			{
+				Old: "github.com/modern-go/reflect2", New: "github.com/modern-go/reflect2", Version: "v1.0.2",
+				Why: "reflect2 < v1.0.2 panics under Go >= 1.18 (first JSON list encoded).",
+			},
+			{
+				Old: "github.com/json-iterator/go", New: "github.com/json-iterator/go", Version: "v1.1.12",
+				Why: "json-iterator v1.1.12 is the release that works with reflect2 v1.0.2.",
+			},
+		},
+		generateOpenAPI: true,
+	}
+}
+
+// recipeFor returns the recipe for a release, or an error wrapping
+// ErrInvalidVersion.
+func recipeFor(version string) (recipe, error) {
+	if _, err := stagingVersion(version); err != nil {
+		return recipe{}, err
+	}
+	for _, rc := range recipes() {
+		if semver.Compare(version, rc.min) >= 0 && (rc.max == "" || semver.Compare(version, rc.max) < 0) {
+			return rc, nil
+		}
+	}
+	return recipe{}, fmt.Errorf("%w: %s is older than every recipe (oldest supported: v1.18.0)", ErrInvalidVersion, version)
+}
+
+// moduleInfo is one object of `go mod download -json` output.
+type moduleInfo struct {
+	Path, Version string
+	Error         string
+	GoMod, Dir    string
+}
+
+// inputsTag is the build tag of the wrapper's file that imports openapi-gen's
+// input packages (legacy recipe), so that the go command records their
+// modules and checksums without them being part of kube-apiserver's build.
+const inputsTag = "steadywatch_openapi_inputs"
+
+const inputsFile = "openapi_inputs.go"
+
+// buildInto is the real buildFunc: it builds kube-apiserver r.version to out.
+func buildInto(ctx context.Context, r *run, out string) error {
+	rc, err := recipeFor(r.version)
+	if err != nil {
+		return err
+	}
+	staging, _ := stagingVersion(r.version) // validated by recipeFor
+	r.logf("recipe %q (verified: %s); wrapper module in %s", rc.name, rc.verified, r.srcDir)
+
+	var kube moduleInfo
+	var gomod *kubeGoMod
+	if err := r.step(ctx, "download k8s.io/kubernetes@"+r.version, func() error {
+		mods, err := r.downloadModules(ctx, "download k8s.io/kubernetes@"+r.version, "k8s.io/kubernetes@"+r.version)
+		if err != nil {
+			return err
+		}
+		kube = mods[0]
+		data, err := os.ReadFile(kube.GoMod)
+		if err != nil {
+			return err
+		}
+		gomod, err = parseKubeGoMod(data)
+		return err
+	}); err != nil {
+		return err
+	}
+	r.logf("k8s.io/kubernetes %s: go %s, %d staging modules at %s", r.version, gomod.GoVersion, len(gomod.Staging), staging)
+
+	w := wrapperModule{
+		Version:        r.version,
+		GoVersion:      gomod.GoVersion,
+		Staging:        gomod.Staging,
+		StagingVersion: staging,
+		Extra:          rc.extra,
+	}
+	var inputs []string
+	if rc.generateOpenAPI {
+		w.KubernetesDir = "./" + localKubeDir
+		if inputs, err = r.prepareOpenAPIInputs(ctx, kube, gomod, staging); err != nil {
+			return err
+		}
+	}
+	if err := r.writeWrapper(w, inputs); err != nil {
+		return &BuildError{Version: r.version, Step: "write wrapper module", Err: err}
+	}
+
+	targets := []string{"k8s.io/kubernetes/cmd/kube-apiserver"}
+	listArgs := []string{"list", "-mod=mod", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}"}
+	if rc.generateOpenAPI {
+		targets = append(targets, "k8s.io/kube-openapi/cmd/openapi-gen", ".")
+		listArgs = append(listArgs, "-tags", inputsTag)
+	}
+	// Resolving every package first downloads exactly the modules the build
+	// needs and records their checksums in the wrapper's go.sum, so the
+	// compile step below is only compiling.
+	if err := r.step(ctx, "download dependencies", func() error {
+		_, err := r.goCmd(ctx, "download dependencies", r.srcDir, false, append(listArgs, targets...)...)
+		return err
+	}); err != nil {
+		return err
+	}
+
+	if rc.generateOpenAPI {
+		if err := r.generateOpenAPI(ctx, gomod, inputs); err != nil {
+			return err
+		}
+	}
+
+	flags, err := ldflags(r.version, time.Now())
+	if err != nil {
+		return err
+	}
+	return r.step(ctx, "go build kube-apiserver", func() error {
+		_, err := r.goCmd(ctx, "go build kube-apiserver", r.srcDir, false,
+			"build", "-mod=mod", "-ldflags", flags, "-o", out, "k8s.io/kubernetes/cmd/kube-apiserver")
+		return err
+	})
+}
+
+// downloadModules runs `go mod download -json` for the given module@version
+// arguments and returns their metadata in order. It runs in a directory of
+// its own with an empty go.mod, so no enclosing module (such as the e2e
+// module around the default cache) is consulted or modified.
+func (r *run) downloadModules(ctx context.Context, step string, mods ...string) ([]moduleInfo, error) {
+	dir := filepath.Join(r.cacheDir, "src", ".download")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module steadywatch.invalid/download\n"), 0o644); err != nil {
+		return nil, err
+	}
+	out, err := r.goCmd(ctx, step, dir, true, append([]string{"mod", "download", "-json"}, mods...)...)
+	if err != nil {
+		return nil, err
+	}
+	var infos []moduleInfo
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var m moduleInfo
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("decode go mod download output: %w", err)
+		}
+		if m.Error != "" {
+			return nil, fmt.Errorf("%s@%s: %s", m.Path, m.Version, m.Error)
+		}
+		infos = append(infos, m)
+	}
+	if len(infos) != len(mods) {
+		return nil, fmt.Errorf("go mod download reported %d modules, asked for %d", len(infos), len(mods))
+	}
+	return infos, nil
+}
+
+// writeWrapper writes the wrapper's go.mod (go.sum is kept from earlier
+// builds; the go command completes it) and, if inputs is not empty, the
+// build-tagged file importing openapi-gen's input packages.
+func (r *run) writeWrapper(w wrapperModule, inputs []string) error {
+	if err := os.MkdirAll(r.srcDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.srcDir, "go.mod"), w.goMod(), 0o644); err != nil {
+		return err
+	}
+	path := filepath.Join(r.srcDir, inputsFile)
+	if len(inputs) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(path, inputsSource(inputs), 0o644)
+}
+
+// inputsSource renders the build-tagged Go file that blank-imports pkgs.
+func inputsSource(pkgs []string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "//go:build %s\n\n", inputsTag)
+	b.WriteString("// Code generated by github.com/steadywatch/steadywatch/e2e/harness/build. DO NOT EDIT.\n\n")
+	b.WriteString("// Package inputs imports openapi-gen's input packages so that the go command\n")
+	b.WriteString("// records their modules and checksums in this wrapper module.\n")
+	b.WriteString("package inputs\n\nimport (\n")
+	for _, p := range pkgs {
+		fmt.Fprintf(&b, "\t_ %q\n", p)
+	}
+	b.WriteString(")\n")
+	return []byte(b.String())
+}
