@@ -90,7 +90,7 @@ type Cluster struct {
 // and waits until every apiserver's /readyz is 200. With HA it also starts
 // the balancer. On error everything started so far is stopped again, and the
 // error (often a *ComponentError with a log tail) says what failed.
-func Start(ctx context.Context, o Options) (c *Cluster, err error) {
+func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	begin := time.Now()
 	if o.Version == "" {
 		o.Version = build.Current
@@ -118,11 +118,11 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		logger.V(2).Info(msg)
 	}
 
-	c = &Cluster{opts: o, progress: progress}
+	c := &Cluster{opts: o, progress: progress}
 	defer func() {
 		if err != nil {
+			// Stop what was started; the error already says what failed.
 			_ = c.Stop()
-			c = nil
 		}
 	}()
 	if o.Dir == "" {

@@ -150,14 +150,18 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 		Expect(err).NotTo(HaveOccurred())
 		endpoint := c.Etcd().Endpoint()
 
+		stopBegin := time.Now()
 		Expect(c.Etcd().Stop()).To(Succeed())
+		fmt.Fprintf(GinkgoWriter, "TIMING etcd stop: %s\n", time.Since(stopBegin).Round(time.Millisecond))
 		_, err = c.Etcd().Revision(ctx)
 		Expect(errors.Is(err, harness.ErrStopped)).To(BeTrue(), "Revision on a stopped etcd: %v", err)
 		short := c.RESTConfig()
 		short.Timeout = 3 * time.Second
 		// A quorum read must reach etcd: it cannot succeed while etcd is down.
+		getBegin := time.Now()
 		_, err = clientset(short).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 		Expect(err).To(HaveOccurred())
+		fmt.Fprintf(GinkgoWriter, "TIMING get with etcd down failed after %s: %v\n", time.Since(getBegin).Round(time.Millisecond), err)
 
 		begin := time.Now()
 		Expect(c.Etcd().Start(ctx)).To(Succeed())
@@ -377,6 +381,7 @@ var _ = Describe("a start that fails", func() {
 		dir := GinkgoT().TempDir()
 		_, err := harness.Start(ctx, harness.Options{Version: current, ExtraArgs: []string{"--no-such-flag=1"}, Dir: dir, Progress: GinkgoWriter})
 		Expect(err).To(HaveOccurred())
+		fmt.Fprintf(GinkgoWriter, "start error:\n%v\n", err)
 		var ce *harness.ComponentError
 		Expect(errors.As(err, &ce)).To(BeTrue(), "%v", err)
 		Expect(ce.Component).To(Equal("apiserver-0"))
