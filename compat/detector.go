@@ -323,11 +323,10 @@ func (s *hostState) base(ctx context.Context) Capabilities {
 		s.mu.Lock()
 		s.inflight = nil
 		close(ch)
-		if callerGone {
-			// The caller gave up: say nothing about the server, keep the cache as it was.
-			return s.fromCacheLocked()
-		}
-		s.recordLocked(raw, err)
+		if !callerGone {
+			s.recordLocked(raw, err)
+		} // else the caller gave up: that says nothing about the server, keep the cache as it was.
+		return s.fromCacheLocked()
 	}
 }
 

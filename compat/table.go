@@ -27,10 +27,10 @@ func ver(major, minor, patch int) Version { return Version{Major: major, Minor: 
 // Sources cited by the table.
 const (
 	srcKEP2523       = "seed 001 (KEP-2523: servers before v1.19 ignore resourceVersionMatch); k8s.io/apimachinery ListOptions.ResourceVersionMatch"
-	srcReal118       = "docs notes real-apiservers.md (v1.18.19 verified: resourceVersionMatch and sendInitialEvents silently ignored)"
+	srcReal118       = "verified on a real v1.18.19 apiserver (project notes real-apiservers.md: resourceVersionMatch and sendInitialEvents silently ignored)"
 	srcBookmarks     = "kubernetes/enhancements#956 (WatchBookmark alpha 1.15, beta 1.16, GA 1.17 via kubernetes/kubernetes#83195); seed 004 (bookmarks)"
 	srcWatchListGate = "k8s.io/apiserver pkg/features WatchList versioned specs (1.27 alpha off, 1.32 beta on, 1.33 beta off, 1.34 beta on)"
-	srcWatchList422  = "docs notes real-apiservers.md (1.19-1.26 answer 422 to resourceVersionMatch on watch; 1.27+ with WatchList off answer 422)"
+	srcWatchList422  = "project notes real-apiservers.md (1.19-1.26 answer 422 to resourceVersionMatch on watch; 1.27+ with WatchList off answer 422)"
 	srcCLFCGate      = "k8s.io/apiserver pkg/features ConsistentListFromCache versioned specs (1.28 alpha off, 1.31 beta on, 1.34 GA locked)"
 	srcTooLarge      = "client-go tools/cache/reflector.go isTooLargeResourceVersionError (message form before 1.17.0 and 1.17.0-1.18.5); kubernetes/kubernetes#92537"
 )

@@ -1,0 +1,56 @@
+package compat_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/steadywatch/steadywatch/compat"
+)
+
+func ExampleParseVersion() {
+	for _, s := range []string{"v1.27.3-eks-4f4795d", "v1.29.0+k3s1", "1.29", "not-a-version"} {
+		v, err := compat.ParseVersion(s)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Printf("%s -> %d.%d.%d pre=%q build=%q\n", s, v.Major, v.Minor, v.Patch, v.Pre, v.Build)
+	}
+	v, _ := compat.ParseVersion("v1.18.19")
+	fmt.Println(compat.FromVersion(v))
+	// Output:
+	// v1.27.3-eks-4f4795d -> 1.27.3 pre="eks-4f4795d" build=""
+	// v1.29.0+k3s1 -> 1.29.0 pre="" build="k3s1"
+	// 1.29 -> 1.29.0 pre="" build=""
+	// error: compat: cannot parse apiserver version "not-a-version": want <major>.<minor>[.<patch>]
+	// v1.18.19 resourceVersionMatch=no watchBookmarks=yes streamingList=no consistentListFromCache=no tooLargeRVByMessage=no
+}
+
+func ExampleDetector() {
+	ctx := context.Background()
+	d := compat.NewDetector(compat.DetectorOptions{}) // zero value: 10 min TTLs, real clock, no metrics
+
+	// In production: server, err := d.ForConfig(restConfig).
+	server := d.For("https://10.0.0.1:6443", func(ctx context.Context) (string, error) {
+		return "v1.34.4", nil // what GET /version said
+	})
+
+	caps := server.Capabilities(ctx)
+	fmt.Println(caps.Get(compat.StreamingList), caps.Tentative(compat.StreamingList))
+	fmt.Println(caps.Reasons[compat.StreamingList])
+
+	// This cluster runs with the WatchList gate off: sendInitialEvents was answered 422.
+	server.Observe(compat.Observation{
+		Capability: compat.StreamingList,
+		Support:    compat.No,
+		Detail:     "watch with sendInitialEvents answered 422",
+	})
+	caps = server.Capabilities(ctx)
+	fmt.Println(caps.Get(compat.StreamingList), caps.Tentative(compat.StreamingList))
+	fmt.Println(caps)
+	// Output:
+	// yes true
+	// version v1.34.4: WatchList is on by default since v1.34 (a cluster may disable it: verify)
+	// no false
+	// v1.34.4 resourceVersionMatch=yes watchBookmarks=yes streamingList=no(observed) consistentListFromCache=yes tooLargeRVByMessage=no
+}
