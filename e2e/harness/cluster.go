@@ -48,7 +48,9 @@ type Options struct {
 	// harness's, so they win for flags that take the last value).
 	ExtraArgs []string
 	// Dir is the working directory (etcd data, PKI, logs, kubeconfig).
-	// "" = a new temporary directory, removed by Stop. A given Dir is kept.
+	// "" = a new temporary directory, removed by Stop. A given Dir is kept
+	// after Stop, and an etcd data directory already in it is reopened (its
+	// objects survive; the PKI and token are always new).
 	Dir string
 	// Progress receives human-readable progress lines; nil = discard.
 	Progress io.Writer
