@@ -242,7 +242,10 @@ func (s *hostState) Capabilities(ctx context.Context) Capabilities {
 		c.Support[k] = o.support
 		c.Basis[k] = BasisObserved
 		reason := "observed"
-		if o.detail != "" {
+		switch {
+		case strings.HasPrefix(o.detail, "observed"):
+			reason = o.detail
+		case o.detail != "":
 			reason += ": " + o.detail
 		}
 		if was != o.support {
