@@ -213,3 +213,32 @@ func TestInputsSourceIsTaggedGo(t *testing.T) {
 		t.Errorf("imports = %v, want %v", got, pkgs)
 	}
 }
+
+func TestDecodeModuleInfos(t *testing.T) {
+	out := []byte(`{
+	"Path": "k8s.io/api",
+	"Version": "v0.18.19",
+	"GoMod": "/m/cache/download/k8s.io/api/@v/v0.18.19.mod",
+	"Dir": "/m/k8s.io/api@v0.18.19"
+}
+{
+	"Path": "k8s.io/sample-controller",
+	"Version": "v0.18.19",
+	"Error": "403 Forbidden"
+}
+`)
+	got, err := decodeModuleInfos(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []moduleInfo{
+		{Path: "k8s.io/api", Version: "v0.18.19", GoMod: "/m/cache/download/k8s.io/api/@v/v0.18.19.mod", Dir: "/m/k8s.io/api@v0.18.19"},
+		{Path: "k8s.io/sample-controller", Version: "v0.18.19", Error: "403 Forbidden"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decodeModuleInfos = %+v, want %+v", got, want)
+	}
+	if _, err := decodeModuleInfos([]byte("{not json")); err == nil {
+		t.Error("garbage decoded without error")
+	}
+}

@@ -10,7 +10,7 @@ package build
 //  1. copy the (read-only) module out of the module cache into the wrapper,
 //     made writable, and replace k8s.io/kubernetes with that copy;
 //  2. find openapi-gen's inputs: every package, in k8s.io/kubernetes and in
-//     the staging modules at v0.Y.Z, with a Go file carrying a
+//     the staging modules at v0.Y.Z that it requires, with a Go file carrying a
 //     `+k8s:openapi-gen=` tag (test, fake and example packages excluded);
 //  3. blank-import them from a build-tagged file in the wrapper so the go
 //     command records their modules and checksums;
@@ -56,10 +56,19 @@ func (r *run) prepareOpenAPIInputs(ctx context.Context, kube moduleInfo, gomod *
 		return nil, err
 	}
 
+	// Only staging modules that k8s.io/kubernetes requires can provide
+	// packages to it. The others are samples (v1.18's k8s.io/sample-controller
+	// and k8s.io/sample-cli-plugin were never published at v0.18.Z).
+	var required []string
+	for _, m := range gomod.Staging {
+		if _, ok := gomod.Require[m]; ok {
+			required = append(required, m)
+		}
+	}
 	var stagingMods []moduleInfo
-	if err := r.step(ctx, fmt.Sprintf("download %d staging modules at %s", len(gomod.Staging), staging), func() error {
-		args := make([]string, len(gomod.Staging))
-		for i, m := range gomod.Staging {
+	if err := r.step(ctx, fmt.Sprintf("download %d required staging modules at %s", len(required), staging), func() error {
+		args := make([]string, len(required))
+		for i, m := range required {
 			args[i] = m + "@" + staging
 		}
 		var err error
@@ -155,7 +164,10 @@ func (r *run) generateOpenAPI(ctx context.Context, gomod *kubeGoMod, inputs []st
 			return err
 		}
 		r.logf("generated %s.go: %d bytes", openAPIFileBase, len(data))
-		return os.WriteFile(filepath.Join(dstDir, openAPIFileBase+".go"), data, 0o644)
+		if err := os.WriteFile(filepath.Join(dstDir, openAPIFileBase+".go"), data, 0o644); err != nil {
+			return err
+		}
+		return os.RemoveAll(outBase)
 	})
 }
 

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -198,28 +199,50 @@ func (r *run) downloadModules(ctx context.Context, step string, mods ...string) 
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module steadywatch.invalid/download\n"), 0o644); err != nil {
 		return nil, err
 	}
-	out, err := r.goCmd(ctx, step, dir, true, append([]string{"mod", "download", "-json"}, mods...)...)
+	out, runErr := r.goCmd(ctx, step, dir, true, append([]string{"mod", "download", "-json"}, mods...)...)
+	infos, err := decodeModuleInfos(out)
 	if err != nil {
+		if runErr != nil {
+			return nil, runErr
+		}
 		return nil, err
 	}
-	var infos []moduleInfo
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for {
-		var m moduleInfo
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("decode go mod download output: %w", err)
-		}
+	var failed []string
+	for _, m := range infos {
 		if m.Error != "" {
-			return nil, fmt.Errorf("%s@%s: %s", m.Path, m.Version, m.Error)
+			failed = append(failed, m.Error)
 		}
-		infos = append(infos, m)
+	}
+	if len(failed) > 0 {
+		var be *BuildError
+		if errors.As(runErr, &be) {
+			be.Err = fmt.Errorf("%w: %s", be.Err, strings.Join(failed, "; "))
+			return nil, be
+		}
+		return nil, errors.New(strings.Join(failed, "; "))
+	}
+	if runErr != nil {
+		return nil, runErr
 	}
 	if len(infos) != len(mods) {
 		return nil, fmt.Errorf("go mod download reported %d modules, asked for %d", len(infos), len(mods))
 	}
 	return infos, nil
+}
+
+// decodeModuleInfos decodes the JSON stream `go mod download -json` prints.
+func decodeModuleInfos(out []byte) ([]moduleInfo, error) {
+	var infos []moduleInfo
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var m moduleInfo
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return infos, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("decode go mod download output: %w", err)
+		}
+		infos = append(infos, m)
+	}
 }
 
 // writeWrapper writes the wrapper's go.mod (go.sum is kept from earlier

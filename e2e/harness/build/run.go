@@ -91,9 +91,10 @@ func (r *run) step(ctx context.Context, name string, fn func() error) error {
 	return nil
 }
 
-// goCmd runs the go command in dir. Combined output goes to the build log;
-// stdout is also returned when wantStdout is set (stderr then only to the
-// log). On failure it returns a *BuildError carrying the output's tail.
+// goCmd runs the go command in dir. Combined output goes to the build log.
+// When wantStdout is set, stdout is returned (also with an error) and only
+// stderr counts as output. On failure it returns a *BuildError carrying the
+// output's tail.
 func (r *run) goCmd(ctx context.Context, step, dir string, wantStdout bool, args ...string) ([]byte, error) {
 	return r.command(ctx, step, dir, nil, wantStdout, "go", args...)
 }
@@ -116,7 +117,7 @@ func (r *run) command(ctx context.Context, step, dir string, env []string, wantS
 	cmd.Env = append(goEnv(os.Environ()), env...)
 	cmd.Stderr = io.MultiWriter(logf, tail)
 	if wantStdout {
-		cmd.Stdout = io.MultiWriter(logf, &stdout, tail)
+		cmd.Stdout = io.MultiWriter(logf, &stdout)
 	} else {
 		cmd.Stdout = io.MultiWriter(logf, tail)
 	}
@@ -125,7 +126,7 @@ func (r *run) command(ctx context.Context, step, dir string, env []string, wantS
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return nil, &BuildError{Version: r.version, Step: step, Output: tail.String(), Log: r.logPath, Err: err}
+		return stdout.Bytes(), &BuildError{Version: r.version, Step: step, Output: tail.String(), Log: r.logPath, Err: err}
 	}
 	return stdout.Bytes(), nil
 }
