@@ -234,6 +234,35 @@ func (a *APIServer) Restart(ctx context.Context) error {
 	return a.Start(ctx)
 }
 
+// Pause freezes the server's process group (SIGSTOP) without stopping it:
+// its connections stay open, but it serves nothing and its watch cache
+// receives no etcd events until Resume. Requests sent meanwhile wait in the
+// kernel and are served after Resume, which is how a test gets a real
+// lagging watch cache behind a balancer. It fails with ErrStopped when the
+// server is not running. Stop also works on a paused server.
+func (a *APIServer) Pause() error { return a.signal("pause", syscall.SIGSTOP) }
+
+// Resume lets a paused server run again (SIGCONT). Resuming a server that is
+// not paused is a no-op; it fails with ErrStopped when the server is not running.
+func (a *APIServer) Resume() error { return a.signal("resume", syscall.SIGCONT) }
+
+func (a *APIServer) signal(op string, sig syscall.Signal) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.proc == nil {
+		return a.err(op, ErrStopped)
+	}
+	select {
+	case <-a.proc.done:
+		return a.err(op, ErrExited)
+	default:
+	}
+	if err := syscall.Kill(-a.proc.cmd.Process.Pid, sig); err != nil {
+		return a.err(op, err)
+	}
+	return nil
+}
+
 func (a *APIServer) stopLocked() error {
 	p := a.proc
 	if p == nil {
@@ -244,8 +273,10 @@ func (a *APIServer) stopLocked() error {
 	case <-p.done:
 	default:
 		// The child is its own process-group leader (Setpgid), so -pid
-		// signals it and anything it spawned.
+		// signals it and anything it spawned. SIGCONT after SIGTERM lets a
+		// paused server handle the SIGTERM.
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		_ = syscall.Kill(-pid, syscall.SIGCONT)
 		t := time.NewTimer(stopGrace)
 		select {
 		case <-p.done:
