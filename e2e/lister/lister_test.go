@@ -4,17 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
@@ -38,10 +44,12 @@ type env struct {
 	cfg   *rest.Config
 	cs    *kubernetes.Clientset
 	proxy *faults.Proxy
+	pcfg  *rest.Config          // admin config pointed at the proxy
 	pcs   *kubernetes.Clientset // through the proxy
 }
 
 func start(ctx context.Context, o harness.Options) *env {
+	o.Progress = GinkgoWriter
 	c, err := harness.Start(ctx, o)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Stop)
@@ -49,7 +57,7 @@ func start(ctx context.Context, o harness.Options) *env {
 	e.cs = kubernetes.NewForConfigOrDie(e.cfg)
 	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
-	e.proxy, e.pcs = p, kubernetes.NewForConfigOrDie(pcfg)
+	e.proxy, e.pcfg, e.pcs = p, pcfg, kubernetes.NewForConfigOrDie(pcfg)
 	return e
 }
 
@@ -60,6 +68,22 @@ func (e *env) client(viaProxy bool) lister.Client {
 	}
 	cms := cs.CoreV1().ConfigMaps(ns)
 	return lister.FromFuncs(cms.List, cms.Watch)
+}
+
+// noRetryClient lists configmaps through the proxy with client-go's own
+// Retry-After handling off (rest.Request.MaxRetries(0)). client-go's REST
+// client retries every 429 and 5xx that carries a Retry-After header, up to
+// 10 times (rest/with_retry.go checkWait; the 504 "Too large resource
+// version" included), so with a default client the lister only sees such an
+// answer once client-go has given up.
+func (e *env) noRetryClient() lister.Client {
+	rc := e.pcs.CoreV1().RESTClient()
+	list := func(ctx context.Context, o metav1.ListOptions) (*corev1.ConfigMapList, error) {
+		out := &corev1.ConfigMapList{}
+		err := rc.Get().Namespace(ns).Resource("configmaps").VersionedParams(&o, scheme.ParameterCodec).MaxRetries(0).Do(ctx).Into(out)
+		return out, err
+	}
+	return lister.FromFuncs(list, e.pcs.CoreV1().ConfigMaps(ns).Watch)
 }
 
 // create makes n configmaps with the given prefix and returns the list RV after them.
@@ -84,6 +108,23 @@ func (e *env) bump(ctx context.Context) string {
 	return cm.ResourceVersion
 }
 
+// requests returns the proxy's log of configmaps requests with the given verb ("" = any).
+func (e *env) requests(verb string) []faults.Request {
+	var out []faults.Request
+	for _, r := range e.proxy.Requests() {
+		if r.Resource == "configmaps" && (verb == "" || r.Verb == verb) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func query(raw string) url.Values {
+	v, err := url.ParseQuery(raw)
+	Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
 func rvAtLeast(got, floor string) {
 	Expect(fallback.CompareRV(got, floor)).To(BeElementOf(fallback.Same, fallback.Newer), "served %s, floor %s", got, floor)
 }
@@ -103,6 +144,24 @@ func legacyMatch() compat.Server {
 	return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.No}})
 }
 
+// syncInformer runs a client-go shared informer (client-go v0.37 defaults:
+// WatchListClient on, so the reflector first tries a streaming list) over lw
+// until it has synced, and returns it with the time from Run to HasSynced.
+func syncInformer(ctx context.Context, lw cache.ListerWatcher, timeout time.Duration) (cache.SharedIndexInformer, time.Duration) {
+	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	ictx, cancel := context.WithCancel(ctx)
+	DeferCleanup(cancel)
+	begin := time.Now()
+	go inf.RunWithContext(ictx)
+	Eventually(inf.HasSynced).WithTimeout(timeout).WithPolling(20 * time.Millisecond).Should(BeTrue())
+	took := time.Since(begin)
+	AddReportEntry("informer sync time", took.Round(time.Millisecond).String())
+	return inf, took
+}
+
+// isStreaming reports whether a proxied request asked for a streaming list.
+func isStreaming(r faults.Request) bool { return query(r.RawQuery).Get("sendInitialEvents") == "true" }
+
 var _ = Describe("lister on a current apiserver with the watch cache off", Ordered, func() {
 	var e *env
 	BeforeAll(func(ctx SpecContext) {
@@ -118,9 +177,16 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Order
 		l := lister.New(e.client(false), lister.Options{Server: legacyMatch(), LabelSelector: "set=r1"})
 		obj, rec, err := l.List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rec.Requests[0].Class).To(Equal(fallback.Gone))
+		first := rec.Requests[0]
+		Expect(first.Options.ResourceVersion).To(Equal(rv0))
+		Expect(first.Options.ResourceVersionMatch).To(BeEmpty(), "legacy form")
+		Expect(first.Options.Limit).To(Equal(int64(2)))
+		Expect(first.Class).To(Equal(fallback.Gone))
+		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410 from the server: %v", first.Err)
 		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonRule1RetryNewerRV))
 		Expect(rec.Requests[1].Purpose).To(Equal(lister.PurposeNewerRVProbe))
+		Expect(rec.Served.Semantic).To(Equal(fallback.NotOlderThan))
+		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
 		rvAtLeast(rec.ServedResourceVersion, rv0)
 		Expect(countItems(obj)).To(Equal(5))
 	})
@@ -134,17 +200,21 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Order
 		_, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=r1b"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Fallbacks).To(BeEmpty())
-		rvAtLeast(rec.ServedResourceVersion, rv0)
+		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan))
+		Expect(fallback.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(fallback.Newer))
 		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
 	})
 
-	It("rule 2: Exact without a limit is served exactly, no fallback", func(ctx SpecContext) {
+	It("rule 2 on current: Exact without a limit is served exactly, no fallback", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "r2", 3)
 		e.create(ctx, "r2later", 2)
 		l := lister.New(e.client(false), lister.Options{LabelSelector: "set in (r2,r2later)"})
 		obj, rec, err := l.List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Fallbacks).To(BeEmpty())
+		Expect(rec.Requests).To(HaveLen(1))
+		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchExact))
+		Expect(rec.Requests[0].Options.Limit).To(BeZero())
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(3))
 	})
@@ -175,9 +245,36 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Order
 		Expect(restarts).To(Equal(1))
 		Expect(rec.Restarts).To(Equal(1))
 		Expect(rec.Items).To(Equal(6))
+		// Real server behaviour: with a label selector the last page can be empty (etcd had more keys
+		// after the last match), so 6 items may take 3 or 4 pages of limit 2.
+		Expect(rec.Pages).To(Equal(len(pages)))
+		Expect(rec.Pages).To(BeNumerically(">=", 3))
+		// The restart was caused by the server's own 410 on the continue page.
+		Expect(rec.Requests[1].Options.Continue).NotTo(BeEmpty())
+		Expect(rec.Requests[1].Class).To(Equal(fallback.ContinueExpired))
+		Expect(apierrors.IsResourceExpired(rec.Requests[1].Err)).To(BeTrue(), "a real 410: %v", rec.Requests[1].Err)
+		Expect(fallback.CompareRV(rec.ServedResourceVersion, rec.Requests[0].ServedResourceVersion)).To(Equal(fallback.Newer))
 		for _, rv := range pages {
 			Expect(rv).To(Equal(rec.ServedResourceVersion), "a page from another snapshot")
 		}
+	})
+
+	It("continue-token expiry without OnRestart fails with ErrContinueExpired instead of mixing snapshots", func(ctx SpecContext) {
+		e.create(ctx, "cf", 4)
+		l := lister.New(e.client(false), lister.Options{LabelSelector: "set=cf"})
+		n := 0
+		_, err := l.ListPages(ctx, lister.MostRecent().WithLimit(2), func(p runtime.Object) error {
+			n++
+			if n == 1 {
+				e.bump(ctx)
+				_, err := e.c.Etcd().Compact(ctx)
+				Expect(err).NotTo(HaveOccurred())
+			}
+			return nil
+		})
+		Expect(errors.Is(err, lister.ErrContinueExpired)).To(BeTrue(), "%v", err)
+		Expect(apierrors.IsResourceExpired(err)).To(BeTrue(), "keeps the server's 410: %v", err)
+		Expect(n).To(Equal(1))
 	})
 
 	It("GetExact returns the object as it was at the RV", func(ctx SpecContext) {
@@ -193,39 +290,149 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Order
 		Expect(obj.(*corev1.ConfigMap).Data["v"]).To(Equal("1"))
 		Expect(rec.ServedResourceVersion).To(Equal(old))
 	})
+
+	It("rule 1 on Exact: a compacted Exact RV is ErrExactUnavailable with 410 semantics, never another RV", func(ctx SpecContext) {
+		rv0 := e.create(ctx, "eg", 2)
+		e.bump(ctx)
+		_, err := e.c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		_, rec, err := lister.New(e.client(false), lister.Options{LabelSelector: "set=eg"}).List(ctx, lister.Exact(rv0))
+		Expect(errors.Is(err, lister.ErrExactUnavailable)).To(BeTrue(), "%v", err)
+		Expect(apierrors.IsResourceExpired(err)).To(BeTrue(), "%v", err)
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonExactGone))
+		Expect(rec.ServedResourceVersion).To(BeEmpty())
+	})
 })
 
 var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, func() {
 	var e *env
 	BeforeAll(func(ctx SpecContext) { e = start(ctx, harness.Options{Version: build.Current}) })
+	tooLarge := []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}
 
-	It("a 504 with Retry-After is honoured (client-go's transport waits, then the retry succeeds)", func(ctx SpecContext) {
+	It("a 504 with Retry-After is absorbed by client-go's REST client (the lister never sees it)", func(ctx SpecContext) {
 		rv := e.create(ctx, "ra", 2)
 		e.proxy.ResetRequests()
-		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, RetryAfterSeconds: 1, Count: 1,
-			Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}})
+		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, RetryAfterSeconds: 1, Count: 1, Causes: tooLarge})
 		_, rec, err := lister.New(e.client(true), lister.Options{LabelSelector: "set=ra"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
-		var lists []faults.Request
-		for _, r := range e.proxy.Requests() {
-			if r.Verb == "list" {
-				lists = append(lists, r)
-			}
-		}
+		lists := e.requests("list")
 		Expect(lists).To(HaveLen(2))
 		Expect(lists[0].Status).To(Equal(504))
-		Expect(lists[1].Time.Sub(lists[0].Time)).To(BeNumerically(">=", 900*time.Millisecond))
+		Expect(lists[1].Status).To(Equal(200))
+		Expect(lists[1].Time.Sub(lists[0].Time)).To(BeNumerically(">=", time.Second))
 		Expect(rec.Requests).To(HaveLen(1)) // client-go's rest client retried inside one call
+		Expect(rec.Fallbacks).To(BeEmpty())
+	})
+
+	It("Retry-After that client-go does not absorb is honoured by the lister (504 too-large, client-go retries off)", func(ctx SpecContext) {
+		rv := e.create(ctx, "ra2", 2)
+		e.proxy.ResetRequests()
+		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, RetryAfterSeconds: 2, Count: 1, Causes: tooLarge})
+		_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=ra2"}).List(ctx, lister.NotOlderThan(rv))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Requests).To(HaveLen(2))
+		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeWait))
+		Expect(rec.Fallbacks[0].Detail).To(ContainSubstring("Retry-After 2s honoured"))
+		lists := e.requests("list")
+		Expect(lists).To(HaveLen(2))
+		Expect(lists[0].Status).To(Equal(504))
+		Expect(lists[0].Fault).NotTo(BeEmpty())
+		Expect(lists[1].Status).To(Equal(200))
+		Expect(lists[1].Time.Sub(lists[0].Time)).To(BeNumerically(">=", 2*time.Second), "the lister waited the server's Retry-After")
+		rvAtLeast(rec.ServedResourceVersion, rv)
+	})
+
+	It("Retry-After is honoured by the lister after client-go's own 10 retries are spent (default client)", func(ctx SpecContext) {
+		rv := e.create(ctx, "ra3", 1)
+		e.proxy.ResetRequests()
+		// client-go sends 1 + 10 retries, each after the 1 s Retry-After; the 11th 504 reaches the lister.
+		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, RetryAfterSeconds: 1, Count: 11, Causes: tooLarge})
+		_, rec, err := lister.New(e.client(true), lister.Options{LabelSelector: "set=ra3"}).List(ctx, lister.NotOlderThan(rv))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Requests).To(HaveLen(2))
+		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeWait))
+		Expect(rec.Fallbacks[0].Detail).To(ContainSubstring("Retry-After 1s honoured"))
+		lists := e.requests("list")
+		Expect(lists).To(HaveLen(12))
+		for i := 0; i < 11; i++ {
+			Expect(lists[i].Status).To(Equal(504))
+		}
+		Expect(lists[11].Status).To(Equal(200))
+		Expect(lists[11].Time.Sub(lists[10].Time)).To(BeNumerically(">=", time.Second), "the lister waited the Retry-After")
+	})
+
+	It("429 with Retry-After and a 500 without are backed off by the lister (client-go retries off)", func(ctx SpecContext) {
+		rv := e.create(ctx, "thr", 2)
+		e.proxy.ResetRequests()
+		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 429, RetryAfterSeconds: 2, Count: 1})
+		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 500, Count: 1})
+		_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=thr"}).List(ctx, lister.NotOlderThan(rv))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonThrottledBackoff, fallback.ReasonServerErrorBackoff))
+		Expect(rec.Requests[0].Class).To(Equal(fallback.Throttled))
+		Expect(rec.Requests[1].Class).To(Equal(fallback.ServerError))
+		lists := e.requests("list")
+		Expect(lists).To(HaveLen(3))
+		Expect([]int{lists[0].Status, lists[1].Status, lists[2].Status}).To(Equal([]int{429, 500, 200}))
+		Expect(lists[1].Time.Sub(lists[0].Time)).To(BeNumerically(">=", 2*time.Second), "429's Retry-After honoured")
+		Expect(lists[2].Time.Sub(lists[1].Time)).To(BeNumerically(">", 0))
 	})
 
 	It("a 504 too-large without Retry-After is retried by the lister with backoff, then served", func(ctx SpecContext) {
 		rv := e.create(ctx, "tl", 2)
-		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, Count: 2,
-			Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}})
+		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, Count: 2, Causes: tooLarge})
 		_, rec, err := lister.New(e.client(true), lister.Options{LabelSelector: "set=tl"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeWait, fallback.ReasonTooLargeWait))
 		rvAtLeast(rec.ServedResourceVersion, rv)
+	})
+
+	It("too-large RV, real: NotOlderThan a future RV gets the watch cache's own 504; the lister waits and is served once the RV exists", func(ctx SpecContext) {
+		cur := e.create(ctx, "tlr", 1)
+		n, err := strconv.ParseUint(cur, 10, 64)
+		Expect(err).NotTo(HaveOccurred())
+		future := strconv.FormatUint(n+3, 10)
+		e.proxy.ResetRequests()
+		type result struct {
+			rec *lister.Record
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			defer GinkgoRecover()
+			_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=tlr"}).List(ctx, lister.NotOlderThan(future))
+			done <- result{rec, err}
+		}()
+		// The cacher blocks up to 3 s for the RV, then answers 504 ResourceVersionTooLarge.
+		Eventually(func() []int {
+			var st []int
+			for _, r := range e.requests("list") {
+				st = append(st, r.Status)
+			}
+			return st
+		}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainElement(504))
+		for i := 0; i < 3; i++ {
+			e.bump(ctx)
+		}
+		var res result
+		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
+		Expect(res.err).NotTo(HaveOccurred())
+		first := res.rec.Requests[0]
+		Expect(first.Class).To(Equal(fallback.TooLargeRV))
+		var st apierrors.APIStatus
+		Expect(errors.As(first.Err, &st)).To(BeTrue())
+		Expect(st.Status().Code).To(Equal(int32(504)))
+		Expect(st.Status().Details.Causes).To(ContainElement(HaveField("Type", metav1.CauseTypeResourceVersionTooLarge)))
+		ra, ok := fallback.RetryAfter(first.Err)
+		Expect(ok).To(BeTrue())
+		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
+		Expect(reasons(res.rec)).To(HaveEach(fallback.ReasonTooLargeWait))
+		rvAtLeast(res.rec.ServedResourceVersion, future)
+		for _, r := range e.requests("list") {
+			Expect(r.Fault).To(BeEmpty(), "every answer came from the real server")
+		}
 	})
 
 	It("invalid queries never reach the server", func(ctx SpecContext) {
@@ -234,11 +441,106 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, 
 			{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchExact},
 			{ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
 			{ResourceVersion: "5", Limit: 2, Continue: "x"},
+			{ResourceVersionMatch: metav1.ResourceVersionMatchExact, ResourceVersion: "5", Limit: 2, Continue: "x"},
+			{ResourceVersionMatch: "Newest", ResourceVersion: "5"},
+			{Limit: -1},
 		} {
 			_, err := lister.NewListerWatcher(e.client(true), lister.Options{}).ListWithContext(ctx, o)
 			Expect(errors.Is(err, fallback.ErrInvalidQuery)).To(BeTrue(), "%+v: %v", o, err)
+			var iq *fallback.InvalidQueryError
+			Expect(errors.As(err, &iq)).To(BeTrue())
 		}
 		Expect(e.proxy.Requests()).To(BeEmpty())
+	})
+
+	It("streaming guard: through a proxy that strips sendInitialEvents, resourceVersionMatch and allowWatchBookmarks, an informer syncs and StreamingList=No is observed", func(ctx SpecContext) {
+		e.create(ctx, "sg", 3)
+		det := compat.NewDetector(compat.DetectorOptions{})
+		srv, err := det.ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		caps := srv.Capabilities(ctx)
+		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
+		Expect(caps.Tentative(compat.StreamingList)).To(BeTrue(), "v1.36: WatchList gate default, verified by behaviour")
+
+		// A real v1.36 defaults a legacy watch to sendInitialEvents (see e2e/smoke), so all three
+		// parameters must go for the server to behave like one that ignores sendInitialEvents.
+		e.proxy.StripParams("sendInitialEvents", "resourceVersionMatch", "allowWatchBookmarks")
+		DeferCleanup(func() { e.proxy.StripParams() })
+		e.proxy.ResetRequests()
+		const quiet = 2 * time.Second
+		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=sg", InitialEventsTimeout: quiet})
+		inf, took := syncInformer(ctx, lw, 60*time.Second)
+		Expect(inf.GetStore().List()).To(HaveLen(3))
+		Expect(took).To(BeNumerically(">=", quiet), "the guard waited InitialEventsTimeout of quiet before giving up")
+
+		caps = srv.Capabilities(ctx)
+		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.No))
+		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved))
+		Expect(caps.Reasons[compat.StreamingList]).To(ContainSubstring(metav1.InitialEventsAnnotationKey))
+
+		reqs := e.requests("")
+		Expect(len(reqs)).To(BeNumerically(">=", 2))
+		Expect(reqs[0].Verb).To(Equal("watch"))
+		Expect(isStreaming(reqs[0])).To(BeTrue(), "the reflector tried a streaming list first")
+		Expect(reqs[0].ForwardedQuery).NotTo(ContainSubstring("sendInitialEvents"))
+		Expect(reqs[1].Verb).To(Equal("list"), "then fell back to a list")
+	})
+	It("compat: a Detector (ForConfig) reads v1.36.3; behaviour outranks the version and is relearned", func(ctx SpecContext) {
+		clk := clocktesting.NewFakePassiveClock(time.Now())
+		det := compat.NewDetector(compat.DetectorOptions{Clock: clk, ObservationTTL: time.Minute})
+		srv, err := det.ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		caps := srv.Capabilities(ctx)
+		Expect(caps.Version.Major).To(Equal(1))
+		Expect(caps.Version.Minor).To(Equal(36))
+		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
+		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisVersion))
+
+		rv0 := e.create(ctx, "cb", 2)
+		e.bump(ctx)
+		l := lister.New(e.client(true), lister.Options{Server: srv, LabelSelector: "set=cb"})
+
+		// The proxy makes the v1.36 server ignore resourceVersionMatch: Exact(rv0) without a limit
+		// is served at the newest RV; the lister notices (rule 2), retries with a limit, and the
+		// observation overrides the version.
+		e.proxy.StripParams("resourceVersionMatch")
+		DeferCleanup(func() { e.proxy.StripParams() })
+		obj, rec, err := l.List(ctx, lister.Exact(rv0))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Requests[0].Class).To(Equal(fallback.ServedNewerThanExact))
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonRule2RetryWithLimit))
+		Expect(rec.ServedResourceVersion).To(Equal(rv0))
+		Expect(countItems(obj)).To(Equal(2))
+		caps = srv.Capabilities(ctx)
+		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
+		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisObserved))
+		Expect(caps.Reasons[compat.ResourceVersionMatch]).To(ContainSubstring("overrides yes"))
+		other, err := det.ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(other.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No), "shared per host")
+
+		// The server is fixed. While the observation is fresh the lister keeps the legacy form,
+		// which is correct on any server (legacy Exact: rv=N&limit) but proves nothing either way.
+		e.proxy.StripParams()
+		_, rec, err = l.List(ctx, lister.Exact(rv0))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Requests).To(HaveLen(1))
+		Expect(rec.Requests[0].Form).To(Equal(fallback.Legacy))
+		Expect(rec.ServedResourceVersion).To(Equal(rv0))
+		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
+
+		// Once the observation expires (ObservationTTL) the version's belief is back, the match is
+		// sent again and the server's behaviour proves it: relearned as observed Yes.
+		clk.SetTime(clk.Now().Add(time.Minute + time.Second))
+		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
+		_, rec, err = l.List(ctx, lister.NotOlderThan(rv0).WithLimit(1))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Requests[0].Form).To(Equal(fallback.Match))
+		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan))
+		Expect(fallback.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(fallback.Newer))
+		caps = srv.Capabilities(ctx)
+		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
+		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisObserved))
 	})
 })
 
@@ -252,42 +554,159 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 		srv := compat.Static(compat.Capabilities{})
 		obj, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set in (l2,l2later)", PageSize: 2}).List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchExact))
+		Expect(rec.Requests[0].Options.Limit).To(BeZero())
 		Expect(rec.Requests[0].Class).To(Equal(fallback.ServedNewerThanExact))
+		Expect(fallback.CompareRV(rec.Requests[0].ServedResourceVersion, rv0)).To(Equal(fallback.Newer), "v1.18 ignored the match")
 		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonRule2RetryWithLimit))
+		// The retry: legacy form (the server is now known to ignore the match), limit = PageSize, two pages at rv0.
+		Expect(rec.Requests).To(HaveLen(3))
+		retry := rec.Requests[1]
+		Expect(retry.Options.ResourceVersion).To(Equal(rv0))
+		Expect(retry.Options.ResourceVersionMatch).To(BeEmpty())
+		Expect(retry.Options.Limit).To(Equal(int64(2)))
+		Expect(retry.ServedResourceVersion).To(Equal(rv0))
+		Expect(retry.MoreAfter).To(BeTrue())
+		Expect(rec.Requests[2].Options.Continue).NotTo(BeEmpty())
+		Expect(rec.Requests[2].ServedResourceVersion).To(Equal(rv0))
+		Expect(rec.Pages).To(Equal(2))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(3))
 		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
 	})
 
-	It("rule 1: NotOlderThan+limit at a compacted RV is a real 410; retried at a newer RV", func(ctx SpecContext) {
+	It("rule 1: NotOlderThan+limit at a compacted RV is a real 410 (legacy Exact); retried at a newer RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "l1", 4)
 		e.bump(ctx)
 		_, err := e.c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		obj, rec, err := lister.New(e.client(false), lister.Options{LabelSelector: "set=l1"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
+		srv := compat.Static(compat.Capabilities{})
+		obj, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=l1"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(reasons(rec)).To(ContainElement(fallback.ReasonRule1RetryNewerRV))
+		first := rec.Requests[0]
+		Expect(first.Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan), "sent with the match: v1.18 ignores it")
+		Expect(first.Class).To(Equal(fallback.Gone))
+		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410: %v", first.Err)
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonRule1RetryNewerRV))
+		Expect(rec.Requests[1].Purpose).To(Equal(lister.PurposeNewerRVProbe))
+		Expect(rec.Requests[2].Options.ResourceVersionMatch).To(BeEmpty(), "the 410 proved the match ignored: legacy form from then on")
+		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
 		rvAtLeast(rec.ServedResourceVersion, rv0)
 		Expect(countItems(obj)).To(Equal(4))
+		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
 	})
 
-	It("an informer on the ListerWatcher syncs although v1.18 ignores sendInitialEvents (never hangs)", func(ctx SpecContext) {
+	It("too-large RV, real: v1.18 answers a future legacy-Exact RV from etcd with a raw 500 'future revision', classified too-large and waited out", func(ctx SpecContext) {
+		cur := e.create(ctx, "ltl", 1)
+		n, err := strconv.ParseUint(cur, 10, 64)
+		Expect(err).NotTo(HaveOccurred())
+		future := strconv.FormatUint(n+2, 10)
+		e.proxy.ResetRequests()
+		type result struct {
+			rec *lister.Record
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			defer GinkgoRecover()
+			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
+			done <- result{rec, err}
+		}()
+		Eventually(func() []int {
+			var st []int
+			for _, r := range e.requests("list") {
+				st = append(st, r.Status)
+			}
+			return st
+		}).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))
+		for i := 0; i < 2; i++ {
+			e.bump(ctx)
+		}
+		var res result
+		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
+		Expect(res.err).NotTo(HaveOccurred())
+		first := res.rec.Requests[0]
+		Expect(first.Class).To(Equal(fallback.TooLargeRV))
+		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
+		Expect(reasons(res.rec)).To(HaveEach(fallback.ReasonTooLargeWait))
+		rvAtLeast(res.rec.ServedResourceVersion, future)
+	})
+
+	It("an informer (unknown server) syncs although v1.18 ignores sendInitialEvents: the guard gives up after InitialEventsTimeout", func(ctx SpecContext) {
 		e.create(ctx, "inf", 3)
 		srv := compat.Static(compat.Capabilities{})
-		lw := lister.NewListerWatcher(e.client(false), lister.Options{Server: srv, LabelSelector: "set=inf", InitialEventsTimeout: 2 * time.Second})
-		inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-		ictx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go inf.RunWithContext(ictx)
-		Eventually(inf.HasSynced).WithTimeout(30 * time.Second).Should(BeTrue())
+		e.proxy.ResetRequests()
+		const quiet = 2 * time.Second
+		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=inf", InitialEventsTimeout: quiet})
+		inf, took := syncInformer(ctx, lw, 60*time.Second)
 		Expect(inf.GetStore().List()).To(HaveLen(3))
-		Expect(srv.Capabilities(ctx).Get(compat.StreamingList)).To(Equal(compat.No))
+		Expect(took).To(BeNumerically(">=", quiet), "sync waited for the guard's InitialEventsTimeout")
+		caps := srv.Capabilities(ctx)
+		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.No))
+		Expect(caps.Reasons[compat.StreamingList]).To(ContainSubstring("after 3 initial event(s)"))
+		reqs := e.requests("")
+		Expect(len(reqs)).To(BeNumerically(">=", 2))
+		Expect(reqs[0].Verb).To(Equal("watch"))
+		Expect(isStreaming(reqs[0])).To(BeTrue(), "client-go v0.37 tries a streaming list first")
+		Expect(reqs[1].Verb).To(Equal("list"))
+	})
+
+	It("an informer with a compat.Detector (ForConfig) refuses streaming at once: no streaming request, no wait", func(ctx SpecContext) {
+		e.create(ctx, "infd", 3)
+		det := compat.NewDetector(compat.DetectorOptions{})
+		srv, err := det.ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		e.proxy.ResetRequests()
+		// A guard timeout far longer than the Eventually below: syncing at all proves nothing waited on it.
+		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=infd", InitialEventsTimeout: 10 * time.Minute})
+		inf, _ := syncInformer(ctx, lw, 60*time.Second)
+		Expect(inf.GetStore().List()).To(HaveLen(3))
+		reqs := e.requests("")
+		Expect(reqs).NotTo(BeEmpty())
+		Expect(reqs[0].Verb).To(Equal("list"), "the reflector listed first")
+		for _, r := range reqs {
+			Expect(isStreaming(r)).To(BeFalse(), "no streaming list was sent: %s %s", r.Verb, r.RawQuery)
+		}
+		// The adapter also refuses a streaming watch itself, without a request.
+		e.proxy.ResetRequests()
+		_, err = lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+		Expect(errors.Is(err, lister.ErrStreamingListUnsupported)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("v1.18.19"))
+		Expect(e.requests("watch")).To(BeEmpty())
+	})
+
+	It("compat: a Detector (ForConfig) reads v1.18.19: resourceVersionMatch no, streaming list no; the lister sends the legacy form at once", func(ctx SpecContext) {
+		det := compat.NewDetector(compat.DetectorOptions{})
+		srv, err := det.ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		caps := srv.Capabilities(ctx)
+		Expect(caps.Version.Major).To(Equal(1))
+		Expect(caps.Version.Minor).To(Equal(18))
+		Expect(caps.Version.Patch).To(Equal(19))
+		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
+		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.No))
+		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisVersion))
+
+		rv0 := e.create(ctx, "cl", 2)
+		e.bump(ctx)
+		_, rec, err := lister.New(e.client(true), lister.Options{Server: srv, LabelSelector: "set=cl"}).List(ctx, lister.Exact(rv0))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Fallbacks).To(BeEmpty(), "no rule-2 round trip: the version already says legacy")
+		Expect(rec.Requests).To(HaveLen(1))
+		Expect(rec.Requests[0].Form).To(Equal(fallback.Legacy))
+		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(BeEmpty())
+		Expect(rec.Requests[0].Options.Limit).To(Equal(int64(500)))
+		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 	})
 })
 
-// The seeds' list table (seed 004), cell by cell, on both servers: what the
-// lister accepts, what it rejects before sending, and the served RV's relation
-// to the requested one.
+// The seeds' list table (seed 004 "resourceVersionMatch and paging parameters
+// for list", identical to seed 003's), cell by cell, on both servers, through
+// the ListerWatcher (wire options in, as client-go sends them): what the
+// lister rejects before sending, the served RV's relation to the requested
+// one, and how many first-page requests it took (on v1.18 only the
+// Exact-without-limit cell needs a second one: rule 2).
 var _ = Describe("the seeds' list table on real servers", func() {
 	for _, version := range []string{build.Current, build.Legacy} {
 		Context(version, Ordered, func() {
@@ -296,6 +715,7 @@ var _ = Describe("the seeds' list table on real servers", func() {
 			BeforeAll(func(ctx SpecContext) {
 				e = start(ctx, harness.Options{Version: version})
 				rvN = e.create(ctx, "tbl", 3)
+				e.bump(ctx) // so that "newest" and "exactly N" differ
 			})
 			for _, match := range []metav1.ResourceVersionMatch{"", metav1.ResourceVersionMatchExact, metav1.ResourceVersionMatchNotOlderThan} {
 				for _, limit := range []int64{0, 2} {
@@ -312,12 +732,15 @@ var _ = Describe("the seeds' list table on real servers", func() {
 							e.proxy.ResetRequests()
 							obj, err := lister.NewListerWatcher(e.client(true), lister.Options{}).ListWithContext(ctx, o)
 							if qerr != nil {
+								// Seed 004: Exact with rv unset or "0", NotOlderThan with rv unset: Invalid.
+								Expect(match).NotTo(BeEmpty())
 								Expect(errors.Is(err, fallback.ErrInvalidQuery)).To(BeTrue())
 								Expect(e.proxy.Requests()).To(BeEmpty())
 								return
 							}
 							Expect(err).NotTo(HaveOccurred())
 							served := obj.(*corev1.ConfigMapList).ResourceVersion
+							Expect(served).NotTo(BeEmpty())
 							switch q.Semantic {
 							case fallback.Exact:
 								Expect(served).To(Equal(rvN))
@@ -326,6 +749,17 @@ var _ = Describe("the seeds' list table on real servers", func() {
 							}
 							Expect(obj.(*corev1.ConfigMapList).Continue).To(BeEmpty())
 							Expect(countItems(obj)).To(Equal(3))
+							firstPages := 0
+							for _, r := range e.requests("list") {
+								if query(r.RawQuery).Get("continue") == "" {
+									firstPages++
+								}
+							}
+							want := 1
+							if version == build.Legacy && q.Semantic == fallback.Exact && limit == 0 {
+								want = 2 // rule 2: v1.18 served Exact-without-limit newer; retried with a limit
+							}
+							Expect(firstPages).To(Equal(want))
 						})
 					}
 				}
@@ -334,11 +768,19 @@ var _ = Describe("the seeds' list table on real servers", func() {
 				first, err := e.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "set=tbl", Limit: 1})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(first.Continue).NotTo(BeEmpty())
+				e.proxy.ResetRequests()
 				lw := lister.NewListerWatcher(e.client(true), lister.Options{})
-				for _, rv := range []string{"0", rvN} {
-					_, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, Limit: 1, Continue: first.Continue, LabelSelector: "set=tbl"})
-					Expect(errors.Is(err, fallback.ErrInvalidQuery)).To(BeTrue())
+				for _, o := range []metav1.ListOptions{
+					{ResourceVersion: "0", Limit: 1, Continue: first.Continue},
+					{ResourceVersion: rvN, Limit: 1, Continue: first.Continue},
+					{ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, ResourceVersion: rvN, Limit: 1, Continue: first.Continue},
+					{ResourceVersionMatch: metav1.ResourceVersionMatchExact, ResourceVersion: rvN, Limit: 1, Continue: first.Continue},
+				} {
+					o.LabelSelector = "set=tbl"
+					_, err := lw.ListWithContext(ctx, o)
+					Expect(errors.Is(err, fallback.ErrInvalidQuery)).To(BeTrue(), "%+v", o)
 				}
+				Expect(e.proxy.Requests()).To(BeEmpty())
 				rest, err := lw.ListWithContext(ctx, metav1.ListOptions{Limit: 1, Continue: first.Continue, LabelSelector: "set=tbl"})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(countItems(rest)).To(Equal(2))
