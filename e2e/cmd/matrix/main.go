@@ -1,0 +1,132 @@
+// Command matrix generates docs/compatibility.md: for each kube-apiserver
+// version and configuration it runs the matrix battery (package
+// e2e/matrix) against real servers started by the harness, for steadywatch
+// and for a stock client-go informer, and optionally folds in chaos results
+// written by `go test ./chaos -chaos.report=FILE`.
+//
+//	cd e2e && go run ./cmd/matrix -versions v1.18.19,v1.36.3 -out ../docs/compatibility.md
+//
+// Versions not yet built are built first (minutes each, cached in
+// e2e/.cache). A version whose cluster cannot start becomes a "not run" row
+// with the reason, so the table never silently omits what was asked for.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/steadywatch/steadywatch/e2e/chaos"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/matrix"
+)
+
+func main() {
+	versions := flag.String("versions", build.Legacy+","+build.Current, "comma-separated kube-apiserver versions")
+	configs := flag.String("configs", "", "comma-separated configuration names (default: all: "+configNames()+")")
+	out := flag.String("out", "", "markdown output path (default: stdout)")
+	jsonOut := flag.String("json", "", "also write the raw report as JSON here")
+	chaosFiles := flag.String("chaos", "", "comma-separated chaos result files (go test ./chaos -chaos.report=FILE) to include")
+	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
+	flag.Parse()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, *timeout)
+	defer cancelT()
+
+	rep := matrix.Report{
+		Generated: time.Now().UTC().Format(time.RFC3339),
+		Command:   "go run ./cmd/matrix " + strings.Join(os.Args[1:], " "),
+		Go:        runtime.Version(),
+		ClientGo:  "client-go " + clientGoVersion(),
+	}
+	var cfgs []matrix.Config
+	for _, c := range matrix.Configs {
+		if *configs == "" || contains(strings.Split(*configs, ","), c.Name) {
+			cfgs = append(cfgs, c)
+		}
+	}
+	for _, v := range strings.Split(*versions, ",") {
+		v = strings.TrimSpace(v)
+		for _, c := range cfgs {
+			fmt.Fprintf(os.Stderr, "matrix: %s / %s ...\n", v, c.Name)
+			begin := time.Now()
+			row, err := matrix.Run(ctx, v, c, matrix.Options{Progress: os.Stderr})
+			if err != nil {
+				row.Err = err.Error()
+				if i := strings.IndexByte(row.Err, '\n'); i > 0 {
+					row.Err = row.Err[:i] // keep the table readable; the log tail went to stderr
+				}
+				fmt.Fprintf(os.Stderr, "matrix: %s / %s: %v\n", v, c.Name, err)
+			}
+			fmt.Fprintf(os.Stderr, "matrix: %s / %s done in %s\n", v, c.Name, time.Since(begin).Round(time.Millisecond))
+			rep.Rows = append(rep.Rows, row)
+			if ctx.Err() != nil {
+				fail(ctx.Err())
+			}
+		}
+	}
+	if *chaosFiles != "" {
+		for _, f := range strings.Split(*chaosFiles, ",") {
+			r, err := chaos.ReadResult(strings.TrimSpace(f))
+			if err != nil {
+				fail(fmt.Errorf("chaos result %s: %w", f, err))
+			}
+			rep.Chaos = append(rep.Chaos, r)
+		}
+	}
+	md := matrix.Markdown(rep)
+	if *out == "" {
+		fmt.Print(md)
+	} else if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+		fail(err)
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			fail(err)
+		}
+	}
+}
+
+func configNames() string {
+	var n []string
+	for _, c := range matrix.Configs {
+		n = append(n, c.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if strings.TrimSpace(v) == x {
+			return true
+		}
+	}
+	return false
+}
+
+func clientGoVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/client-go" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "matrix:", err)
+	os.Exit(1)
+}

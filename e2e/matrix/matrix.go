@@ -1,0 +1,351 @@
+// Package matrix produces steadywatch's compatibility matrix: for each
+// kube-apiserver version and configuration (watch cache on, off, an HA pair)
+// it starts a real control plane with the harness and runs a short scenario
+// battery twice, once with steadywatch and once with a stock client-go
+// v0.37 informer, and records what each did. Markdown renders the result as
+// the table published in docs/compatibility.md; cmd/matrix drives it.
+//
+// The table is generated, never written by hand: every cell is an outcome
+// measured on a real server in this run.
+//
+// It is not a conformance suite (the Ginkgo suites assert; this records,
+// with bounded timeouts, so a client that never syncs is a cell, not a hang).
+package matrix
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// Config is one control-plane configuration.
+type Config struct {
+	Name              string `json:"name"`
+	DisableWatchCache bool   `json:"disableWatchCache,omitempty"`
+	HA                bool   `json:"ha,omitempty"`
+}
+
+// Configs are the configurations the matrix covers.
+var Configs = []Config{
+	{Name: "watch cache on"},
+	{Name: "watch cache off", DisableWatchCache: true},
+	{Name: "HA pair (alternating LB)", HA: true},
+}
+
+// Clients.
+const (
+	Ours  = "steadywatch"
+	Stock = "client-go v0.37 (stock)"
+)
+
+// Scenarios, in table order.
+const (
+	ScenarioSync   = "initial sync"
+	ScenarioGone   = "recovery from 410 (compaction + watch 410)"
+	ScenarioExact  = "Exact list at an older RV"
+	ScenarioStream = "initial list path"
+)
+
+// Scenarios lists the scenarios in table order.
+var Scenarios = []string{ScenarioSync, ScenarioStream, ScenarioGone, ScenarioExact}
+
+// Outcomes of a cell.
+const (
+	Pass = "pass" // correct result
+	Fail = "FAIL" // wrong or no result within the bound
+	NA   = "n/a"  // could not be run (an earlier scenario failed)
+)
+
+// Cell is one client's result in one scenario.
+type Cell struct {
+	Scenario string  `json:"scenario"`
+	Client   string  `json:"client"`
+	Outcome  string  `json:"outcome"`
+	Detail   string  `json:"detail"`
+	Seconds  float64 `json:"seconds,omitempty"`
+}
+
+// Row is one server x config.
+type Row struct {
+	Server string `json:"server"`
+	Config Config `json:"config"`
+	Cells  []Cell `json:"cells"`
+	Err    string `json:"error,omitempty"` // the row could not be run (e.g. no binary)
+}
+
+// Cell returns the cell for scenario and client (zero Cell if none).
+func (r Row) Cell(scenario, client string) Cell {
+	for _, c := range r.Cells {
+		if c.Scenario == scenario && c.Client == client {
+			return c
+		}
+	}
+	return Cell{Scenario: scenario, Client: client, Outcome: NA}
+}
+
+// Options bound a Run.
+type Options struct {
+	// SyncTimeout bounds the initial sync and each recovery. Default 30s.
+	SyncTimeout time.Duration
+	// Progress receives harness progress; nil = discard.
+	Progress io.Writer
+}
+
+// Run starts a control plane of version with cfg, runs the battery for both
+// clients and stops it. Cluster start failures are returned; scenario
+// failures are cells.
+func Run(ctx context.Context, version string, cfg Config, o Options) (Row, error) {
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = 30 * time.Second
+	}
+	row := Row{Server: version, Config: cfg}
+	c, err := harness.Start(ctx, harness.Options{Version: version, DisableWatchCache: cfg.DisableWatchCache, HA: cfg.HA, Progress: o.Progress})
+	if err != nil {
+		return row, err
+	}
+	defer c.Stop()
+	for _, client := range []string{Ours, Stock} {
+		cells, err := runClient(ctx, c, cfg, client, o)
+		if err != nil {
+			return row, fmt.Errorf("%s: %w", client, err)
+		}
+		row.Cells = append(row.Cells, cells...)
+	}
+	return row, nil
+}
+
+// informer is what the battery needs from either client.
+type informer struct {
+	synced func() bool
+	has    func(name string) bool
+	stop   func()
+}
+
+type cmClient struct {
+	cs kubernetes.Interface
+	ns string
+}
+
+func (c cmClient) List(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
+	l, err := c.cs.CoreV1().ConfigMaps(c.ns).List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (c cmClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return c.cs.CoreV1().ConfigMaps(c.ns).Watch(ctx, o)
+}
+
+func startInformer(ctx context.Context, client string, cs kubernetes.Interface, srv compat.Server, ns string) informer {
+	ctx, cancel := context.WithCancel(ctx)
+	if client == Ours {
+		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		r := reflector.New(cmClient{cs, ns}, &corev1.ConfigMap{}, store, reflector.Options{Name: "matrix", Server: srv})
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		return informer{
+			synced: r.HasSynced,
+			has:    func(name string) bool { _, ok, _ := store.GetByKey(ns + "/" + name); return ok },
+			stop:   func() { cancel(); <-done },
+		}
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	f.Start(ctx.Done())
+	return informer{
+		synced: inf.HasSynced,
+		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
+		stop:   func() { cancel(); f.Shutdown() },
+	}
+}
+
+// poll returns how long cond took to become true, or false after d.
+func poll(ctx context.Context, d time.Duration, cond func() bool) (time.Duration, bool) {
+	start := time.Now()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		if cond() {
+			return time.Since(start), true
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false
+		case <-deadline.C:
+			return time.Since(start), false
+		case <-t.C:
+		}
+	}
+}
+
+func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client string, o Options) ([]Cell, error) {
+	p, pcfg, err := c.NewProxy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if cfg.HA {
+		p.Alternate()
+	}
+	admin, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(pcfg)
+	if err != nil {
+		return nil, err
+	}
+	nsObj, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "matrix-"}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ns := nsObj.Name
+	var rv0 string
+	const seeded = 20
+	for i := 0; i < seeded; i++ {
+		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("seed-%d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		rv0 = cm.ResourceVersion
+	}
+	for i := 0; i < 5; i++ { // newer than rv0
+		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("later-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	cell := func(s, outcome, detail string, d time.Duration) Cell {
+		return Cell{Scenario: s, Client: client, Outcome: outcome, Detail: detail, Seconds: d.Seconds()}
+	}
+	var cells []Cell
+
+	// Exact list at rv0 (before compaction, which comes later).
+	cells = append(cells, exactCell(ctx, client, cs, pcfg.Host, ns, rv0, seeded, cell))
+
+	var srv compat.Server
+	if client == Ours {
+		if srv, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(pcfg); err != nil {
+			return nil, err
+		}
+	}
+	p.ResetRequests()
+	inf := startInformer(ctx, client, cs, srv, ns)
+	defer inf.stop()
+	took, ok := poll(ctx, o.SyncTimeout, inf.synced)
+	if !ok {
+		cells = append(cells, cell(ScenarioSync, Fail, fmt.Sprintf("never synced within %s", o.SyncTimeout), 0))
+	} else {
+		cells = append(cells, cell(ScenarioSync, Pass, fmt.Sprintf("synced in %.1fs", took.Seconds()), took))
+	}
+	cells = append(cells, cell(ScenarioStream, Pass, listPath(p.Requests(), ns, ok), 0))
+	if !ok {
+		cells = append(cells, cell(ScenarioGone, NA, "not synced", 0))
+		return cells, nil
+	}
+
+	// 410: compact etcd, then make the next watch get a 410 event, then write.
+	if _, err := c.Etcd().Compact(ctx); err != nil {
+		return nil, err
+	}
+	p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1, Query: map[string]string{"resourceVersion": ""}})
+	p.EndWatches()
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-410"}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has("after-410") })
+	if ok {
+		cells = append(cells, cell(ScenarioGone, Pass, fmt.Sprintf("caught up in %.1fs", took.Seconds()), took))
+	} else {
+		cells = append(cells, cell(ScenarioGone, Fail, fmt.Sprintf("object created after the 410 not seen within %s", o.SyncTimeout), 0))
+	}
+	return cells, nil
+}
+
+// listPath says how the initial list was obtained, from the proxy's log.
+func listPath(reqs []faults.Request, ns string, synced bool) string {
+	var streamed, listed int
+	for _, r := range reqs {
+		if r.Resource != "configmaps" || r.Namespace != ns {
+			continue
+		}
+		q, _ := url.ParseQuery(r.RawQuery)
+		switch {
+		case r.Verb == "watch" && q.Get("sendInitialEvents") == "true":
+			streamed++
+		case r.Verb == "list":
+			listed++
+		}
+	}
+	var parts []string
+	if streamed > 0 {
+		parts = append(parts, fmt.Sprintf("streaming list x%d", streamed))
+	}
+	if listed > 0 {
+		parts = append(parts, fmt.Sprintf("list x%d", listed))
+	}
+	if len(parts) == 0 {
+		return "no list request"
+	}
+	s := strings.Join(parts, ", then ")
+	if streamed > 0 && listed > 0 {
+		s += " (fell back)"
+	}
+	if !synced {
+		s += "; no sync"
+	}
+	return s
+}
+
+// exactCell lists at Exact(rv0): correct is either the state at rv0 (seeded
+// items, ListMeta rv0) or an explicit error; wrong is another state
+// presented as the answer.
+func exactCell(ctx context.Context, client string, cs kubernetes.Interface, host, ns, rv0 string, seeded int, cell func(string, string, string, time.Duration) Cell) Cell {
+	start := time.Now()
+	var served string
+	var items int
+	var err error
+	if client == Ours {
+		var obj k8sruntime.Object
+		var rec *lister.Record
+		obj, rec, err = lister.New(cmClient{cs, ns}, lister.Options{Name: "matrix"}).List(ctx, lister.Exact(rv0))
+		if err == nil {
+			served, items = rec.ServedResourceVersion, len(obj.(*corev1.ConfigMapList).Items)
+		}
+	} else {
+		var l *corev1.ConfigMapList
+		l, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv0, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		if err == nil {
+			served, items = l.ResourceVersion, len(l.Items)
+		}
+	}
+	took := time.Since(start)
+	switch {
+	case err != nil:
+		return cell(ScenarioExact, Pass, fmt.Sprintf("explicit error: %.80s", err.Error()), took)
+	case served == rv0 && items == seeded:
+		return cell(ScenarioExact, Pass, fmt.Sprintf("served at %s (%d items)", served, items), took)
+	default:
+		return cell(ScenarioExact, Fail, fmt.Sprintf("asked %s, silently served %s (%d items, want %d)", rv0, served, items, seeded), took)
+	}
+}
