@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/compat"
+)
+
+// ErrUnreachable is matched by the error returned when /version cannot be read.
+var ErrUnreachable = errors.New("apiserver unreachable")
+
+// clients are the clients every subcommand needs, built from the kubeconfig flags.
+type clients struct {
+	cfg       *rest.Config
+	dyn       dynamic.Interface
+	disc      discovery.DiscoveryInterface
+	namespace string
+	// explicitNamespace: -n was given (or the kubeconfig context names one).
+	explicitNamespace bool
+	version           *version.Info
+	server            compat.Server
+}
+
+// versionTimeout bounds the first request, so an unreachable server is
+// reported promptly.
+const versionTimeout = 15 * time.Second
+
+func (a *app) clients(ctx context.Context) (*clients, error) {
+	cfg, err := a.flags.ToRESTConfig()
+	if err != nil {
+		return nil, usagef("kubeconfig: %w", err)
+	}
+	ns, explicit, err := a.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, usagef("namespace: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	body, err := disc.RESTClient().Get().AbsPath("/version").Do(vctx).Raw()
+	if err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return nil, fmt.Errorf("missing right: get /version (nonResourceURL) at %s: %w", hostOf(cfg), err)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped before %s answered /version: %w", hostOf(cfg), ctx.Err())
+		}
+		return nil, fmt.Errorf("%w: GET %s/version: %s", ErrUnreachable, hostOf(cfg), cleanTransportError(err))
+	}
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return nil, fmt.Errorf("GET %s/version: unexpected answer: %w", hostOf(cfg), err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("capability detector: %w", err)
+	}
+	return &clients{cfg: cfg, dyn: dyn, disc: disc, namespace: ns, explicitNamespace: explicit, version: &info, server: srv}, nil
+}
+
+func hostOf(cfg *rest.Config) string {
+	u, err := url.Parse(cfg.Host)
+	if err != nil || u.Host == "" {
+		return cfg.Host
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// cleanTransportError keeps the useful tail of a transport error without the
+// repeated URL client-go puts in front of it.
+func cleanTransportError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// resolveResource maps a kubectl-style resource argument ("configmaps", "cm",
+// "deployments.apps", "deployments.v1.apps") to its REST mapping through
+// discovery.
+func (a *app) resolveResource(arg string) (*meta.RESTMapping, error) {
+	if strings.TrimSpace(arg) == "" {
+		return nil, usagef("--resource is required")
+	}
+	mapper, err := a.flags.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("REST mapper: %w", err)
+	}
+	fullGVR, gr := schema.ParseResourceArg(strings.ToLower(arg))
+	var gvk schema.GroupVersionKind
+	if fullGVR != nil {
+		gvk, _ = mapper.KindFor(*fullGVR)
+	}
+	if gvk.Empty() {
+		gvk, err = mapper.KindFor(gr.WithVersion(""))
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				return nil, usagef("unknown resource %q: the server does not serve it (%v)", arg, err)
+			}
+			return nil, fmt.Errorf("resolve resource %q: %w", arg, err)
+		}
+	}
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("resolve resource %q: %w", arg, err)
+	}
+	return m, nil
+}
+
+// resourceClient returns the dynamic client for m in ns ("" = all namespaces
+// for namespaced resources; ignored for cluster-scoped ones).
+func (c *clients) resourceClient(m *meta.RESTMapping, ns string) dynamic.ResourceInterface {
+	ri := c.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace && ns != "" {
+		return ri.Namespace(ns)
+	}
+	return ri
+}

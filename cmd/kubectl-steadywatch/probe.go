@@ -1,0 +1,726 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+// ErrMissingRight is matched (errors.Is) by every *MissingRightError.
+var ErrMissingRight = errors.New("missing right")
+
+// MissingRightError names the right the probe lacks.
+type MissingRightError struct {
+	Verb, Resource, Namespace string
+	// Err is the server's answer, if the right was found missing by a request.
+	Err error
+}
+
+func (e *MissingRightError) Error() string {
+	s := fmt.Sprintf("missing right: %s %s", e.Verb, e.Resource)
+	if e.Namespace != "" {
+		s += " in namespace " + e.Namespace
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *MissingRightError) Is(target error) bool { return target == ErrMissingRight }
+func (e *MissingRightError) Unwrap() error        { return e.Err }
+
+// probeLimit is the limit of the paginated cells: the probe creates 4
+// ConfigMaps, so a first page of 2 has a continue token.
+const probeLimit = 2
+
+// probeLabel marks every ConfigMap the probe creates; its value is the run id.
+const probeLabel = "steadywatch.io/probe-run"
+
+type probeOptions struct {
+	output          string
+	bookmarkTimeout time.Duration
+	streamQuiet     time.Duration
+	cleanupTimeout  time.Duration
+}
+
+func newProbeCommand(a *app) *cobra.Command {
+	o := &probeOptions{}
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Run every cell of the KEP-2523 resourceVersion tables and report what the server did",
+		Long: `probe creates a scratch namespace (or, with -n, uses that namespace) and a few
+ConfigMaps, then sends every cell of the seeds' list table (resourceVersionMatch x
+paging x resourceVersion) and watch table, a streaming list, a bookmark watch and
+far-future resourceVersions as raw requests, and reports for each the expected
+semantic (per the KEP), the observed one (from the HTTP status and the served
+resourceVersion), the HTTP status and the served RV relation (exact, newer,
+older). It then deletes what it created: the ConfigMaps and the scratch
+namespace, also on Ctrl-C, SIGTERM or failure.
+
+Rights needed: get /version; without -n: create and delete namespaces; in the
+namespace: create, list, watch and deletecollection configmaps. A missing right
+is reported as "missing right: VERB RESOURCE ..." before anything is created.
+
+-o json prints the versioned schema documented in README.md (schemaVersion 1).`,
+		Example: `  kubectl steadywatch probe
+  kubectl steadywatch probe -n my-namespace -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runProbe(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.DurationVar(&o.bookmarkTimeout, "bookmark-timeout", 5*time.Second, "timeoutSeconds of the bookmark watch (watch caches send a bookmark about 2s before it; min 3s)")
+	f.DurationVar(&o.streamQuiet, "stream-timeout", 3*time.Second, "how long a streaming list may stay quiet before its initial-events-end bookmark counts as missing")
+	f.DurationVar(&o.cleanupTimeout, "cleanup-timeout", 30*time.Second, "bound on deleting what the probe created")
+	return cmd
+}
+
+// probeEnv is the state the cells run against.
+type probeEnv struct {
+	// rc sends the cells' requests as they are: no client-side retries (a
+	// 504 with Retry-After is an observation, not something to wait out).
+	rc          rest.Interface
+	cms         typedcorev1.ConfigMapInterface
+	ns          string
+	selector    string
+	runID       string
+	old         string // N
+	latest      string // newest RV seen
+	token       string // continue token of a MostRecent first page
+	tokenRV     string
+	names       []string // probe objects listed before the cells
+	oldName     string   // the object created at N
+	afterOld    []string // objects created after N
+	sentinelSeq int
+}
+
+func randomSuffix() string {
+	const letters = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return string(b)
+}
+
+func (a *app) runProbe(cmd *cobra.Command, o *probeOptions) (err error) {
+	if err := outputFormat(o.output); err != nil {
+		return err
+	}
+	if o.bookmarkTimeout < 3*time.Second {
+		return usagef("--bookmark-timeout must be at least 3s")
+	}
+	if o.streamQuiet <= 0 || o.cleanupTimeout <= 0 {
+		return usagef("--stream-timeout and --cleanup-timeout must be positive")
+	}
+	ctx := cmd.Context()
+	logger := klog.FromContext(ctx)
+	c, err := a.clients(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(c.cfg)
+	// The probe sends a few dozen requests in a row; client-go's default
+	// client-side rate limit (5 QPS) would only slow it down.
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("clientset: %w", err)
+	}
+	runID := randomSuffix()
+	createNS := !c.explicitNamespace
+	ns := c.namespace
+	if createNS {
+		ns = "steadywatch-probe-" + runID
+	}
+	if err := preflight(ctx, cs, ns, createNS); err != nil {
+		return err
+	}
+
+	env := &probeEnv{rc: cs.CoreV1().RESTClient(), cms: cs.CoreV1().ConfigMaps(ns), ns: ns, runID: runID, selector: probeLabel + "=" + runID}
+	// Cleanup runs whatever happens next, on a context that outlives an interrupt.
+	created := false
+	defer func() {
+		if !created {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cleanupTimeout)
+		defer cancel()
+		if cerr := cleanup(cctx, cs, env, createNS); cerr != nil {
+			fmt.Fprintf(a.errOut, "probe: cleanup failed: %s\n", oneLine(cerr.Error()))
+			if err == nil {
+				err = cerr
+			}
+			return
+		}
+		if createNS {
+			fmt.Fprintf(a.errOut, "probe: deleted namespace %s\n", ns)
+		} else {
+			fmt.Fprintf(a.errOut, "probe: deleted the probe's ConfigMaps in namespace %s\n", ns)
+		}
+	}()
+	if createNS {
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{probeLabel: runID}}}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
+			return wrapRequestError(ctx, "create", "namespaces", "", err)
+		}
+		created = true
+		fmt.Fprintf(a.errOut, "probe: created namespace %s\n", ns)
+	}
+	created = true
+	if err := setup(ctx, env); err != nil {
+		return err
+	}
+	logger.V(1).Info("probe set up", "namespace", ns, "old", env.old, "latest", env.latest)
+	fmt.Fprintf(a.errOut, "probe: %d ConfigMaps created in %s; N=%s latest=%s; running cells\n", len(env.names), ns, env.old, env.latest)
+
+	rep := probeReport{
+		SchemaVersion: 1,
+		Server: serverReport{
+			GitVersion:   c.version.GitVersion,
+			Host:         hostOf(c.cfg),
+			Capabilities: c.server.Capabilities(ctx).String(),
+		},
+		Namespace:        ns,
+		CreatedNamespace: createNS,
+		ResourceVersions: rvReport{N: env.old, Latest: env.latest, ContinueToken: env.tokenRV},
+		Limit:            probeLimit,
+		Cells:            []cellReport{},
+	}
+	start := time.Now()
+	for _, cl := range probeCells() {
+		cr, err := runCell(ctx, env, cl, o)
+		if err != nil {
+			return err
+		}
+		rep.Cells = append(rep.Cells, cr)
+	}
+	rep.DurationSeconds = roundSeconds(time.Since(start))
+	rep.summarize()
+	if o.output == "json" {
+		enc := json.NewEncoder(a.out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(rep)
+	}
+	printProbeReport(a.out, rep)
+	return nil
+}
+
+// preflight asks the apiserver (SelfSubjectAccessReview) for every right the
+// probe needs, before it creates anything. If the review API itself is not
+// available to the caller, it is skipped: missing rights are then reported
+// from the first 403.
+func preflight(ctx context.Context, cs kubernetes.Interface, ns string, createNS bool) error {
+	type right struct{ verb, resource, ns string }
+	var rights []right
+	if createNS {
+		rights = append(rights, right{"create", "namespaces", ""}, right{"delete", "namespaces", ""})
+	}
+	for _, v := range []string{"create", "list", "watch", "deletecollection"} {
+		rights = append(rights, right{v, "configmaps", ns})
+	}
+	for _, r := range rights {
+		rev, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
+			Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+				Verb: r.verb, Resource: r.resource, Namespace: r.ns, Version: "v1",
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted: %w", ctx.Err())
+			}
+			klog.FromContext(ctx).V(1).Info("access review unavailable; rights are checked by the requests themselves", "err", err)
+			return nil
+		}
+		if !rev.Status.Allowed {
+			return &MissingRightError{Verb: r.verb, Resource: r.resource, Namespace: r.ns}
+		}
+	}
+	return nil
+}
+
+// wrapRequestError turns a 403 into a MissingRightError and an interrupt into
+// a clear error.
+func wrapRequestError(ctx context.Context, verb, resource, ns string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return &MissingRightError{Verb: verb, Resource: resource, Namespace: ns, Err: err}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	if ns != "" {
+		return fmt.Errorf("%s %s in namespace %s: %w", verb, resource, ns, err)
+	}
+	return fmt.Errorf("%s %s: %w", verb, resource, err)
+}
+
+func (e *probeEnv) newConfigMap(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{probeLabel: e.runID}},
+		Data:       map[string]string{"probe": name},
+	}
+}
+
+// list sends one list request exactly as given.
+func (e *probeEnv) list(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	l := &corev1.ConfigMapList{}
+	err := e.rc.Get().Namespace(e.ns).Resource("configmaps").VersionedParams(&opts, scheme.ParameterCodec).MaxRetries(0).Do(ctx).Into(l)
+	return l, err
+}
+
+// watch opens one watch exactly as given.
+func (e *probeEnv) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	return e.rc.Get().Namespace(e.ns).Resource("configmaps").VersionedParams(&opts, scheme.ParameterCodec).MaxRetries(0).Watch(ctx)
+}
+
+func (e *probeEnv) create(ctx context.Context, name string) (string, error) {
+	obj, err := e.cms.Create(ctx, e.newConfigMap(name), metav1.CreateOptions{})
+	if err != nil {
+		return "", wrapRequestError(ctx, "create", "configmaps", e.ns, err)
+	}
+	return obj.GetResourceVersion(), nil
+}
+
+// setup creates probe-0 (its RV is N), then three newer ConfigMaps, lists
+// them (latest RV and names) and takes a continue token from a first page.
+func setup(ctx context.Context, e *probeEnv) error {
+	e.oldName = "probe-" + e.runID + "-0"
+	rv, err := e.create(ctx, e.oldName)
+	if err != nil {
+		return err
+	}
+	e.old = rv
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("probe-%s-%d", e.runID, i)
+		if _, err := e.create(ctx, name); err != nil {
+			return err
+		}
+		e.afterOld = append(e.afterOld, name)
+	}
+	l, err := e.list(ctx, metav1.ListOptions{LabelSelector: e.selector})
+	if err != nil {
+		return wrapRequestError(ctx, "list", "configmaps", e.ns, err)
+	}
+	e.latest = l.GetResourceVersion()
+	for _, it := range l.Items {
+		e.names = append(e.names, it.GetName())
+	}
+	page, err := e.list(ctx, metav1.ListOptions{LabelSelector: e.selector, Limit: probeLimit})
+	if err != nil {
+		return wrapRequestError(ctx, "list", "configmaps", e.ns, err)
+	}
+	if page.GetContinue() == "" {
+		return fmt.Errorf("setup: a first page of %d of %d ConfigMaps came without a continue token", probeLimit, len(e.names))
+	}
+	e.token, e.tokenRV = page.GetContinue(), page.GetResourceVersion()
+	if fallback.CompareRV(e.latest, e.old) != fallback.Newer {
+		return fmt.Errorf("setup: the list after newer writes is at %s, not newer than N=%s", e.latest, e.old)
+	}
+	return nil
+}
+
+// cleanup deletes the probe's ConfigMaps and, if it created it, the namespace.
+// ConfigMaps are deleted explicitly so nothing is left even where no
+// namespace controller runs.
+func cleanup(ctx context.Context, cs kubernetes.Interface, e *probeEnv, deleteNS bool) error {
+	var errs []error
+	if err := e.cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: e.selector}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, wrapRequestError(ctx, "deletecollection", "configmaps", e.ns, err))
+	}
+	if deleteNS {
+		if err := cs.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, wrapRequestError(ctx, "delete", "namespaces", "", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wireOptions returns the wire options of a cell.
+func (e *probeEnv) wireOptions(c cell) metav1.ListOptions {
+	o := metav1.ListOptions{LabelSelector: e.selector, ResourceVersionMatch: c.Match}
+	switch c.RV {
+	case RVZero:
+		o.ResourceVersion = "0"
+	case RVOld:
+		o.ResourceVersion = e.old
+	case RVLatest:
+		o.ResourceVersion = e.latest
+	case RVFuture:
+		o.ResourceVersion = e.future()
+	}
+	switch c.Paging {
+	case PagingLimit:
+		o.Limit = probeLimit
+	case PagingContinue:
+		o.Limit = probeLimit
+		o.Continue = e.token
+	}
+	return o
+}
+
+func (e *probeEnv) future() string {
+	n, err := strconv.ParseUint(e.latest, 10, 64)
+	if err != nil {
+		return "999999999999"
+	}
+	return strconv.FormatUint(n+1000000, 10)
+}
+
+// statusOf returns the HTTP status of a request error (0 for a transport error).
+func statusOf(err error) int {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return int(se.Status().Code)
+	}
+	return 0
+}
+
+func runCell(ctx context.Context, e *probeEnv, c cell, o *probeOptions) (cellReport, error) {
+	opts := e.wireOptions(c)
+	r := cellReport{
+		ID: c.ID, Kind: c.Kind, Seed: c.Seed, Note: c.Note,
+		Request: requestShape{
+			ResourceVersion: c.RV, ResourceVersionMatch: string(c.Match),
+			Continue: c.Paging == PagingContinue, SendInitialEvents: c.SendInitialEvents,
+			AllowWatchBookmarks: c.AllowWatchBookmarks,
+		},
+		Expected: c.Expected, ExpectedIfMatchIgnored: c.ExpectedIfMatchIgnored,
+		Wire: wireQuery(opts),
+	}
+	if c.Paging == PagingLimit || c.Paging == PagingContinue {
+		r.Request.Limit = probeLimit
+	}
+	begin := time.Now()
+	var err error
+	switch c.Kind {
+	case KindList, KindFarFutureList:
+		err = e.runList(ctx, c, opts, &r)
+	case KindWatch:
+		err = e.runWatchCell(ctx, c, opts, &r)
+	case KindStreamingList:
+		err = e.runStreamingList(ctx, c, opts, o.streamQuiet, &r)
+	case KindBookmark:
+		err = e.runBookmark(ctx, opts, o.bookmarkTimeout, &r)
+	case KindFarFutureWatch:
+		err = e.runFarFutureWatch(ctx, opts, &r)
+	default:
+		err = fmt.Errorf("unknown cell kind %q", c.Kind)
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Seconds = roundSeconds(time.Since(begin))
+	r.Verdict = verdict(c, r.Observed)
+	return r, nil
+}
+
+// fatal reports whether a cell's request error must stop the probe (missing
+// right, interrupt, unreachable server) rather than be recorded as an
+// observation.
+func fatal(ctx context.Context, verb string, e *probeEnv, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return &MissingRightError{Verb: verb, Resource: "configmaps", Namespace: e.ns, Err: err}
+	}
+	if statusOf(err) == 0 {
+		return fmt.Errorf("%s configmaps: %w", verb, err)
+	}
+	return nil
+}
+
+func (e *probeEnv) runList(ctx context.Context, c cell, opts metav1.ListOptions, r *cellReport) error {
+	refs := listRefs{Old: e.old, LatestBefore: e.latest, Token: e.tokenRV, Future: opts.ResourceVersion}
+	l, err := e.list(ctx, opts)
+	if err != nil {
+		if f := fatal(ctx, "list", e, err); f != nil {
+			return f
+		}
+		r.HTTPStatus = statusOf(err)
+		r.Observed = errorSemantic(r.HTTPStatus, fallback.Classify(err))
+		r.Message = oneLine(err.Error())
+		if d, ok := fallback.RetryAfter(err); ok {
+			r.RetryAfterSeconds = int(d / time.Second)
+		}
+		return nil
+	}
+	r.HTTPStatus = 200
+	r.ServedResourceVersion = l.GetResourceVersion()
+	r.Items = len(l.Items)
+	r.Observed, r.Relation, r.RelativeTo = observeList(c, r.ServedResourceVersion, refs)
+	if fallback.CompareRV(r.ServedResourceVersion, e.latest) == fallback.Newer {
+		e.latest = r.ServedResourceVersion
+	}
+	return nil
+}
+
+// openWatch opens a watch; an HTTP error is recorded on r and returns a nil watch.
+func (e *probeEnv) openWatch(ctx context.Context, opts metav1.ListOptions, r *cellReport) (watch.Interface, error) {
+	opts.Watch = true
+	r.Wire = wireQuery(opts)
+	w, err := e.watch(ctx, opts)
+	if err != nil {
+		if f := fatal(ctx, "watch", e, err); f != nil {
+			return nil, f
+		}
+		r.HTTPStatus = statusOf(err)
+		r.Observed = errorSemantic(r.HTTPStatus, fallback.Classify(err))
+		r.Message = oneLine(err.Error())
+		return nil, nil
+	}
+	r.HTTPStatus = 200
+	return w, nil
+}
+
+// recordErrorEvent records a watch ERROR event as the observation.
+func recordErrorEvent(ev watch.Event, r *cellReport) {
+	st, ok := ev.Object.(*metav1.Status)
+	if !ok {
+		r.Observed, r.Message = SemError, fmt.Sprintf("watch error event %T", ev.Object)
+		return
+	}
+	err := apierrors.FromObject(st)
+	r.ErrorEventStatus = int(st.Code)
+	r.Observed = errorSemantic(int(st.Code), fallback.Classify(err))
+	r.Message = oneLine(st.Message)
+}
+
+// watchCellBound bounds one watch-table cell; the sentinel normally ends it at once.
+const watchCellBound = 10 * time.Second
+
+// runWatchCell opens the watch, then creates a sentinel ConfigMap: its event
+// comes after everything the server sends for the watch's start (synthetic
+// state or history), so the cell ends as soon as it arrives.
+func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOptions, r *cellReport) error {
+	opts.TimeoutSeconds = ptrInt64(int64(watchCellBound / time.Second))
+	wctx, cancel := context.WithTimeout(ctx, watchCellBound)
+	defer cancel()
+	w, err := e.openWatch(wctx, opts, r)
+	if err != nil || w == nil {
+		return err
+	}
+	defer w.Stop()
+	e.sentinelSeq++
+	sentinel := fmt.Sprintf("sentinel-%s-%d", e.runID, e.sentinelSeq)
+	if _, err := e.create(ctx, sentinel); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var obs watchObservation
+	done := false
+	for !done {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				done = true
+				break
+			}
+			r.Events++
+			if ev.Type == watch.Error {
+				recordErrorEvent(ev, r)
+				return nil
+			}
+			acc, err := meta.Accessor(ev.Object)
+			if err != nil || ev.Type == watch.Bookmark {
+				continue
+			}
+			name := acc.GetName()
+			if ev.Type == watch.Added {
+				seen[name] = true
+			}
+			if name == sentinel {
+				done = true
+			}
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted: %w", ctx.Err())
+			}
+			done = true
+		}
+	}
+	obs.InitialState = seen[e.oldName]
+	obs.CompleteState = obs.InitialState
+	for _, n := range e.names {
+		if !seen[n] {
+			obs.CompleteState = false
+		}
+	}
+	for _, n := range e.afterOld {
+		if seen[n] {
+			obs.ChangesAfterOld = true
+		}
+	}
+	r.Observed = observeWatch(c, obs)
+	return nil
+}
+
+// runStreamingList waits for the initial-events-end bookmark, giving up after
+// quiet time without any event.
+func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.ListOptions, quiet time.Duration, r *cellReport) error {
+	opts.SendInitialEvents = ptrBool(true)
+	opts.AllowWatchBookmarks = true
+	opts.TimeoutSeconds = ptrInt64(60)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	w, err := e.openWatch(wctx, opts, r)
+	if err != nil || w == nil {
+		return err
+	}
+	defer w.Stop()
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				r.Observed, r.Message = SemNoInitialEventsEnd, "the stream ended before the initial-events-end bookmark"
+				return nil
+			}
+			r.Events++
+			if ev.Type == watch.Error {
+				recordErrorEvent(ev, r)
+				return nil
+			}
+			if ev.Type == watch.Bookmark {
+				if acc, err := meta.Accessor(ev.Object); err == nil && acc.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					r.Observed = SemInitialEventsEnd
+					r.ServedResourceVersion = acc.GetResourceVersion()
+					return nil
+				}
+			}
+			timer.Reset(quiet)
+		case <-timer.C:
+			r.Observed = SemNoInitialEventsEnd
+			r.Message = fmt.Sprintf("no %s bookmark after %d event(s) and %s of quiet", metav1.InitialEventsAnnotationKey, r.Events, quiet)
+			return nil
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted: %w", ctx.Err())
+			}
+			r.Observed = SemNoInitialEventsEnd
+			return nil
+		}
+	}
+}
+
+// runBookmark watches from N with allowWatchBookmarks and a short
+// timeoutSeconds; watch caches send a bookmark about 2s before a watch's
+// timeout (and about every minute), so one is expected well within the bound
+// if the server sends any. A watch cache sends a bookmark only at an RV newer
+// than the last event it sent the watcher, so the watch starts at N and selects
+// only the ConfigMap created at N (fieldSelector metadata.name): it gets no
+// event, and any bookmark is at the cache's newest RV, newer than N. Once the
+// watch is open the probe writes another ConfigMap (not selected), so that the
+// cache's newest RV is newer than N.
+func (e *probeEnv) runBookmark(ctx context.Context, opts metav1.ListOptions, timeout time.Duration, r *cellReport) error {
+	secs := int64(timeout / time.Second)
+	opts.TimeoutSeconds = &secs
+	opts.FieldSelector = "metadata.name=" + e.oldName
+	opts.AllowWatchBookmarks = true
+	bound := timeout + 3*time.Second
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	w, err := e.openWatch(wctx, opts, r)
+	if err != nil || w == nil {
+		return err
+	}
+	defer w.Stop()
+	// A write the watch does not select moves the cache past N while the watch
+	// is open; observed on v1.36: without it the cache may send no bookmark.
+	if _, err := e.create(ctx, "bookmark-bump-"+e.runID); err != nil {
+		return err
+	}
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("the watch ended at its timeoutSeconds=%d without a bookmark", secs)
+				return nil
+			}
+			r.Events++
+			if ev.Type == watch.Error {
+				recordErrorEvent(ev, r)
+				return nil
+			}
+			if ev.Type == watch.Bookmark {
+				r.Observed = SemBookmark
+				if acc, err := meta.Accessor(ev.Object); err == nil {
+					r.ServedResourceVersion = acc.GetResourceVersion()
+				}
+				return nil
+			}
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted: %w", ctx.Err())
+			}
+			r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("no bookmark within %s", bound)
+			return nil
+		}
+	}
+}
+
+// farFutureWatchTimeout is the timeoutSeconds of the far-future watch.
+const farFutureWatchTimeout = 2
+
+func (e *probeEnv) runFarFutureWatch(ctx context.Context, opts metav1.ListOptions, r *cellReport) error {
+	opts.TimeoutSeconds = ptrInt64(farFutureWatchTimeout)
+	bound := farFutureWatchTimeout*time.Second + 4*time.Second
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	w, err := e.openWatch(wctx, opts, r)
+	if err != nil || w == nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				r.Observed, r.Message = SemWaits, fmt.Sprintf("no event until the watch's timeoutSeconds=%d", farFutureWatchTimeout)
+				return nil
+			}
+			r.Events++
+			if ev.Type == watch.Error {
+				recordErrorEvent(ev, r)
+				return nil
+			}
+			if ev.Type != watch.Bookmark {
+				r.Observed, r.Message = SemError, fmt.Sprintf("a %s event for a resourceVersion that does not exist yet", ev.Type)
+				return nil
+			}
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted: %w", ctx.Err())
+			}
+			r.Observed, r.Message = SemWaits, fmt.Sprintf("no event within %s", bound)
+			return nil
+		}
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }
+func ptrBool(v bool) *bool    { return &v }
