@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// p4Report holds the raw go test output, benchstat's table and our own
+// per-pair ratios (run i of ours / run i of client-go; go test -count runs
+// the sub-benchmarks of one benchmark back to back, so pairs are adjacent).
+type p4Report struct {
+	Command   string    `json:"command"`
+	Raw       string    `json:"raw"`
+	Benchstat string    `json:"benchstat"`
+	Ratios    []p4Ratio `json:"ratios"`
+}
+
+type p4Ratio struct {
+	Benchmark string  `json:"benchmark"`
+	Impl      string  `json:"impl"`
+	Metric    string  `json:"metric"`
+	Base      float64 `json:"clientgo_median"`
+	Ours      float64 `json:"ours_median"`
+	Ratio     spread  `json:"ratio"`
+}
+
+func runP4(ctx context.Context, c config) (*p4Report, error) {
+	count := strconv.Itoa(max(6, c.count))
+	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkP4", "-benchmem", "-count", count, "-benchtime", c.benchtime, "./lister", "./reflector"}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = c.root
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	rep := &p4Report{Command: "go " + strings.Join(args, " "), Raw: out.String()}
+	f := filepath.Join(os.TempDir(), fmt.Sprintf("steadywatch-p4-%d.txt", os.Getpid()))
+	if err := os.WriteFile(f, out.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	defer os.Remove(f)
+	bs := exec.CommandContext(ctx, "go", "run", "golang.org/x/perf/cmd/benchstat@latest", "-col", "/impl", f)
+	bs.Dir = c.root
+	bsOut, err := bs.CombinedOutput()
+	if err != nil {
+		rep.Benchstat = fmt.Sprintf("benchstat failed: %v\n%s", err, bsOut)
+	} else {
+		rep.Benchstat = strings.ReplaceAll(string(bsOut), f, "p4.txt")
+	}
+	rep.Ratios = p4Ratios(out.String())
+	return rep, nil
+}
+
+var benchLine = regexp.MustCompile(`^(BenchmarkP4\w+)/impl=([\w+]+)-\d+\s+\d+\s+(.*)$`)
+
+// p4Ratios pairs the i-th run of each non-clientgo impl with the i-th
+// clientgo run of the same benchmark, per metric.
+func p4Ratios(raw string) []p4Ratio {
+	type key struct{ bench, impl, metric string }
+	vals := map[key][]float64{}
+	var order []key
+	sc := bufio.NewScanner(strings.NewReader(raw))
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[3])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			k := key{m[1], m[2], f[i+1]}
+			if _, seen := vals[k]; !seen {
+				order = append(order, k)
+			}
+			vals[k] = append(vals[k], v)
+		}
+	}
+	var out []p4Ratio
+	for _, k := range order {
+		if k.impl == "clientgo" {
+			continue
+		}
+		base := vals[key{k.bench, "clientgo", k.metric}]
+		ours := vals[k]
+		var rs []float64
+		for i := 0; i < len(base) && i < len(ours); i++ {
+			if base[i] > 0 {
+				rs = append(rs, ours[i]/base[i])
+			} else if ours[i] == 0 {
+				rs = append(rs, 1)
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		out = append(out, p4Ratio{Benchmark: k.bench, Impl: k.impl, Metric: k.metric, Base: median(base), Ours: median(ours), Ratio: spreadOf(rs)})
+	}
+	return out
+}

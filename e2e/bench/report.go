@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+)
+
+type report struct {
+	Size    string          `json:"size"`
+	Count   int             `json:"count"`
+	Command string          `json:"command"`
+	Env     environmentInfo `json:"environment"`
+	P1      []*p1Report     `json:"p1,omitempty"`
+	P2      *recoveryReport `json:"p2,omitempty"`
+	P3      *recoveryReport `json:"p3,omitempty"`
+	P4      *p4Report       `json:"p4,omitempty"`
+}
+
+type environmentInfo struct {
+	Date      string  `json:"date"`
+	GoVersion string  `json:"go"`
+	OS        string  `json:"os"`
+	CPUs      int     `json:"cpus"`
+	CPUModel  string  `json:"cpu_model"`
+	ClientGo  string  `json:"client_go"`
+	Server    string  `json:"kube_apiserver"`
+	Commit    string  `json:"commit"`
+	LoadStart string  `json:"load_start"`
+	LoadEnd   string  `json:"load_end"`
+	DurationS float64 `json:"duration_s"`
+}
+
+func environment(ctx context.Context, c config) environmentInfo {
+	e := environmentInfo{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs: runtime.NumCPU(), LoadStart: loadAvg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				e.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/client-go" {
+				e.ClientGo = d.Version
+			}
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "git", "-C", c.root, "rev-parse", "--short", "HEAD").Output(); err == nil {
+		e.Commit = strings.TrimSpace(string(out))
+		if st, err := exec.CommandContext(ctx, "git", "-C", c.root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			e.Commit += " (+uncommitted changes in the tree)"
+		}
+	}
+	return e
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// spread summarises paired ratios: median and range.
+type spread struct {
+	Median float64   `json:"median"`
+	Min    float64   `json:"min"`
+	Max    float64   `json:"max"`
+	N      int       `json:"n"`
+	All    []float64 `json:"all,omitempty"`
+}
+
+func spreadOf(xs []float64) spread {
+	if len(xs) == 0 {
+		return spread{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return spread{Median: median(s), Min: s[0], Max: s[len(s)-1], N: len(s), All: xs}
+}
+
+func (s spread) String() string {
+	if s.N == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx (%.2f–%.2f)", s.Median, s.Min, s.Max)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (r *report) write(out string) error {
+	dir := filepath.Join(out, "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	jsonName := "results-" + r.Size + ".json"
+	if err := os.WriteFile(filepath.Join(dir, jsonName), j, 0o644); err != nil {
+		return err
+	}
+	var charts []string
+	if len(r.P1) > 0 {
+		for _, p := range r.P1 {
+			name := fmt.Sprintf("p1-%d.png", p.Objects)
+			if err := writeChart(filepath.Join(dir, name), p1Chart(p)); err != nil {
+				return err
+			}
+			charts = append(charts, name)
+		}
+	}
+	if r.P2 != nil {
+		if err := writeChart(filepath.Join(dir, "p2.png"), p2Chart(r.P2)); err != nil {
+			return err
+		}
+		charts = append(charts, "p2.png")
+	}
+	notes, _ := os.ReadFile(filepath.Join(dir, "notes.md"))
+	md := r.markdown(jsonName, string(notes))
+	if err := os.WriteFile(filepath.Join(out, "benchmarks.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s, %s and %v", filepath.Join(out, "benchmarks.md"), filepath.Join(dir, jsonName), charts)
+	return nil
+}

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+)
+
+// p1Run is one contender run of P1 with the server-side cost it caused.
+type p1Run struct {
+	Rep    int         `json:"rep"`
+	Result *syncResult `json:"result"`
+	Server counters    `json:"server"`
+}
+
+type p1Report struct {
+	Objects    int                        `json:"objects"`
+	Namespace  string                     `json:"namespace"`
+	Contenders []contender                `json:"contenders"`
+	Runs       map[string][]p1Run         `json:"runs"`
+	Decode     map[string][]*decodeResult `json:"decode"` // "json", "proto"
+}
+
+func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
+	ns := "p1-" + strconv.Itoa(n)
+	if err := b.populate(ctx, ns, n); err != nil {
+		return nil, err
+	}
+	kc := b.cluster.KubeconfigPath()
+	rep := &p1Report{Objects: n, Namespace: ns, Contenders: contenders, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}}
+	order := append(contenderNames(nil), "decode-json", "decode-proto")
+	for r := 0; r < b.c.count; r++ {
+		seq := slices.Clone(order)
+		if r%2 == 1 {
+			slices.Reverse(seq) // ABAB...BABA: no contender always runs first
+		}
+		logf("P1 %d objects: repetition %d/%d", n, r+1, b.c.count)
+		for _, name := range seq {
+			if proto, ok := strings.CutPrefix(name, "decode-"); ok {
+				var d decodeResult
+				if err := b.runChildOnce(ctx, nil, &d, "-mode", "decode", "-kubeconfig", kc, "-namespace", ns,
+					"-expect", strconv.Itoa(n), "-proto="+strconv.FormatBool(proto == "proto")); err != nil {
+					return nil, fmt.Errorf("%s: %w", name, err)
+				}
+				rep.Decode[proto] = append(rep.Decode[proto], &d)
+				continue
+			}
+			c, _ := contenderByName(name)
+			before, err := b.serverMetrics(ctx)
+			if err != nil {
+				return nil, err
+			}
+			var res syncResult
+			if err := b.runChildOnce(ctx, c.Env, &res, "-mode", "sync", "-kubeconfig", kc, "-contender", name,
+				"-namespace", ns, "-expect", strconv.Itoa(n)); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			after, err := b.serverMetrics(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if r > 0 {
+				res.RequestLog = nil // keep the JSON small: one request log per contender
+			}
+			rep.Runs[name] = append(rep.Runs[name], p1Run{Rep: r, Result: &res, Server: after.minus(before)})
+			logf("  %-28s synced %d in %7.1f ms, peak heap %6.1f MiB, wire in %6.1f MiB, requests %v",
+				name, res.Objects, res.SyncMs, mib(res.PeakHeap), mib(uint64(res.WireIn)), res.Requests)
+		}
+	}
+	return rep, nil
+}
+
+func (b *bench) runChildOnce(ctx context.Context, env []string, v any, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	ch, err := b.spawn(ctx, env, args...)
+	if err != nil {
+		return err
+	}
+	if err := ch.next(ctx, v); err != nil {
+		return err
+	}
+	return ch.wait()
+}
+
+func mib(v uint64) float64 { return float64(v) / (1 << 20) }
+
+// recoveryRun is one contender run of P2 or P3.
+type recoveryRun struct {
+	Rep          int             `json:"rep"`
+	Result       *recoveryResult `json:"result"`
+	Server       counters        `json:"server"`
+	Faults       []string        `json:"faults,omitempty"`         // P2: what the proxy did
+	ReadyMs      float64         `json:"restart_ms,omitempty"`     // P3: stop..ready of the apiserver
+	AfterReadyMs float64         `json:"after_ready_ms,omitempty"` // P3: ready..all caches saw the marker
+}
+
+type recoveryReport struct {
+	Objects    int                      `json:"objects"`
+	Instances  int                      `json:"instances"`
+	Namespace  string                   `json:"namespace"`
+	Contenders []string                 `json:"contenders"`
+	Runs       map[string][]recoveryRun `json:"runs"`
+	Baseline   counters                 `json:"baseline_server,omitempty"` // P3: a restart without clients
+}
+
+var p2Contenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
+
+// runP2: each contender syncs through a fault proxy; then its watch is ended
+// and the re-watch answered with a 410 ERROR event (what a watch served from
+// the watch cache gets when its resourceVersion has left the window); the
+// contender recovers however it does; a marker ConfigMap created right after
+// shows when it is in sync again.
+func (b *bench) runP2(ctx context.Context, n int) (*recoveryReport, error) {
+	ns := "p1-" + strconv.Itoa(n)
+	if err := b.populate(ctx, ns, n); err != nil {
+		return nil, err
+	}
+	proxy, pcfg, err := b.cluster.NewProxy(ctx, b.cluster.APIServers()[0])
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.Close()
+	kc, err := b.writeKubeconfig(pcfg, "bench-proxy.kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+	rep := &recoveryReport{Objects: n, Instances: 1, Namespace: ns, Contenders: p2Contenders, Runs: map[string][]recoveryRun{}}
+	for r := 0; r < b.c.count; r++ {
+		seq := slices.Clone(p2Contenders)
+		if r%2 == 1 {
+			slices.Reverse(seq)
+		}
+		logf("P2 %d objects: repetition %d/%d", n, r+1, b.c.count)
+		for _, name := range seq {
+			run, err := b.p2Once(ctx, proxy, kc, ns, n, name, r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			rep.Runs[name] = append(rep.Runs[name], *run)
+			res := run.Result
+			logf("  %-22s re-synced in %7.1f ms, wire in %6.1f MiB, requests %v, etcd lists %v",
+				name, res.RecoverMs, mib(uint64(res.WireIn)), res.Requests, run.Server.etcdLists())
+		}
+	}
+	return rep, nil
+}
+
+func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, n int, name string, r int) (*recoveryRun, error) {
+	c, _ := contenderByName(name)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	proxy.ResetRequests()
+	ch, err := b.spawn(ctx, c.Env, "-mode", "recover", "-kubeconfig", kc, "-contender", name, "-namespace", ns, "-expect", strconv.Itoa(n))
+	if err != nil {
+		return nil, err
+	}
+	var ev map[string]any
+	if err := ch.next(ctx, &ev); err != nil {
+		return nil, err
+	}
+	// HasSynced can be true before the watch that follows a list is open;
+	// ending watches then would end nothing. Wait for it on the proxy.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	err = pollUntil(wctx, 5*time.Millisecond, func() bool {
+		for _, q := range proxy.Requests() {
+			if q.Verb == "watch" && q.Resource == "configmaps" && q.Status == 200 && q.Fault == "" {
+				return true
+			}
+		}
+		return false
+	})
+	wcancel()
+	if err != nil {
+		return nil, fmt.Errorf("no watch open after sync: %w", err)
+	}
+	proxy.ResetRequests()
+	rule := proxy.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Count: 1, Status: 410,
+		Message: "too old resource version (injected by bench)", AsWatchEvent: true})
+	defer proxy.Remove(rule)
+	marker := fmt.Sprintf("marker-p2-%s-%d", name, r)
+	before, err := b.serverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ch.send("go " + marker); err != nil {
+		return nil, err
+	}
+	if err := ch.next(ctx, &ev); err != nil {
+		return nil, err
+	}
+	proxy.EndWatches()
+	if err := b.createMarker(ctx, ns, marker); err != nil {
+		return nil, err
+	}
+	var res recoveryResult
+	if err := ch.next(ctx, &res); err != nil {
+		return nil, err
+	}
+	if err := ch.wait(); err != nil {
+		return nil, err
+	}
+	after, err := b.serverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.deleteMarker(ctx, ns, marker); err != nil {
+		return nil, err
+	}
+	var fired []string
+	for _, q := range proxy.Requests() {
+		if q.Fault != "" {
+			fired = append(fired, q.Verb+" "+q.Fault)
+		}
+	}
+	if len(fired) == 0 {
+		return nil, errNoFault
+	}
+	if r > 0 {
+		res.RequestLog = nil
+	}
+	// The marker's create and delete are ours, not the contender's.
+	return &recoveryRun{Rep: r, Result: &res, Server: after.minus(before), Faults: fired}, nil
+}
+
+var p3Contenders = []string{"stock", "sw-informer", "sw-reflector"}
+
+// runP3: a herd of informers of one kind in one process, synced; the
+// apiserver restarts; how many requests and etcd lists until every cache
+// has seen a marker created once the server is ready again.
+func (b *bench) runP3(ctx context.Context) (*recoveryReport, error) {
+	ns := "herd"
+	n := b.c.herdObjs
+	if err := b.populate(ctx, ns, n); err != nil {
+		return nil, err
+	}
+	api := b.cluster.APIServers()[0]
+	rep := &recoveryReport{Objects: n, Instances: b.c.herd, Namespace: ns, Contenders: p3Contenders, Runs: map[string][]recoveryRun{}}
+	// Baseline: what a restart costs with no client at all.
+	if err := api.Restart(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.createMarker(ctx, ns, "marker-p3-baseline"); err != nil {
+		return nil, err
+	}
+	// The restarted server fills its watch cache from etcd in the background.
+	var base counters
+	pctx, pcancel := context.WithTimeout(ctx, time.Minute)
+	err := pollUntil(pctx, 100*time.Millisecond, func() bool {
+		m, err := b.serverMetrics(pctx)
+		base = m
+		return err == nil && m["apiserver_watch_cache_initializations_total"] >= 1
+	})
+	pcancel()
+	if err != nil {
+		return nil, fmt.Errorf("baseline: watch cache not initialised after restart: %w", err)
+	}
+	rep.Baseline = base
+	if err := b.deleteMarker(ctx, ns, "marker-p3-baseline"); err != nil {
+		return nil, err
+	}
+	count := max(1, b.c.count/2) // each repetition restarts the apiserver per contender
+	for r := 0; r < count; r++ {
+		seq := slices.Clone(p3Contenders)
+		if r%2 == 1 {
+			slices.Reverse(seq)
+		}
+		logf("P3 %d informers x %d objects: repetition %d/%d", b.c.herd, n, r+1, count)
+		for _, name := range seq {
+			run, err := b.p3Once(ctx, ns, n, name, r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			rep.Runs[name] = append(rep.Runs[name], *run)
+			res := run.Result
+			logf("  %-22s all %d re-synced %7.1f ms after ready (restart %.0f ms), requests %v, etcd lists %v",
+				name, res.Instances, run.AfterReadyMs, run.ReadyMs, res.Requests, run.Server.etcdLists())
+		}
+	}
+	return rep, nil
+}
+
+func (b *bench) p3Once(ctx context.Context, ns string, n int, name string, r int) (*recoveryRun, error) {
+	c, _ := contenderByName(name)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	ch, err := b.spawn(ctx, c.Env, "-mode", "recover", "-kubeconfig", b.cluster.KubeconfigPath(), "-contender", name,
+		"-namespace", ns, "-expect", strconv.Itoa(n), "-instances", strconv.Itoa(b.c.herd))
+	if err != nil {
+		return nil, err
+	}
+	var ev map[string]any
+	if err := ch.next(ctx, &ev); err != nil {
+		return nil, err
+	}
+	marker := fmt.Sprintf("marker-p3-%s-%d", name, r)
+	if err := ch.send("go " + marker); err != nil {
+		return nil, err
+	}
+	if err := ch.next(ctx, &ev); err != nil {
+		return nil, err
+	}
+	api := b.cluster.APIServers()[0]
+	t0 := time.Now()
+	if err := api.Restart(ctx); err != nil {
+		return nil, err
+	}
+	ready := time.Now()
+	if err := b.createMarker(ctx, ns, marker); err != nil {
+		return nil, err
+	}
+	var res recoveryResult
+	if err := ch.next(ctx, &res); err != nil {
+		return nil, err
+	}
+	if err := ch.wait(); err != nil {
+		return nil, err
+	}
+	// The server's counters restarted with it: they hold everything since
+	// the restart (the baseline shows what a restart alone costs).
+	after, err := b.serverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.deleteMarker(ctx, ns, marker); err != nil {
+		return nil, err
+	}
+	if r > 0 {
+		res.RequestLog = nil
+	}
+	return &recoveryRun{Rep: r, Result: &res, Server: after, ReadyMs: ms(ready.Sub(t0)),
+		AfterReadyMs: ms(time.Unix(0, res.DoneUnixNs).Sub(ready))}, nil
+}

@@ -1,0 +1,246 @@
+package lister_test
+
+// P4 (issue 9): per-page and per-event CPU and allocations of the lister
+// against raw client-go doing the same work on the same in-memory pages and
+// events (no decoding: the ratio measures only the wrapper).
+//
+//	go test -run '^$' -bench BenchmarkP4 -benchmem -count 6 ./lister | tee new.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /impl new.txt
+//
+// BenchmarkP4Pages:   one paginated list of p4Pages pages.
+//   impl=clientgo     the client-go pager (pager.ListWithAlloc), as client-go's reflector lists
+//   impl=steadywatch  Lister.List (verified, fallback-guarded, all pages)
+// BenchmarkP4PageStream: the same pages consumed one by one.
+//   impl=clientgo     a hand-written limit/continue loop (the floor)
+//   impl=steadywatch  Lister.ListPages
+// BenchmarkP4StreamEvent: per event of a streaming list (sendInitialEvents).
+//   impl=clientgo     the client's raw watch channel
+//   impl=steadywatch  ListerWatcher.WatchWithContext's guarded watch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/lister"
+)
+
+const p4Pages, p4PerPage = 20, 500
+
+// p4Modern is what a compat.Detector reports for a current apiserver.
+func p4Modern() compat.Server {
+	return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{
+		compat.ResourceVersionMatch: compat.Yes,
+		compat.StreamingList:        compat.Yes,
+	}})
+}
+
+// p4PagesClient serves pre-built pages keyed by continue token; each call
+// returns a shallow copy, as a decoder hands out a fresh list object.
+type p4PagesClient struct {
+	pages map[string]*corev1.ConfigMapList
+	evs   []watch.Event
+}
+
+func newP4PagesClient() *p4PagesClient {
+	c := &p4PagesClient{pages: map[string]*corev1.ConfigMapList{}}
+	for p := 0; p < p4Pages; p++ {
+		l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "100"}}
+		if p < p4Pages-1 {
+			l.Continue = fmt.Sprintf("c%d", p+1)
+			rem := int64((p4Pages - p - 1) * p4PerPage)
+			l.RemainingItemCount = &rem
+		}
+		l.Items = make([]corev1.ConfigMap, p4PerPage)
+		for i := range l.Items {
+			l.Items[i].Name = fmt.Sprintf("cm-%d-%d", p, i)
+			l.Items[i].Namespace = "bench"
+			l.Items[i].ResourceVersion = "100"
+		}
+		key := ""
+		if p > 0 {
+			key = fmt.Sprintf("c%d", p)
+		}
+		c.pages[key] = l
+	}
+	return c
+}
+
+func (c *p4PagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	p, ok := c.pages[o.Continue]
+	if !ok {
+		return nil, fmt.Errorf("unknown continue token %q", o.Continue)
+	}
+	cp := *p
+	return &cp, nil
+}
+
+func (c *p4PagesClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return newP4Watch(c.evs), nil
+}
+
+// p4Watch delivers pre-built events, then closes.
+type p4Watch struct {
+	ch   chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func newP4Watch(evs []watch.Event) *p4Watch {
+	w := &p4Watch{ch: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(w.ch)
+		for _, ev := range evs {
+			select {
+			case w.ch <- ev:
+			case <-w.stop:
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *p4Watch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
+func (w *p4Watch) ResultChan() <-chan watch.Event { return w.ch }
+
+func BenchmarkP4Pages(b *testing.B) {
+	const total = p4Pages * p4PerPage
+	ctx := context.Background()
+	b.Run("impl=clientgo", func(b *testing.B) {
+		c := newP4PagesClient()
+		p := pager.New(c.List)
+		p.PageSize = p4PerPage
+		b.ReportAllocs()
+		for b.Loop() {
+			obj, _, err := p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+			if err != nil || meta.LenList(obj) != total {
+				b.Fatalf("err=%v", err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+	})
+	b.Run("impl=steadywatch", func(b *testing.B) {
+		l := lister.New(newP4PagesClient(), lister.Options{Server: p4Modern()})
+		q := lister.NotOlderThan("100").WithLimit(p4PerPage)
+		b.ReportAllocs()
+		for b.Loop() {
+			obj, _, err := l.List(ctx, q)
+			if err != nil || meta.LenList(obj) != total {
+				b.Fatalf("err=%v", err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+	})
+}
+
+func BenchmarkP4PageStream(b *testing.B) {
+	const total = p4Pages * p4PerPage
+	ctx := context.Background()
+	b.Run("impl=clientgo", func(b *testing.B) {
+		c := newP4PagesClient()
+		b.ReportAllocs()
+		for b.Loop() {
+			o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: p4PerPage}
+			n := 0
+			for {
+				obj, err := c.List(ctx, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				lm, err := meta.ListAccessor(obj)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += meta.LenList(obj)
+				if lm.GetContinue() == "" {
+					break
+				}
+				o = metav1.ListOptions{Limit: p4PerPage, Continue: lm.GetContinue()}
+			}
+			if n != total {
+				b.Fatal(n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+	})
+	b.Run("impl=steadywatch", func(b *testing.B) {
+		l := lister.New(newP4PagesClient(), lister.Options{Server: p4Modern()})
+		q := lister.NotOlderThan("100").WithLimit(p4PerPage)
+		b.ReportAllocs()
+		for b.Loop() {
+			n := 0
+			if _, err := l.ListPages(ctx, q, func(p runtime.Object) error { n += meta.LenList(p); return nil }); err != nil {
+				b.Fatal(err)
+			}
+			if n != total {
+				b.Fatal(n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+	})
+}
+
+// p4StreamEvents builds a streaming list: n ADDED events and the
+// initial-events-end bookmark.
+func p4StreamEvents(n int) []watch.Event {
+	evs := make([]watch.Event, 0, n+1)
+	for i := 0; i < n; i++ {
+		evs = append(evs, watch.Event{Type: watch.Added, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: "cm-" + strconv.Itoa(i), Namespace: "bench", ResourceVersion: strconv.Itoa(i + 2),
+		}}})
+	}
+	evs = append(evs, watch.Event{Type: watch.Bookmark, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		ResourceVersion: strconv.Itoa(n + 2), Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"},
+	}}})
+	return evs
+}
+
+func BenchmarkP4StreamEvent(b *testing.B) {
+	ctx := context.Background()
+	opts := metav1.ListOptions{SendInitialEvents: new(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}
+	drain := func(b *testing.B, w watch.Interface) {
+		n := 0
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				b.Fatalf("error event: %v", ev.Object)
+			}
+			n++
+		}
+		w.Stop()
+		if n != b.N+1 {
+			b.Fatalf("got %d events, want %d", n, b.N+1)
+		}
+	}
+	b.Run("impl=clientgo", func(b *testing.B) {
+		c := &p4PagesClient{evs: p4StreamEvents(b.N)}
+		b.ReportAllocs()
+		b.ResetTimer()
+		w, err := c.Watch(ctx, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, w)
+	})
+	b.Run("impl=steadywatch", func(b *testing.B) {
+		c := &p4PagesClient{evs: p4StreamEvents(b.N)}
+		lw := lister.NewListerWatcher(c, lister.Options{Server: p4Modern()})
+		b.ReportAllocs()
+		b.ResetTimer()
+		w, err := lw.WatchWithContext(ctx, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, w)
+	})
+}

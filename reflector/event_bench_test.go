@@ -1,0 +1,184 @@
+package reflector_test
+
+// P4 (issue 9): per-event CPU and allocations of steadywatch's watch path
+// against raw client-go, on the same pre-built events, so the ratio measures
+// only the code between the watch channel and the store.
+//
+//	go test -run '^$' -bench BenchmarkP4 -benchmem -count 6 ./reflector | tee new.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /impl new.txt
+//
+// impl=clientgo:            cache.Reflector over a plain cache.ListWatch (the floor)
+// impl=clientgo+swlister:   cache.Reflector over lister.NewListerWatcher (what
+//                           reflector.NewSharedIndexInformer and the
+//                           InformerFor adoption run)
+// impl=steadywatch:         reflector.New (the state-machine reflector)
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// p4Keys is the number of distinct objects the events cycle over.
+const p4Keys = 1000
+
+// p4Events builds n MODIFIED events over p4Keys objects with increasing
+// resourceVersions starting after "1" (the list's RV).
+func p4Events(n int) []watch.Event {
+	evs := make([]watch.Event, n)
+	for i := range evs {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:            "cm-" + strconv.Itoa(i%p4Keys),
+				Namespace:       "bench",
+				ResourceVersion: strconv.Itoa(i + 2),
+			},
+			Data: map[string]string{"k": "v"},
+		}
+		evs[i] = watch.Event{Type: watch.Modified, Object: cm}
+	}
+	return evs
+}
+
+// p4Watch delivers pre-built events and then stays open until stopped.
+type p4Watch struct {
+	ch   chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func newP4Watch(evs []watch.Event) *p4Watch {
+	w := &p4Watch{ch: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		for _, ev := range evs {
+			select {
+			case w.ch <- ev:
+			case <-w.stop:
+				return
+			}
+		}
+		<-w.stop
+	}()
+	return w
+}
+
+func (w *p4Watch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
+func (w *p4Watch) ResultChan() <-chan watch.Event { return w.ch }
+
+// p4Client lists an empty collection at RV "1" and hands out one watch with
+// the events; later watches (none are expected) never send anything.
+type p4Client struct {
+	evs    []watch.Event
+	served atomic.Bool
+}
+
+func (c *p4Client) List(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+}
+
+func (c *p4Client) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	if o.SendInitialEvents != nil && *o.SendInitialEvents {
+		// Like a server with the WatchList gate off: every contender then
+		// lists and watches, so all of them take the same path.
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", field.ErrorList{field.Forbidden(field.NewPath("sendInitialEvents"), "disabled")})
+	}
+	if c.served.CompareAndSwap(false, true) {
+		return newP4Watch(c.evs), nil
+	}
+	return newP4Watch(nil), nil
+}
+
+// countingStore signals done once want events have been applied.
+type countingStore struct {
+	cache.Store
+	n    atomic.Int64
+	want int64
+	done chan struct{}
+}
+
+func (s *countingStore) bump() {
+	if s.n.Add(1) == s.want {
+		close(s.done)
+	}
+}
+
+func (s *countingStore) Add(obj any) error {
+	err := s.Store.Add(obj)
+	s.bump()
+	return err
+}
+
+func (s *countingStore) Update(obj any) error {
+	err := s.Store.Update(obj)
+	s.bump()
+	return err
+}
+
+func newCountingStore(want int) *countingStore {
+	return &countingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), want: int64(want), done: make(chan struct{})}
+}
+
+type p4Runner func(ctx context.Context, c *p4Client, store *countingStore)
+
+func BenchmarkP4WatchEvent(b *testing.B) {
+	runners := []struct {
+		name string
+		run  p4Runner
+	}{
+		{"clientgo", func(ctx context.Context, c *p4Client, store *countingStore) {
+			lw := &cache.ListWatch{
+				ListWithContextFunc:  c.List,
+				WatchFuncWithContext: c.Watch,
+			}
+			cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0).RunWithContext(ctx)
+		}},
+		{"clientgo+swlister", func(ctx context.Context, c *p4Client, store *countingStore) {
+			lw := lister.NewListerWatcher(c, lister.Options{})
+			cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0).RunWithContext(ctx)
+		}},
+		{"steadywatch", func(ctx context.Context, c *p4Client, store *countingStore) {
+			reflector.New(c, &corev1.ConfigMap{}, store, reflector.Options{}).Run(ctx)
+		}},
+	}
+	for _, r := range runners {
+		b.Run("impl="+r.name, func(b *testing.B) {
+			evs := p4Events(b.N)
+			c := &p4Client{evs: evs}
+			store := newCountingStore(b.N)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			b.ReportAllocs()
+			b.ResetTimer()
+			go func() { defer close(done); r.run(ctx, c, store) }()
+			select {
+			case <-store.done:
+			case <-time.After(5 * time.Minute):
+				b.Fatalf("only %d of %d events reached the store", store.n.Load(), b.N)
+			}
+			b.StopTimer()
+			cancel()
+			<-done
+			if got := store.n.Load(); got != int64(b.N) {
+				b.Fatalf("store saw %d events, want %d", got, b.N)
+			}
+			if len(store.List()) != min(b.N, p4Keys) {
+				b.Fatalf("store holds %d objects, want %d", len(store.List()), min(b.N, p4Keys))
+			}
+		})
+	}
+}
