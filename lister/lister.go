@@ -99,11 +99,28 @@ func (l *Lister) ListPages(ctx context.Context, q Query, page PageFunc, opts ...
 	return l.run(ctx, q, l.baseOptions(), page, cfg)
 }
 
+// ReasonGetExactScan is the reason of the Event GetExact records when the
+// server answered the single-object list at another resourceVersion even with
+// a limit, and GetExact scans the collection at rv instead.
+const ReasonGetExactScan fallback.ReasonCode = "get-exact-name-list-not-exact-scan-collection"
+
 // GetExact returns the object name as it was at exactly resourceVersion rv:
 // a list with fieldSelector=metadata.name=NAME at Exact(rv) (seed 001,
 // "Impact on get calls"), with the same verification and fallbacks as List.
 // An object that did not exist at rv is a NotFound error. If the client spans
 // namespaces and several objects have that name, it is an error.
+//
+// Servers before v1.19 answer a list whose field selector names one object
+// from that object's newest revision, ignoring resourceVersion and limit
+// (k8s.io/apiserver v0.18 registry Store.List -> storage GetToList; verified
+// on a real v1.18.19), so the single-object list is never exact there even
+// with a limit. When that happens (the list fails with reason
+// fallback.ReasonRule2MismatchWithLimit), GetExact scans the collection at
+// Exact(rv) page by page (Options.PageSize; a paginated collection list is
+// legacy Exact on those servers) and keeps only the object named name: one
+// more list of the whole collection, never data from another resourceVersion.
+// The Record then holds both attempts, the scan's event (ReasonGetExactScan)
+// between them.
 func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object, *Record, error) {
 	base := l.baseOptions()
 	sel := fields.OneTermEqualSelector("metadata.name", name)
@@ -114,8 +131,13 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 		}
 		sel = fields.AndSelectors(sel, other)
 	}
-	base.FieldSelector = sel.String()
-	list, rec, err := l.list(ctx, fallback.ExactQuery(rv), base)
+	named := base
+	named.FieldSelector = sel.String()
+	list, rec, err := l.list(ctx, fallback.ExactQuery(rv), named)
+	var le *Error
+	if err != nil && errors.As(err, &le) && le.Reason == fallback.ReasonRule2MismatchWithLimit {
+		return l.getExactByScan(ctx, name, rv, base, rec, err)
+	}
 	if err != nil {
 		return nil, rec, err
 	}
@@ -123,6 +145,46 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 	if err != nil {
 		return nil, rec, err
 	}
+	return oneNamed(items, name, rv, rec)
+}
+
+// getExactByScan lists the collection at Exact(rv) page by page and keeps
+// the items named name; first is the failed single-object attempt.
+func (l *Lister) getExactByScan(ctx context.Context, name, rv string, base metav1.ListOptions, first *Record, cause error) (runtime.Object, *Record, error) {
+	q := fallback.ExactQuery(rv).WithLimit(l.o.PageSize)
+	ev := fallback.Event{Reason: ReasonGetExactScan, Action: fallback.RetryWithLimit, Attempt: len(first.Requests),
+		Before: fallback.ExactQuery(rv), After: q, Err: cause,
+		Detail: "the server answered fieldSelector=metadata.name at another resourceVersion even with a limit (servers before v1.19 read one object at its newest revision); scanning the collection at the exact resourceVersion"}
+	l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))
+	klog.FromContext(ctx).WithValues("lister", l.o.Name).V(2).Info("list fallback", "reason", string(ev.Reason),
+		"action", ev.Action.String(), "before", ev.Before.String(), "after", ev.After.String(), "detail", ev.Detail)
+	var found []runtime.Object
+	scan, err := l.run(ctx, q, base, func(page runtime.Object) error {
+		items, err := meta.ExtractList(page)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if m, aerr := meta.Accessor(it); aerr == nil && m.GetName() == name {
+				found = append(found, it.DeepCopyObject())
+			}
+		}
+		return nil
+	}, &pageConfig{onRestart: func(fallback.Event) error { found = nil; return nil }})
+	rec := &Record{
+		Requested: first.Requested, Served: scan.Served, ServedResourceVersion: scan.ServedResourceVersion,
+		Requests:           append(append([]SentRequest(nil), first.Requests...), scan.Requests...),
+		Fallbacks:          append(append(append([]fallback.Event(nil), first.Fallbacks...), ev), scan.Fallbacks...),
+		RemainingItemCount: scan.RemainingItemCount, Pages: scan.Pages, Items: scan.Items, Restarts: scan.Restarts,
+		Duration: first.Duration + scan.Duration,
+	}
+	if err != nil {
+		return nil, rec, err
+	}
+	return oneNamed(found, name, rv, rec)
+}
+
+func oneNamed(items []runtime.Object, name, rv string, rec *Record) (runtime.Object, *Record, error) {
 	switch len(items) {
 	case 0:
 		return nil, rec, fmt.Errorf("get %q at resourceVersion %s: %w", name, rv, apierrors.NewNotFound(schema.GroupResource{}, name))

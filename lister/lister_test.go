@@ -382,3 +382,51 @@ func TestRemainingItemCountExposed(t *testing.T) {
 		t.Fatalf("err %v seen %v record %v", err, seen, r.RemainingItemCount)
 	}
 }
+
+// A real v1.18.19 answers fieldSelector=metadata.name=X from X's newest
+// revision even with a limit (storage GetToList ignores resourceVersion), so
+// GetExact scans the collection at the exact resourceVersion instead of failing.
+func TestGetExactScansCollectionWhenNameListIsNotExact(t *testing.T) {
+	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
+		page("12", "", "foo"),       // Exact(10) unpaginated, match ignored: newest
+		page("12", "", "foo"),       // rv=10&limit=3 with the name selector: still newest (GetToList)
+		page("10", "c", "a", "foo"), // collection at rv=10&limit=3: legacy Exact
+		page("10", "", "b"),
+	}}
+	rm := &countingRecorder{}
+	l := New(c, Options{Server: compat.Static(compat.Capabilities{}), Policy: fastPolicy(), PageSize: 3, LabelSelector: "app=x", Metrics: rm})
+	obj, r, err := l.GetExact(context.Background(), "foo", "10")
+	if err != nil || obj.(metav1.Object).GetName() != "foo" || r.ServedResourceVersion != "10" {
+		t.Fatalf("%v %v %+v", err, obj, r)
+	}
+	want := []metav1.ListOptions{
+		{ResourceVersion: "10", ResourceVersionMatch: "Exact", FieldSelector: "metadata.name=foo", LabelSelector: "app=x"},
+		{ResourceVersion: "10", Limit: 3, FieldSelector: "metadata.name=foo", LabelSelector: "app=x"},
+		{ResourceVersion: "10", Limit: 3, LabelSelector: "app=x"},
+		{Limit: 3, Continue: "c", LabelSelector: "app=x"},
+	}
+	if got := c.calls(); !slices.Equal(got, want) {
+		t.Fatalf("sent %+v", got)
+	}
+	wantReasons := []fallback.ReasonCode{fallback.ReasonRule2RetryWithLimit, fallback.ReasonRule2MismatchWithLimit, ReasonGetExactScan}
+	if !slices.Equal(reasons(r), wantReasons) || len(r.Requests) != 4 || r.Pages != 2 {
+		t.Fatalf("reasons %v requests %d pages %d", reasons(r), len(r.Requests), r.Pages)
+	}
+	if !slices.Contains(rm.fallbacks, string(ReasonGetExactScan)) {
+		t.Fatalf("scan not counted: %v", rm.fallbacks)
+	}
+
+	// Not in the collection at rv: NotFound, not an object from another resourceVersion.
+	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), page("10", "", "a")}}
+	l = New(c, Options{Server: compat.Static(compat.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
+	if _, _, err := l.GetExact(context.Background(), "foo", "10"); !apierrors.IsNotFound(err) {
+		t.Fatalf("want NotFound, got %v", err)
+	}
+
+	// rv compacted: the scan's 410 is ErrExactUnavailable.
+	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), fail(gone())}}
+	l = New(c, Options{Server: compat.Static(compat.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
+	if _, _, err := l.GetExact(context.Background(), "foo", "10"); !errors.Is(err, ErrExactUnavailable) || !apierrors.IsResourceExpired(err) {
+		t.Fatalf("want ErrExactUnavailable, got %v", err)
+	}
+}

@@ -302,6 +302,19 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Order
 		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonExactGone))
 		Expect(rec.ServedResourceVersion).To(BeEmpty())
 	})
+
+	It("an informer over the ListerWatcher syncs with the watch cache off (streaming list served from etcd or refused)", func(ctx SpecContext) {
+		e.create(ctx, "infoff", 3)
+		det := compat.NewDetector(compat.DetectorOptions{})
+		srv, err := det.ForConfig(e.cfg)
+		Expect(err).NotTo(HaveOccurred())
+		lw := lister.NewListerWatcher(e.client(false), lister.Options{Server: srv, LabelSelector: "set=infoff", InitialEventsTimeout: 2 * time.Second})
+		inf, _ := syncInformer(ctx, lw, 60*time.Second)
+		Expect(inf.GetStore().List()).To(HaveLen(3))
+		caps := srv.Capabilities(ctx)
+		AddReportEntry("streamingList with the watch cache off", caps.Get(compat.StreamingList).String()+": "+caps.Reasons[compat.StreamingList])
+		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved), "the guard verified the gate-default belief")
+	})
 })
 
 var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, func() {
@@ -451,6 +464,24 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, 
 			Expect(errors.As(err, &iq)).To(BeTrue())
 		}
 		Expect(e.proxy.Requests()).To(BeEmpty())
+	})
+
+	It("an informer with a compat.Detector on v1.36 streams its list: one watch, no list, StreamingList observed Yes", func(ctx SpecContext) {
+		e.create(ctx, "st", 3)
+		det := compat.NewDetector(compat.DetectorOptions{})
+		srv, err := det.ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		e.proxy.ResetRequests()
+		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=st", InitialEventsTimeout: 10 * time.Minute})
+		inf, _ := syncInformer(ctx, lw, 60*time.Second)
+		Expect(inf.GetStore().List()).To(HaveLen(3))
+		caps := srv.Capabilities(ctx)
+		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
+		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved))
+		Expect(e.requests("list")).To(BeEmpty(), "synced from the stream alone")
+		watches := e.requests("watch")
+		Expect(watches).To(HaveLen(1))
+		Expect(isStreaming(watches[0])).To(BeTrue())
 	})
 
 	It("streaming guard: through a proxy that strips sendInitialEvents, resourceVersionMatch and allowWatchBookmarks, an informer syncs and StreamingList=No is observed", func(ctx SpecContext) {
@@ -630,6 +661,29 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
 		Expect(reasons(res.rec)).To(HaveEach(fallback.ReasonTooLargeWait))
 		rvAtLeast(res.rec.ServedResourceVersion, future)
+	})
+
+	// Real v1.18 behaviour (found here): a list with fieldSelector=metadata.name=X is answered from X's
+	// newest revision whatever resourceVersion and limit say (registry Store.List -> storage GetToList),
+	// so rule 2's retry with a limit is served newer too; GetExact then scans the collection at the RV.
+	It("GetExact on v1.18 (Impact on get calls): the single-name list is never exact there; the collection scan at the RV is", func(ctx SpecContext) {
+		e.create(ctx, "lge", 1)
+		cm, err := e.cs.CoreV1().ConfigMaps(ns).Get(ctx, "lge-0", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		old := cm.ResourceVersion
+		cm.Data["v"] = "2"
+		_, err = e.cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		obj, rec, err := lister.New(e.client(false), lister.Options{}).GetExact(ctx, "lge-0", old)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj.(*corev1.ConfigMap).Data["v"]).To(Equal("1"))
+		Expect(rec.ServedResourceVersion).To(Equal(old))
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonRule2RetryWithLimit, fallback.ReasonRule2MismatchWithLimit, lister.ReasonGetExactScan))
+		Expect(rec.Requests[1].Options.FieldSelector).To(Equal("metadata.name=lge-0"))
+		Expect(rec.Requests[1].Options.Limit).To(BeNumerically(">", 0))
+		Expect(fallback.CompareRV(rec.Requests[1].ServedResourceVersion, old)).To(Equal(fallback.Newer), "v1.18 ignored the RV even with a limit")
+		Expect(rec.Requests[2].Options.FieldSelector).To(BeEmpty())
+		Expect(rec.Requests[2].ServedResourceVersion).To(Equal(old))
 	})
 
 	It("an informer (unknown server) syncs although v1.18 ignores sendInitialEvents: the guard gives up after InitialEventsTimeout", func(ctx SpecContext) {
