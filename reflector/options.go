@@ -126,16 +126,19 @@ type Options struct {
 }
 
 // BackoffOptions configures the jittered exponential backoff
-// (github.com/cenkalti/backoff/v4) between failed attempts. A server's
-// Retry-After, when it sends one, replaces the computed delay.
+// (github.com/cenkalti/backoff/v4) between consecutive failed attempts. A
+// server's Retry-After, when it sends one, replaces the computed delay.
+// Failures are consecutive unless a watch delivered an event or bookmark in
+// between (the server was healthy): a watch cut after it delivered events is
+// retried after Initial, not after a delay grown by earlier, unrelated cuts.
 type BackoffOptions struct {
 	// Initial is the first delay. Default 800ms.
 	Initial time.Duration
-	// Max caps the delay. Default 30s (about 0.03 QPS per reflector when the
-	// server is down).
+	// Max caps the delay, jitter included. Default 30s (about 0.03 QPS per
+	// reflector when the server is down).
 	Max time.Duration
-	// ResetAfter: the backoff starts again from Initial once this long has
-	// passed without a failure (the server has been healthy). Default 2m.
+	// ResetAfter: the backoff also starts again from Initial once this long
+	// has passed without a failure. Default 2m.
 	ResetAfter time.Duration
 }
 

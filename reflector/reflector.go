@@ -272,7 +272,23 @@ func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
 		return retryAfter
 	}
-	return d
+	// The jitter spreads the delay over [0.5, 1.5] times the current
+	// interval; Options.Backoff.Max is a cap on the delay itself.
+	return min(d, r.o.Backoff.Max)
+}
+
+// progress records that the server delivered something (a watch event or
+// bookmark): failures before it and after it are not consecutive, so the
+// next failure backs off from Backoff.Initial again. Without this, a few
+// dropped watches within ResetAfter (each healthy, delivering events, then
+// cut by the network) left the reflector waiting the maximum delay (30s)
+// before watching again, observed against a real HA pair in e2e/reflector.
+func (r *Reflector) progress() {
+	if r.lastFailure.IsZero() {
+		return
+	}
+	r.backoff.Reset()
+	r.lastFailure = time.Time{}
 }
 
 // ---- listing ----
@@ -648,6 +664,9 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			}
 			if ev.Type == watch.Error {
 				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
+			}
+			if events == 0 {
+				r.progress()
 			}
 			events++
 			r.handleEvent(ctx, ev, &propagate)

@@ -1,0 +1,88 @@
+package reflector
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestBackoffDelayNeverExceedsMax(t *testing.T) {
+	o := Options{Backoff: BackoffOptions{Initial: time.Second, Max: 4 * time.Second}}
+	r := New(&fakeClient{}, nil, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	sawMax := false
+	for i := 0; i < 50; i++ {
+		d := r.delay(0)
+		if d > 4*time.Second {
+			t.Fatalf("delay #%d = %v; Backoff.Max is 4s (jitter included)", i, d)
+		}
+		sawMax = sawMax || d == 4*time.Second
+	}
+	if !sawMax {
+		t.Fatal("50 consecutive failures never reached Backoff.Max")
+	}
+	if d := r.delay(7 * time.Second); d != 7*time.Second {
+		t.Fatalf("delay with Retry-After 7s = %v; the server's Retry-After wins", d)
+	}
+}
+
+// A client-go watch stream cut by the network ends with this ERROR event
+// (rest.Request.Watch's ClientWatchDecoding reporter): what faults.DropWatches
+// produces against a real apiserver.
+func droppedStream() runtime.Object {
+	return apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding").
+		AsObject(errors.New("unable to decode an event from the watch stream: stream error: stream ID 3; INTERNAL_ERROR"))
+}
+
+// Observed against a real HA pair (e2e/reflector): after a few dropped
+// watches within Backoff.ResetAfter, each of which had delivered events, the
+// reflector waited the grown delay (up to Max, 30s by default) before
+// watching again. A watch that delivered an event proves the server healthy:
+// the next cut is retried after Initial.
+func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	o := fastOptions(&recorder{})
+	o.Backoff = BackoffOptions{Initial: 20 * time.Millisecond, Max: time.Minute}
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	for i := 0; i < 12; i++ { // earlier failures: the next delay would be ~1 minute
+		r.delay(0)
+	}
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Add(cm("x", "11"))
+	w.Error(droppedStream())
+	start := time.Now()
+	fc.watcher(t, 1)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("a watch that had delivered events was retried after %v; want about Backoff.Initial (20ms)", d)
+	}
+	if got := fc.watchCalls()[1].ResourceVersion; got != "11" {
+		t.Fatalf("retried from %q; want 11", got)
+	}
+	if n := len(fc.listCalls()); n != 1 {
+		t.Fatalf("lists = %d; a dropped stream must not relist", n)
+	}
+}
+
+func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	o := fastOptions(&recorder{})
+	o.Backoff = BackoffOptions{Initial: 20 * time.Millisecond, Max: time.Minute}
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	for i := 0; i < 12; i++ {
+		r.delay(0)
+	}
+	run(t, r)
+	fc.watcher(t, 0).Error(droppedStream()) // cut before delivering anything
+	// The grown backoff (>= 30s with jitter) applies: no second watch soon.
+	time.Sleep(300 * time.Millisecond) // a bounded observation window, not synchronisation
+	if n := len(fc.watchCalls()); n != 1 {
+		t.Fatalf("watches = %d within 300ms; a failure without progress must back off with the grown delay", n)
+	}
+}
