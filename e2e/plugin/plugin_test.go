@@ -1,0 +1,403 @@
+package plugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+)
+
+const probeBound = 2 * time.Minute
+
+// expectCleanedUp checks that the probe left nothing: its namespace is gone or
+// terminating (no namespace controller runs in the harness) and it holds no
+// ConfigMaps.
+func expectCleanedUp(ctx context.Context, cs kubernetes.Interface, ns string) {
+	got, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.DeletionTimestamp).NotTo(BeNil(), "namespace %s is being deleted", ns)
+	}
+	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cms.Items).To(BeEmpty(), "the probe's ConfigMaps are deleted")
+}
+
+// probeGolden runs the probe against kubeconfig, checks it against the golden
+// file and that it cleaned up.
+func probeGolden(ctx context.Context, kubeconfig string, cs kubernetes.Interface, name string) probeJSON {
+	r := runPlugin(ctx, probeBound, kubeconfig, "probe", "-o", "json")
+	Expect(r.code).To(Equal(0), r.stderr)
+	AddReportEntry("probe time "+name, r.took.String())
+	fmt.Fprintf(GinkgoWriter, "TIMING probe %s: %s\n", name, r.took.Round(time.Millisecond))
+	p := parseProbe(r.stdout)
+	Expect(p.CreatedNamespace).To(BeTrue())
+	Expect(p.Cells).To(HaveLen(29))
+	checkGolden(name, p)
+	expectCleanedUp(ctx, cs, p.Namespace)
+	return p
+}
+
+func createNamespace(ctx context.Context, cs kubernetes.Interface, prefix string) string {
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return ns.Name
+}
+
+func createCMs(ctx context.Context, cs kubernetes.Interface, ns string, n int) (firstRV string) {
+	for i := 0; i < n; i++ {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		if i == 0 {
+			firstRV = cm.ResourceVersion
+		}
+	}
+	return firstRV
+}
+
+type listJSON struct {
+	SchemaVersion         int    `json:"schemaVersion"`
+	Requested             string `json:"requested"`
+	Served                string `json:"served"`
+	ServedResourceVersion string `json:"servedResourceVersion"`
+	Items                 int    `json:"items"`
+	Requests              []struct {
+		Query string `json:"query"`
+		Class string `json:"class"`
+	} `json:"requests"`
+	Fallbacks []struct {
+		Reason string `json:"reason"`
+		Action string `json:"action"`
+	} `json:"fallbacks"`
+	Capabilities string `json:"capabilities"`
+	Error        string `json:"error"`
+}
+
+func parseList(stdout string) listJSON {
+	var l listJSON
+	Expect(json.Unmarshal([]byte(stdout), &l)).To(Succeed(), stdout)
+	Expect(l.SchemaVersion).To(Equal(1))
+	return l
+}
+
+type syncedJSON struct {
+	Synced          bool    `json:"synced"`
+	Items           int     `json:"items"`
+	ResourceVersion string  `json:"resourceVersion"`
+	Seconds         float64 `json:"seconds"`
+}
+
+// runSync starts `sync` and returns its stdout lines, its stderr lines and a
+// wait function returning the exit code.
+func runSync(ctx context.Context, kubeconfig string, args ...string) (stdout, stderr *lineWaiter, wait func() int) {
+	cmd := pluginCmd(ctx, kubeconfig, append([]string{"sync"}, args...)...)
+	so, err := cmd.StdoutPipe()
+	Expect(err).NotTo(HaveOccurred())
+	se, err := cmd.StderrPipe()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cmd.Start()).To(Succeed())
+	stdout, stderr = newLineWaiter(so), newLineWaiter(se)
+	done := make(chan int, 1)
+	go func() {
+		err := cmd.Wait()
+		code := 0
+		if cmd.ProcessState != nil {
+			code = cmd.ProcessState.ExitCode()
+		} else if err != nil {
+			code = -1
+		}
+		done <- code
+	}()
+	var code *int
+	wait = func() int {
+		if code == nil {
+			var c int
+			Eventually(done).WithTimeout(time.Minute).Should(Receive(&c))
+			code = &c
+		}
+		return *code
+	}
+	DeferCleanup(func() {
+		if code == nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			wait()
+		}
+	})
+	return stdout, stderr, wait
+}
+
+func parseSynced(line string) syncedJSON {
+	var s syncedJSON
+	Expect(json.Unmarshal([]byte(line), &s)).To(Succeed(), line)
+	return s
+}
+
+// ---- current server, watch cache on: the probe, list, sync, detection, rights, signals, exit codes ----
+
+var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)", Ordered, func() {
+	var c *harness.Cluster
+	var cs kubernetes.Interface
+	var kubeconfig string
+	BeforeAll(func() {
+		c = startCluster(harness.Options{Version: build.Current})
+		cs = clientset(c.RESTConfig())
+		kubeconfig = c.KubeconfigPath()
+	})
+
+	It("probe -o json matches the golden cells and deletes its scratch namespace", func(ctx SpecContext) {
+		p := probeGolden(ctx, kubeconfig, cs, "probe-"+build.Current+"-watchcache")
+		Expect(p.Summary["differs"]).To(Equal(0))
+		Expect(p.Detected["resourceVersionMatch"]).To(Equal("honoured"))
+	})
+
+	It("probe prints a readable table by default", func(ctx SpecContext) {
+		r := runPlugin(ctx, probeBound, kubeconfig, "probe")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(ContainSubstring("CELL"))
+		Expect(r.stdout).To(MatchRegexp(`list/match=Exact/paging=none/rv=N\s+Exact \[NotOlderThan\]\s+Exact\s+200\s+exact \(requested\)\s+as-specified`))
+		Expect(r.stdout).To(ContainSubstring("29 cells: 29 as specified"))
+	})
+
+	It("list prints the served RV and no fallback for an Exact list the server honours", func(ctx SpecContext) {
+		ns := createNamespace(ctx, cs, "list")
+		rv := createCMs(ctx, cs, ns, 3)
+		r := runPlugin(ctx, time.Minute, kubeconfig, "list", "-n", ns, "--match", "Exact", "--rv", rv, "-o", "json")
+		Expect(r.code).To(Equal(0), r.stderr)
+		l := parseList(r.stdout)
+		Expect(l.ServedResourceVersion).To(Equal(rv))
+		Expect(l.Items).To(Equal(1), "only cm-0 existed at its own creation RV")
+		Expect(l.Fallbacks).To(BeEmpty())
+		Expect(l.Requests).To(HaveLen(1))
+		Expect(l.Requests[0].Query).To(Equal("resourceVersion=" + rv + "&resourceVersionMatch=Exact"))
+
+		r = runPlugin(ctx, time.Minute, kubeconfig, "list", "-n", ns, "--resource", "cm", "--limit", "2")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(MatchRegexp(`items:\s+3 in 2 page\(s\)`))
+	})
+
+	It("detection of resourceVersionMatch flips when a proxy starts and stops stripping it", func(ctx SpecContext) {
+		ns := createNamespace(ctx, cs, "flip")
+		rv := createCMs(ctx, cs, ns, 3)
+		p, pcfg, err := c.NewProxy(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		pk := writeKubeconfig(pcfg)
+		list := func() listJSON {
+			r := runPlugin(ctx, time.Minute, pk, "list", "-n", ns, "--match", "Exact", "--rv", rv, "-o", "json")
+			Expect(r.code).To(Equal(0), r.stderr)
+			return parseList(r.stdout)
+		}
+		honoured := func(l listJSON) {
+			Expect(l.Capabilities).To(ContainSubstring("resourceVersionMatch=yes"))
+			Expect(l.Fallbacks).To(BeEmpty())
+			Expect(l.ServedResourceVersion).To(Equal(rv))
+		}
+		honoured(list())
+
+		p.StripParams("resourceVersionMatch")
+		l := list()
+		Expect(l.Capabilities).To(ContainSubstring("resourceVersionMatch=no(observed)"))
+		Expect(l.Fallbacks).NotTo(BeEmpty())
+		Expect(l.Fallbacks[0].Reason).To(Equal("rule2-exact-mismatch-retry-with-limit"))
+		Expect(l.ServedResourceVersion).To(Equal(rv), "rule 2: retried with a limit, served at exactly rv")
+		Expect(l.Items).To(Equal(1))
+
+		r := runPlugin(ctx, probeBound, pk, "probe", "-o", "json")
+		Expect(r.code).To(Equal(0), r.stderr)
+		pr := parseProbe(r.stdout)
+		Expect(pr.Detected["resourceVersionMatch"]).To(Equal("ignored"))
+		for _, cell := range pr.Cells {
+			if cell.ID == "list/match=Exact/paging=none/rv=N" {
+				Expect(cell.Observed).To(Equal("NotOlderThan"))
+				Expect(cell.Verdict).To(Equal("match-ignored"))
+			}
+		}
+
+		p.StripParams()
+		honoured(list())
+	})
+
+	It("sync prints one synced line, then one line per event, and exits 0 at --timeout", func(ctx SpecContext) {
+		ns := createNamespace(ctx, cs, "sync")
+		createCMs(ctx, cs, ns, 5)
+		out, _, wait := runSync(ctx, kubeconfig, "--resource", "configmaps", "-n", ns, "--timeout", "20s")
+		s := parseSynced(out.waitFor(`"synced":true`, 20*time.Second))
+		Expect(s.Items).To(Equal(5))
+		Expect(s.ResourceVersion).NotTo(BeEmpty())
+		AddReportEntry("sync seconds "+build.Current, s.Seconds)
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		line := out.waitFor(`"name":"late"`, 10*time.Second)
+		Expect(line).To(ContainSubstring(`"type":"ADDED"`))
+		Expect(wait()).To(Equal(0))
+	})
+
+	It("a missing right is a clear error naming it, before anything is created", func(ctx SpecContext) {
+		ns := createNamespace(ctx, cs, "rights")
+		_, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe-partial"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "list", "watch"}}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "probe-partial"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "probe-partial"},
+			Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "limited"}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		r := runPlugin(ctx, time.Minute, kubeconfig, "probe", "--as", "limited", "-n", ns)
+		Expect(r.code).To(Equal(1))
+		Expect(strings.Split(strings.TrimSpace(r.stderr), "\n")).To(HaveLen(1))
+		Expect(r.stderr).To(ContainSubstring("missing right: deletecollection configmaps in namespace " + ns))
+		cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cms.Items).To(BeEmpty(), "nothing was created")
+
+		r = runPlugin(ctx, time.Minute, kubeconfig, "probe", "--as", "limited")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(ContainSubstring("missing right: create namespaces"))
+	})
+
+	It("deletes its scratch namespace when interrupted (SIGINT)", func(ctx SpecContext) {
+		cmd := pluginCmd(ctx, kubeconfig, "probe")
+		se, err := cmd.StderrPipe()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cmd.Start()).To(Succeed())
+		stderr := newLineWaiter(se)
+		line := stderr.waitFor("probe: created namespace ", 30*time.Second)
+		ns := strings.TrimSpace(strings.TrimPrefix(line, "probe: created namespace "))
+		Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		Eventually(done).WithTimeout(40 * time.Second).Should(Receive())
+		Expect(cmd.ProcessState.ExitCode()).To(Equal(1))
+		stderr.waitFor("probe: deleted namespace "+ns, 5*time.Second)
+		expectCleanedUp(ctx, cs, ns)
+	})
+
+	It("bad flags exit 2 and an unreachable server exits 1, each with one clear line", func(ctx SpecContext) {
+		for _, args := range [][]string{
+			{"list", "--bogus"},
+			{"list", "--match", "Sometimes"},
+			{"list", "--match", "Exact"},
+			{"list", "--match", "MostRecent", "--rv", "5"},
+			{"probe", "-o", "yaml"},
+			{"sync", "--timeout", "soon"},
+			{"frobnicate"},
+		} {
+			r := runPlugin(ctx, 30*time.Second, kubeconfig, args...)
+			Expect(r.code).To(Equal(2), "%v: %s", args, r.stderr)
+			Expect(strings.Split(strings.TrimSpace(r.stderr), "\n")).To(HaveLen(1), "%v", args)
+			Expect(r.stderr).To(HavePrefix("kubectl-steadywatch: error: "))
+		}
+		r := runPlugin(ctx, 30*time.Second, kubeconfig, "list", "--resource", "nosuchthings")
+		Expect(r.code).To(Equal(2), r.stderr)
+		Expect(r.stderr).To(ContainSubstring(`unknown resource "nosuchthings"`))
+
+		dead := rest.CopyConfig(c.RESTConfig())
+		dead.Host = "https://127.0.0.1:1"
+		for _, args := range [][]string{{"list"}, {"probe"}, {"sync", "--timeout", "10s"}} {
+			r := runPlugin(ctx, 30*time.Second, writeKubeconfig(dead), args...)
+			Expect(r.code).To(Equal(1), "%v", args)
+			Expect(strings.Split(strings.TrimSpace(r.stderr), "\n")).To(HaveLen(1), "%v", args)
+			Expect(r.stderr).To(ContainSubstring("apiserver unreachable: GET https://127.0.0.1:1/version"))
+			Expect(r.stderr).NotTo(ContainSubstring(c.RESTConfig().BearerToken))
+		}
+	})
+})
+
+// ---- current server, watch cache off ----
+
+var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache off)", Ordered, func() {
+	It("probe -o json matches the golden cells", func(ctx SpecContext) {
+		c := startCluster(harness.Options{Version: build.Current, DisableWatchCache: true})
+		probeGolden(ctx, c.KubeconfigPath(), clientset(c.RESTConfig()), "probe-"+build.Current+"-nowatchcache")
+	})
+})
+
+// ---- legacy server ----
+
+var _ = Describe("kubectl-steadywatch against "+build.Legacy, Label("legacy"), Ordered, func() {
+	var c *harness.Cluster
+	var cs kubernetes.Interface
+	BeforeAll(func() {
+		skipUnlessLegacyBuilt()
+		c = startCluster(harness.Options{Version: build.Legacy})
+		cs = clientset(c.RESTConfig())
+	})
+
+	It("probe -o json matches the golden cells", func(ctx SpecContext) {
+		p := probeGolden(ctx, c.KubeconfigPath(), cs, "probe-"+build.Legacy)
+		Expect(p.Detected["resourceVersionMatch"]).To(Equal("ignored"))
+		Expect(p.Detected["streamingList"]).To(Equal("no"))
+	})
+
+	It("sync syncs, where a stock client-go informer does not", func(ctx SpecContext) {
+		ns := createNamespace(ctx, cs, "legacy-sync")
+		createCMs(ctx, cs, ns, 10)
+		out, _, wait := runSync(ctx, c.KubeconfigPath(), "--resource", "cm", "-n", ns, "--timeout", "40s")
+		s := parseSynced(out.waitFor(`"synced":true`, 40*time.Second))
+		Expect(s.Items).To(Equal(10))
+		AddReportEntry("sync seconds "+build.Legacy, s.Seconds)
+		fmt.Fprintf(GinkgoWriter, "TIMING plugin sync on %s: %.3fs\n", build.Legacy, s.Seconds)
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		out.waitFor(`"name":"late"`, 10*time.Second)
+
+		// Stock client-go (v0.37, WatchListClient on by default) asks for a
+		// streaming list; v1.18 ignores sendInitialEvents and never sends the
+		// initial-events-end bookmark, so the informer never syncs.
+		dyn, err := dynamic.NewForConfig(c.RESTConfig())
+		Expect(err).NotTo(HaveOccurred())
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+		inf := f.ForResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Informer()
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go inf.RunWithContext(sctx)
+		Consistently(inf.HasSynced).WithTimeout(20*time.Second).WithPolling(200*time.Millisecond).Should(BeFalse(), "stock client-go informer on %s", build.Legacy)
+		Expect(wait()).To(Equal(0))
+	})
+})
+
+// ---- HA pair behind the harness's balancer ----
+
+var _ = Describe("kubectl-steadywatch against an HA pair of "+build.Current, Ordered, func() {
+	It("sync syncs through the balancer and streams events", func(ctx SpecContext) {
+		c := startCluster(harness.Options{Version: build.Current, HA: true})
+		cs := clientset(c.RESTConfig())
+		ns := createNamespace(ctx, cs, "ha-sync")
+		createCMs(ctx, cs, ns, 20)
+		c.Balancer().ResetRequests()
+		out, _, wait := runSync(ctx, c.KubeconfigPath(), "-n", ns, "--timeout", "20s")
+		s := parseSynced(out.waitFor(`"synced":true`, 20*time.Second))
+		Expect(s.Items).To(Equal(20))
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		out.waitFor(`"name":"late"`, 15*time.Second)
+		Expect(wait()).To(Equal(0))
+		backends := map[int]bool{}
+		for _, r := range c.Balancer().Requests() {
+			if r.Backend >= 0 {
+				backends[r.Backend] = true
+			}
+		}
+		Expect(backends).To(HaveLen(2), "the balancer alternated the plugin's requests over both apiservers")
+	})
+})
