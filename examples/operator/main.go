@@ -223,9 +223,17 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	defer syncCancel()
 	start := time.Now()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		interrupted := ctx.Err() != nil && syncCtx.Err() == nil
 		cancel()
-		<-errc
-		if ctx.Err() != nil && syncCtx.Err() == nil {
+		// controller-runtime's Start waits for its caches to report ready
+		// before it honours the cancellation; caches that never sync (stock
+		// informers on v1.18) make it hang, so bound the wait.
+		select {
+		case <-errc:
+		case <-time.After(10 * time.Second):
+			fmt.Fprintln(os.Stderr, "operator: the manager did not stop within 10s of cancellation (its caches never synced); exiting anyway")
+		}
+		if interrupted {
 			return nil
 		}
 		return fmt.Errorf("caches not synced within %v", c.syncTimeout)

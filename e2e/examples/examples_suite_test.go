@@ -1,0 +1,19 @@
+// Package examples_test builds the programs of the examples module
+// (github.com/steadywatch/steadywatch/examples: informer, operator) with
+// `go build` and runs each one as a subprocess against real kube-apiservers
+// started by the harness (current and v1.18.19), asserting what it prints and
+// what it does to the cluster. On v1.18.19 it also runs each program in its
+// -stock mode (without steadywatch's line) and asserts that it never syncs.
+package examples_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestExamples(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "examples e2e")
+}

@@ -1,0 +1,309 @@
+package examples_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+)
+
+// bin holds the example binaries built once for the suite.
+var bin string
+
+var _ = SynchronizedBeforeSuite(func() []byte {
+	dir, err := os.MkdirTemp("", "steadywatch-examples-")
+	Expect(err).NotTo(HaveOccurred())
+	src, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./informer", "./operator")
+	cmd.Dir = src
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build in %s:\n%s", src, out)
+	fmt.Fprintf(GinkgoWriter, "built examples in %v\n", time.Since(start).Round(time.Millisecond))
+	return []byte(dir)
+}, func(dir []byte) {
+	bin = string(dir)
+	DeferCleanup(func() { _ = os.RemoveAll(bin) })
+})
+
+// ---- helpers ----
+
+func startCluster(version string) *harness.Cluster {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c, err := harness.Start(ctx, harness.Options{Version: version, Progress: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Stop)
+	return c
+}
+
+func clientset(c *harness.Cluster) kubernetes.Interface {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	return cs
+}
+
+func newNamespace(ctx context.Context, cs kubernetes.Interface, prefix string) string {
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return ns.Name
+}
+
+func createCM(ctx context.Context, cs kubernetes.Interface, ns, name string, labels map[string]string) {
+	_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// lockedBuffer collects a subprocess's output for concurrent reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// program is one example running as a subprocess.
+type program struct {
+	name   string
+	cmd    *exec.Cmd
+	stdout *lockedBuffer
+	stderr *lockedBuffer
+	done   chan struct{}
+	err    error // valid after done
+}
+
+// run starts bin/name with args and KUBECONFIG set; it is interrupted (then
+// killed) at cleanup if still running.
+func run(c *harness.Cluster, name string, args ...string) *program {
+	p := &program{name: name, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(filepath.Join(bin, name), args...)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+c.KubeconfigPath())
+	p.cmd.Stdout = io.MultiWriter(p.stdout, GinkgoWriter)
+	p.cmd.Stderr = p.stderr
+	Expect(p.cmd.Start()).To(Succeed())
+	fmt.Fprintf(GinkgoWriter, "started %s %s (pid %d)\n", name, strings.Join(args, " "), p.cmd.Process.Pid)
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	DeferCleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.interrupt(15 * time.Second)
+		}
+	})
+	return p
+}
+
+// waitOutput waits until stdout matches re and returns the submatches.
+func (p *program) waitOutput(re string, d time.Duration) []string {
+	rx := regexp.MustCompile(re)
+	var m []string
+	Eventually(func() bool {
+		m = rx.FindStringSubmatch(p.stdout.String())
+		return m != nil
+	}).WithTimeout(d).WithPolling(50*time.Millisecond).Should(BeTrue(),
+		"%s: no output matching %q within %v\nstdout:\n%s\nstderr (tail):\n%s", p.name, re, d, p.stdout, tail(p.stderr.String(), 2000))
+	return m
+}
+
+// interrupt sends SIGINT and waits up to d for the exit (then kills); it
+// returns the exit code.
+func (p *program) interrupt(d time.Duration) int {
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		Fail(fmt.Sprintf("%s did not exit within %v of SIGINT", p.name, d))
+	}
+	return p.exitCode()
+}
+
+// wait waits up to d for the program to exit by itself and returns its exit code.
+func (p *program) wait(d time.Duration) int {
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		Fail(fmt.Sprintf("%s did not exit within %v", p.name, d))
+	}
+	return p.exitCode()
+}
+
+func (p *program) exitCode() int {
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	Expect(p.err).NotTo(HaveOccurred())
+	return 0
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+func scrape(url string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+// statusData reads the operator's status ConfigMap ("" map if absent).
+func statusData(ctx context.Context, cs kubernetes.Interface, ns string) map[string]string {
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "label-index", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	if cm.Data == nil {
+		return map[string]string{}
+	}
+	return cm.Data
+}
+
+// ---- specs ----
+
+// informerSpec runs examples/informer against c and checks sync, events,
+// metrics and a clean exit.
+func informerSpec(ctx context.Context, c *harness.Cluster, wantMetric string) {
+	cs := clientset(c)
+	ns := newNamespace(ctx, cs, "informer")
+	for i := 0; i < 3; i++ {
+		createCM(ctx, cs, ns, fmt.Sprintf("cm-%d", i), nil)
+	}
+	p := run(c, "informer", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "45s")
+	metricsURL := p.waitOutput(`metrics: (http://127\.0\.0\.1:\d+/metrics)`, 10*time.Second)[1]
+	p.waitOutput(`informer: steadywatch \(server: `+regexp.QuoteMeta(c.Version()), 10*time.Second)
+	p.waitOutput(`synced 3 ConfigMaps in `, 30*time.Second)
+	for i := 0; i < 3; i++ {
+		Expect(p.stdout.String()).To(ContainSubstring(fmt.Sprintf("event ADD    %s/cm-%d\n", ns, i)))
+	}
+	createCM(ctx, cs, ns, "after-sync", nil)
+	p.waitOutput(`event ADD    `+regexp.QuoteMeta(ns)+`/after-sync\n`, 15*time.Second)
+
+	m := scrape(metricsURL)
+	Expect(m).To(MatchRegexp(wantMetric), "metrics:\n%s", m)
+
+	Expect(p.interrupt(15 * time.Second)).To(Equal(0), "stderr:\n%s", p.stderr)
+	Expect(p.stdout.String()).To(HaveSuffix("stopping\n"))
+}
+
+// operatorSpec runs examples/operator against c and checks that the status
+// ConfigMap follows labels being added, changed and removed.
+func operatorSpec(ctx context.Context, c *harness.Cluster) {
+	cs := clientset(c)
+	ns := newNamespace(ctx, cs, "operator")
+	createCM(ctx, cs, ns, "before-start", map[string]string{"team": "blue"})
+	p := run(c, "operator", "-namespace", ns, "-sync-timeout", "45s")
+	p.waitOutput(`informers: steadywatch \(server: `+regexp.QuoteMeta(c.Version()), 10*time.Second)
+	p.waitOutput(`caches synced in `, 45*time.Second)
+	poll := func(want map[string]string) {
+		Eventually(func() map[string]string { return statusData(ctx, cs, ns) }).
+			WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(Equal(want), "stdout:\n%s", p.stdout)
+	}
+	poll(map[string]string{"before-start": "blue"})
+
+	createCM(ctx, cs, ns, "a", map[string]string{"team": "red"})
+	createCM(ctx, cs, ns, "unlabelled", nil)
+	poll(map[string]string{"before-start": "blue", "a": "red"})
+
+	a, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	a.Labels["team"] = "green"
+	_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, a, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cs.CoreV1().ConfigMaps(ns).Delete(ctx, "before-start", metav1.DeleteOptions{})).To(Succeed())
+	poll(map[string]string{"a": "green"})
+	p.waitOutput(`reconciled `+regexp.QuoteMeta(ns)+`/label-index: 1 entries \(updated\) \[a=green\]`, 10*time.Second)
+
+	Expect(p.interrupt(45 * time.Second)).To(Equal(0), "stderr:\n%s", tail(p.stderr.String(), 2000))
+	Expect(p.stdout.String()).To(HaveSuffix("stopped\n"))
+}
+
+var _ = Describe("examples on the current kube-apiserver", Label("examples"), Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(build.Current) })
+
+	It("informer: syncs through the factory, prints events and exports steadywatch metrics", func(ctx SpecContext) {
+		// On a current server the initial sync is a streaming list (no list
+		// call to count); the compat detector's beliefs are exported.
+		informerSpec(ctx, c, `steadywatch_fallbacks_total\{name="https://127\.0\.0\.1:\d+",reason="compat:streamingList=yes"\} 1`)
+	})
+
+	It("operator: keeps the status ConfigMap in step with the labels", func(ctx SpecContext) {
+		operatorSpec(ctx, c)
+	})
+})
+
+var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "legacy"), Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func() { c = startCluster(build.Legacy) })
+
+	It("informer: syncs where the stock factory informer does not", func(ctx SpecContext) {
+		// The informer's reflector lists (the server cannot stream): one
+		// list call through steadywatch, counted.
+		informerSpec(ctx, c, `steadywatch_lists_total\{name="v1/configmaps",outcome="ok",semantic="Any"\} [1-9]`)
+
+		ns := newNamespace(ctx, clientset(c), "informer-stock")
+		stock := run(c, "informer", "-stock", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "15s")
+		Expect(stock.wait(60*time.Second)).To(Equal(1))
+		Expect(stock.stderr.String()).To(ContainSubstring("not synced within 15s"))
+		Expect(stock.stdout.String()).To(ContainSubstring("informer: stock client-go"))
+	})
+
+	It("operator: reconciles where stock controller-runtime informers never sync", func(ctx SpecContext) {
+		operatorSpec(ctx, c)
+
+		ns := newNamespace(ctx, clientset(c), "operator-stock")
+		stock := run(c, "operator", "-stock", "-namespace", ns, "-sync-timeout", "15s")
+		Expect(stock.wait(60*time.Second)).To(Equal(1))
+		Expect(stock.stderr.String()).To(ContainSubstring("caches not synced within 15s"))
+		Expect(statusData(ctx, clientset(c), ns)).To(BeNil(), "the stock operator must not have reconciled")
+	})
+})
