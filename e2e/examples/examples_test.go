@@ -230,7 +230,7 @@ func informerSpec(ctx context.Context, c *harness.Cluster, wantMetric string) {
 	m := scrape(metricsURL)
 	Expect(m).To(MatchRegexp(wantMetric), "metrics:\n%s", m)
 
-	Expect(p.interrupt(15 * time.Second)).To(Equal(0), "stderr:\n%s", p.stderr)
+	Expect(p.interrupt(15*time.Second)).To(Equal(0), "stderr:\n%s", p.stderr)
 	Expect(p.stdout.String()).To(HaveSuffix("stopping\n"))
 }
 
@@ -262,7 +262,7 @@ func operatorSpec(ctx context.Context, c *harness.Cluster) {
 	poll(map[string]string{"a": "green"})
 	p.waitOutput(`reconciled `+regexp.QuoteMeta(ns)+`/label-index: 1 entries \(updated\) \[a=green\]`, 10*time.Second)
 
-	Expect(p.interrupt(45 * time.Second)).To(Equal(0), "stderr:\n%s", tail(p.stderr.String(), 2000))
+	Expect(p.interrupt(45*time.Second)).To(Equal(0), "stderr:\n%s", tail(p.stderr.String(), 2000))
 	Expect(p.stdout.String()).To(HaveSuffix("stopped\n"))
 }
 
@@ -292,7 +292,7 @@ var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "leg
 
 		ns := newNamespace(ctx, clientset(c), "informer-stock")
 		stock := run(c, "informer", "-stock", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "15s")
-		Expect(stock.wait(60*time.Second)).To(Equal(1))
+		Expect(stock.wait(60 * time.Second)).To(Equal(1))
 		Expect(stock.stderr.String()).To(ContainSubstring("not synced within 15s"))
 		Expect(stock.stdout.String()).To(ContainSubstring("informer: stock client-go"))
 	})
@@ -302,7 +302,7 @@ var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "leg
 
 		ns := newNamespace(ctx, clientset(c), "operator-stock")
 		stock := run(c, "operator", "-stock", "-namespace", ns, "-sync-timeout", "15s")
-		Expect(stock.wait(60*time.Second)).To(Equal(1))
+		Expect(stock.wait(60 * time.Second)).To(Equal(1))
 		Expect(stock.stderr.String()).To(ContainSubstring("caches not synced within 15s"))
 		Expect(statusData(ctx, clientset(c), ns)).To(BeNil(), "the stock operator must not have reconciled")
 	})
