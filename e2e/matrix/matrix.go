@@ -256,9 +256,14 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	if !ok {
 		cells = append(cells, cell(ScenarioSync, Fail, fmt.Sprintf("never synced within %s", o.SyncTimeout), 0))
 	} else {
-		cells = append(cells, cell(ScenarioSync, Pass, fmt.Sprintf("synced in %.1fs", took.Seconds()), took))
+		cells = append(cells, cell(ScenarioSync, Pass, fmt.Sprintf("synced in %.2fs", took.Seconds()), took))
 	}
-	cells = append(cells, cell(ScenarioStream, Pass, listPath(p.Requests(), ns, ok), 0))
+	// The list path is informative; it is only correct if it led to a sync.
+	path := Pass
+	if !ok {
+		path = Fail
+	}
+	cells = append(cells, cell(ScenarioStream, path, listPath(p.Requests(), ns, ok), 0))
 	if !ok {
 		cells = append(cells, cell(ScenarioGone, NA, "not synced", 0))
 		return cells, nil
@@ -275,7 +280,7 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	}
 	took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has("after-410") })
 	if ok {
-		cells = append(cells, cell(ScenarioGone, Pass, fmt.Sprintf("caught up in %.1fs", took.Seconds()), took))
+		cells = append(cells, cell(ScenarioGone, Pass, fmt.Sprintf("caught up in %.2fs", took.Seconds()), took))
 	} else {
 		cells = append(cells, cell(ScenarioGone, Fail, fmt.Sprintf("object created after the 410 not seen within %s", o.SyncTimeout), 0))
 	}
