@@ -1,0 +1,326 @@
+package reflector_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+func startCluster(o harness.Options) *harness.Cluster {
+	o.Progress = GinkgoWriter
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c, err := harness.Start(ctx, o)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Stop)
+	return c
+}
+
+func clientset(cfg *rest.Config) kubernetes.Interface {
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
+}
+
+// seed creates a namespace with n ConfigMaps.
+func seed(ctx context.Context, cs kubernetes.Interface, prefix string, n int) string {
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	for i := 0; i < n; i++ {
+		createCM(ctx, cs, ns.Name, fmt.Sprintf("cm-%d", i))
+	}
+	return ns.Name
+}
+
+func createCM(ctx context.Context, cs kubernetes.Interface, ns, name string) *corev1.ConfigMap {
+	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return cm
+}
+
+// cmClient adapts a typed ConfigMaps client to reflector.Client.
+type cmClient struct {
+	cms interface {
+		List(ctx context.Context, o metav1.ListOptions) (*corev1.ConfigMapList, error)
+		Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
+	}
+}
+
+func (c cmClient) List(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
+	l, err := c.cms.List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (c cmClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return c.cms.Watch(ctx, o)
+}
+
+// rvLog is a store that records every resourceVersion the reflector reports
+// (Replace and UpdateResourceVersion) and every object resourceVersion it
+// stores, to check that nothing ever goes back in time.
+type rvLog struct {
+	cache.Store
+	mu       sync.Mutex
+	rvs      []string
+	backward []string // "key: old -> new" for an object whose RV went down
+}
+
+func newRVLog() *rvLog { return &rvLog{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)} }
+
+func (s *rvLog) note(rv string) { s.mu.Lock(); s.rvs = append(s.rvs, rv); s.mu.Unlock() }
+
+func (s *rvLog) UpdateResourceVersion(rv string) { s.note(rv) }
+
+func (s *rvLog) Replace(items []any, rv string) error {
+	for _, it := range items {
+		s.checkForward(it)
+	}
+	s.note(rv)
+	return s.Store.Replace(items, rv)
+}
+
+func (s *rvLog) Update(obj any) error { s.checkForward(obj); return s.Store.Update(obj) }
+
+func (s *rvLog) checkForward(obj any) {
+	n := obj.(*corev1.ConfigMap)
+	old, ok, _ := s.Store.Get(n)
+	if !ok {
+		return
+	}
+	if o := old.(*corev1.ConfigMap); rvLess(n.ResourceVersion, o.ResourceVersion) {
+		s.mu.Lock()
+		s.backward = append(s.backward, fmt.Sprintf("%s/%s: %s -> %s", n.Namespace, n.Name, o.ResourceVersion, n.ResourceVersion))
+		s.mu.Unlock()
+	}
+}
+
+func (s *rvLog) wentBack() (backward []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	backward = append(backward, s.backward...)
+	for i := 1; i < len(s.rvs); i++ {
+		if rvLess(s.rvs[i], s.rvs[i-1]) {
+			backward = append(backward, fmt.Sprintf("store RV %s -> %s", s.rvs[i-1], s.rvs[i]))
+		}
+	}
+	return backward
+}
+
+// state is key -> object resourceVersion of every ConfigMap in the store.
+func (s *rvLog) state() map[string]string {
+	out := map[string]string{}
+	for _, o := range s.List() {
+		cm := o.(*corev1.ConfigMap)
+		out[cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
+	}
+	return out
+}
+
+// truth is key -> resourceVersion from a fresh MostRecent (consistent) list.
+func truth(ctx context.Context, cs kubernetes.Interface, ns string) map[string]string {
+	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	out := map[string]string{}
+	for _, cm := range l.Items {
+		out[cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
+	}
+	return out
+}
+
+// expectStoreEqualsTruth waits until the store holds exactly what a fresh
+// MostRecent list returns (keys and object resourceVersions). Call it after
+// the last write to ns.
+func expectStoreEqualsTruth(ctx context.Context, cs kubernetes.Interface, run *running, ns string) {
+	want := truth(ctx, cs, ns)
+	Eventually(run.store.state).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).Should(Equal(want),
+		"the store must equal a fresh MostRecent list of %s", ns)
+}
+
+func rvLess(a, b string) bool {
+	var x, y uint64
+	_, e1 := fmt.Sscan(a, &x)
+	_, e2 := fmt.Sscan(b, &y)
+	return e1 == nil && e2 == nil && x < y
+}
+
+func rvAtLeast(a, b string) bool { return a != "" && !rvLess(a, b) }
+
+type running struct {
+	r     *reflector.Reflector
+	store *rvLog
+	stop  func()
+}
+
+// detectorServer is what a user would pass: a compat Detector's Server
+// for cfg (its /version through cfg, e.g. through a proxy).
+func detectorServer(cfg *rest.Config) compat.Server {
+	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return srv
+}
+
+// runReflector starts a ConfigMap reflector on ns through cfg, with a compat
+// Detector's Server unless o.Server is set; it is stopped (and waited for)
+// at cleanup.
+func runReflector(cfg *rest.Config, ns string, o reflector.Options) *running {
+	if o.Server == nil {
+		o.Server = detectorServer(cfg)
+	}
+	store := newRVLog()
+	r := reflector.New(cmClient{clientset(cfg).CoreV1().ConfigMaps(ns)}, &corev1.ConfigMap{}, store, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer GinkgoRecover(); defer close(done); r.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed())
+		})
+	}
+	DeferCleanup(stop)
+	return &running{r: r, store: store, stop: stop}
+}
+
+func waitSynced(r *reflector.Reflector, d time.Duration) {
+	Eventually(r.HasSynced).WithTimeout(d).WithPolling(5 * time.Millisecond).Should(BeTrue())
+}
+
+func query(req faults.Request) url.Values {
+	v, err := url.ParseQuery(req.RawQuery)
+	Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
+// requests returns the proxy's logged requests on configmaps in ns, of verb
+// ("" = any), oldest first.
+func requests(p *faults.Proxy, verb, ns string) []faults.Request {
+	var out []faults.Request
+	for _, r := range p.Requests() {
+		if (verb == "" || r.Verb == verb) && r.Resource == "configmaps" && r.Namespace == ns {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func isStreamingList(r faults.Request) bool {
+	return r.Verb == "watch" && query(r).Get("sendInitialEvents") == "true"
+}
+
+// relists are the requests that (re)fill a store: lists and streaming lists.
+func relists(p *faults.Proxy, ns string) []faults.Request {
+	var out []faults.Request
+	for _, r := range requests(p, "", ns) {
+		if r.Verb == "list" || isStreamingList(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// plainWatches are watches without sendInitialEvents.
+func plainWatches(p *faults.Proxy, ns string) []faults.Request {
+	var out []faults.Request
+	for _, r := range requests(p, "watch", ns) {
+		if !isStreamingList(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func logRequests(title string, reqs []faults.Request) {
+	fmt.Fprintf(GinkgoWriter, "%s:\n", title)
+	for _, r := range reqs {
+		fmt.Fprintf(GinkgoWriter, "  #%d %s %s?%s -> backend %d status %d fault=%q err=%q\n",
+			r.Seq, r.Verb, r.Path, r.RawQuery, r.Backend, r.Status, r.Fault, r.Err)
+	}
+}
+
+// goroutines returns the stacks of live goroutines running code of the
+// reflector, the lister, or a client-go watch stream decoder.
+func goroutines() []string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "steadywatch/steadywatch/reflector.") ||
+			strings.Contains(g, "steadywatch/steadywatch/lister.") ||
+			strings.Contains(g, "watch.(*StreamWatcher).receive") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// recorder keeps what the tests assert on; everything else is dropped.
+type recorder struct {
+	metrics.Nop
+	mu        sync.Mutex
+	relists   []string
+	restarts  []string
+	bookmarks int
+}
+
+func (r *recorder) Relist(_, cause string) {
+	r.mu.Lock()
+	r.relists = append(r.relists, cause)
+	r.mu.Unlock()
+}
+
+func (r *recorder) WatchRestart(_, reason string) {
+	r.mu.Lock()
+	r.restarts = append(r.restarts, reason)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Bookmark(string) { r.mu.Lock(); r.bookmarks++; r.mu.Unlock() }
+
+func (r *recorder) Relists() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.relists)
+}
+
+func (r *recorder) Restarts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.restarts)
+}
+
+func (r *recorder) Bookmarks() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bookmarks
+}
+
+// timing writes a measured duration to the report and the log.
+func timing(name string, d time.Duration) {
+	AddReportEntry(name, d.Round(time.Millisecond).String())
+	fmt.Fprintf(GinkgoWriter, "TIMING %s: %v\n", name, d.Round(time.Millisecond))
+}
