@@ -55,6 +55,12 @@ func start(ctx context.Context, o harness.Options) *env {
 	DeferCleanup(c.Stop)
 	e := &env{c: c, cfg: c.RESTConfig()}
 	e.cs = kubernetes.NewForConfigOrDie(e.cfg)
+	// /readyz can pass before the apiserver's bootstrap controller has created the "default"
+	// namespace (seen on v1.18.19: "namespaces \"default\" not found" on the first create).
+	Eventually(func(g Gomega) {
+		_, err := e.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
 	e.proxy, e.pcfg, e.pcs = p, pcfg, kubernetes.NewForConfigOrDie(pcfg)
@@ -106,6 +112,34 @@ func (e *env) bump(ctx context.Context) string {
 	cm, err := e.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return cm.ResourceVersion
+}
+
+// waitCache polls until the apiserver's watch cache has reached rv (a
+// resourceVersion="0" list is served from the cache, at its resourceVersion).
+// Specs that need the server to answer "newer than N" wait for it: a cache
+// still at exactly N would serve N by chance and prove nothing.
+func (e *env) waitCache(ctx context.Context, rv string) {
+	Eventually(func(g Gomega) {
+		l, err := e.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(fallback.CompareRV(l.ResourceVersion, rv)).To(BeElementOf(fallback.Same, fallback.Newer))
+	}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+}
+
+// bumpTo writes objects until etcd's revision (the apiservers' newest RV) is
+// at least rv; bounded to 100 writes.
+func (e *env) bumpTo(ctx context.Context, rv string) {
+	want, err := strconv.ParseInt(rv, 10, 64)
+	Expect(err).NotTo(HaveOccurred())
+	for i := 0; i < 100; i++ {
+		cur, err := e.c.Etcd().Revision(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		if cur >= want {
+			return
+		}
+		e.bump(ctx)
+	}
+	Fail("etcd revision did not reach " + rv + " within 100 writes")
 }
 
 // requests returns the proxy's log of configmaps requests with the given verb ("" = any).
@@ -409,7 +443,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, 
 		cur := e.create(ctx, "tlr", 1)
 		n, err := strconv.ParseUint(cur, 10, 64)
 		Expect(err).NotTo(HaveOccurred())
-		future := strconv.FormatUint(n+3, 10)
+		// Far enough ahead that the apiserver's own background writes (leases, endpoints) cannot
+		// reach it during the cacher's 3 s wait.
+		future := strconv.FormatUint(n+20, 10)
 		e.proxy.ResetRequests()
 		type result struct {
 			rec *lister.Record
@@ -429,9 +465,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, 
 			}
 			return st
 		}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainElement(504))
-		for i := 0; i < 3; i++ {
-			e.bump(ctx)
-		}
+		e.bumpTo(ctx, future)
 		var res result
 		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
 		Expect(res.err).NotTo(HaveOccurred())
@@ -531,7 +565,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, 
 		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisVersion))
 
 		rv0 := e.create(ctx, "cb", 2)
-		e.bump(ctx)
+		e.waitCache(ctx, e.bump(ctx))
 		l := lister.New(e.client(true), lister.Options{Server: srv, LabelSelector: "set=cb"})
 
 		// The proxy makes the v1.36 server ignore resourceVersionMatch: Exact(rv0) without a limit
@@ -584,7 +618,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 
 	It("rule 2: Exact without a limit is answered newer; the paginated retry is served at exactly the RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "l2", 3)
-		e.create(ctx, "l2later", 2)
+		e.waitCache(ctx, e.create(ctx, "l2later", 2))
 		srv := compat.Static(compat.Capabilities{})
 		obj, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set in (l2,l2later)", PageSize: 2}).List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
@@ -634,7 +668,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 		cur := e.create(ctx, "ltl", 1)
 		n, err := strconv.ParseUint(cur, 10, 64)
 		Expect(err).NotTo(HaveOccurred())
-		future := strconv.FormatUint(n+2, 10)
+		future := strconv.FormatUint(n+20, 10)
 		e.proxy.ResetRequests()
 		type result struct {
 			rec *lister.Record
@@ -643,7 +677,9 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 		done := make(chan result, 1)
 		go func() {
 			defer GinkgoRecover()
-			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
+			// No Retry-After on a raw 500: the lister backs off; 1 s, 2 s, 4 s leaves time to write up to the RV.
+			p := fallback.Policy{Backoff: fallback.BackoffPolicy{InitialInterval: time.Second, RandomizationFactor: -1}}
+			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), Policy: p, LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
 			done <- result{rec, err}
 		}()
 		Eventually(func() []int {
@@ -653,9 +689,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 			}
 			return st
 		}).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))
-		for i := 0; i < 2; i++ {
-			e.bump(ctx)
-		}
+		e.bumpTo(ctx, future)
 		var res result
 		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
 		Expect(res.err).NotTo(HaveOccurred())
@@ -675,8 +709,9 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		old := cm.ResourceVersion
 		cm.Data["v"] = "2"
-		_, err = e.cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		updated, err := e.cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
+		e.waitCache(ctx, updated.ResourceVersion)
 		obj, rec, err := lister.New(e.client(false), lister.Options{}).GetExact(ctx, "lge-0", old)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMap).Data["v"]).To(Equal("1"))
@@ -772,7 +807,7 @@ var _ = Describe("the seeds' list table on real servers", func() {
 			BeforeAll(func(ctx SpecContext) {
 				e = start(ctx, harness.Options{Version: version})
 				rvN = e.create(ctx, "tbl", 3)
-				e.bump(ctx) // so that "newest" and "exactly N" differ
+				e.waitCache(ctx, e.bump(ctx)) // so that "newest" (also from the watch cache) and "exactly N" differ
 			})
 			for _, match := range []metav1.ResourceVersionMatch{"", metav1.ResourceVersionMatchExact, metav1.ResourceVersionMatchNotOlderThan} {
 				for _, limit := range []int64{0, 2} {
