@@ -237,7 +237,6 @@ func (w *lineWaiter) waitFor(s string, d time.Duration) string {
 			}
 		}
 		return false
-	}).WithTimeout(d).WithPolling(20 * time.Millisecond).Should(BeTrue(), "a line containing %q; got %q", s, w.all())
+	}).WithTimeout(d).WithPolling(20*time.Millisecond).Should(BeTrue(), "a line containing %q; got %q", s, w.all())
 	return found
 }
-

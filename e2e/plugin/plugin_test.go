@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"time"
@@ -108,15 +109,18 @@ type syncedJSON struct {
 // wait function returning the exit code.
 func runSync(ctx context.Context, kubeconfig string, args ...string) (stdout, stderr *lineWaiter, wait func() int) {
 	cmd := pluginCmd(ctx, kubeconfig, append([]string{"sync"}, args...)...)
-	so, err := cmd.StdoutPipe()
-	Expect(err).NotTo(HaveOccurred())
-	se, err := cmd.StderrPipe()
-	Expect(err).NotTo(HaveOccurred())
+	// io.Pipe rather than StdoutPipe: Wait then waits until everything the
+	// process wrote has been handed to the readers.
+	sor, sow := io.Pipe()
+	ser, sew := io.Pipe()
+	cmd.Stdout, cmd.Stderr = sow, sew
 	Expect(cmd.Start()).To(Succeed())
-	stdout, stderr = newLineWaiter(so), newLineWaiter(se)
+	stdout, stderr = newLineWaiter(sor), newLineWaiter(ser)
 	done := make(chan int, 1)
 	go func() {
 		err := cmd.Wait()
+		_ = sow.Close()
+		_ = sew.Close()
 		code := 0
 		if cmd.ProcessState != nil {
 			code = cmd.ProcessState.ExitCode()
@@ -277,18 +281,19 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 
 	It("deletes its scratch namespace when interrupted (SIGINT)", func(ctx SpecContext) {
 		cmd := pluginCmd(ctx, kubeconfig, "probe")
-		se, err := cmd.StderrPipe()
-		Expect(err).NotTo(HaveOccurred())
+		ser, sew := io.Pipe()
+		cmd.Stderr = sew
 		Expect(cmd.Start()).To(Succeed())
-		stderr := newLineWaiter(se)
+		stderr := newLineWaiter(ser)
 		line := stderr.waitFor("probe: created namespace ", 30*time.Second)
 		ns := strings.TrimSpace(strings.TrimPrefix(line, "probe: created namespace "))
 		Expect(cmd.Process.Signal(syscall.SIGINT)).To(Succeed())
 		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		go func() { err := cmd.Wait(); _ = sew.Close(); done <- err }()
 		Eventually(done).WithTimeout(40 * time.Second).Should(Receive())
 		Expect(cmd.ProcessState.ExitCode()).To(Equal(1))
 		stderr.waitFor("probe: deleted namespace "+ns, 5*time.Second)
+		stderr.waitFor("kubectl-steadywatch: error: interrupted", 5*time.Second)
 		expectCleanedUp(ctx, cs, ns)
 	})
 
