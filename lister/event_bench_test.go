@@ -13,11 +13,15 @@ package lister_test
 // BenchmarkP4PageStream: the same pages consumed one by one.
 //   impl=clientgo     a hand-written limit/continue loop (the floor)
 //   impl=steadywatch  Lister.ListPages
+// BenchmarkP4PageStreamProto: the same, but every page is decoded from
+// protobuf per call (client-go's default for built-in types), so the ratio
+// shows the wrapper's share of a realistic page.
 // BenchmarkP4StreamEvent: per event of a streaming list (sendInitialEvents).
 //   impl=clientgo     the client's raw watch channel
 //   impl=steadywatch  ListerWatcher.WatchWithContext's guarded watch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -28,7 +32,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/steadywatch/steadywatch/compat"
@@ -50,6 +56,22 @@ func p4Modern() compat.Server {
 type p4PagesClient struct {
 	pages map[string]*corev1.ConfigMapList
 	evs   []watch.Event
+	// proto, when set, holds every page protobuf-encoded; List decodes it.
+	proto map[string][]byte
+}
+
+func (c *p4PagesClient) encodeProto() *p4PagesClient {
+	s := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	c.proto = map[string][]byte{}
+	for k, p := range c.pages {
+		p.APIVersion, p.Kind = "v1", "ConfigMapList"
+		var buf bytes.Buffer
+		if err := s.Encode(p, &buf); err != nil {
+			panic(err)
+		}
+		c.proto[k] = buf.Bytes()
+	}
+	return c
 }
 
 func newP4PagesClient() *p4PagesClient {
@@ -77,6 +99,15 @@ func newP4PagesClient() *p4PagesClient {
 }
 
 func (c *p4PagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if c.proto != nil {
+		b, ok := c.proto[o.Continue]
+		if !ok {
+			return nil, fmt.Errorf("unknown continue token %q", o.Continue)
+		}
+		l := &corev1.ConfigMapList{}
+		_, _, err := c.decoder().Decode(b, nil, l)
+		return l, err
+	}
 	p, ok := c.pages[o.Continue]
 	if !ok {
 		return nil, fmt.Errorf("unknown continue token %q", o.Continue)
@@ -144,11 +175,23 @@ func BenchmarkP4Pages(b *testing.B) {
 	})
 }
 
+func (c *p4PagesClient) decoder() runtime.Decoder {
+	return protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+}
+
 func BenchmarkP4PageStream(b *testing.B) {
+	p4PageStream(b, newP4PagesClient)
+}
+
+func BenchmarkP4PageStreamProto(b *testing.B) {
+	p4PageStream(b, func() *p4PagesClient { return newP4PagesClient().encodeProto() })
+}
+
+func p4PageStream(b *testing.B, newClient func() *p4PagesClient) {
 	const total = p4Pages * p4PerPage
 	ctx := context.Background()
 	b.Run("impl=clientgo", func(b *testing.B) {
-		c := newP4PagesClient()
+		c := newClient()
 		b.ReportAllocs()
 		for b.Loop() {
 			o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: p4PerPage}
@@ -175,7 +218,7 @@ func BenchmarkP4PageStream(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
 	})
 	b.Run("impl=steadywatch", func(b *testing.B) {
-		l := lister.New(newP4PagesClient(), lister.Options{Server: p4Modern()})
+		l := lister.New(newClient(), lister.Options{Server: p4Modern()})
 		q := lister.NotOlderThan("100").WithLimit(p4PerPage)
 		b.ReportAllocs()
 		for b.Loop() {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type childFlags struct {
 	expect, instances                      int
 	proto                                  bool
 	timeout                                time.Duration
+	cpuprofile                             string
 }
 
 // syncResult is the P1 outcome of one contender run.
@@ -88,6 +90,7 @@ func runChild(args []string) error {
 	fs.IntVar(&f.instances, "instances", 1, "caches to run (recover mode)")
 	fs.BoolVar(&f.proto, "proto", false, "decode mode: protobuf")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "bound on the whole child")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "sync mode: write a CPU profile of the sync to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -136,6 +139,17 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 	}
 	base := retainedHeap()
 	gc0 := gcCycles()
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return nil, err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	hs := startHeapSampler(time.Millisecond)
 	begin := time.Now()
 	runCtx, stop := context.WithCancel(ctx)
@@ -149,6 +163,9 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 	}
 	took := time.Since(begin)
 	peak := hs.finish()
+	if f.cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
 	gcs := gcCycles() - gc0
 	n := in.size()
 	if f.expect > 0 && n != f.expect {

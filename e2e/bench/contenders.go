@@ -32,7 +32,10 @@ type contender struct {
 	// Env is added to the child's environment (client-go feature gates).
 	Env []string `json:"env,omitempty"`
 	// Reflector options for Kind sw-reflector.
-	NoStream bool   `json:"no_stream,omitempty"`
+	NoStream bool `json:"no_stream,omitempty"`
+	// NoGzip sets rest.Config.DisableCompression: the apiserver then does
+	// not gzip large list responses (watch streams are never compressed).
+	NoGzip   bool   `json:"no_gzip,omitempty"`
 	PageSize int64  `json:"page_size,omitempty"`
 	Desc     string `json:"desc"`
 }
@@ -57,6 +60,12 @@ var contenders = []contender{
 		Desc: "lever: reflector.New without streaming list: MostRecent list page by page (limit 500, decoded page by page)"},
 	{Name: "sw-reflector-unpaged", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: -1,
 		Desc: "lever: reflector.New without streaming list: one unpaginated MostRecent list"},
+	{Name: "sw-reflector-pages-nogzip", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: 500, NoGzip: true,
+		Desc: "lever: sw-reflector-pages with DisableCompression (no gzip of list responses)"},
+	{Name: "sw-reflector-pages2k-nogzip", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: 2000, NoGzip: true,
+		Desc: "lever: the same with limit 2000"},
+	{Name: "sw-reflector-unpaged-nogzip", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: -1, NoGzip: true,
+		Desc: "lever: sw-reflector-unpaged with DisableCompression"},
 }
 
 func contenderByName(name string) (contender, error) {
@@ -84,6 +93,7 @@ const protobuf = "application/vnd.kubernetes.protobuf"
 func (c contender) clientConfig(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: the server is what we measure
+	cfg.DisableCompression = c.NoGzip
 	if c.JSON {
 		cfg.ContentType = "application/json"
 		cfg.AcceptContentTypes = "application/json"

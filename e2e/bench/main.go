@@ -41,7 +41,7 @@ type config struct {
 	p1Sizes   []int
 	p2Size    int
 	benchtime string
-	keep      bool
+	profile   string
 }
 
 func main() {
@@ -59,6 +59,7 @@ func main() {
 	flag.IntVar(&c.count, "count", 5, "repetitions per contender (interleaved)")
 	flag.StringVar(&c.only, "only", "p1,p2,p3,p4", "comma-separated subset of p1,p2,p3,p4")
 	flag.IntVar(&c.herd, "herd", 50, "informers per contender in P3")
+	flag.StringVar(&c.profile, "profile", "", "P1: write a CPU profile of each contender's first repetition into this directory (perturbs that repetition)")
 	flag.StringVar(&c.benchtime, "benchtime", "1s", "P4 -benchtime")
 	objects := flag.Int("objects", 0, "override the object count of P1/P2 (and P3 when -herd-objects is 0); for quick trials")
 	herdObjs := flag.Int("herd-objects", 0, "override the object count of P3")

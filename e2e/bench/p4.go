@@ -51,9 +51,11 @@ func runP4(ctx context.Context, c config) (*p4Report, error) {
 	defer os.Remove(f)
 	bs := exec.CommandContext(ctx, "go", "run", "golang.org/x/perf/cmd/benchstat@latest", "-col", "/impl", f)
 	bs.Dir = c.root
-	bsOut, err := bs.CombinedOutput()
+	var bsErr bytes.Buffer
+	bs.Stderr = &bsErr
+	bsOut, err := bs.Output()
 	if err != nil {
-		rep.Benchstat = fmt.Sprintf("benchstat failed: %v\n%s", err, bsOut)
+		rep.Benchstat = fmt.Sprintf("benchstat failed: %v\n%s%s", err, bsOut, bsErr.String())
 	} else {
 		rep.Benchstat = strings.ReplaceAll(string(bsOut), f, "p4.txt")
 	}

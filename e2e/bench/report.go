@@ -100,6 +100,10 @@ func (s spread) String() string {
 	if s.N == 0 {
 		return "n/a"
 	}
+	if d := s.Median - 1; d != 0 && d > -0.005 && d < 0.005 {
+		// Show that "1.00x" is not exactly 1 (verdicts use the exact value).
+		return fmt.Sprintf("%.4fx (%.4f–%.4f)", s.Median, s.Min, s.Max)
+	}
 	return fmt.Sprintf("%.2fx (%.2f–%.2f)", s.Median, s.Min, s.Max)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,8 +57,11 @@ func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
 				return nil, err
 			}
 			var res syncResult
-			if err := b.runChildOnce(ctx, c.Env, &res, "-mode", "sync", "-kubeconfig", kc, "-contender", name,
-				"-namespace", ns, "-expect", strconv.Itoa(n)); err != nil {
+			args := []string{"-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns, "-expect", strconv.Itoa(n)}
+			if b.c.profile != "" && r == 0 {
+				args = append(args, "-cpuprofile", filepath.Join(b.c.profile, fmt.Sprintf("p1-%d-%s.prof", n, name)))
+			}
+			if err := b.runChildOnce(ctx, c.Env, &res, args...); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			after, err := b.serverMetrics(ctx)
