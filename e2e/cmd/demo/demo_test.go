@@ -18,38 +18,47 @@ func TestBadFlagsExit2(t *testing.T) {
 	}
 }
 
-// TestCurrentScenes runs the demo's scenes on the current apiserver (real
-// kube-apiserver v1.36.3 from the harness) and checks its verdict and the
-// lines a reader relies on.
-func TestCurrentScenes(t *testing.T) {
+// TestScenes runs the demo's legacy, compaction and drop scenes on real
+// kube-apiservers (v1.18.19 and v1.36.3, from the harness) and checks its
+// verdict, its summary rows and the lines a reader relies on.
+func TestScenes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real apiservers")
 	}
 	var out, errb bytes.Buffer
-	code := run([]string{"--scenes", "compaction,drop"}, &out, &errb)
+	code := run([]string{"--scenes", "legacy,compaction,drop", "--stock-bound", "5s"}, &out, &errb)
 	s := out.String()
 	t.Log(s)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errb.String())
 	}
 	for _, want := range []string{
-		`410 Gone; relisting NotOlderThan(`, // compaction: our relist after the 410
-		"rv=",                               // the relist request as sent
-		"fallbacks by reason",               // the summary table header
-		"compaction  ours ",                 // one row per scene and side
-		"drop        ours ",                 //
-		"RESULT: steadywatch synced, never went back", // the verdict
+		"stock  NOT SYNCED    after 5s",                      // legacy: client-go waits for a bookmark v1.18 never sends
+		"streaming list unsupported (version v1.18.19)",      // legacy: our sync path, from compat
+		"ours   sent          LIST rv=\"\" limit=500 -> 200", // legacy: the list we sent instead
+		"410 Gone; relisting NotOlderThan(",                  // compaction: our relist after the 410
+		"RESULT: steadywatch synced, never went back",        // the verdict
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	// After a dropped watch ours resumes: no relist in the drop scene.
+	rows := map[string][]string{} // "scene/side" -> summary fields
 	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(line, "drop ") && strings.Contains(line, " ours ") {
-			if f := strings.Fields(line); len(f) < 4 || f[3] != "0" {
-				t.Errorf("drop scene: ours relisted: %q", line)
-			}
+		if f := strings.Fields(line); len(f) > 3 && (f[1] == "stock" || f[1] == "ours") {
+			rows[f[0]+"/"+f[1]] = f
 		}
+	}
+	for _, sc := range []string{"legacy", "compaction", "drop"} {
+		f := rows[sc+"/ours"]
+		if f == nil || f[2] == "never" || !strings.Contains(strings.Join(f, " "), " 0 yes (") {
+			t.Errorf("%s: ours row %q: want synced, 0 went back, store == truth", sc, f)
+		}
+	}
+	if f := rows["legacy/stock"]; f == nil || f[2] != "never" {
+		t.Errorf("legacy: stock row %q: want never synced", f)
+	}
+	if f := rows["drop/ours"]; f == nil || f[3] != "0" {
+		t.Errorf("drop: ours row %q: want 0 relists (the watch resumes)", f)
 	}
 }
