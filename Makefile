@@ -8,23 +8,29 @@ E2E_FLAGS ?=
 E2E_TIMEOUT ?= 35m
 SERVER ?= current
 
-.PHONY: all test lint unit e2e build-apiservers devcluster demo fuzz tidy-check clean-cache
+# Every Go module in the repository: the SDK, the e2e harness and suites, the examples, the kubectl plugin.
+MODULES := . e2e examples cmd/kubectl-steadywatch
+ACTIONLINT_VERSION ?= v1.7.12
+CHAOS_DURATION ?= 75s
+
+.PHONY: all test lint unit e2e build-apiservers devcluster demo fuzz chaos matrix bench clean-cache
 
 all: test
 
 ## test: everything CI runs: lint, unit tests (race), real-apiserver builds, e2e suites.
 test: lint unit build-apiservers e2e
 
-## lint: gofmt, go vet and staticcheck on every module.
+## lint: gofmt, go vet and staticcheck on every module; actionlint on the workflows.
 lint:
 	@echo "==> gofmt"; out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@for m in . e2e; do echo "==> go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
-	@for m in . e2e; do echo "==> staticcheck ($$m)"; (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...); done
+	@for m in $(MODULES); do echo "==> go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
+	@for m in $(MODULES); do echo "==> staticcheck ($$m)"; (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...); done
+	@echo "==> actionlint"; $(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yaml
 
-## unit: the SDK's unit tests with the race detector.
+## unit: unit tests with the race detector (SDK, examples, plugin; e2e's pure packages run in `e2e`).
 unit:
-	$(GO) test -race -count=1 ./...
+	@for m in . examples cmd/kubectl-steadywatch; do echo "==> unit ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...); done
 
 ## build-apiservers: build (or reuse from e2e/.cache) kube-apiserver current and legacy, with progress.
 build-apiservers:
@@ -38,9 +44,19 @@ e2e:
 devcluster:
 	cd e2e && $(GO) run ./cmd/devcluster --server $(SERVER)
 
-## demo: the README's first command.
+## demo: the README's first command: stock client-go vs steadywatch through real faults on real servers.
 demo:
-	cd e2e && $(GO) run ./cmd/devcluster --server $(SERVER)
+	cd e2e && $(GO) run ./cmd/demo
+
+## chaos: a longer chaos run (CHAOS_DURATION=10m, CHAOS_SEED=N to replay).
+CHAOS_SEED ?= 0
+chaos:
+	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(CHAOS_SEED) -ginkgo.v
+
+## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS to add servers).
+MATRIX_VERSIONS ?= v1.18.19,v1.36.3
+matrix:
+	cd e2e && $(GO) run ./cmd/matrix -versions $(MATRIX_VERSIONS) -out ../docs/compatibility.md
 
 ## fuzz: run each fuzz target for FUZZTIME (not part of `make test`).
 FUZZTIME ?= 30s
