@@ -17,26 +17,57 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 )
 
-// startCluster starts a cluster for an Ordered container and stops it afterwards.
-func startCluster(o harness.Options) *harness.Cluster {
+// startTarget returns the cluster for an Ordered container: the harness's own
+// servers started with o, or the external cluster named by E2E_KUBECONFIG
+// (extcluster). A harness cluster is stopped afterwards; an external one is
+// left alone.
+func startTarget(o harness.Options) *extcluster.Target {
 	o.Progress = GinkgoWriter
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	c, err := harness.Start(ctx, o)
+	t, err := extcluster.Start(ctx, o)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(c.Stop)
-	return c
+	DeferCleanup(t.Stop)
+	fmt.Fprintf(GinkgoWriter, "smoke: running against %s\n", t.Describe())
+	return t
 }
 
-// seed creates a namespace with n ConfigMaps and returns the RV after the first one.
+// startHarness starts a cluster only the harness can provide (a legacy server,
+// the watch cache off, an HA pair). On an external cluster it Skips with
+// reason before anything is started.
+func startHarness(o harness.Options, reason string) *harness.Cluster {
+	if extcluster.ExternalKubeconfig() != "" {
+		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
+	}
+	return startTarget(o).RequireFaults()
+}
+
+// deleteAtCleanup deletes the namespace when the current node's cleanup runs,
+// so that an external cluster (someone's kind cluster) is left as found. On
+// the harness (no namespace controller) the namespace stays Terminating until
+// the cluster stops.
+func deleteAtCleanup(cs kubernetes.Interface, ns string) {
+	DeferCleanup(func(ctx SpecContext) {
+		err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns)
+		}
+	}, NodeTimeout(time.Minute))
+}
+
+// seed creates a namespace (deleted at cleanup) with n ConfigMaps and returns
+// the RV after the first one.
 func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
 	nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "smoke-"}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
+	deleteAtCleanup(cs, nsObj.Name)
 	for i := 0; i < n; i++ {
 		cm, err := cs.CoreV1().ConfigMaps(nsObj.Name).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)},
@@ -80,17 +111,27 @@ func stockInformerSynced(cfg *rest.Config, ns string, d time.Duration) bool {
 }
 
 var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordered, func() {
-	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{Version: build.Current}) })
+	var t *extcluster.Target
+	BeforeAll(func() { t = startTarget(harness.Options{Version: build.Current}) })
 
 	It("reports its real version on /version", func() {
-		v, err := clientset(c.RESTConfig()).Discovery().ServerVersion()
+		v, err := clientset(t.RESTConfig()).Discovery().ServerVersion()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(v.GitVersion).To(Equal(build.Current))
+		if !t.External() {
+			Expect(v.GitVersion).To(Equal(build.Current))
+			return
+		}
+		// An external cluster runs whatever version it runs: what the SDK needs is a
+		// gitVersion its capability detection can parse.
+		parsed, err := compat.ParseVersion(v.GitVersion)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(parsed.Compare(compat.Version{Major: 1, Minor: 19})).To(BeNumerically(">=", 0),
+			"the current-server specs assume resourceVersionMatch (>= v1.19); got %s", v.GitVersion)
+		AddReportEntry("external apiserver version", v.GitVersion)
 	})
 
 	It("honours resourceVersionMatch=Exact without a limit", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := clientset(t.RESTConfig())
 		ns, rv := seed(ctx, cs, 3)
 		served, err := exactNoLimit(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred())
@@ -98,16 +139,18 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 	})
 
 	It("lets a stock client-go informer (WatchListClient on) sync", func(ctx SpecContext) {
-		ns, _ := seed(ctx, clientset(c.RESTConfig()), 5)
-		Expect(stockInformerSynced(c.RESTConfig(), ns, 60*time.Second)).To(BeTrue())
+		ns, _ := seed(ctx, clientset(t.RESTConfig()), 5)
+		Expect(stockInformerSynced(t.RESTConfig(), ns, 60*time.Second)).To(BeTrue())
 	})
 
-	Context("behind the fault proxy", func() {
+	Context("behind the fault proxy", Label("needs-faults"), func() {
 		var (
+			c   *harness.Cluster
 			p   *faults.Proxy
 			cfg *rest.Config
 		)
 		BeforeAll(func(ctx SpecContext) {
+			c = t.RequireFaults()
 			var err error
 			p, cfg, err = c.NewProxy(ctx, c.APIServers()[0])
 			Expect(err).NotTo(HaveOccurred())
@@ -187,9 +230,12 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 	})
 })
 
-var _ = Describe("current kube-apiserver with the watch cache off", Label("conformance", "smoke"), Ordered, func() {
+var _ = Describe("current kube-apiserver with the watch cache off", Label("conformance", "smoke", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{Version: build.Current, DisableWatchCache: true}) })
+	BeforeAll(func() {
+		c = startHarness(harness.Options{Version: build.Current, DisableWatchCache: true},
+			"needs the harness's "+build.Current+" server with the watch cache off (--watch-cache=false) and etcd compaction")
+	})
 
 	It("answers an Exact list at a compacted RV with a real 410", func(ctx SpecContext) {
 		cs := clientset(c.RESTConfig())
@@ -205,9 +251,11 @@ var _ = Describe("current kube-apiserver with the watch cache off", Label("confo
 	})
 })
 
-var _ = Describe("legacy kube-apiserver v1.18.19", Label("legacy", "smoke"), Ordered, func() {
+var _ = Describe("legacy kube-apiserver v1.18.19", Label("legacy", "smoke", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{Version: build.Legacy}) })
+	BeforeAll(func() {
+		c = startHarness(harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server")
+	})
 
 	It("reports its real version on /version", func() {
 		v, err := clientset(c.RESTConfig()).Discovery().ServerVersion()
