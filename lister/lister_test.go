@@ -211,7 +211,7 @@ func TestContinueExpiredNeverStitches(t *testing.T) {
 
 	// List() restarts internally and returns only the new snapshot.
 	c = &scripted{t: t, answers: answers()}
-	obj, r, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), MostRecent().WithLimit(1))
+	obj, _, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), MostRecent().WithLimit(1))
 	if err != nil || !slices.Equal(names(obj), []string{"a", "b"}) || obj.(metav1.ListInterface).GetResourceVersion() != "30" {
 		t.Fatalf("List after restart: %v %v", err, obj)
 	}

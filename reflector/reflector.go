@@ -61,10 +61,9 @@ type Reflector struct {
 	known       map[string]string // key -> object resourceVersion: what the store reflects
 	lastCheck   time.Time
 
-	running       atomic.Bool
-	checkRunning  atomic.Bool
-	checks        sync.WaitGroup
-	resyncStopped chan struct{}
+	running      atomic.Bool
+	checkRunning atomic.Bool
+	checks       sync.WaitGroup
 
 	mu     sync.RWMutex
 	status Status
