@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -288,4 +287,3 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-var errTimeout = errors.New("timeout")
