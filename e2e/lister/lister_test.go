@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -26,42 +28,76 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
 // TestLister runs the lister's specs against real kube-apiservers (v1.36.3
-// and v1.18.19) on a real etcd.
+// and v1.18.19) on a real etcd, or, with E2E_KUBECONFIG set, the specs that
+// need no fault control against that external cluster (extcluster).
+//
+// Labels: conformance (server/SDK semantics), legacy (v1.18.19), needs-faults
+// (the fault proxy, etcd compaction, the watch cache off or v1.18.19: only
+// the harness provides them, so these skip on an external cluster).
 func TestLister(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "lister")
 }
 
-const ns = "default"
-
 type env struct {
-	c     *harness.Cluster
+	t     *extcluster.Target
+	c     *harness.Cluster // the harness cluster; nil unless started with startHarness
 	cfg   *rest.Config
 	cs    *kubernetes.Clientset
-	proxy *faults.Proxy
+	ns    string                // a namespace of this container's own, deleted at cleanup
+	proxy *faults.Proxy         // nil unless started with startHarness
 	pcfg  *rest.Config          // admin config pointed at the proxy
 	pcs   *kubernetes.Clientset // through the proxy
 }
 
+// start returns the cluster for an Ordered container: the harness's own
+// servers started with o, or the external cluster named by E2E_KUBECONFIG.
+// It has no fault controls (e.c and e.proxy are nil).
 func start(ctx context.Context, o harness.Options) *env {
 	o.Progress = GinkgoWriter
-	c, err := harness.Start(ctx, o)
+	t, err := extcluster.Start(ctx, o)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(c.Stop)
-	e := &env{c: c, cfg: c.RESTConfig()}
+	DeferCleanup(t.Stop)
+	fmt.Fprintf(GinkgoWriter, "lister: running against %s\n", t.Describe())
+	e := &env{t: t, cfg: t.RESTConfig()}
 	e.cs = kubernetes.NewForConfigOrDie(e.cfg)
 	// /readyz can pass before the apiserver's bootstrap controller has created the "default"
-	// namespace (seen on v1.18.19: "namespaces \"default\" not found" on the first create).
+	// namespace (seen on v1.18.19: "namespaces \"default\" not found" on the first create);
+	// the namespace lifecycle admission can likewise refuse the first writes.
 	Eventually(func(g Gomega) {
-		_, err := e.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		_, err := e.cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
+	nsObj, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lister-"}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	e.ns = nsObj.Name
+	// Registered after t.Stop, so it runs first: an external cluster is left as found.
+	DeferCleanup(func(ctx SpecContext) {
+		err := e.cs.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", e.ns)
+		}
+	}, NodeTimeout(time.Minute))
+	return e
+}
+
+// startHarness is start for a container that needs what only the harness
+// provides (reason says what): on an external cluster it Skips before
+// anything is started; otherwise it also opens a fault proxy in front of the
+// first apiserver.
+func startHarness(ctx context.Context, o harness.Options, reason string) *env {
+	if extcluster.ExternalKubeconfig() != "" {
+		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
+	}
+	e := start(ctx, o)
+	e.c = e.t.RequireFaults()
+	p, pcfg, err := e.c.NewProxy(ctx, e.c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
 	e.proxy, e.pcfg, e.pcs = p, pcfg, kubernetes.NewForConfigOrDie(pcfg)
 	return e
@@ -72,8 +108,40 @@ func (e *env) client(viaProxy bool) lister.Client {
 	if viaProxy {
 		cs = e.pcs
 	}
-	cms := cs.CoreV1().ConfigMaps(ns)
+	cms := cs.CoreV1().ConfigMaps(e.ns)
 	return lister.FromFuncs(cms.List, cms.Watch)
+}
+
+// recordingClient is a lister.Client that records the options of every list
+// and watch the lister sends (what reaches client-go's REST client), so a
+// spec can count requests without the harness's proxy.
+type recordingClient struct {
+	inner lister.Client
+
+	mu      sync.Mutex
+	lists   []metav1.ListOptions
+	watches []metav1.ListOptions
+}
+
+func (r *recordingClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	r.mu.Lock()
+	r.lists = append(r.lists, o)
+	r.mu.Unlock()
+	return r.inner.List(ctx, o)
+}
+
+func (r *recordingClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	r.mu.Lock()
+	r.watches = append(r.watches, o)
+	r.mu.Unlock()
+	return r.inner.Watch(ctx, o)
+}
+
+// sent returns the recorded lists and watches.
+func (r *recordingClient) sent() (lists, watches []metav1.ListOptions) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]metav1.ListOptions(nil), r.lists...), append([]metav1.ListOptions(nil), r.watches...)
 }
 
 // noRetryClient lists configmaps through the proxy with client-go's own
@@ -86,22 +154,22 @@ func (e *env) noRetryClient() lister.Client {
 	rc := e.pcs.CoreV1().RESTClient()
 	list := func(ctx context.Context, o metav1.ListOptions) (*corev1.ConfigMapList, error) {
 		out := &corev1.ConfigMapList{}
-		err := rc.Get().Namespace(ns).Resource("configmaps").VersionedParams(&o, scheme.ParameterCodec).MaxRetries(0).Do(ctx).Into(out)
+		err := rc.Get().Namespace(e.ns).Resource("configmaps").VersionedParams(&o, scheme.ParameterCodec).MaxRetries(0).Do(ctx).Into(out)
 		return out, err
 	}
-	return lister.FromFuncs(list, e.pcs.CoreV1().ConfigMaps(ns).Watch)
+	return lister.FromFuncs(list, e.pcs.CoreV1().ConfigMaps(e.ns).Watch)
 }
 
 // create makes n configmaps with the given prefix and returns the list RV after them.
 func (e *env) create(ctx context.Context, prefix string, n int) string {
 	for i := 0; i < n; i++ {
-		_, err := e.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Labels: map[string]string{"set": prefix}},
 			Data:       map[string]string{"v": "1"},
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 	}
-	l, err := e.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "set=" + prefix})
+	l, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "set=" + prefix})
 	Expect(err).NotTo(HaveOccurred())
 	return l.ResourceVersion
 }
@@ -109,7 +177,7 @@ func (e *env) create(ctx context.Context, prefix string, n int) string {
 // bump writes one object (moving the RV on) and returns the new RV.
 func (e *env) bump(ctx context.Context) string {
 	name := fmt.Sprintf("bump-%d", time.Now().UnixNano())
-	cm, err := e.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	cm, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return cm.ResourceVersion
 }
@@ -120,7 +188,7 @@ func (e *env) bump(ctx context.Context) string {
 // still at exactly N would serve N by chance and prove nothing.
 func (e *env) waitCache(ctx context.Context, rv string) {
 	Eventually(func(g Gomega) {
-		l, err := e.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1})
+		l, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(fallback.CompareRV(l.ResourceVersion, rv)).To(BeElementOf(fallback.Same, fallback.Newer))
 	}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
@@ -196,10 +264,11 @@ func syncInformer(ctx context.Context, lw cache.ListerWatcher, timeout time.Dura
 // isStreaming reports whether a proxied request asked for a streaming list.
 func isStreaming(r faults.Request) bool { return query(r.RawQuery).Get("sendInitialEvents") == "true" }
 
-var _ = Describe("lister on a current apiserver with the watch cache off", Ordered, func() {
+var _ = Describe("lister on a current apiserver with the watch cache off", Label("conformance", "needs-faults"), Ordered, func() {
 	var e *env
 	BeforeAll(func(ctx SpecContext) {
-		e = start(ctx, harness.Options{Version: build.Current, DisableWatchCache: true})
+		e = startHarness(ctx, harness.Options{Version: build.Current, DisableWatchCache: true},
+			"needs the harness's "+build.Current+" server with the watch cache off (--watch-cache=false) and etcd compaction")
 	})
 
 	It("rule 1: a real 410 for legacy-form NotOlderThan+limit is retried at a newer RV, never older", func(ctx SpecContext) {
@@ -313,11 +382,11 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Order
 
 	It("GetExact returns the object as it was at the RV", func(ctx SpecContext) {
 		e.create(ctx, "ge", 1)
-		cm, err := e.cs.CoreV1().ConfigMaps(ns).Get(ctx, "ge-0", metav1.GetOptions{})
+		cm, err := e.cs.CoreV1().ConfigMaps(e.ns).Get(ctx, "ge-0", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		old := cm.ResourceVersion
 		cm.Data["v"] = "2"
-		_, err = e.cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		_, err = e.cs.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		obj, rec, err := lister.New(e.client(false), lister.Options{}).GetExact(ctx, "ge-0", old)
 		Expect(err).NotTo(HaveOccurred())
@@ -354,9 +423,12 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Order
 	})
 })
 
-var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, func() {
+var _ = Describe("lister on a current apiserver behind a fault proxy", Label("conformance", "needs-faults"), Ordered, func() {
 	var e *env
-	BeforeAll(func(ctx SpecContext) { e = start(ctx, harness.Options{Version: build.Current}) })
+	BeforeAll(func(ctx SpecContext) {
+		e = startHarness(ctx, harness.Options{Version: build.Current},
+			"needs the harness's fault proxy (injected 429/5xx/504, stripped parameters, request log) and etcd revisions")
+	})
 	tooLarge := []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}
 
 	It("a 504 with Retry-After is absorbed by client-go's REST client (the lister never sees it)", func(ctx SpecContext) {
@@ -612,9 +684,11 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Ordered, 
 	})
 })
 
-var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
+var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs-faults"), Ordered, func() {
 	var e *env
-	BeforeAll(func(ctx SpecContext) { e = start(ctx, harness.Options{Version: build.Legacy}) })
+	BeforeAll(func(ctx SpecContext) {
+		e = startHarness(ctx, harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server")
+	})
 
 	It("rule 2: Exact without a limit is answered newer; the paginated retry is served at exactly the RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "l2", 3)
@@ -705,11 +779,11 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 	// so rule 2's retry with a limit is served newer too; GetExact then scans the collection at the RV.
 	It("GetExact on v1.18 (Impact on get calls): the single-name list is never exact there; the collection scan at the RV is", func(ctx SpecContext) {
 		e.create(ctx, "lge", 1)
-		cm, err := e.cs.CoreV1().ConfigMaps(ns).Get(ctx, "lge-0", metav1.GetOptions{})
+		cm, err := e.cs.CoreV1().ConfigMaps(e.ns).Get(ctx, "lge-0", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		old := cm.ResourceVersion
 		cm.Data["v"] = "2"
-		updated, err := e.cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		updated, err := e.cs.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		e.waitCache(ctx, updated.ResourceVersion)
 		obj, rec, err := lister.New(e.client(false), lister.Options{}).GetExact(ctx, "lge-0", old)
@@ -798,14 +872,29 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Ordered, func() {
 // the ListerWatcher (wire options in, as client-go sends them): what the
 // lister rejects before sending, the served RV's relation to the requested
 // one, and how many first-page requests it took (on v1.18 only the
-// Exact-without-limit cell needs a second one: rule 2).
+// Exact-without-limit cell needs a second one: rule 2). Requests are counted
+// at the lister's Client (recordingClient), so the current-server table runs
+// on an external cluster too.
 var _ = Describe("the seeds' list table on real servers", func() {
-	for _, version := range []string{build.Current, build.Legacy} {
-		Context(version, Ordered, func() {
+	type server struct {
+		version string
+		labels  Labels
+		reason  string // non-empty: only the harness provides this server
+	}
+	for _, srv := range []server{
+		{build.Current, Label("conformance"), ""},
+		{build.Legacy, Label("legacy", "needs-faults"), "needs the harness's " + build.Legacy + " server"},
+	} {
+		version := srv.version
+		Context(version, srv.labels, Ordered, func() {
 			var e *env
 			var rvN string
 			BeforeAll(func(ctx SpecContext) {
-				e = start(ctx, harness.Options{Version: version})
+				if srv.reason != "" {
+					e = startHarness(ctx, harness.Options{Version: version}, srv.reason)
+				} else {
+					e = start(ctx, harness.Options{Version: version})
+				}
 				rvN = e.create(ctx, "tbl", 3)
 				e.waitCache(ctx, e.bump(ctx)) // so that "newest" (also from the watch cache) and "exactly N" differ
 			})
@@ -821,13 +910,15 @@ var _ = Describe("the seeds' list table on real servers", func() {
 								o.ResourceVersion = rvN
 							}
 							q, qerr := fallback.FromListOptions(o)
-							e.proxy.ResetRequests()
-							obj, err := lister.NewListerWatcher(e.client(true), lister.Options{}).ListWithContext(ctx, o)
+							rc := &recordingClient{inner: e.client(false)}
+							obj, err := lister.NewListerWatcher(rc, lister.Options{}).ListWithContext(ctx, o)
+							lists, watches := rc.sent()
 							if qerr != nil {
 								// Seed 004: Exact with rv unset or "0", NotOlderThan with rv unset: Invalid.
 								Expect(match).NotTo(BeEmpty())
 								Expect(errors.Is(err, fallback.ErrInvalidQuery)).To(BeTrue())
-								Expect(e.proxy.Requests()).To(BeEmpty())
+								Expect(lists).To(BeEmpty(), "an invalid query reached the server")
+								Expect(watches).To(BeEmpty())
 								return
 							}
 							Expect(err).NotTo(HaveOccurred())
@@ -842,8 +933,8 @@ var _ = Describe("the seeds' list table on real servers", func() {
 							Expect(obj.(*corev1.ConfigMapList).Continue).To(BeEmpty())
 							Expect(countItems(obj)).To(Equal(3))
 							firstPages := 0
-							for _, r := range e.requests("list") {
-								if query(r.RawQuery).Get("continue") == "" {
+							for _, l := range lists {
+								if l.Continue == "" {
 									firstPages++
 								}
 							}
@@ -851,17 +942,17 @@ var _ = Describe("the seeds' list table on real servers", func() {
 							if version == build.Legacy && q.Semantic == fallback.Exact && limit == 0 {
 								want = 2 // rule 2: v1.18 served Exact-without-limit newer; retried with a limit
 							}
-							Expect(firstPages).To(Equal(want))
+							Expect(firstPages).To(Equal(want), "first-page lists sent: %+v", lists)
 						})
 					}
 				}
 			}
 			It("continue rows: RV or match with continue are rejected; a bare continue is followed", func(ctx SpecContext) {
-				first, err := e.cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "set=tbl", Limit: 1})
+				first, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "set=tbl", Limit: 1})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(first.Continue).NotTo(BeEmpty())
-				e.proxy.ResetRequests()
-				lw := lister.NewListerWatcher(e.client(true), lister.Options{})
+				rc := &recordingClient{inner: e.client(false)}
+				lw := lister.NewListerWatcher(rc, lister.Options{})
 				for _, o := range []metav1.ListOptions{
 					{ResourceVersion: "0", Limit: 1, Continue: first.Continue},
 					{ResourceVersion: rvN, Limit: 1, Continue: first.Continue},
@@ -872,11 +963,16 @@ var _ = Describe("the seeds' list table on real servers", func() {
 					_, err := lw.ListWithContext(ctx, o)
 					Expect(errors.Is(err, fallback.ErrInvalidQuery)).To(BeTrue(), "%+v", o)
 				}
-				Expect(e.proxy.Requests()).To(BeEmpty())
+				lists, watches := rc.sent()
+				Expect(lists).To(BeEmpty(), "a rejected continue row reached the server")
+				Expect(watches).To(BeEmpty())
 				rest, err := lw.ListWithContext(ctx, metav1.ListOptions{Limit: 1, Continue: first.Continue, LabelSelector: "set=tbl"})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(countItems(rest)).To(Equal(2))
 				Expect(rest.(*corev1.ConfigMapList).ResourceVersion).To(Equal(first.ResourceVersion))
+				lists, _ = rc.sent()
+				Expect(lists).NotTo(BeEmpty())
+				Expect(lists[0].Continue).To(Equal(first.Continue), "the bare continue was sent as given")
 			})
 		})
 	}
