@@ -4,6 +4,10 @@
 // objects written through both versions, and informers whose store sees only
 // the canonical shape while the objects on the server stay byte for byte as
 // they were.
+//
+// With E2E_KUBECONFIG set (e2e/internal/extcluster) it runs against that
+// external cluster instead (no fault control is needed). The CRD and the
+// namespace it creates are deleted at cleanup.
 package canonical_test
 
 import (
