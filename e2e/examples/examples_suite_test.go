@@ -4,6 +4,10 @@
 // started by the harness (current and v1.18.19), asserting what it prints and
 // what it does to the cluster. On v1.18.19 it also runs each program in its
 // -stock mode (without steadywatch's line) and asserts that it never syncs.
+//
+// With E2E_KUBECONFIG set (e2e/internal/extcluster) the current-server specs
+// run against that external cluster; the v1.18.19 specs (needs-faults) skip
+// there. Namespaces the specs create are deleted at cleanup.
 package examples_test
 
 import (

@@ -22,9 +22,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 )
 
 // bin holds the example binaries built once for the suite.
@@ -51,25 +54,60 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 
 // ---- helpers ----
 
-func startCluster(version string) *harness.Cluster {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	c, err := harness.Start(ctx, harness.Options{Version: version, Progress: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(c.Stop)
-	return c
+// cluster is what the specs need of a cluster: a harness cluster or an
+// extcluster.Target (which may be an external cluster).
+type cluster interface {
+	RESTConfig() *rest.Config
+	KubeconfigPath() string
+	Version() string
 }
 
-func clientset(c *harness.Cluster) kubernetes.Interface {
+// startTarget returns the cluster for an Ordered container: the harness's
+// server of that version, or the external cluster named by E2E_KUBECONFIG.
+func startTarget(version string) *extcluster.Target {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	t, err := extcluster.Start(ctx, harness.Options{Version: version, Progress: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(t.Stop)
+	fmt.Fprintf(GinkgoWriter, "examples: running against %s\n", t.Describe())
+	return t
+}
+
+// startHarness starts a server only the harness provides (reason says which);
+// on an external cluster it Skips before anything is started.
+func startHarness(version, reason string) *harness.Cluster {
+	if extcluster.ExternalKubeconfig() != "" {
+		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
+	}
+	return startTarget(version).RequireFaults()
+}
+
+func clientset(c cluster) kubernetes.Interface {
 	cs, err := kubernetes.NewForConfig(c.RESTConfig())
 	Expect(err).NotTo(HaveOccurred())
 	return cs
 }
 
+// newNamespace creates a namespace that is deleted at the current node's
+// cleanup, so that an external cluster is left as found.
 func newNamespace(ctx context.Context, cs kubernetes.Interface, prefix string) string {
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx SpecContext) {
+		err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns.Name)
+		}
+	}, NodeTimeout(time.Minute))
 	return ns.Name
+}
+
+// parsedVersion is c's version as steadywatch's capability detection reads it.
+func parsedVersion(c cluster) compat.Version {
+	v, err := compat.ParseVersion(c.Version())
+	Expect(err).NotTo(HaveOccurred())
+	return v
 }
 
 func createCM(ctx context.Context, cs kubernetes.Interface, ns, name string, labels map[string]string) {
@@ -107,7 +145,7 @@ type program struct {
 
 // run starts bin/name with args and KUBECONFIG set; it is interrupted (then
 // killed) at cleanup if still running.
-func run(c *harness.Cluster, name string, args ...string) *program {
+func run(c cluster, name string, args ...string) *program {
 	p := &program{name: name, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(bin, name), args...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+c.KubeconfigPath())
@@ -211,7 +249,7 @@ func statusData(ctx context.Context, cs kubernetes.Interface, ns string) map[str
 
 // informerSpec runs examples/informer against c and checks sync, events,
 // metrics and a clean exit.
-func informerSpec(ctx context.Context, c *harness.Cluster, wantMetric string) {
+func informerSpec(ctx context.Context, c cluster, wantMetric string) {
 	cs := clientset(c)
 	ns := newNamespace(ctx, cs, "informer")
 	for i := 0; i < 3; i++ {
@@ -219,7 +257,7 @@ func informerSpec(ctx context.Context, c *harness.Cluster, wantMetric string) {
 	}
 	p := run(c, "informer", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "45s")
 	metricsURL := p.waitOutput(`metrics: (http://127\.0\.0\.1:\d+/metrics)`, 10*time.Second)[1]
-	p.waitOutput(`informer: steadywatch \(server: `+regexp.QuoteMeta(c.Version()), 10*time.Second)
+	p.waitOutput(`informer: steadywatch \(server: `+regexp.QuoteMeta(parsedVersion(c).String()), 10*time.Second)
 	p.waitOutput(`synced 3 ConfigMaps in `, 30*time.Second)
 	for i := 0; i < 3; i++ {
 		Expect(p.stdout.String()).To(ContainSubstring(fmt.Sprintf("event ADD    %s/cm-%d\n", ns, i)))
@@ -236,12 +274,12 @@ func informerSpec(ctx context.Context, c *harness.Cluster, wantMetric string) {
 
 // operatorSpec runs examples/operator against c and checks that the status
 // ConfigMap follows labels being added, changed and removed.
-func operatorSpec(ctx context.Context, c *harness.Cluster) {
+func operatorSpec(ctx context.Context, c cluster) {
 	cs := clientset(c)
 	ns := newNamespace(ctx, cs, "operator")
 	createCM(ctx, cs, ns, "before-start", map[string]string{"team": "blue"})
 	p := run(c, "operator", "-namespace", ns, "-sync-timeout", "45s")
-	p.waitOutput(`informers: steadywatch \(server: `+regexp.QuoteMeta(c.Version()), 10*time.Second)
+	p.waitOutput(`informers: steadywatch \(server: `+regexp.QuoteMeta(parsedVersion(c).String()), 10*time.Second)
 	p.waitOutput(`caches synced in `, 45*time.Second)
 	poll := func(want map[string]string) {
 		Eventually(func() map[string]string { return statusData(ctx, cs, ns) }).
@@ -266,14 +304,21 @@ func operatorSpec(ctx context.Context, c *harness.Cluster) {
 	Expect(p.stdout.String()).To(HaveSuffix("stopped\n"))
 }
 
-var _ = Describe("examples on the current kube-apiserver", Label("examples"), Ordered, func() {
-	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(build.Current) })
+var _ = Describe("examples on the current kube-apiserver", Label("examples", "conformance"), Ordered, func() {
+	var c *extcluster.Target
+	BeforeAll(func() { c = startTarget(build.Current) })
 
 	It("informer: syncs through the factory, prints events and exports steadywatch metrics", func(ctx SpecContext) {
-		// On a current server the initial sync is a streaming list (no list
-		// call to count); the compat detector's beliefs are exported.
-		informerSpec(ctx, c, `steadywatch_fallbacks_total\{name="https://127\.0\.0\.1:\d+",reason="compat:streamingList=yes"\} 1`)
+		// The compat detector's first belief about streaming lists is exported,
+		// labelled with the server's host: "yes" on the harness's current server
+		// (the initial sync is then a streaming list); on an external cluster what
+		// its version says.
+		belief := compat.FromVersion(parsedVersion(c)).Get(compat.StreamingList)
+		if !c.External() {
+			Expect(belief).To(Equal(compat.Yes))
+		}
+		informerSpec(ctx, c, `steadywatch_fallbacks_total\{name="`+regexp.QuoteMeta(c.RESTConfig().Host)+
+			`",reason="compat:streamingList=`+belief.String()+`"\} 1`)
 	})
 
 	It("operator: keeps the status ConfigMap in step with the labels", func(ctx SpecContext) {
@@ -281,9 +326,9 @@ var _ = Describe("examples on the current kube-apiserver", Label("examples"), Or
 	})
 })
 
-var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "legacy"), Ordered, func() {
+var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "legacy", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(build.Legacy) })
+	BeforeAll(func() { c = startHarness(build.Legacy, "needs the harness's "+build.Legacy+" server") })
 
 	It("informer: syncs where the stock factory informer does not", func(ctx SpecContext) {
 		// The informer's reflector lists (the server cannot stream): one
