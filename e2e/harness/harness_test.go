@@ -274,7 +274,7 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 	})
 })
 
-var _ = Describe("an HA pair on one etcd behind the balancer", Ordered, func() {
+var _ = Describe("an HA pair on one etcd behind the balancer", Label("ha"), Ordered, func() {
 	var c *harness.Cluster
 	BeforeAll(func() { c = startCluster(harness.Options{Version: current, HA: true}) })
 
@@ -338,7 +338,7 @@ var _ = Describe("an HA pair on one etcd behind the balancer", Ordered, func() {
 	})
 })
 
-var _ = Describe("a legacy kube-apiserver "+legacy, Ordered, func() {
+var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, func() {
 	var c *harness.Cluster
 	BeforeAll(func() {
 		bin := legacyBinary()

@@ -6,6 +6,15 @@
 // not) and through an HA balancer, and resourceVersionMatch detection is shown
 // to follow a proxy that starts and stops stripping the parameter.
 //
+// Labels: conformance (current server), legacy (v1.18.19), ha (HA pair),
+// needs-faults (fault proxy, watch cache off, a legacy server or an HA pair).
+// With E2E_KUBECONFIG set (e2e/internal/extcluster) the conformance specs
+// without needs-faults run against that external cluster, the probe checked
+// against the KEP-2523 list and watch tables instead of the golden files; the
+// others skip there with the reason, before starting anything. Namespaces the
+// specs create are deleted at cleanup; list and sync select the specs' own
+// ConfigMaps by label, so what a cluster's controllers add does not count.
+//
 // Set UPDATE_GOLDEN=1 to rewrite the golden files from the servers' answers.
 package plugin_test
 

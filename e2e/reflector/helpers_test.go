@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -23,18 +24,53 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-func startCluster(o harness.Options) *harness.Cluster {
+// startTarget returns the cluster for an Ordered container: the harness's own
+// current server (watch cache on) started with o, or the external cluster
+// named by E2E_KUBECONFIG (extcluster). A harness cluster is stopped at
+// cleanup; an external one is left alone.
+func startTarget(o harness.Options) *extcluster.Target {
 	o.Progress = GinkgoWriter
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	c, err := harness.Start(ctx, o)
+	t, err := extcluster.Start(ctx, o)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(c.Stop)
-	return c
+	DeferCleanup(t.Stop)
+	fmt.Fprintf(GinkgoWriter, "reflector e2e: running against %s\n", t.Describe())
+	return t
+}
+
+// startHarness starts a cluster only the harness can provide (v1.18.19, the
+// watch cache off, an HA pair). On an external cluster it Skips with reason
+// before anything is started.
+func startHarness(o harness.Options, reason string) *harness.Cluster {
+	skipIfExternal(reason)
+	return startTarget(o).RequireFaults()
+}
+
+// skipIfExternal Skips the current spec or container with reason when
+// E2E_KUBECONFIG names an external cluster.
+func skipIfExternal(reason string) {
+	if extcluster.ExternalKubeconfig() != "" {
+		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
+	}
+}
+
+// deleteAtCleanup deletes namespace ns when the current node's cleanup runs,
+// so an external cluster (someone's kind cluster) is left as found. On the
+// harness (no namespace controller) it stays Terminating until the cluster
+// stops.
+func deleteAtCleanup(cs kubernetes.Interface, ns string) {
+	DeferCleanup(func(ctx SpecContext) {
+		err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns)
+		}
+	}, NodeTimeout(time.Minute))
 }
 
 func clientset(cfg *rest.Config) kubernetes.Interface {
@@ -43,10 +79,11 @@ func clientset(cfg *rest.Config) kubernetes.Interface {
 	return cs
 }
 
-// seed creates a namespace with n ConfigMaps.
+// seed creates a namespace (deleted at cleanup) with n ConfigMaps cm-0..cm-<n-1>.
 func seed(ctx context.Context, cs kubernetes.Interface, prefix string, n int) string {
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
+	deleteAtCleanup(cs, ns.Name)
 	for i := 0; i < n; i++ {
 		createCM(ctx, cs, ns.Name, fmt.Sprintf("cm-%d", i))
 	}
@@ -141,22 +178,29 @@ func (s *rvLog) state() map[string]string {
 }
 
 // truth is key -> resourceVersion from a fresh MostRecent (consistent) list.
-func truth(ctx context.Context, cs kubernetes.Interface, ns string) map[string]string {
+func truth(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]string, error) {
 	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
 	for _, cm := range l.Items {
 		out[cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
 	}
-	return out
+	return out, nil
 }
 
 // expectStoreEqualsTruth waits until the store holds exactly what a fresh
 // MostRecent list returns (keys and object resourceVersions). Call it after
-// the last write to ns.
+// the last write to ns. The list is repeated on every poll: on a real
+// cluster controllers may add objects of their own to a new namespace
+// (kube-root-ca.crt), and the store must follow those too.
 func expectStoreEqualsTruth(ctx context.Context, cs kubernetes.Interface, run *running, ns string) {
-	want := truth(ctx, cs, ns)
-	Eventually(run.store.state).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).Should(Equal(want),
+	Eventually(func(g Gomega) {
+		want, err := truth(ctx, cs, ns)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(run.store.state()).To(Equal(want))
+	}).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(),
 		"the store must equal a fresh MostRecent list of %s", ns)
 }
 

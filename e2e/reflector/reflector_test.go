@@ -3,6 +3,8 @@ package reflector_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,6 +19,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -24,6 +27,9 @@ import (
 // Every spec runs against real kube-apiservers that the harness starts
 // (v1.36.3 = build.Current, v1.18.19 = build.Legacy), most of them through a
 // faults.Proxy whose request log is the evidence of what the reflector sent.
+// The "sync / on any cluster" specs need no fault control and also run on an
+// external cluster (E2E_KUBECONFIG); the rest are labelled needs-faults and
+// skip there with the reason.
 //
 // Real behaviour the specs rely on (observed here, not assumed):
 //   - v1.36 honours streaming lists (WatchList on by default), so with a
@@ -42,112 +48,211 @@ import (
 //     v1.36 streaming list got one within a second of a write elsewhere
 //     (0.4-0.8 s measured), then about once a minute.
 
-var _ = Describe("sync", Label("legacy"), Ordered, func() {
-	for _, version := range []string{build.Current, build.Legacy} {
-		Context(version, Ordered, func() {
-			var (
-				c    *harness.Cluster
-				ns   string
-				p    *faults.Proxy
-				pcfg *rest.Config
-			)
-			BeforeAll(func(ctx SpecContext) {
-				c = startCluster(harness.Options{Version: version})
-				ns = seed(ctx, clientset(c.RESTConfig()), "sync", 100)
-				var err error
-				p, pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
-				Expect(err).NotTo(HaveOccurred())
-			})
-			BeforeEach(func() { p.ResetRequests() })
+// syncEnv is what the proxy sync specs of one server share: a namespace
+// with 100 ConfigMaps and a fault proxy in front of the server.
+type syncEnv struct {
+	ns   string
+	p    *faults.Proxy
+	pcfg *rest.Config
+}
 
-			It("syncs 100 ConfigMaps with a compat Detector, streaming only where the server streams", func() {
-				start := time.Now()
-				run := runReflector(pcfg, ns, reflector.Options{Name: "sync-" + version})
-				waitSynced(run.r, 60*time.Second)
-				timing("reflector sync (Detector) on "+version, time.Since(start))
-				Expect(run.store.ListKeys()).To(HaveLen(100))
-				Eventually(func() reflector.Phase { return run.r.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(reflector.PhaseWatching))
+// proxySyncSpecs are the sync specs whose evidence is the proxy's request
+// log (which requests filled the store); env is set by the container's
+// BeforeAll.
+func proxySyncSpecs(version string, env *syncEnv) {
+	BeforeEach(func() { env.p.ResetRequests() })
 
-				fills := relists(p, ns)
-				logRequests("requests", requests(p, "", ns))
-				Expect(fills).To(HaveLen(1), "one list or streaming list fills the store")
-				if version == build.Legacy {
-					Expect(fills[0].Verb).To(Equal("list"), "on v1.18 the reflector must not even try a streaming list")
-					Expect(query(fills[0]).Get("resourceVersion")).To(BeEmpty(), "the first list is MostRecent")
-					Expect(query(fills[0]).Get("limit")).To(Equal("500"))
-					Expect(plainWatches(p, ns)).NotTo(BeEmpty())
-					Expect(query(plainWatches(p, ns)[0]).Get("resourceVersion")).To(Equal(run.r.LastSyncResourceVersion()))
-				} else {
-					Expect(isStreamingList(fills[0])).To(BeTrue(), "v1.36 streams the initial list: %s", fills[0].RawQuery)
-					Expect(requests(p, "list", ns)).To(BeEmpty())
-				}
-			})
+	It("syncs 100 ConfigMaps with a compat Detector, streaming only where the server streams", func() {
+		start := time.Now()
+		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-" + version})
+		waitSynced(run.r, 60*time.Second)
+		timing("reflector sync (Detector) on "+version, time.Since(start))
+		Expect(run.store.ListKeys()).To(HaveLen(100))
+		Eventually(func() reflector.Phase { return run.r.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(reflector.PhaseWatching))
 
-			It("syncs even when told (wrongly, for v1.18) that streaming lists work", func() {
-				srv := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
-				start := time.Now()
-				run := runReflector(pcfg, ns, reflector.Options{Name: "sync-stream-" + version, Server: srv, InitialEventsTimeout: 2 * time.Second})
-				waitSynced(run.r, 60*time.Second)
-				timing("reflector sync (StreamingList=Yes, InitialEventsTimeout 2s) on "+version, time.Since(start))
-				Expect(run.store.ListKeys()).To(HaveLen(100))
+		fills := relists(env.p, env.ns)
+		logRequests("requests", requests(env.p, "", env.ns))
+		Expect(fills).To(HaveLen(1), "one list or streaming list fills the store")
+		if version == build.Legacy {
+			Expect(fills[0].Verb).To(Equal("list"), "on v1.18 the reflector must not even try a streaming list")
+			Expect(query(fills[0]).Get("resourceVersion")).To(BeEmpty(), "the first list is MostRecent")
+			Expect(query(fills[0]).Get("limit")).To(Equal("500"))
+			Expect(plainWatches(env.p, env.ns)).NotTo(BeEmpty())
+			Expect(query(plainWatches(env.p, env.ns)[0]).Get("resourceVersion")).To(Equal(run.r.LastSyncResourceVersion()))
+		} else {
+			Expect(isStreamingList(fills[0])).To(BeTrue(), "v1.36 streams the initial list: %s", fills[0].RawQuery)
+			Expect(requests(env.p, "list", env.ns)).To(BeEmpty())
+		}
+	})
 
-				fills := relists(p, ns)
-				logRequests("requests", requests(p, "", ns))
+	It("syncs even when told (wrongly, for v1.18) that streaming lists work", func() {
+		srv := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
+		start := time.Now()
+		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-stream-" + version, Server: srv, InitialEventsTimeout: 2 * time.Second})
+		waitSynced(run.r, 60*time.Second)
+		timing("reflector sync (StreamingList=Yes, InitialEventsTimeout 2s) on "+version, time.Since(start))
+		Expect(run.store.ListKeys()).To(HaveLen(100))
+
+		fills := relists(env.p, env.ns)
+		logRequests("requests", requests(env.p, "", env.ns))
+		Expect(isStreamingList(fills[0])).To(BeTrue())
+		if version == build.Legacy {
+			// v1.18 sends the 100 objects as ADDED events and never the
+			// initial-events-end bookmark: after 2 s of quiet the
+			// reflector records that and lists.
+			Expect(fills).To(HaveLen(2))
+			Expect(fills[1].Verb).To(Equal("list"))
+			Expect(srv.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.No))
+		} else {
+			Expect(fills).To(HaveLen(1))
+			Expect(srv.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.Yes))
+		}
+	})
+
+	for _, withServer := range []bool{false, true} {
+		name := map[bool]string{false: "without a Server", true: "with a Detector's Server"}[withServer]
+		It("NewSharedIndexInformer (client-go's informer over the lister) syncs "+name, func(ctx SpecContext) {
+			lo := lister.Options{Name: "informer-" + version}
+			if withServer {
+				lo.Server = detectorServer(env.pcfg)
+			}
+			lw := cache.NewListWatchFromClient(clientset(env.pcfg).CoreV1().RESTClient(), "configmaps", env.ns, fields.Everything())
+			inf := reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, lo)
+			ictx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			start := time.Now()
+			go func() { defer GinkgoRecover(); defer close(done); inf.RunWithContext(ictx) }()
+			DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed()) })
+			Eventually(inf.HasSynced).WithTimeout(60 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
+			timing("NewSharedIndexInformer sync "+name+" on "+version, time.Since(start))
+			Expect(inf.GetStore().ListKeys()).To(HaveLen(100))
+
+			fills := relists(env.p, env.ns)
+			logRequests("requests", requests(env.p, "", env.ns))
+			switch {
+			case version == build.Legacy && !withServer:
+				// client-go (WatchListClient on) asks for a streaming list;
+				// the lister's guard ends it after its quiet timeout
+				// (lister default 5 s) and client-go lists.
+				Expect(fills).To(HaveLen(2))
 				Expect(isStreamingList(fills[0])).To(BeTrue())
-				if version == build.Legacy {
-					// v1.18 sends the 100 objects as ADDED events and never the
-					// initial-events-end bookmark: after 2 s of quiet the
-					// reflector records that and lists.
-					Expect(fills).To(HaveLen(2))
-					Expect(fills[1].Verb).To(Equal("list"))
-					Expect(srv.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.No))
-				} else {
-					Expect(fills).To(HaveLen(1))
-					Expect(srv.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.Yes))
+				Expect(fills[1].Verb).To(Equal("list"))
+			case version == build.Legacy && withServer:
+				// The Detector knows v1.18 cannot stream: client-go lists
+				// from the start, no streaming request is sent.
+				Expect(fills).To(HaveLen(1))
+				Expect(fills[0].Verb).To(Equal("list"))
+			default:
+				Expect(fills).To(HaveLen(1))
+				Expect(isStreamingList(fills[0])).To(BeTrue())
+			}
+		})
+	}
+}
+
+var _ = Describe("sync", Ordered, func() {
+	Context(build.Current, Label("conformance"), Ordered, func() {
+		var t *extcluster.Target
+		BeforeAll(func() { t = startTarget(harness.Options{Version: build.Current}) })
+
+		// These run on any cluster (E2E_KUBECONFIG too): they check what the
+		// reflector delivers, not which requests it sent.
+		Context("on any cluster", func() {
+			It("syncs with a compat Detector, follows creates, updates and deletes, and the store equals a fresh list and never goes back", func(ctx SpecContext) {
+				cs := clientset(t.RESTConfig())
+				ns := seed(ctx, cs, "follow", 50)
+				start := time.Now()
+				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "follow"})
+				waitSynced(run.r, 60*time.Second)
+				timing("reflector sync (Detector) on "+t.Version(), time.Since(start))
+				for i := 0; i < 50; i++ {
+					Expect(run.store.state()).To(HaveKey(fmt.Sprintf("%s/cm-%d", ns, i)))
 				}
+				Eventually(func() reflector.Phase { return run.r.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(reflector.PhaseWatching))
+				synced := run.r.LastSyncResourceVersion()
+				Expect(synced).NotTo(BeEmpty())
+
+				created := createCM(ctx, cs, ns, "created")
+				cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-1", metav1.GetOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				cm.Data = map[string]string{"updated": "yes"}
+				updated, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cs.CoreV1().ConfigMaps(ns).Delete(ctx, "cm-2", metav1.DeleteOptions{})).To(Succeed())
+				expectStoreEqualsTruth(ctx, cs, run, ns)
+				state := run.store.state()
+				Expect(state).To(HaveKeyWithValue(ns+"/created", created.ResourceVersion))
+				Expect(state).To(HaveKeyWithValue(ns+"/cm-1", updated.ResourceVersion))
+				Expect(state).NotTo(HaveKey(ns + "/cm-2"))
+				Expect(rvLess(synced, run.r.LastSyncResourceVersion())).To(BeTrue(),
+					"the watch moved the RV on: %s -> %s", synced, run.r.LastSyncResourceVersion())
+				Expect(run.store.wentBack()).To(BeEmpty())
 			})
 
 			for _, withServer := range []bool{false, true} {
 				name := map[bool]string{false: "without a Server", true: "with a Detector's Server"}[withServer]
-				It("NewSharedIndexInformer (client-go's informer over the lister) syncs "+name, func(ctx SpecContext) {
-					lo := lister.Options{Name: "informer-" + version}
+				It("NewSharedIndexInformer (client-go's informer over the lister) syncs "+name+" and its store equals a fresh list", func(ctx SpecContext) {
+					cs := clientset(t.RESTConfig())
+					ns := seed(ctx, cs, "informer", 30)
+					lo := lister.Options{Name: "informer-any"}
 					if withServer {
-						lo.Server = detectorServer(pcfg)
+						lo.Server = detectorServer(t.RESTConfig())
 					}
-					lw := cache.NewListWatchFromClient(clientset(pcfg).CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+					lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
 					inf := reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, lo)
 					ictx, cancel := context.WithCancel(context.Background())
 					done := make(chan struct{})
-					start := time.Now()
 					go func() { defer GinkgoRecover(); defer close(done); inf.RunWithContext(ictx) }()
 					DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed()) })
 					Eventually(inf.HasSynced).WithTimeout(60 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
-					timing("NewSharedIndexInformer sync "+name+" on "+version, time.Since(start))
-					Expect(inf.GetStore().ListKeys()).To(HaveLen(100))
-
-					fills := relists(p, ns)
-					logRequests("requests", requests(p, "", ns))
-					switch {
-					case version == build.Legacy && !withServer:
-						// client-go (WatchListClient on) asks for a streaming list;
-						// the lister's guard ends it after its quiet timeout
-						// (lister default 5 s) and client-go lists.
-						Expect(fills).To(HaveLen(2))
-						Expect(isStreamingList(fills[0])).To(BeTrue())
-						Expect(fills[1].Verb).To(Equal("list"))
-					case version == build.Legacy && withServer:
-						// The Detector knows v1.18 cannot stream: client-go lists
-						// from the start, no streaming request is sent.
-						Expect(fills).To(HaveLen(1))
-						Expect(fills[0].Verb).To(Equal("list"))
-					default:
-						Expect(fills).To(HaveLen(1))
-						Expect(isStreamingList(fills[0])).To(BeTrue())
-					}
+					Expect(inf.GetStore().ListKeys()).To(ContainElements(ns+"/cm-0", ns+"/cm-29"))
+					createCM(ctx, cs, ns, "late")
+					Eventually(func(g Gomega) {
+						want, err := truth(ctx, cs, ns)
+						g.Expect(err).NotTo(HaveOccurred())
+						g.Expect(inf.GetStore().ListKeys()).To(ConsistOf(slices.Collect(maps.Keys(want))))
+					}).WithTimeout(60 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 				})
 			}
+
+			It("stops without leaving a goroutine behind", func(ctx SpecContext) {
+				Eventually(goroutines).WithTimeout(10*time.Second).Should(BeEmpty(), "left over by earlier specs")
+				cs := clientset(t.RESTConfig())
+				ns := seed(ctx, cs, "stop", 3)
+				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "stop", ResyncPeriod: time.Second})
+				waitSynced(run.r, 60*time.Second)
+				Eventually(func() reflector.Phase { return run.r.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(reflector.PhaseWatching))
+				Expect(goroutines()).NotTo(BeEmpty())
+				run.stop()
+				Eventually(goroutines).WithTimeout(10 * time.Second).Should(BeEmpty())
+				Expect(run.r.State().Phase).To(Equal(reflector.PhaseStopped))
+			})
 		})
-	}
+
+		Context("through the fault proxy", Label("needs-faults"), Ordered, func() {
+			env := &syncEnv{}
+			BeforeAll(func(ctx SpecContext) {
+				c := t.RequireFaults()
+				env.ns = seed(ctx, clientset(c.RESTConfig()), "sync", 100)
+				var err error
+				env.p, env.pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
+				Expect(err).NotTo(HaveOccurred())
+			})
+			proxySyncSpecs(build.Current, env)
+		})
+	})
+
+	Context(build.Legacy, Label("legacy", "needs-faults"), Ordered, func() {
+		env := &syncEnv{}
+		BeforeAll(func(ctx SpecContext) {
+			c := startHarness(harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server and its fault proxy")
+			env.ns = seed(ctx, clientset(c.RESTConfig()), "sync", 100)
+			var err error
+			env.p, env.pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
+			Expect(err).NotTo(HaveOccurred())
+		})
+		proxySyncSpecs(build.Legacy, env)
+	})
 })
 
 // goneSpec: a reflector through a proxy on a watch-cache-off server; etcd
@@ -209,10 +314,13 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 	Expect(run.store.wentBack()).To(BeEmpty())
 }
 
-var _ = Describe("410 recovery with the watch cache off", Ordered, func() {
-	Context(build.Current, Ordered, func() {
+var _ = Describe("410 recovery with the watch cache off", Label("needs-faults"), Ordered, func() {
+	Context(build.Current, Label("conformance"), Ordered, func() {
 		var c *harness.Cluster
-		BeforeAll(func() { c = startCluster(harness.Options{Version: build.Current, DisableWatchCache: true}) })
+		BeforeAll(func() {
+			c = startHarness(harness.Options{Version: build.Current, DisableWatchCache: true},
+				"needs the harness's "+build.Current+" server with the watch cache off (--watch-cache=false), etcd compaction and the fault proxy")
+		})
 		It("relists with a streaming list NotOlderThan(last RV) after a real watch 410", func(ctx SpecContext) {
 			goneSpec(ctx, c, build.Current, true)
 		})
@@ -222,16 +330,20 @@ var _ = Describe("410 recovery with the watch cache off", Ordered, func() {
 	})
 	Context(build.Legacy, Label("legacy"), Ordered, func() {
 		var c *harness.Cluster
-		BeforeAll(func() { c = startCluster(harness.Options{Version: build.Legacy, DisableWatchCache: true}) })
+		BeforeAll(func() {
+			c = startHarness(harness.Options{Version: build.Legacy, DisableWatchCache: true},
+				"needs the harness's "+build.Legacy+" server with the watch cache off, etcd compaction and the fault proxy")
+		})
 		It("relists with a legacy-form list NotOlderThan(last RV) after a real watch 410", func(ctx SpecContext) {
 			goneSpec(ctx, c, build.Legacy, false)
 		})
 	})
 })
 
-var _ = Describe("a quiet resource with the watch cache on", Ordered, func() {
+var _ = Describe("a quiet resource with the watch cache on", Label("conformance", "needs-faults"), Ordered, func() {
 	It("bookmarks advance the RV a restarted watch uses; without bookmarks the RV leaves the watch cache, the watch 410s and the relist is NotOlderThan", func(ctx SpecContext) {
-		c := startCluster(harness.Options{Version: build.Current})
+		// Fault proxies (one strips allowWatchBookmarks) and etcd compaction.
+		c := startTarget(harness.Options{Version: build.Current}).RequireFaults()
 		cs := clientset(c.RESTConfig())
 		ns := seed(ctx, cs, "quiet", 3)
 		pA, cfgA, err := c.NewProxy(ctx, c.APIServers()[0])
@@ -328,9 +440,10 @@ var _ = Describe("a quiet resource with the watch cache on", Ordered, func() {
 	})
 })
 
-var _ = Describe("watch faults", Ordered, func() {
+var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{Version: build.Current}) })
+	// Every spec drops, ends or stalls watches through a fault proxy.
+	BeforeAll(func() { c = startTarget(harness.Options{Version: build.Current}).RequireFaults() })
 
 	for _, fault := range []string{"dropped", "ended"} {
 		It("resumes a "+fault+" watch from the last RV without a relist; the store equals the truth", func(ctx SpecContext) {
@@ -426,9 +539,10 @@ func watchOn(p *faults.Proxy, ns string, i int) bool {
 	return false
 }
 
-var _ = Describe("HA", Ordered, func() {
+var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 	It("never goes back in time when requests land on an apiserver whose watch cache really lags", func(ctx SpecContext) {
-		c := startCluster(harness.Options{Version: build.Current, HA: true})
+		c := startHarness(harness.Options{Version: build.Current, HA: true},
+			"needs the harness's HA pair of "+build.Current+" (pausing and restarting one apiserver behind its balancer)")
 		bal := c.Balancer()
 		Expect(bal).NotTo(BeNil())
 		a1 := c.APIServers()[1]
