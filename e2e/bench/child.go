@@ -159,7 +159,7 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 		return nil, err
 	}
 	if err := pollUntil(ctx, 200*time.Microsecond, in.synced); err != nil {
-		return nil, fmt.Errorf("%s: not synced: %w", c.Name, err)
+		return nil, fmt.Errorf("%s: not synced after %s (%s): %w", c.Name, time.Since(begin).Round(time.Second), in.state(), err)
 	}
 	took := time.Since(begin)
 	peak := hs.finish()

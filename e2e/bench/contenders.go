@@ -105,6 +105,8 @@ func (c contender) clientConfig(cfg *rest.Config) *rest.Config {
 type instance struct {
 	synced func() bool
 	size   func() int
+	// state describes where a cache is, for errors ("" if unknown).
+	state func() string
 	// marker is closed once an object named markerName has been seen.
 	marker     chan struct{}
 	markerName atomic.Pointer[string]
@@ -173,6 +175,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		f.Start(ctx.Done())
 		in.synced = inf.HasSynced
 		in.size = func() int { return len(inf.GetStore().ListKeys()) }
+		in.state = func() string { return "informer not synced" }
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		cms := cs.CoreV1().ConfigMaps(ns)
@@ -184,6 +187,10 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		go r.Run(ctx)
 		in.synced = r.HasSynced
 		in.size = func() int { return len(idx.ListKeys()) }
+		in.state = func() string {
+			st := r.State()
+			return fmt.Sprintf("reflector phase %v since %s: %s", st.Phase, st.Since.Format(time.RFC3339), st.Reason)
+		}
 	default:
 		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
 	}

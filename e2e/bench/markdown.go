@@ -201,6 +201,15 @@ func (r *report) p1Section(w func(string, ...any), p *p1Report) {
 			mib(uint64(medP1(runs, wireIn))), pairedP1(p, c.Name, "stock", wireIn), mib(uint64(medP1(runs, bodyIn))),
 			requestsString(runs[0].Result.Requests), serverString(srv, serverKeys...), sm/dj, sm/dp)
 	}
+	for _, name := range sortedKeys(p.Failures) {
+		w("| `%s` | **did not sync** | | | | | | | | | | | | |\n", name)
+	}
+	if len(p.Failures) > 0 {
+		w("\nContenders that did not sync (each was run once, then skipped):\n\n")
+		for _, name := range sortedKeys(p.Failures) {
+			w("- `%s`: %s\n", name, p.Failures[name])
+		}
+	}
 	w("\nContenders:\n\n")
 	for _, c := range p.Contenders {
 		w("- `%s`: %s\n", c.Name, c.Desc)

@@ -25,6 +25,8 @@ type p1Report struct {
 	Contenders []contender                `json:"contenders"`
 	Runs       map[string][]p1Run         `json:"runs"`
 	Decode     map[string][]*decodeResult `json:"decode"` // "json", "proto"
+	// Failures: contenders that did not sync (not retried in later repetitions).
+	Failures map[string]string `json:"failures,omitempty"`
 }
 
 func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
@@ -33,7 +35,7 @@ func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
 		return nil, err
 	}
 	kc := b.cluster.KubeconfigPath()
-	rep := &p1Report{Objects: n, Namespace: ns, Contenders: contenders, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}}
+	rep := &p1Report{Objects: n, Namespace: ns, Contenders: contenders, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}, Failures: map[string]string{}}
 	order := append(contenderNames(nil), "decode-json", "decode-proto")
 	for r := 0; r < b.c.count; r++ {
 		seq := slices.Clone(order)
@@ -51,18 +53,25 @@ func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
 				rep.Decode[proto] = append(rep.Decode[proto], &d)
 				continue
 			}
+			if _, failed := rep.Failures[name]; failed {
+				continue
+			}
 			c, _ := contenderByName(name)
 			before, err := b.serverMetrics(ctx)
 			if err != nil {
 				return nil, err
 			}
 			var res syncResult
-			args := []string{"-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns, "-expect", strconv.Itoa(n)}
+			args := []string{"-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns, "-expect", strconv.Itoa(n), "-timeout", p1Timeout.String()}
 			if b.c.profile != "" && r == 0 {
 				args = append(args, "-cpuprofile", filepath.Join(b.c.profile, fmt.Sprintf("p1-%d-%s.prof", n, name)))
 			}
 			if err := b.runChildOnce(ctx, c.Env, &res, args...); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				// A contender that cannot sync is a result, not a reason to
+				// lose the others': record it and stop running it.
+				rep.Failures[name] = fmt.Sprintf("repetition %d: %v", r+1, err)
+				logf("  %-28s FAILED: %v", name, err)
+				continue
 			}
 			after, err := b.serverMetrics(ctx)
 			if err != nil {
@@ -78,6 +87,10 @@ func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
 	}
 	return rep, nil
 }
+
+// p1Timeout bounds one contender's initial sync (the slowest healthy one,
+// JSON at 50k objects, takes about 15 s on a loaded 2-core machine).
+const p1Timeout = 2 * time.Minute
 
 func (b *bench) runChildOnce(ctx context.Context, env []string, v any, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
