@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,69 +21,14 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 )
-
-// startTarget returns the cluster for an Ordered container: the harness's own
-// servers started with o, or the external cluster named by E2E_KUBECONFIG
-// (extcluster). A harness cluster is stopped afterwards; an external one is
-// left alone.
-func startTarget(o harness.Options) *extcluster.Target {
-	o.Progress = GinkgoWriter
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	t, err := extcluster.Start(ctx, o)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(t.Stop)
-	fmt.Fprintf(GinkgoWriter, "smoke: running against %s\n", t.Describe())
-	return t
-}
-
-// startHarness starts a cluster only the harness can provide (a legacy server,
-// the watch cache off, an HA pair). On an external cluster it Skips with
-// reason before anything is started.
-func startHarness(o harness.Options, reason string) *harness.Cluster {
-	if extcluster.ExternalKubeconfig() != "" {
-		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
-	}
-	return startTarget(o).RequireFaults()
-}
-
-// deleteAtCleanup deletes the namespace when the current node's cleanup runs,
-// so that an external cluster (someone's kind cluster) is left as found. On
-// the harness (no namespace controller) the namespace stays Terminating until
-// the cluster stops.
-func deleteAtCleanup(cs kubernetes.Interface, ns string) {
-	DeferCleanup(func(ctx SpecContext) {
-		err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-		if !apierrors.IsNotFound(err) {
-			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns)
-		}
-	}, NodeTimeout(time.Minute))
-}
 
 // seed creates a namespace (deleted at cleanup) with n ConfigMaps and returns
 // the RV after the first one.
 func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
-	nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "smoke-"}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	deleteAtCleanup(cs, nsObj.Name)
-	for i := 0; i < n; i++ {
-		cm, err := cs.CoreV1().ConfigMaps(nsObj.Name).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)},
-			Data:       map[string]string{"i": fmt.Sprint(i)},
-		}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		if i == 0 {
-			firstRV = cm.ResourceVersion
-		}
-	}
-	return nsObj.Name, firstRV
-}
-
-func clientset(cfg *rest.Config) kubernetes.Interface {
-	cs, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return cs
+	ns = suite.NewNamespace(ctx, cs, "smoke")
+	return ns, suite.CreateConfigMaps(ctx, cs, ns, n, suite.IndexData)
 }
 
 // exactNoLimit lists at Exact(rv) without a limit and returns the served RV.
@@ -99,7 +43,7 @@ func exactNoLimit(ctx context.Context, cs kubernetes.Interface, ns, rv string) (
 // stockInformerSynced runs a stock client-go SharedInformerFactory ConfigMap informer (client-go's
 // defaults: WatchListClient on in v0.37) and reports whether it synced within d.
 func stockInformerSynced(cfg *rest.Config, ns string, d time.Duration) bool {
-	cs := clientset(cfg)
+	cs := suite.Clientset(cfg)
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().ConfigMaps().Informer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,10 +56,10 @@ func stockInformerSynced(cfg *rest.Config, ns string, d time.Duration) bool {
 
 var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordered, func() {
 	var t *extcluster.Target
-	BeforeAll(func() { t = startTarget(harness.Options{Version: build.Current}) })
+	BeforeAll(func(ctx SpecContext) { t = suite.Start(ctx, harness.Options{Version: build.Current}) })
 
 	It("reports its real version on /version", func() {
-		v, err := clientset(t.RESTConfig()).Discovery().ServerVersion()
+		v, err := suite.Clientset(t.RESTConfig()).Discovery().ServerVersion()
 		Expect(err).NotTo(HaveOccurred())
 		if !t.External() {
 			Expect(v.GitVersion).To(Equal(build.Current))
@@ -131,7 +75,7 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 	})
 
 	It("honours resourceVersionMatch=Exact without a limit", func(ctx SpecContext) {
-		cs := clientset(t.RESTConfig())
+		cs := suite.Clientset(t.RESTConfig())
 		ns, rv := seed(ctx, cs, 3)
 		served, err := exactNoLimit(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred())
@@ -139,7 +83,7 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 	})
 
 	It("lets a stock client-go informer (WatchListClient on) sync", func(ctx SpecContext) {
-		ns, _ := seed(ctx, clientset(t.RESTConfig()), 5)
+		ns, _ := seed(ctx, suite.Clientset(t.RESTConfig()), 5)
 		Expect(stockInformerSynced(t.RESTConfig(), ns, 60*time.Second)).To(BeTrue())
 	})
 
@@ -158,23 +102,23 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		})
 
 		It("injects a 410 that client-go classifies like a real one", func(ctx SpecContext) {
-			ns, _ := seed(ctx, clientset(c.RESTConfig()), 1)
+			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 1)
 			id := p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 410, Count: 1})
 			defer p.Remove(id)
-			_, err := clientset(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: "1", Limit: 1})
+			_, err := suite.Clientset(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: "1", Limit: 1})
 			Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "error: %v", err)
 			Expect(apierrors.ReasonForError(err)).To(Equal(metav1.StatusReasonExpired))
 			Expect(err.(apierrors.APIStatus).Status().Code).To(Equal(int32(410)))
 			// The next request passes through untouched.
-			_, err = clientset(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			_, err = suite.Clientset(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 			Expect(err).NotTo(HaveOccurred())
 		})
 
 		It("injects a 410 as a watch ERROR event, like the watch cache does", func(ctx SpecContext) {
-			ns, _ := seed(ctx, clientset(c.RESTConfig()), 1)
+			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 1)
 			id := p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Status: 410, AsWatchEvent: true, Count: 1})
 			defer p.Remove(id)
-			w, err := clientset(cfg).CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+			w, err := suite.Clientset(cfg).CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
 			Expect(err).NotTo(HaveOccurred())
 			defer w.Stop()
 			var ev watch.Event
@@ -185,10 +129,10 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		})
 
 		It("strips resourceVersionMatch so the current server behaves like a legacy one", func(ctx SpecContext) {
-			ns, rv := seed(ctx, clientset(c.RESTConfig()), 3)
+			ns, rv := seed(ctx, suite.Clientset(c.RESTConfig()), 3)
 			p.StripParams("resourceVersionMatch")
 			defer p.StripParams()
-			served, err := exactNoLimit(ctx, clientset(cfg), ns, rv)
+			served, err := exactNoLimit(ctx, suite.Clientset(cfg), ns, rv)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(served).NotTo(Equal(rv), "the server should have served NotOlderThan, i.e. newer data")
 			var seen *faults.Request
@@ -207,14 +151,14 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 			// A real finding on v1.36: with WatchList on, the apiserver defaults a legacy watch (RV unset or
 			// "0") to sendInitialEvents=true + NotOlderThan (apimachinery internalversion.SetListOptionsDefaults),
 			// so it still ends the initial events with the k8s.io/initial-events-end bookmark.
-			ns, _ := seed(ctx, clientset(c.RESTConfig()), 2)
+			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 2)
 			p.StripParams("sendInitialEvents", "resourceVersionMatch")
 			defer p.StripParams()
 			Expect(streamingWatch(ctx, cfg, ns, 2)).To(BeTrue())
 		})
 
 		It("emulates a server that ignores sendInitialEvents when allowWatchBookmarks is stripped too", func(ctx SpecContext) {
-			ns, _ := seed(ctx, clientset(c.RESTConfig()), 2)
+			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 2)
 			p.StripParams("sendInitialEvents", "resourceVersionMatch", "allowWatchBookmarks")
 			defer p.StripParams()
 			Expect(streamingWatch(ctx, cfg, ns, 2)).To(BeFalse(), "like v1.18.19: ADDED events, then no initial-events-end bookmark")
@@ -232,13 +176,13 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 
 var _ = Describe("current kube-apiserver with the watch cache off", Label("conformance", "smoke", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() {
-		c = startHarness(harness.Options{Version: build.Current, DisableWatchCache: true},
+	BeforeAll(func(ctx SpecContext) {
+		c = suite.StartHarness(ctx, harness.Options{Version: build.Current, DisableWatchCache: true},
 			"needs the harness's "+build.Current+" server with the watch cache off (--watch-cache=false) and etcd compaction")
 	})
 
 	It("answers an Exact list at a compacted RV with a real 410", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, rv := seed(ctx, cs, 3)
 		_, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -253,18 +197,18 @@ var _ = Describe("current kube-apiserver with the watch cache off", Label("confo
 
 var _ = Describe("legacy kube-apiserver v1.18.19", Label("legacy", "smoke", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() {
-		c = startHarness(harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server")
+	BeforeAll(func(ctx SpecContext) {
+		c = suite.StartHarness(ctx, harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server")
 	})
 
 	It("reports its real version on /version", func() {
-		v, err := clientset(c.RESTConfig()).Discovery().ServerVersion()
+		v, err := suite.Clientset(c.RESTConfig()).Discovery().ServerVersion()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(v.GitVersion).To(Equal(build.Legacy))
 	})
 
 	It("ignores resourceVersionMatch: Exact without a limit comes back at a newer RV", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, rv := seed(ctx, cs, 3)
 		served, err := exactNoLimit(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred())
@@ -276,12 +220,12 @@ var _ = Describe("legacy kube-apiserver v1.18.19", Label("legacy", "smoke", "nee
 	})
 
 	It("silently ignores sendInitialEvents: ADDED events, never the initial-events-end bookmark", func(ctx SpecContext) {
-		ns, _ := seed(ctx, clientset(c.RESTConfig()), 2)
+		ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 2)
 		Expect(streamingWatch(ctx, c.RESTConfig(), ns, 2)).To(BeFalse())
 	})
 
 	It("never lets a stock client-go informer (WatchListClient on) sync: the anchor fact", func(ctx SpecContext) {
-		ns, _ := seed(ctx, clientset(c.RESTConfig()), 5)
+		ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 5)
 		// 45 s is many times what the same informer needs against the current server (under a second);
 		// client-go keeps waiting for an initial-events-end bookmark that v1.18.19 never sends.
 		Expect(stockInformerSynced(c.RESTConfig(), ns, 45*time.Second)).To(BeFalse())
@@ -300,7 +244,7 @@ func metaAnnotations(o interface{}) (map[string]string, error) {
 // streamingWatch opens a client-go style streaming list (watch + sendInitialEvents) with cfg
 // and reports how many ADDED events arrived and whether the initial-events-end bookmark came.
 func streamingWatch(ctx context.Context, cfg *rest.Config, ns string, want int) (endBookmark bool) {
-	w, err := clientset(cfg).CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
+	w, err := suite.Clientset(cfg).CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{
 		SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks: true,
 	})
