@@ -13,107 +13,23 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
-	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// startTarget returns the cluster for an Ordered container: the harness's own
-// current server (watch cache on) started with o, or the external cluster
-// named by E2E_KUBECONFIG (extcluster). A harness cluster is stopped at
-// cleanup; an external one is left alone.
-func startTarget(o harness.Options) *extcluster.Target {
-	o.Progress = GinkgoWriter
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	t, err := extcluster.Start(ctx, o)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(t.Stop)
-	fmt.Fprintf(GinkgoWriter, "reflector e2e: running against %s\n", t.Describe())
-	return t
-}
-
-// startHarness starts a cluster only the harness can provide (v1.18.19, the
-// watch cache off, an HA pair). On an external cluster it Skips with reason
-// before anything is started.
-func startHarness(o harness.Options, reason string) *harness.Cluster {
-	skipIfExternal(reason)
-	return startTarget(o).RequireFaults()
-}
-
-// skipIfExternal Skips the current spec or container with reason when
-// E2E_KUBECONFIG names an external cluster.
-func skipIfExternal(reason string) {
-	if extcluster.ExternalKubeconfig() != "" {
-		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
-	}
-}
-
-// deleteAtCleanup deletes namespace ns when the current node's cleanup runs,
-// so an external cluster (someone's kind cluster) is left as found. On the
-// harness (no namespace controller) it stays Terminating until the cluster
-// stops.
-func deleteAtCleanup(cs kubernetes.Interface, ns string) {
-	DeferCleanup(func(ctx SpecContext) {
-		err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-		if !apierrors.IsNotFound(err) {
-			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns)
-		}
-	}, NodeTimeout(time.Minute))
-}
-
-func clientset(cfg *rest.Config) kubernetes.Interface {
-	cs, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return cs
-}
-
 // seed creates a namespace (deleted at cleanup) with n ConfigMaps cm-0..cm-<n-1>.
 func seed(ctx context.Context, cs kubernetes.Interface, prefix string, n int) string {
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	deleteAtCleanup(cs, ns.Name)
-	for i := 0; i < n; i++ {
-		createCM(ctx, cs, ns.Name, fmt.Sprintf("cm-%d", i))
-	}
-	return ns.Name
-}
-
-func createCM(ctx context.Context, cs kubernetes.Interface, ns, name string) *corev1.ConfigMap {
-	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	return cm
-}
-
-// cmClient adapts a typed ConfigMaps client to reflector.Client.
-type cmClient struct {
-	cms interface {
-		List(ctx context.Context, o metav1.ListOptions) (*corev1.ConfigMapList, error)
-		Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
-	}
-}
-
-func (c cmClient) List(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
-	l, err := c.cms.List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (c cmClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return c.cms.Watch(ctx, o)
+	ns := suite.NewNamespace(ctx, cs, prefix)
+	suite.CreateConfigMaps(ctx, cs, ns, n, nil)
+	return ns
 }
 
 // rvLog is a store that records every resourceVersion the reflector reports
@@ -235,7 +151,7 @@ func runReflector(cfg *rest.Config, ns string, o reflector.Options) *running {
 		o.Server = detectorServer(cfg)
 	}
 	store := newRVLog()
-	r := reflector.New(cmClient{clientset(cfg).CoreV1().ConfigMaps(ns)}, &corev1.ConfigMap{}, store, o)
+	r := reflector.New(suite.ConfigMaps(suite.Clientset(cfg), ns), &corev1.ConfigMap{}, store, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer GinkgoRecover(); defer close(done); r.Run(ctx) }()
@@ -361,10 +277,4 @@ func (r *recorder) Bookmarks() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.bookmarks
-}
-
-// timing writes a measured duration to the report and the log.
-func timing(name string, d time.Duration) {
-	AddReportEntry(name, d.Round(time.Millisecond).String())
-	fmt.Fprintf(GinkgoWriter, "TIMING %s: %v\n", name, d.Round(time.Millisecond))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -66,7 +67,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 		start := time.Now()
 		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-" + version})
 		waitSynced(run.r, 60*time.Second)
-		timing("reflector sync (Detector) on "+version, time.Since(start))
+		suite.Timing("reflector sync (Detector) on "+version, time.Since(start))
 		Expect(run.store.ListKeys()).To(HaveLen(100))
 		Eventually(func() reflector.Phase { return run.r.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(reflector.PhaseWatching))
 
@@ -90,7 +91,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 		start := time.Now()
 		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-stream-" + version, Server: srv, InitialEventsTimeout: 2 * time.Second})
 		waitSynced(run.r, 60*time.Second)
-		timing("reflector sync (StreamingList=Yes, InitialEventsTimeout 2s) on "+version, time.Since(start))
+		suite.Timing("reflector sync (StreamingList=Yes, InitialEventsTimeout 2s) on "+version, time.Since(start))
 		Expect(run.store.ListKeys()).To(HaveLen(100))
 
 		fills := relists(env.p, env.ns)
@@ -116,7 +117,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 			if withServer {
 				lo.Server = detectorServer(env.pcfg)
 			}
-			lw := cache.NewListWatchFromClient(clientset(env.pcfg).CoreV1().RESTClient(), "configmaps", env.ns, fields.Everything())
+			lw := cache.NewListWatchFromClient(suite.Clientset(env.pcfg).CoreV1().RESTClient(), "configmaps", env.ns, fields.Everything())
 			inf := reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, lo)
 			ictx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
@@ -124,7 +125,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 			go func() { defer GinkgoRecover(); defer close(done); inf.RunWithContext(ictx) }()
 			DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed()) })
 			Eventually(inf.HasSynced).WithTimeout(60 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
-			timing("NewSharedIndexInformer sync "+name+" on "+version, time.Since(start))
+			suite.Timing("NewSharedIndexInformer sync "+name+" on "+version, time.Since(start))
 			Expect(inf.GetStore().ListKeys()).To(HaveLen(100))
 
 			fills := relists(env.p, env.ns)
@@ -153,18 +154,18 @@ func proxySyncSpecs(version string, env *syncEnv) {
 var _ = Describe("sync", Ordered, func() {
 	Context(build.Current, Label("conformance"), Ordered, func() {
 		var t *extcluster.Target
-		BeforeAll(func() { t = startTarget(harness.Options{Version: build.Current}) })
+		BeforeAll(func(ctx SpecContext) { t = suite.Start(ctx, harness.Options{Version: build.Current}) })
 
 		// These run on any cluster (E2E_KUBECONFIG too): they check what the
 		// reflector delivers, not which requests it sent.
 		Context("on any cluster", func() {
 			It("syncs with a compat Detector, follows creates, updates and deletes, and the store equals a fresh list and never goes back", func(ctx SpecContext) {
-				cs := clientset(t.RESTConfig())
+				cs := suite.Clientset(t.RESTConfig())
 				ns := seed(ctx, cs, "follow", 50)
 				start := time.Now()
 				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "follow"})
 				waitSynced(run.r, 60*time.Second)
-				timing("reflector sync (Detector) on "+t.Version(), time.Since(start))
+				suite.Timing("reflector sync (Detector) on "+t.Version(), time.Since(start))
 				for i := 0; i < 50; i++ {
 					Expect(run.store.state()).To(HaveKey(fmt.Sprintf("%s/cm-%d", ns, i)))
 				}
@@ -172,7 +173,7 @@ var _ = Describe("sync", Ordered, func() {
 				synced := run.r.LastSyncResourceVersion()
 				Expect(synced).NotTo(BeEmpty())
 
-				created := createCM(ctx, cs, ns, "created")
+				created := suite.CreateConfigMap(ctx, cs, ns, "created", nil)
 				cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-1", metav1.GetOptions{})
 				Expect(err).NotTo(HaveOccurred())
 				cm.Data = map[string]string{"updated": "yes"}
@@ -192,7 +193,7 @@ var _ = Describe("sync", Ordered, func() {
 			for _, withServer := range []bool{false, true} {
 				name := map[bool]string{false: "without a Server", true: "with a Detector's Server"}[withServer]
 				It("NewSharedIndexInformer (client-go's informer over the lister) syncs "+name+" and its store equals a fresh list", func(ctx SpecContext) {
-					cs := clientset(t.RESTConfig())
+					cs := suite.Clientset(t.RESTConfig())
 					ns := seed(ctx, cs, "informer", 30)
 					lo := lister.Options{Name: "informer-any"}
 					if withServer {
@@ -206,7 +207,7 @@ var _ = Describe("sync", Ordered, func() {
 					DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed()) })
 					Eventually(inf.HasSynced).WithTimeout(60 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
 					Expect(inf.GetStore().ListKeys()).To(ContainElements(ns+"/cm-0", ns+"/cm-29"))
-					createCM(ctx, cs, ns, "late")
+					suite.CreateConfigMap(ctx, cs, ns, "late", nil)
 					Eventually(func(g Gomega) {
 						want, err := truth(ctx, cs, ns)
 						g.Expect(err).NotTo(HaveOccurred())
@@ -217,7 +218,7 @@ var _ = Describe("sync", Ordered, func() {
 
 			It("stops without leaving a goroutine behind", func(ctx SpecContext) {
 				Eventually(goroutines).WithTimeout(10*time.Second).Should(BeEmpty(), "left over by earlier specs")
-				cs := clientset(t.RESTConfig())
+				cs := suite.Clientset(t.RESTConfig())
 				ns := seed(ctx, cs, "stop", 3)
 				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "stop", ResyncPeriod: time.Second})
 				waitSynced(run.r, 60*time.Second)
@@ -233,7 +234,7 @@ var _ = Describe("sync", Ordered, func() {
 			env := &syncEnv{}
 			BeforeAll(func(ctx SpecContext) {
 				c := t.RequireFaults()
-				env.ns = seed(ctx, clientset(c.RESTConfig()), "sync", 100)
+				env.ns = seed(ctx, suite.Clientset(c.RESTConfig()), "sync", 100)
 				var err error
 				env.p, env.pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
 				Expect(err).NotTo(HaveOccurred())
@@ -245,8 +246,8 @@ var _ = Describe("sync", Ordered, func() {
 	Context(build.Legacy, Label("legacy", "needs-faults"), Ordered, func() {
 		env := &syncEnv{}
 		BeforeAll(func(ctx SpecContext) {
-			c := startHarness(harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server and its fault proxy")
-			env.ns = seed(ctx, clientset(c.RESTConfig()), "sync", 100)
+			c := suite.StartHarness(ctx, harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server and its fault proxy")
+			env.ns = seed(ctx, suite.Clientset(c.RESTConfig()), "sync", 100)
 			var err error
 			env.p, env.pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
 			Expect(err).NotTo(HaveOccurred())
@@ -259,7 +260,7 @@ var _ = Describe("sync", Ordered, func() {
 // moves on and is compacted while ns is quiet; the watch is dropped, comes
 // back at the last RV, gets a real 410, and must relist NotOlderThan(last).
 func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bool) {
-	cs := clientset(c.RESTConfig())
+	cs := suite.Clientset(c.RESTConfig())
 	ns := seed(ctx, cs, "gone", 5)
 	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
@@ -284,7 +285,7 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 		s := run.r.State()
 		return len(relists(p, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(last, s.ResourceVersion)
 	}).WithTimeout(60*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(), "the reflector did not recover")
-	timing("recovery after watch 410 (drop -> 410 -> relist -> watching), "+name, time.Since(dropped))
+	suite.Timing("recovery after watch 410 (drop -> 410 -> relist -> watching), "+name, time.Since(dropped))
 
 	reqs := requests(p, "", ns)
 	logRequests("requests after the drop", reqs)
@@ -309,7 +310,7 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 		Expect(query(r).Get("resourceVersion")).NotTo(BeEmpty(), "no MostRecent request while NotOlderThan works: %s", r.RawQuery)
 	}
 
-	createCM(ctx, cs, ns, "after-recovery")
+	suite.CreateConfigMap(ctx, cs, ns, "after-recovery", nil)
 	expectStoreEqualsTruth(ctx, cs, run, ns)
 	Expect(run.store.wentBack()).To(BeEmpty())
 }
@@ -317,8 +318,8 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 var _ = Describe("410 recovery with the watch cache off", Label("needs-faults"), Ordered, func() {
 	Context(build.Current, Label("conformance"), Ordered, func() {
 		var c *harness.Cluster
-		BeforeAll(func() {
-			c = startHarness(harness.Options{Version: build.Current, DisableWatchCache: true},
+		BeforeAll(func(ctx SpecContext) {
+			c = suite.StartHarness(ctx, harness.Options{Version: build.Current, DisableWatchCache: true},
 				"needs the harness's "+build.Current+" server with the watch cache off (--watch-cache=false), etcd compaction and the fault proxy")
 		})
 		It("relists with a streaming list NotOlderThan(last RV) after a real watch 410", func(ctx SpecContext) {
@@ -330,8 +331,8 @@ var _ = Describe("410 recovery with the watch cache off", Label("needs-faults"),
 	})
 	Context(build.Legacy, Label("legacy"), Ordered, func() {
 		var c *harness.Cluster
-		BeforeAll(func() {
-			c = startHarness(harness.Options{Version: build.Legacy, DisableWatchCache: true},
+		BeforeAll(func(ctx SpecContext) {
+			c = suite.StartHarness(ctx, harness.Options{Version: build.Legacy, DisableWatchCache: true},
 				"needs the harness's "+build.Legacy+" server with the watch cache off, etcd compaction and the fault proxy")
 		})
 		It("relists with a legacy-form list NotOlderThan(last RV) after a real watch 410", func(ctx SpecContext) {
@@ -343,8 +344,8 @@ var _ = Describe("410 recovery with the watch cache off", Label("needs-faults"),
 var _ = Describe("a quiet resource with the watch cache on", Label("conformance", "needs-faults"), Ordered, func() {
 	It("bookmarks advance the RV a restarted watch uses; without bookmarks the RV leaves the watch cache, the watch 410s and the relist is NotOlderThan", func(ctx SpecContext) {
 		// Fault proxies (one strips allowWatchBookmarks) and etcd compaction.
-		c := startTarget(harness.Options{Version: build.Current}).RequireFaults()
-		cs := clientset(c.RESTConfig())
+		c := suite.Start(ctx, harness.Options{Version: build.Current}).RequireFaults()
+		cs := suite.Clientset(c.RESTConfig())
 		ns := seed(ctx, cs, "quiet", 3)
 		pA, cfgA, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
@@ -371,17 +372,17 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 
 		// Writes elsewhere move the resource's RV; ns stays quiet.
 		other := seed(ctx, cs, "busy", 5)
-		newer := createCM(ctx, cs, other, "last").ResourceVersion
+		newer := suite.CreateConfigMap(ctx, cs, other, "last", nil).ResourceVersion
 		lastWrite := time.Now()
 		Eventually(func() bool { return rvAtLeast(a.r.LastSyncResourceVersion(), newer) }).
 			WithTimeout(100*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(),
 			"A's RV stayed at %s, want >= %s", a.r.LastSyncResourceVersion(), newer)
-		timing("bookmark advanced a quiet watch's RV after the last write (watch of a streaming list)", time.Since(lastWrite))
+		suite.Timing("bookmark advanced a quiet watch's RV after the last write (watch of a streaming list)", time.Since(lastWrite))
 		Expect(recA.Bookmarks()).To(BeNumerically(">", bookmarksAtSync), "the advance came from a bookmark")
 		Eventually(func() bool { return rvAtLeast(pl.r.LastSyncResourceVersion(), newer) }).
 			WithTimeout(100*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(),
 			"P's RV stayed at %s, want >= %s", pl.r.LastSyncResourceVersion(), newer)
-		timing("bookmark advanced a quiet watch's RV after the last write (plain watch)", time.Since(lastWrite))
+		suite.Timing("bookmark advanced a quiet watch's RV after the last write (plain watch)", time.Since(lastWrite))
 		Expect(recP.Bookmarks()).To(BeNumerically(">", plainBookmarksAtSync), "the advance came from a bookmark")
 		Expect(b.r.LastSyncResourceVersion()).To(Equal(startB), "without bookmarks a quiet watch's RV does not move")
 
@@ -414,7 +415,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 			s := b.r.State()
 			return len(relists(pB, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(startB, s.ResourceVersion)
 		}).WithTimeout(60 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
-		timing("recovery after a watch-cache 410 (end -> 410 -> relist -> watching)", time.Since(dropped))
+		suite.Timing("recovery after a watch-cache 410 (end -> 410 -> relist -> watching)", time.Since(dropped))
 		reqs := requests(pB, "", ns)
 		logRequests("B's requests after its watch ended", reqs)
 		Expect(query(reqs[0]).Get("resourceVersion")).To(Equal(startB))
@@ -428,7 +429,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		Expect(q.Get("resourceVersionMatch")).To(Equal("NotOlderThan"))
 		Expect(q.Get("limit")).To(BeEmpty())
 
-		createCM(ctx, cs, ns, "after")
+		suite.CreateConfigMap(ctx, cs, ns, "after", nil)
 		fmt.Fprintf(GinkgoWriter, "bookmarks received in %v: streaming-list watch %d, plain watch %d, stripped %d\n",
 			time.Since(lastWrite).Round(time.Second), recA.Bookmarks(), recP.Bookmarks(), recB.Bookmarks())
 		AddReportEntry("bookmarks received (streaming-list watch / plain watch)", fmt.Sprintf("%d / %d in %v", recA.Bookmarks(), recP.Bookmarks(), time.Since(lastWrite).Round(time.Second)))
@@ -443,11 +444,11 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
 	// Every spec drops, ends or stalls watches through a fault proxy.
-	BeforeAll(func() { c = startTarget(harness.Options{Version: build.Current}).RequireFaults() })
+	BeforeAll(func(ctx SpecContext) { c = suite.Start(ctx, harness.Options{Version: build.Current}).RequireFaults() })
 
 	for _, fault := range []string{"dropped", "ended"} {
 		It("resumes a "+fault+" watch from the last RV without a relist; the store equals the truth", func(ctx SpecContext) {
-			cs := clientset(c.RESTConfig())
+			cs := suite.Clientset(c.RESTConfig())
 			ns := seed(ctx, cs, fault, 3)
 			p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 			Expect(err).NotTo(HaveOccurred())
@@ -455,7 +456,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 			run := runReflector(pcfg, ns, reflector.Options{Name: fault, Metrics: rec})
 			waitSynced(run.r, 60*time.Second)
 			Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
-			createCM(ctx, cs, ns, "before")
+			suite.CreateConfigMap(ctx, cs, ns, "before", nil)
 			Eventually(func() int { return len(run.store.ListKeys()) }).WithTimeout(30 * time.Second).Should(Equal(4))
 			last := run.r.LastSyncResourceVersion()
 
@@ -465,10 +466,10 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 			} else {
 				Expect(p.EndWatches()).To(Equal(1))
 			}
-			createCM(ctx, cs, ns, "during") // while the watch is being re-established
+			suite.CreateConfigMap(ctx, cs, ns, "during", nil) // while the watch is being re-established
 			Eventually(func() int { return len(plainWatches(p, ns)) }).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 1))
 			Expect(query(plainWatches(p, ns)[0]).Get("resourceVersion")).To(Equal(last))
-			createCM(ctx, cs, ns, "after")
+			suite.CreateConfigMap(ctx, cs, ns, "after", nil)
 			expectStoreEqualsTruth(ctx, cs, run, ns)
 			logRequests("requests after the fault", requests(p, "", ns))
 			fmt.Fprintf(GinkgoWriter, "watch restarts: %v\n", rec.Restarts())
@@ -480,7 +481,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 	}
 
 	It("detects a stalled watch and restarts it from the last RV without a relist", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns := seed(ctx, cs, "stall", 3)
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
@@ -495,15 +496,15 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 		p.StallWatches(2 * time.Minute)
 		DeferCleanup(p.StallWatches, time.Duration(0))
 		stalledAt := time.Now()
-		createCM(ctx, cs, ns, "during-stall")
+		suite.CreateConfigMap(ctx, cs, ns, "during-stall", nil)
 		Eventually(func() []string { return rec.Restarts() }).WithTimeout(30 * time.Second).Should(ContainElement("stalled"))
-		timing("stalled watch detected (StallTimeout 3s)", time.Since(stalledAt))
+		suite.Timing("stalled watch detected (StallTimeout 3s)", time.Since(stalledAt))
 		Eventually(func() int { return len(plainWatches(p, ns)) }).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 1))
 		Expect(query(plainWatches(p, ns)[0]).Get("resourceVersion")).To(Equal(last))
 		Expect(run.store.state()).NotTo(HaveKey(ns+"/during-stall"), "nothing was forwarded during the stall")
 
 		p.StallWatches(0) // the restarted watch now gets its response
-		createCM(ctx, cs, ns, "after-stall")
+		suite.CreateConfigMap(ctx, cs, ns, "after-stall", nil)
 		expectStoreEqualsTruth(ctx, cs, run, ns)
 		logRequests("requests after the stall", requests(p, "", ns))
 		Expect(relists(p, ns)).To(BeEmpty(), "a stalled watch must not cause a relist")
@@ -512,7 +513,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 
 	It("leaves no goroutine behind when stopped, also after a dropped watch", func(ctx SpecContext) {
 		Eventually(goroutines).WithTimeout(10*time.Second).Should(BeEmpty(), "left over by earlier specs")
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns := seed(ctx, cs, "leak", 2)
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
@@ -541,13 +542,13 @@ func watchOn(p *faults.Proxy, ns string, i int) bool {
 
 var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 	It("never goes back in time when requests land on an apiserver whose watch cache really lags", func(ctx SpecContext) {
-		c := startHarness(harness.Options{Version: build.Current, HA: true},
+		c := suite.StartHarness(ctx, harness.Options{Version: build.Current, HA: true},
 			"needs the harness's HA pair of "+build.Current+" (pausing and restarting one apiserver behind its balancer)")
 		bal := c.Balancer()
 		Expect(bal).NotTo(BeNil())
 		a1 := c.APIServers()[1]
-		cs0 := clientset(c.APIServers()[0].RESTConfig())
-		cs1 := clientset(a1.RESTConfig())
+		cs0 := suite.Clientset(c.APIServers()[0].RESTConfig())
+		cs1 := suite.Clientset(a1.RESTConfig())
 		ns := seed(ctx, cs0, "ha", 10)
 		bal.Pin(0)
 		rec := &recorder{}
@@ -569,7 +570,7 @@ var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 			Expect(a1.Pause()).To(Succeed())
 			var lastWrite string
 			for i := 0; i < 20; i++ {
-				lastWrite = createCM(ctx, cs0, ns, fmt.Sprintf("r%d-%d", round, i)).ResourceVersion
+				lastWrite = suite.CreateConfigMap(ctx, cs0, ns, fmt.Sprintf("r%d-%d", round, i), nil).ResourceVersion
 			}
 			Eventually(func() bool { return rvAtLeast(run.r.LastSyncResourceVersion(), lastWrite) }).WithTimeout(30 * time.Second).Should(BeTrue())
 
@@ -624,14 +625,14 @@ var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 		// (its watch cache is rebuilt).
 		bal.Alternate()
 		for i := 0; i < 10; i++ {
-			createCM(ctx, cs0, ns, fmt.Sprintf("alt-%d", i))
+			suite.CreateConfigMap(ctx, cs0, ns, fmt.Sprintf("alt-%d", i), nil)
 			if i == 5 {
 				bal.DropWatches()
 			}
 		}
 		Expect(a1.Restart(ctx)).To(Succeed())
 		bal.DropWatches()
-		final := createCM(ctx, cs0, ns, "final").ResourceVersion
+		final := suite.CreateConfigMap(ctx, cs0, ns, "final", nil).ResourceVersion
 		Eventually(func() bool { return rvAtLeast(run.r.LastSyncResourceVersion(), final) }).WithTimeout(60 * time.Second).Should(BeTrue())
 		expectStoreEqualsTruth(ctx, cs0, run, ns)
 		Expect(run.store.wentBack()).To(BeEmpty(), "the store went back in time")
