@@ -18,62 +18,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
-	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 )
-
-// startTarget returns the cluster for an Ordered container: the harness's own
-// current server (watch cache on) started with o, or the external cluster
-// named by E2E_KUBECONFIG (extcluster). A harness cluster is stopped at
-// cleanup; an external one is left alone.
-func startTarget(o harness.Options) *extcluster.Target {
-	o.Progress = GinkgoWriter
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	begin := time.Now()
-	t, err := extcluster.Start(ctx, o)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(t.Stop)
-	fmt.Fprintf(GinkgoWriter, "TIMING %s (watch cache off=%v, HA=%v) ready: %s\n", t.Describe(), o.DisableWatchCache, o.HA, time.Since(begin).Round(time.Millisecond))
-	return t
-}
-
-// startHarness starts a cluster only the harness can provide (v1.18.19, the
-// watch cache off, an HA pair). On an external cluster it Skips with reason
-// before anything is started.
-func startHarness(o harness.Options, reason string) *harness.Cluster {
-	skipIfExternal(reason)
-	return startTarget(o).RequireFaults()
-}
-
-// skipIfExternal Skips the current spec or container with reason when
-// E2E_KUBECONFIG names an external cluster.
-func skipIfExternal(reason string) {
-	if extcluster.ExternalKubeconfig() != "" {
-		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
-	}
-}
-
-// deleteAtCleanup deletes namespace ns when the current node's cleanup runs,
-// so an external cluster (someone's kind cluster) is left as found. On the
-// harness (no namespace controller) it stays Terminating until the cluster
-// stops.
-func deleteAtCleanup(cs kubernetes.Interface, ns string) {
-	DeferCleanup(func(ctx SpecContext) {
-		err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-		if !apierrors.IsNotFound(err) {
-			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns)
-		}
-	}, NodeTimeout(time.Minute))
-}
 
 // skipUnlessLegacyBuilt skips a legacy container until package build has
 // produced the v1.18.19 binary.
@@ -99,12 +49,6 @@ func ownConfigMaps(items []corev1.ConfigMap) []string {
 		}
 	}
 	return out
-}
-
-func clientset(cfg *rest.Config) kubernetes.Interface {
-	cs, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return cs
 }
 
 // writeKubeconfig writes a kubeconfig (0600, in a test temp dir) for cfg:

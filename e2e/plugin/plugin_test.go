@@ -24,6 +24,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 )
 
 const probeBound = 2 * time.Minute
@@ -73,25 +74,11 @@ const (
 	e2eSelector   = e2eLabelKey + "=" + e2eLabelValue
 )
 
-// createNamespace creates a namespace that is deleted at cleanup.
-func createNamespace(ctx context.Context, cs kubernetes.Interface, prefix string) string {
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	deleteAtCleanup(cs, ns.Name)
-	return ns.Name
-}
-
 // createCMs creates ConfigMaps cm-0..cm-<n-1> labelled e2eSelector.
 func createCMs(ctx context.Context, cs kubernetes.Interface, ns string, n int) (firstRV string) {
-	for i := 0; i < n; i++ {
-		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{e2eLabelKey: e2eLabelValue}}}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		if i == 0 {
-			firstRV = cm.ResourceVersion
-		}
-	}
-	return firstRV
+	return suite.CreateConfigMaps(ctx, cs, ns, n, func(_ int, cm *corev1.ConfigMap) {
+		cm.Labels = map[string]string{e2eLabelKey: e2eLabelValue}
+	})
 }
 
 type listJSON struct {
@@ -183,9 +170,9 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 	var t *extcluster.Target
 	var cs kubernetes.Interface
 	var kubeconfig string
-	BeforeAll(func() {
-		t = startTarget(harness.Options{Version: build.Current})
-		cs = clientset(t.RESTConfig())
+	BeforeAll(func(ctx SpecContext) {
+		t = suite.Start(ctx, harness.Options{Version: build.Current})
+		cs = suite.Clientset(t.RESTConfig())
 		kubeconfig = t.KubeconfigPath()
 	})
 
@@ -230,7 +217,7 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 	})
 
 	It("list prints the served RV and no fallback for an Exact list the server honours", func(ctx SpecContext) {
-		ns := createNamespace(ctx, cs, "list")
+		ns := suite.NewNamespace(ctx, cs, "list")
 		rv := createCMs(ctx, cs, ns, 3)
 		r := runPlugin(ctx, time.Minute, kubeconfig, "list", "-n", ns, "-l", e2eSelector, "--match", "Exact", "--rv", rv, "-o", "json")
 		Expect(r.code).To(Equal(0), r.stderr)
@@ -248,7 +235,7 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 
 	It("detection of resourceVersionMatch flips when a proxy starts and stops stripping it", Label("needs-faults"), func(ctx SpecContext) {
 		c := t.RequireFaults() // a StripParams proxy
-		ns := createNamespace(ctx, cs, "flip")
+		ns := suite.NewNamespace(ctx, cs, "flip")
 		rv := createCMs(ctx, cs, ns, 3)
 		p, pcfg, err := c.NewProxy(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -289,7 +276,7 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 	})
 
 	It("sync prints one synced line, then one line per event, and exits 0 at --timeout", func(ctx SpecContext) {
-		ns := createNamespace(ctx, cs, "sync")
+		ns := suite.NewNamespace(ctx, cs, "sync")
 		createCMs(ctx, cs, ns, 5)
 		out, _, wait := runSync(ctx, kubeconfig, "--resource", "configmaps", "-n", ns, "-l", e2eSelector, "--timeout", "20s")
 		s := parseSynced(out.waitFor(`"synced":true`, 20*time.Second))
@@ -305,7 +292,7 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 	})
 
 	It("a missing right is a clear error naming it, before anything is created", func(ctx SpecContext) {
-		ns := createNamespace(ctx, cs, "rights")
+		ns := suite.NewNamespace(ctx, cs, "rights")
 		_, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "probe-partial"},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "list", "watch"}}},
@@ -386,9 +373,9 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 
 var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache off)", Label("conformance", "needs-faults"), Ordered, func() {
 	It("probe -o json matches the golden cells", func(ctx SpecContext) {
-		c := startHarness(harness.Options{Version: build.Current, DisableWatchCache: true},
+		c := suite.StartHarness(ctx, harness.Options{Version: build.Current, DisableWatchCache: true},
 			"needs the harness's "+build.Current+" server with the watch cache off (--watch-cache=false)")
-		probeGolden(ctx, c.KubeconfigPath(), clientset(c.RESTConfig()), "probe-"+build.Current+"-nowatchcache")
+		probeGolden(ctx, c.KubeconfigPath(), suite.Clientset(c.RESTConfig()), "probe-"+build.Current+"-nowatchcache")
 	})
 })
 
@@ -397,11 +384,11 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache off
 var _ = Describe("kubectl-steadywatch against "+build.Legacy, Label("legacy", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
 	var cs kubernetes.Interface
-	BeforeAll(func() {
-		skipIfExternal("needs the harness's " + build.Legacy + " server")
+	BeforeAll(func(ctx SpecContext) {
+		suite.SkipIfExternal("needs the harness's " + build.Legacy + " server")
 		skipUnlessLegacyBuilt()
-		c = startHarness(harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server")
-		cs = clientset(c.RESTConfig())
+		c = suite.StartHarness(ctx, harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server")
+		cs = suite.Clientset(c.RESTConfig())
 	})
 
 	It("probe -o json matches the golden cells", func(ctx SpecContext) {
@@ -411,7 +398,7 @@ var _ = Describe("kubectl-steadywatch against "+build.Legacy, Label("legacy", "n
 	})
 
 	It("sync syncs, where a stock client-go informer does not", func(ctx SpecContext) {
-		ns := createNamespace(ctx, cs, "legacy-sync")
+		ns := suite.NewNamespace(ctx, cs, "legacy-sync")
 		createCMs(ctx, cs, ns, 10)
 		out, _, wait := runSync(ctx, c.KubeconfigPath(), "--resource", "cm", "-n", ns, "--timeout", "40s")
 		s := parseSynced(out.waitFor(`"synced":true`, 40*time.Second))
@@ -441,10 +428,10 @@ var _ = Describe("kubectl-steadywatch against "+build.Legacy, Label("legacy", "n
 
 var _ = Describe("kubectl-steadywatch against an HA pair of "+build.Current, Label("ha", "needs-faults"), Ordered, func() {
 	It("sync syncs through the balancer and streams events", func(ctx SpecContext) {
-		c := startHarness(harness.Options{Version: build.Current, HA: true},
+		c := suite.StartHarness(ctx, harness.Options{Version: build.Current, HA: true},
 			"needs the harness's HA pair of "+build.Current+" behind its balancer")
-		cs := clientset(c.RESTConfig())
-		ns := createNamespace(ctx, cs, "ha-sync")
+		cs := suite.Clientset(c.RESTConfig())
+		ns := suite.NewNamespace(ctx, cs, "ha-sync")
 		createCMs(ctx, cs, ns, 20)
 		c.Balancer().ResetRequests()
 		out, _, wait := runSync(ctx, c.KubeconfigPath(), "-n", ns, "--timeout", "20s")
