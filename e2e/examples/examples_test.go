@@ -18,7 +18,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +27,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 )
 
 // bin holds the example binaries built once for the suite.
@@ -62,57 +62,11 @@ type cluster interface {
 	Version() string
 }
 
-// startTarget returns the cluster for an Ordered container: the harness's
-// server of that version, or the external cluster named by E2E_KUBECONFIG.
-func startTarget(version string) *extcluster.Target {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	t, err := extcluster.Start(ctx, harness.Options{Version: version, Progress: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(t.Stop)
-	fmt.Fprintf(GinkgoWriter, "examples: running against %s\n", t.Describe())
-	return t
-}
-
-// startHarness starts a server only the harness provides (reason says which);
-// on an external cluster it Skips before anything is started.
-func startHarness(version, reason string) *harness.Cluster {
-	if extcluster.ExternalKubeconfig() != "" {
-		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
-	}
-	return startTarget(version).RequireFaults()
-}
-
-func clientset(c cluster) kubernetes.Interface {
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
-	Expect(err).NotTo(HaveOccurred())
-	return cs
-}
-
-// newNamespace creates a namespace that is deleted at the current node's
-// cleanup, so that an external cluster is left as found.
-func newNamespace(ctx context.Context, cs kubernetes.Interface, prefix string) string {
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx SpecContext) {
-		err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
-		if !apierrors.IsNotFound(err) {
-			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns.Name)
-		}
-	}, NodeTimeout(time.Minute))
-	return ns.Name
-}
-
 // parsedVersion is c's version as steadywatch's capability detection reads it.
 func parsedVersion(c cluster) compat.Version {
 	v, err := compat.ParseVersion(c.Version())
 	Expect(err).NotTo(HaveOccurred())
 	return v
-}
-
-func createCM(ctx context.Context, cs kubernetes.Interface, ns, name string, labels map[string]string) {
-	_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
 }
 
 // lockedBuffer collects a subprocess's output for concurrent reads.
@@ -250,11 +204,9 @@ func statusData(ctx context.Context, cs kubernetes.Interface, ns string) map[str
 // informerSpec runs examples/informer against c and checks sync, events,
 // metrics and a clean exit.
 func informerSpec(ctx context.Context, c cluster, wantMetric string) {
-	cs := clientset(c)
-	ns := newNamespace(ctx, cs, "informer")
-	for i := 0; i < 3; i++ {
-		createCM(ctx, cs, ns, fmt.Sprintf("cm-%d", i), nil)
-	}
+	cs := suite.Clientset(c.RESTConfig())
+	ns := suite.NewNamespace(ctx, cs, "informer")
+	suite.CreateConfigMaps(ctx, cs, ns, 3, nil)
 	p := run(c, "informer", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "45s")
 	metricsURL := p.waitOutput(`metrics: (http://127\.0\.0\.1:\d+/metrics)`, 10*time.Second)[1]
 	p.waitOutput(`informer: steadywatch \(server: `+regexp.QuoteMeta(parsedVersion(c).String()), 10*time.Second)
@@ -262,7 +214,7 @@ func informerSpec(ctx context.Context, c cluster, wantMetric string) {
 	for i := 0; i < 3; i++ {
 		Expect(p.stdout.String()).To(ContainSubstring(fmt.Sprintf("event ADD    %s/cm-%d\n", ns, i)))
 	}
-	createCM(ctx, cs, ns, "after-sync", nil)
+	suite.CreateConfigMap(ctx, cs, ns, "after-sync", nil)
 	p.waitOutput(`event ADD    `+regexp.QuoteMeta(ns)+`/after-sync\n`, 15*time.Second)
 
 	m := scrape(metricsURL)
@@ -275,9 +227,9 @@ func informerSpec(ctx context.Context, c cluster, wantMetric string) {
 // operatorSpec runs examples/operator against c and checks that the status
 // ConfigMap follows labels being added, changed and removed.
 func operatorSpec(ctx context.Context, c cluster) {
-	cs := clientset(c)
-	ns := newNamespace(ctx, cs, "operator")
-	createCM(ctx, cs, ns, "before-start", map[string]string{"team": "blue"})
+	cs := suite.Clientset(c.RESTConfig())
+	ns := suite.NewNamespace(ctx, cs, "operator")
+	suite.CreateConfigMap(ctx, cs, ns, "before-start", map[string]string{"team": "blue"})
 	p := run(c, "operator", "-namespace", ns, "-sync-timeout", "45s")
 	p.waitOutput(`informers: steadywatch \(server: `+regexp.QuoteMeta(parsedVersion(c).String()), 10*time.Second)
 	p.waitOutput(`caches synced in `, 45*time.Second)
@@ -287,8 +239,8 @@ func operatorSpec(ctx context.Context, c cluster) {
 	}
 	poll(map[string]string{"before-start": "blue"})
 
-	createCM(ctx, cs, ns, "a", map[string]string{"team": "red"})
-	createCM(ctx, cs, ns, "unlabelled", nil)
+	suite.CreateConfigMap(ctx, cs, ns, "a", map[string]string{"team": "red"})
+	suite.CreateConfigMap(ctx, cs, ns, "unlabelled", nil)
 	poll(map[string]string{"before-start": "blue", "a": "red"})
 
 	a, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{})
@@ -306,7 +258,7 @@ func operatorSpec(ctx context.Context, c cluster) {
 
 var _ = Describe("examples on the current kube-apiserver", Label("examples", "conformance"), Ordered, func() {
 	var c *extcluster.Target
-	BeforeAll(func() { c = startTarget(build.Current) })
+	BeforeAll(func(ctx SpecContext) { c = suite.Start(ctx, harness.Options{Version: build.Current}) })
 
 	It("informer: syncs through the factory, prints events and exports steadywatch metrics", func(ctx SpecContext) {
 		// The compat detector's first belief about streaming lists is exported,
@@ -328,14 +280,16 @@ var _ = Describe("examples on the current kube-apiserver", Label("examples", "co
 
 var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "legacy", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startHarness(build.Legacy, "needs the harness's "+build.Legacy+" server") })
+	BeforeAll(func(ctx SpecContext) {
+		c = suite.StartHarness(ctx, harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server")
+	})
 
 	It("informer: syncs where the stock factory informer does not", func(ctx SpecContext) {
 		// The informer's reflector lists (the server cannot stream): one
 		// list call through steadywatch, counted.
 		informerSpec(ctx, c, `steadywatch_lists_total\{name="v1/configmaps",outcome="ok",semantic="Any"\} [1-9]`)
 
-		ns := newNamespace(ctx, clientset(c), "informer-stock")
+		ns := suite.NewNamespace(ctx, suite.Clientset(c.RESTConfig()), "informer-stock")
 		stock := run(c, "informer", "-stock", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "15s")
 		Expect(stock.wait(60 * time.Second)).To(Equal(1))
 		Expect(stock.stderr.String()).To(ContainSubstring("not synced within 15s"))
@@ -345,10 +299,10 @@ var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "leg
 	It("operator: reconciles where stock controller-runtime informers never sync", func(ctx SpecContext) {
 		operatorSpec(ctx, c)
 
-		ns := newNamespace(ctx, clientset(c), "operator-stock")
+		ns := suite.NewNamespace(ctx, suite.Clientset(c.RESTConfig()), "operator-stock")
 		stock := run(c, "operator", "-stock", "-namespace", ns, "-sync-timeout", "15s")
 		Expect(stock.wait(60 * time.Second)).To(Equal(1))
 		Expect(stock.stderr.String()).To(ContainSubstring("caches not synced within 15s"))
-		Expect(statusData(ctx, clientset(c), ns)).To(BeNil(), "the stock operator must not have reconciled")
+		Expect(statusData(ctx, suite.Clientset(c.RESTConfig()), ns)).To(BeNil(), "the stock operator must not have reconciled")
 	})
 })
