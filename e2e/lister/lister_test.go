@@ -29,6 +29,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 )
@@ -60,11 +61,7 @@ type env struct {
 // servers started with o, or the external cluster named by E2E_KUBECONFIG.
 // It has no fault controls (e.c and e.proxy are nil).
 func start(ctx context.Context, o harness.Options) *env {
-	o.Progress = GinkgoWriter
-	t, err := extcluster.Start(ctx, o)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(t.Stop)
-	fmt.Fprintf(GinkgoWriter, "lister: running against %s\n", t.Describe())
+	t := suite.Start(ctx, o)
 	e := &env{t: t, cfg: t.RESTConfig()}
 	e.cs = kubernetes.NewForConfigOrDie(e.cfg)
 	// /readyz can pass before the apiserver's bootstrap controller has created the "default"
@@ -74,16 +71,8 @@ func start(ctx context.Context, o harness.Options) *env {
 		_, err := e.cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-	nsObj, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "lister-"}}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	e.ns = nsObj.Name
-	// Registered after t.Stop, so it runs first: an external cluster is left as found.
-	DeferCleanup(func(ctx SpecContext) {
-		err := e.cs.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
-		if !apierrors.IsNotFound(err) {
-			Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", e.ns)
-		}
-	}, NodeTimeout(time.Minute))
+	// Deleted at cleanup, before t.Stop: an external cluster is left as found.
+	e.ns = suite.NewNamespace(ctx, e.cs, "lister")
 	return e
 }
 
@@ -92,9 +81,7 @@ func start(ctx context.Context, o harness.Options) *env {
 // anything is started; otherwise it also opens a fault proxy in front of the
 // first apiserver.
 func startHarness(ctx context.Context, o harness.Options, reason string) *env {
-	if extcluster.ExternalKubeconfig() != "" {
-		Skip(reason + "; not available on an external cluster (" + extcluster.EnvKubeconfig + " is set)")
-	}
+	suite.SkipIfExternal(reason)
 	e := start(ctx, o)
 	e.c = e.t.RequireFaults()
 	p, pcfg, err := e.c.NewProxy(ctx, e.c.APIServers()[0])
@@ -108,8 +95,7 @@ func (e *env) client(viaProxy bool) lister.Client {
 	if viaProxy {
 		cs = e.pcs
 	}
-	cms := cs.CoreV1().ConfigMaps(e.ns)
-	return lister.FromFuncs(cms.List, cms.Watch)
+	return suite.ConfigMaps(cs, e.ns)
 }
 
 // recordingClient is a lister.Client that records the options of every list
