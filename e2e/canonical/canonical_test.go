@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
@@ -30,7 +28,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
-	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -359,13 +357,8 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		streams bool
 	)
 
-	BeforeAll(func() {
-		startCtx, startCancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer startCancel()
-		t, err := extcluster.Start(startCtx, harness.Options{Version: build.Current, Progress: GinkgoWriter})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(t.Stop)
-		fmt.Fprintf(GinkgoWriter, "canonical: running against %s\n", t.Describe())
+	BeforeAll(func(startCtx SpecContext) {
+		t := suite.Start(startCtx, harness.Options{Version: build.Current})
 		cfg = t.RESTConfig()
 		streams = true
 		if t.External() {
@@ -377,10 +370,10 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)
 		DeferCleanup(cancel)
 
+		var err error
 		dyn, err = dynamic.NewForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		cs, err := kubernetes.NewForConfig(cfg)
-		Expect(err).NotTo(HaveOccurred())
+		cs := suite.Clientset(cfg)
 		rc = cs.Discovery().RESTClient()
 
 		By("creating the CRD with v1alpha1 and v1alpha2 served and x-kubernetes-preserve-unknown-fields")
@@ -404,15 +397,7 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 			}
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 
-		nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "canonical-"}}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		ns = nsObj.Name
-		DeferCleanup(func(ctx SpecContext) {
-			err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-			if !apierrors.IsNotFound(err) {
-				Expect(err).NotTo(HaveOccurred(), "deleting namespace %s", ns)
-			}
-		}, NodeTimeout(time.Minute))
+		ns = suite.NewNamespace(ctx, cs, "canonical")
 		create := func(version string, o *unstructured.Unstructured) {
 			GinkgoHelper()
 			_, err := dyn.Resource(gvr[version]).Namespace(ns).Create(ctx, o, metav1.CreateOptions{})
