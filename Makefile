@@ -55,7 +55,7 @@ chaos:
 	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(CHAOS_SEED) -ginkgo.v
 
 ## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS to add servers).
-MATRIX_VERSIONS ?= v1.18.19,v1.36.3
+MATRIX_VERSIONS ?= v1.18.19,v1.33.13,v1.34.4,v1.36.3
 matrix:
 	cd e2e && $(GO) run ./cmd/matrix -versions $(MATRIX_VERSIONS) -out ../docs/compatibility.md
 
