@@ -16,9 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,38 +26,10 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/chaos"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
-	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
-
-// ---- clients ----
-
-func clientset(cfg *rest.Config) kubernetes.Interface {
-	cs, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return cs
-}
-
-// cmClient adapts a typed ConfigMaps client to reflector.Client / lister.Client.
-type cmClient struct {
-	cms interface {
-		List(ctx context.Context, o metav1.ListOptions) (*corev1.ConfigMapList, error)
-		Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
-	}
-}
-
-func (c cmClient) List(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
-	l, err := c.cms.List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (c cmClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return c.cms.Watch(ctx, o)
-}
 
 // ---- the writer ----
 
@@ -382,19 +352,11 @@ func requestCounts(p *faults.Proxy, ns string) map[string]int {
 // ---- the spec ----
 
 var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults", Label("chaos", "ha", "needs-faults"), Ordered, func() {
-	var (
-		target *extcluster.Target
-		c      *harness.Cluster
-	)
+	var c *harness.Cluster
 
-	BeforeAll(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		var err error
-		target, err = extcluster.Start(ctx, harness.Options{HA: true, Progress: GinkgoWriter})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(target.Stop)
-		c = target.RequireFaults()
+	BeforeAll(func(ctx SpecContext) {
+		c = suite.StartHarness(ctx, harness.Options{HA: true},
+			"needs the harness's HA pair, its fault proxies and apiserver restarts")
 	})
 
 	It("keeps the informer store equal to an Exact list, never goes back, observes every delete, leaks nothing", func() {
@@ -414,7 +376,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 		defer cancel()
 		baseline := informerGoroutines()
 
-		admin := clientset(c.RESTConfig())
+		admin := suite.Clientset(c.RESTConfig())
 		nsObj, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "chaos-"}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		ns := nsObj.Name
@@ -438,7 +400,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 		counters := chaos.NewCounters()
 		srv, err := compat.NewDetector(compat.DetectorOptions{Metrics: counters}).ForConfig(cfgOurs)
 		Expect(err).NotTo(HaveOccurred())
-		r := reflector.New(cmClient{clientset(cfgOurs).CoreV1().ConfigMaps(ns)}, &corev1.ConfigMap{}, oursStore, reflector.Options{
+		r := reflector.New(suite.ConfigMaps(suite.Clientset(cfgOurs), ns), &corev1.ConfigMap{}, oursStore, reflector.Options{
 			Name: "chaos-ours", Server: srv, Metrics: counters,
 			// Stalls last 1-12 s: some outlast this, so stall detection is exercised.
 			StallTimeout: 10 * time.Second,
@@ -449,7 +411,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 
 		// Stock: client-go's SharedInformerFactory with its defaults.
 		stockT := chaos.NewTracker()
-		factory := informers.NewSharedInformerFactoryWithOptions(clientset(cfgStock), 0, informers.WithNamespace(ns))
+		factory := informers.NewSharedInformerFactoryWithOptions(suite.Clientset(cfgStock), 0, informers.WithNamespace(ns))
 		stockInf := factory.Core().V1().ConfigMaps().Informer()
 		_, err = stockInf.AddEventHandler(chaos.Handler(stockT))
 		Expect(err).NotTo(HaveOccurred())
@@ -488,7 +450,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 		}()
 
 		// Churn and faults, both bounded by duration.
-		w := newWriter(clientset(cfgWriter), ns, seed)
+		w := newWriter(suite.Clientset(cfgWriter), ns, seed)
 		f := &faulter{c: c, proxies: []*faults.Proxy{pOurs, pStock}, ns: ns, byKind: map[string]int{}}
 		start := time.Now()
 		runCtx, runCancel := context.WithDeadline(ctx, start.Add(duration))
@@ -508,7 +470,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 
 		// The truth: an Exact list at a fresh resourceVersion, straight from
 		// apiserver 0 (no proxy), through the steadywatch lister.
-		direct := lister.New(cmClient{clientset(c.APIServers()[0].RESTConfig()).CoreV1().ConfigMaps(ns)}, lister.Options{Name: "chaos-truth"})
+		direct := lister.New(suite.ConfigMaps(suite.Clientset(c.APIServers()[0].RESTConfig()), ns), lister.Options{Name: "chaos-truth"})
 		_, fresh, err := direct.List(ctx, lister.MostRecent().WithLimit(500))
 		Expect(err).NotTo(HaveOccurred())
 		truthObj, rec, err := direct.List(ctx, lister.Exact(fresh.ServedResourceVersion).WithLimit(500))
