@@ -22,6 +22,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 )
 
 const (
@@ -29,44 +30,17 @@ const (
 	legacy  = build.Legacy
 )
 
-// startCluster starts a cluster for an Ordered container, stops it
-// afterwards and reports how long the start took.
-func startCluster(o harness.Options) *harness.Cluster {
-	o.Progress = GinkgoWriter
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	begin := time.Now()
-	c, err := harness.Start(ctx, o)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { Expect(c.Stop()).To(Succeed()) })
-	took := time.Since(begin)
-	AddReportEntry(fmt.Sprintf("start %s (watch cache off=%v, HA=%v)", c.Version(), o.DisableWatchCache, o.HA), took.Round(time.Millisecond).String())
-	fmt.Fprintf(GinkgoWriter, "TIMING start %s watchCacheOff=%v HA=%v: %s\n", c.Version(), o.DisableWatchCache, o.HA, took.Round(time.Millisecond))
-	return c
-}
-
-func clientset(cfg *rest.Config) kubernetes.Interface {
-	cs, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	return cs
-}
+// ownServers is the reason every container of this suite needs the harness
+// (the suite also skips as a whole in BeforeSuite on an external cluster).
+const ownServers = "tests the harness's own apiservers, etcd and fault controls"
 
 // seed creates a namespace with n ConfigMaps and returns the namespace and
-// the resourceVersion of the first ConfigMap.
+// the resourceVersion of the first ConfigMap. The namespace is not deleted:
+// specs stop and restart the servers, and the cluster goes with the suite.
 func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
 	nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "harness-"}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	for i := 0; i < n; i++ {
-		cm, err := cs.CoreV1().ConfigMaps(nsObj.Name).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)},
-			Data:       map[string]string{"i": strconv.Itoa(i)},
-		}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		if i == 0 {
-			firstRV = cm.ResourceVersion
-		}
-	}
-	return nsObj.Name, firstRV
+	return nsObj.Name, suite.CreateConfigMaps(ctx, cs, nsObj.Name, n, suite.IndexData)
 }
 
 func exactList(ctx context.Context, cs kubernetes.Interface, ns, rv string) (*corev1.ConfigMapList, error) {
@@ -80,7 +54,7 @@ func legacyBinary() string { return build.BinaryPath(build.CacheDir(), legacy) }
 
 var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{}) }) // zero Options: build.Current
+	BeforeAll(func(ctx SpecContext) { c = suite.StartHarness(ctx, harness.Options{}, ownServers) }) // zero Options: build.Current
 
 	It("writes an absolute, 0600 kubeconfig that reaches the server and /version says "+current, func() {
 		kc := c.KubeconfigPath()
@@ -92,7 +66,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.Insecure).To(BeFalse())
 		Expect(cfg.CAData).NotTo(BeEmpty())
-		v, err := clientset(cfg).Discovery().ServerVersion()
+		v, err := suite.Clientset(cfg).Discovery().ServerVersion()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(v.GitVersion).To(Equal(current))
 		Expect(c.APIServers()).To(HaveLen(1))
@@ -102,24 +76,24 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 	It("authenticates with the token and verifies TLS against the cluster CA", func(ctx SpecContext) {
 		Expect(c.RESTConfig().Insecure).To(BeFalse())
-		_, err := clientset(c.RESTConfig()).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		_, err := suite.Clientset(c.RESTConfig()).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
 
 		anon := c.RESTConfig()
 		anon.BearerToken = ""
-		_, err = clientset(anon).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		_, err = suite.Clientset(anon).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 		Expect(apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)).To(BeTrue(), "without the token: %v", err)
 
 		untrusting := c.RESTConfig()
 		untrusting.CAData = nil
-		_, err = clientset(untrusting).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		_, err = suite.Clientset(untrusting).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("certificate"))
 		Expect(err.Error()).NotTo(ContainSubstring(c.RESTConfig().BearerToken))
 	})
 
 	It("keeps data, port and client configs across Restart", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, _ := seed(ctx, cs, 1)
 		before, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -144,7 +118,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 	})
 
 	It("fails requests while etcd is stopped and recovers, with its data, when it starts again", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, _ := seed(ctx, cs, 1)
 		revBefore, err := c.Etcd().Revision(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -159,7 +133,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 		short.Timeout = 3 * time.Second
 		// A quorum read must reach etcd: it cannot succeed while etcd is down.
 		getBegin := time.Now()
-		_, err = clientset(short).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		_, err = suite.Clientset(short).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 		Expect(err).To(HaveOccurred())
 		fmt.Fprintf(GinkgoWriter, "TIMING get with etcd down failed after %s: %v\n", time.Since(getBegin).Round(time.Millisecond), err)
 
@@ -171,7 +145,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rev).To(BeNumerically(">=", revBefore))
 		Eventually(func() error {
-			_, err := clientset(short).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+			_, err := suite.Clientset(short).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 			return err
 		}).WithTimeout(60 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 		fmt.Fprintf(GinkgoWriter, "TIMING apiserver serving again after etcd start: %s\n", time.Since(begin).Round(time.Millisecond))
@@ -185,7 +159,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 	})
 
 	It("Compact reaches the watch cache through compact_rev_key: an Exact list at an old RV becomes 410", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, rv := seed(ctx, cs, 2)
 		// Served from a watch-cache snapshot before the compaction.
 		l, err := exactList(ctx, cs, ns, rv)
@@ -223,14 +197,16 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{Version: current, DisableWatchCache: true}) })
+	BeforeAll(func(ctx SpecContext) {
+		c = suite.StartHarness(ctx, harness.Options{Version: current, DisableWatchCache: true}, ownServers)
+	})
 
 	It("passes --watch-cache=false", func() {
 		Expect(c.APIServers()[0].Args()).To(ContainElement("--watch-cache=false"))
 	})
 
 	It("Compact makes an Exact list at an older RV a real 410 at once, and leaves the compaction revision readable", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, rv := seed(ctx, cs, 3)
 		l, err := exactList(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred(), "before compaction the old RV is served")
@@ -260,7 +236,7 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 	})
 
 	It("a second Compact after more writes compacts again", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, rv := seed(ctx, cs, 1)
 		first, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -276,18 +252,20 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 
 var _ = Describe("an HA pair on one etcd behind the balancer", Label("ha"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{Version: current, HA: true}) })
+	BeforeAll(func(ctx SpecContext) {
+		c = suite.StartHarness(ctx, harness.Options{Version: current, HA: true}, ownServers)
+	})
 
 	It("has two apiservers that both serve "+current+" and share data", func(ctx SpecContext) {
 		as := c.APIServers()
 		Expect(as).To(HaveLen(2))
 		Expect(as[0].URL()).NotTo(Equal(as[1].URL()))
-		ns, _ := seed(ctx, clientset(as[0].RESTConfig()), 1)
+		ns, _ := seed(ctx, suite.Clientset(as[0].RESTConfig()), 1)
 		for _, a := range as {
-			v, err := clientset(a.RESTConfig()).Discovery().ServerVersion()
+			v, err := suite.Clientset(a.RESTConfig()).Discovery().ServerVersion()
 			Expect(err).NotTo(HaveOccurred(), a.Name())
 			Expect(v.GitVersion).To(Equal(current))
-			cm, err := clientset(a.RESTConfig()).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+			cm, err := suite.Clientset(a.RESTConfig()).CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred(), a.Name())
 			Expect(cm.Data).To(HaveKeyWithValue("i", "0"))
 		}
@@ -303,7 +281,7 @@ var _ = Describe("an HA pair on one etcd behind the balancer", Label("ha"), Orde
 
 		short := c.RESTConfig()
 		short.Timeout = 5 * time.Second
-		cs := clientset(short)
+		cs := suite.Clientset(short)
 		// By default the balancer alternates: four lists reach both backends.
 		for i := 0; i < 4; i++ {
 			_, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: "harness-alternate=yes"})
@@ -340,23 +318,23 @@ var _ = Describe("an HA pair on one etcd behind the balancer", Label("ha"), Orde
 
 var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() {
+	BeforeAll(func(ctx SpecContext) {
 		bin := legacyBinary()
 		if _, err := os.Stat(bin); err != nil {
 			Skip(fmt.Sprintf("SKIPPED: %s is not built yet (package build builds it; run `make build-apiservers`): %v", bin, err))
 		}
-		c = startCluster(harness.Options{Version: legacy, DisableWatchCache: true})
+		c = suite.StartHarness(ctx, harness.Options{Version: legacy, DisableWatchCache: true}, ownServers)
 	})
 
 	It("serves /version "+legacy+" with --insecure-port=0", func() {
-		v, err := clientset(c.RESTConfig()).Discovery().ServerVersion()
+		v, err := suite.Clientset(c.RESTConfig()).Discovery().ServerVersion()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(v.GitVersion).To(Equal(legacy))
 		Expect(c.APIServers()[0].Args()).To(ContainElement("--insecure-port=0"))
 	})
 
 	It("keeps data across Restart", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, rv := seed(ctx, cs, 1)
 		begin := time.Now()
 		Expect(c.APIServers()[0].Restart(ctx)).To(Succeed())
@@ -367,7 +345,7 @@ var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, fu
 	})
 
 	It("Compact makes a legacy-Exact (limit) list at an old RV a real 410", func(ctx SpecContext) {
-		cs := clientset(c.RESTConfig())
+		cs := suite.Clientset(c.RESTConfig())
 		ns, rv := seed(ctx, cs, 2)
 		_, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())

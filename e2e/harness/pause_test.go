@@ -12,15 +12,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 )
 
 var _ = Describe("APIServer.Pause and Resume", Ordered, func() {
 	var c *harness.Cluster
-	BeforeAll(func() { c = startCluster(harness.Options{Version: current}) })
+	BeforeAll(func(ctx SpecContext) { c = suite.StartHarness(ctx, harness.Options{Version: current}, ownServers) })
 
 	It("freeze the server: requests wait until Resume, then are served", func(ctx SpecContext) {
 		a := c.APIServers()[0]
-		cs := clientset(a.RESTConfig())
+		cs := suite.Clientset(a.RESTConfig())
 		_, err := cs.Discovery().ServerVersion()
 		Expect(err).NotTo(HaveOccurred())
 
