@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/png"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +36,10 @@ func p1Chart(p *p1Report) chart {
 			pairedP1(p, ct.Name, "stock", peakHeap).Median,
 			pairedP1(p, ct.Name, "stock", wireIn).Median,
 		})
+	}
+	for _, name := range sortedKeys(p.Failures) {
+		c.Rows = append(c.Rows, name)
+		c.Values = append(c.Values, []float64{-1, -1, -1})
 	}
 	return c
 }
@@ -104,6 +109,9 @@ func writeChart(path string, c chart) error {
 	for i, name := range c.Rows {
 		y0 := top + i*rowH
 		drawText(img, 8, y0+barH*len(c.Series)/2-3, name, ink, 1)
+		if !slices.ContainsFunc(c.Values[i], func(v float64) bool { return v >= 0 }) {
+			drawText(img, left+4, y0+barH*len(c.Series)/2-3, "did not sync (see the table)", palette[3], 1)
+		}
 		for s, v := range c.Values[i] {
 			if v < 0 {
 				continue

@@ -63,7 +63,15 @@ func main() {
 	flag.StringVar(&c.benchtime, "benchtime", "1s", "P4 -benchtime")
 	objects := flag.Int("objects", 0, "override the object count of P1/P2 (and P3 when -herd-objects is 0); for quick trials")
 	herdObjs := flag.Int("herd-objects", 0, "override the object count of P3")
+	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
+	if *render != "" {
+		if err := rerender(*render, c.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	switch c.size {
 	case "small":
 		c.p1Sizes, c.p2Size, c.herdObjs = []int{10000}, 10000, 1000

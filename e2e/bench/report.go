@@ -156,3 +156,16 @@ func (r *report) write(out string) error {
 	logf("wrote %s, %s and %v", filepath.Join(out, "benchmarks.md"), filepath.Join(dir, jsonName), charts)
 	return nil
 }
+
+// rerender writes the markdown and charts again from a results JSON.
+func rerender(jsonPath, out string) error {
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	return r.write(out)
+}
