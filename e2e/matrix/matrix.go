@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -138,28 +137,17 @@ type informer struct {
 	stop   func()
 }
 
-type cmClient struct {
-	cs kubernetes.Interface
-	ns string
-}
-
-func (c cmClient) List(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
-	l, err := c.cs.CoreV1().ConfigMaps(c.ns).List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (c cmClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return c.cs.CoreV1().ConfigMaps(c.ns).Watch(ctx, o)
+// configMaps is the steadywatch Client of the ConfigMaps in ns.
+func configMaps(cs kubernetes.Interface, ns string) lister.Client {
+	cms := cs.CoreV1().ConfigMaps(ns)
+	return lister.FromFuncs(cms.List, cms.Watch)
 }
 
 func startInformer(ctx context.Context, client string, cs kubernetes.Interface, srv compat.Server, ns string) informer {
 	ctx, cancel := context.WithCancel(ctx)
 	if client == Ours {
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-		r := reflector.New(cmClient{cs, ns}, &corev1.ConfigMap{}, store, reflector.Options{Name: "matrix", Server: srv})
+		r := reflector.New(configMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Name: "matrix", Server: srv})
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(ctx) }()
 		return informer{
@@ -333,7 +321,7 @@ func exactCell(ctx context.Context, client string, cs kubernetes.Interface, host
 	if client == Ours {
 		var obj k8sruntime.Object
 		var rec *lister.Record
-		obj, rec, err = lister.New(cmClient{cs, ns}, lister.Options{Name: "matrix"}).List(ctx, lister.Exact(rv0))
+		obj, rec, err = lister.New(configMaps(cs, ns), lister.Options{Name: "matrix"}).List(ctx, lister.Exact(rv0))
 		if err == nil {
 			served, items = rec.ServedResourceVersion, len(obj.(*corev1.ConfigMapList).Items)
 		}
