@@ -285,8 +285,9 @@ func (r *run) loop(q Query, page PageFunc) error {
 	userContinue := q.Continue != ""
 	listRV := "" // resourceVersion of the current snapshot's first page
 	var match fallback.MatchSupport
+	unproductive := 0 // requests that delivered no page: retries, fallbacks (pages are not counted)
 	for attempt := 1; ; attempt++ {
-		if attempt > r.l.o.MaxRequests {
+		if unproductive >= r.l.o.MaxRequests {
 			return &Error{Reason: "max-requests", Requested: r.rec.Requested, Last: cur, Attempt: attempt - 1, kind: ErrRetriesExhausted}
 		}
 		if cur.Continue == "" || attempt == 1 {
@@ -354,6 +355,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 			continue
 		}
 
+		unproductive++
 		ev := fallback.Event{Reason: d.Reason, Action: d.Action, Attempt: attempt, Situation: s, Before: cur, Err: err}
 		if d.Action == fallback.Fail || d.Action == fallback.FailExactUnavailable {
 			return r.fail(ev, d, cur, attempt, err, servedRV)

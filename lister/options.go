@@ -42,8 +42,10 @@ type Options struct {
 	// taken not to stream lists, the watch ends with an error and client-go
 	// falls back to a list. Default 5s.
 	InitialEventsTimeout time.Duration
-	// MaxRequests bounds the requests of one list call, a safety net over the
-	// policy's budgets. Default 64.
+	// MaxRequests bounds the requests of one list call that deliver no page
+	// (retries, fallbacks, restarts), a safety net over the policy's budgets.
+	// The pages of a paginated list are not counted: a list of any size
+	// completes. Default 64.
 	MaxRequests int
 }
 
