@@ -66,6 +66,11 @@ fuzz:
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "==> $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; done; done
 
+## bench: steadywatch vs stock client-go on one real apiserver; writes docs/benchmarks.md (BENCH_SIZE=full: 10k/50k).
+BENCH_SIZE ?= small
+bench:
+	cd e2e && $(GO) run ./bench -size $(BENCH_SIZE) -out ../docs
+
 ## clean-cache: remove built apiservers (the next build is cold).
 clean-cache:
 	rm -rf e2e/.cache
