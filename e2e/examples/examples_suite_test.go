@@ -1,9 +1,11 @@
 // Package examples_test builds the programs of the examples module
-// (github.com/steadywatch/steadywatch/examples: informer, operator) with
+// (github.com/steadywatch/steadywatch/examples: informer, operator, crd) with
 // `go build` and runs each one as a subprocess against real kube-apiservers
 // started by the harness (current and v1.18.19), asserting what it prints and
-// what it does to the cluster. On v1.18.19 it also runs each program in its
-// -stock mode (without steadywatch's line) and asserts that it never syncs.
+// what it does to the cluster. On v1.18.19 it also runs informer and operator
+// in their -stock mode (without steadywatch's line) and asserts that they
+// never sync. The crd program creates a CRD; it is deleted at cleanup unless
+// it existed before.
 //
 // With E2E_KUBECONFIG set (e2e/internal/extcluster) the current-server specs
 // run against that external cluster; the v1.18.19 specs (needs-faults) skip

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,9 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -41,7 +45,7 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./informer", "./operator")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./informer", "./operator", "./crd")
 	cmd.Dir = src
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build in %s:\n%s", src, out)
@@ -256,6 +260,152 @@ func operatorSpec(ctx context.Context, c cluster) {
 	Expect(p.stdout.String()).To(HaveSuffix("stopped\n"))
 }
 
+// The CRD examples/crd installs with -setup (its group, resource and name).
+const (
+	crdGroup    = "gateway.steadywatch.example"
+	crdResource = "backendtlspolicies"
+	crdName     = crdResource + "." + crdGroup
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func policyGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: crdGroup, Version: version, Resource: crdResource}
+}
+
+// deleteCRDAtCleanupIfNew registers the deletion of examples/crd's CRD at
+// cleanup (waiting, bounded, until it is gone) unless it already exists: -setup
+// creates it if absent and never removes it, and a CRD that was there before
+// the spec is left as found.
+func deleteCRDAtCleanupIfNew(ctx context.Context, dyn dynamic.Interface) {
+	crds := dyn.Resource(crdGVR)
+	_, err := crds.Get(ctx, crdName, metav1.GetOptions{})
+	if err == nil {
+		fmt.Fprintf(GinkgoWriter, "CRD %s exists before the spec: left as found\n", crdName)
+		return
+	}
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "get CRD %s: %v", crdName, err)
+	DeferCleanup(func(ctx SpecContext) {
+		err := crds.Delete(ctx, crdName, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred(), "deleting CRD %s", crdName)
+		}
+		Eventually(func(ctx context.Context) bool {
+			_, err := crds.Get(ctx, crdName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(250*time.Millisecond).Should(BeTrue(), "CRD %s still there", crdName)
+	}, NodeTimeout(90*time.Second))
+}
+
+// storeLines returns the lines examples/crd printed under "store (listed and
+// watched through <version>):", without their indentation.
+func storeLines(out, version string) []string {
+	header := "store (listed and watched through " + version + "):\n"
+	i := strings.Index(out, header)
+	Expect(i).To(BeNumerically(">=", 0), "no %q in:\n%s", header, out)
+	var lines []string
+	for _, l := range strings.Split(out[i+len(header):], "\n") {
+		if !strings.HasPrefix(l, "  ") {
+			break
+		}
+		lines = append(lines, strings.TrimPrefix(l, "  "))
+	}
+	return lines
+}
+
+// crdSpec runs examples/crd against c: -setup installs the CRD and writes one
+// object through v1alpha1 (spec.tls), one through v1alpha2 (spec.validation)
+// and one with a field no shape knows. Read through either version, the store
+// holds the first two in the v1alpha2 shape and leaves the third out with its
+// reason; in -watch mode an object written through v1alpha1 arrives
+// canonicalized and one from the future is left out. The CRD is deleted at
+// cleanup if the spec created it, the namespace always.
+//
+// skippedIn is where the skipped object is reported before the store is
+// printed: the example's lister is not told the server's capabilities, so it
+// always tries a streaming list first; a server that streams delivers the
+// object as an ADDED event of that stream (["ADDED"]), one that ignores
+// sendInitialEvents sends ADDED events but no end bookmark, so the stream is
+// abandoned after the lister's InitialEventsTimeout and a LIST fills the store
+// (["ADDED", "LIST"]). nil (an external cluster) accepts either.
+func crdSpec(ctx context.Context, c cluster, skippedIn []string) {
+	cs := suite.Clientset(c.RESTConfig())
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	deleteCRDAtCleanupIfNew(ctx, dyn)
+	// -setup creates the namespace only if absent: creating it here (deleted at
+	// cleanup) keeps the example's fixed default name off shared clusters.
+	ns := suite.NewNamespace(ctx, cs, "crd")
+
+	// checkSkipped asserts the "left out" lines for from-the-future: one per
+	// kind in skippedIn (and none for the other kind); nil accepts either kind.
+	checkSkipped := func(out string) {
+		GinkgoHelper()
+		for _, kind := range []string{"ADDED", "LIST"} {
+			m := MatchRegexp(`(?m)^left out  ` + kind + `\s+` + regexp.QuoteMeta(ns) + `/from-the-future: unrecognized \(skip\)$`)
+			switch {
+			case skippedIn == nil:
+				Expect(out).To(MatchRegexp(`(?m)^left out  (ADDED|LIST)\s+` + regexp.QuoteMeta(ns) + `/from-the-future: unrecognized \(skip\)$`))
+			case slices.Contains(skippedIn, kind):
+				Expect(out).To(m, "stdout:\n%s", out)
+			default:
+				Expect(out).NotTo(m, "stdout:\n%s", out)
+			}
+		}
+	}
+	want := func(version string) []string {
+		line := func(name, host string) string {
+			return fmt.Sprintf("%s/%s apiVersion=%s/%s shape=spec.validation hostname=%q", ns, name, crdGroup, version, host)
+		}
+		return []string{line("written-as-v1alpha1", "old.example"), line("written-as-v1alpha2", "new.example")}
+	}
+
+	setup := run(c, "crd", "-setup", "-namespace", ns, "-version", "v1alpha1")
+	Expect(setup.wait(90*time.Second)).To(Equal(0), "stdout:\n%s\nstderr:\n%s", setup.stdout, tail(setup.stderr.String(), 2000))
+	out := setup.stdout.String()
+	Expect(storeLines(out, "v1alpha1")).To(Equal(want("v1alpha1")), "stdout:\n%s", out)
+	checkSkipped(out)
+	Expect(out).NotTo(ContainSubstring("NOT canonical"))
+
+	// The canonical shape is the decorator's work, not the server's: the API
+	// server still serves the object written through v1alpha1 with spec.tls
+	// (conversion strategy None only rewrites apiVersion).
+	raw, err := dyn.Resource(policyGVR("v1alpha2")).Namespace(ns).Get(ctx, "written-as-v1alpha1", metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	_, hasTLS, _ := unstructured.NestedFieldNoCopy(raw.Object, "spec", "tls")
+	_, hasValidation, _ := unstructured.NestedFieldNoCopy(raw.Object, "spec", "validation")
+	Expect([]bool{hasTLS, hasValidation}).To(Equal([]bool{true, false}), "served as stored: %v", raw.Object["spec"])
+	_, err = dyn.Resource(policyGVR("v1alpha2")).Namespace(ns).Get(ctx, "from-the-future", metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred(), "the skipped object exists on the server")
+
+	// Read through the other version, without -setup (no writes): same shape.
+	read := run(c, "crd", "-namespace", ns, "-version", "v1alpha2")
+	Expect(read.wait(90*time.Second)).To(Equal(0), "stdout:\n%s\nstderr:\n%s", read.stdout, tail(read.stderr.String(), 2000))
+	Expect(storeLines(read.stdout.String(), "v1alpha2")).To(Equal(want("v1alpha2")), "stdout:\n%s", read.stdout)
+	checkSkipped(read.stdout.String())
+
+	// -watch: objects written while it watches go through the same decorator.
+	w := run(c, "crd", "-namespace", ns, "-version", "v1alpha2", "-watch", "2m")
+	w.waitOutput(`synced; watching for 2m0s`, 60*time.Second)
+	create := func(version, name string, spec map[string]any) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": crdGroup + "/" + version, "kind": "BackendTLSPolicy",
+			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
+		_, err := dyn.Resource(policyGVR(version)).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	create("v1alpha1", "watched-v1alpha1", map[string]any{"tls": map[string]any{"hostname": "watched.example"}})
+	w.waitOutput(`(?m)^event     ADD     `+regexp.QuoteMeta(ns)+`/watched-v1alpha1 apiVersion=`+regexp.QuoteMeta(crdGroup)+`/v1alpha2 shape=spec\.validation hostname="watched\.example"$`, 30*time.Second)
+	create("v1alpha2", "watched-future", map[string]any{"validation": map[string]any{"hostname": "f.example"}, "sessionPersistence": map[string]any{"mode": "cookie"}})
+	w.waitOutput(`(?m)^left out  ADDED\s+`+regexp.QuoteMeta(ns)+`/watched-future: unrecognized \(skip\)$`, 30*time.Second)
+	Expect(w.interrupt(30*time.Second)).To(Equal(0), "stderr:\n%s", tail(w.stderr.String(), 2000))
+	// The store is printed sorted: watched-... before written-as-....
+	Expect(storeLines(w.stdout.String(), "v1alpha2")).To(Equal(append([]string{
+		fmt.Sprintf("%s/watched-v1alpha1 apiVersion=%s/v1alpha2 shape=spec.validation hostname=%q", ns, crdGroup, "watched.example"),
+	}, want("v1alpha2")...)), "stdout:\n%s", w.stdout)
+	Expect(w.stdout.String()).NotTo(ContainSubstring("NOT canonical"))
+}
+
 var _ = Describe("examples on the current kube-apiserver", Label("examples", "conformance"), Ordered, func() {
 	var c *extcluster.Target
 	BeforeAll(func(ctx SpecContext) { c = suite.Start(ctx, harness.Options{Version: build.Current}) })
@@ -276,6 +426,14 @@ var _ = Describe("examples on the current kube-apiserver", Label("examples", "co
 	It("operator: keeps the status ConfigMap in step with the labels", func(ctx SpecContext) {
 		operatorSpec(ctx, c)
 	})
+
+	It("crd: every object of a CRD served in two versions in the canonical shape, the unrecognized one left out", func(ctx SpecContext) {
+		skippedIn := []string{"ADDED"} // the harness's current server streams the initial list
+		if c.External() {
+			skippedIn = nil
+		}
+		crdSpec(ctx, c, skippedIn)
+	}, SpecTimeout(6*time.Minute))
 })
 
 var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "legacy", "needs-faults"), Ordered, func() {
@@ -305,4 +463,8 @@ var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "leg
 		Expect(stock.stderr.String()).To(ContainSubstring("caches not synced within 15s"))
 		Expect(statusData(ctx, suite.Clientset(c.RESTConfig()), ns)).To(BeNil(), "the stock operator must not have reconciled")
 	})
+
+	It("crd: the same canonical store where the initial list cannot stream (the skipped object is left out of the LIST)", func(ctx SpecContext) {
+		crdSpec(ctx, c, []string{"ADDED", "LIST"})
+	}, SpecTimeout(6*time.Minute))
 })
