@@ -177,64 +177,92 @@ func (g *guardedWatch) notStreaming(detail string) {
 	}})
 }
 
+// run guards the initial events, then forwards the rest of the watch. The
+// watch ends when the inner one does, on Stop, or when ctx ends.
 func (g *guardedWatch) run(ctx context.Context) {
 	defer close(g.out)
 	defer g.inner.Stop()
-	timer := time.NewTimer(g.quiet)
-	defer timer.Stop()
-	guarding, events := true, 0
+	// ctx ending is a Stop: one channel for every select below, instead of
+	// a ctx.Done case on each event.
+	defer context.AfterFunc(ctx, g.Stop)()
 	in := g.inner.ResultChan()
+	if !g.guard(in) {
+		return
+	}
+	// The guard's job is done: forward with nothing but the hand-over (no
+	// timer, no checks). The hop itself stays: ResultChan must return the
+	// same channel for the life of the watch, and it had to be ours to end
+	// a stream that never streams with an error event.
 	for {
-		var timeout <-chan time.Time
-		if guarding {
-			timeout = timer.C
-		}
 		select {
 		case <-g.stop:
 			return
-		case <-ctx.Done():
-			return
-		case <-timeout:
+		case ev, ok := <-in:
+			if !ok || !g.send(ev) {
+				return
+			}
+		}
+	}
+}
+
+// guard forwards the initial events until the initial-events-end bookmark
+// (or a server error, which is no evidence either way) and reports whether
+// the watch goes on. It ends the watch, with an error event where the server
+// is shown not to stream lists, when Options.InitialEventsTimeout of quiet
+// passes, a non-ADDED event or a plain bookmark comes first, or the stream
+// closes after some initial events but without the bookmark.
+//
+// Quiet is measured from the hand-over of the last event, so a slow consumer
+// is not mistaken for a silent server. The timer is re-armed lazily: each
+// event only records its hand-over time, and a firing that comes early is
+// re-armed for the rest of the bound. Same bound, no Stop/Reset per event.
+func (g *guardedWatch) guard(in <-chan watch.Event) bool {
+	timer := time.NewTimer(g.quiet)
+	defer timer.Stop()
+	last := time.Now()
+	events := 0
+	for {
+		select {
+		case <-g.stop:
+			return false
+		case <-timer.C:
+			if quiet := time.Since(last); quiet < g.quiet {
+				timer.Reset(g.quiet - quiet)
+				continue
+			}
 			g.notStreaming(fmt.Sprintf("no %s bookmark within %s of quiet after %d initial event(s)", metav1.InitialEventsAnnotationKey, g.quiet, events))
-			return
+			return false
 		case ev, ok := <-in:
 			if !ok {
-				if guarding && events > 0 {
+				if events > 0 {
 					g.notStreaming(fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey))
 				}
-				return
+				return false
 			}
-			if guarding {
-				switch ev.Type {
-				case watch.Added:
-					events++
-				case watch.Bookmark:
-					if !isInitialEventsEnd(ev.Object) {
-						g.notStreaming("a bookmark without " + metav1.InitialEventsAnnotationKey + " arrived before the initial events ended")
-						return
-					}
-					guarding = false
-					g.server.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.Yes, Detail: "observed: initial-events-end bookmark received"})
-				case watch.Error:
-					guarding = false // a server error (e.g. 410) is no evidence either way
-				case watch.Modified, watch.Deleted:
-					g.notStreaming(fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey))
-					return
+			done := false
+			switch ev.Type {
+			case watch.Added:
+				events++
+			case watch.Bookmark:
+				if !isInitialEventsEnd(ev.Object) {
+					g.notStreaming("a bookmark without " + metav1.InitialEventsAnnotationKey + " arrived before the initial events ended")
+					return false
 				}
+				done = true
+				g.server.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.Yes, Detail: "observed: initial-events-end bookmark received"})
+			case watch.Error:
+				done = true // a server error (e.g. 410) is no evidence either way
+			case watch.Modified, watch.Deleted:
+				g.notStreaming(fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey))
+				return false
 			}
 			if !g.send(ev) {
-				return
+				return false
 			}
-			if guarding {
-				// Quiet is measured from the hand-over, so a slow consumer is not mistaken for a silent server.
-				if !timer.Stop() {
-					select {
-					case <-timer.C:
-					default:
-					}
-				}
-				timer.Reset(g.quiet)
+			if done {
+				return true
 			}
+			last = time.Now()
 		}
 	}
 }

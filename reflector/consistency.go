@@ -2,7 +2,6 @@ package reflector
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"time"
 
@@ -70,7 +69,10 @@ func (r *Reflector) maybeCheckConsistency(ctx context.Context, rv string) {
 		return
 	}
 	r.lastCheck = now
-	snapshot := maps.Clone(r.known)
+	snapshot := make(map[string]string, len(r.known))
+	for k, v := range r.known {
+		snapshot[k] = *v // a copy: the Run goroutine updates the values in place
+	}
 	r.checks.Add(1)
 	go func() {
 		defer r.checks.Done()

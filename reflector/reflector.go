@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
@@ -58,8 +61,18 @@ type Reflector struct {
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
-	known       map[string]string // key -> object resourceVersion: what the store reflects
-	lastCheck   time.Time
+	// known maps key -> object resourceVersion: what the store reflects. The
+	// values are pointers so that a watch event for a known key updates it
+	// without allocating the key string (see handleEvent).
+	known     map[string]*string
+	keyBuf    []byte // scratch for building a key without allocating
+	lastCheck time.Time
+	rvNum     uint64 // status.ResourceVersion parsed, valid if rvNumOK (setRV's cache)
+	rvNumOK   bool
+
+	// The store's optional interfaces, asserted once in New.
+	rvUpdater     cache.ResourceVersionUpdater
+	bookmarkStore cache.ReflectorBookmarkStore
 
 	running      atomic.Bool
 	checkRunning atomic.Bool
@@ -88,8 +101,10 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		list:   o.List,
 		store:  store,
 		o:      o,
-		known:  map[string]string{},
+		known:  map[string]*string{},
 	}
+	r.rvUpdater, _ = store.(cache.ResourceVersionUpdater)
+	r.bookmarkStore, _ = store.(cache.ReflectorBookmarkStore)
 	if expectedType != nil {
 		r.expectedType = reflect.TypeOf(expectedType)
 		if u, ok := expectedType.(*unstructured.Unstructured); ok {
@@ -383,14 +398,16 @@ func listRV(obj runtime.Object) string {
 // replace swaps the store's contents for items at rv.
 func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv string) error {
 	found := make([]any, 0, len(items))
-	known := make(map[string]string, len(items))
-	for _, it := range items {
+	known := make(map[string]*string, len(items))
+	rvs := make([]string, len(items)) // one allocation backs every value of known
+	for i, it := range items {
 		if !r.typeOK(ctx, it) {
 			continue
 		}
 		found = append(found, it)
 		if k, orv, ok := keyRV(it); ok {
-			known[k] = orv
+			rvs[i] = orv
+			known[k] = &rvs[i]
 		}
 	}
 	if err := r.store.Replace(found, rv); err != nil {
@@ -402,30 +419,39 @@ func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv stri
 	r.status.Items = len(known)
 	r.mu.Unlock()
 	r.o.Metrics.Items(r.name, len(known))
-	r.setRV(ctx, rv, true)
+	r.setRV(klog.FromContext(ctx), rv, true, r.o.Clock.Now())
 	return nil
 }
 
-// setRV records rv as the store's resourceVersion. It never goes backwards
-// (when both parse); force is for a Replace, whose rv the store now reflects.
-func (r *Reflector) setRV(ctx context.Context, rv string, force bool) {
+// setRV records rv as the store's resourceVersion, advanced at now. It never
+// goes backwards (when both parse); force is for a Replace, whose rv the
+// store now reflects. It runs on the Run goroutine only (the sole writer of
+// status.ResourceVersion), once per watch event: it allocates nothing and
+// builds no log arguments unless V(5) is enabled.
+func (r *Reflector) setRV(logger logr.Logger, rv string, force bool, now time.Time) {
 	if rv == "" {
 		return
 	}
+	// isOlder(rv, prev), with prev parsed once when it was stored.
+	n, err := strconv.ParseUint(rv, 10, 64)
+	nOK := err == nil
 	r.mu.Lock()
 	prev := r.status.ResourceVersion
-	if !force && (prev == rv || isOlder(rv, prev)) {
+	if !force && (prev == rv || (nOK && r.rvNumOK && n < r.rvNum)) {
 		r.mu.Unlock()
 		return
 	}
 	r.status.ResourceVersion = rv
 	r.mu.Unlock()
-	if u, ok := r.store.(cache.ResourceVersionUpdater); ok {
-		u.UpdateResourceVersion(rv)
+	r.rvNum, r.rvNumOK = n, nOK
+	if r.rvUpdater != nil {
+		r.rvUpdater.UpdateResourceVersion(rv)
 	}
 	if prev != rv {
-		r.o.Metrics.ResourceVersionAdvanced(r.name, r.o.Clock.Now())
-		klog.FromContext(ctx).V(5).Info("ResourceVersion advanced", "from", prev, "to", rv)
+		r.o.Metrics.ResourceVersionAdvanced(r.name, now)
+		if v := logger.V(5); v.Enabled() {
+			v.Info("ResourceVersion advanced", "from", prev, "to", rv)
+		}
 	}
 }
 
@@ -544,8 +570,8 @@ collect:
 		w.Stop()
 		return backingOff{delay: r.delay(0), next: asList}, because(codeListError, "store.Replace failed: %v", err)
 	}
-	if bs, ok := r.store.(cache.ReflectorBookmarkStore); ok {
-		if err := bs.Bookmark(endRV); err != nil {
+	if r.bookmarkStore != nil {
+		if err := r.bookmarkStore.Bookmark(endRV); err != nil {
 			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", endRV)
 		}
 	}
@@ -628,19 +654,24 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 
 func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	defer s.w.Stop()
+	logger := klog.FromContext(ctx)
 	// A watch started at "" or "0" begins with synthetic ADDED events in no
 	// particular order: their resourceVersions must not advance ours until
 	// an event that is not an ADDED (or a bookmark) shows the backlog ended.
 	propagate := s.rv != "" && s.rv != "0"
+	// Stall detection: one timer, re-armed lazily. An event only records when
+	// it was handled (lastEvent); when the timer fires, it is re-armed for
+	// what remains of StallTimeout after lastEvent, and the watch counts as
+	// stalled only if StallTimeout has really passed since then. The bound is
+	// the same as resetting the timer on every event, without the per-event
+	// Stop/Reset.
 	var stall <-chan time.Time
-	var stallTimer interface {
-		Stop() bool
-		Reset(time.Duration) bool
-	}
+	var stallTimer clock.Timer
+	lastEvent := r.o.Clock.Now()
 	if r.o.StallTimeout > 0 {
-		t := r.o.Clock.NewTimer(r.o.StallTimeout)
-		defer t.Stop()
-		stall, stallTimer = t.C(), t
+		stallTimer = r.o.Clock.NewTimer(r.o.StallTimeout)
+		defer stallTimer.Stop()
+		stall = stallTimer.C()
 	}
 	events := 0
 	for {
@@ -648,6 +679,10 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 		case <-ctx.Done():
 			return stopped{}, because(codeContextDone, "context ended while watching")
 		case <-stall:
+			if quiet := r.o.Clock.Since(lastEvent); quiet < r.o.StallTimeout {
+				stallTimer.Reset(r.o.StallTimeout - quiet)
+				continue
+			}
 			rv := r.LastSyncResourceVersion()
 			r.o.Metrics.WatchRestart(r.name, codeStalled)
 			return startingWatch{rv: rv}, because(codeStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
@@ -668,71 +703,91 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 				r.progress()
 			}
 			events++
-			r.handleEvent(ctx, ev, &propagate)
-			if stallTimer != nil {
-				if !stallTimer.Stop() {
-					select {
-					case <-stall:
-					default:
-					}
-				}
-				stallTimer.Reset(r.o.StallTimeout)
-			}
+			lastEvent = r.handleEvent(ctx, logger, ev, &propagate)
 		}
 	}
 }
 
-// handleEvent applies one watch event to the store.
-func (r *Reflector) handleEvent(ctx context.Context, ev watch.Event, propagate *bool) {
-	logger := klog.FromContext(ctx)
+// handleEvent applies one watch event to the store and returns when it was
+// handled (the stall clock restarts from then). It runs once per event: the
+// common case (an event for a known key) allocates nothing of its own and
+// takes the status lock once.
+func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watch.Event, propagate *bool) time.Time {
 	if ev.Type != watch.Bookmark && !r.typeOK(ctx, ev.Object) {
-		return
+		return r.o.Clock.Now()
 	}
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
 		logger.Error(err, "Unable to understand watch event", "type", ev.Type)
-		return
+		return r.o.Clock.Now()
 	}
 	rv := m.GetResourceVersion()
-	key, _, _ := keyRV(ev.Object)
+	before := len(r.known)
 	switch ev.Type {
 	case watch.Added:
 		err = r.store.Add(ev.Object)
-		r.known[key] = rv
+		r.remember(m, rv)
 	case watch.Modified:
 		*propagate = true
 		err = r.store.Update(ev.Object)
-		r.known[key] = rv
+		r.remember(m, rv)
 	case watch.Deleted:
 		*propagate = true
 		err = r.store.Delete(ev.Object)
-		delete(r.known, key)
+		delete(r.known, string(r.key(m)))
 	case watch.Bookmark:
 		*propagate = true
 		r.o.Metrics.Bookmark(r.name)
-		if bs, ok := r.store.(cache.ReflectorBookmarkStore); ok {
-			err = bs.Bookmark(rv)
+		if r.bookmarkStore != nil {
+			err = r.bookmarkStore.Bookmark(rv)
 		}
 	default:
 		logger.Info("Ignoring unknown watch event type", "type", ev.Type)
-		return
+		return r.o.Clock.Now()
 	}
 	if err != nil {
-		logger.Error(err, "Store rejected a watch event", "type", ev.Type, "key", key)
+		logger.Error(err, "Store rejected a watch event", "type", ev.Type, "key", string(r.key(m)))
 	}
-	if ev.Type != watch.Bookmark {
-		n := len(r.known)
+	if n := len(r.known); n != before {
 		r.mu.Lock()
 		r.status.Items = n
 		r.mu.Unlock()
 		r.o.Metrics.Items(r.name, n)
 	}
+	now := r.o.Clock.Now()
 	if *propagate {
-		r.setRV(ctx, rv, false)
+		r.setRV(logger, rv, false, now)
 	}
 	if ev.Type == watch.Bookmark && *propagate {
 		r.maybeCheckConsistency(ctx, rv)
 	}
+	return now
+}
+
+// key builds m's store key (cache.MetaNamespaceKeyFunc's "namespace/name",
+// or "name" when cluster-scoped) in r.keyBuf. The result is valid until the
+// next call; string(r.key(m)) used as a map index does not allocate.
+func (r *Reflector) key(m metav1.Object) []byte {
+	b := r.keyBuf[:0]
+	if ns := m.GetNamespace(); ns != "" {
+		b = append(append(b, ns...), '/')
+	}
+	b = append(b, m.GetName()...)
+	r.keyBuf = b
+	return b
+}
+
+// remember records that the store reflects m at rv. For a key already known
+// it only updates the value, so no key string is allocated.
+func (r *Reflector) remember(m metav1.Object, rv string) {
+	k := r.key(m)
+	if p, ok := r.known[string(k)]; ok {
+		*p = rv
+		return
+	}
+	p := new(string) // not &rv: that would move rv to the heap on every call
+	*p = rv
+	r.known[string(k)] = p
 }
 
 // typeOK reports whether obj has the expected type (and GVK for unstructured).
