@@ -1,0 +1,49 @@
+package reflector
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Events keep arriving for 3x StallTimeout: no restart. Then silence: the
+// restart comes no earlier than StallTimeout after the last event.
+func TestStallTimerRearmsLazily(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.StallTimeout = 300 * time.Millisecond
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	w := fc.watcher(t, 0)
+	begin := time.Now()
+	rv := 11
+	var last time.Time
+	for time.Since(begin) < 900*time.Millisecond {
+		w.Action(watch.Modified, cm("a", itoa(rv)))
+		last = time.Now()
+		rv++
+		time.Sleep(30 * time.Millisecond) // event pacing (the thing under test), not synchronisation
+	}
+	if len(fc.watchCalls()) != 1 {
+		t.Fatalf("watch restarted while events flowed: %v", rec.get(&rec.restarts))
+	}
+	fc.watcher(t, 1)
+	if d := time.Since(last); d < 290*time.Millisecond {
+		t.Fatalf("stall restart %v after the last event; want >= StallTimeout", d)
+	}
+	if got := rec.get(&rec.restarts); len(got) != 1 || got[0] != codeStalled {
+		t.Fatalf("restarts %v", got)
+	}
+	if r.State().Items != 1 || r.LastSyncResourceVersion() != itoa(rv-1) {
+		t.Fatalf("state %+v", r.State())
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
