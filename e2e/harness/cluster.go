@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -33,6 +34,15 @@ type Options struct {
 	// DisableWatchCache passes --watch-cache=false to every apiserver, so
 	// lists and watches are served from etcd (a compacted RV is 410 at once).
 	DisableWatchCache bool
+	// DisableWatchCacheOn passes --watch-cache=false only to the apiservers
+	// with these indexes (0 = apiserver-0; with HA 0 or 1), the others keep
+	// their watch cache. With HA, []int{1} gives a pair where apiserver-0
+	// serves from its watch cache and apiserver-1 from etcd. nil = none
+	// (unless DisableWatchCache). An index outside the cluster's apiservers
+	// makes Start fail with ErrInvalidOptions before anything starts;
+	// repeated indexes are harmless. DisableWatchCache, if set, wins: every
+	// apiserver is then started without a watch cache.
+	DisableWatchCacheOn []int
 	// HA starts two apiservers on the same etcd behind a faults.Proxy
 	// balancer (Cluster.Balancer) that alternates requests between them
 	// (Alternate); the kubeconfig and Cluster.RESTConfig point at it.
@@ -109,6 +119,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if _, err := minorOf(o.Version); err != nil {
 		return nil, err
 	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	progressW := o.Progress
 	if progressW == nil {
 		progressW = io.Discard
@@ -159,10 +172,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 
-	n := 1
-	if o.HA {
-		n = 2
-	}
+	n := o.apiServerCount()
 	for i := 0; i < n; i++ {
 		a, err := c.newAPIServer(i, binary)
 		if err != nil {
@@ -204,6 +214,32 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}
 	progress("cluster ready in %s; kubeconfig %s", time.Since(begin).Round(time.Millisecond), c.kubeconfig)
 	return c, nil
+}
+
+// apiServerCount is how many apiservers o starts: 2 with HA, else 1.
+func (o *Options) apiServerCount() int {
+	if o.HA {
+		return 2
+	}
+	return 1
+}
+
+// validate checks the options Start cannot default; errors match
+// ErrInvalidOptions.
+func (o *Options) validate() error {
+	n := o.apiServerCount()
+	for _, i := range o.DisableWatchCacheOn {
+		if i < 0 || i >= n {
+			return fmt.Errorf("%w: DisableWatchCacheOn index %d: the cluster has %d apiserver(s) (indexes 0..%d; HA=%v)",
+				ErrInvalidOptions, i, n, n-1, o.HA)
+		}
+	}
+	return nil
+}
+
+// watchCacheOff reports whether apiserver i runs with --watch-cache=false.
+func (o *Options) watchCacheOff(i int) bool {
+	return o.DisableWatchCache || slices.Contains(o.DisableWatchCacheOn, i)
 }
 
 // writePKI creates the CA, the service-account key pair and the token file.
@@ -268,7 +304,7 @@ func (c *Cluster) newAPIServer(i int, binary string) (*APIServer, error) {
 		saKey:              filepath.Join(pki, "sa.key"),
 		tokenFile:          filepath.Join(pki, "tokens.csv"),
 		compactionInterval: c.opts.CompactionInterval,
-		disableWatchCache:  c.opts.DisableWatchCache,
+		disableWatchCache:  c.opts.watchCacheOff(i),
 		extra:              c.opts.ExtraArgs,
 	})
 	if err != nil {

@@ -9,6 +9,10 @@ var (
 	// ErrUnsupportedVersion: Options.Version is not a kube-apiserver version
 	// the harness knows how to start (v1.18 and newer).
 	ErrUnsupportedVersion = errors.New("harness: unsupported kube-apiserver version")
+	// ErrInvalidOptions: Options are contradictory or out of range (for
+	// example a DisableWatchCacheOn index the cluster has no apiserver for);
+	// Start returns it before starting anything.
+	ErrInvalidOptions = errors.New("harness: invalid options")
 	// ErrNotReady: a component did not become ready within its bound.
 	ErrNotReady = errors.New("harness: component did not become ready")
 	// ErrExited: a process exited while the harness expected it to run.

@@ -316,6 +316,84 @@ var _ = Describe("an HA pair on one etcd behind the balancer", Label("ha"), Orde
 	})
 })
 
+var _ = Describe("an HA pair with the watch cache off on apiserver-1 only (DisableWatchCacheOn)", Label("ha", "needs-faults"), Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func(ctx SpecContext) {
+		c = suite.StartHarness(ctx, harness.Options{Version: current, HA: true, DisableWatchCacheOn: []int{1}}, ownServers)
+	})
+
+	It("passes --watch-cache=false to apiserver-1 only", func() {
+		as := c.APIServers()
+		Expect(as).To(HaveLen(2))
+		Expect(as[0].Args()).NotTo(ContainElement(HavePrefix("--watch-cache")))
+		Expect(as[1].Args()).To(ContainElement("--watch-cache=false"))
+	})
+
+	It("after Compact, an Exact list at an old RV is 410 at once on the cache-off member while the cache-on member serves it until its cacher polls the compaction", func(ctx SpecContext) {
+		off := suite.Clientset(c.APIServers()[1].RESTConfig())
+		on := suite.Clientset(c.APIServers()[0].RESTConfig())
+		// The cacher learns of compactions by polling every 15 s. A first
+		// compaction, watched until the cache-on member 410s, tells when that
+		// poll just ran: the second compaction then lands well inside the next
+		// 15 s, so "still served right after Compact" is not a race.
+		ns, rv := seed(ctx, on, 1)
+		_, err := c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		begin := time.Now()
+		Eventually(func() error {
+			_, err := exactList(ctx, on, ns, rv)
+			return err
+		}).WithTimeout(60*time.Second).WithPolling(100*time.Millisecond).Should(Satisfy(isExpired), "cache-on member, Exact at compacted RV %s", rv)
+		fmt.Fprintf(GinkgoWriter, "TIMING cache-on member saw the first compaction after %s\n", time.Since(begin).Round(time.Millisecond))
+
+		ns, rv = seed(ctx, on, 2)
+		for name, cs := range map[string]kubernetes.Interface{"cache-on apiserver-0": on, "cache-off apiserver-1": off} {
+			l, err := exactList(ctx, cs, ns, rv)
+			Expect(err).NotTo(HaveOccurred(), "%s before compaction", name)
+			Expect(l.ResourceVersion).To(Equal(rv), name)
+		}
+		_, err = c.Etcd().Compact(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		compacted := time.Now()
+
+		_, err = exactList(ctx, off, ns, rv)
+		Expect(err).To(HaveOccurred(), "cache-off apiserver-1 right after Compact")
+		Expect(isExpired(err)).To(BeTrue(), "cache-off apiserver-1: want 410, got %v", err)
+		Expect(err.(apierrors.APIStatus).Status().Code).To(Equal(int32(http.StatusGone)))
+
+		l, err := exactList(ctx, on, ns, rv)
+		Expect(err).NotTo(HaveOccurred(), "cache-on apiserver-0 right after Compact (%s later) serves from its snapshot", time.Since(compacted))
+		Expect(l.ResourceVersion).To(Equal(rv))
+		Expect(l.Items).To(HaveLen(1), "cm-0 only: the Exact list is the state at %s", rv)
+
+		// The same compaction reaches the cache-on member at its next poll.
+		Eventually(func() error {
+			_, err := exactList(ctx, on, ns, rv)
+			return err
+		}).WithTimeout(60*time.Second).WithPolling(250*time.Millisecond).Should(Satisfy(isExpired), "cache-on member after its next poll")
+		fmt.Fprintf(GinkgoWriter, "TIMING cache-on member saw the second compaction after %s\n", time.Since(compacted).Round(time.Millisecond))
+	})
+})
+
+var _ = Describe("DisableWatchCacheOn out of range", func() {
+	It("fails Start with ErrInvalidOptions before building or starting anything", func(ctx SpecContext) {
+		for _, o := range []harness.Options{
+			{DisableWatchCacheOn: []int{1}},            // one apiserver: index 0 only
+			{HA: true, DisableWatchCacheOn: []int{2}},  // HA: 0 and 1
+			{HA: true, DisableWatchCacheOn: []int{-1}}, // negative
+		} {
+			dir := GinkgoT().TempDir()
+			o.Dir, o.Binary = dir, filepath.Join(dir, "no-such-kube-apiserver")
+			_, err := harness.Start(ctx, o)
+			Expect(errors.Is(err, harness.ErrInvalidOptions)).To(BeTrue(), "%+v: %v", o, err)
+			Expect(err.Error()).To(ContainSubstring("DisableWatchCacheOn"))
+			entries, err := os.ReadDir(dir)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(entries).To(BeEmpty(), "nothing written to %s", dir)
+		}
+	})
+})
+
 var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, func() {
 	var c *harness.Cluster
 	BeforeAll(func(ctx SpecContext) {

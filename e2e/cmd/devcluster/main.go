@@ -2,7 +2,7 @@
 // etcd + kube-apiserver built from the Go module proxy) for trying steadywatch
 // by hand, and keeps it up until interrupted.
 //
-//	go run ./cmd/devcluster --server current|legacy [--watch-cache=false] [--ha]
+//	go run ./cmd/devcluster --server current|legacy [--watch-cache=false] [--ha] [--watch-cache-off-on=1]
 //
 // Progress and a short how-to go to stderr. When the cluster is ready, exactly
 // one line goes to stdout:
@@ -25,6 +25,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,9 +48,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	server := fs.String("server", "current", "which kube-apiserver: current ("+currentVersion+") or legacy ("+legacyVersion+")")
 	watchCache := fs.Bool("watch-cache", true, "apiserver watch cache; --watch-cache=false serves lists and watches from etcd")
 	ha := fs.Bool("ha", false, "two apiservers on one etcd behind a balancer")
+	var offOn []int
+	fs.Func("watch-cache-off-on", "comma-separated indexes of the apiservers started with --watch-cache=false, the others keep their cache (with --ha, 1 gives a pair where apiserver-1 serves from etcd)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			i, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("not an apiserver index: %q", f)
+			}
+			offOn = append(offOn, i)
+		}
+		return nil
+	})
 	dir := fs.String("dir", "", "working directory to keep (logs, etcd data); default a temporary directory removed on exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: devcluster --server current|legacy [--watch-cache=false] [--ha] [--dir DIR]\n\n")
+		fmt.Fprintf(stderr, "usage: devcluster --server current|legacy [--watch-cache=false] [--ha] [--watch-cache-off-on=I[,J]] [--dir DIR]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -73,12 +87,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	c, err := harness.Start(startCtx, harness.Options{
-		Version:           version,
-		DisableWatchCache: !*watchCache,
-		HA:                *ha,
-		Dir:               *dir,
-		Progress:          stderr,
+		Version:             version,
+		DisableWatchCache:   !*watchCache,
+		DisableWatchCacheOn: offOn,
+		HA:                  *ha,
+		Dir:                 *dir,
+		Progress:            stderr,
 	})
+	if errors.Is(err, harness.ErrInvalidOptions) {
+		fmt.Fprintf(stderr, "devcluster: %v\n", err)
+		fs.Usage()
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "devcluster: %v\n", err)
 		return 1
@@ -90,10 +110,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	kc := c.KubeconfigPath()
-	fmt.Fprintf(stderr, "\ndevcluster: kube-apiserver %s is up (watch cache %s, %d apiserver(s)%s).\n",
-		c.Version(), onOff(*watchCache), len(c.APIServers()), haNote(c))
+	fmt.Fprintf(stderr, "\ndevcluster: kube-apiserver %s is up (%d apiserver(s)%s).\n",
+		c.Version(), len(c.APIServers()), haNote(c))
 	for _, a := range c.APIServers() {
-		fmt.Fprintf(stderr, "  %s %s  log: %s\n", a.Name(), a.URL(), a.LogPath())
+		fmt.Fprintf(stderr, "  %s %s  watch cache %s  log: %s\n", a.Name(), a.URL(), onOff(!slices.Contains(a.Args(), "--watch-cache=false")), a.LogPath())
 	}
 	fmt.Fprintf(stderr, "  etcd %s\n", c.Etcd().Endpoint())
 	fmt.Fprintf(stderr, "Use it:\n  kubectl --kubeconfig %s version\n  kubectl --kubeconfig %s get configmaps -A\n  export KUBECONFIG=%s\nCtrl-C stops it%s.\n\n", kc, kc, kc, removeNote(*dir))
