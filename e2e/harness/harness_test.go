@@ -217,7 +217,9 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 		Expect(err).NotTo(HaveOccurred())
 		rev, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rev).To(Equal(revBefore + 1))
+		// The apiserver writes too (leases, its own bookkeeping): rev is past every revision observed
+		// before the call, not necessarily revBefore+1 (a real CI run saw +2).
+		Expect(rev).To(BeNumerically(">", revBefore))
 		now, err := c.Etcd().Revision(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(now).To(BeNumerically(">=", rev))
