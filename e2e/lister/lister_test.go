@@ -843,28 +843,45 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 // Exact-without-limit cell needs a second one: rule 2). Requests are counted
 // at the lister's Client (recordingClient), so the current-server table runs
 // on an external cluster too.
+//
+// The table runs on v1.36.3 and v1.18.19 with the watch cache on, and on
+// v1.36.3 with the watch cache off (--watch-cache=false: every list is served
+// from etcd). Every cell behaves the same with the cache off except one the
+// table can see: an Any list (rv="0") is then served from etcd at the newest
+// RV, where the cache may serve any RV it holds; that cell asserts the newest
+// on the cache-off server only.
 var _ = Describe("the seeds' list table on real servers", func() {
 	type server struct {
+		name    string // the Context's name
 		version string
 		labels  Labels
 		reason  string // non-empty: only the harness provides this server
+		// watchCacheOff starts the server with --watch-cache=false.
+		watchCacheOff bool
 	}
 	for _, srv := range []server{
-		{build.Current, Label("conformance"), ""},
-		{build.Legacy, Label("legacy", "needs-faults"), "needs the harness's " + build.Legacy + " server"},
+		{build.Current, build.Current, Label("conformance"), "", false},
+		{build.Legacy, build.Legacy, Label("legacy", "needs-faults"), "needs the harness's " + build.Legacy + " server", false},
+		{build.Current + " with the watch cache off", build.Current, Label("conformance", "needs-faults"),
+			"needs the harness's " + build.Current + " server with the watch cache off (--watch-cache=false)", true},
 	} {
 		version := srv.version
-		Context(version, srv.labels, Ordered, func() {
+		Context(srv.name, srv.labels, Ordered, func() {
 			var e *env
-			var rvN string
+			var rvN, rvNewest string
 			BeforeAll(func(ctx SpecContext) {
+				o := harness.Options{Version: version, DisableWatchCache: srv.watchCacheOff}
 				if srv.reason != "" {
-					e = startHarness(ctx, harness.Options{Version: version}, srv.reason)
+					e = startHarness(ctx, o, srv.reason)
 				} else {
-					e = start(ctx, harness.Options{Version: version})
+					e = start(ctx, o)
+				}
+				if srv.watchCacheOff {
+					Expect(e.c.APIServers()[0].Args()).To(ContainElement("--watch-cache=false"))
 				}
 				rvN = e.create(ctx, "tbl", 3)
-				e.waitCache(ctx, e.bump(ctx)) // so that "newest" (also from the watch cache) and "exactly N" differ
+				rvNewest = e.bump(ctx)
+				e.waitCache(ctx, rvNewest) // so that "newest" (also from the watch cache) and "exactly N" differ
 			})
 			for _, match := range []metav1.ResourceVersionMatch{"", metav1.ResourceVersionMatchExact, metav1.ResourceVersionMatchNotOlderThan} {
 				for _, limit := range []int64{0, 2} {
@@ -897,6 +914,12 @@ var _ = Describe("the seeds' list table on real servers", func() {
 								Expect(served).To(Equal(rvN))
 							case fallback.NotOlderThan, fallback.MostRecent:
 								rvAtLeast(served, rvN)
+							case fallback.Any:
+								if srv.watchCacheOff {
+									// From etcd: the newest RV, never an older one (the
+									// cache on may serve any RV it holds: not asserted).
+									rvAtLeast(served, rvNewest)
+								}
 							}
 							Expect(obj.(*corev1.ConfigMapList).Continue).To(BeEmpty())
 							Expect(countItems(obj)).To(Equal(3))
