@@ -207,6 +207,15 @@ func (e *env) requests(verb string) []faults.Request {
 	return out
 }
 
+// listStatuses returns the HTTP status of every ConfigMap list the proxy has seen, in order.
+func (e *env) listStatuses() []int {
+	var st []int
+	for _, r := range e.requests("list") {
+		st = append(st, r.Status)
+	}
+	return st
+}
+
 func query(raw string) url.Values {
 	v, err := url.ParseQuery(raw)
 	Expect(err).NotTo(HaveOccurred())
@@ -516,13 +525,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 			done <- result{rec, err}
 		}()
 		// The cacher blocks up to 3 s for the RV, then answers 504 ResourceVersionTooLarge.
-		Eventually(func() []int {
-			var st []int
-			for _, r := range e.requests("list") {
-				st = append(st, r.Status)
-			}
-			return st
-		}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainElement(504))
+		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainElement(504))
 		e.bumpTo(ctx, future)
 		var res result
 		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
@@ -724,13 +727,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), Policy: p, LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
 			done <- result{rec, err}
 		}()
-		Eventually(func() []int {
-			var st []int
-			for _, r := range e.requests("list") {
-				st = append(st, r.Status)
-			}
-			return st
-		}).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))
+		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))
 		e.bumpTo(ctx, future)
 		var res result
 		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
