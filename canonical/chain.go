@@ -7,7 +7,7 @@ import (
 )
 
 // Recognizer decides from an object's content whether it is in a shape. It
-// must not modify obj and must not look at apiVersion to decide (seed 002:
+// must not modify obj and must not look at apiVersion to decide (the Gateway API versioning guide:
 // apiVersion names the schema of the request, not what is stored). It must be
 // safe for concurrent use.
 type Recognizer func(obj *unstructured.Unstructured) bool
@@ -17,7 +17,7 @@ type Recognizer func(obj *unstructured.Unstructured) bool
 // safe for concurrent use (it is called from watch goroutines).
 type ConvertFunc func(obj *unstructured.Unstructured) error
 
-// Shape is one named set of fields with their semantics (seed 002's
+// Shape is one named set of fields with their semantics (the Gateway API versioning guide's
 // "Version"), for example "v1alpha1".
 type Shape struct {
 	// Name identifies the shape in logs, metrics and errors. Required, unique.
@@ -29,7 +29,7 @@ type Shape struct {
 	// the canonical shape and the ones after it.
 	Upgrade ConvertFunc
 	// Downgrade converts an object in the next shape back to this shape.
-	// Optional; seed 002 requires it for semantic breaking changes within an
+	// Optional; the Gateway API versioning guide requires it for semantic breaking changes within an
 	// experimental channel. The decorator never downgrades; RoundTrip does.
 	Downgrade ConvertFunc
 }
@@ -104,7 +104,7 @@ func (c *Chain) Shapes() []string {
 // older writer can leave its fields next to newer ones: write recognisers so
 // that they exclude each other where that is ambiguous (for example "has
 // spec.tls" for the old shape and "lacks spec.tls" for the new one, which
-// makes an object carrying both old, as seed 002's conversion rule treats it).
+// makes an object carrying both old, as the Gateway API versioning guide's conversion rule treats it).
 func (c *Chain) Classify(obj *unstructured.Unstructured) (shape string, ok bool, err error) {
 	i, err := c.classify(obj)
 	if err != nil || i < 0 {

@@ -67,7 +67,7 @@ func TestClassify(t *testing.T) {
 		{v1beta1Obj, "v1beta1", true},
 		{unknownObj, "", false},
 		// Both tls and validation (a v1alpha1 writer on top of a v1alpha2 object):
-		// v1alpha2 excludes tls, so v1alpha1 claims it and seed 002's rule applies.
+		// v1alpha2 excludes tls, so v1alpha1 claims it and the Gateway API versioning guide's rule applies.
 		{`{"metadata":{"name":"e"},"spec":{"tls":{"hostname":"old"},"validation":{"hostname":"new"}}}`, "v1alpha1", true},
 		// No distinguishing field: both old shapes would fit; newest first wins.
 		{`{"metadata":{"name":"f"},"spec":{"targetRefs":[]}}`, "v1alpha2", true},

@@ -1,7 +1,7 @@
 // Package canonical makes every custom resource an informer sees arrive in
 // one shape: the newest shape the controller understands.
 //
-// Seed 002 ("API Versioning") explains why this is needed. The apiserver does
+// the Gateway API versioning guide ("API Versioning") explains why this is needed. The apiserver does
 // not version stored custom resources: apiVersion names the schema that
 // processed the request, not what is stored, and with
 // x-kubernetes-preserve-unknown-fields every stored field comes back whatever
@@ -15,7 +15,7 @@
 //   - A [Chain]: named shapes ordered oldest to newest, each with a
 //     [Recognizer] that decides from content (fields present, not apiVersion)
 //     whether an object is in that shape, and an Upgrade conversion to the
-//     next shape (plus an optional Downgrade back, which seed 002 requires
+//     next shape (plus an optional Downgrade back, which the Gateway API versioning guide requires
 //     within experimental channels). One shape is the canonical one; shapes
 //     after it are known to exist but are not supported, so objects in them
 //     are rejected as newer. [Chain.Canonicalize] converts one object;
@@ -39,5 +39,5 @@
 //
 // Objects in an informer's store are canonicalized views. Do not Update them
 // back to the server: that would rewrite the stored custom resource, which
-// seed 002 forbids ("MUST NOT change the CRs themselves").
+// the Gateway API versioning guide forbids ("MUST NOT change the CRs themselves").
 package canonical

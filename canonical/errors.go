@@ -27,7 +27,7 @@ type Reason string
 
 const (
 	// ReasonNewerShape: a recogniser of a shape after the canonical one
-	// claimed the object. Seed 002: controllers MUST ignore CRs in shapes
+	// claimed the object. the Gateway API versioning guide: controllers MUST ignore CRs in shapes
 	// created after they were written.
 	ReasonNewerShape Reason = "newer-shape"
 	// ReasonUnrecognized: no recogniser claimed the object, so its shape is

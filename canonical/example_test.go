@@ -13,7 +13,7 @@ import (
 	"github.com/steadywatch/steadywatch/canonical"
 )
 
-// backendTLSPolicyChain is seed 002's example: v1alpha2 renamed spec.tls to
+// backendTLSPolicyChain is the Gateway API versioning guide's example: v1alpha2 renamed spec.tls to
 // spec.validation.
 func backendTLSPolicyChain() *canonical.Chain {
 	tls, validation := []string{"spec", "tls"}, []string{"spec", "validation"}

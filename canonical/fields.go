@@ -88,7 +88,7 @@ func AnyOf(rs ...Recognizer) Recognizer {
 // MoveField returns the conversion that renames a field: if the object has a
 // field at from, its value is set at to (creating parent maps, replacing any
 // value already there) and from is removed. Objects without from are left
-// unchanged. Seed 002's BackendTLSPolicy example is
+// unchanged. the Gateway API versioning guide's BackendTLSPolicy example is
 // MoveField([]string{"spec", "tls"}, []string{"spec", "validation"}), and its
 // reverse conversion is the same call with the paths swapped.
 func MoveField(from, to []string) ConvertFunc {

@@ -53,7 +53,7 @@ func TestMoveField(t *testing.T) {
 	}{
 		{"rename", `{"spec":{"tls":{"h":"a"},"o":1}}`, `{"spec":{"o":1,"validation":{"h":"a"}}}`, ""},
 		{"absent source is a no-op", `{"spec":{"o":1}}`, `{"spec":{"o":1}}`, ""},
-		{"replaces an existing target (seed 002: copy TLS to Validation)", `{"spec":{"tls":{"h":"old"},"validation":{"h":"new"}}}`, `{"spec":{"validation":{"h":"old"}}}`, ""},
+		{"replaces an existing target (the Gateway API versioning guide: copy TLS to Validation)", `{"spec":{"tls":{"h":"old"},"validation":{"h":"new"}}}`, `{"spec":{"validation":{"h":"old"}}}`, ""},
 		{"null value moves", `{"spec":{"tls":null}}`, `{"spec":{"validation":null}}`, ""},
 		{"source through a scalar", `{"spec":"s"}`, "", "read spec.tls"},
 	}

@@ -8,7 +8,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// Seed 002's BackendTLSPolicy example: v1alpha2 renames spec.tls to
+// the Gateway API versioning guide's BackendTLSPolicy example: v1alpha2 renames spec.tls to
 // spec.validation. v1beta1 is a future shape (renames spec.validation to
 // spec.backendValidation) that the controller under test does not support.
 var (

@@ -16,7 +16,7 @@ import (
 // has no neighbour reachable by both an Upgrade and a Downgrade.
 var ErrNotBidirectional = errors.New("canonical: no bidirectional step from this shape")
 
-// RoundTrip checks bidirectional conversions on samples (seed 002: "Conversions
+// RoundTrip checks bidirectional conversions on samples (the Gateway API versioning guide: "Conversions
 // Need to be Bidirectional Within Experimental"). For each sample, in the
 // shape its recognisers claim (at most the canonical one), and for each other
 // shape up to the canonical one that can be reached and left again through

@@ -24,7 +24,7 @@ const (
 	// Skip (the default) keeps the object out of the store: list items and
 	// ADDED events are dropped, a MODIFIED event becomes a DELETED tombstone
 	// (so no stale canonical copy stays behind), a DELETED event still deletes.
-	// This is seed 002's "MUST ignore CRs that don't fit a version that their
+	// This is the Gateway API versioning guide's "MUST ignore CRs that don't fit a version that their
 	// controller supports".
 	Skip Policy = iota
 	// PassThrough delivers the object unchanged, in whatever shape it has.

@@ -26,7 +26,7 @@ const (
 	OK Class = iota
 	// Gone: 410 (reason Expired or Gone) on a request without a continue token.
 	Gone
-	// ContinueExpired: 410 on a request that carried a continue token (seed 004:
+	// ContinueExpired: 410 on a request that carried a continue token (API Concepts:
 	// "a continue token will expire ... and return a 410 Gone").
 	ContinueExpired
 	// TooLargeRV: the server has not reached the requested resourceVersion yet:
@@ -53,12 +53,17 @@ const (
 	Other
 	// ServedNewerThanExact: a 200 for Exact(N) whose ListMeta.resourceVersion
 	// is not N (in practice newer: the server ignored resourceVersionMatch=Exact,
-	// seed 001 "clients must verify that the ResourceVersion in the ListMeta ...
+	// KEP-2523 "clients must verify that the ResourceVersion in the ListMeta ...
 	// matches").
 	ServedNewerThanExact
 	// ServedOlder: a 200 whose ListMeta.resourceVersion is older than the
 	// NotOlderThan floor (compared as uint64; incomparable values are not flagged).
 	ServedOlder
+	// ContinueRepeated: a 200 whose continue token was already handed out
+	// earlier in the same list: the server's (or a proxy's) pagination is
+	// broken and following it would loop forever (the failure
+	// apache/iceberg-go#1484 and boto/botocore#3778 describe for other APIs).
+	ContinueRepeated
 
 	numClasses
 )
@@ -68,6 +73,7 @@ var classNames = [...]string{
 	Throttled: "throttled", ServerError: "server-error", Transport: "transport", Invalid: "invalid",
 	Forbidden: "forbidden", NotFound: "not-found", Canceled: "canceled", Other: "other",
 	ServedNewerThanExact: "served-newer-than-exact", ServedOlder: "served-older",
+	ContinueRepeated: "continue-repeated",
 }
 
 func (c Class) String() string {
@@ -92,7 +98,8 @@ const (
 )
 
 // Classify maps an error returned by a list call to a Class. It never
-// returns ContinueExpired, ServedNewerThanExact or ServedOlder: those need
+// returns ContinueExpired, ServedNewerThanExact, ServedOlder or
+// ContinueRepeated: those need
 // the request (see ClassifyRequest) or the response.
 func Classify(err error) Class {
 	if err == nil {

@@ -10,8 +10,8 @@ type Event struct {
 	Action Action
 	// Attempt counts the requests of the list call so far (1 = the first request).
 	Attempt int
-	// Situation is what was decided on.
-	Situation Situation
+	// Class is the class of the response decided on.
+	Class Class
 	// Before is the request that was answered; After is the next request
 	// (zero for Fail and FailExactUnavailable).
 	Before, After Query

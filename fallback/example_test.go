@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
 )
 
-// A query is validated against the seeds' table before anything is sent.
+// A query is validated against the API Concepts list table before anything is sent.
 func ExampleQuery_Validate() {
 	err := fallback.ExactQuery("0").Validate()
 	var iq *fallback.InvalidQueryError
@@ -48,19 +47,4 @@ func ExampleQuery_ListOptions() {
 	// Output:
 	// match:  rv=1234 match=Exact limit=0
 	// legacy: rv=1234 match= limit=500
-}
-
-// Rule 1: a NotOlderThan list with a limit answered 410 by a server that
-// ignored the match.
-func ExampleDecide() {
-	class := fallback.Classify(apierrors.NewResourceExpired("too old resource version: 10 (20)"))
-	s := fallback.Situation{Semantic: fallback.NotOlderThan, HasLimit: true, Class: class, AttemptsLeft: true}
-	d := fallback.Decide(s, fallback.Policy{})
-	fmt.Println(d.Action, d.Reason)
-	s.AttemptsLeft = false
-	d = fallback.Decide(s, fallback.Policy{})
-	fmt.Println(d.Action, d.Reason)
-	// Output:
-	// RetryNewerRV rule1-gone-retry-newer-rv
-	// FallbackMostRecent rule1-gone-fallback-most-recent
 }

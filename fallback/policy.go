@@ -1,6 +1,10 @@
 package fallback
 
-import "time"
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
 
 // ContinueExpiredPolicy says how to recover when a continue token expires
 // (410 on page 2 or later). Pages from two snapshots are never stitched.
@@ -9,11 +13,11 @@ type ContinueExpiredPolicy int
 const (
 	// RestartNewerRV (default) restarts the whole list from page 1 at a newer
 	// resource version (NotOlderThan: the newer RV; MostRecent/Any: the same
-	// semantic), keeping the page size. Seed 004: "the client will need to
+	// semantic), keeping the page size. API Concepts: "the client will need to
 	// start from the beginning".
 	RestartNewerRV ContinueExpiredPolicy = iota
 	// RestartUnpaginated restarts the list with the same semantic and no limit.
-	// Seed 004: "... or omit the limit parameter". One request, more memory.
+	// API Concepts: "... or omit the limit parameter". One request, more memory.
 	RestartUnpaginated
 	// FailOnContinueExpired returns the 410 to the caller.
 	FailOnContinueExpired
@@ -52,25 +56,94 @@ func (p TooLargePolicy) String() string {
 	return "FallbackMostRecent"
 }
 
-// BackoffPolicy configures the jittered exponential backoff
-// (github.com/cenkalti/backoff/v4 ExponentialBackOff) used between retries
-// of 429, 5xx, transport errors, served-older answers and rule-1 retries.
-// Zero fields take the defaults shown.
+// BackoffPolicy configures a jittered exponential backoff
+// (github.com/cenkalti/backoff/v4 ExponentialBackOff). It is the one backoff
+// type of the SDK: the lister's retries within one list call (Policy.Backoff)
+// and the reflector's waits between failed list and watch attempts
+// (reflector.Options.Backoff) both use it, each with its own defaults
+// (DefaultListBackoff, reflector.DefaultBackoff).
+//
+// Convention, as for every option struct of the SDK: a zero field takes the
+// default; a negative count or duration means "none" where that makes sense
+// (documented per field).
 type BackoffPolicy struct {
-	// InitialInterval is the first delay. Default 200ms.
-	InitialInterval time.Duration
-	// MaxInterval caps one delay. Default 5s.
-	MaxInterval time.Duration
-	// Multiplier grows the delay per attempt. Default 2.
+	// Initial is the first delay.
+	Initial time.Duration
+	// Max caps one delay, jitter included.
+	Max time.Duration
+	// Multiplier grows the delay per attempt. Values below 1 take the default.
 	Multiplier float64
-	// RandomizationFactor is the jitter (0.5 = +/-50%). Default 0.5; a negative
-	// value disables jitter (for tests).
-	RandomizationFactor float64
-	// MaxRetries bounds the retries of one list call. Default 5; negative = none.
+	// Jitter spreads each delay over [1-Jitter, 1+Jitter] times the current
+	// interval (0.5 = +/-50%). Negative disables jitter (for tests); values
+	// above 1 are 1.
+	Jitter float64
+	// MaxRetries bounds the retries of one call. Negative = no retry.
+	// Ignored by the reflector, which retries until its context ends.
 	MaxRetries int
-	// MaxElapsedTime bounds the total time spent backing off in one list call.
-	// Default 30s.
+	// MaxElapsedTime bounds the total time spent backing off in one call.
+	// Ignored by the reflector.
 	MaxElapsedTime time.Duration
+	// ResetAfter starts the delays again from Initial once this long has
+	// passed without a failure. Used by the reflector.
+	ResetAfter time.Duration
+}
+
+// DefaultListBackoff returns Policy.Backoff's defaults: retries inside one
+// list call are quick and few (200ms doubling to 5s, +/-50% jitter, at most 5
+// retries and 30s).
+func DefaultListBackoff() BackoffPolicy {
+	return BackoffPolicy{
+		Initial: 200 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2, Jitter: 0.5,
+		MaxRetries: 5, MaxElapsedTime: 30 * time.Second, ResetAfter: 2 * time.Minute,
+	}
+}
+
+// WithDefaults returns b with every zero field taken from def; negative
+// counts and a negative Jitter stay negative ("none"). Applying it twice
+// changes nothing.
+func (b BackoffPolicy) WithDefaults(def BackoffPolicy) BackoffPolicy {
+	if b.Initial <= 0 {
+		b.Initial = def.Initial
+	}
+	if b.Max <= 0 {
+		b.Max = def.Max
+	}
+	if b.Max < b.Initial {
+		b.Max = b.Initial
+	}
+	if b.Multiplier < 1 {
+		b.Multiplier = def.Multiplier
+	}
+	switch {
+	case b.Jitter < 0:
+		b.Jitter = -1
+	case b.Jitter == 0:
+		b.Jitter = def.Jitter
+	case b.Jitter > 1:
+		b.Jitter = 1
+	}
+	b.MaxRetries = defInt(b.MaxRetries, def.MaxRetries)
+	if b.MaxElapsedTime <= 0 {
+		b.MaxElapsedTime = def.MaxElapsedTime
+	}
+	if b.ResetAfter <= 0 {
+		b.ResetAfter = def.ResetAfter
+	}
+	return b
+}
+
+// New returns a fresh cenkalti ExponentialBackOff configured from b (b's
+// defaults applied by the caller). It never stops by itself: callers count
+// retries against MaxRetries and MaxElapsedTime.
+func (b BackoffPolicy) New() *backoff.ExponentialBackOff {
+	e := backoff.NewExponentialBackOff()
+	e.InitialInterval = b.Initial
+	e.MaxInterval = b.Max
+	e.Multiplier = b.Multiplier
+	e.RandomizationFactor = max(b.Jitter, 0)
+	e.MaxElapsedTime = 0
+	e.Reset()
+	return e
 }
 
 // Policy configures the decisions. Its zero value is the safe default
@@ -81,14 +154,16 @@ type Policy struct {
 	MaxNewerRVRetries int
 	// DisableMostRecentFallback forbids falling back to a MostRecent
 	// (resourceVersion="", quorum read) list. Default false: the fallback is
-	// allowed (seed 001: "or fall back to ResourceVersion=\"\"").
+	// allowed (KEP-2523: "or fall back to ResourceVersion=\"\"").
 	DisableMostRecentFallback bool
 	// ContinueExpired is the recovery when a continue token expires. Default RestartNewerRV.
 	ContinueExpired ContinueExpiredPolicy
 	// MaxListRestarts bounds restarts after continue-token expiry. Default 2;
 	// negative = none.
 	MaxListRestarts int
-	// MaxRetryAfter caps how long one Retry-After is honoured. Default 10s.
+	// MaxRetryAfter caps how long one Retry-After is honoured: a server or
+	// proxy that answers "Retry-After: 3600" is retried after this cap, not
+	// after an hour. Default 10s (at most 30s is recommended).
 	MaxRetryAfter time.Duration
 	// MaxTooLargeRetries bounds retries of "too large resource version". Default 3;
 	// negative = none.
@@ -96,22 +171,24 @@ type Policy struct {
 	// TooLargeAfterBudget is what happens when that budget is spent. Default
 	// TooLargeFallbackMostRecent.
 	TooLargeAfterBudget TooLargePolicy
-	// Backoff configures retry delays.
+	// Backoff configures retry delays. Default DefaultListBackoff.
 	Backoff BackoffPolicy
 }
 
+// defInt applies the convention: 0 takes def, negative means none (kept as
+// -1 so that applying defaults twice changes nothing).
 func defInt(v, def int) int {
 	switch {
 	case v < 0:
-		return 0
+		return -1
 	case v == 0:
 		return def
 	}
 	return v
 }
 
-// WithDefaults returns p with every zero field replaced by its default and
-// negative counts replaced by 0.
+// WithDefaults returns p with every zero field replaced by its default;
+// negative counts stay negative ("none"). Applying it twice changes nothing.
 func (p Policy) WithDefaults() Policy {
 	p.MaxNewerRVRetries = defInt(p.MaxNewerRVRetries, 3)
 	p.MaxListRestarts = defInt(p.MaxListRestarts, 2)
@@ -119,59 +196,6 @@ func (p Policy) WithDefaults() Policy {
 	if p.MaxRetryAfter <= 0 {
 		p.MaxRetryAfter = 10 * time.Second
 	}
-	b := &p.Backoff
-	if b.InitialInterval <= 0 {
-		b.InitialInterval = 200 * time.Millisecond
-	}
-	if b.MaxInterval <= 0 {
-		b.MaxInterval = 5 * time.Second
-	}
-	if b.Multiplier < 1 {
-		b.Multiplier = 2
-	}
-	switch {
-	case b.RandomizationFactor < 0:
-		b.RandomizationFactor = 0
-	case b.RandomizationFactor == 0:
-		b.RandomizationFactor = 0.5
-	case b.RandomizationFactor > 1:
-		b.RandomizationFactor = 1
-	}
-	b.MaxRetries = defInt(b.MaxRetries, 5)
-	if b.MaxElapsedTime <= 0 {
-		b.MaxElapsedTime = 30 * time.Second
-	}
+	p.Backoff = p.Backoff.WithDefaults(DefaultListBackoff())
 	return p
-}
-
-// Budget names the retry budget that decides Situation.AttemptsLeft for a class.
-type Budget int
-
-const (
-	// NoBudget: the class is never retried; AttemptsLeft is irrelevant.
-	NoBudget Budget = iota
-	// NewerRVBudget: Policy.MaxNewerRVRetries (rule 1, 410 Gone).
-	NewerRVBudget
-	// RestartBudget: Policy.MaxListRestarts (continue-token expiry).
-	RestartBudget
-	// TooLargeBudget: Policy.MaxTooLargeRetries (504 too large resource version).
-	TooLargeBudget
-	// BackoffBudget: Policy.Backoff (429, 5xx, transport, served-older).
-	BackoffBudget
-)
-
-// BudgetFor returns the budget whose remaining attempts the executor reports
-// in Situation.AttemptsLeft for class c.
-func BudgetFor(c Class) Budget {
-	switch c {
-	case Gone:
-		return NewerRVBudget
-	case ContinueExpired:
-		return RestartBudget
-	case TooLargeRV:
-		return TooLargeBudget
-	case Throttled, ServerError, Transport, ServedOlder:
-		return BackoffBudget
-	}
-	return NoBudget
 }

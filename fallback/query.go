@@ -2,8 +2,8 @@ package fallback
 
 import "fmt"
 
-// Semantic is one of the four list semantics of the seeds' resource version table
-// (seed 003 and 004, "Semantics for get and list").
+// Semantic is one of the four list semantics of the API Concepts resource version table
+// (API Concepts, "Semantics for get and list").
 type Semantic int
 
 const (

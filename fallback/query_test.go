@@ -16,7 +16,7 @@ func TestValidate(t *testing.T) {
 		{MostRecentQuery(), ""},
 		{AnyQuery(), ""},
 		{NotOlderThanQuery("10"), ""},
-		{NotOlderThanQuery("0"), ""}, // seed table: NotOlderThan + "0" is Any, not invalid
+		{NotOlderThanQuery("0"), ""}, // API Concepts list table: NotOlderThan + "0" is Any, not invalid
 		{ExactQuery("10").WithLimit(5), ""},
 		{MostRecentQuery().WithLimit(5).WithContinue("t"), ""},
 		{Query{Semantic: 9}, RuleUnknownSemantic},
@@ -44,14 +44,14 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%v: got %v, want rule %s", c.q, err, c.rule)
 			continue
 		}
-		if !strings.Contains(err.Error(), string(c.rule)) || !strings.Contains(err.Error(), "seed") {
-			t.Errorf("%v: message %q does not name the rule and cite the seed", c.q, err)
+		if !strings.Contains(err.Error(), string(c.rule)) || !strings.Contains(err.Error(), "https://") {
+			t.Errorf("%v: message %q does not name the rule and cite its public source", c.q, err)
 		}
 	}
 }
 
-// TestFromListOptionsSeedTable checks every cell of seed 004's list table.
-func TestFromListOptionsSeedTable(t *testing.T) {
+// TestFromListOptionsConceptsTable checks every cell of the API Concepts list table.
+func TestFromListOptionsConceptsTable(t *testing.T) {
 	type cell struct {
 		match    metav1.ResourceVersionMatch
 		limit    int64

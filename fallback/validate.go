@@ -10,8 +10,8 @@ import (
 // ErrInvalidQuery is matched (errors.Is) by every *InvalidQueryError.
 var ErrInvalidQuery = errors.New("invalid list query")
 
-// Rule names one rule of the seeds' list table (seed 004 "resourceVersionMatch
-// and paging parameters for list", identical to seed 003's table) or a
+// Rule names one rule of the API Concepts list table (API Concepts "resourceVersionMatch
+// and paging parameters for list", identical to API Concepts's table) or a
 // structural rule steadywatch adds. Each rejected query names the rule it broke.
 type Rule string
 
@@ -19,11 +19,11 @@ const (
 	// RuleUnknownSemantic: the Semantic is not one of MostRecent, Any, NotOlderThan, Exact.
 	RuleUnknownSemantic Rule = "unknown-semantic"
 	// RuleResourceVersionRequired: NotOlderThan and Exact need a resourceVersion.
-	// Seed 004 table: resourceVersionMatch=Exact|NotOlderThan with resourceVersion
-	// not set is "Invalid"; seed 001: "ResourceVersionMatch ... may only be set if
+	// API Concepts table: resourceVersionMatch=Exact|NotOlderThan with resourceVersion
+	// not set is "Invalid"; KEP-2523: "ResourceVersionMatch ... may only be set if
 	// ResourceVersion is also set".
 	RuleResourceVersionRequired Rule = "resource-version-required"
-	// RuleExactZero: Exact with resourceVersion "0". Seed 004 table:
+	// RuleExactZero: Exact with resourceVersion "0". API Concepts table:
 	// resourceVersionMatch=Exact, resourceVersion="0" is "Invalid".
 	RuleExactZero Rule = "exact-with-zero"
 	// RuleNoResourceVersionForSemantic: MostRecent and Any are expressed by the
@@ -32,40 +32,40 @@ const (
 	// RuleNegativeLimit: limit must be >= 0 (0 = unpaginated).
 	RuleNegativeLimit Rule = "negative-limit"
 	// RuleContinueWithResourceVersion: a continue request carries no
-	// resourceVersion. Seed 004 table, row "limit=<n>, continue=<token>":
+	// resourceVersion. API Concepts table, row "limit=<n>, continue=<token>":
 	// resourceVersion="0" is "Invalid, treated as Continue Token, Exact" and
 	// "{value other than 0}" is "Invalid, HTTP 400 Bad Request". A continue
 	// query must therefore be MostRecent with an empty ResourceVersion.
 	RuleContinueWithResourceVersion Rule = "continue-with-resource-version"
 	// RuleContinueWithMatch: a continue request carries no resourceVersionMatch.
-	// Seed 004 table: the Exact and NotOlderThan rows exist only with "continue unset".
+	// API Concepts table: the Exact and NotOlderThan rows exist only with "continue unset".
 	RuleContinueWithMatch Rule = "continue-with-match"
-	// RuleContinueWithoutLimit: the seeds' table has continue only in the
+	// RuleContinueWithoutLimit: the API Concepts list table has continue only in the
 	// "limit=<n>, continue=<token>" row; steadywatch requires a limit with a token.
 	RuleContinueWithoutLimit Rule = "continue-without-limit"
 	// RuleMatchWithoutResourceVersion: resourceVersionMatch set with
-	// resourceVersion unset. Seed 004: "Setting the resourceVersionMatch parameter
+	// resourceVersion unset. API Concepts: "Setting the resourceVersionMatch parameter
 	// without setting resourceVersion is not valid."
 	RuleMatchWithoutResourceVersion Rule = "match-without-resource-version"
 	// RuleUnknownMatch: resourceVersionMatch is neither "", "Exact" nor "NotOlderThan".
 	RuleUnknownMatch Rule = "unknown-resource-version-match"
 )
 
-// ruleCitation is the seed text each rule implements, shown in error messages.
+// ruleCitation is the public text each rule implements, shown in error messages.
 var ruleCitation = map[Rule]string{
-	RuleUnknownSemantic:              "seed 004 'Semantics for get and list': MostRecent, Any, NotOlderThan, Exact",
-	RuleResourceVersionRequired:      "seed 004 list table: resourceVersionMatch=Exact|NotOlderThan with resourceVersion not set is Invalid",
-	RuleExactZero:                    "seed 004 list table: resourceVersionMatch=Exact with resourceVersion=\"0\" is Invalid",
-	RuleNoResourceVersionForSemantic: "seed 004 list table: MostRecent is resourceVersion unset, Any is resourceVersion=\"0\"",
-	RuleNegativeLimit:                "seed 004 'Retrieving large results sets in chunks': limit is a maximum count",
-	RuleContinueWithResourceVersion:  "seed 004 list table, row limit=<n>, continue=<token>: resourceVersion=\"0\" is Invalid, other values are Invalid (HTTP 400)",
-	RuleContinueWithMatch:            "seed 004 list table: resourceVersionMatch rows exist only with continue unset",
-	RuleContinueWithoutLimit:         "seed 004 list table: continue appears only in the row limit=<n>, continue=<token>",
-	RuleMatchWithoutResourceVersion:  "seed 004: setting resourceVersionMatch without resourceVersion is not valid",
-	RuleUnknownMatch:                 "seed 001: ResourceVersionMatch is NotOlderThan or Exact",
+	RuleUnknownSemantic:              SourceResourceVersions + ", Semantics for get and list: MostRecent, Any, NotOlderThan, Exact",
+	RuleResourceVersionRequired:      SourceResourceVersions + ", list table: resourceVersionMatch=Exact|NotOlderThan with resourceVersion not set is Invalid",
+	RuleExactZero:                    SourceResourceVersions + ", list table: resourceVersionMatch=Exact with resourceVersion=\"0\" is Invalid",
+	RuleNoResourceVersionForSemantic: SourceResourceVersions + ", list table: MostRecent is resourceVersion unset, Any is resourceVersion=\"0\"",
+	RuleNegativeLimit:                SourceChunks + ": limit is a maximum count",
+	RuleContinueWithResourceVersion:  SourceResourceVersions + ", list table, row limit=<n>, continue=<token>: resourceVersion=\"0\" is Invalid, other values are Invalid (HTTP 400)",
+	RuleContinueWithMatch:            SourceResourceVersions + ", list table: resourceVersionMatch rows exist only with continue unset",
+	RuleContinueWithoutLimit:         SourceResourceVersions + ", list table: continue appears only in the row limit=<n>, continue=<token>",
+	RuleMatchWithoutResourceVersion:  SourceResourceVersions + ": setting resourceVersionMatch without resourceVersion is not valid",
+	RuleUnknownMatch:                 SourceKEP2523 + ": ResourceVersionMatch is NotOlderThan or Exact",
 }
 
-// InvalidQueryError says which rule of the seeds' table a query broke. It is
+// InvalidQueryError says which rule of the API Concepts list table a query broke. It is
 // returned before any request is sent.
 type InvalidQueryError struct {
 	// Rule is the broken rule.
@@ -89,10 +89,10 @@ func (e *InvalidQueryError) Error() string {
 // Is makes errors.Is(err, ErrInvalidQuery) true.
 func (e *InvalidQueryError) Is(target error) bool { return target == ErrInvalidQuery }
 
-// Citation returns the seed text the rule implements.
+// Citation returns the public text the rule implements.
 func (r Rule) Citation() string { return ruleCitation[r] }
 
-// Validate checks q against the seeds' list table. It returns nil or an
+// Validate checks q against the API Concepts list table. It returns nil or an
 // *InvalidQueryError naming the broken rule.
 func (q Query) Validate() error {
 	bad := func(r Rule) error { return &InvalidQueryError{Rule: r, Query: q} }
@@ -132,7 +132,7 @@ func (q Query) Validate() error {
 }
 
 // FromListOptions interprets wire ListOptions the way an apiserver would
-// (seed 004 list table; seed 001 "legacy behavior"), so callers that speak
+// (API Concepts list table; KEP-2523 "legacy behavior"), so callers that speak
 // ListOptions (client-go's reflector, pager) get explicit semantics:
 //
 //	match unset,         RV unset          -> MostRecent

@@ -12,10 +12,10 @@ type WireForm int
 const (
 	// Match sends resourceVersionMatch (servers >= 1.19 honour it). The
 	// default: when support is unknown steadywatch sends it and verifies
-	// the answer (seed 001 "Backward Compatibility").
+	// the answer (KEP-2523 "Backward Compatibility").
 	Match WireForm = iota
 	// Legacy spells the semantic without resourceVersionMatch, for servers
-	// known to ignore it (seed 001 "the legacy behavior applies").
+	// known to ignore it (KEP-2523 "the legacy behavior applies").
 	Legacy
 )
 
@@ -28,7 +28,7 @@ func (f WireForm) String() string {
 
 // DefaultLegacyExactLimit is the limit ListOptions(Legacy) puts on an Exact
 // query that has none: legacy servers serve resourceVersion=N at exactly N
-// only when a limit is set (seed 001: "if non-zero and Limit is set, the
+// only when a limit is set (KEP-2523: "if non-zero and Limit is set, the
 // ResourceVersionMatchExact rule applies implicitly"); without one they
 // would apply NotOlderThan.
 const DefaultLegacyExactLimit int64 = 500

@@ -21,6 +21,9 @@ var (
 	ErrTooLargeResourceVersion = errors.New("resource version too large")
 	// ErrContinueExpired: a continue token expired and the list was not restarted.
 	ErrContinueExpired = errors.New("continue token expired")
+	// ErrBrokenPagination: the server handed out a continue token it had
+	// already handed out in the same list (a loop): the list ends at once.
+	ErrBrokenPagination = errors.New("broken pagination: continue token repeated")
 	// ErrRetriesExhausted: a retry budget was spent.
 	ErrRetriesExhausted = errors.New("retries exhausted")
 	// ErrStreamingListUnsupported: a watch with sendInitialEvents=true was asked
@@ -78,10 +81,12 @@ func kindOf(r fallback.ReasonCode) error {
 		return ErrServedOlder
 	case fallback.ReasonTooLargeExhausted:
 		return ErrTooLargeResourceVersion
-	case fallback.ReasonContinueExpiredFail, fallback.ReasonContinueExpiredExhausted:
+	case fallback.ReasonContinueExpiredFail, fallback.ReasonContinueExpiredExhausted, fallback.ReasonRestartNotAllowed:
 		return ErrContinueExpired
-	case fallback.ReasonRetriesExhausted, fallback.ReasonRule1Exhausted:
+	case fallback.ReasonRetriesExhausted, fallback.ReasonRule1Exhausted, fallback.ReasonMaxRequests:
 		return ErrRetriesExhausted
+	case fallback.ReasonContinueRepeated:
+		return ErrBrokenPagination
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ func tooLarge(retry int) error {
 
 // fastPolicy keeps backoff delays tiny and jitter off for tests.
 func fastPolicy() fallback.Policy {
-	return fallback.Policy{Backoff: fallback.BackoffPolicy{InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond, RandomizationFactor: -1, MaxRetries: 2}}
+	return fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
 }
 
 type countingRecorder struct {

@@ -1,7 +1,7 @@
 package reflector
 
 // This file is a minimal list executor over the Client: it translates one
-// fallback.Query into wire options the way seed 001 says new and legacy
+// fallback.Query into wire options the way KEP-2523 says new and legacy
 // servers read them, pages with client-go's pager and verifies an Exact
 // list's served resourceVersion. Production uses package lister (New's
 // default, with the full fallback table); the unit tests use this one to see

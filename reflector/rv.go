@@ -38,7 +38,7 @@ func (e *StaleListError) Is(target error) bool { return target == ErrStaleList }
 var ErrNotExact = errors.New("exact list not served at the requested resourceVersion")
 
 // NotExactError says an Exact list came back at another resourceVersion (a
-// server that ignores resourceVersionMatch, seed 001's backward-compatibility
+// server that ignores resourceVersionMatch, KEP-2523's backward-compatibility
 // case). The consistency checker reports it as an error, never as a mismatch.
 type NotExactError struct {
 	Requested, Served string

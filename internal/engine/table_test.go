@@ -1,12 +1,15 @@
-package fallback
+package engine
 
 import (
 	"fmt"
 	"strings"
 	"testing"
+
+	//lint:ignore ST1001 the test reads in the same vocabulary as the table
+	. "github.com/steadywatch/steadywatch/fallback"
 )
 
-// expected is an independent reading of the seeds, written as plain control
+// expected is an independent reading of KEP-2523 and the API Concepts tables, written as plain control
 // flow (not as patterns), that the table must agree with cell by cell.
 func expected(s Situation, p Policy) Action {
 	c := s.Class
@@ -17,7 +20,7 @@ func expected(s Situation, p Policy) Action {
 	switch c {
 	case OK:
 		return Accept
-	case Canceled, Invalid, Forbidden, NotFound, Other:
+	case Canceled, Invalid, Forbidden, NotFound, Other, ContinueRepeated:
 		return Fail
 	case Throttled, ServerError, Transport:
 		if s.AttemptsLeft {
@@ -26,7 +29,7 @@ func expected(s Situation, p Policy) Action {
 		return Fail
 	case Gone: // no continue token here
 		switch s.Semantic {
-		case NotOlderThan: // seed 001: retry with a newer RV, or fall back to RV=""
+		case NotOlderThan: // KEP-2523: retry with a newer RV, or fall back to RV=""
 			if s.AttemptsLeft {
 				return RetryNewerRV
 			}
@@ -34,12 +37,12 @@ func expected(s Situation, p Policy) Action {
 				return FallbackMostRecent
 			}
 			return Fail
-		case Exact: // seed 004: Exact unavailable -> 410
+		case Exact: // API Concepts: Exact unavailable -> 410
 			return FailExactUnavailable
 		default:
 			return Fail
 		}
-	case ContinueExpired: // seed 004: start from the beginning or omit the limit
+	case ContinueExpired: // API Concepts: start from the beginning or omit the limit
 		if s.Semantic == Exact {
 			return FailExactUnavailable // the snapshot N itself is gone
 		}
@@ -50,7 +53,7 @@ func expected(s Situation, p Policy) Action {
 			return RestartListUnpaginated
 		}
 		return RestartListNewerRV
-	case ServedNewerThanExact: // seed 001: verify ListMeta RV; fall back to a request with limit
+	case ServedNewerThanExact: // KEP-2523: verify ListMeta RV; fall back to a request with limit
 		if s.Semantic != Exact {
 			return Fail
 		}
@@ -58,12 +61,12 @@ func expected(s Situation, p Policy) Action {
 			return FailExactUnavailable
 		}
 		return RetryWithLimit
-	case ServedOlder: // seed 004: NotOlderThan guarantees ListMeta not older
+	case ServedOlder: // API Concepts: NotOlderThan guarantees ListMeta not older
 		if s.Semantic == Exact || !s.AttemptsLeft {
 			return Fail
 		}
 		return Backoff
-	case TooLargeRV: // seed 004: 504 + Retry-After
+	case TooLargeRV: // API Concepts: 504 + Retry-After
 		if s.AttemptsLeft {
 			return WaitRetryAfter
 		}
@@ -115,17 +118,17 @@ func allPolicies() []Policy {
 
 // TestTableExhaustive walks the full cross product of Situation fields and
 // policy switches and checks (a) exactly one row matches, (b) its action is
-// the independent reading of the seeds, (c) the safety properties hold.
+// the independent reading of the sources, (c) the safety properties hold.
 func TestTableExhaustive(t *testing.T) {
-	rowsUsed := make([]int, len(Table))
+	rowsUsed := make([]int, len(table))
 	n := 0
 	for _, p := range allPolicies() {
 		for _, s := range allSituations() {
 			n++
-			ns := s.Normalize()
+			ns := s.normalize()
 			var matched []int
-			for i, r := range Table {
-				if r.When.Matches(ns, p) {
+			for i, r := range table {
+				if r.when.matches(ns, p) {
 					matched = append(matched, i)
 				}
 			}
@@ -133,28 +136,28 @@ func TestTableExhaustive(t *testing.T) {
 				t.Fatalf("%v policy %+v: %d rows match (%v), want exactly 1", s, p, len(matched), matched)
 			}
 			rowsUsed[matched[0]]++
-			d := Decide(s, p)
-			if d.Row != matched[0] {
-				t.Fatalf("%v: Decide chose row %d, matching row is %d", s, d.Row, matched[0])
+			d := decide(s, p)
+			if d.index != matched[0] {
+				t.Fatalf("%v: decide chose row %d, matching row is %d", s, d.index, matched[0])
 			}
 			if want := expected(s, p); d.Action != want {
-				t.Errorf("%v policy %+v: table says %v (%s), seeds say %v", s, p, d.Action, d.Reason, want)
+				t.Errorf("%v policy %+v: table says %v (%s), the sources say %v", s, p, d.Action, d.Reason, want)
 			}
 			checkSafety(t, s, p, d)
 		}
 	}
 	for i, u := range rowsUsed {
 		if u == 0 {
-			t.Errorf("row %d (%s) never matches: dead rule", i, Table[i].Reason)
+			t.Errorf("row %d (%s) never matches: dead rule", i, table[i].Reason)
 		}
 	}
 	if n != 4*2*2*3*len(Classes())*2*12 {
 		t.Fatalf("enumerated %d situations", n)
 	}
-	t.Logf("%d situations x policies checked against %d rows", n, len(Table))
+	t.Logf("%d situations x policies checked against %d rows", n, len(table))
 }
 
-func checkSafety(t *testing.T, s Situation, p Policy, d Decision) {
+func checkSafety(t *testing.T, s Situation, p Policy, d decision) {
 	t.Helper()
 	// Only a plain OK is ever accepted: never a mismatched Exact, never data
 	// older than requested, never an error.
@@ -183,10 +186,13 @@ func checkSafety(t *testing.T, s Situation, p Policy, d Decision) {
 	if s.HasContinue {
 		cur = Query{Semantic: MostRecent, Limit: 10, Continue: "tok"}
 	}
-	next, ok := Next(d.Action, cur, first, newer, 50)
+	next, ok := nextQuery(d.Action, cur, first, 50)
+	if ok && next.Semantic == NotOlderThan && next.ResourceVersion == "" {
+		next.ResourceVersion = newer // the executor fills it from a probe (Step.ProbeNewerRV)
+	}
 	wantsNext := d.Action != Accept && d.Action != Fail && d.Action != FailExactUnavailable
 	if ok != wantsNext {
-		t.Fatalf("%v: Next(%v) ok=%v, want %v", s, d.Action, ok, wantsNext)
+		t.Fatalf("%v: nextQuery(%v) ok=%v, want %v", s, d.Action, ok, wantsNext)
 	}
 	if !ok {
 		return
@@ -218,13 +224,13 @@ func checkSafety(t *testing.T, s Situation, p Policy, d Decision) {
 	}
 }
 
-func TestTableRowsCiteSeeds(t *testing.T) {
+func TestTableRowsCiteSources(t *testing.T) {
 	seen := map[ReasonCode]bool{}
-	for i, r := range Table {
-		if r.Reason == "" || r.Seed == "" {
-			t.Errorf("row %d has no reason or seed", i)
+	for i, r := range table {
+		if r.Reason == "" || r.Source == "" {
+			t.Errorf("row %d has no reason or source", i)
 		}
-		if len(r.When.Classes) == 0 {
+		if len(r.when.classes) == 0 {
 			t.Errorf("row %d matches every class", i)
 		}
 		if strings.Contains(string(r.Reason), " ") {
