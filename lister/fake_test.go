@@ -37,6 +37,9 @@ func (s *scripted) List(_ context.Context, o metav1.ListOptions) (runtime.Object
 	}
 	i := len(s.lists)
 	s.lists = append(s.lists, o)
+	if len(s.answers) == 0 {
+		return nil, fmt.Errorf("no list scripted")
+	}
 	if i >= len(s.answers) {
 		i = len(s.answers) - 1
 	}

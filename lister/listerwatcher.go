@@ -3,11 +3,9 @@ package lister
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"sync"
+	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -104,15 +102,45 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	}
 	w, err := lw.l.c.Watch(ctx, options)
 	if err != nil {
-		if fallback.Classify(err) == fallback.Invalid {
+		if rejectsStreaming(err) {
 			// 1.19-1.26 reject resourceVersionMatch on watch, 1.27+ with the
-			// WatchList gate off reject sendInitialEvents: 422.
+			// WatchList gate off reject sendInitialEvents: 422 naming the
+			// parameter. Any other 400/422 (a bad selector) is the caller's
+			// own mistake and says nothing about the server.
 			srv.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.No, Detail: "observed: sendInitialEvents watch rejected: " + err.Error()})
 			return nil, fmt.Errorf("%w: %w", ErrStreamingListUnsupported, err)
 		}
 		return nil, err
 	}
-	return newGuardedWatch(ctx, w, lw.l.o.InitialEventsTimeout, srv, log), nil
+	return GuardInitialEvents(ctx, w, GuardOptions{
+		Timeout:  lw.l.o.InitialEventsTimeout,
+		Expected: lw.expected(ctx, options),
+		Server:   srv,
+	}, log), nil
+}
+
+// expected starts counting the objects the streaming list should send (a
+// limit=1 list beside the stream) and returns the channel the guard reads.
+func (lw *ListerWatcher) expected(ctx context.Context, options metav1.ListOptions) <-chan int {
+	ch := make(chan int, 1)
+	go func() {
+		defer close(ch)
+		if n, ok := ExpectedInitialEvents(ctx, lw.l.c, options); ok {
+			ch <- n
+		}
+	}()
+	return ch
+}
+
+// rejectsStreaming reports whether err is a server's refusal of the
+// streaming-list parameters themselves (evidence it does not stream lists),
+// as opposed to any other invalid request.
+func rejectsStreaming(err error) bool {
+	if fallback.Classify(err) != fallback.Invalid {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "sendInitialEvents") || strings.Contains(msg, "resourceVersionMatch")
 }
 
 // IsWatchListSemanticsUnSupported is read once by client-go's reflector
@@ -130,147 +158,4 @@ func orUnknown(s string) string {
 		return "no reason recorded"
 	}
 	return s
-}
-
-// StatusReasonStreamingListUnsupported is the reason of the error event a
-// guarded streaming list ends with.
-const StatusReasonStreamingListUnsupported metav1.StatusReason = "StreamingListUnsupported"
-
-type guardedWatch struct {
-	inner  watch.Interface
-	out    chan watch.Event
-	stop   chan struct{}
-	once   sync.Once
-	quiet  time.Duration
-	server compat.Server
-	log    logr.Logger
-}
-
-func newGuardedWatch(ctx context.Context, inner watch.Interface, quiet time.Duration, server compat.Server, log logr.Logger) *guardedWatch {
-	g := &guardedWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{}), quiet: quiet, server: server, log: log}
-	go g.run(ctx)
-	return g
-}
-
-func (g *guardedWatch) Stop() { g.once.Do(func() { close(g.stop) }) }
-
-func (g *guardedWatch) ResultChan() <-chan watch.Event { return g.out }
-
-func (g *guardedWatch) send(ev watch.Event) bool {
-	select {
-	case g.out <- ev:
-		return true
-	case <-g.stop:
-		return false
-	}
-}
-
-// notStreaming records that the server does not stream lists and ends the
-// watch with an error event that client-go's reflector does not retry as a
-// watch (not 410, 504, 429 or connection refused), so it lists instead.
-func (g *guardedWatch) notStreaming(detail string) {
-	g.log.V(2).Info("server does not stream lists; ending the watch so the reflector lists", "detail", detail)
-	g.server.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.No, Detail: "observed: " + detail})
-	g.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: StatusReasonStreamingListUnsupported,
-		Message: ErrStreamingListUnsupported.Error() + ": " + detail,
-	}})
-}
-
-// run guards the initial events, then forwards the rest of the watch. The
-// watch ends when the inner one does, on Stop, or when ctx ends.
-func (g *guardedWatch) run(ctx context.Context) {
-	defer close(g.out)
-	defer g.inner.Stop()
-	// ctx ending is a Stop: one channel for every select below, instead of
-	// a ctx.Done case on each event.
-	defer context.AfterFunc(ctx, g.Stop)()
-	in := g.inner.ResultChan()
-	if !g.guard(in) {
-		return
-	}
-	// The guard's job is done: forward with nothing but the hand-over (no
-	// timer, no checks). The hop itself stays: ResultChan must return the
-	// same channel for the life of the watch, and it had to be ours to end
-	// a stream that never streams with an error event.
-	for {
-		select {
-		case <-g.stop:
-			return
-		case ev, ok := <-in:
-			if !ok || !g.send(ev) {
-				return
-			}
-		}
-	}
-}
-
-// guard forwards the initial events until the initial-events-end bookmark
-// (or a server error, which is no evidence either way) and reports whether
-// the watch goes on. It ends the watch, with an error event where the server
-// is shown not to stream lists, when Options.InitialEventsTimeout of quiet
-// passes, a non-ADDED event or a plain bookmark comes first, or the stream
-// closes after some initial events but without the bookmark.
-//
-// Quiet is measured from the hand-over of the last event, so a slow consumer
-// is not mistaken for a silent server. The timer is re-armed lazily: each
-// event only records its hand-over time, and a firing that comes early is
-// re-armed for the rest of the bound. Same bound, no Stop/Reset per event.
-func (g *guardedWatch) guard(in <-chan watch.Event) bool {
-	timer := time.NewTimer(g.quiet)
-	defer timer.Stop()
-	last := time.Now()
-	events := 0
-	for {
-		select {
-		case <-g.stop:
-			return false
-		case <-timer.C:
-			if quiet := time.Since(last); quiet < g.quiet {
-				timer.Reset(g.quiet - quiet)
-				continue
-			}
-			g.notStreaming(fmt.Sprintf("no %s bookmark within %s of quiet after %d initial event(s)", metav1.InitialEventsAnnotationKey, g.quiet, events))
-			return false
-		case ev, ok := <-in:
-			if !ok {
-				if events > 0 {
-					g.notStreaming(fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey))
-				}
-				return false
-			}
-			done := false
-			switch ev.Type {
-			case watch.Added:
-				events++
-			case watch.Bookmark:
-				if !isInitialEventsEnd(ev.Object) {
-					g.notStreaming("a bookmark without " + metav1.InitialEventsAnnotationKey + " arrived before the initial events ended")
-					return false
-				}
-				done = true
-				g.server.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.Yes, Detail: "observed: initial-events-end bookmark received"})
-			case watch.Error:
-				done = true // a server error (e.g. 410) is no evidence either way
-			case watch.Modified, watch.Deleted:
-				g.notStreaming(fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey))
-				return false
-			}
-			if !g.send(ev) {
-				return false
-			}
-			if done {
-				return true
-			}
-			last = time.Now()
-		}
-	}
-}
-
-func isInitialEventsEnd(obj runtime.Object) bool {
-	type annotated interface{ GetAnnotations() map[string]string }
-	if a, ok := obj.(annotated); ok {
-		return a.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
-	}
-	return false
 }

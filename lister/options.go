@@ -37,10 +37,13 @@ type Options struct {
 	// quorum read of at most one item).
 	LastObservedRV func() string
 	// InitialEventsTimeout bounds the quiet time of a streaming list
-	// (sendInitialEvents=true): if the k8s.io/initial-events-end bookmark has
-	// not arrived this long after the start or the last event, the server is
-	// taken not to stream lists, the watch ends with an error and client-go
-	// falls back to a list. Default 5s.
+	// (sendInitialEvents=true) before its k8s.io/initial-events-end bookmark,
+	// while the number of initial events is unknown or not reached; once
+	// every expected event arrived (ExpectedInitialEvents), the bound is
+	// DefaultInitialEventsAfterCount. When it passes, the server is taken not
+	// to stream lists, the watch ends with an error and client-go falls back
+	// to a list. Default DefaultInitialEventsTimeout (10s), the same for every
+	// streaming list of the SDK (GuardInitialEvents).
 	InitialEventsTimeout time.Duration
 	// MaxRequests bounds the requests of one list call that deliver no page
 	// (retries, fallbacks, restarts), a safety net over the policy's budgets.
@@ -62,7 +65,7 @@ func (o Options) withDefaults() Options {
 		o.Name = "lister"
 	}
 	if o.InitialEventsTimeout <= 0 {
-		o.InitialEventsTimeout = 5 * time.Second
+		o.InitialEventsTimeout = DefaultInitialEventsTimeout
 	}
 	if o.MaxRequests <= 0 {
 		o.MaxRequests = 64

@@ -1,0 +1,273 @@
+package lister
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+// Defaults of GuardOptions.
+const (
+	// DefaultInitialEventsTimeout is the quiet time a streaming list may have
+	// before its k8s.io/initial-events-end bookmark while the number of
+	// initial events is not known or not reached yet: long enough for a real
+	// server that pauses mid-stream under load.
+	DefaultInitialEventsTimeout = 10 * time.Second
+	// DefaultInitialEventsAfterCount is the quiet time allowed once every
+	// expected initial event has arrived: the end bookmark follows the last
+	// initial event at once on a server that streams lists, so a dropped or
+	// stripped bookmark is detected this soon after the last event.
+	DefaultInitialEventsAfterCount = 2 * time.Second
+)
+
+// StatusReasonStreamingListUnsupported is the reason of the error event a
+// guarded streaming list ends with.
+const StatusReasonStreamingListUnsupported metav1.StatusReason = "StreamingListUnsupported"
+
+// GuardOptions configures GuardInitialEvents. The zero value is the default.
+type GuardOptions struct {
+	// Timeout bounds the quiet time before the end bookmark while the
+	// expected count is unknown or not reached. Default DefaultInitialEventsTimeout.
+	Timeout time.Duration
+	// AfterCount bounds the quiet time once Expected initial events arrived.
+	// Default DefaultInitialEventsAfterCount.
+	AfterCount time.Duration
+	// Expected, if set, delivers the number of objects the initial events
+	// should hold (ExpectedInitialEvents), or is closed without a value when
+	// it cannot be known.
+	Expected <-chan int
+	// Server receives what the stream proves about streaming lists. Nil: nothing is recorded.
+	Server compat.Server
+	// OnNotStreaming, if set, is called when the guard ends the stream
+	// (for the caller's metrics).
+	OnNotStreaming func(detail string)
+}
+
+func (o GuardOptions) withDefaults() GuardOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultInitialEventsTimeout
+	}
+	if o.AfterCount <= 0 {
+		o.AfterCount = DefaultInitialEventsAfterCount
+	}
+	return o
+}
+
+// ExpectedInitialEvents returns how many objects a streaming list over c with
+// base's selectors should send before its end bookmark, from one limit=1
+// MostRecent list: its items plus ListMeta.remainingItemCount. ok is false
+// when the server does not say (remainingItemCount is not sent with
+// selectors, nor by some servers) or the list fails; the guard then relies on
+// GuardOptions.Timeout alone.
+func ExpectedInitialEvents(ctx context.Context, c Client, base metav1.ListOptions) (n int, ok bool) {
+	opts := fallback.MostRecentQuery().WithLimit(1).ApplyTo(base, fallback.Match)
+	opts.Watch, opts.SendInitialEvents, opts.AllowWatchBookmarks, opts.TimeoutSeconds = false, nil, false, nil
+	obj, err := c.List(ctx, opts)
+	if err != nil {
+		return 0, false
+	}
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		return 0, false
+	}
+	items := meta.LenList(obj)
+	switch {
+	case lm.GetContinue() == "":
+		return items, true
+	case lm.GetRemainingItemCount() != nil && *lm.GetRemainingItemCount() >= 0:
+		return items + int(*lm.GetRemainingItemCount()), true
+	}
+	return 0, false
+}
+
+// GuardInitialEvents wraps a streaming list (a watch sent with
+// sendInitialEvents=true) so that it never hangs: it forwards the initial
+// events until the k8s.io/initial-events-end bookmark, and ends the watch
+// with an error event of reason StatusReasonStreamingListUnsupported (code
+// 501, which client-go's reflector answers by listing instead) when the
+// server shows it does not stream lists:
+//
+//   - no end bookmark within Timeout of quiet, or within AfterCount of quiet
+//     once the expected number of initial events arrived (a proxy that drops
+//     bookmarks, gravitational/teleport#64188; a server that ignores
+//     sendInitialEvents, v1.18);
+//   - a bookmark without the annotation before the end (antrea-io/antrea#8123);
+//   - a MODIFIED or DELETED event before the end.
+//
+// Each of these is recorded in Server as "streaming lists: No" (it expires,
+// see compat). A stream that closes after some initial events without the
+// bookmark (an apiserver restart, or kubernetes/kubernetes#140890) also ends
+// with that error event, but is not recorded: a cut connection is no
+// evidence about the server. After the end bookmark the watch is forwarded
+// unchanged. It is the one guard of the SDK: the lister's ListerWatcher, the
+// reflector and kubectl-steadywatch use it.
+func GuardInitialEvents(ctx context.Context, w watch.Interface, o GuardOptions, log logr.Logger) watch.Interface {
+	g := &guardedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{}), o: o.withDefaults(), log: log}
+	go g.run(ctx)
+	return g
+}
+
+type guardedWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+	o     GuardOptions
+	log   logr.Logger
+}
+
+func (g *guardedWatch) Stop() { g.once.Do(func() { close(g.stop) }) }
+
+func (g *guardedWatch) ResultChan() <-chan watch.Event { return g.out }
+
+func (g *guardedWatch) send(ev watch.Event) bool {
+	select {
+	case g.out <- ev:
+		return true
+	case <-g.stop:
+		return false
+	}
+}
+
+func (g *guardedWatch) observe(s compat.Support, detail string) {
+	if g.o.Server != nil {
+		g.o.Server.Observe(compat.Observation{Capability: compat.StreamingList, Support: s, Detail: "observed: " + detail})
+	}
+}
+
+// end ends the watch with an error event that client-go's reflector does not
+// retry as a watch (not 410, 504, 429 or connection refused), so it lists.
+// evidence says whether the server is shown not to stream lists.
+func (g *guardedWatch) end(detail string, evidence bool) {
+	g.log.V(2).Info("streaming list ended without its initial-events-end bookmark; the caller lists instead", "detail", detail, "evidence", evidence)
+	if evidence {
+		g.observe(compat.No, detail)
+	}
+	if g.o.OnNotStreaming != nil {
+		g.o.OnNotStreaming(detail)
+	}
+	g.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: StatusReasonStreamingListUnsupported,
+		Message: ErrStreamingListUnsupported.Error() + ": " + detail,
+	}})
+}
+
+// run guards the initial events, then forwards the rest of the watch. The
+// watch ends when the inner one does, on Stop, or when ctx ends.
+func (g *guardedWatch) run(ctx context.Context) {
+	defer close(g.out)
+	defer g.inner.Stop()
+	defer context.AfterFunc(ctx, g.Stop)()
+	in := g.inner.ResultChan()
+	if !g.guard(in) {
+		return
+	}
+	// The guard's job is done: forward with nothing but the hand-over. The
+	// hop stays: ResultChan must return the same channel for the life of
+	// the watch, and it had to be ours to end a stream with an error event.
+	for {
+		select {
+		case <-g.stop:
+			return
+		case ev, ok := <-in:
+			if !ok || !g.send(ev) {
+				return
+			}
+		}
+	}
+}
+
+// guard forwards the initial events until the end bookmark (or a server
+// error, which is no evidence either way) and reports whether the watch goes
+// on. Quiet is measured from the hand-over of the last event, so a slow
+// consumer is not mistaken for a silent server; the timer is re-armed lazily
+// (each event only records its hand-over time).
+func (g *guardedWatch) guard(in <-chan watch.Event) bool {
+	bound := g.o.Timeout
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	last := time.Now()
+	events, expected := 0, -1
+	expectedCh := g.o.Expected
+	for {
+		if expected >= 0 && events >= expected {
+			bound = g.o.AfterCount
+		}
+		select {
+		case <-g.stop:
+			return false
+		case n, ok := <-expectedCh:
+			expectedCh = nil
+			if ok {
+				expected = n
+				if events >= expected {
+					timer.Reset(max(0, g.o.AfterCount-time.Since(last)))
+				}
+			}
+		case <-timer.C:
+			if quiet := time.Since(last); quiet < bound {
+				timer.Reset(bound - quiet)
+				continue
+			}
+			what := fmt.Sprintf("no %s bookmark within %s of quiet after %d initial event(s)", metav1.InitialEventsAnnotationKey, bound, events)
+			if expected >= 0 {
+				what += fmt.Sprintf(" (%d expected)", expected)
+			}
+			g.end(what, true)
+			return false
+		case ev, ok := <-in:
+			if !ok {
+				if events > 0 {
+					g.end(fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey), false)
+				}
+				return false
+			}
+			done := false
+			switch ev.Type {
+			case watch.Added:
+				events++
+			case watch.Bookmark:
+				if !isInitialEventsEnd(ev.Object) {
+					g.end("a bookmark without "+metav1.InitialEventsAnnotationKey+" arrived before the initial events ended", true)
+					return false
+				}
+				done = true
+				g.observe(compat.Yes, "initial-events-end bookmark received")
+			case watch.Error:
+				done = true // a server error (e.g. 410) is no evidence either way
+			case watch.Modified, watch.Deleted:
+				g.end(fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey), true)
+				return false
+			}
+			if !g.send(ev) {
+				return false
+			}
+			if done {
+				return true
+			}
+			last = time.Now()
+			if expected >= 0 && events == expected {
+				timer.Reset(g.o.AfterCount)
+			}
+		}
+	}
+}
+
+func isInitialEventsEnd(obj runtime.Object) bool {
+	type annotated interface{ GetAnnotations() map[string]string }
+	if a, ok := obj.(annotated); ok {
+		return a.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+	}
+	return false
+}
