@@ -146,11 +146,11 @@ func decide(s Situation, p Policy) decision {
 type budget int
 
 const (
-	noBudget      budget = iota // never retried
-	newerRVBudget               // Policy.MaxNewerRVRetries (rule 1)
-	restartBudget               // Policy.MaxListRestarts (continue-token expiry)
-	tooLargeBudget              // Policy.MaxTooLargeRetries
-	backoffBudget               // Policy.Backoff (429, 5xx, transport, served-older, probe failures)
+	noBudget       budget = iota // never retried
+	newerRVBudget                // Policy.MaxNewerRVRetries (rule 1)
+	restartBudget                // Policy.MaxListRestarts (continue-token expiry)
+	tooLargeBudget               // Policy.MaxTooLargeRetries
+	backoffBudget                // Policy.Backoff (429, 5xx, transport, served-older, probe failures)
 	numBudgets
 )
 
