@@ -41,7 +41,7 @@ type GuardOptions struct {
 	// expected count is unknown or not reached. Default DefaultInitialEventsTimeout.
 	Timeout time.Duration
 	// AfterCount bounds the quiet time once Expected initial events arrived.
-	// Default DefaultInitialEventsAfterCount.
+	// Default DefaultInitialEventsAfterCount; never more than Timeout.
 	AfterCount time.Duration
 	// Expected, if set, delivers the number of objects the initial events
 	// should hold (ExpectedInitialEvents), or is closed without a value when
@@ -61,6 +61,7 @@ func (o GuardOptions) withDefaults() GuardOptions {
 	if o.AfterCount <= 0 {
 		o.AfterCount = DefaultInitialEventsAfterCount
 	}
+	o.AfterCount = min(o.AfterCount, o.Timeout)
 	return o
 }
 
@@ -91,12 +92,60 @@ func ExpectedInitialEvents(ctx context.Context, c Client, base metav1.ListOption
 	return 0, false
 }
 
+// ExpectInitialEvents runs ExpectedInitialEvents beside a streaming list and
+// returns the channel GuardOptions.Expected reads: it delivers the count, or
+// is closed without one.
+func ExpectInitialEvents(ctx context.Context, c Client, base metav1.ListOptions) <-chan int {
+	ch := make(chan int, 1)
+	go func() {
+		defer close(ch)
+		if n, ok := ExpectedInitialEvents(ctx, c, base); ok {
+			ch <- n
+		}
+	}()
+	return ch
+}
+
 // GuardInitialEvents wraps a streaming list (a watch sent with
 // sendInitialEvents=true) so that it never hangs: it forwards the initial
 // events until the k8s.io/initial-events-end bookmark, and ends the watch
 // with an error event of reason StatusReasonStreamingListUnsupported (code
-// 501, which client-go's reflector answers by listing instead) when the
-// server shows it does not stream lists:
+// 501, which client-go's reflector answers by listing instead) when
+// AwaitInitialEvents finds the server does not stream lists. After the end
+// bookmark the watch is forwarded unchanged.
+func GuardInitialEvents(ctx context.Context, w watch.Interface, o GuardOptions, log logr.Logger) watch.Interface {
+	g := &guardedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go g.run(ctx, o, log)
+	return g
+}
+
+// InitialEventsOutcome is how the initial events of a streaming list ended.
+type InitialEventsOutcome int
+
+const (
+	// InitialEventsEnded: the k8s.io/initial-events-end bookmark arrived (it
+	// was the last event handed to each).
+	InitialEventsEnded InitialEventsOutcome = iota
+	// InitialEventsError: the server sent an ERROR event (handed to each): no
+	// evidence either way.
+	InitialEventsError
+	// InitialEventsNotStreaming: the server showed it does not stream lists
+	// (recorded in GuardOptions.Server); Detail says how.
+	InitialEventsNotStreaming
+	// InitialEventsCut: the stream closed after some initial events without
+	// the bookmark; not recorded (a cut connection is no evidence).
+	InitialEventsCut
+	// InitialEventsClosed: the stream closed before any event.
+	InitialEventsClosed
+	// InitialEventsStopped: stop was closed (the caller gave up).
+	InitialEventsStopped
+)
+
+// AwaitInitialEvents is the one streaming-list guard of the SDK (the
+// lister's ListerWatcher wraps it as GuardInitialEvents; the reflector and
+// kubectl-steadywatch call it directly). It reads w's initial events, hands
+// each to each (which returns false to stop), and returns when they end or
+// when the server shows it does not stream lists:
 //
 //   - no end bookmark within Timeout of quiet, or within AfterCount of quiet
 //     once the expected number of initial events arrived (a proxy that drops
@@ -105,17 +154,106 @@ func ExpectedInitialEvents(ctx context.Context, c Client, base metav1.ListOption
 //   - a bookmark without the annotation before the end (antrea-io/antrea#8123);
 //   - a MODIFIED or DELETED event before the end.
 //
-// Each of these is recorded in Server as "streaming lists: No" (it expires,
-// see compat). A stream that closes after some initial events without the
-// bookmark (an apiserver restart, or kubernetes/kubernetes#140890) also ends
-// with that error event, but is not recorded: a cut connection is no
-// evidence about the server. After the end bookmark the watch is forwarded
-// unchanged. It is the one guard of the SDK: the lister's ListerWatcher, the
-// reflector and kubectl-steadywatch use it.
-func GuardInitialEvents(ctx context.Context, w watch.Interface, o GuardOptions, log logr.Logger) watch.Interface {
-	g := &guardedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{}), o: o.withDefaults(), log: log}
-	go g.run(ctx)
-	return g
+// Each of these is recorded in o.Server as "streaming lists: No" (it
+// expires, see compat). A stream that closes after some initial events
+// without the bookmark (an apiserver restart, kubernetes/kubernetes#140890)
+// is InitialEventsCut and is not recorded. Quiet is measured from the
+// hand-over of the last event, so a slow consumer is not mistaken for a
+// silent server; the timer is re-armed lazily. w is not stopped.
+func AwaitInitialEvents(stop <-chan struct{}, w watch.Interface, o GuardOptions, log logr.Logger, each func(watch.Event) bool) (InitialEventsOutcome, string) {
+	o = o.withDefaults()
+	out, detail := awaitInitialEvents(stop, w.ResultChan(), o, each)
+	switch out {
+	case InitialEventsNotStreaming:
+		log.V(2).Info("streaming list ended without its initial-events-end bookmark; listing instead", "detail", detail)
+		observe(o.Server, compat.No, detail)
+		if o.OnNotStreaming != nil {
+			o.OnNotStreaming(detail)
+		}
+	case InitialEventsCut:
+		log.V(2).Info("streaming list cut before its initial-events-end bookmark (no evidence about the server); listing instead", "detail", detail)
+		if o.OnNotStreaming != nil {
+			o.OnNotStreaming(detail)
+		}
+	case InitialEventsEnded:
+		observe(o.Server, compat.Yes, "initial-events-end bookmark received")
+	}
+	return out, detail
+}
+
+func observe(srv compat.Server, s compat.Support, detail string) {
+	if srv != nil {
+		srv.Observe(compat.Observation{Capability: compat.StreamingList, Support: s, Detail: "observed: " + detail})
+	}
+}
+
+func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOptions, each func(watch.Event) bool) (InitialEventsOutcome, string) {
+	bound := o.Timeout
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	last := time.Now()
+	events, expected := 0, -1
+	expectedCh := o.Expected
+	for {
+		if expected >= 0 && events >= expected {
+			bound = o.AfterCount
+		}
+		select {
+		case <-stop:
+			return InitialEventsStopped, ""
+		case n, ok := <-expectedCh:
+			expectedCh = nil
+			if ok {
+				expected = n
+				if events >= expected {
+					timer.Reset(max(0, o.AfterCount-time.Since(last)))
+				}
+			}
+		case <-timer.C:
+			if quiet := time.Since(last); quiet < bound {
+				timer.Reset(bound - quiet)
+				continue
+			}
+			what := fmt.Sprintf("no %s bookmark within %s of quiet after %d initial event(s)", metav1.InitialEventsAnnotationKey, bound, events)
+			if expected >= 0 {
+				what += fmt.Sprintf(" (%d expected)", expected)
+			}
+			return InitialEventsNotStreaming, what
+		case ev, ok := <-in:
+			if !ok {
+				if events > 0 {
+					return InitialEventsCut, fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey)
+				}
+				return InitialEventsClosed, "the watch ended before any event"
+			}
+			switch ev.Type {
+			case watch.Added:
+				events++
+			case watch.Bookmark:
+				if !isInitialEventsEnd(ev.Object) {
+					return InitialEventsNotStreaming, "a bookmark without " + metav1.InitialEventsAnnotationKey + " arrived before the initial events ended"
+				}
+				if !each(ev) {
+					return InitialEventsStopped, ""
+				}
+				return InitialEventsEnded, ""
+			case watch.Error:
+				if !each(ev) {
+					return InitialEventsStopped, ""
+				}
+				return InitialEventsError, ""
+			case watch.Modified, watch.Deleted:
+				return InitialEventsNotStreaming, fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey)
+			}
+			if !each(ev) {
+				return InitialEventsStopped, ""
+			}
+			last = time.Now()
+			if expected >= 0 && events == expected {
+				timer.Reset(o.AfterCount)
+			}
+		}
+	}
 }
 
 type guardedWatch struct {
@@ -123,8 +261,6 @@ type guardedWatch struct {
 	out   chan watch.Event
 	stop  chan struct{}
 	once  sync.Once
-	o     GuardOptions
-	log   logr.Logger
 }
 
 func (g *guardedWatch) Stop() { g.once.Do(func() { close(g.stop) }) }
@@ -140,42 +276,29 @@ func (g *guardedWatch) send(ev watch.Event) bool {
 	}
 }
 
-func (g *guardedWatch) observe(s compat.Support, detail string) {
-	if g.o.Server != nil {
-		g.o.Server.Observe(compat.Observation{Capability: compat.StreamingList, Support: s, Detail: "observed: " + detail})
-	}
-}
-
-// end ends the watch with an error event that client-go's reflector does not
-// retry as a watch (not 410, 504, 429 or connection refused), so it lists.
-// evidence says whether the server is shown not to stream lists.
-func (g *guardedWatch) end(detail string, evidence bool) {
-	g.log.V(2).Info("streaming list ended without its initial-events-end bookmark; the caller lists instead", "detail", detail, "evidence", evidence)
-	if evidence {
-		g.observe(compat.No, detail)
-	}
-	if g.o.OnNotStreaming != nil {
-		g.o.OnNotStreaming(detail)
-	}
-	g.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: StatusReasonStreamingListUnsupported,
-		Message: ErrStreamingListUnsupported.Error() + ": " + detail,
-	}})
-}
-
 // run guards the initial events, then forwards the rest of the watch. The
 // watch ends when the inner one does, on Stop, or when ctx ends.
-func (g *guardedWatch) run(ctx context.Context) {
+func (g *guardedWatch) run(ctx context.Context, o GuardOptions, log logr.Logger) {
 	defer close(g.out)
 	defer g.inner.Stop()
 	defer context.AfterFunc(ctx, g.Stop)()
-	in := g.inner.ResultChan()
-	if !g.guard(in) {
+	switch out, detail := AwaitInitialEvents(g.stop, g.inner, o, log, g.send); out {
+	case InitialEventsEnded, InitialEventsError:
+	case InitialEventsNotStreaming, InitialEventsCut:
+		// An error event client-go's reflector does not retry as a watch
+		// (not 410, 504, 429 or connection refused), so it lists instead.
+		g.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: StatusReasonStreamingListUnsupported,
+			Message: ErrStreamingListUnsupported.Error() + ": " + detail,
+		}})
+		return
+	default:
 		return
 	}
 	// The guard's job is done: forward with nothing but the hand-over. The
 	// hop stays: ResultChan must return the same channel for the life of
 	// the watch, and it had to be ours to end a stream with an error event.
+	in := g.inner.ResultChan()
 	for {
 		select {
 		case <-g.stop:
@@ -183,82 +306,6 @@ func (g *guardedWatch) run(ctx context.Context) {
 		case ev, ok := <-in:
 			if !ok || !g.send(ev) {
 				return
-			}
-		}
-	}
-}
-
-// guard forwards the initial events until the end bookmark (or a server
-// error, which is no evidence either way) and reports whether the watch goes
-// on. Quiet is measured from the hand-over of the last event, so a slow
-// consumer is not mistaken for a silent server; the timer is re-armed lazily
-// (each event only records its hand-over time).
-func (g *guardedWatch) guard(in <-chan watch.Event) bool {
-	bound := g.o.Timeout
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	last := time.Now()
-	events, expected := 0, -1
-	expectedCh := g.o.Expected
-	for {
-		if expected >= 0 && events >= expected {
-			bound = g.o.AfterCount
-		}
-		select {
-		case <-g.stop:
-			return false
-		case n, ok := <-expectedCh:
-			expectedCh = nil
-			if ok {
-				expected = n
-				if events >= expected {
-					timer.Reset(max(0, g.o.AfterCount-time.Since(last)))
-				}
-			}
-		case <-timer.C:
-			if quiet := time.Since(last); quiet < bound {
-				timer.Reset(bound - quiet)
-				continue
-			}
-			what := fmt.Sprintf("no %s bookmark within %s of quiet after %d initial event(s)", metav1.InitialEventsAnnotationKey, bound, events)
-			if expected >= 0 {
-				what += fmt.Sprintf(" (%d expected)", expected)
-			}
-			g.end(what, true)
-			return false
-		case ev, ok := <-in:
-			if !ok {
-				if events > 0 {
-					g.end(fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey), false)
-				}
-				return false
-			}
-			done := false
-			switch ev.Type {
-			case watch.Added:
-				events++
-			case watch.Bookmark:
-				if !isInitialEventsEnd(ev.Object) {
-					g.end("a bookmark without "+metav1.InitialEventsAnnotationKey+" arrived before the initial events ended", true)
-					return false
-				}
-				done = true
-				g.observe(compat.Yes, "initial-events-end bookmark received")
-			case watch.Error:
-				done = true // a server error (e.g. 410) is no evidence either way
-			case watch.Modified, watch.Deleted:
-				g.end(fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey), true)
-				return false
-			}
-			if !g.send(ev) {
-				return false
-			}
-			if done {
-				return true
-			}
-			last = time.Now()
-			if expected >= 0 && events == expected {
-				timer.Reset(g.o.AfterCount)
 			}
 		}
 	}

@@ -114,22 +114,9 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	}
 	return GuardInitialEvents(ctx, w, GuardOptions{
 		Timeout:  lw.l.o.InitialEventsTimeout,
-		Expected: lw.expected(ctx, options),
+		Expected: ExpectInitialEvents(ctx, lw.l.c, options),
 		Server:   srv,
 	}, log), nil
-}
-
-// expected starts counting the objects the streaming list should send (a
-// limit=1 list beside the stream) and returns the channel the guard reads.
-func (lw *ListerWatcher) expected(ctx context.Context, options metav1.ListOptions) <-chan int {
-	ch := make(chan int, 1)
-	go func() {
-		defer close(ch)
-		if n, ok := ExpectedInitialEvents(ctx, lw.l.c, options); ok {
-			ch <- n
-		}
-	}()
-	return ch
 }
 
 // rejectsStreaming reports whether err is a server's refusal of the

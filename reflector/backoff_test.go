@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,7 @@ import (
 )
 
 func TestBackoffDelayNeverExceedsMax(t *testing.T) {
-	o := Options{Backoff: BackoffOptions{Initial: time.Second, Max: 4 * time.Second}}
+	o := Options{Backoff: fallback.BackoffPolicy{Initial: time.Second, Max: 4 * time.Second}}
 	r := New(&fakeClient{}, nil, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	sawMax := false
 	for i := 0; i < 50; i++ {
@@ -48,7 +49,7 @@ func droppedStream() runtime.Object {
 func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	o := fastOptions(&recorder{})
-	o.Backoff = BackoffOptions{Initial: 20 * time.Millisecond, Max: time.Minute}
+	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ { // earlier failures: the next delay would be ~1 minute
 		r.delay(0)
@@ -73,7 +74,7 @@ func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	o := fastOptions(&recorder{})
-	o.Backoff = BackoffOptions{Initial: 20 * time.Millisecond, Max: time.Minute}
+	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ {
 		r.delay(0)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -18,12 +19,18 @@ const (
 	DefaultWatchTimeoutMin            = 5 * time.Minute
 	DefaultWatchTimeoutMax            = 10 * time.Minute
 	DefaultStallTimeout               = 3 * time.Minute
-	DefaultInitialEventsTimeout       = 10 * time.Second
-	DefaultBackoffInitial             = 800 * time.Millisecond
-	DefaultBackoffMax                 = 30 * time.Second
-	DefaultBackoffResetAfter          = 2 * time.Minute
+	DefaultInitialEventsTimeout       = lister.DefaultInitialEventsTimeout
 	DefaultShortWatch                 = time.Second
+	DefaultMaxTooLargeWatchRetries    = 3
+	DefaultMaxStaleListRetries        = 2
 )
+
+// DefaultBackoff returns Options.Backoff's defaults, client-go's reflector
+// backoff: 800ms doubling to 30s, +/-50% jitter, reset after 2 minutes
+// without a failure.
+func DefaultBackoff() fallback.BackoffPolicy {
+	return fallback.BackoffPolicy{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
+}
 
 // ListFunc performs one complete list (every page) with an explicit
 // KEP-2523 semantic. The returned list's ListMeta.resourceVersion must be the
@@ -46,10 +53,29 @@ type Options struct {
 	Server compat.Server
 
 	// List performs lists. Default nil: a steadywatch lister over the Client
-	// (lister.New with this Server, PageSize, Metrics, Name, and the
-	// reflector's LastSyncResourceVersion as LastObservedRV), which applies
-	// the KEP-2523 fallback table and verifies every served resourceVersion.
+	// built from Lister (below), which applies the KEP-2523 decision table and
+	// verifies every served resourceVersion.
 	List ListFunc
+
+	// Lister configures the default List. Precedence: a field set here wins;
+	// its zero Server, PageSize, Metrics, Name and InitialEventsTimeout take
+	// this Options' values; LastObservedRV is always the reflector's
+	// LastSyncResourceVersion (rule 1 and list restarts then start from what
+	// the store already reflects). Its Policy.MaxRetryAfter also caps every
+	// Retry-After the reflector honours between attempts.
+	Lister lister.Options
+
+	// MaxTooLargeWatchRetries is how many times a watch answered "too large
+	// resource version" (an HA member whose cache is behind the store) is
+	// retried from the same resourceVersion before the reflector relists
+	// MostRecent. Default 3; negative: relist at once.
+	MaxTooLargeWatchRetries int
+
+	// MaxStaleListRetries is how many times a relist served older than the
+	// store is retried as NotOlderThan(store) before a consistent MostRecent
+	// list (never older than anything served) ends the loop. Default 2;
+	// negative: MostRecent at once.
+	MaxStaleListRetries int
 
 	// PageSize is the page size of MostRecent, Any and Exact lists. Default 500
 	// (client-go's pager default). Negative: unpaginated (one response holds
@@ -78,11 +104,15 @@ type Options struct {
 	DisableStreamingList bool
 
 	// InitialEventsTimeout bounds how long a streaming list may go without
-	// any event before the k8s.io/initial-events-end bookmark arrives. When
-	// it passes, the server is taken to ignore sendInitialEvents (as v1.18
-	// does: it never sends that bookmark), compat is told so, and the
-	// reflector lists instead. Default 10s. Shorter: faster recovery from a
-	// wrong capability; longer: tolerates a server that pauses mid-stream.
+	// any event before the k8s.io/initial-events-end bookmark arrives while
+	// the number of initial events is unknown or not reached (once it is,
+	// lister.DefaultInitialEventsAfterCount applies). When it passes, the
+	// server is taken to ignore sendInitialEvents (as v1.18 does: it never
+	// sends that bookmark), compat is told so, and the reflector lists
+	// instead. Default lister.DefaultInitialEventsTimeout (10s), the one
+	// default of every streaming list in the SDK (lister.GuardInitialEvents).
+	// Shorter: faster recovery from a wrong capability; longer: tolerates a
+	// server that pauses mid-stream.
 	InitialEventsTimeout time.Duration
 
 	// WatchTimeoutMin and WatchTimeoutMax bound the randomized server-side
@@ -104,8 +134,14 @@ type Options struct {
 	ShortWatch time.Duration
 
 	// Backoff configures the jittered exponential backoff between failed
-	// attempts. Zero fields take their defaults.
-	Backoff BackoffOptions
+	// attempts, and between relists that follow each other without any watch
+	// event in between (a server or proxy that answers every watch 410 is not
+	// hammered). Zero fields take DefaultBackoff's values; MaxRetries and
+	// MaxElapsedTime are ignored (a reflector retries until its context
+	// ends). A server's Retry-After, capped by Lister.Policy.MaxRetryAfter,
+	// replaces the computed delay when longer. Failures are consecutive unless
+	// a watch delivered an event or bookmark in between.
+	Backoff fallback.BackoffPolicy
 
 	// ResyncPeriod, if positive, calls the store's Resync at that interval
 	// (it only means something for queues such as DeltaFIFO). Default 0: never.
@@ -125,24 +161,20 @@ type Options struct {
 	Clock clock.WithTicker
 }
 
-// BackoffOptions configures the jittered exponential backoff
-// (github.com/cenkalti/backoff/v4) between consecutive failed attempts. A
-// server's Retry-After, when it sends one, replaces the computed delay.
-// Failures are consecutive unless a watch delivered an event or bookmark in
-// between (the server was healthy): a watch cut after it delivered events is
-// retried after Initial, not after a delay grown by earlier, unrelated cuts.
-type BackoffOptions struct {
-	// Initial is the first delay. Default 800ms.
-	Initial time.Duration
-	// Max caps the delay, jitter included. Default 30s (about 0.03 QPS per
-	// reflector when the server is down).
-	Max time.Duration
-	// ResetAfter: the backoff also starts again from Initial once this long
-	// has passed without a failure. Default 2m.
-	ResetAfter time.Duration
+// defCount applies the SDK's convention to a count: 0 takes def, negative is
+// none (kept as -1, read with max(v, 0)).
+func defCount(v, def int) int {
+	switch {
+	case v < 0:
+		return -1
+	case v == 0:
+		return def
+	}
+	return v
 }
 
-// withDefaults returns o with every zero field set to its default.
+// withDefaults returns o with every zero field set to its default. Applying
+// it twice changes nothing.
 func (o Options) withDefaults() Options {
 	if o.PageSize == 0 {
 		o.PageSize = DefaultPageSize
@@ -171,18 +203,10 @@ func (o Options) withDefaults() Options {
 	if o.ShortWatch <= 0 {
 		o.ShortWatch = DefaultShortWatch
 	}
-	if o.Backoff.Initial <= 0 {
-		o.Backoff.Initial = DefaultBackoffInitial
-	}
-	if o.Backoff.Max <= 0 {
-		o.Backoff.Max = DefaultBackoffMax
-	}
-	if o.Backoff.Max < o.Backoff.Initial {
-		o.Backoff.Max = o.Backoff.Initial
-	}
-	if o.Backoff.ResetAfter <= 0 {
-		o.Backoff.ResetAfter = DefaultBackoffResetAfter
-	}
+	o.Backoff = o.Backoff.WithDefaults(DefaultBackoff())
+	o.MaxTooLargeWatchRetries = defCount(o.MaxTooLargeWatchRetries, DefaultMaxTooLargeWatchRetries)
+	o.MaxStaleListRetries = defCount(o.MaxStaleListRetries, DefaultMaxStaleListRetries)
+	o.Lister.Policy = o.Lister.Policy.WithDefaults()
 	o.Metrics = metrics.OrNop(o.Metrics)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -29,13 +29,9 @@ import (
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-// Client is the list/watch pair the reflector talks to. It has the shape of
-// lister.Client, so any adapter written for the lister (typed, dynamic,
-// metadata clients) serves here too.
-type Client interface {
-	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
-	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-}
+// Client is the list/watch pair the reflector talks to: lister.Client, so
+// every adapter (lister.FromFuncs, FromDynamic, FromMetadata) serves both.
+type Client = lister.Client
 
 // ListFromLister returns l's List as a ListFunc (its Record is dropped; the
 // lister logs and counts its fallbacks itself).
@@ -61,6 +57,10 @@ type Reflector struct {
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
+	// quiet: the store was (re)filled and no watch event has arrived since.
+	// A relist decided while quiet backs off first, so a server that answers
+	// every watch with 410 is not hammered with list+watch pairs.
+	quiet bool
 	// known maps key -> object resourceVersion: what the store reflects. The
 	// values are pointers so that a watch event for a known key updates it
 	// without allocating the key string (see handleEvent).
@@ -125,26 +125,36 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		}
 	}
 	if r.list == nil {
-		l := lister.New(c, lister.Options{
-			Server:         o.Server,
-			PageSize:       o.PageSize,
-			Metrics:        o.Metrics,
-			Name:           r.name,
-			LastObservedRV: r.LastSyncResourceVersion,
-		})
-		r.list = ListFromLister(l)
+		r.list = ListFromLister(lister.New(c, r.listerOptions()))
 	}
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = o.Backoff.Initial
-	b.MaxInterval = o.Backoff.Max
-	b.Multiplier = 2
-	b.RandomizationFactor = 0.5
-	b.MaxElapsedTime = 0 // never give up: a reflector retries until its context ends
+	b := o.Backoff.New() // never stops by itself: a reflector retries until its context ends
 	b.Clock = o.Clock
 	b.Reset()
 	r.backoff = b
 	r.status = Status{Phase: PhaseNotStarted, Since: o.Clock.Now()}
 	return r
+}
+
+// listerOptions is Options.Lister with the precedence documented there.
+func (r *Reflector) listerOptions() lister.Options {
+	lo := r.o.Lister
+	if lo.Server == nil {
+		lo.Server = r.o.Server
+	}
+	if lo.PageSize == 0 {
+		lo.PageSize = r.o.PageSize
+	}
+	if lo.Metrics == nil {
+		lo.Metrics = r.o.Metrics
+	}
+	if lo.Name == "" {
+		lo.Name = r.name
+	}
+	if lo.InitialEventsTimeout == 0 {
+		lo.InitialEventsTimeout = r.o.InitialEventsTimeout
+	}
+	lo.LastObservedRV = r.LastSyncResourceVersion
+	return lo
 }
 
 // Name returns the reflector's name (Options.Name or its default).
@@ -275,20 +285,31 @@ func relistQuery(rv string) fallback.Query {
 	return fallback.NotOlderThanQuery(rv)
 }
 
-// delay returns the next backoff delay, or retryAfter when the server sent one.
+// delay returns the next backoff delay, or the server's Retry-After when it
+// is longer; a Retry-After is capped by Lister.Policy.MaxRetryAfter (a proxy
+// answering "Retry-After: 3600" does not park the reflector for an hour).
 func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	now := r.o.Clock.Now()
 	if !r.lastFailure.IsZero() && now.Sub(r.lastFailure) >= r.o.Backoff.ResetAfter {
 		r.backoff.Reset()
 	}
 	r.lastFailure = now
-	d := r.backoff.NextBackOff()
-	if retryAfter > 0 {
-		return retryAfter
-	}
 	// The jitter spreads the delay over [0.5, 1.5] times the current
 	// interval; Options.Backoff.Max is a cap on the delay itself.
-	return min(d, r.o.Backoff.Max)
+	d := min(r.backoff.NextBackOff(), r.o.Backoff.Max)
+	return max(d, min(retryAfter, r.o.Lister.Policy.MaxRetryAfter))
+}
+
+// relist returns the state that refills the store after a failed watch. A
+// relist that follows the previous (re)fill with no watch event in between
+// waits a backoff delay first: without it, a server or proxy that answers
+// every watch with 410 (or closes streaming lists right after their end
+// bookmark) would get list+watch pairs as fast as it can answer them.
+func (r *Reflector) relist(next state, retryAfter time.Duration) state {
+	if r.quiet || retryAfter > 0 {
+		return backingOff{delay: r.delay(retryAfter), next: next}
+	}
+	return next
 }
 
 // progress records that the server delivered something (a watch event or
@@ -298,6 +319,7 @@ func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 // cut by the network) left the reflector waiting the maximum delay (30s)
 // before watching again, observed against a real HA pair in e2e/reflector.
 func (r *Reflector) progress() {
+	r.quiet = false
 	if r.lastFailure.IsZero() {
 		return
 	}
@@ -346,10 +368,10 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 		// Never go back in time: ask again for NotOlderThan(last); a lagging
 		// server (HA) catches up, or a request lands on a fresher one.
 		logger.Info("Rejected a list older than the store", "query", q.String(), "served", stale.Served, "required", stale.Required)
-		// After three stale answers, a consistent MostRecent read (which cannot
-		// be older than anything already served) ends the loop.
+		// After MaxStaleListRetries stale answers, a consistent MostRecent read
+		// (which cannot be older than anything already served) ends the loop.
 		next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		if s.attempt >= 2 {
+		if s.attempt >= max(r.o.MaxStaleListRetries, 0) {
 			next.query = fallback.MostRecentQuery()
 		}
 		return backingOff{delay: r.delay(0), next: next}, because(codeStaleList, "%v", err)
@@ -414,6 +436,7 @@ func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv stri
 		return err
 	}
 	r.known = known
+	r.quiet = true
 	r.mu.Lock()
 	r.status.Synced = true
 	r.status.Items = len(known)
@@ -488,79 +511,64 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 
 	var (
-		items   []runtime.Object
-		index   = map[string]int{}
-		timer   = r.o.Clock.NewTimer(r.o.InitialEventsTimeout)
-		endRV   string
-		ignored string
+		items  []runtime.Object
+		index  = map[string]int{}
+		endRV  string
+		failed error
 	)
-	defer timer.Stop()
-collect:
-	for {
-		select {
-		case <-ctx.Done():
-			w.Stop()
-			return stopped{}, because(codeContextDone, "context ended during a streaming list")
-		case <-timer.C():
-			ignored = fmt.Sprintf("no event for %v and no %s bookmark", r.o.InitialEventsTimeout, metav1.InitialEventsAnnotationKey)
-			break collect
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return backingOff{delay: r.delay(0), next: asList}, because(codeStreamFailed, "streaming list closed before its initial-events-end bookmark; listing instead")
+	stop := make(chan struct{})
+	defer context.AfterFunc(ctx, func() { close(stop) })()
+	out, detail := lister.AwaitInitialEvents(stop, w, lister.GuardOptions{
+		Timeout:  r.o.InitialEventsTimeout,
+		Expected: lister.ExpectInitialEvents(ctx, r.client, metav1.ListOptions{}),
+		Server:   r.o.Server,
+	}, logger, func(ev watch.Event) bool {
+		switch ev.Type {
+		case watch.Added:
+			if !r.typeOK(ctx, ev.Object) {
+				return true
 			}
-			switch ev.Type {
-			case watch.Error:
-				w.Stop()
-				err := apierrors.FromObject(ev.Object)
-				class, retryAfter := classify(err)
-				if class == fallback.Gone {
-					next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-					return next, because(codeListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
-				}
-				return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list error (%s): %v; listing instead", class, err)
-			case watch.Added:
-				if !r.typeOK(ctx, ev.Object) {
-					continue
-				}
-				if k, _, ok := keyRV(ev.Object); ok {
-					if i, dup := index[k]; dup {
-						items[i] = ev.Object
-					} else {
-						index[k] = len(items)
-						items = append(items, ev.Object)
-					}
-				}
-			case watch.Bookmark:
-				m, err := meta.Accessor(ev.Object)
-				if err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-					endRV = m.GetResourceVersion()
-					r.o.Metrics.Bookmark(r.name)
-					break collect
-				}
-				ignored = "a bookmark without the initial-events-end annotation arrived during the initial events"
-				break collect
-			default:
-				ignored = fmt.Sprintf("a %s event arrived during the initial events", ev.Type)
-				break collect
-			}
-			if !timer.Stop() {
-				select {
-				case <-timer.C():
-				default:
+			if k, _, ok := keyRV(ev.Object); ok {
+				if i, dup := index[k]; dup {
+					items[i] = ev.Object
+				} else {
+					index[k] = len(items)
+					items = append(items, ev.Object)
 				}
 			}
-			timer.Reset(r.o.InitialEventsTimeout)
+		case watch.Bookmark: // the initial-events-end bookmark: the guard hands over no other
+			if m, err := meta.Accessor(ev.Object); err == nil {
+				endRV = m.GetResourceVersion()
+			}
+			r.o.Metrics.Bookmark(r.name)
+		case watch.Error:
+			failed = apierrors.FromObject(ev.Object)
 		}
-	}
-	if ignored != "" {
-		// A server that silently ignores sendInitialEvents (v1.18) sends plain
-		// ADDED events and never the end bookmark: never wait for it again.
+		return true
+	})
+	switch out {
+	case lister.InitialEventsStopped:
 		w.Stop()
-		r.observeStreaming(compat.No, "sendInitialEvents ignored: "+ignored)
-		logger.Info("Server ignores streaming lists; listing instead", "detail", ignored)
-		return asList, because(codeStreamIgnored, "streaming list ignored: %s; listing instead", ignored)
+		return stopped{}, because(codeContextDone, "context ended during a streaming list")
+	case lister.InitialEventsClosed, lister.InitialEventsCut:
+		w.Stop()
+		return backingOff{delay: r.delay(0), next: asList}, because(codeStreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
+	case lister.InitialEventsError:
+		w.Stop()
+		class, retryAfter := classify(failed)
+		if class == fallback.Gone {
+			next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+			return backingOff{delay: r.delay(0), next: next}, because(codeListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
+		}
+		return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list error (%s): %v; listing instead", class, failed)
+	case lister.InitialEventsNotStreaming:
+		// A server that silently ignores sendInitialEvents (v1.18) sends plain
+		// ADDED events and never the end bookmark: the guard recorded it, so
+		// the next sync lists without waiting.
+		w.Stop()
+		logger.Info("Server ignores streaming lists; listing instead", "detail", detail)
+		return asList, because(codeStreamIgnored, "streaming list ignored: %s; listing instead", detail)
 	}
-	r.observeStreaming(compat.Yes, "initial-events-end bookmark received")
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(endRV, last) {
 		w.Stop()
 		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
@@ -629,11 +637,11 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		// The watch's resourceVersion fell out of the server's window. A
 		// NotOlderThan(rv) list is served from the watch cache and cannot go
 		// back in time; MostRecent comes only if that too is gone.
-		return r.syncState(ctx, relistQuery(rv), false, codeWatchGone), because(codeWatchGone, "watch from %q: 410 Gone; relisting %s", rv, relistQuery(rv))
+		return r.relist(r.syncState(ctx, relistQuery(rv), false, codeWatchGone), 0), because(codeWatchGone, "watch from %q: 410 Gone; relisting %s", rv, relistQuery(rv))
 	case fallback.TooLargeRV:
 		// This server's cache is behind rv (HA): wait as told and try again;
-		// after three tries, relist MostRecent.
-		if attempt < 3 {
+		// after MaxTooLargeWatchRetries tries, relist MostRecent.
+		if attempt < max(r.o.MaxTooLargeWatchRetries, 0) {
 			r.o.Metrics.WatchRestart(r.name, codeTooLargeRV)
 			return backingOff{delay: r.delay(retryAfter), next: startingWatch{rv: rv, attempt: attempt + 1}},
 				because(codeTooLargeRV, "watch from %q: too large resource version (Retry-After %v)", rv, retryAfter)

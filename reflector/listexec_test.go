@@ -1,10 +1,10 @@
 package reflector
 
-// This file is a minimal list executor over the Client: it translates one
+// This test file is a minimal list executor over the Client: it translates one
 // fallback.Query into wire options the way KEP-2523 says new and legacy
 // servers read them, pages with client-go's pager and verifies an Exact
 // list's served resourceVersion. Production uses package lister (New's
-// default, with the full fallback table); the unit tests use this one to see
+// default, with the full decision table); these unit tests use it to see
 // the state machine's own decisions in isolation from the lister's fallbacks.
 
 import (
