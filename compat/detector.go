@@ -63,10 +63,11 @@ type DetectorOptions struct {
 	Clock clock.PassiveClock
 	// Metrics counts belief changes as Fallback(name, reason), where reason is
 	// one of ReasonCodes ("compat:<capability>=<support>") and name is
-	// MetricsNameFor the scope ("compat" host-wide, "compat/apps/v1" for a
-	// group/version view whose belief departs from or returns to the
-	// host-wide one). The host is not a label; it is logged. Nil means
-	// metrics.Nop.
+	// MetricsNameFor the scope: "compat" for the host-wide beliefs (reported
+	// once per host, whichever view asks), "compat/apps/v1" when a
+	// group/version view's own observations change its belief (it departs
+	// from, or returns to, the host-wide one). The host is not a label; it is
+	// logged. Nil means metrics.Nop.
 	Metrics metrics.Recorder
 }
 
@@ -184,15 +185,8 @@ func Static(c Capabilities) Server {
 
 func newStatic(c Capabilities, o DetectorOptions) *hostState {
 	c = c.Clone()
-	if c.Support == nil {
-		c.Support = map[Capability]Support{}
-	}
-	if c.Reasons == nil {
-		c.Reasons = map[Capability]string{}
-	}
-	if c.Basis == nil {
-		c.Basis = map[Capability]Basis{}
-	}
+	c.ensureMaps()
+	c.GroupVersion = schema.GroupVersion{} // a Static server is a host-wide scope
 	for k := range c.Support {
 		if _, ok := c.Basis[k]; !ok {
 			c.Basis[k] = BasisStatic

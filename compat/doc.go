@@ -40,9 +40,10 @@
 // Belief changes are logged (klog.FromContext, V(2), with the host stripped of
 // user information and the group/version) and counted through
 // metrics.Recorder.Fallback(name, reason). name is MetricsName ("compat") for
-// the host-wide scope and "compat/<group/version>" (MetricsNameFor) when a
-// view's belief departs from, changes while departing from, or returns to the
-// host-wide one; the host is never a label. reason is one of the declared
+// the host-wide beliefs (reported once per host, whichever view asks) and
+// "compat/<group/version>" (MetricsNameFor) when a view's own observations
+// change its belief (it departs from, or returns to, the host-wide one); the
+// host is never a label. reason is one of the declared
 // ReasonCode constants, the complete set (ReasonCodes):
 //
 //	compat:resourceVersionMatch=unknown    compat:resourceVersionMatch=yes    compat:resourceVersionMatch=no

@@ -3,6 +3,7 @@ package compat
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -70,8 +71,9 @@ func ForGroupVersion(s Server, gv schema.GroupVersion) Server {
 // scopeState is one group/version's observations and the deviations from the
 // host-wide beliefs last reported for it.
 type scopeState struct {
-	obs obsSet
-	dev map[Capability]Support
+	obs  obsSet
+	dev  map[Capability]Support // capabilities whose belief differed from the host-wide one when last asked
+	last map[Capability]Support // the scope's beliefs when last asked (the "from" of a change)
 }
 
 // scopeSet holds the group/version scopes of one host. root answers the
@@ -147,10 +149,11 @@ func (v *view) Capabilities(ctx context.Context) Capabilities {
 	return c
 }
 
-// deviations reports the capabilities whose belief in the scope (c) started
-// to differ from the host-wide one, changed while differing, or stopped
-// differing, and remembers the new deviations. Changes of the host-wide
-// beliefs themselves are reported by the host-wide scope, once per host.
+// deviations returns the changes of the scope's own beliefs (c) that its
+// observations make: a belief that changed and now differs, or differed, from
+// the host-wide one (host). Changes of the host-wide beliefs themselves (an
+// upgrade, a host-wide observation) are reported by the host-wide scope, once
+// per host, and not again by every view.
 func (st *scopeState) deviations(host, c Capabilities) []change {
 	cur := map[Capability]Support{}
 	for k, sup := range c.Support {
@@ -158,20 +161,30 @@ func (st *scopeState) deviations(host, c Capabilities) []change {
 			cur[k] = sup
 		}
 	}
+	from := func(k Capability) Support {
+		if sup, ok := st.last[k]; ok {
+			return sup
+		}
+		return host.Support[k]
+	}
 	var changes []change
-	for k, sup := range cur {
-		if old, ok := st.dev[k]; !ok {
-			changes = append(changes, change{k, host.Support[k], sup})
-		} else if old != sup {
-			changes = append(changes, change{k, old, sup})
+	add := func(k Capability, to Support) {
+		if f := from(k); f != to {
+			changes = append(changes, change{k, f, to})
 		}
 	}
-	for k, old := range st.dev {
+	for k, sup := range cur {
+		if old, ok := st.dev[k]; !ok || old != sup {
+			add(k, sup)
+		}
+	}
+	for k := range st.dev {
 		if _, ok := cur[k]; !ok {
-			changes = append(changes, change{k, old, c.Support[k]})
+			add(k, c.Support[k])
 		}
 	}
 	st.dev = cur
+	st.last = maps.Clone(c.Support)
 	return changes
 }
 

@@ -501,3 +501,53 @@ func TestForGroupVersionConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestForGroupVersionReportsOnlyItsOwnChanges: a view counts a change only
+// when its own observations change its belief; a change of the host-wide
+// belief is counted once, under "compat", however many views see it.
+func TestForGroupVersionReportsOnlyItsOwnChanges(t *testing.T) {
+	ctx := context.Background()
+	d, clk, rec := newTestDetector(t)     // observation TTL 5 min, version TTL 10 min
+	src := &versionSource{raw: "v1.33.5"} // WatchList off by default: streamingList=no
+	host := d.For("h", src.fn)
+	apps, core := ForGroupVersion(host, appsV1), ForGroupVersion(host, coreV1)
+	_ = apps.Capabilities(ctx)
+	rec.take()
+
+	steps := []struct {
+		name string
+		do   func()
+		want []string
+	}{
+		{"apps observes what the host believes: nothing changes", func() {
+			apps.Observe(Observation{Capability: StreamingList, Support: No})
+		}, nil},
+		{"apps observes yes: apps departs", func() {
+			apps.Observe(Observation{Capability: StreamingList, Support: Yes})
+		}, []string{"compat/apps/v1 " + string(ReasonStreamingListYes)}},
+		{"host-wide yes: the host changes, apps (already yes) does not", func() {
+			clk.SetTime(clk.Now().Add(time.Minute))
+			host.Observe(Observation{Capability: StreamingList, Support: Yes})
+		}, []string{"compat " + string(ReasonStreamingListYes)}},
+		{"apps' observation expires: apps stays yes through the host-wide one", func() {
+			clk.SetTime(clk.Now().Add(4 * time.Minute))
+		}, nil},
+		{"the host-wide observation expires: counted once for the host", func() {
+			clk.SetTime(clk.Now().Add(time.Minute))
+		}, []string{"compat " + string(ReasonStreamingListNo)}},
+		{"an in-place upgrade to v1.34: counted once for the host", func() {
+			src.set("v1.34.4", nil)
+			clk.SetTime(clk.Now().Add(10 * time.Minute))
+		}, []string{"compat " + string(ReasonStreamingListYes)}},
+	}
+	for _, st := range steps {
+		st.do()
+		for i := 0; i < 2; i++ {
+			_ = apps.Capabilities(ctx)
+			_ = core.Capabilities(ctx)
+		}
+		if got := rec.take(); !slices.Equal(got, st.want) {
+			t.Errorf("%s: counted %q, want %q", st.name, got, st.want)
+		}
+	}
+}
