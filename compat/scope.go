@@ -57,7 +57,8 @@ type ScopedServer interface {
 // itself, with DefaultObservationTTL and the real clock, shared by the views
 // derived from it (ForGroupVersion of the wrapper); two calls of
 // ForGroupVersion on the same foreign s do not share them. Observe on such a
-// view is not forwarded to s.
+// view is not forwarded to s, and its belief changes are logged, not counted
+// (there is no Recorder to count them with). A nil s gives nil.
 func ForGroupVersion(s Server, gv schema.GroupVersion) Server {
 	if ss, ok := s.(ScopedServer); ok {
 		return ss.ForGroupVersion(gv)
