@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Support says whether a server supports a behaviour, as far as steadywatch knows.
@@ -103,6 +105,9 @@ type Capabilities struct {
 	// Basis says, per capability, what the belief rests on; a missing key means BasisNone.
 	// BasisGateDefault marks "likely, but verify" beliefs such as StreamingList on v1.34.
 	Basis map[Capability]Basis
+	// GroupVersion is the scope that answered: the group/version of a view from
+	// ForGroupVersion, zero for the host-wide scope (the unscoped Server).
+	GroupVersion schema.GroupVersion
 }
 
 // Get returns the support for c (Unknown when not set).
@@ -171,12 +176,24 @@ type Observation struct {
 	Detail string
 }
 
-// Server is one apiserver as the lister and reflector see it.
+// Server is one apiserver as the lister and reflector see it: either the
+// host-wide scope (what Detector.For, Detector.ForConfig and Static return) or
+// the view of one API group/version (what ForGroupVersion returns).
+//
+// Behaviour is recorded where it was seen: a caller that lists or watches one
+// resource should Observe through ForGroupVersion(server, its group/version),
+// so that what one group's server does (an aggregated apiserver, a CRD) does
+// not decide for the others. Observe on the host-wide scope is evidence about
+// the whole host: it applies to every view of the host that has no live
+// observation of its own for that capability (see ForGroupVersion for the
+// precedence).
 type Server interface {
-	// Capabilities returns the current beliefs about the server. It may contact
-	// the server (e.g. GET /version) the first time or after expiry; it never fails:
-	// on error it returns conservative (Unknown) capabilities.
+	// Capabilities returns the current beliefs about the server in this scope.
+	// It may contact the server (e.g. GET /version) the first time or after
+	// expiry; it never fails: on error it returns conservative (Unknown)
+	// capabilities.
 	Capabilities(ctx context.Context) Capabilities
-	// Observe records observed behaviour; it outranks the version until it expires.
+	// Observe records observed behaviour in this scope; it outranks the version
+	// until it expires (DetectorOptions.ObservationTTL).
 	Observe(o Observation)
 }

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/steadywatch/steadywatch/metrics"
@@ -39,14 +39,35 @@ type DetectorOptions struct {
 	// VersionTimeout bounds one /version fetch so that a hanging server cannot
 	// hold up a list. Zero means DefaultVersionTimeout (10 s).
 	VersionTimeout time.Duration
-	// ObservationTTL is how long an observed behaviour outranks the version.
-	// Shorter re-learns faster after an upgrade; longer trusts one answer longer.
-	// Zero means DefaultObservationTTL (10 min).
+	// ObservationTTL is how long an observed behaviour outranks the version, in
+	// every scope (host-wide and per group/version). Every belief expires,
+	// a "No" as much as a "Yes": a "no streaming lists" learned from one
+	// refusal must not make a long-lived informer list instead of stream for
+	// its whole life once the cluster enables the WatchList gate, is upgraded
+	// in place, or its aggregated apiserver is fixed. After expiry the version
+	// decides again, and the next request verifies it and is observed.
+	//
+	// Zero means DefaultObservationTTL (10 min): a wrong belief costs at most
+	// one re-verification per scope every 10 minutes (a 422 answered at once,
+	// or one wait of the lister's streaming-list guard on a server that ignores
+	// sendInitialEvents), which is nothing next to an informer's relists, and a
+	// fixed server streams again within 10 minutes. Shorter re-learns faster;
+	// longer trusts one answer longer.
+	//
+	// Expiry is seen by callers that ask again: client-go's reflector reads its
+	// ListerWatcher's IsWatchListSemanticsUnSupported once, when it is built,
+	// so a ListerWatcher handed to client-go must also decide per request (try
+	// the stream, fall back when it is refused) and not only through that flag.
 	ObservationTTL time.Duration
 	// Clock is the time source for all TTLs; nil means the real clock.
 	Clock clock.PassiveClock
-	// Metrics counts belief changes as Fallback(host, "compat:<capability>=<support>").
-	// Nil means metrics.Nop.
+	// Metrics counts belief changes as Fallback(name, reason), where reason is
+	// one of ReasonCodes ("compat:<capability>=<support>") and name is
+	// MetricsNameFor the scope: "compat" for the host-wide beliefs (reported
+	// once per host, whichever view asks), "compat/apps/v1" when a
+	// group/version view's own observations change its belief (it departs
+	// from, or returns to, the host-wide one). The host is not a label; it is
+	// logged. Nil means metrics.Nop.
 	Metrics metrics.Recorder
 }
 
@@ -71,8 +92,10 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 }
 
 // Detector keeps what is known about each apiserver, keyed by host: the parsed
-// /version (with its own TTL) and behaviour observations (which outrank the
-// version and expire). It is safe for concurrent use; share one per process.
+// /version (with its own TTL), host-wide behaviour observations, and
+// behaviour observations per API group/version (ForGroupVersion); observations
+// outrank the version and expire. It is safe for concurrent use; share one per
+// process.
 type Detector struct {
 	opts  DetectorOptions
 	mu    sync.Mutex
@@ -84,7 +107,8 @@ func NewDetector(o DetectorOptions) *Detector {
 	return &Detector{opts: o.withDefaults(), hosts: make(map[string]*hostState)}
 }
 
-// For returns the Server for host. All Servers for the same host share their
+// For returns the host-wide Server for host; ForGroupVersion(server, gv) gives
+// the view of one group/version. All Servers for the same host share their
 // version cache and observations; the latest non-nil version function given
 // for a host is the one used. version is called (bounded by
 // VersionTimeout) the first time capabilities are needed and again after
@@ -152,22 +176,17 @@ func versionString(info *version.Info) string {
 // Static returns a Server with fixed capabilities, for tests and for users who
 // know their server. Capabilities without a Basis get BasisStatic and a
 // "static" reason. Observe still works and outranks the given capabilities
-// until DefaultObservationTTL passes.
+// until DefaultObservationTTL passes; ForGroupVersion views of a Static server
+// keep their observations per group/version over the same fixed base, as a
+// Detector's do.
 func Static(c Capabilities) Server {
 	return newStatic(c, DetectorOptions{})
 }
 
 func newStatic(c Capabilities, o DetectorOptions) *hostState {
 	c = c.Clone()
-	if c.Support == nil {
-		c.Support = map[Capability]Support{}
-	}
-	if c.Reasons == nil {
-		c.Reasons = map[Capability]string{}
-	}
-	if c.Basis == nil {
-		c.Basis = map[Capability]Basis{}
-	}
+	c.ensureMaps()
+	c.GroupVersion = schema.GroupVersion{} // a Static server is a host-wide scope
 	for k := range c.Support {
 		if _, ok := c.Basis[k]; !ok {
 			c.Basis[k] = BasisStatic
@@ -181,13 +200,8 @@ func newStatic(c Capabilities, o DetectorOptions) *hostState {
 	return s
 }
 
-type observed struct {
-	support Support
-	detail  string
-	at      time.Time
-}
-
-// hostState is one apiserver's cache; it implements Server.
+// hostState is one apiserver's cache: its host-wide scope, which implements
+// Server, and its group/version scopes (see ForGroupVersion).
 type hostState struct {
 	host string // as given; display via redactHost
 	opts DetectorOptions
@@ -203,63 +217,46 @@ type hostState struct {
 	why       string        // why the version is unknown or stale; "" when fresh
 	inflight  chan struct{} // closed when the running fetch ends
 
-	obs      map[Capability]observed
-	reported map[Capability]Support // beliefs last returned, to detect changes
+	obs      obsSet                 // host-wide observations
+	reported map[Capability]Support // host-wide beliefs last returned, to detect changes
+
+	scoped *scopeSet // the group/version scopes
 }
 
-var _ Server = (*hostState)(nil)
+var _ ScopedServer = (*hostState)(nil)
 
 func newHostState(host string, o DetectorOptions) *hostState {
-	return &hostState{host: host, opts: o, obs: map[Capability]observed{}, reported: map[Capability]Support{}}
+	s := &hostState{host: host, opts: o, obs: obsSet{}, reported: map[Capability]Support{}}
+	s.scoped = newScopeSet(s, o, redactHost(host))
+	return s
 }
 
-// Observe implements Server. A later observation replaces an earlier one for
-// the same capability at once; Support Unknown forgets it.
+// ForGroupVersion implements ScopedServer: the view of this host for gv (the
+// host-wide server itself for the zero GroupVersion).
+func (s *hostState) ForGroupVersion(gv schema.GroupVersion) Server {
+	if gv.Empty() {
+		return s
+	}
+	return &view{set: s.scoped, gv: gv}
+}
+
+// Observe implements Server for the host-wide scope. A later observation
+// replaces an earlier one for the same capability at once; Support Unknown
+// forgets it.
 func (s *hostState) Observe(o Observation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o.Support == Unknown {
-		delete(s.obs, o.Capability)
-		return
-	}
-	s.obs[o.Capability] = observed{support: o.Support, detail: o.Detail, at: s.opts.Clock.Now()}
+	s.obs.record(o, s.opts.Clock.Now())
 }
 
-// Capabilities implements Server. It never fails; see DetectorOptions for when
-// it contacts the server.
+// Capabilities implements Server for the host-wide scope: the version-derived
+// (or Static) beliefs overlaid with the host-wide observations. It never
+// fails; see DetectorOptions for when it contacts the server.
 func (s *hostState) Capabilities(ctx context.Context) Capabilities {
 	base := s.base(ctx)
 
 	s.mu.Lock()
-	now := s.opts.Clock.Now()
-	c := base
-	for k, o := range s.obs {
-		if now.Sub(o.at) >= s.opts.ObservationTTL {
-			delete(s.obs, k)
-			continue
-		}
-		was := c.Support[k]
-		c.Support[k] = o.support
-		c.Basis[k] = BasisObserved
-		reason := "observed"
-		switch {
-		case strings.HasPrefix(o.detail, "observed"):
-			reason = o.detail
-		case o.detail != "":
-			reason += ": " + o.detail
-		}
-		if was != o.support {
-			reason += fmt.Sprintf(" (overrides %s from %s)", was, orNone(base.Reasons[k]))
-		}
-		c.Reasons[k] = reason
-	}
-	if sup, ok := c.Support[TooLargeRVMessage]; ok {
-		c.TooLargeRVByMessage = sup != No
-	}
-	type change struct {
-		k        Capability
-		from, to Support
-	}
+	c := s.obs.overlay(base, s.opts.Clock.Now(), s.opts.ObservationTTL, "")
 	var changes []change
 	for k, sup := range c.Support {
 		if prev := s.reported[k]; prev != sup {
@@ -275,23 +272,8 @@ func (s *hostState) Capabilities(ctx context.Context) Capabilities {
 	}
 	s.mu.Unlock()
 
-	if len(changes) > 0 {
-		logger := klog.FromContext(ctx)
-		host := redactHost(s.host)
-		for _, ch := range changes {
-			logger.V(2).Info("apiserver capability belief changed", "host", host, "capability", string(ch.k),
-				"from", ch.from.String(), "to", ch.to.String(), "reason", c.Reasons[ch.k])
-			s.opts.Metrics.Fallback(host, "compat:"+string(ch.k)+"="+ch.to.String())
-		}
-	}
+	report(ctx, s.opts.Metrics, redactHost(s.host), schema.GroupVersion{}, changes, c.Reasons)
 	return c.Clone()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "nothing"
-	}
-	return s
 }
 
 // base returns the capabilities from the version (or the static ones),

@@ -245,10 +245,10 @@ func TestDetectorContradictionReplacesAtOnce(t *testing.T) {
 		}
 	}
 	want := []string{
-		"https://ha:6443 compat:resourceVersionMatch=no",
-		"https://ha:6443 compat:resourceVersionMatch=yes",
-		"https://ha:6443 compat:resourceVersionMatch=no",
-		"https://ha:6443 compat:resourceVersionMatch=yes",
+		"compat compat:resourceVersionMatch=no",
+		"compat compat:resourceVersionMatch=yes",
+		"compat compat:resourceVersionMatch=no",
+		"compat compat:resourceVersionMatch=yes",
 	}
 	if got := rec.take(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("belief-change metrics:\n%s\nwant (one per change, none for a repeated answer):\n%s",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/steadywatch/steadywatch/compat"
 )
 
@@ -53,4 +55,36 @@ func ExampleDetector() {
 	// version v1.34.4: WatchList is on by default since v1.34 (a cluster may disable it: verify)
 	// no false
 	// v1.34.4 resourceVersionMatch=yes watchBookmarks=yes streamingList=no(observed) consistentListFromCache=yes tooLargeRVByMessage=no
+}
+
+func ExampleForGroupVersion() {
+	ctx := context.Background()
+	d := compat.NewDetector(compat.DetectorOptions{})
+	host := d.For("https://10.0.0.1:6443", func(ctx context.Context) (string, error) {
+		return "v1.34.4", nil // one GET /version per host, whatever the number of views
+	})
+
+	// One view per API group/version a lister or reflector serves.
+	core := compat.ForGroupVersion(host, schema.GroupVersion{Version: "v1"})
+	metricsAPI := compat.ForGroupVersion(host, schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"})
+
+	// The aggregated apiserver behind metrics.k8s.io ignores sendInitialEvents:
+	// the initial-events-end bookmark never came.
+	metricsAPI.Observe(compat.Observation{
+		Capability: compat.StreamingList,
+		Support:    compat.No,
+		Detail:     "no initial-events-end bookmark within 5s",
+	})
+
+	for _, s := range []compat.Server{core, metricsAPI, host} {
+		c := s.Capabilities(ctx)
+		fmt.Printf("%q: streamingList=%s (%s)\n", c.GroupVersion, c.Get(compat.StreamingList), c.Basis[compat.StreamingList])
+	}
+	fmt.Println(compat.MetricsNameFor(schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}),
+		compat.ReasonFor(compat.StreamingList, compat.No))
+	// Output:
+	// "v1": streamingList=yes (gate-default)
+	// "metrics.k8s.io/v1beta1": streamingList=no (observed)
+	// "": streamingList=yes (gate-default)
+	// compat/metrics.k8s.io/v1beta1 compat:streamingList=no
 }

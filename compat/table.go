@@ -17,8 +17,9 @@ type Row struct {
 	Basis   Basis
 	// Reason is the human explanation copied into Capabilities.Reasons.
 	Reason string
-	// Source cites where the fact comes from (a seed, a Kubernetes source file, a PR, or a
-	// behaviour verified on a real server).
+	// Source cites where the fact comes from, by public name: KEP-2523, the
+	// Kubernetes API Concepts page, a Kubernetes source file, a GitHub issue or
+	// PR, or this project's tests against real apiservers.
 	Source string
 }
 
@@ -26,13 +27,19 @@ func ver(major, minor, patch int) Version { return Version{Major: major, Minor: 
 
 // Sources cited by the table.
 const (
-	srcKEP2523       = "seed 001 (KEP-2523: servers before v1.19 ignore resourceVersionMatch); k8s.io/apimachinery ListOptions.ResourceVersionMatch"
-	srcReal118       = "verified on a real v1.18.19 apiserver (project notes real-apiservers.md: resourceVersionMatch and sendInitialEvents silently ignored)"
-	srcBookmarks     = "kubernetes/enhancements#956 (WatchBookmark alpha 1.15, beta 1.16, GA 1.17 via kubernetes/kubernetes#83195); seed 004 (bookmarks)"
-	srcWatchListGate = "k8s.io/apiserver pkg/features WatchList versioned specs (1.27 alpha off, 1.32 beta on, 1.33 beta off, 1.34 beta on)"
-	srcWatchList422  = "project notes real-apiservers.md (1.19-1.26 answer 422 to resourceVersionMatch on watch; 1.27+ with WatchList off answer 422)"
-	srcCLFCGate      = "k8s.io/apiserver pkg/features ConsistentListFromCache versioned specs (1.28 alpha off, 1.31 beta on, 1.34 GA locked)"
-	srcTooLarge      = "client-go tools/cache/reflector.go isTooLargeResourceVersionError (message form before 1.17.0 and 1.17.0-1.18.5); kubernetes/kubernetes#92537"
+	srcKEP2523 = "KEP-2523, consistent resource version semantics " +
+		"(https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/2523-consistent-resource-version-semantics): " +
+		"resourceVersionMatch is new in v1.19, older servers ignore it; Kubernetes API Concepts, Resource versions " +
+		"(https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions); k8s.io/apimachinery ListOptions.ResourceVersionMatch"
+	srcReal118   = "this project's e2e suite against a real v1.18.19 apiserver (e2e/smoke: resourceVersionMatch and sendInitialEvents are silently ignored)"
+	srcBookmarks = "kubernetes/enhancements#956 (WatchBookmark alpha 1.15, beta 1.16, GA 1.17 via kubernetes/kubernetes#83195); " +
+		"Kubernetes API Concepts, Watch bookmarks (https://kubernetes.io/docs/reference/using-api/api-concepts/#watch-bookmarks)"
+	srcWatchListGate = "k8s.io/apiserver pkg/features WatchList versioned specs (1.27 alpha off, 1.32 beta on, 1.33 beta off, 1.34 beta on); " +
+		"Kubernetes API Concepts, Streaming lists (https://kubernetes.io/docs/reference/using-api/api-concepts/#streaming-lists)"
+	srcWatchList422 = "k8s.io/apimachinery pkg/apis/meta/internalversion/validation ValidateListOptions (1.19-1.26 answer 422 to resourceVersionMatch on a watch; 1.27+ with WatchList off answer 422); " +
+		"this project's compatibility matrix, docs/compatibility.md (v1.33.13 falls back)"
+	srcCLFCGate = "k8s.io/apiserver pkg/features ConsistentListFromCache versioned specs (1.28 alpha off, 1.31 beta on, 1.34 GA locked)"
+	srcTooLarge = "client-go tools/cache/reflector.go isTooLargeResourceVersionError (message form before 1.17.0 and 1.17.0-1.18.5); kubernetes/kubernetes#92537"
 )
 
 // Table is the capability table: version ranges to support, one capability per
