@@ -3,6 +3,8 @@ package lister
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -25,7 +27,15 @@ type Options struct {
 	PageSize int64
 	// Metrics receives one List per call and one Fallback per event. Default metrics.Nop.
 	Metrics metrics.Recorder
-	// Name labels logs and metrics, e.g. "v1/configmaps". Default "lister".
+	// Resource is the group/version/resource listed (ResourceOf derives it
+	// from an example object). It scopes what the lister learns about the
+	// server to that API group/version (compat.ForGroupVersion: an aggregated
+	// API or a CRD that ignores a parameter says nothing about core
+	// resources) and names logs and metrics. Default: unknown (evidence is
+	// host-wide, Name "lister").
+	Resource schema.GroupVersionResource
+	// Name labels logs and metrics. Default: Resource as "v1/configmaps" or
+	// "apps/v1/deployments", else "lister". Keep it low-cardinality.
 	Name string
 	// LabelSelector and FieldSelector are sent with every request.
 	LabelSelector, FieldSelector string
@@ -55,6 +65,16 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Server == nil {
 		o.Server = compat.Static(compat.Capabilities{})
+	}
+	if !o.Resource.Empty() {
+		if _, scoped := o.Server.(compat.ScopedServer); scoped {
+			// Detector and Static servers keep evidence per group/version; a
+			// Server of the caller's own is used as given.
+			o.Server = compat.ForGroupVersion(o.Server, o.Resource.GroupVersion())
+		}
+		if o.Name == "" {
+			o.Name = ResourceName(o.Resource)
+		}
 	}
 	o.Policy = o.Policy.WithDefaults()
 	if o.PageSize <= 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"github.com/steadywatch/steadywatch/compat"
@@ -41,9 +42,17 @@ type ListFunc func(ctx context.Context, q fallback.Query) (runtime.Object, error
 // Options configures a Reflector. The zero value is a safe default for
 // every field; each field says its default and the trade-off of changing it.
 type Options struct {
-	// Name identifies the reflector in logs and metrics. Default: the
-	// expected type's description (e.g. "*v1.ConfigMap").
+	// Name identifies the reflector in logs and metrics. Default: Resource
+	// as "v1/configmaps" when known, else the expected type's description
+	// (e.g. "*v1.ConfigMap").
 	Name string
+
+	// Resource is the group/version/resource reflected. Default: derived
+	// from the expected type (lister.ResourceOf). It scopes what is learned
+	// about the server (streaming lists, resourceVersionMatch) to that API
+	// group/version: a CRD or aggregated API that does not stream lists
+	// leaves core resources streaming.
+	Resource schema.GroupVersionResource
 
 	// Server says what the apiserver supports (compat). Default nil: every
 	// capability is Unknown, so the reflector never uses a streaming list and

@@ -113,7 +113,19 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 			}
 		}
 	}
+	if o.Resource.Empty() {
+		o.Resource, _ = lister.ResourceOf(expectedType)
+	}
+	if _, scoped := o.Server.(compat.ScopedServer); scoped && !o.Resource.Empty() {
+		// Detector and Static servers keep evidence per group/version; a
+		// Server of the caller's own is used as given.
+		o.Server = compat.ForGroupVersion(o.Server, o.Resource.GroupVersion())
+	}
+	r.o = o
 	r.name = o.Name
+	if r.name == "" && !o.Resource.Empty() {
+		r.name = lister.ResourceName(o.Resource)
+	}
 	if r.name == "" {
 		switch {
 		case r.expectedGVK != nil:
@@ -152,6 +164,9 @@ func (r *Reflector) listerOptions() lister.Options {
 	}
 	if lo.InitialEventsTimeout == 0 {
 		lo.InitialEventsTimeout = r.o.InitialEventsTimeout
+	}
+	if lo.Resource.Empty() {
+		lo.Resource = r.o.Resource
 	}
 	lo.LastObservedRV = r.LastSyncResourceVersion
 	return lo
