@@ -42,12 +42,12 @@ type Server[T runtime.Object] struct {
 
 	mu        sync.Mutex
 	rv        uint64
-	compactRV uint64           // history at or before it is gone; state at it is base
-	base      map[string]T     // state at compactRV
-	history   []change         // rv ascending, every rv > compactRV
-	current   map[string]T     // state at rv
-	faults    Faults           // guarded by mu
-	throttled int              // requests answered 429 so far
+	compactRV uint64       // history at or before it is gone; state at it is base
+	base      map[string]T // state at compactRV
+	history   []change     // rv ascending, every rv > compactRV
+	current   map[string]T // state at rv
+	faults    Faults       // guarded by mu
+	throttled int          // requests answered 429 so far
 	watchers  map[*serverWatch]struct{}
 	log       []Request
 	uid       uint64
