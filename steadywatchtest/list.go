@@ -21,10 +21,17 @@ import (
 
 // Messages of a real apiserver's errors.
 const (
-	// MsgContinueExpired is the message of a 410 answering a continue token
-	// whose snapshot was compacted (k8s.io/apiserver's etcd3 store).
-	MsgContinueExpired = "The provided continue parameter is too old to display a consistent list result. " +
-		"You can start a new list without the continue parameter, or use the continue value from the response to get a list at the current resource version."
+	// MsgContinueExpired is the message of the 410 answering a continue
+	// token whose snapshot was compacted (k8s.io/apiserver's etcd3 store);
+	// its ListMeta.continue holds a token for the rest of the list at the
+	// current resourceVersion.
+	MsgContinueExpired = "The provided continue parameter is too old " +
+		"to display a consistent list result. You can start a new list without " +
+		"the continue parameter, or use the continue token in this response to " +
+		"retrieve the remainder of the results. Continuing with the provided " +
+		"token results in an inconsistent list - objects that were created, " +
+		"modified, or deleted between the time the first chunk was returned " +
+		"and now may show up in the list."
 )
 
 // List serves a list request for all namespaces, like GET
@@ -115,17 +122,20 @@ func (s *Server[T]) listContinue(ns string, o metav1.ListOptions, sel selectors,
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	}
-	if tok.RV < s.compactRV {
+	rv := uint64(tok.RV)
+	switch {
+	case tok.RV == -1: // the etcd3 store's "continue at the latest revision"
+		rv = s.rv
+	case rv < s.compactRV:
 		// As the etcd3 store: 410, with a token for the rest of the list at
-		// the current resourceVersion (an inconsistent continuation).
+		// the latest resourceVersion (an inconsistent continuation).
 		err := apierrors.NewResourceExpired(MsgContinueExpired)
-		err.ErrStatus.ListMeta.Continue = encodeContinue(continueToken{RV: s.rv, Start: tok.Start})
+		err.ErrStatus.ListMeta.Continue = encodeContinue(continueToken{RV: -1, Start: tok.Start})
 		return nil, err
-	}
-	if tok.RV > s.rv {
+	case rv > s.rv:
 		return nil, apierrors.NewBadRequest("invalid continue token: resourceVersion newer than the store")
 	}
-	obj, err := s.page(ns, tok.RV, tok.Start, o.Limit, sel, req)
+	obj, err := s.page(ns, rv, tok.Start, o.Limit, sel, req)
 	if err == nil && s.faults.RepeatContinueToken {
 		lm, _ := meta.ListAccessor(obj)
 		lm.SetContinue(o.Continue)
@@ -161,7 +171,7 @@ func (s *Server[T]) page(ns string, rv uint64, start string, limit int64, sel se
 	}
 	lm.SetResourceVersion(format(rv))
 	if more > 0 {
-		lm.SetContinue(encodeContinue(continueToken{RV: rv, Start: last}))
+		lm.SetContinue(encodeContinue(continueToken{RV: int64(rv), Start: last}))
 		if sel.empty() { // the etcd3 store counts only without selectors
 			lm.SetRemainingItemCount(&more)
 		}
@@ -218,11 +228,12 @@ func tooOld(rv, compacted uint64) *apierrors.StatusError {
 	return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, compacted))
 }
 
-// continueToken is the apiserver's token shape: base64 of
-// {"v":"meta.k8s.io/v1","rv":N,"start":"key"}. Clients must treat it as opaque.
+// continueToken has the apiserver's token shape (k8s.io/apiserver's
+// storage.EncodeContinue): base64 of {"v":"meta.k8s.io/v1","rv":N,"start":"key"}.
+// Here start is the last key served. Clients must treat tokens as opaque.
 type continueToken struct {
 	V     string `json:"v"`
-	RV    uint64 `json:"rv"`
+	RV    int64  `json:"rv"` // -1: the latest revision
 	Start string `json:"start"`
 }
 
@@ -241,7 +252,7 @@ func decodeContinue(s string) (continueToken, error) {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return t, err
 	}
-	if t.V != "meta.k8s.io/v1" || t.RV == 0 {
+	if t.V != "meta.k8s.io/v1" || t.RV == 0 || t.RV < -1 {
 		return t, fmt.Errorf("unknown token version %q or resourceVersion %d", t.V, t.RV)
 	}
 	return t, nil
