@@ -1,4 +1,4 @@
-package steadywatchtest
+package steadywatchtest_test
 
 import (
 	"context"
@@ -14,13 +14,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type cmServer = Server[*corev1.ConfigMap]
+type cmServer = steadywatchtest.Server[*corev1.ConfigMap]
 
-func newCM(o Options) *cmServer { return New[*corev1.ConfigMap, *corev1.ConfigMapList](o) }
+// withObjects returns a server with faults f holding the ConfigMaps ns/names.
+func withObjects(t *testing.T, f steadywatchtest.Faults, names ...string) *cmServer {
+	t.Helper()
+	s := newCM(steadywatchtest.Options{Faults: f})
+	for _, n := range names {
+		s.MustCreate(cm("ns", n))
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newCM(o steadywatchtest.Options) *cmServer {
+	return steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](o)
+}
 
 func cm(ns, name string, lbls ...string) *corev1.ConfigMap {
 	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -35,7 +50,7 @@ func cm(ns, name string, lbls ...string) *corev1.ConfigMap {
 
 // history builds the store every table uses: a@1 b@2 c@3 (namespace ns),
 // then a updated @4 and b deleted @5. Current state: a@4, c@3.
-func history(t *testing.T, o Options) *cmServer {
+func history(t *testing.T, o steadywatchtest.Options) *cmServer {
 	t.Helper()
 	s := newCM(o)
 	s.MustCreate(cm("ns", "a", "app", "x"), cm("ns", "b", "app", "y"), cm("ns", "c", "app", "x"))

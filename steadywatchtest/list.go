@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,16 +40,22 @@ func (s *Server[T]) List(ctx context.Context, o metav1.ListOptions) (runtime.Obj
 }
 
 func (s *Server[T]) list(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
+	return serve(ctx, s, VerbList, ns, o, func(req *Request) (runtime.Object, error) { return s.listLocked(ns, o, req) })
+}
+
+// serve runs one request under the lock and logs it.
+func serve[T runtime.Object, R any](ctx context.Context, s *Server[T], verb, ns string, o metav1.ListOptions, fn func(*Request) (R, error)) (R, error) {
+	var zero R
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return zero, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	req := Request{Verb: VerbList, Namespace: ns, Options: o, Served: ServedRejected}
-	obj, err := s.listLocked(ns, o, &req)
-	req.answer(http.StatusOK, err)
+	req := Request{Verb: verb, Namespace: ns, Options: o, Served: ServedRejected}
+	r, err := fn(&req)
+	req.answer(err)
 	s.log = append(s.log, req)
-	return obj, err
+	return r, err
 }
 
 func (s *Server[T]) listLocked(ns string, o metav1.ListOptions, req *Request) (runtime.Object, error) {

@@ -1,4 +1,4 @@
-package steadywatchtest
+package steadywatchtest_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 const (
@@ -26,23 +28,23 @@ func TestListSemantics(t *testing.T) {
 		served    string
 		rv, items string
 	}{
-		{"MostRecent", metav1.ListOptions{}, 200, ServedMostRecent, "5", "a@4 c@3"},
-		{"Any", metav1.ListOptions{ResourceVersion: "0"}, 200, ServedAny, "5", "a@4 c@3"},
-		{"Any with NotOlderThan", metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: nop}, 200, ServedAny, "5", "a@4 c@3"},
-		{"NotOlderThan serves newest", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: nop}, 200, ServedNotOlderThan, "5", "a@4 c@3"},
-		{"NotOlderThan with limit is still NotOlderThan", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: nop, Limit: 10}, 200, ServedNotOlderThan, "5", "a@4 c@3"},
-		{"legacy RV without limit is NotOlderThan", metav1.ListOptions{ResourceVersion: "3"}, 200, ServedNotOlderThan, "5", "a@4 c@3"},
-		{"Exact serves history", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: ex}, 200, ServedExact, "3", "a@1 b@2 c@3"},
-		{"legacy RV with limit is Exact", metav1.ListOptions{ResourceVersion: "3", Limit: 10}, 200, ServedExact, "3", "a@1 b@2 c@3"},
-		{"Exact at the newest", metav1.ListOptions{ResourceVersion: "5", ResourceVersionMatch: ex}, 200, ServedExact, "5", "a@4 c@3"},
-		{"Exact too large", metav1.ListOptions{ResourceVersion: "6", ResourceVersionMatch: ex}, 504, ServedExact, "", ""},
-		{"NotOlderThan too large", metav1.ListOptions{ResourceVersion: "9", ResourceVersionMatch: nop}, 504, ServedNotOlderThan, "", ""},
-		{"garbage resourceVersion", metav1.ListOptions{ResourceVersion: "abc"}, 400, ServedRejected, "", ""},
-		{"label selector", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: ex, LabelSelector: "app=y"}, 200, ServedExact, "3", "b@2"},
-		{"field selector", metav1.ListOptions{FieldSelector: "metadata.name=c"}, 200, ServedMostRecent, "5", "c@3"},
+		{"MostRecent", metav1.ListOptions{}, 200, steadywatchtest.ServedMostRecent, "5", "a@4 c@3"},
+		{"Any", metav1.ListOptions{ResourceVersion: "0"}, 200, steadywatchtest.ServedAny, "5", "a@4 c@3"},
+		{"Any with NotOlderThan", metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: nop}, 200, steadywatchtest.ServedAny, "5", "a@4 c@3"},
+		{"NotOlderThan serves newest", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: nop}, 200, steadywatchtest.ServedNotOlderThan, "5", "a@4 c@3"},
+		{"NotOlderThan with limit is still NotOlderThan", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: nop, Limit: 10}, 200, steadywatchtest.ServedNotOlderThan, "5", "a@4 c@3"},
+		{"legacy RV without limit is NotOlderThan", metav1.ListOptions{ResourceVersion: "3"}, 200, steadywatchtest.ServedNotOlderThan, "5", "a@4 c@3"},
+		{"Exact serves history", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: ex}, 200, steadywatchtest.ServedExact, "3", "a@1 b@2 c@3"},
+		{"legacy RV with limit is Exact", metav1.ListOptions{ResourceVersion: "3", Limit: 10}, 200, steadywatchtest.ServedExact, "3", "a@1 b@2 c@3"},
+		{"Exact at the newest", metav1.ListOptions{ResourceVersion: "5", ResourceVersionMatch: ex}, 200, steadywatchtest.ServedExact, "5", "a@4 c@3"},
+		{"Exact too large", metav1.ListOptions{ResourceVersion: "6", ResourceVersionMatch: ex}, 504, steadywatchtest.ServedExact, "", ""},
+		{"NotOlderThan too large", metav1.ListOptions{ResourceVersion: "9", ResourceVersionMatch: nop}, 504, steadywatchtest.ServedNotOlderThan, "", ""},
+		{"garbage resourceVersion", metav1.ListOptions{ResourceVersion: "abc"}, 400, steadywatchtest.ServedRejected, "", ""},
+		{"label selector", metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: ex, LabelSelector: "app=y"}, 200, steadywatchtest.ServedExact, "3", "b@2"},
+		{"field selector", metav1.ListOptions{FieldSelector: "metadata.name=c"}, 200, steadywatchtest.ServedMostRecent, "5", "c@3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := history(t, Options{})
+			s := history(t, steadywatchtest.Options{})
 			obj, err := s.List(context.Background(), tc.o)
 			if got := code(err); got != tc.code {
 				t.Fatalf("code %d (%v), want %d", got, err, tc.code)
@@ -65,7 +67,7 @@ func TestListSemantics(t *testing.T) {
 }
 
 func TestTooLargeIsTheWatchCacheAnswer(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	_, err := s.List(context.Background(), metav1.ListOptions{ResourceVersion: "6", ResourceVersionMatch: ex})
 	st, ok := err.(apierrors.APIStatus)
 	if !ok || !apierrors.IsTimeout(err) {
@@ -84,7 +86,7 @@ func TestTooLargeIsTheWatchCacheAnswer(t *testing.T) {
 
 // TestListValidation: the query validation of a 1.34 apiserver.
 func TestListValidation(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	first, err := s.List(context.Background(), metav1.ListOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +121,7 @@ func TestListValidation(t *testing.T) {
 }
 
 func TestCompactedExactIsGone(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	if err := s.Compact("4"); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +151,7 @@ func TestCompactedExactIsGone(t *testing.T) {
 // at the first page's resourceVersion, whatever is written in between, with
 // remainingItemCount.
 func TestPaginationIsOneSnapshot(t *testing.T) {
-	s := newCM(Options{})
+	s := newCM(steadywatchtest.Options{})
 	for _, n := range []string{"e", "d", "c", "b", "a"} {
 		s.MustCreate(cm("ns", n))
 	}
@@ -189,7 +191,7 @@ func TestPaginationIsOneSnapshot(t *testing.T) {
 }
 
 func TestContinueOfCompactedSnapshotIsGone(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	ctx := context.Background()
 	first, err := s.List(ctx, metav1.ListOptions{ResourceVersion: "3", ResourceVersionMatch: ex, Limit: 1})
 	if err != nil {
@@ -201,8 +203,8 @@ func TestContinueOfCompactedSnapshotIsGone(t *testing.T) {
 	}
 	_, err = s.List(ctx, metav1.ListOptions{Limit: 1, Continue: tok})
 	st, ok := err.(apierrors.APIStatus)
-	if !ok || !apierrors.IsResourceExpired(err) || st.Status().Message != MsgContinueExpired {
-		t.Fatalf("continue after compaction: %v, want 410 %q", err, MsgContinueExpired)
+	if !ok || !apierrors.IsResourceExpired(err) || st.Status().Message != steadywatchtest.MsgContinueExpired {
+		t.Fatalf("continue after compaction: %v, want 410 %q", err, steadywatchtest.MsgContinueExpired)
 	}
 	// The 410 carries a token for the rest at the current resourceVersion.
 	rest, err := s.List(ctx, metav1.ListOptions{Continue: st.Status().ListMeta.Continue})
@@ -215,7 +217,7 @@ func TestContinueOfCompactedSnapshotIsGone(t *testing.T) {
 }
 
 func TestRemainingItemCountOnlyWithoutSelectors(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	obj, err := s.List(context.Background(), metav1.ListOptions{Limit: 1, LabelSelector: "app=x"})
 	if err != nil {
 		t.Fatal(err)

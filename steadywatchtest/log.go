@@ -49,9 +49,9 @@ type Request struct {
 	Err error
 }
 
-func (r *Request) answer(code int, err error) {
+func (r *Request) answer(err error) {
 	r.Err = err
-	r.Code = code
+	r.Code = http.StatusOK
 	if err != nil {
 		r.Code = http.StatusInternalServerError
 		if s, ok := err.(apierrors.APIStatus); ok && s.Status().Code != 0 {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,18 +22,6 @@ import (
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
-type server = steadywatchtest.Server[*corev1.ConfigMap]
-
-func newServer(t *testing.T, f steadywatchtest.Faults, names ...string) *server {
-	t.Helper()
-	s := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{Faults: f})
-	for _, n := range names {
-		s.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n}})
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
 // eventually polls cond every millisecond until it holds or 10s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -45,7 +32,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func served(s *server, verb string) []string {
+func served(s *cmServer, verb string) []string {
 	var out []string
 	for _, r := range s.Requests() {
 		if r.Verb == verb {
@@ -60,7 +47,7 @@ func served(s *server, verb string) []string {
 // as client-go's reflector asks), watches from the list's resourceVersion
 // and sees later writes.
 func TestStockInformerSyncsBehindFakeClientset(t *testing.T) {
-	s := newServer(t, steadywatchtest.Faults{}, "a", "b")
+	s := withObjects(t, steadywatchtest.Faults{}, "a", "b")
 	cs := fake.NewClientset()
 	s.Install(&cs.Fake, "configmaps")
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("ns"))
@@ -90,7 +77,7 @@ func TestStockInformerSyncsBehindFakeClientset(t *testing.T) {
 // plain cache.ListerWatcher stream their initial list; the server answers
 // with the annotated bookmark, so the informer syncs without any list.
 func TestStockInformerStreamsItsInitialList(t *testing.T) {
-	s := newServer(t, steadywatchtest.Faults{}, "a", "b")
+	s := withObjects(t, steadywatchtest.Faults{}, "a", "b")
 	inf := cache.NewSharedIndexInformer(s.ListerWatcher(), &corev1.ConfigMap{}, 0, cache.Indexers{})
 	runInformer(t, inf)
 	eventually(t, "informer synced", inf.HasSynced)
@@ -109,7 +96,7 @@ func TestStockInformerStreamsItsInitialList(t *testing.T) {
 // line (Faults: V118): the stock informer waits for an end bookmark that
 // never comes; the SDK's informer detects it and lists instead.
 func TestV118StockHangsSteadywatchSyncs(t *testing.T) {
-	s := newServer(t, steadywatchtest.V118(), "a", "b")
+	s := withObjects(t, steadywatchtest.V118(), "a", "b")
 	stock := cache.NewSharedIndexInformer(s.ListerWatcher(), &corev1.ConfigMap{}, 0, cache.Indexers{})
 	runInformer(t, stock)
 	eventually(t, "the stock informer's streaming list is open", func() bool { return s.Watches() == 1 })
@@ -120,7 +107,7 @@ func TestV118StockHangsSteadywatchSyncs(t *testing.T) {
 		t.Fatal("stock informer synced without the initial-events-end bookmark")
 	}
 
-	s2 := newServer(t, steadywatchtest.V118(), "a", "b")
+	s2 := withObjects(t, steadywatchtest.V118(), "a", "b")
 	sdk := reflector.NewSharedIndexInformerWithOptions(s2.ListerWatcher(), &corev1.ConfigMap{},
 		cache.SharedIndexInformerOptions{}, lister.Options{InitialEventsTimeout: 20 * time.Millisecond})
 	runInformer(t, sdk)
@@ -151,55 +138,26 @@ func TestListerSemantics(t *testing.T) {
 			q         lister.Query
 			rv, items string
 		}{
-			{"MostRecent", lister.MostRecent(), "5", "a c"},
-			{"MostRecent paginated", lister.MostRecent().WithLimit(1), "5", "a c"},
-			{"Any", lister.Any(), "5", "a c"},
-			{"NotOlderThan", lister.NotOlderThan("3"), "5", "a c"},
-			{"Exact", lister.Exact("3"), "3", "a b c"},
-			{"Exact paginated", lister.Exact("3").WithLimit(1), "3", "a b c"},
+			{"MostRecent", lister.MostRecent(), "5", "a@4 c@3"},
+			{"MostRecent paginated", lister.MostRecent().WithLimit(1), "5", "a@4 c@3"},
+			{"Any", lister.Any(), "5", "a@4 c@3"},
+			{"NotOlderThan", lister.NotOlderThan("3"), "5", "a@4 c@3"},
+			{"Exact", lister.Exact("3"), "3", "a@1 b@2 c@3"},
+			{"Exact paginated", lister.Exact("3").WithLimit(1), "3", "a@1 b@2 c@3"},
 		} {
 			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
-				s := history(t, f.faults)
+				s := history(t, steadywatchtest.Options{Faults: f.faults})
 				l := lister.New(s, lister.Options{Policy: fastPolicy()})
 				obj, rec, err := l.List(context.Background(), tc.q)
 				if err != nil {
 					t.Fatalf("list: %v (requests %+v)", err, s.Requests())
 				}
-				if rec.ServedResourceVersion != tc.rv || names(t, obj) != tc.items {
-					t.Errorf("served %s %q, want %s %q", rec.ServedResourceVersion, names(t, obj), tc.rv, tc.items)
+				if rec.ServedResourceVersion != tc.rv || items(t, obj) != tc.items {
+					t.Errorf("served %s %q, want %s %q", rec.ServedResourceVersion, items(t, obj), tc.rv, tc.items)
 				}
 			})
 		}
 	}
-}
-
-// history: a, b, c created (1-3), a updated (4), b deleted (5).
-func history(t *testing.T, f steadywatchtest.Faults) *server {
-	t.Helper()
-	s := newServer(t, f, "a", "b", "c")
-	a, _ := s.Get("ns", "a")
-	a.Data = map[string]string{"v": "2"}
-	if _, err := s.Update(a); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Delete("ns", "b"); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func names(t *testing.T, obj runtime.Object) string {
-	t.Helper()
-	objs, err := meta.ExtractList(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, o := range objs {
-		m, _ := meta.Accessor(o)
-		out = append(out, m.GetName())
-	}
-	return strings.Join(out, " ")
 }
 
 func fastPolicy() fallback.Policy {
@@ -210,7 +168,7 @@ func fastPolicy() fallback.Policy {
 // so a compacted resourceVersion is 410; the lister retries newer (rule 1)
 // and never serves older data.
 func TestListerRule1OnV118(t *testing.T) {
-	s := history(t, steadywatchtest.V118())
+	s := history(t, steadywatchtest.Options{Faults: steadywatchtest.V118()})
 	if err := s.Compact("4"); err != nil {
 		t.Fatal(err)
 	}
@@ -229,12 +187,12 @@ func TestListerRule1OnV118(t *testing.T) {
 // TestListerRestartsOnExpiredContinue: a compaction between two pages
 // expires the token; ListPages restarts the list (never stitches).
 func TestListerRestartsOnExpiredContinue(t *testing.T) {
-	s := history(t, steadywatchtest.Faults{})
+	s := history(t, steadywatchtest.Options{})
 	var pages []string
 	restarts, compacted := 0, false
 	rec, err := lister.New(s, lister.Options{Policy: fastPolicy()}).ListPages(context.Background(), lister.MostRecent().WithLimit(1),
 		func(p runtime.Object) error {
-			pages = append(pages, names(t, p))
+			pages = append(pages, items(t, p))
 			if !compacted {
 				compacted = true
 				touch(t, s, "c")
@@ -245,17 +203,8 @@ func TestListerRestartsOnExpiredContinue(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ListPages: %v", err)
 	}
-	if restarts != 1 || rec.Restarts != 1 || strings.Join(pages, ",") != "a,c" || rec.ServedResourceVersion != "6" {
-		t.Errorf("restarts %d/%d pages %v served %s, want 1 restart, pages a,c at 6", restarts, rec.Restarts, pages, rec.ServedResourceVersion)
-	}
-}
-
-func touch(t *testing.T, s *server, name string) {
-	t.Helper()
-	o, _ := s.Get("ns", name)
-	o.Data = map[string]string{"t": time.Now().String()}
-	if _, err := s.Update(o); err != nil {
-		t.Fatal(err)
+	if restarts != 1 || rec.Restarts != 1 || strings.Join(pages, ",") != "a@4,c@6" || rec.ServedResourceVersion != "6" {
+		t.Errorf("restarts %d/%d pages %v served %s, want 1 restart, pages a@4,c@6 at 6", restarts, rec.Restarts, pages, rec.ServedResourceVersion)
 	}
 }
 
@@ -263,7 +212,7 @@ func touch(t *testing.T, s *server, name string) {
 // writes, and after its watch ends and its resourceVersion is compacted (the
 // re-watch gets a 410 inside the stream) relists NotOlderThan and converges.
 func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
-	s := history(t, steadywatchtest.Faults{})
+	s := history(t, steadywatchtest.Options{})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{
 		Backoff: reflector.BackoffOptions{Initial: time.Millisecond, Max: 5 * time.Millisecond},
@@ -317,7 +266,7 @@ func sameSet(a, b string) bool {
 // lister detects repeated tokens; remove the Skip then.
 func TestListerStopsOnRepeatedContinueToken(t *testing.T) {
 	t.Skip("lister does not detect a repeated continue token yet: it pages until its context ends")
-	s := history(t, steadywatchtest.Faults{RepeatContinueToken: true})
+	s := history(t, steadywatchtest.Options{Faults: steadywatchtest.Faults{RepeatContinueToken: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _, err := lister.New(s, lister.Options{Policy: fastPolicy()}).List(ctx, lister.MostRecent().WithLimit(1))

@@ -1,4 +1,4 @@
-package steadywatchtest
+package steadywatchtest_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // TestUnstructured: lists are UnstructuredLists of kind <Kind>List and
@@ -15,7 +17,7 @@ import (
 // whose GVK is not the expected one).
 func TestUnstructured(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
-	s := NewUnstructured(gvk, Options{})
+	s := steadywatchtest.NewUnstructured(gvk, steadywatchtest.Options{})
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	u.SetNamespace("ns")
@@ -48,7 +50,7 @@ func TestUnstructured(t *testing.T) {
 }
 
 func TestUpdateConflictsAndNotFound(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	a, _ := s.Get("ns", "a")
 	a.ResourceVersion = "1"
 	if _, err := s.Update(a); code(err) != 409 {

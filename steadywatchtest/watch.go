@@ -2,7 +2,6 @@ package steadywatchtest
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"time"
 
@@ -23,15 +22,7 @@ func (s *Server[T]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inte
 }
 
 func (s *Server[T]) watch(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	req := Request{Verb: VerbWatch, Namespace: ns, Options: o, Served: ServedRejected}
-	w, err := s.watchLocked(ctx, ns, o, &req)
-	req.answer(http.StatusOK, err)
-	s.log = append(s.log, req)
+	w, err := serve(ctx, s, VerbWatch, ns, o, func(req *Request) (*serverWatch, error) { return s.watchLocked(ctx, ns, o, req) })
 	if err != nil {
 		return nil, err
 	}
@@ -324,27 +315,27 @@ func (w *serverWatch) run(ctx context.Context, timeout <-chan time.Time, every t
 		defer t.Stop()
 		ticks = t.C
 	}
+	var pending *watch.Event
 	for {
-		it, ok := w.pop()
-		if !ok {
-			select {
-			case <-w.notify:
-			case <-ticks:
-				tick(w)
-			case <-w.stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-timeout:
-				return
+		if pending == nil {
+			if it, ok := w.pop(); ok {
+				if it.close {
+					return
+				}
+				pending = &it.ev
 			}
-			continue
 		}
-		if it.close {
-			return
+		var out chan<- watch.Event // nil (never ready) while nothing is pending
+		var ev watch.Event
+		if pending != nil {
+			out, ev = w.out, *pending
 		}
 		select {
-		case w.out <- it.ev:
+		case out <- ev:
+			pending = nil
+		case <-w.notify:
+		case <-ticks:
+			tick(w)
 		case <-w.stop:
 			return
 		case <-ctx.Done():

@@ -1,4 +1,4 @@
-package steadywatchtest
+package steadywatchtest_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // TestWatchSemantics walks the watch table of Kubernetes API Concepts,
@@ -22,18 +24,18 @@ func TestWatchSemantics(t *testing.T) {
 		served string
 		first  []string
 	}{
-		{"most recent: state then changes", metav1.ListOptions{}, ServedWatchState, []string{"ADDED a@4", "ADDED c@3"}},
-		{"any: state then changes", metav1.ListOptions{ResourceVersion: "0"}, ServedWatchState, []string{"ADDED a@4", "ADDED c@3"}},
-		{"exact: changes after the resourceVersion", metav1.ListOptions{ResourceVersion: "2"}, ServedWatchFrom, []string{"ADDED c@3", "MODIFIED a@4", "DELETED b@5"}},
-		{"exact at the newest: nothing before the update", metav1.ListOptions{ResourceVersion: "5"}, ServedWatchFrom, nil},
-		{"streaming list ends with the annotated bookmark", streaming(""), ServedStreamingList, []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
-		{"streaming list not older than 3", streaming("3"), ServedStreamingList, []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
-		{"streaming list without allowWatchBookmarks has no bookmark", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(true)}, ServedStreamingList, []string{"ADDED a@4", "ADDED c@3"}},
-		{"sendInitialEvents=false from the newest: no state", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(false)}, ServedWatchFrom, nil},
-		{"label selector", metav1.ListOptions{ResourceVersion: "0", LabelSelector: "app=x", FieldSelector: "metadata.name=c"}, ServedWatchState, []string{"ADDED c@3"}},
+		{"most recent: state then changes", metav1.ListOptions{}, steadywatchtest.ServedWatchState, []string{"ADDED a@4", "ADDED c@3"}},
+		{"any: state then changes", metav1.ListOptions{ResourceVersion: "0"}, steadywatchtest.ServedWatchState, []string{"ADDED a@4", "ADDED c@3"}},
+		{"exact: changes after the resourceVersion", metav1.ListOptions{ResourceVersion: "2"}, steadywatchtest.ServedWatchFrom, []string{"ADDED c@3", "MODIFIED a@4", "DELETED b@5"}},
+		{"exact at the newest: nothing before the update", metav1.ListOptions{ResourceVersion: "5"}, steadywatchtest.ServedWatchFrom, nil},
+		{"streaming list ends with the annotated bookmark", streaming(""), steadywatchtest.ServedStreamingList, []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
+		{"streaming list not older than 3", streaming("3"), steadywatchtest.ServedStreamingList, []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
+		{"streaming list without allowWatchBookmarks has no bookmark", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(true)}, steadywatchtest.ServedStreamingList, []string{"ADDED a@4", "ADDED c@3"}},
+		{"sendInitialEvents=false from the newest: no state", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(false)}, steadywatchtest.ServedWatchFrom, nil},
+		{"label selector", metav1.ListOptions{ResourceVersion: "0", LabelSelector: "app=x", FieldSelector: "metadata.name=c"}, steadywatchtest.ServedWatchState, []string{"ADDED c@3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := history(t, Options{})
+			s := history(t, steadywatchtest.Options{})
 			w := watchOf(t, s, tc.o)
 			got := take(t, w, len(tc.first))
 			if strings.Join(got, ",") != strings.Join(tc.first, ",") {
@@ -63,7 +65,7 @@ func TestWatchValidationAndErrors(t *testing.T) {
 		{"garbage resourceVersion", metav1.ListOptions{ResourceVersion: "x"}, 400, "invalid resource version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := history(t, Options{})
+			s := history(t, steadywatchtest.Options{})
 			w, err := s.Watch(context.Background(), tc.o)
 			if w != nil {
 				w.Stop()
@@ -81,7 +83,7 @@ func TestWatchValidationAndErrors(t *testing.T) {
 // TestWatchFromCompactedIsGoneInsideTheStream: the watch cache answers a
 // compacted resourceVersion with HTTP 200 and one ERROR event (410 Expired).
 func TestWatchFromCompactedIsGoneInsideTheStream(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	if err := s.Compact("4"); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestWatchFromCompactedIsGoneInsideTheStream(t *testing.T) {
 // TestWatchSelectorTransitions: an object leaving a watch's selector is
 // DELETED, one entering it ADDED, as the watch cache sends them.
 func TestWatchSelectorTransitions(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	w := watchOf(t, s, metav1.ListOptions{ResourceVersion: "5", LabelSelector: "app=x"})
 	c, _ := s.Get("ns", "c")
 	c.Labels["app"] = "z"
@@ -124,7 +126,7 @@ func TestWatchSelectorTransitions(t *testing.T) {
 }
 
 func TestNamespaceView(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	s.MustCreate(cm("other", "z"))
 	obj, err := s.InNamespace("other").List(context.Background(), metav1.ListOptions{})
 	if err != nil || items(t, obj) != "z@6" {
@@ -156,7 +158,7 @@ func TestWatchEnds(t *testing.T) {
 		{"Close", metav1.ListOptions{}, func(s *cmServer, _ watch.Interface, _ context.CancelFunc) { s.Close() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := history(t, Options{})
+			s := history(t, steadywatchtest.Options{})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			w, err := s.Watch(ctx, tc.o)
@@ -186,7 +188,7 @@ func TestWatchEnds(t *testing.T) {
 }
 
 func TestBookmarks(t *testing.T) {
-	s := history(t, Options{})
+	s := history(t, steadywatchtest.Options{})
 	with := watchOf(t, s, metav1.ListOptions{ResourceVersion: "5", AllowWatchBookmarks: true})
 	without := watchOf(t, s, metav1.ListOptions{ResourceVersion: "5"})
 	s.Bookmark()
@@ -198,7 +200,7 @@ func TestBookmarks(t *testing.T) {
 		t.Errorf("watch without allowWatchBookmarks: %q first, want the update", got)
 	}
 
-	p := history(t, Options{BookmarkInterval: 5 * time.Millisecond})
+	p := history(t, steadywatchtest.Options{BookmarkInterval: 5 * time.Millisecond})
 	w := watchOf(t, p, metav1.ListOptions{ResourceVersion: "5", AllowWatchBookmarks: true})
 	if got := take(t, w, 2); strings.Join(got, ",") != "BOOKMARK @5,BOOKMARK @5" {
 		t.Errorf("periodic: %q, want two bookmarks", got)
@@ -208,7 +210,7 @@ func TestBookmarks(t *testing.T) {
 // TestConcurrentWritersAndWatchers: under -race, every watch sees every
 // write once, in resourceVersion order, and lists stay consistent.
 func TestConcurrentWritersAndWatchers(t *testing.T) {
-	s := newCM(Options{})
+	s := newCM(steadywatchtest.Options{})
 	const writers, writes = 4, 50
 	var ws []watch.Interface
 	for range 3 {
@@ -243,7 +245,7 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 			last = rv
 		}
 	}
-	if got := s.Count(VerbList); got != writers*writes/10 {
+	if got := s.Count(steadywatchtest.VerbList); got != writers*writes/10 {
 		t.Errorf("%d lists logged, want %d", got, writers*writes/10)
 	}
 }
