@@ -2,6 +2,7 @@ package steadywatchtest
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -86,7 +87,8 @@ func (s *Server[T]) startWatch(w *serverWatch, o metav1.ListOptions, req *Reques
 	switch {
 	case f.GoneOnEveryWatch:
 		req.Served = ServedWatchFrom
-		w.push(item{ev: errorEvent(apierrors.NewResourceExpired("too old resource version: " + o.ResourceVersion))}, item{close: true})
+		rv, _ := strconv.ParseUint(o.ResourceVersion, 10, 64) // "" and "0" read as 0
+		w.push(item{ev: errorEvent(tooOld(rv, s.rv))}, item{close: true})
 		return nil
 	case f.EmptyWatches:
 		req.Served = ServedWatchFrom
