@@ -16,6 +16,13 @@ type Faults struct {
 	// Compatibility", obliges clients to tolerate exactly this.
 	IgnoreResourceVersionMatch bool
 
+	// NameListsFromNewest answers a list whose field selector names one
+	// object (metadata.name=N) from that object's newest revision, ignoring
+	// resourceVersion and limit, as v1.18 does (k8s.io/apiserver v0.18's
+	// registry Store.List turns it into a GetToList; observed on a real
+	// v1.18.19): such a list is never Exact there.
+	NameListsFromNewest bool
+
 	// IgnoreSendInitialEvents drops sendInitialEvents from watch requests:
 	// a streaming list becomes a plain watch (ADDED events of the current
 	// state for resourceVersion "" or "0") and never ends with the
@@ -96,6 +103,9 @@ type Faults struct {
 	StaleEvent bool
 }
 
-// V118 returns the faults of a v1.18 apiserver: it ignores resourceVersionMatch and
-// sendInitialEvents (the last minor before KEP-2523's parameter).
-func V118() Faults { return Faults{IgnoreResourceVersionMatch: true, IgnoreSendInitialEvents: true} }
+// V118 returns the faults of a v1.18 apiserver, the last minor before
+// KEP-2523's parameter: it ignores resourceVersionMatch and
+// sendInitialEvents, and serves single-name lists from the newest revision.
+func V118() Faults {
+	return Faults{IgnoreResourceVersionMatch: true, IgnoreSendInitialEvents: true, NameListsFromNewest: true}
+}

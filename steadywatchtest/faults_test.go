@@ -75,6 +75,11 @@ func TestFaults(t *testing.T) {
 			good:  "error ListOptions.meta.k8s.io", bad: "rv 5: a@4 c@3",
 		},
 		{
+			name: "NameListsFromNewest: a single-name list ignores resourceVersion and limit", faults: steadywatchtest.Faults{NameListsFromNewest: true},
+			check: listObs(metav1.ListOptions{FieldSelector: "metadata.name=a", ResourceVersion: "3", ResourceVersionMatch: ex, Limit: 1}),
+			good:  "rv 3: a@1", bad: "rv 5: a@4",
+		},
+		{
 			name: "V118: streaming list is a plain watch without the end bookmark", faults: steadywatchtest.V118(),
 			check: streamObs(streaming("")),
 			good:  streamed, bad: "ADDED a@4,ADDED c@3,MODIFIED c@6",

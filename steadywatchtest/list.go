@@ -79,6 +79,10 @@ func (s *Server[T]) listLocked(ns string, o metav1.ListOptions, req *Request) (r
 	if o.Continue != "" {
 		return s.listContinue(ns, o, sel, req)
 	}
+	if _, named := sel.field.RequiresExactMatch("metadata.name"); named && s.faults.NameListsFromNewest {
+		req.Served = ServedMostRecent
+		return s.page(ns, s.rv, "", 0, sel, req)
+	}
 	rv, sem, err := s.listAt(o)
 	req.Served = sem
 	if err != nil {

@@ -164,6 +164,29 @@ func fastPolicy() fallback.Policy {
 	return fallback.Policy{Backoff: fallback.BackoffPolicy{InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond, RandomizationFactor: -1, MaxRetries: 2}}
 }
 
+// TestGetExactOnV118: a v1.18 server answers the single-name list from the
+// newest revision; lister.GetExact notices and scans the collection at the
+// resourceVersion, so the object comes back as it was there.
+func TestGetExactOnV118(t *testing.T) {
+	for _, f := range []steadywatchtest.Faults{{}, steadywatchtest.V118()} {
+		s := history(t, steadywatchtest.Options{Faults: f})
+		obj, rec, err := lister.New(s, lister.Options{Policy: fastPolicy()}).GetExact(context.Background(), "a", "3")
+		if err != nil {
+			t.Fatalf("faults %+v: GetExact: %v", f, err)
+		}
+		if rv := obj.(*corev1.ConfigMap).ResourceVersion; rv != "1" {
+			t.Errorf("faults %+v: a at resourceVersion %s, want 1 (as it was at 3)", f, rv)
+		}
+		scanned := false
+		for _, e := range rec.Fallbacks {
+			scanned = scanned || e.Reason == lister.ReasonGetExactScan
+		}
+		if scanned != (f != steadywatchtest.Faults{}) {
+			t.Errorf("faults %+v: collection scan %v, want it only on v1.18", f, scanned)
+		}
+	}
+}
+
 // TestListerRule1OnV118: NotOlderThan with a limit is legacy Exact on v1.18,
 // so a compacted resourceVersion is 410; the lister retries newer (rule 1)
 // and never serves older data.
