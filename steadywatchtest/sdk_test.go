@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -262,6 +263,45 @@ func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
 	}
 	if !relist {
 		t.Errorf("no NotOlderThan relist after the watch from 5 was gone; requests %+v", s.Requests())
+	}
+}
+
+// TestReflectorStreamingList: told the server streams lists, the SDK's
+// reflector syncs from one streaming watch; when the server drops the end
+// bookmark (gravitational/teleport#64188) it gives up after
+// InitialEventsTimeout and lists instead of hanging.
+func TestReflectorStreamingList(t *testing.T) {
+	streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
+	for _, tc := range []struct {
+		name   string
+		faults steadywatchtest.Faults
+		lists  bool
+	}{
+		{"well-behaved: no list", steadywatchtest.Faults{}, false},
+		{"DropBookmarks: falls back to a list", steadywatchtest.Faults{DropBookmarks: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := history(t, steadywatchtest.Options{Faults: tc.faults})
+			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{
+				Server: streams, InitialEventsTimeout: 20 * time.Millisecond,
+				Backoff: reflector.BackoffOptions{Initial: time.Millisecond, Max: 5 * time.Millisecond},
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); r.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			eventually(t, "reflector synced", r.HasSynced)
+			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
+				t.Errorf("store %s, want ns/a,ns/c", keys)
+			}
+			if got := served(s, steadywatchtest.VerbWatch); len(got) == 0 || got[0] != steadywatchtest.ServedStreamingList {
+				t.Errorf("watches %v, want a streaming list first", got)
+			}
+			if lists := s.Count(steadywatchtest.VerbList) > 0; lists != tc.lists {
+				t.Errorf("lists sent: %v, want %v (requests %+v)", lists, tc.lists, s.Requests())
+			}
+		})
 	}
 }
 
