@@ -27,14 +27,19 @@ type Options struct {
 	// to every watch that allows bookmarks, this often (a real apiserver
 	// sends them about every minute). Default 0: only Server.Bookmark sends them.
 	BookmarkInterval time.Duration
-	// GroupResource names the resource in error messages (404, 409).
-	// Default: the kind's lower-case plural guess is not attempted; "objects".
+	// GroupResource names the resource in the 404 and 409 errors of the
+	// write helpers, e.g. {Resource: "configmaps"}. Default {Resource: "objects"}.
 	GroupResource schema.GroupResource
 }
 
 // Server is an in-memory apiserver for one resource whose objects are T
 // (e.g. *corev1.ConfigMap or *unstructured.Unstructured). It is safe for
 // concurrent use. Construct it with New or NewUnstructured.
+//
+// Its history grows with every write until Compact. Every watch runs one
+// goroutine until the watch is stopped, its context ends, its
+// timeoutSeconds pass or Close is called: stop watches (or call Close, e.g.
+// in t.Cleanup) so that goroutine-leak checks pass.
 type Server[T runtime.Object] struct {
 	newObj  func() T
 	newList func() runtime.Object
@@ -110,8 +115,9 @@ func newOf[P any]() func() P {
 	return func() P { return reflect.New(t.Elem()).Interface().(P) }
 }
 
-// SetFaults replaces the switched-on misbehaviours. Watches already open
-// keep the faults they started with, except for bookmarks sent later.
+// SetFaults replaces the switched-on misbehaviours for the requests that
+// follow (watches already open keep the faults they started with) and
+// restarts the RetryAfter count.
 func (s *Server[T]) SetFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
