@@ -1,0 +1,95 @@
+package steadywatchtest
+
+import (
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Verb of a request.
+const (
+	VerbList  = "list"
+	VerbWatch = "watch"
+)
+
+// How the server read a request (Request.Served).
+const (
+	ServedMostRecent    = "MostRecent"    // list, resourceVersion unset
+	ServedAny           = "Any"           // list, resourceVersion "0"
+	ServedNotOlderThan  = "NotOlderThan"  // list, resourceVersionMatch=NotOlderThan or legacy without limit
+	ServedExact         = "Exact"         // list, resourceVersionMatch=Exact or legacy with limit
+	ServedContinue      = "Continue"      // list, a continue token's snapshot
+	ServedStreamingList = "StreamingList" // watch with sendInitialEvents=true
+	ServedWatchState    = "WatchState"    // watch from "" or "0": synthetic ADDED events first
+	ServedWatchFrom     = "WatchFrom"     // watch from an exact resourceVersion
+	ServedRejected      = "Rejected"      // answered with an error before reading the semantic
+)
+
+// Request is one list or watch as the server received and answered it.
+type Request struct {
+	Verb      string // VerbList or VerbWatch
+	Namespace string // "" for all namespaces
+	// Options are the ListOptions as received.
+	Options metav1.ListOptions
+	// Served says how the server read the request (Served... constants).
+	Served string
+	// Code is the HTTP status: 200, or the error's code (a watch answered
+	// with a 410 ERROR event inside its stream is 200 here, as on the wire).
+	Code int
+	// ResourceVersion is the list's ListMeta.resourceVersion, or the
+	// resourceVersion a watch starts at.
+	ResourceVersion string
+	// Items is the number of items in a list page, or of synthetic ADDED
+	// events a watch starts with.
+	Items int
+	// Continue is the continue token returned with a list page.
+	Continue string
+	// Err is the error returned, if any.
+	Err error
+}
+
+func (r *Request) answer(err error) {
+	r.Err = err
+	r.Code = http.StatusOK
+	if err != nil {
+		r.Code = http.StatusInternalServerError
+		if s, ok := err.(apierrors.APIStatus); ok && s.Status().Code != 0 {
+			r.Code = int(s.Status().Code)
+		}
+	}
+}
+
+// Requests returns every request received so far, in order.
+func (s *Server[T]) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.log...)
+}
+
+// Count returns how many requests of verb (VerbList or VerbWatch) were received.
+func (s *Server[T]) Count(verb string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.log {
+		if r.Verb == verb {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetRequests forgets the request log.
+func (s *Server[T]) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = nil
+}
+
+// Watches returns how many watches are open.
+func (s *Server[T]) Watches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watchers)
+}
