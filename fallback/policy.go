@@ -122,7 +122,7 @@ func (b BackoffPolicy) WithDefaults(def BackoffPolicy) BackoffPolicy {
 	case b.Jitter > 1:
 		b.Jitter = 1
 	}
-	b.MaxRetries = defInt(b.MaxRetries, def.MaxRetries)
+	b.MaxRetries = CountOrDefault(b.MaxRetries, def.MaxRetries)
 	if b.MaxElapsedTime <= 0 {
 		b.MaxElapsedTime = def.MaxElapsedTime
 	}
@@ -175,9 +175,10 @@ type Policy struct {
 	Backoff BackoffPolicy
 }
 
-// defInt applies the convention: 0 takes def, negative means none (kept as
-// -1 so that applying defaults twice changes nothing).
-func defInt(v, def int) int {
+// CountOrDefault applies the SDK's one defaulting convention to a count: 0
+// takes def, negative means none (kept as -1, so that applying defaults twice
+// changes nothing; read it with max(v, 0)).
+func CountOrDefault(v, def int) int {
 	switch {
 	case v < 0:
 		return -1
@@ -190,9 +191,9 @@ func defInt(v, def int) int {
 // WithDefaults returns p with every zero field replaced by its default;
 // negative counts stay negative ("none"). Applying it twice changes nothing.
 func (p Policy) WithDefaults() Policy {
-	p.MaxNewerRVRetries = defInt(p.MaxNewerRVRetries, 3)
-	p.MaxListRestarts = defInt(p.MaxListRestarts, 2)
-	p.MaxTooLargeRetries = defInt(p.MaxTooLargeRetries, 3)
+	p.MaxNewerRVRetries = CountOrDefault(p.MaxNewerRVRetries, 3)
+	p.MaxListRestarts = CountOrDefault(p.MaxListRestarts, 2)
+	p.MaxTooLargeRetries = CountOrDefault(p.MaxTooLargeRetries, 3)
 	if p.MaxRetryAfter <= 0 {
 		p.MaxRetryAfter = 10 * time.Second
 	}

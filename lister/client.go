@@ -19,39 +19,11 @@ type Client interface {
 
 // FromDynamic adapts a dynamic client resource, e.g.
 // dyn.Resource(gvr).Namespace(ns). Lists are *unstructured.UnstructuredList.
-func FromDynamic(ri dynamic.ResourceInterface) Client { return dynamicClient{ri} }
-
-type dynamicClient struct{ ri dynamic.ResourceInterface }
-
-func (d dynamicClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	l, err := d.ri.List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (d dynamicClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return d.ri.Watch(ctx, o)
-}
+func FromDynamic(ri dynamic.ResourceInterface) Client { return FromFuncs(ri.List, ri.Watch) }
 
 // FromMetadata adapts a metadata client resource. Lists are
 // *metav1.PartialObjectMetadataList.
-func FromMetadata(ri metadata.ResourceInterface) Client { return metadataClient{ri} }
-
-type metadataClient struct{ ri metadata.ResourceInterface }
-
-func (m metadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	l, err := m.ri.List(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (m metadataClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return m.ri.Watch(ctx, o)
-}
+func FromMetadata(ri metadata.ResourceInterface) Client { return FromFuncs(ri.List, ri.Watch) }
 
 // FromFuncs adapts a list/watch function pair, e.g. a typed clientset:
 //

@@ -25,7 +25,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -117,33 +117,8 @@ func (c *p4PagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.O
 }
 
 func (c *p4PagesClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	return newP4Watch(c.evs), nil
+	return testfake.NewWatch(c.evs, true), nil
 }
-
-// p4Watch delivers pre-built events, then closes.
-type p4Watch struct {
-	ch   chan watch.Event
-	stop chan struct{}
-	once sync.Once
-}
-
-func newP4Watch(evs []watch.Event) *p4Watch {
-	w := &p4Watch{ch: make(chan watch.Event), stop: make(chan struct{})}
-	go func() {
-		defer close(w.ch)
-		for _, ev := range evs {
-			select {
-			case w.ch <- ev:
-			case <-w.stop:
-				return
-			}
-		}
-	}()
-	return w
-}
-
-func (w *p4Watch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
-func (w *p4Watch) ResultChan() <-chan watch.Event { return w.ch }
 
 func BenchmarkP4Pages(b *testing.B) {
 	const total = p4Pages * p4PerPage

@@ -16,7 +16,6 @@ package reflector_test
 import (
 	"context"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -55,31 +55,6 @@ func p4Events(n int) []watch.Event {
 	return evs
 }
 
-// p4Watch delivers pre-built events and then stays open until stopped.
-type p4Watch struct {
-	ch   chan watch.Event
-	stop chan struct{}
-	once sync.Once
-}
-
-func newP4Watch(evs []watch.Event) *p4Watch {
-	w := &p4Watch{ch: make(chan watch.Event), stop: make(chan struct{})}
-	go func() {
-		for _, ev := range evs {
-			select {
-			case w.ch <- ev:
-			case <-w.stop:
-				return
-			}
-		}
-		<-w.stop
-	}()
-	return w
-}
-
-func (w *p4Watch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
-func (w *p4Watch) ResultChan() <-chan watch.Event { return w.ch }
-
 // p4Client lists an empty collection at RV "1" and hands out one watch with
 // the events; later watches (none are expected) never send anything.
 type p4Client struct {
@@ -98,9 +73,9 @@ func (c *p4Client) Watch(_ context.Context, o metav1.ListOptions) (watch.Interfa
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", field.ErrorList{field.Forbidden(field.NewPath("sendInitialEvents"), "disabled")})
 	}
 	if c.served.CompareAndSwap(false, true) {
-		return newP4Watch(c.evs), nil
+		return testfake.NewWatch(c.evs, false), nil
 	}
-	return newP4Watch(nil), nil
+	return testfake.NewWatch(nil, false), nil
 }
 
 // countingStore signals done once want events have been applied.

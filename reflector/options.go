@@ -170,18 +170,6 @@ type Options struct {
 	Clock clock.WithTicker
 }
 
-// defCount applies the SDK's convention to a count: 0 takes def, negative is
-// none (kept as -1, read with max(v, 0)).
-func defCount(v, def int) int {
-	switch {
-	case v < 0:
-		return -1
-	case v == 0:
-		return def
-	}
-	return v
-}
-
 // withDefaults returns o with every zero field set to its default. Applying
 // it twice changes nothing.
 func (o Options) withDefaults() Options {
@@ -213,8 +201,8 @@ func (o Options) withDefaults() Options {
 		o.ShortWatch = DefaultShortWatch
 	}
 	o.Backoff = o.Backoff.WithDefaults(DefaultBackoff())
-	o.MaxTooLargeWatchRetries = defCount(o.MaxTooLargeWatchRetries, DefaultMaxTooLargeWatchRetries)
-	o.MaxStaleListRetries = defCount(o.MaxStaleListRetries, DefaultMaxStaleListRetries)
+	o.MaxTooLargeWatchRetries = fallback.CountOrDefault(o.MaxTooLargeWatchRetries, DefaultMaxTooLargeWatchRetries)
+	o.MaxStaleListRetries = fallback.CountOrDefault(o.MaxStaleListRetries, DefaultMaxStaleListRetries)
 	o.Lister.Policy = o.Lister.Policy.WithDefaults()
 	o.Metrics = metrics.OrNop(o.Metrics)
 	if o.Clock == nil {

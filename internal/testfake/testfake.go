@@ -1,0 +1,47 @@
+// Package testfake holds the small fakes the SDK's own tests and benchmarks
+// share (lister, reflector): a watch that replays pre-built events. For a
+// fake apiserver with real resourceVersion semantics, use package
+// steadywatchtest.
+package testfake
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Watch delivers pre-built events in order; then it closes its channel
+// (CloseAfter) or stays open until stopped.
+type Watch struct {
+	ch   chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+// NewWatch returns a Watch replaying evs; closeAfter closes the result
+// channel after the last event instead of waiting for Stop.
+func NewWatch(evs []watch.Event, closeAfter bool) *Watch {
+	w := &Watch{ch: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		if closeAfter {
+			defer close(w.ch)
+		}
+		for _, ev := range evs {
+			select {
+			case w.ch <- ev:
+			case <-w.stop:
+				return
+			}
+		}
+		if !closeAfter {
+			<-w.stop
+		}
+	}()
+	return w
+}
+
+// Stop implements watch.Interface.
+func (w *Watch) Stop() { w.once.Do(func() { close(w.stop) }) }
+
+// ResultChan implements watch.Interface.
+func (w *Watch) ResultChan() <-chan watch.Event { return w.ch }
