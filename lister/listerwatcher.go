@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,32 +23,61 @@ import (
 // ListerWatcher adapts a Lister to client-go: it implements
 // cache.ListerWatcher and cache.ListerWatcherWithContext, so
 // cache.NewSharedIndexInformer, informer factories and controller-runtime
-// use it unchanged.
+// use it unchanged, and gives client-go's own reflector what package
+// reflector has:
 //
-// List reads the wire options exactly as an apiserver would
-// (fallback.FromListOptions: client-go's "0" is Any, a last-synced RV with a
-// limit is legacy Exact, without a limit NotOlderThan), runs the whole list
-// with the fallback rules — all pages internally, one snapshot — and returns
-// one complete list without a continue token. client-go's pager therefore
-// makes a single call; an expired token is recovered here (never stitched),
-// and a failure keeps its apierrors meaning (an unavailable Exact is a 410,
-// which makes the reflector relist at resourceVersion "").
-//
-// Watch forwards plain watches. A streaming list (SendInitialEvents=true)
-// is refused at once with ErrStreamingListUnsupported when the server is
-// known not to stream lists (client-go's reflector then lists); otherwise it
-// is forwarded and guarded: if the k8s.io/initial-events-end bookmark does
-// not arrive within Options.InitialEventsTimeout of quiet, or the stream shows
-// a non-ADDED event first, the server is recorded as not streaming and the
-// watch ends with an error event, so the reflector falls back to a list
-// instead of waiting forever (v1.18 ignores sendInitialEvents).
+//   - List reads the wire options exactly as an apiserver would
+//     (fallback.FromListOptions: client-go's "0" is Any, a last-synced RV
+//     with a limit is legacy Exact, without a limit NotOlderThan), runs the
+//     whole list with the KEP-2523 rules — all pages internally, one
+//     snapshot — and returns one complete list without a continue token. An
+//     expired token is recovered here (never stitched), and a failure keeps
+//     its apierrors meaning (an unavailable Exact is a 410, which makes the
+//     reflector relist at resourceVersion "").
+//   - Never back in time: a list served older than a resourceVersion this
+//     ListerWatcher already delivered (a lagging HA member answering RV "0"
+//     or "") is not returned as current; it is asked again as
+//     NotOlderThan(delivered), counted (reason ReasonStaleListReasked).
+//   - Relists stay paginated where the server paginates: once a list came
+//     back in pages (the watch cache is off: every list is an etcd read),
+//     an unpaginated NotOlderThan relist is sent with Options.PageSize, as
+//     stock client-go's reflector does after a paginated first list.
+//   - Watch forwards plain watches, ending one that delivered nothing for
+//     Options.StallTimeout (client-go then watches again from its
+//     resourceVersion, without a relist). A streaming list
+//     (SendInitialEvents=true) is refused at once with
+//     ErrStreamingListUnsupported while the API group/version is believed
+//     not to stream lists (client-go's reflector then lists); otherwise it is
+//     guarded by GuardInitialEvents.
+//   - Relists, watch restarts, bookmarks and items are counted and logged
+//     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
 	l *Lister
+
+	mu        sync.Mutex
+	delivered string // newest resourceVersion delivered (lists, events, bookmarks)
+	lists     int    // lists served, for the relist count
+	watches   int    // watches opened, for the restart count
+	paginates bool   // a list of this server came back in pages
 }
 
 var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
 	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+)
+
+// Reasons the ListerWatcher reports (metrics.Recorder Relist, WatchRestart
+// and Fallback labels): the complete set.
+const (
+	// ReasonClientGoRelist: client-go's reflector listed again (after a 410,
+	// a watch error, or a failed streaming list).
+	ReasonClientGoRelist = "client-go-relist"
+	// ReasonClientGoRewatch: client-go's reflector opened another watch.
+	ReasonClientGoRewatch = "client-go-rewatch"
+	// ReasonWatchStalled: a watch delivered nothing for StallTimeout and was ended.
+	ReasonWatchStalled = "watch-stalled"
+	// ReasonStaleListReasked: a list older than what was delivered was asked again.
+	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
 )
 
 // ListerWatcher returns the client-go adapter of l.
@@ -63,37 +96,90 @@ func (lw *ListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, err
 	return lw.WatchWithContext(context.Background(), options)
 }
 
+// advance records rv as delivered when it is newer.
+func (lw *ListerWatcher) advance(rv string) {
+	lw.mu.Lock()
+	if lw.delivered == "" || fallback.CompareRV(rv, lw.delivered) == fallback.Newer {
+		lw.delivered = rv
+	}
+	lw.mu.Unlock()
+}
+
 // ListWithContext implements cache.ListerWithContext.
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 	q, err := fallback.FromListOptions(options)
 	if err != nil {
 		return nil, err
 	}
+	o := lw.l.o
+	log := klog.FromContext(ctx).WithValues("lister", o.Name)
 	base := options
 	base.ResourceVersion, base.ResourceVersionMatch, base.Limit, base.Continue = "", "", 0, ""
 	if base.LabelSelector == "" {
-		base.LabelSelector = lw.l.o.LabelSelector
+		base.LabelSelector = o.LabelSelector
 	}
 	if base.FieldSelector == "" {
-		base.FieldSelector = lw.l.o.FieldSelector
+		base.FieldSelector = o.FieldSelector
 	}
-	obj, _, err := lw.l.list(ctx, q, base)
-	return obj, err
+	lw.mu.Lock()
+	delivered, paginates := lw.delivered, lw.paginates
+	lw.lists++
+	relist := lw.lists > 1
+	lw.mu.Unlock()
+	if relist {
+		o.Metrics.Relist(o.Name, ReasonClientGoRelist)
+		log.V(2).Info("client-go relists", "query", q.String(), "delivered", delivered)
+	}
+	if paginates && q.Semantic == fallback.NotOlderThan && q.Limit == 0 {
+		q = q.WithLimit(o.PageSize)
+	}
+	obj, rec, err := lw.l.list(ctx, q, base)
+	if err == nil && delivered != "" && q.Semantic != fallback.Exact &&
+		fallback.CompareRV(rec.ServedResourceVersion, delivered) == fallback.Older {
+		// Never back in time: ask again for what was already delivered.
+		o.Metrics.Fallback(o.Name, string(ReasonStaleListReasked))
+		log.V(2).Info("list served older than already delivered; asking again", "reason", string(ReasonStaleListReasked),
+			"query", q.String(), "served", rec.ServedResourceVersion, "delivered", delivered)
+		obj, rec, err = lw.l.list(ctx, fallback.NotOlderThanQuery(delivered).WithLimit(q.Limit), base)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Pages > 1 {
+		lw.mu.Lock()
+		lw.paginates = true
+		lw.mu.Unlock()
+	}
+	lw.advance(rec.ServedResourceVersion)
+	o.Metrics.Items(o.Name, rec.Items)
+	return obj, nil
 }
 
 // WatchWithContext implements cache.WatcherWithContext.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	o := lw.l.o
 	if options.LabelSelector == "" {
-		options.LabelSelector = lw.l.o.LabelSelector
+		options.LabelSelector = o.LabelSelector
 	}
 	if options.FieldSelector == "" {
-		options.FieldSelector = lw.l.o.FieldSelector
+		options.FieldSelector = o.FieldSelector
+	}
+	log := klog.FromContext(ctx).WithValues("lister", o.Name)
+	lw.mu.Lock()
+	lw.watches++
+	rewatch := lw.watches > 1
+	lw.mu.Unlock()
+	if rewatch {
+		o.Metrics.WatchRestart(o.Name, ReasonClientGoRewatch)
 	}
 	if options.SendInitialEvents == nil || !*options.SendInitialEvents {
-		return lw.l.c.Watch(ctx, options)
+		w, err := lw.l.c.Watch(ctx, options)
+		if err != nil {
+			return nil, err
+		}
+		return lw.follow(ctx, w, log), nil
 	}
-	log := klog.FromContext(ctx).WithValues("lister", lw.l.o.Name)
-	srv := lw.l.o.Server
+	srv := o.Server
 	caps := srv.Capabilities(ctx)
 	if caps.Get(compat.StreamingList) == compat.No {
 		why := caps.Reasons[compat.StreamingList]
@@ -112,11 +198,100 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return nil, err
 	}
-	return GuardInitialEvents(ctx, w, GuardOptions{
-		Timeout:  lw.l.o.InitialEventsTimeout,
+	return lw.follow(ctx, GuardInitialEvents(ctx, w, GuardOptions{
+		Timeout:  o.InitialEventsTimeout,
 		Expected: ExpectInitialEvents(ctx, lw.l.c, options),
 		Server:   srv,
-	}, log), nil
+	}, log), log), nil
+}
+
+// follow forwards w, recording delivered resourceVersions and bookmarks, and
+// ends it (closing the channel, so client-go watches again from its
+// resourceVersion) when it delivered nothing for StallTimeout.
+func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger) watch.Interface {
+	f := &followedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go f.run(ctx, lw, log)
+	return f
+}
+
+type followedWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func (f *followedWatch) Stop() { f.once.Do(func() { close(f.stop) }) }
+
+func (f *followedWatch) ResultChan() <-chan watch.Event { return f.out }
+
+func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger) {
+	defer close(f.out)
+	in := f.inner.ResultChan()
+	defer func() {
+		// Stop the inner watch and wait (bounded) for it to end, so that when
+		// our channel closes, nothing of this watch runs any more.
+		f.inner.Stop()
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case _, ok := <-in:
+				if !ok {
+					return
+				}
+			case <-t.C:
+				return
+			}
+		}
+	}()
+	defer context.AfterFunc(ctx, f.Stop)()
+	o := lw.l.o
+	var stall <-chan time.Time
+	var timer *time.Timer
+	if o.StallTimeout > 0 {
+		timer = time.NewTimer(o.StallTimeout)
+		defer timer.Stop()
+		stall = timer.C
+	}
+	last := time.Now()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-stall:
+			// Lazily re-armed: an event only records its time.
+			if quiet := time.Since(last); quiet < o.StallTimeout {
+				timer.Reset(o.StallTimeout - quiet)
+				continue
+			}
+			o.Metrics.WatchRestart(o.Name, ReasonWatchStalled)
+			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
+				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
+			return
+		case ev, ok := <-in:
+			if !ok {
+				return
+			}
+			if ev.Type != watch.Error {
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					if rv := m.GetResourceVersion(); rv != "" && ev.Type != watch.Added {
+						lw.advance(rv)
+						o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
+					}
+				}
+				if ev.Type == watch.Bookmark {
+					o.Metrics.Bookmark(o.Name)
+				}
+			}
+			select {
+			case f.out <- ev:
+			case <-f.stop:
+				return
+			}
+			last = time.Now()
+		}
+	}
 }
 
 // rejectsStreaming reports whether err is a server's refusal of the
@@ -131,13 +306,17 @@ func rejectsStreaming(err error) bool {
 }
 
 // IsWatchListSemanticsUnSupported is read once by client-go's reflector
-// (tools/cache/reflector.go, via util/watchlist) when it is built: true when
-// the server is known not to stream lists, so the reflector lists from the
-// start. Unknown or tentative support is false: the guarded watch verifies.
+// (tools/cache/reflector.go, via util/watchlist) when it is built, and an
+// informer built while it says true never streams for its whole life. So it
+// is true only when the inner Client itself declares it (as client-go's fake
+// clientsets do: tests then list at once instead of waiting for a guard); a
+// belief about the server is decided per request instead, in
+// WatchWithContext, where it can expire and let a long-lived informer
+// stream again.
 func (lw *ListerWatcher) IsWatchListSemanticsUnSupported() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return lw.l.o.Server.Capabilities(ctx).Get(compat.StreamingList) == compat.No
+	type declares interface{ IsWatchListSemanticsUnSupported() bool }
+	d, ok := lw.l.c.(declares)
+	return ok && d.IsWatchListSemanticsUnSupported()
 }
 
 func orUnknown(s string) string {

@@ -78,11 +78,18 @@ func TestStreamingListRefusedWithoutRequestWhenUnsupported(t *testing.T) {
 	if w != nil || !errors.Is(err, ErrStreamingListUnsupported) || len(c.watches) != 0 {
 		t.Fatalf("w %v err %v watches %d", w, err, len(c.watches))
 	}
-	if !lw.IsWatchListSemanticsUnSupported() {
-		t.Fatal("IsWatchListSemanticsUnSupported = false for a server known not to stream")
+	// client-go reads IsWatchListSemanticsUnSupported once, for the
+	// informer's whole life: a belief about the server (which expires) is
+	// decided per request above instead.
+	if lw.IsWatchListSemanticsUnSupported() {
+		t.Fatal("a server belief must not disable watch-list for the informer's life")
 	}
 	if NewListerWatcher(c, Options{}).IsWatchListSemanticsUnSupported() {
 		t.Fatal("unknown support must not disable watch-list (the guard verifies)")
+	}
+	// An inner client that declares it (client-go's fake clientsets) is forwarded.
+	if !NewListerWatcher(declaring{c}, Options{}).IsWatchListSemanticsUnSupported() {
+		t.Fatal("the inner client's declaration is not forwarded")
 	}
 }
 
@@ -222,3 +229,9 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 		t.Fatalf("last sync RV %q", r.LastSyncResourceVersion())
 	}
 }
+
+// declaring is a Client that declares it cannot stream lists, as client-go's
+// fake clientsets do.
+type declaring struct{ Client }
+
+func (declaring) IsWatchListSemanticsUnSupported() bool { return true }

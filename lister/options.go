@@ -10,6 +10,9 @@ import (
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
+// DefaultStallTimeout is Options.StallTimeout's default.
+const DefaultStallTimeout = 3 * time.Minute
+
 // Options configures a Lister. The zero value is a safe default.
 type Options struct {
 	// Server is what is known about the apiserver (compat.Detector.ForConfig,
@@ -55,6 +58,12 @@ type Options struct {
 	// to a list. Default DefaultInitialEventsTimeout (10s), the same for every
 	// streaming list of the SDK (GuardInitialEvents).
 	InitialEventsTimeout time.Duration
+	// StallTimeout ends a watch served through ListerWatcher that delivered
+	// no event and no bookmark for this long; client-go's reflector then
+	// watches again from its resourceVersion (no relist). It must exceed the
+	// server's bookmark interval (about a minute). Default 3m (as
+	// reflector.Options.StallTimeout); negative disables it.
+	StallTimeout time.Duration
 	// MaxRequests bounds the requests of one list call that deliver no page
 	// (retries, fallbacks, restarts), a safety net over the policy's budgets.
 	// The pages of a paginated list are not counted: a list of any size
@@ -86,6 +95,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.InitialEventsTimeout <= 0 {
 		o.InitialEventsTimeout = DefaultInitialEventsTimeout
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = DefaultStallTimeout
 	}
 	if o.MaxRequests <= 0 {
 		o.MaxRequests = 64

@@ -28,10 +28,16 @@ import (
 // recovery, legacy servers), and a streaming list on a server that ignores
 // sendInitialEvents ends with an error instead of hanging.
 //
-// What this informer does not get from package reflector: stall detection,
-// the "never older than the store" guard across relists, and the consistency
-// checker. For those, run New with a DeltaFIFO or RealFIFO and your own
-// processing loop (or controller-runtime on top).
+// Through lister.ListerWatcher it also gets stall detection, the "never
+// older than what was delivered" guard across relists, paginated relists
+// where the server paginates, per-group/version capability evidence
+// (Resource derived from exampleObject) and metrics named after the
+// resource. What it does not get from package reflector: the consistency
+// checker, the per-object "event older than the stored object" filter, and
+// the backoff between relists that follow each other without an event
+// (client-go's own reflector backs off 800ms doubling to 30s between its
+// list-and-watch rounds). README's adoption table lists each path's
+// guarantees.
 func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object, defaultEventHandlerResyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
 		ResyncPeriod: defaultEventHandlerResyncPeriod,
@@ -42,12 +48,31 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 // NewSharedIndexInformerWithOptions is NewSharedIndexInformer with client-go's
 // informer options and the lister's options (Server, Metrics, Name, ...).
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformerWithOptions(lister.NewListerWatcher(lwClient{cache.ToListerWatcherWithContext(lw)}, lo), exampleObject, o)
+	if lo.Resource.Empty() {
+		lo.Resource, _ = lister.ResourceOf(exampleObject)
+	}
+	return cache.NewSharedIndexInformerWithOptions(lister.NewListerWatcher(lwClient{lw: cache.ToListerWatcherWithContext(lw), orig: lw}, lo), exampleObject, o)
 }
 
-// lwClient adapts a cache.ListerWatcherWithContext to lister.Client.
+// lwClient adapts a cache.ListerWatcherWithContext to lister.Client and
+// forwards the inner ListerWatcher's own declaration that it cannot stream
+// lists (client-go's fake clientsets make it, via
+// cache.ToListWatcherWithWatchListSemantics): without it every informer over
+// a fake clientset waited for the streaming-list guard.
 type lwClient struct {
-	lw cache.ListerWatcherWithContext
+	lw   cache.ListerWatcherWithContext
+	orig cache.ListerWatcher
+}
+
+// IsWatchListSemanticsUnSupported forwards the inner declaration.
+func (c lwClient) IsWatchListSemanticsUnSupported() bool {
+	type declares interface{ IsWatchListSemanticsUnSupported() bool }
+	for _, x := range []any{c.orig, c.lw} {
+		if d, ok := x.(declares); ok && d.IsWatchListSemanticsUnSupported() {
+			return true
+		}
+	}
+	return false
 }
 
 func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

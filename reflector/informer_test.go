@@ -2,12 +2,15 @@ package reflector
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
@@ -47,5 +50,39 @@ func TestNewSharedIndexInformerSyncsThroughTheLister(t *testing.T) {
 	}
 	for range 2 {
 		<-added
+	}
+}
+
+// A ListerWatcher that declares it cannot stream lists (client-go's fake
+// clientsets, through cache.ToListWatcherWithWatchListSemantics) keeps that
+// declaration through the drop-in informer: client-go lists at once and
+// never sends a streaming watch that the guard would have to wait out (it
+// waited 5s per informer before, in every user's unit test).
+func TestNewSharedIndexInformerForwardsStreamingDeclaration(t *testing.T) {
+	cs := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}})
+	var streaming atomic.Int32
+	cs.PrependWatchReactor("configmaps", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if o := a.(k8stesting.WatchActionImpl).ListOptions; o.SendInitialEvents != nil && *o.SendInitialEvents {
+			streaming.Add(1)
+		}
+		return false, nil, nil
+	})
+	cms := cs.CoreV1().ConfigMaps("ns")
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return cms.Watch(ctx, o) },
+	}, cs)
+	inf := NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("not synced")
+	}
+	if n := streaming.Load(); n != 0 {
+		t.Fatalf("%d streaming watches sent to a client that declares it cannot stream lists", n)
+	}
+	if keys := inf.GetStore().ListKeys(); len(keys) != 1 {
+		t.Fatalf("store %v", keys)
 	}
 }
