@@ -9,10 +9,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/go-logr/logr"
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -136,3 +139,16 @@ func reasons(rec *Record) []fallback.ReasonCode {
 	}
 	return out
 }
+
+func listRV(t *testing.T, obj runtime.Object) string {
+	t.Helper()
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lm.GetResourceVersion()
+}
+
+func discard() logr.Logger { return logr.Discard() }
+
+func schemaGK() schema.GroupKind { return schema.GroupKind{Kind: "ListOptions"} }

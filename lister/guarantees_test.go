@@ -1,0 +1,214 @@
+package lister
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+type answers = []func(metav1.ListOptions) (runtime.Object, error)
+
+// A server that cycles its continue tokens (A, B, A) is caught at the
+// repeat, with the pages handed over named in the error.
+func TestRepeatedContinueTokenEndsTheList(t *testing.T) {
+	for name, ans := range map[string]answers{
+		"same token":   {page("9", "A", "a"), page("9", "A", "b")},
+		"cycle A,B,A":  {page("9", "A", "a"), page("9", "B", "b"), page("9", "A", "c")},
+		"first echoed": {page("9", "A", "a"), page("9", "B", "b"), page("9", "B", "c")},
+	} {
+		c := &scripted{t: t, answers: ans}
+		handed := 0
+		rec, err := New(c, Options{Policy: fastPolicy()}).ListPages(context.Background(), MostRecent().WithLimit(1), func(runtime.Object) error { handed++; return nil })
+		var le *Error
+		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != fallback.ReasonContinueRepeated {
+			t.Fatalf("%s: err %v", name, err)
+		}
+		if len(c.calls()) != len(ans) || rec.Pages != handed || handed != len(ans)-1 {
+			t.Fatalf("%s: %d calls, %d pages handed, record %d", name, len(c.calls()), handed, rec.Pages)
+		}
+	}
+}
+
+// Rule 1's newer-resourceVersion probe is retried like any request when it
+// meets a transient 429, instead of failing the whole list.
+func TestNewerRVProbeRetriedOnTransientError(t *testing.T) {
+	c := &scripted{t: t, answers: answers{
+		fail(gone()), // NotOlderThan(10)&limit=5: 410 (legacy server)
+		fail(apierrors.NewTooManyRequests("slow down", 0)), // the probe: 429
+		page("40", "", "p"), // the probe again
+		page("40", "", "a"), // NotOlderThan(40)&limit=5
+	}}
+	_, rec, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), NotOlderThan("10").WithLimit(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fallback.ReasonCode{fallback.ReasonNewerRVProbeRetry, fallback.ReasonRule1RetryNewerRV}
+	if !slices.Equal(reasons(rec), want) || rec.ServedResourceVersion != "40" {
+		t.Fatalf("reasons %v served %s", reasons(rec), rec.ServedResourceVersion)
+	}
+}
+
+// After a continue-token expiry the restart is never older than the
+// snapshot already handed over, even when the caller's LastObservedRV is
+// older than that snapshot.
+func TestRestartFlooredAtHandedSnapshot(t *testing.T) {
+	c := &scripted{t: t, answers: answers{
+		page("50", "c1", "a"), // NotOlderThan(10)&limit=1, served at 50
+		fail(gone()),          // continue expired
+		page("60", "", "p"),   // probe
+		page("60", "", "a"),   // restart
+	}}
+	var restarts int
+	rec, err := New(c, Options{Policy: fastPolicy(), LastObservedRV: func() string { return "20" }}).ListPages(context.Background(),
+		NotOlderThan("10").WithLimit(1), func(runtime.Object) error { return nil },
+		OnRestart(func(fallback.Event) error { restarts++; return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := c.calls()
+	if restarts != 1 || calls[3].ResourceVersion != "60" || rec.ServedResourceVersion != "60" {
+		t.Fatalf("restarts %d, restart sent at %q, served %s (LastObservedRV 20 is older than the handed snapshot 50)",
+			restarts, calls[3].ResourceVersion, rec.ServedResourceVersion)
+	}
+}
+
+// The drop-in ListerWatcher never returns a list older than it delivered.
+func TestListerWatcherNeverReturnsOlderThanDelivered(t *testing.T) {
+	c := &scripted{t: t, answers: answers{
+		page("50", "", "a"), // first list
+		page("30", "", "a"), // a lagging member answers the relist RV="0"
+		page("55", "", "a"), // asked again NotOlderThan(50)
+	}}
+	lw := NewListerWatcher(c, Options{Policy: fastPolicy()})
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500}); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := c.calls()
+	if rv := listRV(t, obj); rv != "55" || len(calls) != 3 || calls[2].ResourceVersion != "50" || calls[2].ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+		t.Fatalf("served %s after %+v", rv, calls)
+	}
+}
+
+// Once the server answered a list in pages (watch cache off), an
+// unpaginated NotOlderThan relist is sent paginated, as stock client-go does.
+func TestListerWatcherRelistStaysPaginated(t *testing.T) {
+	c := &scripted{t: t, answers: answers{page("9", "c", "a"), page("9", "", "b"), page("12", "", "a", "b")}}
+	lw := NewListerWatcher(c, Options{Policy: fastPolicy(), PageSize: 7})
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "10"}); err != nil {
+		t.Fatal(err)
+	}
+	if last := c.calls()[2]; last.Limit != 7 || last.ResourceVersion != "10" {
+		t.Fatalf("relist sent %+v, want rv=10 with limit 7", last)
+	}
+}
+
+// A watch that delivers nothing for StallTimeout is ended, so client-go
+// watches again from its resourceVersion.
+func TestListerWatcherEndsStalledWatch(t *testing.T) {
+	fw := watch.NewRaceFreeFake()
+	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
+	w, err := NewListerWatcher(c, Options{StallTimeout: 100 * time.Millisecond}).WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Modify(cm("a", "6"))
+	if ev, ok := recv(t, w, time.Second); !ok || ev.Type != watch.Modified {
+		t.Fatalf("got %v %v", ev.Type, ok)
+	}
+	start := time.Now()
+	if _, ok := recv(t, w, 2*time.Second); ok {
+		t.Fatal("stalled watch delivered an event")
+	}
+	if d := time.Since(start); d < 90*time.Millisecond {
+		t.Fatalf("ended after %v, before StallTimeout", d)
+	}
+	if !fw.IsStopped() {
+		t.Fatal("inner watch not stopped")
+	}
+}
+
+// A caller's own invalid request (a bad label selector, 400) is not evidence
+// that the server cannot stream lists; a 422 naming sendInitialEvents is.
+func TestStreamingEvidenceOnlyFromTheServersRefusal(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want compat.Support
+	}{
+		"bad selector": {apierrors.NewBadRequest(`unable to parse requirement: invalid label key "a b"`), compat.Unknown},
+		"other 422":    {apierrors.NewInvalid(schemaGK(), "", nil), compat.Unknown},
+		"422 sendInitialEvents": {&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid,
+			Message: `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled`}}, compat.No},
+	} {
+		srv := compat.Static(compat.Capabilities{})
+		c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return nil, tc.err }}
+		_, err := NewListerWatcher(c, Options{Server: srv}).WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != tc.want {
+			t.Errorf("%s: streaming list belief %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// Once the expected number of initial events arrived, a missing end
+// bookmark is detected after AfterCount, not after the long Timeout.
+func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
+	fw := watch.NewRaceFreeFake()
+	expected := make(chan int, 1)
+	expected <- 2
+	close(expected)
+	srv := compat.Static(compat.Capabilities{})
+	w := GuardInitialEvents(context.Background(), fw, GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
+	defer w.Stop()
+	fw.Add(cm("a", "5"))
+	fw.Add(cm("b", "6"))
+	recv(t, w, time.Second)
+	recv(t, w, time.Second)
+	ev, ok := recv(t, w, 5*time.Second)
+	if !ok || ev.Type != watch.Error {
+		t.Fatalf("got %v %v", ev.Type, ok)
+	}
+	if st, _ := ev.Object.(*metav1.Status); st == nil || st.Reason != StatusReasonStreamingListUnsupported {
+		t.Fatalf("error event %+v", ev.Object)
+	}
+	if srv.Capabilities(context.Background()).Get(compat.StreamingList) != compat.No {
+		t.Fatal("not recorded")
+	}
+}
+
+// A stream cut in the middle of its initial events ends with the error
+// event (client-go lists) but is not evidence about the server.
+func TestGuardCutStreamIsNoEvidence(t *testing.T) {
+	fw := watch.NewRaceFreeFake()
+	srv := compat.Static(compat.Capabilities{})
+	w := GuardInitialEvents(context.Background(), fw, GuardOptions{Server: srv}, discard())
+	defer w.Stop()
+	fw.Add(cm("a", "5"))
+	recv(t, w, time.Second)
+	fw.Stop()
+	if ev, ok := recv(t, w, time.Second); !ok || ev.Type != watch.Error {
+		t.Fatalf("got %v %v", ev.Type, ok)
+	}
+	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.Unknown {
+		t.Fatalf("belief %v after a cut stream, want Unknown", got)
+	}
+}
