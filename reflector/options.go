@@ -16,14 +16,14 @@ import (
 
 // Defaults of Options. They are the values used when a field is zero.
 const (
-	DefaultPageSize             int64 = 500
-	DefaultWatchTimeoutMin            = 5 * time.Minute
-	DefaultWatchTimeoutMax            = 10 * time.Minute
-	DefaultStallTimeout               = 3 * time.Minute
-	DefaultInitialEventsTimeout       = lister.DefaultInitialEventsTimeout
-	DefaultShortWatch                 = time.Second
-	DefaultMaxTooLargeWatchRetries    = 3
-	DefaultMaxStaleListRetries        = 2
+	DefaultPageSize                int64 = 500
+	DefaultWatchTimeoutMin               = 5 * time.Minute
+	DefaultWatchTimeoutMax               = 10 * time.Minute
+	DefaultStallTimeout                  = 3 * time.Minute
+	DefaultInitialEventsTimeout          = lister.DefaultInitialEventsTimeout
+	DefaultShortWatch                    = time.Second
+	DefaultMaxTooLargeWatchRetries       = 3
+	DefaultMaxStaleListRetries           = 2
 )
 
 // DefaultBackoff returns Options.Backoff's defaults, client-go's reflector

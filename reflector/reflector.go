@@ -57,6 +57,9 @@ type Reflector struct {
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
+	// staleEvent, when set, says which event was older than the store: the
+	// watch ends and the reflector re-syncs.
+	staleEvent string
 	// quiet: the store was (re)filled and no watch event has arrived since.
 	// A relist decided while quiet backs off first, so a server that answers
 	// every watch with 410 is not hammered with list+watch pairs.
@@ -216,14 +219,14 @@ func (r *Reflector) Run(ctx context.Context) {
 	}
 
 	var s state = r.initialState(ctx)
-	r.transition(ctx, stopped{}, s, because(codeStart, "Run called"))
+	r.transition(ctx, stopped{}, s, because(ReasonStart, "Run called"))
 	for {
 		next, w := r.step(ctx, s)
 		if ctx.Err() != nil {
 			if ww, ok := next.(watching); ok {
 				ww.w.Stop()
 			}
-			r.transition(ctx, s, stopped{}, because(codeContextDone, "context ended: %v", context.Cause(ctx)))
+			r.transition(ctx, s, stopped{}, because(ReasonContextDone, "context ended: %v", context.Cause(ctx)))
 			return
 		}
 		r.transition(ctx, s, next, w)
@@ -249,12 +252,12 @@ func (r *Reflector) step(ctx context.Context, s state) (state, why) {
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return stopped{}, because(codeContextDone, "context ended while backing off")
+			return stopped{}, because(ReasonContextDone, "context ended while backing off")
 		case <-t.C():
-			return s.next, because(codeBackoffDone, "waited %v", s.delay)
+			return s.next, because(ReasonBackoffDone, "waited %v", s.delay)
 		}
 	default:
-		return stopped{}, because(codeContextDone, "unknown state %T", s)
+		return stopped{}, because(ReasonContextDone, "unknown state %T", s)
 	}
 }
 
@@ -274,7 +277,7 @@ func (r *Reflector) initialState(ctx context.Context) state {
 	if r.o.InitialListSemantic == fallback.Any {
 		q = fallback.AnyQuery()
 	}
-	return r.syncState(ctx, q, true, causeInitial)
+	return r.syncState(ctx, q, true, ReasonInitial)
 }
 
 // syncState is the state that (re)fills the store: a streaming list where the
@@ -355,7 +358,7 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 	}
 	obj, err := r.list(ctx, q)
 	if ctx.Err() != nil {
-		return stopped{}, because(codeContextDone, "context ended while listing")
+		return stopped{}, because(ReasonContextDone, "context ended while listing")
 	}
 	if err == nil {
 		err = r.checkNotStale(obj, q)
@@ -366,13 +369,13 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 	items, err := meta.ExtractListWithAlloc(obj)
 	if err != nil {
 		logger.Error(err, "Unable to understand list result", "query", q.String())
-		return backingOff{delay: r.delay(0), next: s.retry()}, because(codeListError, "unable to understand list result: %v", err)
+		return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "unable to understand list result: %v", err)
 	}
 	rv := listRV(obj)
 	if err := r.replace(ctx, items, rv); err != nil {
-		return backingOff{delay: r.delay(0), next: s.retry()}, because(codeListError, "store.Replace failed: %v", err)
+		return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "store.Replace failed: %v", err)
 	}
-	return startingWatch{rv: rv}, because(codeListed, "listed %d items with %s, served at resourceVersion %q", len(items), q, rv)
+	return startingWatch{rv: rv}, because(ReasonListed, "listed %d items with %s, served at resourceVersion %q", len(items), q, rv)
 }
 
 func (s listing) retry() listing { s.attempt++; return s }
@@ -389,7 +392,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 		if s.attempt >= max(r.o.MaxStaleListRetries, 0) {
 			next.query = fallback.MostRecentQuery()
 		}
-		return backingOff{delay: r.delay(0), next: next}, because(codeStaleList, "%v", err)
+		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", err)
 	}
 	class, retryAfter := classify(err)
 	logger.V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
@@ -399,16 +402,16 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 			// NotOlderThan(last) is unavailable (compacted and not in the
 			// cache): only now fall back to a consistent MostRecent list.
 			next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return next, because(codeListGone, "%s is gone (410): listing MostRecent", q)
+			return next, because(ReasonListGone, "%s is gone (410): listing MostRecent", q)
 		}
 	case fallback.TooLargeRV:
 		// The server has not caught up with the resourceVersion: honour its
 		// Retry-After, then ask for the most recent state (a consistent read
 		// cannot be older than what we have).
 		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(retryAfter), next: next}, because(codeTooLargeRV, "%s: too large resource version (Retry-After %v)", q, retryAfter)
+		return backingOff{delay: r.delay(retryAfter), next: next}, because(ReasonTooLargeRV, "%s: too large resource version (Retry-After %v)", q, retryAfter)
 	}
-	return backingOff{delay: r.delay(retryAfter), next: s.retry()}, because(codeListError, "%s failed (%s): %v", q, class, err)
+	return backingOff{delay: r.delay(retryAfter), next: s.retry()}, because(ReasonListError, "%s failed (%s): %v", q, class, err)
 }
 
 // checkNotStale rejects a list older than the store or than the NotOlderThan asked.
@@ -473,6 +476,13 @@ func (r *Reflector) setRV(logger logr.Logger, rv string, force bool, now time.Ti
 	// isOlder(rv, prev), with prev parsed once when it was stored.
 	n, err := strconv.ParseUint(rv, 10, 64)
 	nOK := err == nil
+	if !force && !nOK && r.rvNumOK {
+		// This server's versions parse; one that does not (a bookmark at
+		// "abc") is not adopted: every watch from it would fail.
+		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+		logger.Info("Ignoring a resourceVersion that does not parse on a server whose versions do", "resourceVersion", rv, "current", r.status.ResourceVersion)
+		return
+	}
 	r.mu.Lock()
 	prev := r.status.ResourceVersion
 	if !force && (prev == rv || (nOK && r.rvNumOK && n < r.rvNum)) {
@@ -514,15 +524,15 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		if err == nil {
 			w.Stop()
 		}
-		return stopped{}, because(codeContextDone, "context ended while opening a streaming list")
+		return stopped{}, because(ReasonContextDone, "context ended while opening a streaming list")
 	}
 	if err != nil {
 		class, retryAfter := classify(err)
 		if class == fallback.Invalid {
 			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
-			return asList, because(codeStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
+			return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
 		}
-		return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
+		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
 	}
 
 	var (
@@ -564,41 +574,41 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	switch out {
 	case lister.InitialEventsStopped:
 		w.Stop()
-		return stopped{}, because(codeContextDone, "context ended during a streaming list")
+		return stopped{}, because(ReasonContextDone, "context ended during a streaming list")
 	case lister.InitialEventsClosed, lister.InitialEventsCut:
 		w.Stop()
-		return backingOff{delay: r.delay(0), next: asList}, because(codeStreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
+		return backingOff{delay: r.delay(0), next: asList}, because(ReasonStreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
 	case lister.InitialEventsError:
 		w.Stop()
 		class, retryAfter := classify(failed)
 		if class == fallback.Gone {
 			next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(codeListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
+			return backingOff{delay: r.delay(0), next: next}, because(ReasonListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 		}
-		return backingOff{delay: r.delay(retryAfter), next: asList}, because(codeStreamFailed, "streaming list error (%s): %v; listing instead", class, failed)
+		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list error (%s): %v; listing instead", class, failed)
 	case lister.InitialEventsNotStreaming:
 		// A server that silently ignores sendInitialEvents (v1.18) sends plain
 		// ADDED events and never the end bookmark: the guard recorded it, so
 		// the next sync lists without waiting.
 		w.Stop()
 		logger.Info("Server ignores streaming lists; listing instead", "detail", detail)
-		return asList, because(codeStreamIgnored, "streaming list ignored: %s; listing instead", detail)
+		return asList, because(ReasonStreamIgnored, "streaming list ignored: %s; listing instead", detail)
 	}
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(endRV, last) {
 		w.Stop()
 		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(0), next: next}, because(codeStaleList, "%v", &StaleListError{Required: last, Served: endRV})
+		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", &StaleListError{Required: last, Served: endRV})
 	}
 	if err := r.replace(ctx, items, endRV); err != nil {
 		w.Stop()
-		return backingOff{delay: r.delay(0), next: asList}, because(codeListError, "store.Replace failed: %v", err)
+		return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store.Replace failed: %v", err)
 	}
 	if r.bookmarkStore != nil {
 		if err := r.bookmarkStore.Bookmark(endRV); err != nil {
 			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", endRV)
 		}
 	}
-	return watching{rv: endRV, w: w, opened: opened}, because(codeStreamed, "streamed %d items, initial events end at resourceVersion %q", len(items), endRV)
+	return watching{rv: endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", len(items), endRV)
 }
 
 func (r *Reflector) observeStreaming(s compat.Support, detail string) {
@@ -634,10 +644,10 @@ func (r *Reflector) stepStartWatch(ctx context.Context, s startingWatch) (state,
 		if err == nil {
 			w.Stop()
 		}
-		return stopped{}, because(codeContextDone, "context ended while opening a watch")
+		return stopped{}, because(ReasonContextDone, "context ended while opening a watch")
 	}
 	if err == nil {
-		return watching{rv: s.rv, w: w, opened: opened}, because(codeWatchOpened, "watch opened at resourceVersion %q", s.rv)
+		return watching{rv: s.rv, w: w, opened: opened}, because(ReasonWatchOpened, "watch opened at resourceVersion %q", s.rv)
 	}
 	return r.watchFailed(ctx, s.rv, s.attempt, err)
 }
@@ -652,26 +662,26 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		// The watch's resourceVersion fell out of the server's window. A
 		// NotOlderThan(rv) list is served from the watch cache and cannot go
 		// back in time; MostRecent comes only if that too is gone.
-		return r.relist(r.syncState(ctx, relistQuery(rv), false, codeWatchGone), 0), because(codeWatchGone, "watch from %q: 410 Gone; relisting %s", rv, relistQuery(rv))
+		return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonWatchGone), 0), because(ReasonWatchGone, "watch from %q: 410 Gone; relisting %s", rv, relistQuery(rv))
 	case fallback.TooLargeRV:
 		// This server's cache is behind rv (HA): wait as told and try again;
 		// after MaxTooLargeWatchRetries tries, relist MostRecent.
 		if attempt < max(r.o.MaxTooLargeWatchRetries, 0) {
-			r.o.Metrics.WatchRestart(r.name, codeTooLargeRV)
+			r.o.Metrics.WatchRestart(r.name, ReasonTooLargeRV)
 			return backingOff{delay: r.delay(retryAfter), next: startingWatch{rv: rv, attempt: attempt + 1}},
-				because(codeTooLargeRV, "watch from %q: too large resource version (Retry-After %v)", rv, retryAfter)
+				because(ReasonTooLargeRV, "watch from %q: too large resource version (Retry-After %v)", rv, retryAfter)
 		}
-		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, fallback.MostRecentQuery(), false, codeTooLargeRV)},
-			because(codeTooLargeRV, "watch from %q: too large resource version %d times; relisting MostRecent", rv, attempt+1)
+		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, fallback.MostRecentQuery(), false, ReasonTooLargeRV)},
+			because(ReasonTooLargeRV, "watch from %q: too large resource version %d times; relisting MostRecent", rv, attempt+1)
 	case fallback.Throttled, fallback.ServerError, fallback.Transport:
 		// The server is busy or unreachable: the resourceVersion is still
 		// good, so back off and watch again from it, without a relist.
-		r.o.Metrics.WatchRestart(r.name, codeRetry)
+		r.o.Metrics.WatchRestart(r.name, ReasonRetry)
 		return backingOff{delay: r.delay(retryAfter), next: startingWatch{rv: rv, attempt: attempt + 1}},
-			because(codeRetry, "watch from %q failed (%s): %v", rv, class, err)
+			because(ReasonRetry, "watch from %q failed (%s): %v", rv, class, err)
 	default:
-		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, relistQuery(rv), false, codeWatchError)},
-			because(codeWatchError, "watch from %q failed (%s): %v; relisting", rv, class, err)
+		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, relistQuery(rv), false, ReasonWatchError)},
+			because(ReasonWatchError, "watch from %q failed (%s): %v; relisting", rv, class, err)
 	}
 }
 
@@ -700,24 +710,24 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	for {
 		select {
 		case <-ctx.Done():
-			return stopped{}, because(codeContextDone, "context ended while watching")
+			return stopped{}, because(ReasonContextDone, "context ended while watching")
 		case <-stall:
 			if quiet := r.o.Clock.Since(lastEvent); quiet < r.o.StallTimeout {
 				stallTimer.Reset(r.o.StallTimeout - quiet)
 				continue
 			}
 			rv := r.LastSyncResourceVersion()
-			r.o.Metrics.WatchRestart(r.name, codeStalled)
-			return startingWatch{rv: rv}, because(codeStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+			r.o.Metrics.WatchRestart(r.name, ReasonStalled)
+			return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
 		case ev, ok := <-s.w.ResultChan():
 			if !ok {
 				rv := r.LastSyncResourceVersion()
 				if events == 0 && r.o.Clock.Since(s.opened) < r.o.ShortWatch {
-					r.o.Metrics.WatchRestart(r.name, codeShortWatch)
-					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(codeShortWatch, "watch closed after %v without any event", r.o.Clock.Since(s.opened))
+					r.o.Metrics.WatchRestart(r.name, ReasonShortWatch)
+					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v without any event", r.o.Clock.Since(s.opened))
 				}
-				r.o.Metrics.WatchRestart(r.name, codeWatchClosed)
-				return startingWatch{rv: rv}, because(codeWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+				r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
+				return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
 			}
 			if ev.Type == watch.Error {
 				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
@@ -727,6 +737,14 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			}
 			events++
 			lastEvent = r.handleEvent(ctx, logger, ev, &propagate)
+			if r.staleEvent != "" {
+				// Never back in time: re-sync with a list not older than the store.
+				detail := r.staleEvent
+				r.staleEvent = ""
+				rv := r.LastSyncResourceVersion()
+				return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonStaleEvent), 0),
+					because(ReasonStaleEvent, "%s; relisting %s", detail, relistQuery(rv))
+			}
 		}
 	}
 }
@@ -745,6 +763,9 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 		return r.o.Clock.Now()
 	}
 	rv := m.GetResourceVersion()
+	if ev.Type != watch.Bookmark && *propagate && r.olderThanStored(logger, ev.Type, m, rv) {
+		return r.o.Clock.Now()
+	}
 	before := len(r.known)
 	switch ev.Type {
 	case watch.Added:
@@ -785,6 +806,29 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 		r.maybeCheckConsistency(ctx, rv)
 	}
 	return now
+}
+
+// olderThanStored reports (and counts, and logs with both versions) an event
+// whose resourceVersion is older than the object the store already holds: a
+// watch cache re-delivering history (kubernetes/kubernetes#73845), or a proxy
+// or balancer mixing streams (linkerd/linkerd#1680). Such an event is never
+// applied, and the reflector re-syncs. It only applies where resource
+// versions compare as numbers (etcd-backed servers); opaque versions
+// (some aggregated APIs) are never compared.
+func (r *Reflector) olderThanStored(logger logr.Logger, t watch.EventType, m metav1.Object, rv string) bool {
+	p, ok := r.known[string(r.key(m))]
+	if !ok || *p == rv {
+		return false
+	}
+	held, err1 := strconv.ParseUint(*p, 10, 64)
+	got, err2 := strconv.ParseUint(rv, 10, 64)
+	if err1 != nil || err2 != nil || got >= held {
+		return false
+	}
+	r.o.Metrics.Fallback(r.name, ReasonStaleEvent)
+	r.staleEvent = fmt.Sprintf("%s %s at resourceVersion %s is older than the stored object at %s", t, string(r.key(m)), rv, *p)
+	logger.Info("Ignoring a watch event older than the stored object", "type", t, "key", string(r.key(m)), "event", rv, "stored", *p)
+	return true
 }
 
 // key builds m's store key (cache.MetaNamespaceKeyFunc's "namespace/name",

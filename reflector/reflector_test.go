@@ -283,7 +283,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 	if got := fc.watchCalls()[1].ResourceVersion; got != "30" {
 		t.Fatalf("watch after relist from %q; want 30", got)
 	}
-	if got := rec.get(&rec.relists); !slices.Equal(got, []string{codeWatchGone}) {
+	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonWatchGone}) {
 		t.Fatalf("relists = %v; want one watch-gone relist (the MostRecent retry is the same relist)", got)
 	}
 }
@@ -389,7 +389,7 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	if n := len(fc.listCalls()); n != 1 {
 		t.Fatalf("lists = %d; want 1 (a normal close never relists)", n)
 	}
-	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{codeWatchClosed}) {
+	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{ReasonWatchClosed}) {
 		t.Fatalf("watch restarts = %v", got)
 	}
 }
@@ -407,7 +407,7 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 	if d := time.Since(start); d < 90*time.Millisecond { // 200ms with jitter factor 0.5 => >= 100ms
 		t.Fatalf("restarted a short-lived watch after %v; want a backoff", d)
 	}
-	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != codeShortWatch {
+	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != ReasonShortWatch {
 		t.Fatalf("watch restarts = %v; want short-watch", got)
 	}
 }
@@ -431,7 +431,7 @@ func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
 	if n := len(fc.listCalls()); n != 1 {
 		t.Fatalf("lists = %d; a stall must not relist", n)
 	}
-	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != codeStalled {
+	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != ReasonStalled {
 		t.Fatalf("watch restarts = %v; want stalled", got)
 	}
 }

@@ -120,27 +120,38 @@ func because(code, format string, args ...any) why {
 	return why{code: code, detail: fmt.Sprintf(format, args...)}
 }
 
-// Transition reason codes (the "reason" label of the transitions metric, the
-// "cause" of relists, the "reason" of watch restarts).
+// Reason codes of the reflector: the "reason" label of the transitions
+// metric, the "cause" of relists and the "reason" of watch restarts. They
+// are the complete set (Reasons); docs/reasons.md lists them.
 const (
-	codeStart          = "start"
-	codeListed         = "listed"
-	codeStreamed       = "streamed"
-	codeWatchOpened    = "watch-opened"
-	codeWatchClosed    = "watch-closed"
-	codeShortWatch     = "short-watch"
-	codeStalled        = "stalled"
-	codeWatchGone      = "watch-gone"
-	codeListGone       = "list-gone"
-	codeTooLargeRV     = "too-large-rv"
-	codeStaleList      = "stale-list"
-	codeRetry          = "retry"
-	codeWatchError     = "watch-error"
-	codeListError      = "list-error"
-	codeStreamIgnored  = "streaming-ignored"
-	codeStreamRejected = "streaming-rejected"
-	codeStreamFailed   = "streaming-failed"
-	codeBackoffDone    = "backoff-done"
-	codeContextDone    = "context-done"
-	causeInitial       = "initial"
+	ReasonStart              = "start"
+	ReasonListed             = "listed"
+	ReasonStreamed           = "streamed"
+	ReasonWatchOpened        = "watch-opened"
+	ReasonWatchClosed        = "watch-closed"
+	ReasonShortWatch         = "short-watch"
+	ReasonStalled            = "stalled"
+	ReasonWatchGone          = "watch-gone"
+	ReasonListGone           = "list-gone"
+	ReasonTooLargeRV         = "too-large-rv"
+	ReasonStaleList          = "stale-list"
+	ReasonStaleEvent         = "event-older-than-store"
+	ReasonBadResourceVersion = "unparsable-resource-version"
+	ReasonRetry              = "retry"
+	ReasonWatchError         = "watch-error"
+	ReasonListError          = "list-error"
+	ReasonStreamIgnored      = "streaming-ignored"
+	ReasonStreamRejected     = "streaming-rejected"
+	ReasonStreamFailed       = "streaming-failed"
+	ReasonBackoffDone        = "backoff-done"
+	ReasonContextDone        = "context-done"
+	ReasonInitial            = "initial"
 )
+
+// Reasons returns every reason code of the reflector, in a stable order.
+func Reasons() []string {
+	return []string{ReasonStart, ReasonListed, ReasonStreamed, ReasonWatchOpened, ReasonWatchClosed, ReasonShortWatch,
+		ReasonStalled, ReasonWatchGone, ReasonListGone, ReasonTooLargeRV, ReasonStaleList, ReasonStaleEvent, ReasonBadResourceVersion, ReasonRetry,
+		ReasonWatchError, ReasonListError, ReasonStreamIgnored, ReasonStreamRejected, ReasonStreamFailed,
+		ReasonBackoffDone, ReasonContextDone, ReasonInitial}
+}

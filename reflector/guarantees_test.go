@@ -1,0 +1,107 @@
+package reflector
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+// A server (or proxy) that answers every watch with 410 used to get
+// list+watch pairs as fast as it could answer (52,259 lists in 1s against an
+// in-process fake): a 410 went straight to a relist and a list straight to a
+// watch. A relist that follows the previous fill with no watch event in
+// between now waits a growing backoff. The fake clock makes it exact.
+func TestEveryWatchGoneBacksOffBetweenRelists(t *testing.T) {
+	fc := &fakeClient{
+		listFn:  func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10", cm("a", "5")), nil },
+		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return nil, gone() },
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := fastOptions(&recorder{})
+	o.Clock = clk
+	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	waitBackingOff := func(lists int) {
+		t.Helper()
+		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
+		if n := len(fc.listCalls()); n != lists {
+			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, lists)
+		}
+	}
+	waitBackingOff(1)
+	clk.Step(100 * time.Millisecond) // first delay: Initial
+	waitBackingOff(2)
+	clk.Step(150 * time.Millisecond) // less than the grown delay (200ms): nothing is sent
+	waitBackingOff(2)
+	clk.Step(50 * time.Millisecond)
+	waitBackingOff(3)
+}
+
+// A watch event older than the object the store holds (a watch cache
+// re-delivering history, kubernetes/kubernetes#73845) is never applied; the
+// reflector re-syncs with a list not older than the store.
+func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
+	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+		if n == 0 {
+			return cmList("12", cm("a", "10")), nil
+		}
+		return cmList("13", cm("a", "10")), nil
+	}}
+	rec := &recorder{}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Modify(cm("a", "5"))
+	fc.watcher(t, 1)
+	obj, _, _ := store.GetByKey("ns/a")
+	if got := obj.(*corev1.ConfigMap).ResourceVersion; got != "10" {
+		t.Fatalf("store holds a at %s; the older event was applied", got)
+	}
+	lists := fc.listCalls()
+	if len(lists) != 2 || lists[1].ResourceVersion != "12" {
+		t.Fatalf("lists %+v; want a relist NotOlderThan(12)", lists)
+	}
+	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonStaleEvent}) {
+		t.Fatalf("relists %v", got)
+	}
+	if rv := r.LastSyncResourceVersion(); rv != "13" {
+		t.Fatalf("resourceVersion %s", rv)
+	}
+}
+
+// A bookmark whose resourceVersion does not parse, on a server whose versions
+// do, is not adopted: every watch from it would fail.
+func TestUnparsableBookmarkIsNotAdopted(t *testing.T) {
+	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	run(t, r)
+	w := fc.watcher(t, 0)
+	w.Action(watch.Bookmark, bookmark("abc", false))
+	w.Add(cm("b", "11"))
+	eventually(t, "RV 11", func() bool { return r.LastSyncResourceVersion() == "11" })
+	for _, o := range fc.watchCalls() {
+		if o.ResourceVersion == "abc" {
+			t.Fatalf("watched from %q", o.ResourceVersion)
+		}
+	}
+}
+
+// A server's Retry-After is capped: "Retry-After: 3600" from a proxy does
+// not park the reflector for an hour.
+func TestRetryAfterIsCapped(t *testing.T) {
+	r := New(&fakeClient{}, nil, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
+	if d, limit := r.delay(time.Hour), (fallback.Policy{}).WithDefaults().MaxRetryAfter; d > limit {
+		t.Fatalf("delay for Retry-After 1h = %v", d)
+	}
+}
