@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	//lint:ignore ST1001 the table reads in the KEP's vocabulary (OK, Gone, NotOlderThan, ...), row by row
 	. "github.com/steadywatch/steadywatch/fallback"
@@ -166,4 +168,40 @@ func budgetFor(c Class) budget {
 		return backoffBudget
 	}
 	return noBudget
+}
+
+// Pattern renders the row's pattern for docs: "class=gone semantic=NotOlderThan continue=no attemptsLeft=yes".
+func (r Row) Pattern() string {
+	w := r.when
+	var parts []string
+	list := func(name string, vals []string) {
+		if len(vals) > 0 {
+			parts = append(parts, name+"="+strings.Join(vals, "|"))
+		}
+	}
+	cond := func(name string, c cond) {
+		switch c {
+		case yes:
+			parts = append(parts, name+"=yes")
+		case no:
+			parts = append(parts, name+"=no")
+		}
+	}
+	list("class", names(w.classes))
+	list("semantic", names(w.semantics))
+	cond("limit", w.limit)
+	cond("continue", w.cont)
+	cond("attemptsLeft", w.attemptsLeft)
+	cond("mostRecentFallbackAllowed", w.mostRecentFallback)
+	list("Policy.ContinueExpired", names(w.continueExpired))
+	list("Policy.TooLargeAfterBudget", names(w.tooLarge))
+	return strings.Join(parts, " ")
+}
+
+func names[T fmt.Stringer](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
+	}
+	return out
 }
