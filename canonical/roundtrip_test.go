@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func TestRoundTripSeedExample(t *testing.T) {
+func TestRoundTripGuideExample(t *testing.T) {
 	c := btlsChain(t)
 	if err := c.RoundTrip(obj(t, v1alpha1Obj), obj(t, v1alpha2Obj)); err != nil {
 		t.Fatal(err)

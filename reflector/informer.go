@@ -23,7 +23,7 @@ import (
 // buffering, registrations, resync) is unexported; re-implementing it would
 // duplicate ~1,000 lines of subtle concurrency code that would drift from
 // client-go. Instead the informer's own reflector is made safe through its
-// ListerWatcher: every list it sends is read with the seeds' semantics and run
+// ListerWatcher: every list it sends is read with the API Concepts semantics and run
 // with the KEP-2523 fallbacks (verified served resourceVersions, 410/too-large
 // recovery, legacy servers), and a streaming list on a server that ignores
 // sendInitialEvents ends with an error instead of hanging.
