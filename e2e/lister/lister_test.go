@@ -723,7 +723,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		go func() {
 			defer GinkgoRecover()
 			// No Retry-After on a raw 500: the lister backs off; 1 s, 2 s, 4 s leaves time to write up to the RV.
-			p := fallback.Policy{Backoff: fallback.BackoffPolicy{InitialInterval: time.Second, RandomizationFactor: -1}}
+			p := fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Second, Jitter: -1}}
 			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), Policy: p, LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
 			done <- result{rec, err}
 		}()
