@@ -28,7 +28,7 @@ import (
 // (build.Current) with its watch cache on, on an embedded etcd, in a
 // temporary directory removed by Stop.
 type Options struct {
-	// Version is the kube-apiserver release, e.g. "v1.36.3" or "v1.18.19".
+	// Version is the kube-apiserver release, e.g. "v1.37.2" or "v1.18.19".
 	// "" = build.Current. Minors 1.18 and newer are supported.
 	Version string
 	// DisableWatchCache passes --watch-cache=false to every apiserver, so

@@ -36,7 +36,7 @@ type scene struct {
 
 var scenes = []scene{
 	{
-		name: "legacy", title: "a v1.18.19 apiserver (ignores sendInitialEvents and resourceVersionMatch)",
+		name: "legacy", title: "a " + build.Legacy + " apiserver (ignores sendInitialEvents and resourceVersionMatch)",
 		opts: harness.Options{Version: build.Legacy}, objects: 50,
 		trouble: func(ctx context.Context, e *env) error {
 			// Nothing more: syncing at all is the trouble. Show the watch works.
@@ -44,7 +44,7 @@ var scenes = []scene{
 		},
 	},
 	{
-		name: "compaction", title: "v1.36.3, watch cache off: compaction turns the watch into 410 Gone",
+		name: "compaction", title: build.Current + ", watch cache off: compaction turns the watch into 410 Gone",
 		opts: harness.Options{Version: build.Current, DisableWatchCache: true}, objects: 20,
 		trouble: func(ctx context.Context, e *env) error {
 			other, err := seedNamespace(ctx, e.cs, "demo-elsewhere", 20)
@@ -67,7 +67,7 @@ var scenes = []scene{
 		},
 	},
 	{
-		name: "drop", title: "v1.36.3: the watch connection is dropped mid-stream",
+		name: "drop", title: build.Current + ": the watch connection is dropped mid-stream",
 		opts: harness.Options{Version: build.Current}, objects: 10,
 		trouble: func(ctx context.Context, e *env) error {
 			if err := create(ctx, e, "before-drop"); err != nil {
@@ -81,7 +81,7 @@ var scenes = []scene{
 		},
 	},
 	{
-		name: "ha", title: "two v1.36.3 apiservers, requests alternating; one member restarted (lagging) meanwhile",
+		name: "ha", title: "two " + build.Current + " apiservers, requests alternating; one member restarted (lagging) meanwhile",
 		opts: harness.Options{Version: build.Current, HA: true}, objects: 10,
 		trouble: func(ctx context.Context, e *env) error {
 			member := e.c.APIServers()[1]

@@ -168,6 +168,7 @@ func TestRecipeFor(t *testing.T) {
 		{"v1.18.19", "legacy-1.18"},
 		{"v1.18.0", "legacy-1.18"},
 		{Current, "plain"},
+		{Previous, "plain"},
 		{Legacy, "legacy-1.18"},
 	} {
 		v, want := tc.version, tc.want
