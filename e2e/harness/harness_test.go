@@ -34,10 +34,10 @@ const (
 // (the suite also skips as a whole in BeforeSuite on an external cluster).
 const ownServers = "tests the harness's own apiservers, etcd and fault controls"
 
-// seed creates a namespace with n ConfigMaps and returns the namespace and
+// populate creates a namespace with n ConfigMaps and returns the namespace and
 // the resourceVersion of the first ConfigMap. The namespace is not deleted:
 // specs stop and restart the servers, and the cluster goes with the suite.
-func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
+func populate(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
 	nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "harness-"}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return nsObj.Name, suite.CreateConfigMaps(ctx, cs, nsObj.Name, n, suite.IndexData)
@@ -94,7 +94,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 	It("keeps data, port and client configs across Restart", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, _ := seed(ctx, cs, 1)
+		ns, _ := populate(ctx, cs, 1)
 		before, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		a := c.APIServers()[0]
@@ -119,7 +119,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 	It("fails requests while etcd is stopped and recovers, with its data, when it starts again", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, _ := seed(ctx, cs, 1)
+		ns, _ := populate(ctx, cs, 1)
 		revBefore, err := c.Etcd().Revision(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		endpoint := c.Etcd().Endpoint()
@@ -160,7 +160,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 	It("Compact reaches the watch cache through compact_rev_key: an Exact list at an old RV becomes 410", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 2)
+		ns, rv := populate(ctx, cs, 2)
 		// Served from a watch-cache snapshot before the compaction.
 		l, err := exactList(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred())
@@ -207,7 +207,7 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 
 	It("Compact makes an Exact list at an older RV a real 410 at once, and leaves the compaction revision readable", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 3)
+		ns, rv := populate(ctx, cs, 3)
 		l, err := exactList(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred(), "before compaction the old RV is served")
 		Expect(l.ResourceVersion).To(Equal(rv))
@@ -239,12 +239,12 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 
 	It("a second Compact after more writes compacts again", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 1)
+		ns, rv := populate(ctx, cs, 1)
 		first, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = exactList(ctx, cs, ns, rv)
 		Expect(isExpired(err)).To(BeTrue(), "got %v", err)
-		_, rv2 := seed(ctx, cs, 1)
+		_, rv2 := populate(ctx, cs, 1)
 		second, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(second).To(BeNumerically(">", first))
@@ -262,7 +262,7 @@ var _ = Describe("an HA pair on one etcd behind the balancer", Label("ha"), Orde
 		as := c.APIServers()
 		Expect(as).To(HaveLen(2))
 		Expect(as[0].URL()).NotTo(Equal(as[1].URL()))
-		ns, _ := seed(ctx, suite.Clientset(as[0].RESTConfig()), 1)
+		ns, _ := populate(ctx, suite.Clientset(as[0].RESTConfig()), 1)
 		for _, a := range as {
 			v, err := suite.Clientset(a.RESTConfig()).Discovery().ServerVersion()
 			Expect(err).NotTo(HaveOccurred(), a.Name())
@@ -338,7 +338,7 @@ var _ = Describe("an HA pair with the watch cache off on apiserver-1 only (Disab
 		// compaction, watched until the cache-on member 410s, tells when that
 		// poll just ran: the second compaction then lands well inside the next
 		// 15 s, so "still served right after Compact" is not a race.
-		ns, rv := seed(ctx, on, 1)
+		ns, rv := populate(ctx, on, 1)
 		_, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		begin := time.Now()
@@ -348,7 +348,7 @@ var _ = Describe("an HA pair with the watch cache off on apiserver-1 only (Disab
 		}).WithTimeout(60*time.Second).WithPolling(100*time.Millisecond).Should(Satisfy(isExpired), "cache-on member, Exact at compacted RV %s", rv)
 		fmt.Fprintf(GinkgoWriter, "TIMING cache-on member saw the first compaction after %s\n", time.Since(begin).Round(time.Millisecond))
 
-		ns, rv = seed(ctx, on, 2)
+		ns, rv = populate(ctx, on, 2)
 		for name, cs := range map[string]kubernetes.Interface{"cache-on apiserver-0": on, "cache-off apiserver-1": off} {
 			l, err := exactList(ctx, cs, ns, rv)
 			Expect(err).NotTo(HaveOccurred(), "%s before compaction", name)
@@ -415,7 +415,7 @@ var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, fu
 
 	It("keeps data across Restart", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 1)
+		ns, rv := populate(ctx, cs, 1)
 		begin := time.Now()
 		Expect(c.APIServers()[0].Restart(ctx)).To(Succeed())
 		fmt.Fprintf(GinkgoWriter, "TIMING restart %s: %s\n", legacy, time.Since(begin).Round(time.Millisecond))
@@ -426,7 +426,7 @@ var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, fu
 
 	It("Compact makes a legacy-Exact (limit) list at an old RV a real 410", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 2)
+		ns, rv := populate(ctx, cs, 2)
 		_, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv, Limit: 1})

@@ -210,9 +210,9 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	}
 	ns := nsObj.Name
 	var rv0 string
-	const seeded = 20
-	for i := 0; i < seeded; i++ {
-		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("seed-%d", i)}}, metav1.CreateOptions{})
+	const initial = 20
+	for i := 0; i < initial; i++ {
+		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("initial-%d", i)}}, metav1.CreateOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +229,7 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	var cells []Cell
 
 	// Exact list at rv0 (before compaction, which comes later).
-	cells = append(cells, exactCell(ctx, client, cs, pcfg.Host, ns, rv0, seeded, cell))
+	cells = append(cells, exactCell(ctx, client, cs, pcfg.Host, ns, rv0, initial, cell))
 
 	var srv compat.Server
 	if client == Ours {
@@ -310,10 +310,10 @@ func listPath(reqs []faults.Request, ns string, synced bool) string {
 	return s
 }
 
-// exactCell lists at Exact(rv0): correct is either the state at rv0 (seeded
+// exactCell lists at Exact(rv0): correct is either the state at rv0 (initial
 // items, ListMeta rv0) or an explicit error; wrong is another state
 // presented as the answer.
-func exactCell(ctx context.Context, client string, cs kubernetes.Interface, host, ns, rv0 string, seeded int, cell func(string, string, string, time.Duration) Cell) Cell {
+func exactCell(ctx context.Context, client string, cs kubernetes.Interface, host, ns, rv0 string, initial int, cell func(string, string, string, time.Duration) Cell) Cell {
 	start := time.Now()
 	var served string
 	var items int
@@ -336,9 +336,9 @@ func exactCell(ctx context.Context, client string, cs kubernetes.Interface, host
 	switch {
 	case err != nil:
 		return cell(ScenarioExact, Pass, fmt.Sprintf("explicit error: %.80s", err.Error()), took)
-	case served == rv0 && items == seeded:
+	case served == rv0 && items == initial:
 		return cell(ScenarioExact, Pass, fmt.Sprintf("served at %s (%d items)", served, items), took)
 	default:
-		return cell(ScenarioExact, Fail, fmt.Sprintf("asked %s, silently served %s (%d items, want %d)", rv0, served, items, seeded), took)
+		return cell(ScenarioExact, Fail, fmt.Sprintf("asked %s, silently served %s (%d items, want %d)", rv0, served, items, initial), took)
 	}
 }

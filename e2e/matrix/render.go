@@ -42,7 +42,7 @@ func Markdown(r Report) string {
 		"- **initial sync**: the informer's store is filled (bound 30 s).\n" +
 		"- **initial list path**: what the client sent for its first list, from the proxy's log (a streaming list is a watch with `sendInitialEvents=true`).\n" +
 		"- **recovery from 410**: etcd compacted like the apiserver's compactor does, the next watch answered with a 410 ERROR event; an object created afterwards must reach the store (bound 30 s).\n" +
-		"- **Exact list at an older RV**: `resourceVersionMatch=Exact` at an RV with 5 newer writes; correct is the state at that RV or an explicit error, wrong is another state returned as if it were the answer (seed 001: servers before 1.19 ignore `resourceVersionMatch`).\n\n")
+		"- **Exact list at an older RV**: `resourceVersionMatch=Exact` at an RV with 5 newer writes; correct is the state at that RV or an explicit error, wrong is another state returned as if it were the answer (KEP-2523; Kubernetes API Concepts, [Resource versions](https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions): servers before 1.19 ignore `resourceVersionMatch`).\n\n")
 
 	b.WriteString("| server | configuration | scenario | steadywatch | client-go v0.37 (stock) |\n|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
@@ -56,9 +56,9 @@ func Markdown(r Report) string {
 	}
 	if len(r.Chaos) > 0 {
 		b.WriteString("\n## Chaos runs\n\n" +
-			"From `e2e/chaos` (`-chaos.report`): a writer churns ConfigMaps while a seeded schedule of faults hits both informers through identical proxies. " +
+			"From `e2e/chaos` (`-chaos.report`): a writer churns ConfigMaps while a replayable schedule of faults hits both informers through identical proxies. " +
 			"Converged = store equal to an Exact list at a fresh RV after the faults stopped.\n\n")
-		b.WriteString("| server | configuration | seed | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| server | configuration | replay | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, cr := range r.Chaos {
 			nf := 0
 			for _, n := range cr.FaultsByKind {
@@ -74,7 +74,7 @@ func Markdown(r Report) string {
 					fb = "—"
 				}
 				fmt.Fprintf(&b, "| %s | %s | %d | %.0f s | %d (%s) | %s | %s | %d | %d / %d / %d | %s | %s |\n",
-					cr.Server, cr.Config, cr.Seed, cr.DurationSeconds, nf, chaos.FormatCounts(cr.FaultsByKind), ir.Name, conv,
+					cr.Server, cr.Config, cr.Replay, cr.DurationSeconds, nf, chaos.FormatCounts(cr.FaultsByKind), ir.Name, conv,
 					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, chaos.FormatCounts(ir.Relists), fb)
 			}
 		}

@@ -47,7 +47,7 @@ var scenes = []scene{
 		name: "compaction", title: build.Current + ", watch cache off: compaction turns the watch into 410 Gone",
 		opts: harness.Options{Version: build.Current, DisableWatchCache: true}, objects: 20,
 		trouble: func(ctx context.Context, e *env) error {
-			other, err := seedNamespace(ctx, e.cs, "demo-elsewhere", 20)
+			other, err := populateNamespace(ctx, e.cs, "demo-elsewhere", 20)
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ func runScene(ctx context.Context, t *timeline, sc scene, cfg config, progress i
 	if err != nil {
 		return nil, err
 	}
-	ns, err := seedNamespace(ctx, cs, "demo-"+sc.name, sc.objects)
+	ns, err := populateNamespace(ctx, cs, "demo-"+sc.name, sc.objects)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +334,7 @@ func update(ctx context.Context, e *env, name string) error {
 	return nil
 }
 
-func seedNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, n int) (string, error) {
+func populateNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, n int) (string, error) {
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", err
