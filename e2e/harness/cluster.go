@@ -30,7 +30,7 @@ import (
 // temporary directory removed by Stop.
 type Options struct {
 	// Version is the kube-apiserver release, e.g. "v1.37.2" or "v1.18.19".
-	// "" = build.Current. Minors 1.18 and newer are supported. Must be ""
+	// "" = build.Current. Minors 1.16 and newer are supported. Must be ""
 	// when Versions is set.
 	Version string
 	// Versions gives each apiserver of an HA pair its own release, as in a

@@ -550,8 +550,8 @@ var _ = Describe("a start that fails", func() {
 		Expect(filepath.Join(dir, "apiserver-0.log")).To(BeARegularFile())
 	})
 
-	It("rejects versions older than 1.18 with ErrUnsupportedVersion before doing anything", func(ctx SpecContext) {
-		_, err := harness.Start(ctx, harness.Options{Version: "v1.17.0"})
+	It("rejects versions older than 1.16 with ErrUnsupportedVersion before doing anything", func(ctx SpecContext) {
+		_, err := harness.Start(ctx, harness.Options{Version: "v1.15.12"})
 		Expect(errors.Is(err, harness.ErrUnsupportedVersion)).To(BeTrue(), "%v", err)
 		_, err = harness.Start(ctx, harness.Options{Version: "latest"})
 		Expect(errors.Is(err, harness.ErrUnsupportedVersion)).To(BeTrue(), "%v", err)

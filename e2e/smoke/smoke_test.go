@@ -148,7 +148,7 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		})
 
 		It("cannot emulate a server that ignores sendInitialEvents by stripping that parameter alone", func(ctx SpecContext) {
-			// A real finding on v1.36: with WatchList on, the apiserver defaults a legacy watch (RV unset or
+			// A real finding on v1.36 (still so on v1.37.2): with WatchList on, the apiserver defaults a legacy watch (RV unset or
 			// "0") to sendInitialEvents=true + NotOlderThan (apimachinery internalversion.SetListOptionsDefaults),
 			// so it still ends the initial events with the k8s.io/initial-events-end bookmark.
 			ns, _ := populate(ctx, suite.Clientset(c.RESTConfig()), 2)

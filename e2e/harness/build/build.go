@@ -43,6 +43,13 @@ const (
 	Previous = "v1.36.3"
 	// Legacy is the last minor before resourceVersionMatch (KEP-2523, 1.19).
 	Legacy = "v1.18.19"
+	// Floor is the oldest release the harness builds and runs (not built
+	// by `make test`; the legacy recipe, verified).
+	Floor = "v1.16.15"
+	// Floor17 is the 1.17 release kept beside Floor: 1.17.0-1.18.5 answer a
+	// too-large resourceVersion without the ResourceVersionTooLarge cause
+	// type (kubernetes/kubernetes#92537), and so does 1.16.
+	Floor17 = "v1.17.17"
 )
 
 // ErrInvalidVersion is returned (wrapped) by Ensure when the version is not a
