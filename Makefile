@@ -49,15 +49,17 @@ devcluster:
 demo:
 	cd e2e && $(GO) run ./cmd/demo
 
-## chaos: a longer chaos run (CHAOS_DURATION=10m, CHAOS_SEED=N to replay).
-CHAOS_SEED ?= 0
+## chaos: a longer chaos run (CHAOS_DURATION=10m, CHAOS_SCHEDULE=N replays schedule N; 0 = a new one).
+CHAOS_SCHEDULE ?= 0
 chaos:
-	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.duration=$(CHAOS_DURATION) -chaos.seed=$(CHAOS_SEED) -ginkgo.v
+	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.duration=$(CHAOS_DURATION) -chaos.schedule=$(CHAOS_SCHEDULE) -ginkgo.v
 
-## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS to add servers).
-MATRIX_VERSIONS ?= v1.18.19,v1.33.13,v1.34.4,v1.36.3
+## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS: servers; MATRIX_MIXED:
+## mixed-version HA pairs "old+new"); missing kube-apiservers are built first, one at a time, cached.
+MATRIX_VERSIONS ?= v1.18.19,v1.33.13,v1.34.4,v1.36.3,v1.37.2
+MATRIX_MIXED ?= v1.18.19+v1.37.2,v1.36.3+v1.37.2
 matrix:
-	cd e2e && $(GO) run ./cmd/matrix -versions $(MATRIX_VERSIONS) -out ../docs/compatibility.md
+	cd e2e && $(GO) run ./cmd/matrix -versions $(MATRIX_VERSIONS) -mixed $(MATRIX_MIXED) -out ../docs/compatibility.md
 
 ## fuzz: run each fuzz target for FUZZTIME (not part of `make test`).
 FUZZTIME ?= 30s

@@ -8,7 +8,9 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 )
 
-// The probe's cells are data: each one is a request shape and what the seeds
+// The probe's cells are data: each one is a request shape and what KEP-2523
+// and the Kubernetes API Concepts, "Resource versions"
+// (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions)
 // say the server must do with it. The probe sends the request as is (no SDK
 // fallback in between) and derives what the server did from the HTTP status and
 // the relation of the served resourceVersion to the requested one.
@@ -16,7 +18,7 @@ import (
 // Semantic names used in the probe's report (schemaVersion 1). Expected and
 // observed values are drawn from the same vocabulary.
 const (
-	// List semantics (seed 003/004 "Semantics for get and list").
+	// List semantics (API Concepts, "Semantics for get and list").
 	SemMostRecent    = "MostRecent"    // served at (or after) the newest RV known before the request
 	SemAny           = "Any"           // any RV ("0"); every successful answer is Any
 	SemNotOlderThan  = "NotOlderThan"  // served at an RV newer than the requested one
@@ -31,19 +33,19 @@ const (
 	SemTooLarge  = "TooLarge"  // 504 ResourceVersionTooLarge, or 1.18's 500 "future revision"
 	SemForbidden = "Forbidden" // 401 or 403
 	SemError     = "Error"     // any other failure
-	// Watch semantics (seed 003/004 watch table).
+	// Watch semantics (API Concepts, "Semantics for watch").
 	SemStateMostRecent = "GetStateAndStartAtMostRecent" // synthetic ADDED for every object, then changes
 	SemStateAny        = "GetStateAndStartAtAny"        // synthetic ADDED (possibly stale state), then changes
 	SemStartExact      = "StartAtExact"                 // no synthetic state: only changes after the RV
 	SemNoEvents        = "NoEvents"                     // the stream carried none of the expected events
-	// Streaming list (KEP-3157, not in the seeds).
+	// Streaming list (KEP-3157, not in the API Concepts tables).
 	SemInitialEventsEnd   = "InitialEventsEnd"   // a BOOKMARK annotated k8s.io/initial-events-end arrived
 	SemNoInitialEventsEnd = "NoInitialEventsEnd" // the initial events never ended with that bookmark (ignored)
-	// Bookmarks (seed 003/004 "Watch bookmarks": a client may not assume any).
+	// Bookmarks (API Concepts, "Watch bookmarks": a client may not assume any).
 	SemMayBookmark = "MayBookmark" // expected: a bookmark is allowed, not required
 	SemBookmark    = "Bookmark"
 	SemNoBookmark  = "NoBookmark"
-	// Far-future watch (seed 003 "Unavailable resource version": a watch may wait until it times out).
+	// Far-future watch (API Concepts, "Unavailable resource versions": a watch may wait until it times out).
 	SemWaits = "Waits"
 )
 
@@ -52,7 +54,7 @@ const (
 	// VerdictAsSpecified: what the server did satisfies the expected semantic's guarantee.
 	VerdictAsSpecified = "as-specified"
 	// VerdictMatchIgnored: it does not, but it satisfies the semantic the
-	// request has when resourceVersionMatch is ignored (seeds' table footnote
+	// request has when resourceVersionMatch is ignored (the API Concepts list table's footnote
 	// [1]: a server without resourceVersionMatch treats it as unset).
 	VerdictMatchIgnored = "match-ignored"
 	// VerdictDiffers: neither.
@@ -133,29 +135,32 @@ type cell struct {
 	RV     string
 	// Watch options.
 	SendInitialEvents, AllowWatchBookmarks bool
-	// Expected is the semantic the seeds prescribe for a server that honours
+	// Expected is the semantic the API Concepts prescribe for a server that honours
 	// resourceVersionMatch.
 	Expected string
 	// ExpectedIfMatchIgnored is the semantic of the same request on a server
-	// that ignores resourceVersionMatch (the footnote of the seeds' list
+	// that ignores resourceVersionMatch (the footnote of the API Concepts' list
 	// table); empty when the request carries no match.
 	ExpectedIfMatchIgnored string
-	// Seed cites where the expectation comes from.
-	Seed string
+	// Source cites where the expectation comes from (a public document).
+	Source string
 	// Note explains an expectation that needs it.
 	Note string
 }
 
 const (
-	seedListTable  = "003/004 list table (resourceVersionMatch x paging x resourceVersion)"
-	seedWatchTable = "003/004 watch table"
-	seedBookmarks  = "003/004 Watch bookmarks"
-	seedTooLarge   = "003/004 Unavailable resource versions"
-	seedStreaming  = "KEP-3157 streaming list (not in the seeds)"
+	// Sections of the Kubernetes API Concepts, "Resource versions"
+	// (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions)
+	// and KEP-3157 (kubernetes/enhancements keps/sig-api-machinery/3157-watch-list).
+	srcListTable  = "API Concepts, Semantics for get and list (resourceVersionMatch x paging x resourceVersion)"
+	srcWatchTable = "API Concepts, Semantics for watch"
+	srcBookmarks  = "API Concepts, Watch bookmarks"
+	srcTooLarge   = "API Concepts, Unavailable resource versions"
+	srcStreaming  = "KEP-3157 streaming list (not in the API Concepts tables)"
 )
 
-// listTable is the seeds' list table, row by row (seed 004 "resourceVersionMatch
-// and paging parameters for list"; seed 003 has the same table): for each
+// listTable is the API Concepts' list table, row by row ("resourceVersionMatch
+// and paging parameters for list", the same in KEP-2523): for each
 // (match, paging) the semantics for resourceVersion unset, "0" and N.
 var listTable = []struct {
 	Match  metav1.ResourceVersionMatch
@@ -199,7 +204,7 @@ func probeCells() []cell {
 				Paging:   row.Paging,
 				RV:       rv,
 				Expected: row.Sems[i],
-				Seed:     seedListTable,
+				Source:   srcListTable,
 			}
 			if row.Match != "" {
 				// Footnote [1]: a server that does not support resourceVersionMatch treats it as unset.
@@ -219,33 +224,33 @@ func probeCells() []cell {
 	for i, rv := range tableRVs {
 		cells = append(cells, cell{
 			ID: "watch/rv=" + rvLabel(rv), Kind: KindWatch, RV: rv,
-			Expected: watchSems[i], Seed: seedWatchTable,
+			Expected: watchSems[i], Source: srcWatchTable,
 		})
 	}
 	cells = append(cells,
 		cell{
 			ID: "streaming-list", Kind: KindStreamingList, RV: RVUnset,
 			Match: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: true, AllowWatchBookmarks: true,
-			Expected: SemInitialEventsEnd, Seed: seedStreaming,
+			Expected: SemInitialEventsEnd, Source: srcStreaming,
 			Note: "watch with sendInitialEvents=true: the initial events end with a BOOKMARK annotated k8s.io/initial-events-end",
 		},
 		cell{
 			ID: "bookmark", Kind: KindBookmark, RV: RVOld, AllowWatchBookmarks: true,
-			Expected: SemMayBookmark, Seed: seedBookmarks,
+			Expected: SemMayBookmark, Source: srcBookmarks,
 			Note: "watch from N on the object created at N (fieldSelector metadata.name) with allowWatchBookmarks and a short timeoutSeconds: watch caches send a bookmark about 2s before the timeout",
 		},
 		cell{
 			ID: "far-future/list/match=NotOlderThan", Kind: KindFarFutureList, RV: RVFuture,
 			Match: metav1.ResourceVersionMatchNotOlderThan, Paging: PagingNone,
-			Expected: SemTooLarge, ExpectedIfMatchIgnored: SemTooLarge, Seed: seedTooLarge,
+			Expected: SemTooLarge, ExpectedIfMatchIgnored: SemTooLarge, Source: srcTooLarge,
 		},
 		cell{
 			ID: "far-future/list/match=unset/paging=limit", Kind: KindFarFutureList, RV: RVFuture, Paging: PagingLimit,
-			Expected: SemTooLarge, Seed: seedTooLarge,
+			Expected: SemTooLarge, Source: srcTooLarge,
 		},
 		cell{
 			ID: "far-future/watch", Kind: KindFarFutureWatch, RV: RVFuture,
-			Expected: SemWaits, Seed: seedTooLarge,
+			Expected: SemWaits, Source: srcTooLarge,
 			Note: "a watch at an unrecognized resourceVersion may wait until it times out (or be refused as too large)",
 		},
 	)

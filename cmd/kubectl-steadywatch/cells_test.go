@@ -6,9 +6,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The list table must be the seeds' table (004 "resourceVersionMatch and
-// paging parameters for list", 003 identical), cell by cell.
-func TestProbeCellsFollowSeedTable(t *testing.T) {
+// The list table must be the API Concepts' table ("resourceVersionMatch and
+// paging parameters for list",
+// https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list),
+// cell by cell.
+func TestProbeCellsFollowAPIConceptsTable(t *testing.T) {
 	want := map[string]string{
 		"list/match=unset/paging=none/rv=unset":           SemMostRecent,
 		"list/match=unset/paging=none/rv=0":               SemAny,
@@ -45,7 +47,7 @@ func TestProbeCellsFollowSeedTable(t *testing.T) {
 			t.Errorf("%s: expected %q has no satisfiedBy entry", c.ID, c.Expected)
 		}
 		if w, ok := want[c.ID]; ok && c.Expected != w {
-			t.Errorf("%s: expected %s, the seeds say %s", c.ID, c.Expected, w)
+			t.Errorf("%s: expected %s, the API Concepts say %s", c.ID, c.Expected, w)
 		}
 		// Footnote [1]: with the match ignored, a cell is its match-unset twin.
 		if c.Kind == KindList && c.Match != "" {

@@ -2,9 +2,10 @@
 // shows what a Kubernetes apiserver really does with resourceVersion, and lists
 // and watches through the steadywatch SDK:
 //
-//   - probe: runs every cell of the KEP-2523 resourceVersion tables (seeds 003
-//     and 004) against the server in a scratch namespace and reports what the
-//     server did next to what the KEP says it should (table or versioned JSON);
+//   - probe: runs every cell of the KEP-2523 resourceVersion tables (Kubernetes
+//     API Concepts, "Resource versions") against the server in a scratch
+//     namespace and reports what the server did next to what the KEP says it
+//     should (table or versioned JSON);
 //   - list: one list with an explicit semantic through package lister, with
 //     the served resourceVersion and the fallbacks taken;
 //   - sync: an informer backed by the SDK that prints one JSON line when synced

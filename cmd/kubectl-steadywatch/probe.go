@@ -69,7 +69,7 @@ func newProbeCommand(a *app) *cobra.Command {
 		Use:   "probe",
 		Short: "Run every cell of the KEP-2523 resourceVersion tables and report what the server did",
 		Long: `probe creates a scratch namespace (or, with -n, uses that namespace) and a few
-ConfigMaps, then sends every cell of the seeds' list table (resourceVersionMatch x
+ConfigMaps, then sends every cell of the API Concepts' list table (resourceVersionMatch x
 paging x resourceVersion) and watch table, a streaming list, a bookmark watch and
 far-future resourceVersions as raw requests, and reports for each the expected
 semantic (per the KEP), the observed one (from the HTTP status and the served
@@ -401,7 +401,7 @@ func statusOf(err error) int {
 func runCell(ctx context.Context, e *probeEnv, c cell, o *probeOptions) (cellReport, error) {
 	opts := e.wireOptions(c)
 	r := cellReport{
-		ID: c.ID, Kind: c.Kind, Seed: c.Seed, Note: c.Note,
+		ID: c.ID, Kind: c.Kind, Source: c.Source, Note: c.Note,
 		Request: requestShape{
 			ResourceVersion: c.RV, ResourceVersionMatch: string(c.Match),
 			Continue: c.Paging == PagingContinue, SendInitialEvents: c.SendInitialEvents,

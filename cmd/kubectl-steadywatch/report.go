@@ -61,7 +61,7 @@ type cellReport struct {
 	Items                  int          `json:"items,omitempty"`
 	Events                 int          `json:"events,omitempty"`
 	Message                string       `json:"message,omitempty"`
-	Seed                   string       `json:"seed"`
+	Source                 string       `json:"source"`
 	Note                   string       `json:"note,omitempty"`
 	Seconds                float64      `json:"seconds"`
 }
@@ -139,7 +139,7 @@ func printProbeReport(w io.Writer, r probeReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, exp, c.Observed, status, served, c.Verdict)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\n[X] = expected if the server ignores resourceVersionMatch (seeds' table footnote)\n")
+	fmt.Fprintf(w, "\n[X] = expected if the server ignores resourceVersionMatch (API Concepts list table footnote)\n")
 	fmt.Fprintf(w, "detected: resourceVersionMatch=%s streamingList=%s bookmarks=%s\n", r.Detected.ResourceVersionMatch, r.Detected.StreamingList, r.Detected.Bookmarks)
 	fmt.Fprintf(w, "%d cells: %d as specified, %d as if resourceVersionMatch were ignored, %d differ (%.1fs)\n",
 		r.Summary.Cells, r.Summary.AsSpecified, r.Summary.MatchIgnored, r.Summary.Differs, r.DurationSeconds)

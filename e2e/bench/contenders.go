@@ -55,7 +55,7 @@ var contenders = []contender{
 	{Name: "sw-reflector", Kind: "sw-reflector", Ours: true,
 		Desc: "steadywatch reflector.New into an Indexer, compat Detector (streams the initial list where the server can); same clientset defaults"},
 	{Name: "sw-reflector-json", Kind: "sw-reflector", Ours: true, JSON: true,
-		Desc: "reflector.New over a clientset forced to JSON (what CRs get: API Concepts, Protobuf encoding)"},
+		Desc: "reflector.New over a clientset forced to JSON (what CRs get: custom resources have no protobuf encoding)"},
 	{Name: "sw-reflector-pages", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: 500,
 		Desc: "lever: reflector.New without streaming list: MostRecent list page by page (limit 500, decoded page by page)"},
 	{Name: "sw-reflector-unpaged", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: -1,

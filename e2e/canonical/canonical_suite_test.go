@@ -1,6 +1,7 @@
 // Package canonical_test proves package canonical against a real current
 // kube-apiserver: a CRD with two served versions and
-// x-kubernetes-preserve-unknown-fields (seed 002's BackendTLSPolicy example),
+// x-kubernetes-preserve-unknown-fields (Gateway API's BackendTLSPolicy, whose
+// spec.tls became spec.validation: https://gateway-api.sigs.k8s.io/api-types/backendtlspolicy/),
 // objects written through both versions, and informers whose store sees only
 // the canonical shape while the objects on the server stay byte for byte as
 // they were.

@@ -53,7 +53,7 @@ var (
 	v1beta1Path    = []string{"spec", "backendValidation"}
 )
 
-// chain is seed 002's BackendTLSPolicy example: v1alpha2 renames spec.tls to
+// chain is Gateway API's BackendTLSPolicy change: v1alpha2 renames spec.tls to
 // spec.validation. v1beta1 (renames it again, to spec.backendValidation) is a
 // shape the controller under test knows exists but does not support.
 func chain() *canonical.Chain {
@@ -94,7 +94,7 @@ func crd() *unstructured.Unstructured {
 		"spec": map[string]any{
 			"group": group, "scope": "Namespaced",
 			"names": map[string]any{"plural": resource, "singular": "backendtlspolicy", "kind": "BackendTLSPolicy", "listKind": "BackendTLSPolicyList"},
-			// No conversion webhook (seed 002: MUST NOT); strategy None only rewrites apiVersion.
+			// No conversion webhook (the point of client-side canonicalization); strategy None only rewrites apiVersion.
 			"versions": []any{version("v1alpha1", false), version("v1alpha2", true)},
 		},
 	}}
@@ -429,7 +429,7 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		})
 		create("v1alpha1", policy("v1alpha1", ns, "migrated", map[string]any{"targetRefs": targets, "tls": tlsSpec("three.example")}))
 		update("v1alpha2", "migrated", func(o *unstructured.Unstructured) {
-			// Seed 002's conversion utility: copy TLS to Validation, remove TLS, write the new version.
+			// The conversion a user would write: copy TLS to Validation, remove TLS, write the new version.
 			Expect(canonical.MoveField(tlsPath, validationPath)(o)).To(Succeed())
 		})
 		create("v1alpha2", policy("v1alpha2", ns, "future-field", map[string]any{
@@ -437,7 +437,7 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		}))
 		create("v1alpha2", policy("v1alpha2", ns, "newer-shape", map[string]any{"targetRefs": targets, "backendValidation": tlsSpec("five.example")}))
 
-		By("checking that the server stores what was written, whatever version is asked (seed 002)")
+		By("checking that the server stores what was written, whatever version is asked (strategy None)")
 		for _, v := range []string{"v1alpha1", "v1alpha2"} {
 			o, err := dyn.Resource(gvr[v]).Namespace(ns).Get(ctx, "created-v1alpha1", metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
@@ -484,7 +484,7 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 			expectCanonical(c, store["created-v1alpha2"], "two.example")
 			expectCanonical(c, store["migrated"], "three.example")
 			for _, o := range store {
-				// apiVersion is the request's, not the shape's (seed 002); the decorator leaves it.
+				// apiVersion is the request's, not the shape's (CRD conversion strategy None); the decorator leaves it.
 				Expect(o.GetAPIVersion()).To(Equal(group + "/" + m.version))
 			}
 			note, _, err := unstructured.NestedString(store["created-v1alpha1"].Object, "spec", "options", "note")

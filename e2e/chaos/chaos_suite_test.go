@@ -12,7 +12,7 @@ import (
 // Flags of the chaos run. The defaults keep `make test` within budget on a
 // 2-core machine; raise -chaos.duration (and -timeout) for a longer run.
 var (
-	flagSeed     = flag.Int64("chaos.seed", 0, "fault schedule and writer seed; 0 = from the clock (printed, so a failure can be replayed)")
+	flagSchedule = flag.Int64("chaos.schedule", 0, "replay number of the fault schedule and the writer's rand source; 0 = from the clock (printed, so a failure can be replayed)")
 	flagDuration = flag.Duration("chaos.duration", 75*time.Second, "how long the writer churns and faults fire")
 	flagObjects  = flag.Int("chaos.objects", 300, "live ConfigMaps the writer keeps around (it creates, updates and deletes around this number)")
 	flagRate     = flag.Float64("chaos.rate", 25, "writer operations per second (bounded: the machine has 2 cores)")

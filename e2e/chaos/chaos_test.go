@@ -52,8 +52,8 @@ type writer struct {
 	unknown map[string]bool // outcome never confirmed (excluded from the model check)
 }
 
-func newWriter(cs kubernetes.Interface, ns string, seed int64) *writer {
-	return &writer{cs: cs, ns: ns, rng: rand.New(rand.NewSource(seed)), data: map[string]int{}, ops: map[string]int{}, unknown: map[string]bool{}}
+func newWriter(cs kubernetes.Interface, ns string, replay int64) *writer {
+	return &writer{cs: cs, ns: ns, rng: rand.New(rand.NewSource(replay)), data: map[string]int{}, ops: map[string]int{}, unknown: map[string]bool{}}
 }
 
 // run works until ctx ends, at most rate operations per second, keeping
@@ -351,7 +351,7 @@ func requestCounts(p *faults.Proxy, ns string) map[string]int {
 
 // ---- the spec ----
 
-var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults", Label("chaos", "ha", "needs-faults"), Ordered, func() {
+var _ = Describe("chaos: HA pair, watch cache on, writer churning, replayable fault schedule", Label("chaos", "ha", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
 
 	BeforeAll(func(ctx SpecContext) {
@@ -360,17 +360,17 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 	})
 
 	It("keeps the informer store equal to an Exact list, never goes back, observes every delete, leaks nothing", func() {
-		seed := *flagSeed
-		if seed == 0 {
-			seed = time.Now().UnixNano()
+		replay := *flagSchedule
+		if replay == 0 {
+			replay = time.Now().UnixNano()
 		}
 		duration := *flagDuration
-		schedule := chaos.Schedule(seed, chaos.ScheduleOptions{Duration: duration, Servers: len(c.APIServers())})
-		header := fmt.Sprintf("chaos seed=%d duration=%s objects=%d rate=%.0f/s server=%s (replay: go test ./chaos -chaos.seed=%d -chaos.duration=%s)",
-			seed, duration, *flagObjects, *flagRate, c.Version(), seed, duration)
+		schedule := chaos.Schedule(replay, chaos.ScheduleOptions{Duration: duration, Servers: len(c.APIServers())})
+		header := fmt.Sprintf("chaos schedule=%d duration=%s objects=%d rate=%.0f/s server=%s (replay: go test ./chaos -chaos.schedule=%d -chaos.duration=%s)",
+			replay, duration, *flagObjects, *flagRate, c.Version(), replay, duration)
 		fmt.Fprintln(GinkgoWriter, header)
 		fmt.Fprint(GinkgoWriter, chaos.Format(schedule))
-		AddReportEntry("chaos seed", header, ReportEntryVisibilityAlways)
+		AddReportEntry("chaos schedule", header, ReportEntryVisibilityAlways)
 
 		ctx, cancel := context.WithTimeout(context.Background(), duration+10*time.Minute)
 		defer cancel()
@@ -450,7 +450,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 		}()
 
 		// Churn and faults, both bounded by duration.
-		w := newWriter(suite.Clientset(cfgWriter), ns, seed)
+		w := newWriter(suite.Clientset(cfgWriter), ns, replay)
 		f := &faulter{c: c, proxies: []*faults.Proxy{pOurs, pStock}, ns: ns, byKind: map[string]int{}}
 		start := time.Now()
 		runCtx, runCancel := context.WithDeadline(ctx, start.Add(duration))
@@ -530,7 +530,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, seeded faults
 			return d.Seconds()
 		}
 		res := chaos.Result{
-			Seed: seed, Server: c.Version(), Config: "HA pair, watch cache on", DurationSeconds: duration.Seconds(),
+			Replay: replay, Server: c.Version(), Config: "HA pair, watch cache on", DurationSeconds: duration.Seconds(),
 			Schedule: f.log, FaultsByKind: f.byKind, WriterOps: w.ops, Objects: w.next, Deleted: len(w.deleted),
 			Informers: []chaos.InformerRun{{
 				Name: "steadywatch", Converged: oursAt >= 0, ConvergenceSeconds: secs(oursAt), StoreDiff: oursDiff,

@@ -14,10 +14,10 @@ func TestScheduleIsDeterministicAndBounded(t *testing.T) {
 	o := ScheduleOptions{Duration: 90 * time.Second, Servers: 2}
 	a, b := Schedule(42, o), Schedule(42, o)
 	if !reflect.DeepEqual(a, b) {
-		t.Fatal("same seed gave different schedules")
+		t.Fatal("same replay number gave different schedules")
 	}
 	if reflect.DeepEqual(a, Schedule(43, o)) {
-		t.Fatal("different seeds gave the same schedule")
+		t.Fatal("different replay numbers gave the same schedule")
 	}
 	if len(a) < 15 {
 		t.Fatalf("only %d faults in 90s", len(a))

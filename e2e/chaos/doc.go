@@ -1,5 +1,5 @@
 // Package chaos is the e2e chaos run: a writer churns ConfigMaps with a
-// known final state while a seeded, logged schedule of faults (apiserver
+// known final state while a replayable (numbered), logged schedule of faults (apiserver
 // restarts, etcd compaction, dropped/ended/stalled watch streams, injected
 // 410/429/500/504-with-Retry-After, HA failover to the other, lagging
 // apiserver) hits two informers at once: steadywatch's reflector and a stock

@@ -8,7 +8,7 @@ import (
 // Result is one chaos run, as the suite writes it with -chaos.report and the
 // compatibility matrix reads it.
 type Result struct {
-	Seed            int64          `json:"seed"`
+	Replay          int64          `json:"replay"` // the schedule's replay number (-chaos.schedule)
 	Server          string         `json:"server"` // apiserver version
 	Config          string         `json:"config"` // "ha, watch cache on", ...
 	DurationSeconds float64        `json:"durationSeconds"`

@@ -47,7 +47,7 @@ const (
 )
 
 // AllKinds are the kinds a schedule draws from, in a fixed order (the
-// order matters for reproducibility from a seed).
+// order matters for reproducibility from a replay number).
 var AllKinds = []Kind{RestartAPIServer, CompactEtcd, DropWatches, EndWatches, StallWatches,
 	Gone410Watch, Gone410List, Throttle429, Internal500, TooLarge504, FailoverLagging}
 
@@ -98,9 +98,9 @@ type ScheduleOptions struct {
 	MaxStall time.Duration
 }
 
-// Schedule returns the fault schedule for seed: the same seed and options
-// always give the same schedule, sorted by At.
-func Schedule(seed int64, o ScheduleOptions) []Fault {
+// Schedule returns the fault schedule numbered replay: the same number and
+// options always give the same schedule, sorted by At.
+func Schedule(replay int64, o ScheduleOptions) []Fault {
 	if o.MinGap <= 0 {
 		o.MinGap = 1500 * time.Millisecond
 	}
@@ -133,7 +133,7 @@ func Schedule(seed int64, o ScheduleOptions) []Fault {
 	if len(pool) == 0 || o.Duration <= 0 {
 		return nil
 	}
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewSource(replay))
 	gap := func() time.Duration {
 		return o.MinGap + time.Duration(rng.Int63n(int64(o.MaxGap-o.MinGap)+1))
 	}

@@ -61,7 +61,7 @@ func (a *APIServer) Name() string { return a.name }
 // URL is the server's https URL, e.g. "https://127.0.0.1:40125".
 func (a *APIServer) URL() string { return a.config.Host }
 
-// Version is the kube-apiserver version this server runs, e.g. "v1.36.3".
+// Version is the kube-apiserver version this server runs, e.g. "v1.37.2".
 func (a *APIServer) Version() string { return a.version }
 
 // LogPath is the file the server's stdout and stderr go to (appended to

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,9 +29,19 @@ import (
 // (build.Current) with its watch cache on, on an embedded etcd, in a
 // temporary directory removed by Stop.
 type Options struct {
-	// Version is the kube-apiserver release, e.g. "v1.36.3" or "v1.18.19".
-	// "" = build.Current. Minors 1.18 and newer are supported.
+	// Version is the kube-apiserver release, e.g. "v1.37.2" or "v1.18.19".
+	// "" = build.Current. Minors 1.16 and newer are supported. Must be ""
+	// when Versions is set.
 	Version string
+	// Versions gives each apiserver of an HA pair its own release, as in a
+	// rolling upgrade: Versions[i] runs as apiserver-i, both on the one etcd
+	// behind the balancer (e.g. {build.Legacy, build.Current}: an old and a
+	// new member). It needs HA, exactly two entries and an empty Version and
+	// Binary (each release comes from build.Ensure); Start fails with
+	// ErrInvalidOptions otherwise. Cluster.Version then reports both
+	// ("v1.18.19+v1.37.2"), Cluster.Versions each member's. nil = every
+	// apiserver runs Version.
+	Versions []string
 	// DisableWatchCache passes --watch-cache=false to every apiserver, so
 	// lists and watches are served from etcd (a compacted RV is 410 at once).
 	DisableWatchCache bool
@@ -104,7 +115,7 @@ type Cluster struct {
 // error (often a *ComponentError with a log tail) says what failed.
 func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	begin := time.Now()
-	if o.Version == "" {
+	if o.Version == "" && len(o.Versions) == 0 {
 		o.Version = build.Current
 	}
 	if o.ReadyTimeout <= 0 {
@@ -116,11 +127,13 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	case o.CompactionInterval < 0:
 		o.CompactionInterval = 0
 	}
-	if _, err := minorOf(o.Version); err != nil {
-		return nil, err
-	}
 	if err := o.validate(); err != nil {
 		return nil, err
+	}
+	for _, v := range o.memberVersions() {
+		if _, err := minorOf(v); err != nil {
+			return nil, err
+		}
 	}
 	progressW := o.Progress
 	if progressW == nil {
@@ -154,13 +167,20 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		}
 	}
 
-	binary := o.Binary
-	if binary == "" {
-		if binary, err = build.Ensure(ctx, o.Version, progressW); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBinary, err)
+	binaries := map[string]string{} // version -> kube-apiserver binary
+	for _, v := range o.memberVersions() {
+		if _, ok := binaries[v]; ok {
+			continue
 		}
+		binary := o.Binary
+		if binary == "" {
+			if binary, err = build.Ensure(ctx, v, progressW); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBinary, err)
+			}
+		}
+		binaries[v] = binary
+		progress("kube-apiserver %s: %s", v, binary)
 	}
-	progress("kube-apiserver %s: %s", o.Version, binary)
 
 	if err = c.writePKI(); err != nil {
 		return nil, err
@@ -173,8 +193,8 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}
 
 	n := o.apiServerCount()
-	for i := 0; i < n; i++ {
-		a, err := c.newAPIServer(i, binary)
+	for i, v := range o.memberVersions() {
+		a, err := c.newAPIServer(i, v, binaries[v])
 		if err != nil {
 			return nil, err
 		}
@@ -224,10 +244,34 @@ func (o *Options) apiServerCount() int {
 	return 1
 }
 
+// memberVersions returns the release of each apiserver, in index order.
+func (o *Options) memberVersions() []string {
+	if len(o.Versions) > 0 {
+		return append([]string(nil), o.Versions...)
+	}
+	out := make([]string, o.apiServerCount())
+	for i := range out {
+		out[i] = o.Version
+	}
+	return out
+}
+
 // validate checks the options Start cannot default; errors match
 // ErrInvalidOptions.
 func (o *Options) validate() error {
 	n := o.apiServerCount()
+	if len(o.Versions) > 0 {
+		switch {
+		case !o.HA:
+			return fmt.Errorf("%w: Versions %v needs HA (one version per member of the pair)", ErrInvalidOptions, o.Versions)
+		case len(o.Versions) != n:
+			return fmt.Errorf("%w: Versions has %d entries, the HA pair has %d apiservers", ErrInvalidOptions, len(o.Versions), n)
+		case o.Version != "":
+			return fmt.Errorf("%w: Version %q and Versions %v both set", ErrInvalidOptions, o.Version, o.Versions)
+		case o.Binary != "":
+			return fmt.Errorf("%w: Binary is one file, Versions %v need one per release", ErrInvalidOptions, o.Versions)
+		}
+	}
 	for _, i := range o.DisableWatchCacheOn {
 		if i < 0 || i >= n {
 			return fmt.Errorf("%w: DisableWatchCacheOn index %d: the cluster has %d apiserver(s) (indexes 0..%d; HA=%v)",
@@ -275,7 +319,7 @@ func (c *Cluster) writePKI() error {
 	return os.WriteFile(filepath.Join(pki, "tokens.csv"), []byte(line), 0o600)
 }
 
-func (c *Cluster) newAPIServer(i int, binary string) (*APIServer, error) {
+func (c *Cluster) newAPIServer(i int, version, binary string) (*APIServer, error) {
 	name := "apiserver-" + strconv.Itoa(i)
 	pki := filepath.Join(c.dir, "pki")
 	certDir := filepath.Join(c.dir, name)
@@ -294,7 +338,7 @@ func (c *Cluster) newAPIServer(i int, binary string) (*APIServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	args, err := apiServerArgs(c.opts.Version, apiServerFlags{
+	args, err := apiServerArgs(version, apiServerFlags{
 		etcd:               c.etcd.Endpoint(),
 		port:               ports[0],
 		certDir:            certDir,
@@ -317,7 +361,7 @@ func (c *Cluster) newAPIServer(i int, binary string) (*APIServer, error) {
 	}
 	return &APIServer{
 		name:         name,
-		version:      c.opts.Version,
+		version:      version,
 		binary:       binary,
 		args:         args,
 		port:         ports[0],
@@ -393,8 +437,18 @@ func (c *Cluster) Stop() error {
 // Dir is the cluster's working directory (logs, PKI, etcd data).
 func (c *Cluster) Dir() string { return c.dir }
 
-// Version is the kube-apiserver version the cluster runs.
-func (c *Cluster) Version() string { return c.opts.Version }
+// Version is the kube-apiserver version the cluster runs; for a
+// mixed-version pair (Options.Versions) both, old and new joined by "+"
+// in member order, e.g. "v1.18.19+v1.37.2".
+func (c *Cluster) Version() string {
+	if len(c.opts.Versions) > 0 {
+		return strings.Join(c.opts.Versions, "+")
+	}
+	return c.opts.Version
+}
+
+// Versions is the kube-apiserver version of each apiserver, in index order.
+func (c *Cluster) Versions() []string { return c.opts.memberVersions() }
 
 // KubeconfigPath is the absolute path of a kubeconfig (mode 0600) for the
 // admin user; it points at the balancer when HA, else at the apiserver.

@@ -7,7 +7,7 @@ import (
 
 var (
 	// ErrUnsupportedVersion: Options.Version is not a kube-apiserver version
-	// the harness knows how to start (v1.18 and newer).
+	// the harness knows how to start (v1.16 and newer).
 	ErrUnsupportedVersion = errors.New("harness: unsupported kube-apiserver version")
 	// ErrInvalidOptions: Options are contradictory or out of range (for
 	// example a DisableWatchCacheOn index the cluster has no apiserver for);

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,10 +35,10 @@ const (
 // (the suite also skips as a whole in BeforeSuite on an external cluster).
 const ownServers = "tests the harness's own apiservers, etcd and fault controls"
 
-// seed creates a namespace with n ConfigMaps and returns the namespace and
+// populate creates a namespace with n ConfigMaps and returns the namespace and
 // the resourceVersion of the first ConfigMap. The namespace is not deleted:
 // specs stop and restart the servers, and the cluster goes with the suite.
-func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
+func populate(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
 	nsObj, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "harness-"}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	return nsObj.Name, suite.CreateConfigMaps(ctx, cs, nsObj.Name, n, suite.IndexData)
@@ -94,7 +95,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 	It("keeps data, port and client configs across Restart", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, _ := seed(ctx, cs, 1)
+		ns, _ := populate(ctx, cs, 1)
 		before, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		a := c.APIServers()[0]
@@ -119,7 +120,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 	It("fails requests while etcd is stopped and recovers, with its data, when it starts again", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, _ := seed(ctx, cs, 1)
+		ns, _ := populate(ctx, cs, 1)
 		revBefore, err := c.Etcd().Revision(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		endpoint := c.Etcd().Endpoint()
@@ -160,7 +161,7 @@ var _ = Describe("a current kube-apiserver with the watch cache on", Ordered, fu
 
 	It("Compact reaches the watch cache through compact_rev_key: an Exact list at an old RV becomes 410", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 2)
+		ns, rv := populate(ctx, cs, 2)
 		// Served from a watch-cache snapshot before the compaction.
 		l, err := exactList(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred())
@@ -207,7 +208,7 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 
 	It("Compact makes an Exact list at an older RV a real 410 at once, and leaves the compaction revision readable", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 3)
+		ns, rv := populate(ctx, cs, 3)
 		l, err := exactList(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred(), "before compaction the old RV is served")
 		Expect(l.ResourceVersion).To(Equal(rv))
@@ -239,12 +240,12 @@ var _ = Describe("a current kube-apiserver with the watch cache off", Ordered, f
 
 	It("a second Compact after more writes compacts again", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 1)
+		ns, rv := populate(ctx, cs, 1)
 		first, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = exactList(ctx, cs, ns, rv)
 		Expect(isExpired(err)).To(BeTrue(), "got %v", err)
-		_, rv2 := seed(ctx, cs, 1)
+		_, rv2 := populate(ctx, cs, 1)
 		second, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(second).To(BeNumerically(">", first))
@@ -262,7 +263,7 @@ var _ = Describe("an HA pair on one etcd behind the balancer", Label("ha"), Orde
 		as := c.APIServers()
 		Expect(as).To(HaveLen(2))
 		Expect(as[0].URL()).NotTo(Equal(as[1].URL()))
-		ns, _ := seed(ctx, suite.Clientset(as[0].RESTConfig()), 1)
+		ns, _ := populate(ctx, suite.Clientset(as[0].RESTConfig()), 1)
 		for _, a := range as {
 			v, err := suite.Clientset(a.RESTConfig()).Discovery().ServerVersion()
 			Expect(err).NotTo(HaveOccurred(), a.Name())
@@ -338,7 +339,7 @@ var _ = Describe("an HA pair with the watch cache off on apiserver-1 only (Disab
 		// compaction, watched until the cache-on member 410s, tells when that
 		// poll just ran: the second compaction then lands well inside the next
 		// 15 s, so "still served right after Compact" is not a race.
-		ns, rv := seed(ctx, on, 1)
+		ns, rv := populate(ctx, on, 1)
 		_, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		begin := time.Now()
@@ -348,7 +349,7 @@ var _ = Describe("an HA pair with the watch cache off on apiserver-1 only (Disab
 		}).WithTimeout(60*time.Second).WithPolling(100*time.Millisecond).Should(Satisfy(isExpired), "cache-on member, Exact at compacted RV %s", rv)
 		fmt.Fprintf(GinkgoWriter, "TIMING cache-on member saw the first compaction after %s\n", time.Since(begin).Round(time.Millisecond))
 
-		ns, rv = seed(ctx, on, 2)
+		ns, rv = populate(ctx, on, 2)
 		for name, cs := range map[string]kubernetes.Interface{"cache-on apiserver-0": on, "cache-off apiserver-1": off} {
 			l, err := exactList(ctx, cs, ns, rv)
 			Expect(err).NotTo(HaveOccurred(), "%s before compaction", name)
@@ -396,6 +397,105 @@ var _ = Describe("DisableWatchCacheOn out of range", func() {
 	})
 })
 
+var _ = Describe("Versions (a mixed-version pair) misused", func() {
+	It("fails Start with ErrInvalidOptions before building or starting anything", func(ctx SpecContext) {
+		for _, o := range []harness.Options{
+			{Versions: []string{legacy, current}},                               // not HA
+			{HA: true, Versions: []string{legacy}},                              // one entry for two members
+			{HA: true, Version: current, Versions: []string{legacy, current}},   // both set
+			{HA: true, Versions: []string{legacy, current}, Binary: "/no/such"}, // one binary for two releases
+		} {
+			dir := GinkgoT().TempDir()
+			o.Dir = dir
+			_, err := harness.Start(ctx, o)
+			Expect(errors.Is(err, harness.ErrInvalidOptions)).To(BeTrue(), "%+v: %v", o, err)
+			Expect(err.Error()).To(ContainSubstring("Versions"))
+			entries, err := os.ReadDir(dir)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(entries).To(BeEmpty(), "nothing written to %s", dir)
+		}
+	})
+})
+
+// A rolling upgrade from the legacy floor of resourceVersionMatch to the
+// current release: an old and a new apiserver on one etcd behind the
+// balancer. The specs prove the pair is real (each member its own version
+// and flags, one store, one resourceVersion sequence) and show what a client
+// behind such a balancer meets: the same request honoured by one member and
+// ignored by the other.
+var _ = Describe("a mixed-version HA pair "+legacy+"+"+current+" on one etcd (rolling upgrade)", Label("ha", "legacy", "mixed"), Ordered, func() {
+	var c *harness.Cluster
+	BeforeAll(func(ctx SpecContext) {
+		bin := legacyBinary()
+		if _, err := os.Stat(bin); err != nil {
+			Skip(fmt.Sprintf("SKIPPED: %s is not built yet (package build builds it; run `make build-apiservers`): %v", bin, err))
+		}
+		c = suite.StartHarness(ctx, harness.Options{HA: true, Versions: []string{legacy, current}}, ownServers)
+	})
+
+	It("runs "+legacy+" as apiserver-0 and "+current+" as apiserver-1, each with its own flags", func() {
+		Expect(c.Version()).To(Equal(legacy + "+" + current))
+		Expect(c.Versions()).To(Equal([]string{legacy, current}))
+		as := c.APIServers()
+		Expect(as).To(HaveLen(2))
+		for i, want := range []string{legacy, current} {
+			Expect(as[i].Version()).To(Equal(want))
+			v, err := suite.Clientset(as[i].RESTConfig()).Discovery().ServerVersion()
+			Expect(err).NotTo(HaveOccurred(), as[i].Name())
+			Expect(v.GitVersion).To(Equal(want), as[i].Name())
+		}
+		Expect(as[0].Args()).To(ContainElement("--insecure-port=0"))
+		Expect(as[1].Args()).NotTo(ContainElement(HavePrefix("--insecure-port")))
+	})
+
+	It("shares one store and one resourceVersion sequence: what one member writes, the other lists and watches from", func(ctx SpecContext) {
+		as := c.APIServers()
+		old, cur := suite.Clientset(as[0].RESTConfig()), suite.Clientset(as[1].RESTConfig())
+		ns, rv := populate(ctx, old, 1)
+		cm, err := cur.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cm.ResourceVersion).To(Equal(rv), "the new member reads the old member's write at the same RV")
+
+		// A watch on the old member from the new member's write sees the next write (made on the new member).
+		created, err := cur.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-new"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mustInt(created.ResourceVersion)).To(BeNumerically(">", mustInt(rv)))
+		w, err := old.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: created.ResourceVersion})
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		next, err := cur.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(w.ResultChan()).WithTimeout(30 * time.Second).Should(Receive(WithTransform(func(e watch.Event) string {
+			if m, ok := e.Object.(metav1.Object); ok {
+				return m.GetName() + "@" + m.GetResourceVersion()
+			}
+			return ""
+		}, Equal("after@"+next.ResourceVersion))))
+	})
+
+	It("behind the balancer, one Exact list without a limit is honoured by the new member and ignored by the old one", func(ctx SpecContext) {
+		cs := suite.Clientset(c.RESTConfig())
+		ns, rv := populate(ctx, cs, 2)
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "newer"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		b := c.Balancer()
+		defer b.Alternate()
+		served := map[string]string{}
+		for i, v := range c.Versions() {
+			b.Pin(i)
+			var l *corev1.ConfigMapList
+			Eventually(func() error { // the member's watch cache may still be catching up with the other's write
+				var err error
+				l, err = exactList(ctx, cs, ns, rv)
+				return err
+			}).WithTimeout(30*time.Second).Should(Succeed(), v)
+			served[v] = l.ResourceVersion
+		}
+		Expect(served[current]).To(Equal(rv), "%s honours resourceVersionMatch=Exact", current)
+		Expect(mustInt(served[legacy])).To(BeNumerically(">", mustInt(rv)), "%s ignores resourceVersionMatch and serves newer data", legacy)
+	})
+})
+
 var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, func() {
 	var c *harness.Cluster
 	BeforeAll(func(ctx SpecContext) {
@@ -415,7 +515,7 @@ var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, fu
 
 	It("keeps data across Restart", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 1)
+		ns, rv := populate(ctx, cs, 1)
 		begin := time.Now()
 		Expect(c.APIServers()[0].Restart(ctx)).To(Succeed())
 		fmt.Fprintf(GinkgoWriter, "TIMING restart %s: %s\n", legacy, time.Since(begin).Round(time.Millisecond))
@@ -426,7 +526,7 @@ var _ = Describe("a legacy kube-apiserver "+legacy, Label("legacy"), Ordered, fu
 
 	It("Compact makes a legacy-Exact (limit) list at an old RV a real 410", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 2)
+		ns, rv := populate(ctx, cs, 2)
 		_, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: rv, Limit: 1})
@@ -450,8 +550,8 @@ var _ = Describe("a start that fails", func() {
 		Expect(filepath.Join(dir, "apiserver-0.log")).To(BeARegularFile())
 	})
 
-	It("rejects versions older than 1.18 with ErrUnsupportedVersion before doing anything", func(ctx SpecContext) {
-		_, err := harness.Start(ctx, harness.Options{Version: "v1.17.0"})
+	It("rejects versions older than 1.16 with ErrUnsupportedVersion before doing anything", func(ctx SpecContext) {
+		_, err := harness.Start(ctx, harness.Options{Version: "v1.15.12"})
 		Expect(errors.Is(err, harness.ErrUnsupportedVersion)).To(BeTrue(), "%v", err)
 		_, err = harness.Start(ctx, harness.Options{Version: "latest"})
 		Expect(errors.Is(err, harness.ErrUnsupportedVersion)).To(BeTrue(), "%v", err)

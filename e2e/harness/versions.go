@@ -16,15 +16,16 @@ type minorFlags struct {
 }
 
 // versionTable is the whole of the harness's knowledge about flag differences
-// between kube-apiserver minors. Supported: 1.18 (the last minor before
-// resourceVersionMatch) up to the newest.
+// between kube-apiserver minors. Supported: 1.16 (the legacy floor, built
+// with Go 1.26 by package build's legacy recipe; see docs/compatibility.md)
+// up to the newest.
 var versionTable = []minorFlags{
-	{from: 18, to: 23, flags: []string{"--insecure-port=0"},
+	{from: 16, to: 23, flags: []string{"--insecure-port=0"},
 		why: "the insecure port (8080) is on by default until the flag was removed in 1.24"},
 }
 
 const (
-	minSupportedMinor = 18
+	minSupportedMinor = 16
 	maxSupportedMinor = 99
 )
 

@@ -1,5 +1,6 @@
 // Package matrix produces steadywatch's compatibility matrix: for each
-// kube-apiserver version and configuration (watch cache on, off, an HA pair)
+// kube-apiserver version and configuration (watch cache on, off, an HA pair,
+// and for a pair of versions a mixed-version HA pair as in a rolling upgrade)
 // it starts a real control plane with the harness and runs a short scenario
 // battery twice, once with steadywatch and once with a stock client-go
 // v0.37 informer, and records what each did. Markdown renders the result as
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
@@ -39,14 +42,25 @@ type Config struct {
 	Name              string `json:"name"`
 	DisableWatchCache bool   `json:"disableWatchCache,omitempty"`
 	HA                bool   `json:"ha,omitempty"`
+	// Mixed: an HA pair whose members run different releases; the row's
+	// server is "old+new" (see Run).
+	Mixed bool `json:"mixed,omitempty"`
 }
 
-// Configs are the configurations the matrix covers.
+// ConfigMixed names the mixed-version configuration.
+const ConfigMixed = "mixed-version HA pair (old+new; alternating LB)"
+
+// Configs are the configurations the matrix covers. The mixed one applies
+// to version pairs only, the others to single versions only.
 var Configs = []Config{
 	{Name: "watch cache on"},
 	{Name: "watch cache off", DisableWatchCache: true},
 	{Name: "HA pair (alternating LB)", HA: true},
+	{Name: ConfigMixed, HA: true, Mixed: true},
 }
+
+// IsPair reports whether server names a mixed-version pair ("old+new").
+func IsPair(server string) bool { return strings.Contains(server, "+") }
 
 // Clients.
 const (
@@ -56,14 +70,19 @@ const (
 
 // Scenarios, in table order.
 const (
-	ScenarioSync   = "initial sync"
-	ScenarioGone   = "recovery from 410 (compaction + watch 410)"
-	ScenarioExact  = "Exact list at an older RV"
-	ScenarioStream = "initial list path"
+	ScenarioSync      = "initial sync (reflector.New)"
+	ScenarioStream    = "initial list path"
+	ScenarioDropIn    = "initial sync (drop-in informer; client-go asks for a streaming list)"
+	ScenarioExact     = "Exact list at an older RV"
+	ScenarioGone      = "recovery from 410 (compaction + watch 410)"
+	ScenarioNotOlder  = "NotOlderThan+limit list at a compacted RV"
+	initialObjects    = 20 // created before rv0
+	laterObjects      = 5  // created after rv0
+	notOlderThanLimit = 5  // page size of the NotOlderThan list
 )
 
 // Scenarios lists the scenarios in table order.
-var Scenarios = []string{ScenarioSync, ScenarioStream, ScenarioGone, ScenarioExact}
+var Scenarios = []string{ScenarioSync, ScenarioStream, ScenarioDropIn, ScenarioExact, ScenarioGone, ScenarioNotOlder}
 
 // Outcomes of a cell.
 const (
@@ -108,14 +127,22 @@ type Options struct {
 }
 
 // Run starts a control plane of version with cfg, runs the battery for both
-// clients and stops it. Cluster start failures are returned; scenario
-// failures are cells.
+// clients and stops it. With cfg.Mixed, version is a pair "old+new"
+// (apiserver-0 runs old, apiserver-1 new). Cluster start failures are
+// returned; scenario failures are cells.
 func Run(ctx context.Context, version string, cfg Config, o Options) (Row, error) {
 	if o.SyncTimeout <= 0 {
 		o.SyncTimeout = 30 * time.Second
 	}
 	row := Row{Server: version, Config: cfg}
-	c, err := harness.Start(ctx, harness.Options{Version: version, DisableWatchCache: cfg.DisableWatchCache, HA: cfg.HA, Progress: o.Progress})
+	ho := harness.Options{Version: version, DisableWatchCache: cfg.DisableWatchCache, HA: cfg.HA, Progress: o.Progress}
+	if cfg.Mixed != IsPair(version) {
+		return row, fmt.Errorf("configuration %q does not apply to %q (mixed needs \"old+new\", the others one version)", cfg.Name, version)
+	}
+	if cfg.Mixed {
+		ho.Version, ho.Versions = "", strings.Split(version, "+")
+	}
+	c, err := harness.Start(ctx, ho)
 	if err != nil {
 		return row, err
 	}
@@ -141,6 +168,22 @@ type informer struct {
 func configMaps(cs kubernetes.Interface, ns string) lister.Client {
 	cms := cs.CoreV1().ConfigMaps(ns)
 	return lister.FromFuncs(cms.List, cms.Watch)
+}
+
+// startDropIn starts client-go's own SharedIndexInformer over steadywatch's
+// ListerWatcher: the one-line adoption the README shows. client-go v0.37
+// asks it for a streaming list first; the ListerWatcher decides.
+func startDropIn(ctx context.Context, cs kubernetes.Interface, srv compat.Server, ns string) informer {
+	ctx, cancel := context.WithCancel(ctx)
+	lw := lister.NewListerWatcher(configMaps(cs, ns), lister.Options{Name: "matrix-dropin", Server: srv})
+	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	return informer{
+		synced: inf.HasSynced,
+		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
+		stop:   func() { cancel(); <-done },
+	}
 }
 
 func startInformer(ctx context.Context, client string, cs kubernetes.Interface, srv compat.Server, ns string) informer {
@@ -210,18 +253,21 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	}
 	ns := nsObj.Name
 	var rv0 string
-	const seeded = 20
-	for i := 0; i < seeded; i++ {
-		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("seed-%d", i)}}, metav1.CreateOptions{})
+	var created []string // creation RVs of every object (none is deleted)
+	for i := 0; i < initialObjects; i++ {
+		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("initial-%d", i)}}, metav1.CreateOptions{})
 		if err != nil {
 			return nil, err
 		}
 		rv0 = cm.ResourceVersion
+		created = append(created, cm.ResourceVersion)
 	}
-	for i := 0; i < 5; i++ { // newer than rv0
-		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("later-%d", i)}}, metav1.CreateOptions{}); err != nil {
+	for i := 0; i < laterObjects; i++ { // newer than rv0
+		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("later-%d", i)}}, metav1.CreateOptions{})
+		if err != nil {
 			return nil, err
 		}
+		created = append(created, cm.ResourceVersion)
 	}
 	cell := func(s, outcome, detail string, d time.Duration) Cell {
 		return Cell{Scenario: s, Client: client, Outcome: outcome, Detail: detail, Seconds: d.Seconds()}
@@ -229,22 +275,28 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	var cells []Cell
 
 	// Exact list at rv0 (before compaction, which comes later).
-	cells = append(cells, exactCell(ctx, client, cs, pcfg.Host, ns, rv0, seeded, cell))
+	cells = append(cells, exactCell(ctx, client, cs, ns, rv0, cell))
 
 	var srv compat.Server
 	if client == Ours {
 		if srv, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(pcfg); err != nil {
 			return nil, err
 		}
+		// The drop-in informer first, on its own, so the proxy's log is its own.
+		p.ResetRequests()
+		d := startDropIn(ctx, cs, srv, ns)
+		took, ok := poll(ctx, o.SyncTimeout, d.synced)
+		d.stop()
+		cells = append(cells, syncCell(ScenarioDropIn, took, ok, o.SyncTimeout, "; "+listPath(p.Requests(), ns, ok), cell))
 	}
 	p.ResetRequests()
 	inf := startInformer(ctx, client, cs, srv, ns)
 	defer inf.stop()
 	took, ok := poll(ctx, o.SyncTimeout, inf.synced)
-	if !ok {
-		cells = append(cells, cell(ScenarioSync, Fail, fmt.Sprintf("never synced within %s", o.SyncTimeout), 0))
-	} else {
-		cells = append(cells, cell(ScenarioSync, Pass, fmt.Sprintf("synced in %.2fs", took.Seconds()), took))
+	cells = append(cells, syncCell(ScenarioSync, took, ok, o.SyncTimeout, "", cell))
+	if client == Stock { // the stock informer is the baseline of both sync rows
+		c := syncCell(ScenarioDropIn, took, ok, o.SyncTimeout, " (the stock informer)", cell)
+		cells = append(cells, c)
 	}
 	// The list path is informative; it is only correct if it led to a sync.
 	path := Pass
@@ -254,6 +306,10 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	cells = append(cells, cell(ScenarioStream, path, listPath(p.Requests(), ns, ok), 0))
 	if !ok {
 		cells = append(cells, cell(ScenarioGone, NA, "not synced", 0))
+		if _, err := c.Etcd().Compact(ctx); err != nil {
+			return nil, err
+		}
+		cells = append(cells, notOlderCell(ctx, client, cs, ns, rv0, created, cell))
 		return cells, nil
 	}
 
@@ -263,16 +319,81 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	}
 	p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1, Query: map[string]string{"resourceVersion": ""}})
 	p.EndWatches()
-	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-410"}}, metav1.CreateOptions{}); err != nil {
+	after, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-410"}}, metav1.CreateOptions{})
+	if err != nil {
 		return nil, err
 	}
+	created = append(created, after.ResourceVersion)
 	took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has("after-410") })
 	if ok {
 		cells = append(cells, cell(ScenarioGone, Pass, fmt.Sprintf("caught up in %.2fs", took.Seconds()), took))
 	} else {
 		cells = append(cells, cell(ScenarioGone, Fail, fmt.Sprintf("object created after the 410 not seen within %s", o.SyncTimeout), 0))
 	}
+	// rv0 is compacted now: NotOlderThan(rv0)+limit is what a server that
+	// ignores resourceVersionMatch serves as legacy Exact, so 410.
+	cells = append(cells, notOlderCell(ctx, client, cs, ns, rv0, created, cell))
 	return cells, nil
+}
+
+// syncCell is the cell of an initial sync that took took (ok) within bound.
+func syncCell(scenario string, took time.Duration, ok bool, bound time.Duration, suffix string, cell func(string, string, string, time.Duration) Cell) Cell {
+	if !ok {
+		return cell(scenario, Fail, fmt.Sprintf("never synced within %s%s", bound, suffix), 0)
+	}
+	return cell(scenario, Pass, fmt.Sprintf("synced in %.2fs%s", took.Seconds(), suffix), took)
+}
+
+// notOlderCell lists NotOlderThan(rv0) in pages of notOlderThanLimit after
+// rv0 was compacted: correct is an RV not older than rv0 with exactly the
+// objects created at or before it (created: their creation RVs; none was
+// deleted); wrong is an error (the guarantee allows a newer answer,
+// and a 410 is the legacy Exact a server without resourceVersionMatch
+// applies, KEP-2523 rule 1), a list older than rv0 or missing objects.
+// Stock client-go pages with its own pager.
+func notOlderCell(ctx context.Context, client string, cs kubernetes.Interface, ns, rv0 string, created []string, cell func(string, string, string, time.Duration) Cell) Cell {
+	start := time.Now()
+	var served string
+	var items int
+	var err error
+	if client == Ours {
+		var obj k8sruntime.Object
+		var rec *lister.Record
+		obj, rec, err = lister.New(configMaps(cs, ns), lister.Options{Name: "matrix"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(notOlderThanLimit))
+		if err == nil {
+			served, items = rec.ServedResourceVersion, len(obj.(*corev1.ConfigMapList).Items)
+		}
+	} else {
+		var obj k8sruntime.Object
+		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (k8sruntime.Object, error) {
+			return cs.CoreV1().ConfigMaps(ns).List(ctx, opts)
+		}))
+		p.PageSize = notOlderThanLimit
+		obj, _, err = p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: rv0, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+		if err == nil {
+			l := obj.(*corev1.ConfigMapList)
+			served, items = l.ResourceVersion, len(l.Items)
+		}
+	}
+	took := time.Since(start)
+	s, errS := strconv.ParseInt(served, 10, 64)
+	r0, _ := strconv.ParseInt(rv0, 10, 64)
+	want := 0
+	for _, rv := range created {
+		if n, _ := strconv.ParseInt(rv, 10, 64); n <= s {
+			want++
+		}
+	}
+	switch {
+	case err != nil:
+		return cell(ScenarioNotOlder, Fail, fmt.Sprintf("error for a list the server can answer: %.80s", err.Error()), took)
+	case errS != nil || s < r0:
+		return cell(ScenarioNotOlder, Fail, fmt.Sprintf("asked not older than %s, served %q", rv0, served), took)
+	case items != want:
+		return cell(ScenarioNotOlder, Fail, fmt.Sprintf("served at %s with %d items, want %d", served, items, want), took)
+	default:
+		return cell(ScenarioNotOlder, Pass, fmt.Sprintf("served at %s (%d items, pages of %d)", served, items, notOlderThanLimit), took)
+	}
 }
 
 // listPath says how the initial list was obtained, from the proxy's log.
@@ -310,10 +431,10 @@ func listPath(reqs []faults.Request, ns string, synced bool) string {
 	return s
 }
 
-// exactCell lists at Exact(rv0): correct is either the state at rv0 (seeded
-// items, ListMeta rv0) or an explicit error; wrong is another state
-// presented as the answer.
-func exactCell(ctx context.Context, client string, cs kubernetes.Interface, host, ns, rv0 string, seeded int, cell func(string, string, string, time.Duration) Cell) Cell {
+// exactCell lists at Exact(rv0): correct is either the state at rv0
+// (initialObjects items, ListMeta rv0) or an explicit error; wrong is
+// another state presented as the answer.
+func exactCell(ctx context.Context, client string, cs kubernetes.Interface, ns, rv0 string, cell func(string, string, string, time.Duration) Cell) Cell {
 	start := time.Now()
 	var served string
 	var items int
@@ -336,9 +457,9 @@ func exactCell(ctx context.Context, client string, cs kubernetes.Interface, host
 	switch {
 	case err != nil:
 		return cell(ScenarioExact, Pass, fmt.Sprintf("explicit error: %.80s", err.Error()), took)
-	case served == rv0 && items == seeded:
+	case served == rv0 && items == initialObjects:
 		return cell(ScenarioExact, Pass, fmt.Sprintf("served at %s (%d items)", served, items), took)
 	default:
-		return cell(ScenarioExact, Fail, fmt.Sprintf("asked %s, silently served %s (%d items, want %d)", rv0, served, items, seeded), took)
+		return cell(ScenarioExact, Fail, fmt.Sprintf("asked %s, silently served %s (%d items, want %d)", rv0, served, items, initialObjects), took)
 	}
 }

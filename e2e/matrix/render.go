@@ -16,6 +16,15 @@ type Report struct {
 	ClientGo  string         `json:"clientGo"`
 	Rows      []Row          `json:"rows"`
 	Chaos     []chaos.Result `json:"chaos,omitempty"`
+	// NotRun lists what the issue asks for and this run did not cover, each
+	// with the reason (rendered as its own section).
+	NotRun []NotRun `json:"notRun,omitempty"`
+}
+
+// NotRun is a version (or pair) deliberately absent from the run.
+type NotRun struct {
+	Server string `json:"server"`
+	Why    string `json:"why"`
 }
 
 func mark(c Cell) string {
@@ -39,10 +48,13 @@ func Markdown(r Report) string {
 		"(embedded etcd, loopback). Every cell is an outcome measured in that run; ✅ correct, ❌ wrong or no result within the bound.\n\n",
 		r.Generated, r.Command, r.Go, r.ClientGo)
 	b.WriteString("Scenarios (per server × configuration, each client on a fresh namespace behind a recording proxy):\n\n" +
-		"- **initial sync**: the informer's store is filled (bound 30 s).\n" +
-		"- **initial list path**: what the client sent for its first list, from the proxy's log (a streaming list is a watch with `sendInitialEvents=true`).\n" +
+		"- **initial sync (reflector.New)**: steadywatch's reflector (stock: a client-go v0.37 informer from an informer factory) fills its store (bound 30 s).\n" +
+		"- **initial list path**: what that client sent for its first list, from the proxy's log (a streaming list is a watch with `sendInitialEvents=true`).\n" +
+		"- **initial sync (drop-in informer)**: client-go's own `SharedIndexInformer` over `lister.NewListerWatcher` (the one-line adoption); client-go v0.37 asks it for a streaming list, which a server that cannot stream ignores (v1.18) or refuses (422); the path it took follows. The stock cell is the stock informer above.\n" +
+		"- **Exact list at an older RV**: `resourceVersionMatch=Exact` at an RV with 5 newer writes; correct is the state at that RV or an explicit error, wrong is another state returned as if it were the answer (KEP-2523; Kubernetes API Concepts, [Resource versions](https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions): servers before 1.19 ignore `resourceVersionMatch`).\n" +
 		"- **recovery from 410**: etcd compacted like the apiserver's compactor does, the next watch answered with a 410 ERROR event; an object created afterwards must reach the store (bound 30 s).\n" +
-		"- **Exact list at an older RV**: `resourceVersionMatch=Exact` at an RV with 5 newer writes; correct is the state at that RV or an explicit error, wrong is another state returned as if it were the answer (seed 001: servers before 1.19 ignore `resourceVersionMatch`).\n\n")
+		"- **NotOlderThan+limit list at a compacted RV**: `resourceVersionMatch=NotOlderThan` at the (now compacted) older RV in pages of 5 (stock: client-go's pager); correct is an RV not older than asked with exactly the objects created up to it, wrong is an error: a server that ignores `resourceVersionMatch` serves it as legacy Exact and answers 410 (KEP-2523 rule 1).\n\n" +
+		"Configurations: watch cache on; watch cache off (`--watch-cache=false`); an HA pair of two apiservers on one etcd behind a balancer that alternates requests; and for a version pair `old+new` a mixed-version HA pair (apiserver-0 old, apiserver-1 new, one etcd, alternating: a rolling upgrade).\n\n")
 
 	b.WriteString("| server | configuration | scenario | steadywatch | client-go v0.37 (stock) |\n|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
@@ -56,9 +68,9 @@ func Markdown(r Report) string {
 	}
 	if len(r.Chaos) > 0 {
 		b.WriteString("\n## Chaos runs\n\n" +
-			"From `e2e/chaos` (`-chaos.report`): a writer churns ConfigMaps while a seeded schedule of faults hits both informers through identical proxies. " +
+			"From `e2e/chaos` (`-chaos.report`): a writer churns ConfigMaps while a replayable schedule of faults hits both informers through identical proxies. " +
 			"Converged = store equal to an Exact list at a fresh RV after the faults stopped.\n\n")
-		b.WriteString("| server | configuration | seed | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| server | configuration | replay | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, cr := range r.Chaos {
 			nf := 0
 			for _, n := range cr.FaultsByKind {
@@ -74,16 +86,22 @@ func Markdown(r Report) string {
 					fb = "—"
 				}
 				fmt.Fprintf(&b, "| %s | %s | %d | %.0f s | %d (%s) | %s | %s | %d | %d / %d / %d | %s | %s |\n",
-					cr.Server, cr.Config, cr.Seed, cr.DurationSeconds, nf, chaos.FormatCounts(cr.FaultsByKind), ir.Name, conv,
+					cr.Server, cr.Config, cr.Replay, cr.DurationSeconds, nf, chaos.FormatCounts(cr.FaultsByKind), ir.Name, conv,
 					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, chaos.FormatCounts(ir.Relists), fb)
 			}
 		}
 	}
+	if len(r.NotRun) > 0 {
+		b.WriteString("\n## Not run\n\n| server | why |\n|---|---|\n")
+		for _, n := range r.NotRun {
+			fmt.Fprintf(&b, "| %s | %s |\n", n.Server, strings.ReplaceAll(n.Why, "|", "\\|"))
+		}
+	}
 	b.WriteString("\n## Regenerating\n\n```sh\ncd e2e\n" +
-		"go test ./chaos -count=1 -chaos.report=/tmp/chaos-v1.36.3.json   # optional: include a chaos run\n" +
-		"go run ./cmd/matrix -versions v1.18.19,v1.36.3 -chaos /tmp/chaos-v1.36.3.json -out ../docs/compatibility.md\n```\n\n" +
-		"Any version from v1.18 on can be added to `-versions` (e.g. `v1.33.9,v1.34.4`): the harness builds a missing kube-apiserver " +
-		"from the Go module proxy first (a cold build takes several minutes on 2 cores) and caches it in `e2e/.cache/`.\n")
+		"go test ./chaos -count=1 -chaos.report=/tmp/chaos.json   # optional: include a chaos run\n" +
+		"go run ./cmd/matrix -versions v1.18.19,v1.37.2 -mixed v1.18.19+v1.37.2 -chaos /tmp/chaos.json -out ../docs/compatibility.md\n```\n\n" +
+		"Any version from v1.18 on can be added to `-versions` (e.g. `v1.33.13,v1.34.4`), and any pair to `-mixed`: the harness builds a missing kube-apiserver " +
+		"from the Go module proxy first (a cold build takes 3 to 15 minutes on 2 cores) and caches it in `e2e/.cache/`.\n")
 	raw, err := json.MarshalIndent(r, "", "  ")
 	if err == nil {
 		b.WriteString("\n<details><summary>Raw results (JSON)</summary>\n\n```json\n")

@@ -13,15 +13,16 @@ func TestMarkdownRendersEveryCellAndEscapesPipes(t *testing.T) {
 			{Scenario: ScenarioSync, Client: Ours, Outcome: Pass, Detail: "synced in 0.2s"},
 			{Scenario: ScenarioSync, Client: Stock, Outcome: Fail, Detail: "never synced | within 30s"},
 		}}, {Server: "v1.33.9", Config: Configs[1], Err: "binary: build failed"}},
-		Chaos: []chaos.Result{{Seed: 7, Server: "v1.36.3", Config: "HA", FaultsByKind: map[string]int{"drop-watches": 2},
+		Chaos: []chaos.Result{{Replay: 7, Server: "v1.36.3", Config: "HA", FaultsByKind: map[string]int{"drop-watches": 2},
 			Informers: []chaos.InformerRun{{Name: "steadywatch", Converged: true, ConvergenceSeconds: 1.5}}}},
 	}
+	r.NotRun = []NotRun{{Server: "v1.22.17", Why: "not built | no time"}}
 	md := Markdown(r)
 	for _, want := range []string{
-		"| v1.18.19 | watch cache on | initial sync | ✅ synced in 0.2s | ❌ never synced \\| within 30s |",
+		"| v1.18.19 | watch cache on | initial sync (reflector.New) | ✅ synced in 0.2s | ❌ never synced \\| within 30s |",
 		"| v1.18.19 | watch cache on | recovery from 410 (compaction + watch 410) | — ", // missing cell is n/a
 		"| v1.33.9 | watch cache off | — | not run: binary: build failed | not run |",
-		"| v1.36.3 | HA | 7 |", "✅ 1.5 s", "GENERATED", `"seed": 7`,
+		"| v1.36.3 | HA | 7 |", "| v1.22.17 | not built \\| no time |", "✅ 1.5 s", "GENERATED", `"replay": 7`,
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q\n%s", want, md)

@@ -184,7 +184,7 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 			return
 		}
 		// Any server >= v1.19 honours resourceVersionMatch, so every cell of
-		// the list table (seeds 003/004) and the watch table must be as
+		// the list table (API Concepts, "Semantics for get and list") and the watch table must be as
 		// specified. Streaming lists, bookmarks and far-future answers
 		// differ by version and configuration: reported, not asserted.
 		p := runProbeJSON(ctx, kubeconfig, cs, "external "+t.Version())

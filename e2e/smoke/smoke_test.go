@@ -24,9 +24,9 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 )
 
-// seed creates a namespace (deleted at cleanup) with n ConfigMaps and returns
+// populate creates a namespace (deleted at cleanup) with n ConfigMaps and returns
 // the RV after the first one.
-func seed(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
+func populate(ctx context.Context, cs kubernetes.Interface, n int) (ns, firstRV string) {
 	ns = suite.NewNamespace(ctx, cs, "smoke")
 	return ns, suite.CreateConfigMaps(ctx, cs, ns, n, suite.IndexData)
 }
@@ -76,14 +76,14 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 
 	It("honours resourceVersionMatch=Exact without a limit", func(ctx SpecContext) {
 		cs := suite.Clientset(t.RESTConfig())
-		ns, rv := seed(ctx, cs, 3)
+		ns, rv := populate(ctx, cs, 3)
 		served, err := exactNoLimit(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(served).To(Equal(rv))
 	})
 
 	It("lets a stock client-go informer (WatchListClient on) sync", func(ctx SpecContext) {
-		ns, _ := seed(ctx, suite.Clientset(t.RESTConfig()), 5)
+		ns, _ := populate(ctx, suite.Clientset(t.RESTConfig()), 5)
 		Expect(stockInformerSynced(t.RESTConfig(), ns, 60*time.Second)).To(BeTrue())
 	})
 
@@ -102,7 +102,7 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		})
 
 		It("injects a 410 that client-go classifies like a real one", func(ctx SpecContext) {
-			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 1)
+			ns, _ := populate(ctx, suite.Clientset(c.RESTConfig()), 1)
 			id := p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 410, Count: 1})
 			defer p.Remove(id)
 			_, err := suite.Clientset(cfg).CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{ResourceVersion: "1", Limit: 1})
@@ -115,7 +115,7 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		})
 
 		It("injects a 410 as a watch ERROR event, like the watch cache does", func(ctx SpecContext) {
-			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 1)
+			ns, _ := populate(ctx, suite.Clientset(c.RESTConfig()), 1)
 			id := p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Status: 410, AsWatchEvent: true, Count: 1})
 			defer p.Remove(id)
 			w, err := suite.Clientset(cfg).CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
@@ -129,7 +129,7 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		})
 
 		It("strips resourceVersionMatch so the current server behaves like a legacy one", func(ctx SpecContext) {
-			ns, rv := seed(ctx, suite.Clientset(c.RESTConfig()), 3)
+			ns, rv := populate(ctx, suite.Clientset(c.RESTConfig()), 3)
 			p.StripParams("resourceVersionMatch")
 			defer p.StripParams()
 			served, err := exactNoLimit(ctx, suite.Clientset(cfg), ns, rv)
@@ -148,17 +148,17 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		})
 
 		It("cannot emulate a server that ignores sendInitialEvents by stripping that parameter alone", func(ctx SpecContext) {
-			// A real finding on v1.36: with WatchList on, the apiserver defaults a legacy watch (RV unset or
+			// A real finding on v1.36 (still so on v1.37.2): with WatchList on, the apiserver defaults a legacy watch (RV unset or
 			// "0") to sendInitialEvents=true + NotOlderThan (apimachinery internalversion.SetListOptionsDefaults),
 			// so it still ends the initial events with the k8s.io/initial-events-end bookmark.
-			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 2)
+			ns, _ := populate(ctx, suite.Clientset(c.RESTConfig()), 2)
 			p.StripParams("sendInitialEvents", "resourceVersionMatch")
 			defer p.StripParams()
 			Expect(streamingWatch(ctx, cfg, ns, 2)).To(BeTrue())
 		})
 
 		It("emulates a server that ignores sendInitialEvents when allowWatchBookmarks is stripped too", func(ctx SpecContext) {
-			ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 2)
+			ns, _ := populate(ctx, suite.Clientset(c.RESTConfig()), 2)
 			p.StripParams("sendInitialEvents", "resourceVersionMatch", "allowWatchBookmarks")
 			defer p.StripParams()
 			Expect(streamingWatch(ctx, cfg, ns, 2)).To(BeFalse(), "like v1.18.19: ADDED events, then no initial-events-end bookmark")
@@ -183,7 +183,7 @@ var _ = Describe("current kube-apiserver with the watch cache off", Label("confo
 
 	It("answers an Exact list at a compacted RV with a real 410", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 3)
+		ns, rv := populate(ctx, cs, 3)
 		_, err := c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = exactNoLimit(ctx, cs, ns, rv)
@@ -209,7 +209,7 @@ var _ = Describe("legacy kube-apiserver v1.18.19", Label("legacy", "smoke", "nee
 
 	It("ignores resourceVersionMatch: Exact without a limit comes back at a newer RV", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns, rv := seed(ctx, cs, 3)
+		ns, rv := populate(ctx, cs, 3)
 		served, err := exactNoLimit(ctx, cs, ns, rv)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(served).NotTo(Equal(rv))
@@ -220,12 +220,12 @@ var _ = Describe("legacy kube-apiserver v1.18.19", Label("legacy", "smoke", "nee
 	})
 
 	It("silently ignores sendInitialEvents: ADDED events, never the initial-events-end bookmark", func(ctx SpecContext) {
-		ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 2)
+		ns, _ := populate(ctx, suite.Clientset(c.RESTConfig()), 2)
 		Expect(streamingWatch(ctx, c.RESTConfig(), ns, 2)).To(BeFalse())
 	})
 
 	It("never lets a stock client-go informer (WatchListClient on) sync: the anchor fact", func(ctx SpecContext) {
-		ns, _ := seed(ctx, suite.Clientset(c.RESTConfig()), 5)
+		ns, _ := populate(ctx, suite.Clientset(c.RESTConfig()), 5)
 		// 45 s is many times what the same informer needs against the current server (under a second);
 		// client-go keeps waiting for an initial-events-end bookmark that v1.18.19 never sends.
 		Expect(stockInformerSynced(c.RESTConfig(), ns, 45*time.Second)).To(BeFalse())

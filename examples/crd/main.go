@@ -1,6 +1,7 @@
 // Command crd shows package canonical end to end against a real apiserver,
-// with seed 002's BackendTLSPolicy example: a CRD whose versions v1alpha1 and
-// v1alpha2 are both served with x-kubernetes-preserve-unknown-fields, where
+// with Gateway API's BackendTLSPolicy change
+// (https://gateway-api.sigs.k8s.io/api-types/backendtlspolicy/): a CRD whose
+// versions v1alpha1 and v1alpha2 are both served with x-kubernetes-preserve-unknown-fields, where
 // v1alpha2 renamed spec.tls to spec.validation.
 //
 // With -setup it installs the CRD and writes sample objects through both
@@ -62,8 +63,8 @@ func Chain() (*canonical.Chain, error) {
 		canonical.Shape{
 			Name:      "v1alpha1",
 			Recognize: canonical.AllOf(canonical.HasField(tls...), canonical.OnlyKeys([]string{"spec"}, "targetRefs", "tls", "validation")),
-			// Seed 002: "If you see a BackendTLSPolicy that has a TLS field, copy
-			// the value to the Validation field and remove the TLS field."
+			// A BackendTLSPolicy that still has a TLS field: move its value to
+			// the Validation field and remove the TLS field.
 			Upgrade:   canonical.MoveField(tls, validation),
 			Downgrade: canonical.MoveField(validation, tls),
 		},

@@ -19,7 +19,7 @@ func TestBadFlagsExit2(t *testing.T) {
 }
 
 // TestScenes runs the demo's legacy, compaction and drop scenes on real
-// kube-apiservers (v1.18.19 and v1.36.3, from the harness) and checks its
+// kube-apiservers (build.Legacy and build.Current, from the harness) and checks its
 // verdict, its summary rows and the lines a reader relies on.
 func TestScenes(t *testing.T) {
 	if testing.Short() {

@@ -9,17 +9,17 @@
 // Scenes (each on its own fresh cluster, both clients over the same server,
 // each behind its own fault proxy so every request it sends is on record):
 //
-//   - legacy: a v1.18.19 apiserver, which ignores sendInitialEvents. client-go
+//   - legacy: a build.Legacy (v1.18.19) apiserver, which ignores sendInitialEvents. client-go
 //     v0.37 opens a streaming list and waits for an initial-events-end
 //     bookmark that never comes (it is given --stock-bound); steadywatch
 //     knows from /version that the server cannot stream and lists.
-//   - compaction: v1.36.3 with the watch cache off (lists and watches served
+//   - compaction: build.Current (v1.37.2) with the watch cache off (lists and watches served
 //     by etcd). etcd moves on and is compacted, then both watches are
 //     dropped: re-opened from their last resourceVersion they get 410 Gone.
 //     steadywatch relists NotOlderThan(last); the request is shown.
-//   - drop: v1.36.3; both watches are dropped mid-stream: steadywatch resumes
+//   - drop: build.Current; both watches are dropped mid-stream: steadywatch resumes
 //     from its last resourceVersion without relisting.
-//   - ha: two v1.36.3 apiservers on one etcd, requests alternating between
+//   - ha: two build.Current apiservers on one etcd, requests alternating between
 //     them; one member is restarted (its watch cache re-initialises from etcd
 //     and it refuses connections meanwhile) while watches are dropped and
 //     objects written. This is the lag this machine can reproduce: a restarted

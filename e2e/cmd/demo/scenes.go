@@ -36,7 +36,7 @@ type scene struct {
 
 var scenes = []scene{
 	{
-		name: "legacy", title: "a v1.18.19 apiserver (ignores sendInitialEvents and resourceVersionMatch)",
+		name: "legacy", title: "a " + build.Legacy + " apiserver (ignores sendInitialEvents and resourceVersionMatch)",
 		opts: harness.Options{Version: build.Legacy}, objects: 50,
 		trouble: func(ctx context.Context, e *env) error {
 			// Nothing more: syncing at all is the trouble. Show the watch works.
@@ -44,10 +44,10 @@ var scenes = []scene{
 		},
 	},
 	{
-		name: "compaction", title: "v1.36.3, watch cache off: compaction turns the watch into 410 Gone",
+		name: "compaction", title: build.Current + ", watch cache off: compaction turns the watch into 410 Gone",
 		opts: harness.Options{Version: build.Current, DisableWatchCache: true}, objects: 20,
 		trouble: func(ctx context.Context, e *env) error {
-			other, err := seedNamespace(ctx, e.cs, "demo-elsewhere", 20)
+			other, err := populateNamespace(ctx, e.cs, "demo-elsewhere", 20)
 			if err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ var scenes = []scene{
 		},
 	},
 	{
-		name: "drop", title: "v1.36.3: the watch connection is dropped mid-stream",
+		name: "drop", title: build.Current + ": the watch connection is dropped mid-stream",
 		opts: harness.Options{Version: build.Current}, objects: 10,
 		trouble: func(ctx context.Context, e *env) error {
 			if err := create(ctx, e, "before-drop"); err != nil {
@@ -81,7 +81,7 @@ var scenes = []scene{
 		},
 	},
 	{
-		name: "ha", title: "two v1.36.3 apiservers, requests alternating; one member restarted (lagging) meanwhile",
+		name: "ha", title: "two " + build.Current + " apiservers, requests alternating; one member restarted (lagging) meanwhile",
 		opts: harness.Options{Version: build.Current, HA: true}, objects: 10,
 		trouble: func(ctx context.Context, e *env) error {
 			member := e.c.APIServers()[1]
@@ -144,7 +144,7 @@ func runScene(ctx context.Context, t *timeline, sc scene, cfg config, progress i
 	if err != nil {
 		return nil, err
 	}
-	ns, err := seedNamespace(ctx, cs, "demo-"+sc.name, sc.objects)
+	ns, err := populateNamespace(ctx, cs, "demo-"+sc.name, sc.objects)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +334,7 @@ func update(ctx context.Context, e *env, name string) error {
 	return nil
 }
 
-func seedNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, n int) (string, error) {
+func populateNamespace(ctx context.Context, cs kubernetes.Interface, prefix string, n int) (string, error) {
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", err

@@ -4,7 +4,11 @@
 // and for a stock client-go informer, and optionally folds in chaos results
 // written by `go test ./chaos -chaos.report=FILE`.
 //
-//	cd e2e && go run ./cmd/matrix -versions v1.18.19,v1.36.3 -out ../docs/compatibility.md
+//	cd e2e && go run ./cmd/matrix -versions v1.18.19,v1.37.2 -mixed v1.18.19+v1.37.2 -out ../docs/compatibility.md
+//
+// -versions run the single-version configurations (watch cache on, off, HA
+// pair); -mixed pairs "old+new" run the mixed-version HA pair. -not-run
+// "VERSION: why" (repeatable) records what was asked for and not run.
 //
 // Versions not yet built are built first (minutes each, cached in
 // e2e/.cache). A version whose cluster cannot start becomes a "not run" row
@@ -31,6 +35,16 @@ import (
 
 func main() {
 	versions := flag.String("versions", build.Legacy+","+build.Current, "comma-separated kube-apiserver versions")
+	mixed := flag.String("mixed", build.Legacy+"+"+build.Current, `comma-separated mixed-version HA pairs "old+new" ("" = none)`)
+	var notRun []matrix.NotRun
+	flag.Func("not-run", `"VERSION: why" for a version asked for and not run (repeatable)`, func(s string) error {
+		v, why, ok := strings.Cut(s, ":")
+		if !ok || strings.TrimSpace(v) == "" || strings.TrimSpace(why) == "" {
+			return fmt.Errorf("want \"VERSION: why\", got %q", s)
+		}
+		notRun = append(notRun, matrix.NotRun{Server: strings.TrimSpace(v), Why: strings.TrimSpace(why)})
+		return nil
+	})
 	configs := flag.String("configs", "", "comma-separated configuration names (default: all: "+configNames()+")")
 	out := flag.String("out", "", "markdown output path (default: stdout)")
 	jsonOut := flag.String("json", "", "also write the raw report as JSON here")
@@ -48,6 +62,7 @@ func main() {
 		Command:   "go run ./cmd/matrix " + strings.Join(os.Args[1:], " "),
 		Go:        runtime.Version(),
 		ClientGo:  "client-go " + clientGoVersion(),
+		NotRun:    notRun,
 	}
 	var cfgs []matrix.Config
 	for _, c := range matrix.Configs {
@@ -55,9 +70,19 @@ func main() {
 			cfgs = append(cfgs, c)
 		}
 	}
-	for _, v := range strings.Split(*versions, ",") {
-		v = strings.TrimSpace(v)
+	var servers []string
+	for _, list := range []string{*versions, *mixed} {
+		for _, v := range strings.Split(list, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				servers = append(servers, v)
+			}
+		}
+	}
+	for _, v := range servers {
 		for _, c := range cfgs {
+			if c.Mixed != matrix.IsPair(v) {
+				continue
+			}
 			fmt.Fprintf(os.Stderr, "matrix: %s / %s ...\n", v, c.Name)
 			begin := time.Now()
 			row, err := matrix.Run(ctx, v, c, matrix.Options{Progress: os.Stderr})

@@ -2,7 +2,7 @@
 // suite, from nothing but the Go module proxy.
 //
 // Ensure returns the path of a kube-apiserver for a release such as
-// "v1.36.3", building it on first use into a per-version cache directory
+// "v1.37.2", building it on first use into a per-version cache directory
 // (see CacheDir). A build generates a small wrapper module that requires
 // k8s.io/kubernetes at that release and points every staging module
 // (k8s.io/api, k8s.io/apiserver, ...) at its published v0.Y.Z twin, then runs
@@ -33,11 +33,23 @@ import (
 )
 
 const (
-	// Current is the newest Kubernetes release the suite runs against.
-	// Choosing another release is this one line.
-	Current = "v1.36.3"
+	// Current is the newest Kubernetes release the suite runs against (and
+	// the one client-go v0.37.2 pairs with). Choosing another release is
+	// this one line.
+	Current = "v1.37.2"
+	// Previous is the minor before Current, kept buildable and runnable
+	// (`go run ./cmd/build-apiservers `+Previous) for suites and matrix runs
+	// that compare the two.
+	Previous = "v1.36.3"
 	// Legacy is the last minor before resourceVersionMatch (KEP-2523, 1.19).
 	Legacy = "v1.18.19"
+	// Floor is the oldest release the harness builds and runs (not built
+	// by `make test`; the legacy recipe, verified).
+	Floor = "v1.16.15"
+	// Floor17 is the 1.17 release kept beside Floor: 1.17.0-1.18.5 answer a
+	// too-large resourceVersion without the ResourceVersionTooLarge cause
+	// type (kubernetes/kubernetes#92537), and so does 1.16.
+	Floor17 = "v1.17.17"
 )
 
 // ErrInvalidVersion is returned (wrapped) by Ensure when the version is not a

@@ -210,7 +210,7 @@ func TestEnsureRemovesStaleTemporaries(t *testing.T) {
 
 func TestEnsureInvalidVersion(t *testing.T) {
 	var calls atomic.Int32
-	for _, v := range []string{"1.36.3", "v1.17.0", "latest"} {
+	for _, v := range []string{"1.36.3", "v1.15.12", "latest"} {
 		if _, err := ensure(t.Context(), t.TempDir(), v, nil, fakeBuild(v, &calls, nil)); !errors.Is(err, ErrInvalidVersion) {
 			t.Errorf("ensure(%q) err = %v, want ErrInvalidVersion", v, err)
 		}

@@ -165,10 +165,14 @@ func TestRecipeFor(t *testing.T) {
 	for _, tc := range []struct{ version, want string }{
 		{"v1.36.3", "plain"},
 		{"v1.19.0", "plain"},
-		{"v1.18.19", "legacy-1.18"},
-		{"v1.18.0", "legacy-1.18"},
+		{"v1.18.19", "legacy"},
+		{"v1.18.0", "legacy"},
 		{Current, "plain"},
-		{Legacy, "legacy-1.18"},
+		{Previous, "plain"},
+		{Legacy, "legacy"},
+		{Floor, "legacy"},
+		{Floor17, "legacy"},
+		{"v1.16.0", "legacy"},
 	} {
 		v, want := tc.version, tc.want
 		rc, err := recipeFor(v)
@@ -176,7 +180,7 @@ func TestRecipeFor(t *testing.T) {
 			t.Errorf("recipeFor(%s) = %q, %v; want %q", v, rc.name, err, want)
 		}
 	}
-	for _, v := range []string{"v1.17.17", "v2.0.0", "1.36.3", "v1.36"} {
+	for _, v := range []string{"v1.15.12", "v2.0.0", "1.36.3", "v1.36"} {
 		if _, err := recipeFor(v); !errors.Is(err, ErrInvalidVersion) {
 			t.Errorf("recipeFor(%s) err = %v, want ErrInvalidVersion", v, err)
 		}

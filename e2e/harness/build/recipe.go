@@ -36,15 +36,17 @@ func recipes() []recipe {
 		{
 			name:     "plain",
 			min:      "v1.19.0",
-			verified: "v1.34.4, v1.36.3",
+			verified: "v1.34.4, v1.36.3, v1.37.2",
 		},
 		legacyRecipe(),
 	}
 }
 
-// legacyRecipe builds v1.18.x, the last minor before resourceVersionMatch.
-// Four things differ from current releases; all four are required (each was
-// observed to fail without it) and are verified with v1.18.19:
+// legacyRecipe builds v1.16.x to v1.18.x (1.18 is the last minor before
+// resourceVersionMatch). Four things differ from current releases; all four
+// are required (each was observed to fail without it on v1.18.19) and the
+// same four build v1.17.17 and v1.16.15 with Go 1.26 (verified; 1.15 and
+// older were not tried: their staging modules predate the v0.Y.Z tags):
 //
 //  1. Staging modules at v0.18.Z, as for any release (the plain part).
 //  2. vbom.ml/util, a dependency of v1.18, is gone from the module proxy;
@@ -58,10 +60,10 @@ func recipes() []recipe {
 //     openapi-gen the release pins, into a writable copy of the module.
 func legacyRecipe() recipe {
 	return recipe{
-		name:     "legacy-1.18",
-		min:      "v1.18.0",
+		name:     "legacy",
+		min:      "v1.16.0",
 		max:      "v1.19.0",
-		verified: "v1.18.19",
+		verified: "v1.16.15, v1.17.17, v1.18.19",
 		extra: []replacement{
 			{
 				Old: "vbom.ml/util", New: "github.com/fvbommel/util", Version: "v0.0.0-20160121211510-db5cfe13f5cc",
@@ -91,7 +93,7 @@ func recipeFor(version string) (recipe, error) {
 			return rc, nil
 		}
 	}
-	return recipe{}, fmt.Errorf("%w: %s is older than every recipe (oldest supported: v1.18.0)", ErrInvalidVersion, version)
+	return recipe{}, fmt.Errorf("%w: %s is older than every recipe (oldest supported: v1.16.0)", ErrInvalidVersion, version)
 }
 
 // moduleInfo is one object of `go mod download -json` output.

@@ -45,7 +45,7 @@ func newRun(cacheDir, version string, progress io.Writer) *run {
 	}
 }
 
-// logf writes one progress line: "[v1.36.3 +12.3s] message".
+// logf writes one progress line: "[v1.37.2 +12.3s] message".
 func (r *run) logf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,7 +1,7 @@
 // Package suite holds the Ginkgo helpers shared by steadywatch's e2e suites:
 // cluster targets (the harness's own servers, or the external cluster named
 // by E2E_KUBECONFIG, through extcluster), namespaces that are deleted at
-// cleanup, clients, ConfigMap seeding and TIMING lines.
+// cleanup, clients, populating ConfigMaps and TIMING lines.
 //
 // Every function here runs inside a Ginkgo node: it fails the spec with
 // Gomega on error, Skips, or registers DeferCleanup, and reports failures at
