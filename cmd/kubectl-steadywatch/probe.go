@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/lister"
 )
 
 // ErrMissingRight is matched (errors.Is) by every *MissingRightError.
@@ -578,8 +579,9 @@ func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOpt
 	return nil
 }
 
-// runStreamingList waits for the initial-events-end bookmark, giving up after
-// quiet time without any event.
+// runStreamingList waits for the initial-events-end bookmark with the SDK's
+// one streaming-list guard (lister.AwaitInitialEvents), quiet bounding each
+// wait. The probe records what it saw; it keeps no belief about the server.
 func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.ListOptions, quiet time.Duration, r *cellReport) error {
 	opts.SendInitialEvents = ptrBool(true)
 	opts.AllowWatchBookmarks = true
@@ -591,40 +593,29 @@ func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.Lis
 		return err
 	}
 	defer w.Stop()
-	timer := time.NewTimer(quiet)
-	defer timer.Stop()
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				r.Observed, r.Message = SemNoInitialEventsEnd, "the stream ended before the initial-events-end bookmark"
-				return nil
-			}
-			r.Events++
-			if ev.Type == watch.Error {
-				recordErrorEvent(ev, r)
-				return nil
-			}
-			if ev.Type == watch.Bookmark {
-				if acc, err := meta.Accessor(ev.Object); err == nil && acc.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-					r.Observed = SemInitialEventsEnd
-					r.ServedResourceVersion = acc.GetResourceVersion()
-					return nil
-				}
-			}
-			timer.Reset(quiet)
-		case <-timer.C:
-			r.Observed = SemNoInitialEventsEnd
-			r.Message = fmt.Sprintf("no %s bookmark after %d event(s) and %s of quiet", metav1.InitialEventsAnnotationKey, r.Events, quiet)
-			return nil
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted: %w", ctx.Err())
-			}
-			r.Observed = SemNoInitialEventsEnd
-			return nil
+	var last watch.Event
+	out, detail := lister.AwaitInitialEvents(wctx.Done(), w, lister.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
+		r.Events++
+		last = ev
+		return true
+	})
+	switch out {
+	case lister.InitialEventsEnded:
+		r.Observed = SemInitialEventsEnd
+		if acc, err := meta.Accessor(last.Object); err == nil {
+			r.ServedResourceVersion = acc.GetResourceVersion()
 		}
+	case lister.InitialEventsError:
+		recordErrorEvent(last, r)
+	case lister.InitialEventsStopped:
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		r.Observed = SemNoInitialEventsEnd
+	default:
+		r.Observed, r.Message = SemNoInitialEventsEnd, detail
 	}
+	return nil
 }
 
 // runBookmark watches from N with allowWatchBookmarks and a short
