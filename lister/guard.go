@@ -94,9 +94,14 @@ func ExpectedInitialEvents(ctx context.Context, c Client, base metav1.ListOption
 
 // ExpectInitialEvents runs ExpectedInitialEvents beside a streaming list and
 // returns the channel GuardOptions.Expected reads: it delivers the count, or
-// is closed without one.
+// is closed without one. With a label or field selector it sends nothing
+// (the apiserver does not count the remaining items of a filtered list).
 func ExpectInitialEvents(ctx context.Context, c Client, base metav1.ListOptions) <-chan int {
 	ch := make(chan int, 1)
+	if base.LabelSelector != "" || base.FieldSelector != "" {
+		close(ch)
+		return ch
+	}
 	go func() {
 		defer close(ch)
 		if n, ok := ExpectedInitialEvents(ctx, c, base); ok {
