@@ -64,7 +64,7 @@ matrix:
 ## fuzz: run each fuzz target for FUZZTIME (not part of `make test`).
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in ./fallback ./compat; do \
+	@for pkg in ./fallback ./compat ./lister; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "==> $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; done; done
 
