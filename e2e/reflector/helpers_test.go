@@ -196,6 +196,9 @@ func isStreamingList(r faults.Request) bool {
 func relists(p *faults.Proxy, ns string) []faults.Request {
 	var out []faults.Request
 	for _, r := range requests(p, "", ns) {
+		if r.Verb == "list" && isCountProbe(r) {
+			continue // the streaming-list guard's count, not a fill
+		}
 		if r.Verb == "list" || isStreamingList(r) {
 			out = append(out, r)
 		}
@@ -277,4 +280,12 @@ func (r *recorder) Bookmarks() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.bookmarks
+}
+
+// isCountProbe is the streaming-list guard's limit=1 MostRecent list
+// (lister.ExpectedInitialEvents), sent beside a streaming list: it counts
+// the objects to expect, it does not fill the store.
+func isCountProbe(r faults.Request) bool {
+	q := query(r)
+	return q.Get("limit") == "1" && q.Get("resourceVersion") == "" && q.Get("continue") == ""
 }
