@@ -111,6 +111,14 @@ func ExpectInitialEvents(ctx context.Context, c Client, base metav1.ListOptions)
 	return ch
 }
 
+// expectInitialEvents is ExpectInitialEvents unless Options.DisableInitialEventsCount.
+func (l *Lister) expectInitialEvents(ctx context.Context, base metav1.ListOptions) <-chan int {
+	if l.o.DisableInitialEventsCount {
+		return nil
+	}
+	return ExpectInitialEvents(ctx, l.c, base)
+}
+
 // GuardInitialEvents wraps a streaming list (a watch sent with
 // sendInitialEvents=true) so that it never hangs: it forwards the initial
 // events until the k8s.io/initial-events-end bookmark, and ends the watch

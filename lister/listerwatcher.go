@@ -200,7 +200,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	}
 	return lw.follow(ctx, GuardInitialEvents(ctx, w, GuardOptions{
 		Timeout:  o.InitialEventsTimeout,
-		Expected: ExpectInitialEvents(ctx, lw.l.c, options),
+		Expected: lw.l.expectInitialEvents(ctx, options),
 		Server:   srv,
 	}, log), log), nil
 }

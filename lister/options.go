@@ -58,6 +58,15 @@ type Options struct {
 	// to a list. Default DefaultInitialEventsTimeout (10s), the same for every
 	// streaming list of the SDK (GuardInitialEvents).
 	InitialEventsTimeout time.Duration
+	// DisableInitialEventsCount turns off the one limit=1 list the
+	// streaming-list guard sends beside each streaming list to learn how
+	// many objects to expect (ExpectedInitialEvents). Default false: the
+	// count lets a dropped or stripped end bookmark be found 2s after the
+	// last object instead of after InitialEventsTimeout, for one cheap
+	// request (a consistent read served from the watch cache on 1.31+, a
+	// quorum read of at most one object before). Filtered lists (selectors)
+	// never send it: the server does not count their remaining items.
+	DisableInitialEventsCount bool
 	// StallTimeout ends a watch served through ListerWatcher that delivered
 	// no event and no bookmark for this long; client-go's reflector then
 	// watches again from its resourceVersion (no relist). It must exceed the

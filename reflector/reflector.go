@@ -543,9 +543,13 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	)
 	stop := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(stop) })()
+	var expected <-chan int
+	if !r.o.Lister.DisableInitialEventsCount {
+		expected = lister.ExpectInitialEvents(ctx, r.client, metav1.ListOptions{})
+	}
 	out, detail := lister.AwaitInitialEvents(stop, w, lister.GuardOptions{
 		Timeout:  r.o.InitialEventsTimeout,
-		Expected: lister.ExpectInitialEvents(ctx, r.client, metav1.ListOptions{}),
+		Expected: expected,
 		Server:   r.o.Server,
 	}, logger, func(ev watch.Event) bool {
 		switch ev.Type {
