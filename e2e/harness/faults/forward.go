@@ -296,6 +296,13 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.update(rec, func(rec *Request) { rec.Status = http.StatusNotImplemented })
 		return
 	}
+	if rv, ok := p.expiredWatch(info, r.URL.Query()); ok {
+		status, _ := p.answer(w, r, info, 0, expiredRule(rv))
+		fault := "expired initial-events-end RV " + rv + " as watch ERROR event"
+		p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
+		p.logf("req %d: %s", rec.Seq, fault)
+		return
+	}
 	if id, rule, ok := p.fire(info, r.URL.Query()); ok {
 		status, fault := p.answer(w, r, info, id, rule)
 		p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
@@ -410,6 +417,13 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 	rc := http.NewResponseController(w)
 	if st != nil {
 		_ = rc.Flush()
+		if sf := p.currentStreamFaults(); sf.active() && resp.StatusCode == http.StatusOK {
+			if media := watchMedia(resp.Header.Get("Content-Type")); media != "" {
+				p.forwardEvents(ctx, w, rc, resp.Body, rec, st, sf, media, abort)
+				return
+			}
+			p.logf("req %d: stream faults skipped: watch Content-Type %q is neither JSON nor protobuf", rec.Seq, resp.Header.Get("Content-Type"))
+		}
 	}
 
 	buf := make([]byte, 32<<10)
