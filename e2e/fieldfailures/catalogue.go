@@ -46,7 +46,6 @@ func gh(owner, repo, kind string, n int, title, says string) Report {
 	return Report{Ref: ref, URL: "https://github.com/" + owner + "/" + repo + "/" + kind + "/" + strconv.Itoa(n), Title: title, Says: says}
 }
 
-
 // Row IDs, in catalogue order.
 const (
 	BookmarksFiltered       = "bookmarks-filtered"
