@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"testing"
@@ -25,6 +24,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/mod/modfile"
+	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/e2e/fieldfailures"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
@@ -42,6 +43,9 @@ var bounds = fieldfailures.Bounds{
 	MinWindow:            fieldfailures.Duration(10 * time.Second),
 	MaxRequestsPerMinute: 240,
 }
+
+// klog's flags (-v=4 shows every request and transition of steadywatch).
+func init() { klog.InitFlags(nil) }
 
 func serverVersion() string {
 	if *flagVersion != "" {
@@ -62,15 +66,20 @@ func record(rr fieldfailures.RowResult) {
 	run.r.Rows = append(run.r.Rows, rr)
 }
 
+// clientGoVersion is the client-go version the e2e module requires (test
+// binaries carry no dependency versions in their build info).
 func clientGoVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "k8s.io/client-go" {
-				return d.Version
-			}
+	b, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	Expect(err).NotTo(HaveOccurred())
+	mf, err := modfile.ParseLax("go.mod", b, nil)
+	Expect(err).NotTo(HaveOccurred())
+	for _, r := range mf.Require {
+		if r.Mod.Path == "k8s.io/client-go" {
+			return r.Mod.Version
 		}
 	}
-	return "unknown"
+	Fail("e2e/go.mod does not require k8s.io/client-go")
+	return ""
 }
 
 func TestFieldFailures(t *testing.T) {

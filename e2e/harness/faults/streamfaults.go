@@ -27,7 +27,9 @@ import (
 //
 // They apply to watch responses (status 200) in JSON or protobuf; a stream in
 // another encoding (CBOR) is forwarded unchanged. A stream keeps the faults
-// that were set when its response started.
+// that were set when its request arrived; while any is set, watches are
+// requested from the backend without Accept-Encoding (uncompressed), since
+// the apiserver gzips watch streams for clients that accept it.
 type StreamFaults struct {
 	// DropBookmarks removes every BOOKMARK event, the initial-events-end one
 	// included: a proxy that filters the events it cannot authorize
@@ -56,7 +58,7 @@ type StreamFaults struct {
 
 func (f StreamFaults) active() bool { return f != StreamFaults{} }
 
-// SetStreamFaults replaces the stream faults for watch responses that start
+// SetStreamFaults replaces the stream faults for watch requests that arrive
 // from now on; StreamFaults{} stops them. Resource versions already expired
 // by ExpireInitialEventsEndRV stay expired until ClearExpired.
 func (p *Proxy) SetStreamFaults(f StreamFaults) {

@@ -95,6 +95,12 @@ func TestStreamFaultsDropBookmarks(t *testing.T) {
 	if f := watchFaults(e); len(f) != 1 || f[0] != "bookmarks dropped" {
 		t.Errorf("watch faults %q, want [bookmarks dropped]", f)
 	}
+	// The events are read, so the stream is asked for uncompressed (a real
+	// apiserver gzips watch streams for clients that accept it).
+	got := e.backends[0].requests()
+	if len(got) != 1 || got[0].Header.Get("Accept-Encoding") != "" {
+		t.Errorf("backend got %d requests, Accept-Encoding %q; want 1 without it", len(got), got[0].Header.Get("Accept-Encoding"))
+	}
 
 	// StreamFaults{} restores plain forwarding for new streams.
 	e.proxy.SetStreamFaults(StreamFaults{})
