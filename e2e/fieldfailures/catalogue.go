@@ -164,7 +164,7 @@ var Catalogue = []Row{
 				"fix(api): emit initial-events-end bookmark for core.cozystack.io watches",
 				"Three aggregated resources ignored ListOptions.SendInitialEvents."),
 		},
-		Emulation: "The proxy strips sendInitialEvents and resourceVersionMatch from every request, so the server serves a streaming list as a plain watch from the most recent state: ADDED events, then changes, bookmarks without the annotation.",
+		Emulation: "The proxy strips sendInitialEvents and resourceVersionMatch from every request, so the server serves a streaming list as a plain watch from the most recent state (ADDED events, then changes), and strips the k8s.io/initial-events-end annotation: v1.37.2 was observed to end even a plain watch's initial state (resourceVersion unset, bookmarks allowed) with the annotated bookmark, which a server that ignores sendInitialEvents never sends.",
 	},
 	{
 		ID:      HALaggingWatchCache,
