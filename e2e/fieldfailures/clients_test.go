@@ -32,12 +32,12 @@ import (
 // counts is steadywatch's metrics by reason code.
 type counts struct {
 	metrics.Nop
-	mu                          sync.Mutex
-	fallbacks, relists, restart map[string]int
+	mu                                       sync.Mutex
+	fallbacks, relists, restart, transitions map[string]int
 }
 
 func newCounts() *counts {
-	return &counts{fallbacks: map[string]int{}, relists: map[string]int{}, restart: map[string]int{}}
+	return &counts{fallbacks: map[string]int{}, relists: map[string]int{}, restart: map[string]int{}, transitions: map[string]int{}}
 }
 
 func (c *counts) inc(m map[string]int, k string) { c.mu.Lock(); m[k]++; c.mu.Unlock() }
@@ -46,10 +46,18 @@ func (c *counts) Fallback(_, reason string)     { c.inc(c.fallbacks, reason) }
 func (c *counts) Relist(_, cause string)        { c.inc(c.relists, cause) }
 func (c *counts) WatchRestart(_, reason string) { c.inc(c.restart, reason) }
 
-func (c *counts) snapshot() (f, r, w map[string]int) {
+// Transition counts the reflector's phase changes by "from->to: reason"
+// (the start and the stop are left out).
+func (c *counts) Transition(_, from, to, reason string) {
+	if from != "Stopped" && to != "Stopped" {
+		c.inc(c.transitions, from+"->"+to+": "+reason)
+	}
+}
+
+func (c *counts) snapshot() (f, r, w, t map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return maps.Clone(c.fallbacks), maps.Clone(c.relists), maps.Clone(c.restart)
+	return maps.Clone(c.fallbacks), maps.Clone(c.relists), maps.Clone(c.restart), maps.Clone(c.transitions)
 }
 
 // client is one of a row's three clients, running on the ConfigMaps of ns
@@ -275,7 +283,7 @@ func (c *client) result(syncBound time.Duration, convergedIn time.Duration, conv
 	res.Regressions = append([]string(nil), c.regressions...)
 	c.mu.Unlock()
 	if c.counts != nil {
-		res.Fallbacks, res.Relists, res.WatchRestarts = c.counts.snapshot()
+		res.Fallbacks, res.Relists, res.WatchRestarts, res.Transitions = c.counts.snapshot()
 	}
 	return res
 }

@@ -74,10 +74,13 @@ type ClientResult struct {
 	// Regressions are object or store resourceVersions that went back in time.
 	Regressions []string `json:"regressions,omitempty"`
 	// Fallbacks, Relists and WatchRestarts are steadywatch's metrics
-	// (reason code -> count); empty for stock.
+	// (reason code -> count); empty for stock and, where the SDK emits none,
+	// for the drop-in informer.
 	Fallbacks     map[string]int `json:"fallbacks,omitempty"`
 	Relists       map[string]int `json:"relists,omitempty"`
 	WatchRestarts map[string]int `json:"watchRestarts,omitempty"`
+	// Transitions are the reflector's phase changes, "from->to: reason code" -> count.
+	Transitions map[string]int `json:"transitions,omitempty"`
 }
 
 // Duration is a time.Duration that marshals as seconds.
@@ -224,7 +227,7 @@ func Render(w io.Writer, r *Results) error {
 			fmt.Fprintf(&b, "- [%s](%s)%s: %s\n", rep.Ref, rep.URL, title, rep.Says)
 		}
 		fmt.Fprintf(&b, "\nHere: %s Spec `%s` in `e2e/fieldfailures`.\n\n", row.Emulation, row.ID)
-		b.WriteString("| client | outcome | requests (lists / streaming lists / watches) | requests/min | steadywatch fallbacks, relists, watch restarts |\n|---|---|---|---|---|\n")
+		b.WriteString("| client | outcome | requests (lists / streaming lists / watches) | requests/min | steadywatch metrics: fallbacks, relists, watch restarts, transitions |\n|---|---|---|---|---|\n")
 		for _, name := range Clients {
 			c, ok := rr.client(name)
 			if !ok {
@@ -253,7 +256,7 @@ func reasons(c ClientResult) string {
 	for _, m := range []struct {
 		what string
 		m    map[string]int
-	}{{"fallback", c.Fallbacks}, {"relist", c.Relists}, {"restart", c.WatchRestarts}} {
+	}{{"fallback", c.Fallbacks}, {"relist", c.Relists}, {"restart", c.WatchRestarts}, {"transition", c.Transitions}} {
 		keys := make([]string, 0, len(m.m))
 		for k := range m.m {
 			keys = append(keys, k)
