@@ -118,7 +118,7 @@ var Catalogue = []Row{
 				"List watch request for Events with stale resourceVersion responds immediately without error",
 				"Resuming an events.k8s.io/v1 Event watch from a stale resourceVersion got an immediate HTTP 200 with an empty body instead of 410 Gone; the client library retried in a busy loop that put strain on the apiserver."),
 		},
-		Emulation: "After the clients synced and the row's writes, the proxy drops the watches and answers every plain watch from a resourceVersion older than the last write with 200 and an immediate end of stream, no event (a compacted history whose 410 never comes).",
+		Emulation: "Once the clients synced, the proxy drops their watches and from then on answers every plain watch from a resourceVersion at or before that point with 200 and an immediate end of stream, no event (a compacted history whose 410 never comes); the row's writes follow.",
 	},
 	{
 		ID:      ConsistentRead429,

@@ -185,6 +185,7 @@ func Render(w io.Writer, r *Results) error {
 		"measurements on a shared 2-core machine.\n\n",
 		r.Bounds.Sync, r.Bounds.Converge, r.Bounds.MinWindow, r.Bounds.MaxRequestsPerMinute, r.Started.UTC().Format("2006-01-02 15:04"))
 
+	b.WriteString(summary(r) + "\n\n")
 	b.WriteString("| failure | public report | what the server / proxy does | stock client-go " + r.ClientGo + " | steadywatch drop-in informer | steadywatch reflector | requests/min (stock / drop-in / reflector) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, rr := range r.Rows {
@@ -270,4 +271,25 @@ func reasons(c ClientResult) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// summary counts, per client, the rows where it synced and converged
+// without going back in time.
+func summary(r *Results) string {
+	var parts []string
+	for _, name := range Clients {
+		ok, never := 0, 0
+		for _, rr := range r.Rows {
+			c, found := rr.client(name)
+			switch {
+			case !found:
+			case !c.Synced:
+				never++
+			case c.Converged && len(c.Regressions) == 0:
+				ok++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s synced and converged in %d of %d rows (never synced in %d)", name, ok, len(r.Rows), never))
+	}
+	return "In this run: " + strings.Join(parts, "; ") + "."
 }
