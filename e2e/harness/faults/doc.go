@@ -12,6 +12,11 @@
 //   - strip query parameters to emulate a server that ignores them
 //     (StripParams), e.g. resourceVersionMatch or sendInitialEvents;
 //   - abort or stall in-flight watch streams (DropWatches, StallWatches);
+//   - change watch streams event by event, as proxies and aggregated APIs in
+//     the field have (SetStreamFaults): drop bookmarks, strip the
+//     k8s.io/initial-events-end annotation, cut a streaming list right before
+//     its end bookmark or close it right after, and expire that bookmark's
+//     resourceVersion; answer watches 200 with no event (Rule.EmptyWatch);
 //   - route between several backends (Pin, Alternate, Failover), e.g. to
 //     reproduce an HA pair whose watch caches lag each other;
 //   - record every request as received and as forwarded (Requests).

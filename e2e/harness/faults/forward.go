@@ -296,6 +296,13 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		p.update(rec, func(rec *Request) { rec.Status = http.StatusNotImplemented })
 		return
 	}
+	if rv, ok := p.expiredWatch(info, r.URL.Query()); ok {
+		status, _ := p.answer(w, r, info, 0, expiredRule(rv))
+		fault := "expired initial-events-end RV " + rv + " as watch ERROR event"
+		p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
+		p.logf("req %d: %s", rec.Seq, fault)
+		return
+	}
 	if id, rule, ok := p.fire(info, r.URL.Query()); ok {
 		status, fault := p.answer(w, r, info, id, rule)
 		p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
@@ -344,9 +351,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var st *stream
+	var sf StreamFaults
 	if info.Verb == "watch" {
 		st = p.track(rec, cancel)
 		defer p.untrack(st)
+		sf = p.currentStreamFaults()
 	}
 	headersSent := false
 	abort := func(err error) {
@@ -373,6 +382,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 		out, err := p.outRequest(ctx, r, i, fq, body)
 		if err != nil {
 			abort(err)
+		}
+		if sf.active() {
+			// Stream faults read the events: ask for them uncompressed
+			// (the apiserver gzips watch streams for clients that accept it).
+			out.Header.Del("Accept-Encoding")
 		}
 		p.update(rec, func(rec *Request) { rec.Tried = append(rec.Tried, i) })
 		resp, err = p.tr.RoundTrip(out)
@@ -410,6 +424,15 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 	rc := http.NewResponseController(w)
 	if st != nil {
 		_ = rc.Flush()
+		if sf.active() && resp.StatusCode == http.StatusOK {
+			media := watchMedia(resp.Header.Get("Content-Type"))
+			ce := resp.Header.Get("Content-Encoding")
+			if media != "" && (ce == "" || ce == "identity") {
+				p.forwardEvents(ctx, w, rc, resp.Body, rec, st, sf, media, abort)
+				return
+			}
+			p.logf("req %d: stream faults skipped: watch Content-Type %q, Content-Encoding %q (want JSON or protobuf, uncompressed)", rec.Seq, resp.Header.Get("Content-Type"), ce)
+		}
 	}
 
 	buf := make([]byte, 32<<10)

@@ -84,20 +84,22 @@ type Proxy struct {
 	closeErr  error
 	handlers  sync.WaitGroup
 
-	mu         sync.Mutex
-	closed     bool
-	mode       balanceMode
-	target     int    // pinned backend or failover primary
-	rr         uint64 // next round-robin slot
-	rules      []*ruleState
-	nextRule   int
-	strip      map[string]bool
-	streams    map[int]*stream
-	nextStream int
-	stallUntil time.Time
-	stallCh    chan struct{} // closed and replaced whenever stallUntil changes
-	reqs       []*Request
-	nextSeq    int
+	mu           sync.Mutex
+	closed       bool
+	mode         balanceMode
+	target       int    // pinned backend or failover primary
+	rr           uint64 // next round-robin slot
+	rules        []*ruleState
+	nextRule     int
+	strip        map[string]bool
+	streamFaults StreamFaults
+	expired      map[string]bool // resource versions expired by StreamFaults.ExpireInitialEventsEndRV
+	streams      map[int]*stream
+	nextStream   int
+	stallUntil   time.Time
+	stallCh      chan struct{} // closed and replaced whenever stallUntil changes
+	reqs         []*Request
+	nextSeq      int
 
 	logMu sync.Mutex
 }

@@ -55,6 +55,18 @@ type Rule struct {
 	// from the watch cache does for a 410. Non-watch requests that match get
 	// the plain error response.
 	AsWatchEvent bool
+	// Match, if set, is one more condition on the request's query as
+	// received (before StripParams), for what Query cannot say: a parameter
+	// absent, or any value but one (e.g. a resourceVersion other than ""
+	// and "0"). It runs under the proxy's lock: it must not call the Proxy
+	// or modify the values. nil = no condition.
+	Match func(query url.Values) bool
+	// EmptyWatch answers a matching watch with 200, the watch content type
+	// and an immediate clean end of stream without any event: what a server
+	// that should have answered 410 did in kubernetes/kubernetes#104171. A
+	// rule with EmptyWatch matches watch requests only; Status, Reason,
+	// Message, Causes and RetryAfterSeconds are ignored (Status may be 0).
+	EmptyWatch bool
 }
 
 type ruleState struct {
@@ -64,9 +76,11 @@ type ruleState struct {
 }
 
 // Inject arms r and returns its id for Remove. It panics if r.Status is not
-// 400-599 or Count is negative (a test bug).
+// 400-599 (unless r.EmptyWatch) or Count is negative (a test bug).
 func (p *Proxy) Inject(r Rule) (id int) {
-	if r.Status < 400 || r.Status > 599 {
+	if r.EmptyWatch {
+		r.Status = http.StatusOK
+	} else if r.Status < 400 || r.Status > 599 {
 		panic(fmt.Sprintf("faults: Rule.Status %d is not 400-599", r.Status))
 	}
 	if r.Count < 0 {
@@ -147,6 +161,12 @@ func (r *Rule) matches(info requestInfo, q url.Values) bool {
 	if r.Verb != "" && r.Verb != info.Verb {
 		return false
 	}
+	if r.EmptyWatch && info.Verb != "watch" {
+		return false
+	}
+	if r.Match != nil && !r.Match(q) {
+		return false
+	}
 	if r.Resource != "" {
 		res, sub, _ := strings.Cut(r.Resource, "/")
 		if res != info.Resource || sub != info.Subresource {
@@ -181,8 +201,15 @@ func (r *Rule) matches(info requestInfo, q url.Values) bool {
 // answer writes rule id's error to w, negotiated on the request's Accept
 // header, and returns the fault description for the log.
 func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInfo, id int, r Rule) (status int, fault string) {
-	st := r.status(id)
 	media := negotiate(req.Header.Get("Accept"))
+	if r.EmptyWatch {
+		w.Header().Set("Content-Type", watchContentType(media))
+		w.Header().Set("Cache-Control", "no-cache, private")
+		w.WriteHeader(http.StatusOK)
+		_ = http.NewResponseController(w).Flush()
+		return http.StatusOK, fmt.Sprintf("rule %d: empty watch", id)
+	}
+	st := r.status(id)
 	fault = fmt.Sprintf("rule %d: %d %s", id, r.Status, st.Reason)
 	if r.AsWatchEvent && info.Verb == "watch" {
 		body, err := p.codec.encodeWatchEvent(media, "ERROR", st)
@@ -224,4 +251,25 @@ func retryAfter(st *metav1.Status) string {
 		return strconv.Itoa(int(st.Details.RetryAfterSeconds))
 	}
 	return ""
+}
+
+// SendInitialEventsForbiddenMessage is the 422 message of an apiserver
+// (1.27 and newer) whose WatchList feature gate is off, for a streaming list
+// (kubernetes/kubernetes#135583).
+const SendInitialEventsForbiddenMessage = `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled`
+
+// TooLargeResourceVersionLegacy returns r answering like a 1.17.0-1.18.5
+// apiserver whose watch cache has not reached the requested resourceVersion
+// yet: 504 Timeout, retryAfterSeconds 1, and one cause carrying only the
+// message "Too large resource version", without the ResourceVersionTooLarge
+// type that later servers set (client-go's reflector missed this form until
+// kubernetes/kubernetes#94316). current is the resourceVersion the message
+// names as the server's.
+func TooLargeResourceVersionLegacy(r Rule, current string) Rule {
+	r.Status = http.StatusGatewayTimeout
+	r.Reason = metav1.StatusReasonTimeout
+	r.RetryAfterSeconds = 1
+	r.Message = "Timeout: Too large resource version, current: " + current
+	r.Causes = []metav1.StatusCause{{Message: tooLargeCauseMessage}}
+	return r
 }

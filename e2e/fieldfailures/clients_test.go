@@ -1,0 +1,298 @@
+package fieldfailures_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/e2e/fieldfailures"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// counts is steadywatch's metrics by reason code.
+type counts struct {
+	metrics.Nop
+	mu                                       sync.Mutex
+	fallbacks, relists, restart, transitions map[string]int
+}
+
+func newCounts() *counts {
+	return &counts{fallbacks: map[string]int{}, relists: map[string]int{}, restart: map[string]int{}, transitions: map[string]int{}}
+}
+
+func (c *counts) inc(m map[string]int, k string) { c.mu.Lock(); m[k]++; c.mu.Unlock() }
+
+func (c *counts) Fallback(_, reason string)     { c.inc(c.fallbacks, reason) }
+func (c *counts) Relist(_, cause string)        { c.inc(c.relists, cause) }
+func (c *counts) WatchRestart(_, reason string) { c.inc(c.restart, reason) }
+
+// Transition counts the reflector's phase changes by "from->to: reason"
+// (the start and the stop are left out).
+func (c *counts) Transition(_, from, to, reason string) {
+	if from != "Stopped" && to != "Stopped" {
+		c.inc(c.transitions, from+"->"+to+": "+reason)
+	}
+}
+
+func (c *counts) snapshot() (f, r, w, t map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.fallbacks), maps.Clone(c.relists), maps.Clone(c.restart), maps.Clone(c.transitions)
+}
+
+// client is one of a row's three clients, running on the ConfigMaps of ns
+// through its own proxy.
+type client struct {
+	name  string
+	proxy *faults.Proxy
+	ns    string
+	start time.Time
+
+	hasSynced func() bool
+	lastRV    func() string
+	objects   func() []any
+	counts    *counts // nil for stock
+	stop      func()
+
+	mu          sync.Mutex
+	syncedIn    time.Duration // 0 = not synced (yet)
+	prevRV      string
+	regressions []string
+}
+
+func rvLess(a, b string) bool {
+	x, e1 := strconv.ParseUint(a, 10, 64)
+	y, e2 := strconv.ParseUint(b, 10, 64)
+	return e1 == nil && e2 == nil && x < y
+}
+
+// checkForward notes an object whose resourceVersion went down.
+func (c *client) checkForward(old, cur any) {
+	o, ok1 := old.(*corev1.ConfigMap)
+	n, ok2 := cur.(*corev1.ConfigMap)
+	if ok1 && ok2 && rvLess(n.ResourceVersion, o.ResourceVersion) {
+		c.mu.Lock()
+		c.regressions = append(c.regressions, fmt.Sprintf("%s: %s -> %s", n.Name, o.ResourceVersion, n.ResourceVersion))
+		c.mu.Unlock()
+	}
+}
+
+// sample notes the sync and a store resourceVersion that went down.
+func (c *client) sample() {
+	synced := c.hasSynced()
+	rv := c.lastRV()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.syncedIn == 0 && synced {
+		c.syncedIn = time.Since(c.start)
+	}
+	if rvLess(rv, c.prevRV) {
+		c.regressions = append(c.regressions, fmt.Sprintf("store %s -> %s", c.prevRV, rv))
+	}
+	if rv != "" {
+		c.prevRV = rv
+	}
+}
+
+func (c *client) synced() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.syncedIn, c.syncedIn != 0
+}
+
+// state is name -> object resourceVersion of the store.
+func (c *client) state() map[string]string {
+	out := map[string]string{}
+	for _, o := range c.objects() {
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			out[cm.Name] = cm.ResourceVersion
+		}
+	}
+	return out
+}
+
+// regressionStore is a reflector store that notes objects going back in time.
+type regressionStore struct {
+	cache.Store
+	c *client
+}
+
+func (s regressionStore) Update(obj any) error {
+	if old, ok, _ := s.Store.Get(obj); ok {
+		s.c.checkForward(old, obj)
+	}
+	return s.Store.Update(obj)
+}
+
+func (s regressionStore) Replace(items []any, rv string) error {
+	for _, it := range items {
+		if old, ok, _ := s.Store.Get(it); ok {
+			s.c.checkForward(old, it)
+		}
+	}
+	return s.Store.Replace(items, rv)
+}
+
+func detector(cfg *rest.Config) compat.Server {
+	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return srv
+}
+
+func listWatch(cs kubernetes.Interface, ns string) *cache.ListWatch {
+	cms := cs.CoreV1().ConfigMaps(ns)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return cms.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return cms.Watch(ctx, o)
+		},
+	}
+}
+
+// startClient starts client name on the ConfigMaps of ns through p (cfg
+// points at p). It is stopped by client.stop (also at cleanup).
+func startClient(name string, p *faults.Proxy, cfg *rest.Config, ns string) *client {
+	c := &client{name: name, proxy: p, ns: ns}
+	cs := suite.Clientset(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	handler := cache.ResourceEventHandlerFuncs{UpdateFunc: c.checkForward}
+	c.start = time.Now()
+	switch name {
+	case fieldfailures.Stock:
+		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+		inf := f.Core().V1().ConfigMaps().Informer()
+		_, err := inf.AddEventHandler(handler)
+		Expect(err).NotTo(HaveOccurred())
+		c.hasSynced, c.lastRV, c.objects = inf.HasSynced, inf.LastSyncResourceVersion, inf.GetStore().List
+		f.Start(ctx.Done())
+		wg.Add(1)
+		go func() { defer wg.Done(); <-ctx.Done(); f.Shutdown() }()
+	case fieldfailures.DropIn:
+		c.counts = newCounts()
+		inf := reflector.NewSharedIndexInformerWithOptions(listWatch(cs, ns), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{},
+			lister.Options{Server: detector(cfg), Name: name, Metrics: c.counts})
+		_, err := inf.AddEventHandler(handler)
+		Expect(err).NotTo(HaveOccurred())
+		c.hasSynced, c.lastRV, c.objects = inf.HasSynced, inf.LastSyncResourceVersion, inf.GetStore().List
+		wg.Add(1)
+		go func() { defer GinkgoRecover(); defer wg.Done(); inf.RunWithContext(ctx) }()
+	case fieldfailures.Reflector:
+		c.counts = newCounts()
+		store := regressionStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), c: c}
+		r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Server: detector(cfg), Name: name, Metrics: c.counts})
+		c.hasSynced, c.lastRV, c.objects = r.HasSynced, r.LastSyncResourceVersion, store.List
+		wg.Add(1)
+		go func() { defer GinkgoRecover(); defer wg.Done(); r.Run(ctx) }()
+	default:
+		Fail("unknown client " + name)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			c.sample()
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	c.stop = func() {
+		once.Do(func() {
+			cancel()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			Eventually(done).WithTimeout(30*time.Second).Should(BeClosed(), "client %s did not stop", name)
+		})
+	}
+	DeferCleanup(c.stop)
+	return c
+}
+
+func isStreamingList(q url.Values) bool { return q.Get("sendInitialEvents") == "true" }
+
+func isWatch(q url.Values) bool {
+	w := q.Get("watch")
+	return w != "" && w != "0" && w != "false"
+}
+
+// requests are c's requests on the row's ConfigMaps, as its proxy logged them.
+func (c *client) requests() []faults.Request {
+	var out []faults.Request
+	for _, r := range c.proxy.Requests() {
+		if r.Resource == "configmaps" && r.Namespace == c.ns && !r.Time.Before(c.start) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// result measures c at the end of its row.
+func (c *client) result(syncBound time.Duration, convergedIn time.Duration, converged bool, end time.Time) fieldfailures.ClientResult {
+	syncedIn, synced := c.synced()
+	res := fieldfailures.ClientResult{Client: c.name, Synced: synced && syncedIn <= syncBound, Converged: converged}
+	if synced {
+		res.SyncTime = fieldfailures.Duration(syncedIn)
+	}
+	if converged {
+		res.ConvergeTime = fieldfailures.Duration(convergedIn)
+	}
+	for _, r := range c.requests() {
+		q, _ := url.ParseQuery(r.RawQuery)
+		res.Requests++
+		switch {
+		case r.Verb == "list":
+			res.Lists++
+		case r.Verb == "watch" && isStreamingList(q):
+			res.StreamingLists++
+		case r.Verb == "watch":
+			res.Watches++
+		}
+	}
+	window := end.Sub(c.start)
+	res.Window = fieldfailures.Duration(window)
+	res.RequestsPerMinute = float64(res.Requests) / window.Minutes()
+	c.mu.Lock()
+	res.Regressions = append([]string(nil), c.regressions...)
+	c.mu.Unlock()
+	if c.counts != nil {
+		res.Fallbacks, res.Relists, res.WatchRestarts, res.Transitions = c.counts.snapshot()
+	}
+	return res
+}
+
+// logRequests writes c's request log to GinkgoWriter (for a failing row).
+func (c *client) logRequests() {
+	fmt.Fprintf(GinkgoWriter, "%s requests through %s:\n", c.name, c.proxy.URL())
+	for _, r := range c.requests() {
+		fmt.Fprintf(GinkgoWriter, "  #%d %s %s %s?%s -> backend %d status %d fault=%q err=%q dur=%s\n",
+			r.Seq, r.Time.Format("15:04:05.000"), r.Verb, r.Path, r.RawQuery, r.Backend, r.Status, r.Fault, r.Err, r.Duration.Round(time.Millisecond))
+	}
+}
