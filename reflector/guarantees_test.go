@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -103,5 +104,31 @@ func TestRetryAfterIsCapped(t *testing.T) {
 	r := New(&fakeClient{}, nil, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
 	if d, limit := r.delay(time.Hour), (fallback.Policy{}).WithDefaults().MaxRetryAfter; d > limit {
 		t.Fatalf("delay for Retry-After 1h = %v", d)
+	}
+}
+
+// Watches that end at once with no event, from a resourceVersion whose
+// history is gone but which is never answered 410
+// (kubernetes/kubernetes#104171), make the reflector relist NotOlderThan
+// that resourceVersion after MaxShortWatches restarts, not re-watch forever.
+func TestRepeatedShortWatchesRelist(t *testing.T) {
+	fc := &fakeClient{
+		listFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+			return cmList(strconv.Itoa(10+n), cm("a", "5")), nil
+		},
+		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil },
+	}
+	rec := &recorder{}
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
+	run(t, r)
+	eventually(t, "a relist", func() bool { return len(fc.listCalls()) >= 2 })
+	if l := fc.listCalls()[1]; l.ResourceVersion != "10" {
+		t.Fatalf("relist %+v, want NotOlderThan(10)", l)
+	}
+	if w := len(fc.watchCalls()); w < 3 {
+		t.Fatalf("%d watches before the relist, want MaxShortWatches+1 = 3", w)
+	}
+	if got := rec.get(&rec.relists); len(got) == 0 || got[0] != ReasonShortWatch {
+		t.Fatalf("relists %v", got)
 	}
 }

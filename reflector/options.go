@@ -24,6 +24,7 @@ const (
 	DefaultShortWatch                    = time.Second
 	DefaultMaxTooLargeWatchRetries       = 3
 	DefaultMaxStaleListRetries           = 2
+	DefaultMaxShortWatches               = 2
 )
 
 // DefaultBackoff returns Options.Backoff's defaults, client-go's reflector
@@ -79,6 +80,14 @@ type Options struct {
 	// retried from the same resourceVersion before the reflector relists
 	// MostRecent. Default 3; negative: relist at once.
 	MaxTooLargeWatchRetries int
+
+	// MaxShortWatches is how many consecutive watches from one
+	// resourceVersion may close at once without any event (each restarted
+	// after a backoff) before the reflector relists NotOlderThan that
+	// resourceVersion: a server whose history is gone but never answers 410
+	// (kubernetes/kubernetes#104171). Default 2; negative: relist at the
+	// first.
+	MaxShortWatches int
 
 	// MaxStaleListRetries is how many times a relist served older than the
 	// store is retried as NotOlderThan(store) before a consistent MostRecent
@@ -203,6 +212,7 @@ func (o Options) withDefaults() Options {
 	o.Backoff = o.Backoff.WithDefaults(DefaultBackoff())
 	o.MaxTooLargeWatchRetries = fallback.CountOrDefault(o.MaxTooLargeWatchRetries, DefaultMaxTooLargeWatchRetries)
 	o.MaxStaleListRetries = fallback.CountOrDefault(o.MaxStaleListRetries, DefaultMaxStaleListRetries)
+	o.MaxShortWatches = fallback.CountOrDefault(o.MaxShortWatches, DefaultMaxShortWatches)
 	o.Lister.Policy = o.Lister.Policy.WithDefaults()
 	o.Metrics = metrics.OrNop(o.Metrics)
 	if o.Clock == nil {

@@ -57,6 +57,8 @@ type Reflector struct {
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
+	// shortWatches counts consecutive watches that closed at once without an event.
+	shortWatches int
 	// staleEvent, when set, says which event was older than the store: the
 	// watch ends and the reflector re-syncs.
 	staleEvent string
@@ -338,6 +340,7 @@ func (r *Reflector) relist(next state, retryAfter time.Duration) state {
 // before watching again, observed against a real HA pair in e2e/reflector.
 func (r *Reflector) progress() {
 	r.quiet = false
+	r.shortWatches = 0
 	if r.lastFailure.IsZero() {
 		return
 	}
@@ -531,6 +534,13 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		if class == fallback.Invalid {
 			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
 			return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
+		}
+		if class == fallback.TooLargeRV && s.query.Semantic == fallback.NotOlderThan {
+			// This server is behind the store's resourceVersion (HA lag, or a
+			// server that cannot serve it): a consistent MostRecent read cannot
+			// be older than anything already served.
+			next := r.syncState(ctx, fallback.MostRecentQuery(), s.initial, s.cause)
+			return backingOff{delay: r.delay(retryAfter), next: next}, because(ReasonTooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
 		}
 		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
 	}
@@ -727,6 +737,16 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			if !ok {
 				rv := r.LastSyncResourceVersion()
 				if events == 0 && r.o.Clock.Since(s.opened) < r.o.ShortWatch {
+					r.shortWatches++
+					if r.shortWatches > max(r.o.MaxShortWatches, 0) {
+						// Watches from rv keep ending at once with nothing: a
+						// server whose history is gone but never says 410
+						// (kubernetes/kubernetes#104171). Relist, as client-go
+						// does after a "very short watch".
+						r.shortWatches = 0
+						return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch), 0),
+							because(ReasonShortWatch, "%d watches from %q closed at once without any event; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
+					}
 					r.o.Metrics.WatchRestart(r.name, ReasonShortWatch)
 					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v without any event", r.o.Clock.Since(s.opened))
 				}
