@@ -127,7 +127,7 @@ func (l *Lister) expectInitialEvents(ctx context.Context, base metav1.ListOption
 // AwaitInitialEvents finds the server does not stream lists. After the end
 // bookmark the watch is forwarded unchanged.
 func GuardInitialEvents(ctx context.Context, w watch.Interface, o GuardOptions, log logr.Logger) watch.Interface {
-	g := &guardedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	g := &guardedWatch{newRelay(w)}
 	go g.run(ctx, o, log)
 	return g
 }
@@ -269,18 +269,26 @@ func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOpti
 	}
 }
 
-type guardedWatch struct {
+// relay is the watch.Interface the lister hands out in place of an inner
+// watch: its own channel (so it can end a stream with an error event, or
+// end it early) and a Stop that is safe to call twice.
+type relay struct {
 	inner watch.Interface
 	out   chan watch.Event
 	stop  chan struct{}
 	once  sync.Once
 }
 
-func (g *guardedWatch) Stop() { g.once.Do(func() { close(g.stop) }) }
+func newRelay(inner watch.Interface) relay {
+	return relay{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+}
 
-func (g *guardedWatch) ResultChan() <-chan watch.Event { return g.out }
+func (g *relay) Stop() { g.once.Do(func() { close(g.stop) }) }
 
-func (g *guardedWatch) send(ev watch.Event) bool {
+func (g *relay) ResultChan() <-chan watch.Event { return g.out }
+
+// send hands ev over unless the watch was stopped.
+func (g *relay) send(ev watch.Event) bool {
 	select {
 	case g.out <- ev:
 		return true
@@ -288,6 +296,8 @@ func (g *guardedWatch) send(ev watch.Event) bool {
 		return false
 	}
 }
+
+type guardedWatch struct{ relay }
 
 // run guards the initial events, then forwards the rest of the watch. The
 // watch ends when the inner one does, on Stop, or when ctx ends.

@@ -209,21 +209,12 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 // ends it (closing the channel, so client-go watches again from its
 // resourceVersion) when it delivered nothing for StallTimeout.
 func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger) watch.Interface {
-	f := &followedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	f := &followedWatch{newRelay(w)}
 	go f.run(ctx, lw, log)
 	return f
 }
 
-type followedWatch struct {
-	inner watch.Interface
-	out   chan watch.Event
-	stop  chan struct{}
-	once  sync.Once
-}
-
-func (f *followedWatch) Stop() { f.once.Do(func() { close(f.stop) }) }
-
-func (f *followedWatch) ResultChan() <-chan watch.Event { return f.out }
+type followedWatch struct{ relay }
 
 func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger) {
 	defer close(f.out)
@@ -284,9 +275,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 					o.Metrics.Bookmark(o.Name)
 				}
 			}
-			select {
-			case f.out <- ev:
-			case <-f.stop:
+			if !f.send(ev) {
 				return
 			}
 			last = time.Now()
