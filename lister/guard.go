@@ -310,10 +310,7 @@ func (g *guardedWatch) run(ctx context.Context, o GuardOptions, log logr.Logger)
 	case InitialEventsNotStreaming, InitialEventsCut:
 		// An error event client-go's reflector does not retry as a watch
 		// (not 410, 504, 429 or connection refused), so it lists instead.
-		g.send(watch.Event{Type: watch.Error, Object: &metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: StatusReasonStreamingListUnsupported,
-			Message: ErrStreamingListUnsupported.Error() + ": " + detail,
-		}})
+		g.send(notStreamingEvent(detail))
 		return
 	default:
 		return
@@ -332,6 +329,14 @@ func (g *guardedWatch) run(ctx context.Context, o GuardOptions, log logr.Logger)
 			}
 		}
 	}
+}
+
+// notStreamingEvent is the error event a guarded streaming list ends with.
+func notStreamingEvent(detail string) watch.Event {
+	return watch.Event{Type: watch.Error, Object: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: StatusReasonStreamingListUnsupported,
+		Message: ErrStreamingListUnsupported.Error() + ": " + detail,
+	}}
 }
 
 func isInitialEventsEnd(obj runtime.Object) bool {

@@ -98,6 +98,9 @@ func (lw *ListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, err
 
 // advance records rv as delivered when it is newer.
 func (lw *ListerWatcher) advance(rv string) {
+	if rv == "" {
+		return
+	}
 	lw.mu.Lock()
 	if lw.delivered == "" || fallback.CompareRV(rv, lw.delivered) == fallback.Newer {
 		lw.delivered = rv
@@ -177,7 +180,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		if err != nil {
 			return nil, err
 		}
-		return lw.follow(ctx, w, log), nil
+		return lw.follow(ctx, w, log, nil), nil
 	}
 	srv := o.Server
 	caps := srv.Capabilities(ctx)
@@ -198,25 +201,27 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return nil, err
 	}
-	return lw.follow(ctx, GuardInitialEvents(ctx, w, GuardOptions{
+	return lw.follow(ctx, w, log, &GuardOptions{
 		Timeout:  o.InitialEventsTimeout,
 		Expected: lw.l.expectInitialEvents(ctx, options),
 		Server:   srv,
-	}, log), log), nil
+	}), nil
 }
 
 // follow forwards w, recording delivered resourceVersions and bookmarks, and
 // ends it (closing the channel, so client-go watches again from its
-// resourceVersion) when it delivered nothing for StallTimeout.
-func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger) watch.Interface {
+// resourceVersion) when it delivered nothing for StallTimeout. With guard,
+// w is a streaming list whose initial events AwaitInitialEvents guards
+// first, in the same goroutine: one hop per event, not two.
+func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, guard *GuardOptions) watch.Interface {
 	f := &followedWatch{newRelay(w)}
-	go f.run(ctx, lw, log)
+	go f.run(ctx, lw, log, guard)
 	return f
 }
 
 type followedWatch struct{ relay }
 
-func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger) {
+func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, guard *GuardOptions) {
 	defer close(f.out)
 	in := f.inner.ResultChan()
 	defer func() {
@@ -238,6 +243,27 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 	}()
 	defer context.AfterFunc(ctx, f.Stop)()
 	o := lw.l.o
+	// The newest resourceVersion delivered is published when the watch ends
+	// and at bookmarks, not per event: client-go relists only after it
+	// stopped its watch.
+	lastRV := ""
+	defer func() { lw.advance(lastRV) }()
+	if guard != nil {
+		out, detail := AwaitInitialEvents(f.stop, f.inner, *guard, log, func(ev watch.Event) bool {
+			if ev.Type == watch.Bookmark {
+				lastRV = resourceVersionOf(ev.Object)
+			}
+			return f.send(ev)
+		})
+		switch out {
+		case InitialEventsEnded, InitialEventsError:
+		case InitialEventsNotStreaming, InitialEventsCut:
+			f.send(notStreamingEvent(detail))
+			return
+		default:
+			return
+		}
+	}
 	var stall <-chan time.Time
 	var timer *time.Timer
 	if o.StallTimeout > 0 {
@@ -265,20 +291,19 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 				return
 			}
 			if ev.Type != watch.Error {
-				if m, err := meta.Accessor(ev.Object); err == nil {
-					if rv := m.GetResourceVersion(); rv != "" && ev.Type != watch.Added {
-						lw.advance(rv)
-						o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
-					}
+				if rv := resourceVersionOf(ev.Object); rv != "" {
+					lastRV = rv
 				}
 				if ev.Type == watch.Bookmark {
 					o.Metrics.Bookmark(o.Name)
+					lw.advance(lastRV)
 				}
 			}
 			if !f.send(ev) {
 				return
 			}
 			last = time.Now()
+			o.Metrics.ResourceVersionAdvanced(o.Name, last)
 		}
 	}
 }
@@ -313,4 +338,11 @@ func orUnknown(s string) string {
 		return "no reason recorded"
 	}
 	return s
+}
+
+func resourceVersionOf(obj runtime.Object) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetResourceVersion()
+	}
+	return ""
 }
