@@ -37,7 +37,7 @@ func flunderWorkload(dyn dynamic.Interface) *workload {
 	}
 	return &workload{
 		res: dynamicResource(harness.FlundersGVR),
-		seed: func(ctx context.Context, rr *rowRun) {
+		populate: func(ctx context.Context, rr *rowRun) {
 			for i := 0; i < objects; i++ {
 				create(ctx, rr, fmt.Sprintf("f-%d", i))
 			}

@@ -41,8 +41,8 @@ type row struct {
 // workload is what a row's clients watch and how the row writes and reads it.
 type workload struct {
 	res resource
-	// seed creates the objects the clients start on.
-	seed func(ctx context.Context, rr *rowRun)
+	// populate creates the objects the clients start on.
+	populate func(ctx context.Context, rr *rowRun)
 	// writes changes them (one deleted, one updated, three created) and
 	// returns the last write's resourceVersion.
 	writes func(ctx context.Context, rr *rowRun) string
@@ -52,7 +52,7 @@ type workload struct {
 
 var configMapWorkload = &workload{
 	res: configMaps,
-	seed: func(ctx context.Context, rr *rowRun) {
+	populate: func(ctx context.Context, rr *rowRun) {
 		suite.CreateConfigMaps(ctx, rr.cs, rr.ns, objects, suite.IndexData)
 	},
 	writes: func(ctx context.Context, rr *rowRun) string { return writes(ctx, rr.cs, rr.ns) },
@@ -156,7 +156,7 @@ func runRow(ctx context.Context, c *harness.Cluster, backends []*harness.APIServ
 	}
 	rr := &rowRun{c: c, cs: suite.Clientset(c.APIServers()[0].RESTConfig())}
 	rr.ns = suite.NewNamespace(ctx, rr.cs, "ff")
-	on.seed(ctx, rr)
+	on.populate(ctx, rr)
 
 	for _, name := range fieldfailures.Clients {
 		p, cfg, err := c.NewProxy(ctx, backends...)
