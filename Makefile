@@ -61,11 +61,11 @@ MATRIX_MIXED ?= v1.18.19+v1.37.2,v1.36.3+v1.37.2
 matrix:
 	cd e2e && $(GO) run ./cmd/matrix -versions $(MATRIX_VERSIONS) -mixed $(MATRIX_MIXED) -out ../docs/compatibility.md
 
-## field-failures: every reported list/watch failure, stock client-go beside steadywatch; writes docs/field-failures.{json,md}.
+## field-failures: every reported list/watch failure, stock client-go beside steadywatch; writes docs/field-failures.{json,md} (also when a spec fails).
 .PHONY: field-failures
 field-failures:
-	cd e2e && $(GO) test -count=1 -timeout 20m ./fieldfailures -fieldfailures.results=$(CURDIR)/docs/field-failures.json $(E2E_FLAGS)
-	cd e2e && $(GO) run ./cmd/fieldfailures -in ../docs/field-failures.json -out ../docs/field-failures.md
+	cd e2e && { $(GO) test -count=1 -timeout 20m ./fieldfailures -fieldfailures.results=$(CURDIR)/docs/field-failures.json $(E2E_FLAGS) || rc=$$?; \
+	  $(GO) run ./cmd/fieldfailures -in ../docs/field-failures.json -out ../docs/field-failures.md; exit $${rc:-0}; }
 
 ## fuzz: run each fuzz target for FUZZTIME (not part of `make test`).
 FUZZTIME ?= 30s

@@ -58,6 +58,7 @@ const (
 	TooLargeWithoutCause    = "too-large-rv-without-cause"
 	SendInitialEventsIgnore = "send-initial-events-ignored"
 	HALaggingWatchCache     = "ha-lagging-watch-cache"
+	OldAggregatedAPIServer  = "old-aggregated-apiserver"
 )
 
 // Catalogue is every reproduced failure, in the order of the generated page.
@@ -177,6 +178,24 @@ var Catalogue = []Row{
 		Emulation: "Two real apiservers on one etcd behind each client's balancer: the clients sync through apiserver-0, apiserver-1 is frozen (SIGSTOP) while the row's writes go to apiserver-0, the clients are moved to apiserver-1 (watches dropped) and it is resumed with its watch cache behind.",
 	},
 }
+
+// The real aggregated apiserver's row (appended to Catalogue in init, so that
+// the list above reads as the proxy's rows).
+var aggregatedRow = Row{
+	ID:      OldAggregatedAPIServer,
+	Failure: "A real aggregated apiserver on an old k8s.io/apiserver (v0.18) behind a current kube-apiserver",
+	Reports: []Report{
+		gh("kubernetes", "kubernetes", "issues", 140890,
+			"WatchList informer retries indefinitely when an Aggregated API server never sends the initial-events-end Bookmark",
+			"One QuotaMonitor informer of kube-controller-manager, on an aggregated API's resource, never synced."),
+		gh("antrea-io", "antrea", "issues", 8123,
+			"[BUG] controlplane watch-list streams do not mark the end of initial events, causing client-go watch-list informers to hang",
+			"Rancher's informers on Antrea's aggregated API waited indefinitely."),
+	},
+	Emulation: "No fault: k8s.io/sample-apiserver v0.18.19, built from the Go module proxy, runs on the cluster's etcd and is registered through an APIService (v1alpha1.wardle.example.com) and an ExternalName Service (localhost) on the current kube-apiserver; the clients watch its flunders through the aggregator. Its watches ignore sendInitialEvents (ADDED events, never the end bookmark). Afterwards a drop-in informer on ConfigMaps of the same host, sharing the compat Server, must still stream its list.",
+}
+
+func init() { Catalogue = append(Catalogue, aggregatedRow) }
 
 // RowByID returns the catalogue row id.
 func RowByID(id string) (Row, bool) {

@@ -12,11 +12,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -63,10 +65,11 @@ func (c *counts) snapshot() (f, r, w, t map[string]int) {
 // client is one of a row's three clients, running on the ConfigMaps of ns
 // through its own proxy.
 type client struct {
-	name  string
-	proxy *faults.Proxy
-	ns    string
-	start time.Time
+	name     string
+	proxy    *faults.Proxy
+	ns       string
+	resource string // as the proxy logs it
+	start    time.Time
 
 	hasSynced func() bool
 	lastRV    func() string
@@ -88,11 +91,11 @@ func rvLess(a, b string) bool {
 
 // checkForward notes an object whose resourceVersion went down.
 func (c *client) checkForward(old, cur any) {
-	o, ok1 := old.(*corev1.ConfigMap)
-	n, ok2 := cur.(*corev1.ConfigMap)
-	if ok1 && ok2 && rvLess(n.ResourceVersion, o.ResourceVersion) {
+	o, err1 := meta.Accessor(old)
+	n, err2 := meta.Accessor(cur)
+	if err1 == nil && err2 == nil && rvLess(n.GetResourceVersion(), o.GetResourceVersion()) {
 		c.mu.Lock()
-		c.regressions = append(c.regressions, fmt.Sprintf("%s: %s -> %s", n.Name, o.ResourceVersion, n.ResourceVersion))
+		c.regressions = append(c.regressions, fmt.Sprintf("%s: %s -> %s", n.GetName(), o.GetResourceVersion(), n.GetResourceVersion()))
 		c.mu.Unlock()
 	}
 }
@@ -124,8 +127,8 @@ func (c *client) synced() (time.Duration, bool) {
 func (c *client) state() map[string]string {
 	out := map[string]string{}
 	for _, o := range c.objects() {
-		if cm, ok := o.(*corev1.ConfigMap); ok {
-			out[cm.Name] = cm.ResourceVersion
+		if m, err := meta.Accessor(o); err == nil {
+			out[m.GetName()] = m.GetResourceVersion()
 		}
 	}
 	return out
@@ -159,41 +162,74 @@ func detector(cfg *rest.Config) compat.Server {
 	return srv
 }
 
-func listWatch(cs kubernetes.Interface, ns string) *cache.ListWatch {
-	cms := cs.CoreV1().ConfigMaps(ns)
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return cms.List(ctx, o)
+// resource is what the clients watch: ConfigMaps through the typed client
+// (the rows) or any resource through the dynamic client (the aggregated
+// apiserver's flunders).
+type resource struct {
+	resource string         // as the proxy logs it: "configmaps", "flunders"
+	example  runtime.Object // &corev1.ConfigMap{} or &unstructured.Unstructured{}
+	// stock returns client-go's own informer from its factory, not started.
+	stock func(cfg *rest.Config, ns string) (inf cache.SharedIndexInformer, start func(<-chan struct{}), shutdown func())
+	// client is the list and watch client steadywatch wraps.
+	client func(cfg *rest.Config, ns string) lister.Client
+}
+
+var configMaps = resource{
+	resource: "configmaps",
+	example:  &corev1.ConfigMap{},
+	stock: func(cfg *rest.Config, ns string) (cache.SharedIndexInformer, func(<-chan struct{}), func()) {
+		f := informers.NewSharedInformerFactoryWithOptions(suite.Clientset(cfg), 0, informers.WithNamespace(ns))
+		return f.Core().V1().ConfigMaps().Informer(), f.Start, f.Shutdown
+	},
+	client: func(cfg *rest.Config, ns string) lister.Client { return suite.ConfigMaps(suite.Clientset(cfg), ns) },
+}
+
+func dynamicResource(gvr schema.GroupVersionResource) resource {
+	dyn := func(cfg *rest.Config) dynamic.Interface {
+		d, err := dynamic.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		return d
+	}
+	return resource{
+		resource: gvr.Resource,
+		example:  &unstructured.Unstructured{},
+		stock: func(cfg *rest.Config, ns string) (cache.SharedIndexInformer, func(<-chan struct{}), func()) {
+			f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn(cfg), 0, ns, nil)
+			return f.ForResource(gvr).Informer(), f.Start, f.Shutdown
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return cms.Watch(ctx, o)
+		client: func(cfg *rest.Config, ns string) lister.Client {
+			return lister.FromDynamic(dyn(cfg).Resource(gvr).Namespace(ns))
 		},
 	}
 }
 
-// startClient starts client name on the ConfigMaps of ns through p (cfg
-// points at p). It is stopped by client.stop (also at cleanup).
-func startClient(name string, p *faults.Proxy, cfg *rest.Config, ns string) *client {
-	c := &client{name: name, proxy: p, ns: ns}
-	cs := suite.Clientset(cfg)
+// startClientOn starts client name on res in ns through p (cfg points at
+// p); steadywatch's clients use server (nil: a new compat Detector's Server
+// for cfg). It is stopped by client.stop (also at cleanup).
+func startClientOn(res resource, name string, p *faults.Proxy, cfg *rest.Config, ns string, server compat.Server) *client {
+	c := &client{name: name, proxy: p, ns: ns, resource: res.resource}
+	if server == nil && name != fieldfailures.Stock {
+		server = detector(cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	handler := cache.ResourceEventHandlerFuncs{UpdateFunc: c.checkForward}
 	c.start = time.Now()
 	switch name {
 	case fieldfailures.Stock:
-		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-		inf := f.Core().V1().ConfigMaps().Informer()
+		inf, start, shutdown := res.stock(cfg, ns)
 		_, err := inf.AddEventHandler(handler)
 		Expect(err).NotTo(HaveOccurred())
 		c.hasSynced, c.lastRV, c.objects = inf.HasSynced, inf.LastSyncResourceVersion, inf.GetStore().List
-		f.Start(ctx.Done())
+		start(ctx.Done())
 		wg.Add(1)
-		go func() { defer wg.Done(); <-ctx.Done(); f.Shutdown() }()
+		go func() { defer wg.Done(); <-ctx.Done(); shutdown() }()
 	case fieldfailures.DropIn:
 		c.counts = newCounts()
-		inf := reflector.NewSharedIndexInformerWithOptions(listWatch(cs, ns), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{},
-			lister.Options{Server: detector(cfg), Name: name, Metrics: c.counts})
+		lc := res.client(cfg, ns)
+		lw := &cache.ListWatch{ListWithContextFunc: lc.List, WatchFuncWithContext: lc.Watch}
+		inf := reflector.NewSharedIndexInformerWithOptions(lw, res.example, cache.SharedIndexInformerOptions{},
+			lister.Options{Server: server, Name: name, Metrics: c.counts})
 		_, err := inf.AddEventHandler(handler)
 		Expect(err).NotTo(HaveOccurred())
 		c.hasSynced, c.lastRV, c.objects = inf.HasSynced, inf.LastSyncResourceVersion, inf.GetStore().List
@@ -202,7 +238,7 @@ func startClient(name string, p *faults.Proxy, cfg *rest.Config, ns string) *cli
 	case fieldfailures.Reflector:
 		c.counts = newCounts()
 		store := regressionStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), c: c}
-		r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Server: detector(cfg), Name: name, Metrics: c.counts})
+		r := reflector.New(res.client(cfg, ns), res.example, store, reflector.Options{Server: server, Name: name, Metrics: c.counts})
 		c.hasSynced, c.lastRV, c.objects = r.HasSynced, r.LastSyncResourceVersion, store.List
 		wg.Add(1)
 		go func() { defer GinkgoRecover(); defer wg.Done(); r.Run(ctx) }()
@@ -243,11 +279,11 @@ func isWatch(q url.Values) bool {
 	return w != "" && w != "0" && w != "false"
 }
 
-// requests are c's requests on the row's ConfigMaps, as its proxy logged them.
+// requests are c's requests on its resource in its namespace, as its proxy logged them.
 func (c *client) requests() []faults.Request {
 	var out []faults.Request
 	for _, r := range c.proxy.Requests() {
-		if r.Resource == "configmaps" && r.Namespace == c.ns && !r.Time.Before(c.start) {
+		if r.Resource == c.resource && r.Namespace == c.ns && !r.Time.Before(c.start) {
 			out = append(out, r)
 		}
 	}

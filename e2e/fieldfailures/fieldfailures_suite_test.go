@@ -66,6 +66,17 @@ func record(rr fieldfailures.RowResult) {
 	run.r.Rows = append(run.r.Rows, rr)
 }
 
+// addNote adds a note to the recorded row id.
+func addNote(id, note string) {
+	run.Lock()
+	defer run.Unlock()
+	for i := range run.r.Rows {
+		if run.r.Rows[i].ID == id {
+			run.r.Rows[i].Notes = append(run.r.Rows[i].Notes, note)
+		}
+	}
+}
+
 // clientGoVersion is the client-go version the e2e module requires (test
 // binaries carry no dependency versions in their build info).
 func clientGoVersion() string {

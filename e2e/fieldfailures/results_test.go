@@ -45,7 +45,7 @@ func TestRenderHasEveryRowAndOutcome(t *testing.T) {
 		"fallback `streaming-list-ignored` ×1",
 		"reflector went back in time: cm-0: 12 -> 11",
 		"stock client-go v0.37.2",
-		"In this run: stock synced and converged in 0 of 10 rows (never synced in 10); drop-in synced and converged in 10 of 10 rows (never synced in 0); reflector synced and converged in 0 of 10 rows (never synced in 0).",
+		"In this run: stock synced and converged in 0 of 11 rows (never synced in 11); drop-in synced and converged in 11 of 11 rows (never synced in 0); reflector synced and converged in 0 of 11 rows (never synced in 0).",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -11,6 +11,9 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/compat"
 
 	"github.com/steadywatch/steadywatch/e2e/fieldfailures"
 	"github.com/steadywatch/steadywatch/e2e/harness"
@@ -28,6 +31,34 @@ type row struct {
 	afterSync func(ctx context.Context, rr *rowRun)
 	// afterWrites runs right after the writes; lastRV is the last write's.
 	afterWrites func(ctx context.Context, rr *rowRun, lastRV string)
+	// on is the workload; nil = ConfigMaps.
+	on *workload
+	// server, if set, is the compat Server of steadywatch's clients (shared
+	// with other informers on the same host); nil = one Detector per client.
+	server func(cfg *rest.Config) compat.Server
+}
+
+// workload is what a row's clients watch and how the row writes and reads it.
+type workload struct {
+	res resource
+	// populate creates the objects the clients start on.
+	populate func(ctx context.Context, rr *rowRun)
+	// writes changes them (one deleted, one updated, three created) and
+	// returns the last write's resourceVersion.
+	writes func(ctx context.Context, rr *rowRun) string
+	// truth is name -> resourceVersion of the collection at lastRV.
+	truth func(ctx context.Context, rr *rowRun, lastRV string) map[string]string
+}
+
+var configMapWorkload = &workload{
+	res: configMaps,
+	populate: func(ctx context.Context, rr *rowRun) {
+		suite.CreateConfigMaps(ctx, rr.cs, rr.ns, objects, suite.IndexData)
+	},
+	writes: func(ctx context.Context, rr *rowRun) string { return writes(ctx, rr.cs, rr.ns) },
+	truth: func(ctx context.Context, rr *rowRun, lastRV string) map[string]string {
+		return exactState(ctx, rr.cs, rr.ns, lastRV)
+	},
 }
 
 // rowRun is a row in progress.
@@ -119,9 +150,13 @@ func runRow(ctx context.Context, c *harness.Cluster, backends []*harness.APIServ
 	catalogued, ok := fieldfailures.RowByID(spec.id)
 	Expect(ok).To(BeTrue(), "row %s is not in the catalogue", spec.id)
 	fmt.Fprintf(GinkgoWriter, "row %s: %s\nemulation: %s\n", spec.id, catalogued.Failure, catalogued.Emulation)
+	on := spec.on
+	if on == nil {
+		on = configMapWorkload
+	}
 	rr := &rowRun{c: c, cs: suite.Clientset(c.APIServers()[0].RESTConfig())}
 	rr.ns = suite.NewNamespace(ctx, rr.cs, "ff")
-	suite.CreateConfigMaps(ctx, rr.cs, rr.ns, objects, suite.IndexData)
+	on.populate(ctx, rr)
 
 	for _, name := range fieldfailures.Clients {
 		p, cfg, err := c.NewProxy(ctx, backends...)
@@ -130,7 +165,11 @@ func runRow(ctx context.Context, c *harness.Cluster, backends []*harness.APIServ
 		if spec.arm != nil {
 			spec.arm(ctx, p, rr.ns)
 		}
-		rr.clients = append(rr.clients, startClient(name, p, cfg, rr.ns))
+		var server compat.Server
+		if spec.server != nil && name != fieldfailures.Stock {
+			server = spec.server(cfg)
+		}
+		rr.clients = append(rr.clients, startClientOn(on.res, name, p, cfg, rr.ns, server))
 	}
 	t0 := time.Now()
 	syncBound, convergeBound := time.Duration(bounds.Sync), time.Duration(bounds.Converge)
@@ -152,12 +191,12 @@ func runRow(ctx context.Context, c *harness.Cluster, backends []*harness.APIServ
 		spec.afterSync(ctx, rr)
 	}
 
-	lastRV := writes(ctx, rr.cs, rr.ns)
+	lastRV := on.writes(ctx, rr)
 	tw := time.Now()
 	if spec.afterWrites != nil {
 		spec.afterWrites(ctx, rr, lastRV)
 	}
-	want := exactState(ctx, rr.cs, rr.ns, lastRV)
+	want := on.truth(ctx, rr, lastRV)
 	Expect(want).To(HaveLen(objects + 2))
 	convergedIn := map[string]time.Duration{}
 	pollUntil(ctx, convergeBound-time.Since(tw), func() bool {
