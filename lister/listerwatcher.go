@@ -76,6 +76,9 @@ const (
 	ReasonClientGoRewatch = "client-go-rewatch"
 	// ReasonWatchStalled: a watch delivered nothing for StallTimeout and was ended.
 	ReasonWatchStalled = "watch-stalled"
+	// ReasonStreamingListAbandoned: a streaming list ended without its
+	// initial-events-end bookmark (guarded) and client-go lists instead.
+	ReasonStreamingListAbandoned fallback.ReasonCode = "streaming-list-abandoned"
 	// ReasonStaleListReasked: a list older than what was delivered was asked again.
 	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
 )
@@ -205,6 +208,9 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		Timeout:  o.InitialEventsTimeout,
 		Expected: lw.l.expectInitialEvents(ctx, options),
 		Server:   srv,
+		OnNotStreaming: func(string) {
+			o.Metrics.Fallback(o.Name, string(ReasonStreamingListAbandoned))
+		},
 	}), nil
 }
 
