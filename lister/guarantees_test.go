@@ -212,3 +212,24 @@ func TestGuardCutStreamIsNoEvidence(t *testing.T) {
 		t.Fatalf("belief %v after a cut stream, want Unknown", got)
 	}
 }
+
+// blockingWatch is a Client whose Watch never answers until its context ends:
+// a proxy holding the response (kubernetes/kubernetes#75837).
+type blockingWatch struct{ Client }
+
+func (blockingWatch) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A streaming list whose response never starts is abandoned after the bound
+// with ErrStreamingListUnsupported (client-go then lists), not waited on forever.
+func TestStreamingListWithoutResponseIsAbandoned(t *testing.T) {
+	lw := NewListerWatcher(blockingWatch{&scripted{t: t}}, Options{InitialEventsTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	if !errors.Is(err, ErrStreamingListUnsupported) || !errors.Is(err, ErrNoWatchResponse) || ctx.Err() != nil {
+		t.Fatalf("err %v (ctx %v)", err, ctx.Err())
+	}
+}

@@ -2,6 +2,7 @@ package lister
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -345,4 +346,50 @@ func isInitialEventsEnd(obj runtime.Object) bool {
 		return a.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 	}
 	return false
+}
+
+// ErrNoWatchResponse: a watch request got no response (not even headers)
+// within its bound: a proxy holding or buffering the stream
+// (kubernetes/kubernetes#75837). It wraps ErrStreamingListUnsupported when
+// the watch was a streaming list, so client-go's reflector lists instead.
+var ErrNoWatchResponse = errors.New("no response to the watch request")
+
+// OpenWatch sends a watch through c and bounds the wait for its response:
+// an apiserver answers a watch (a streaming list included) with headers at
+// once, so a response that has not started within d is a proxy holding the
+// stream, and the request is abandoned with ErrNoWatchResponse instead of
+// waiting forever. The returned watch's Stop also releases the request.
+func OpenWatch(ctx context.Context, c Client, opts metav1.ListOptions, d time.Duration) (watch.Interface, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(d, cancel)
+	w, err := c.Watch(wctx, opts)
+	if !timer.Stop() {
+		if err == nil {
+			w.Stop()
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		err = fmt.Errorf("%w within %s", ErrNoWatchResponse, d)
+		if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+			err = fmt.Errorf("%w: %w", ErrStreamingListUnsupported, err)
+		}
+		return nil, err
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &cancelOnStop{Interface: w, cancel: cancel}, nil
+}
+
+type cancelOnStop struct {
+	watch.Interface
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnStop) Stop() {
+	c.Interface.Stop()
+	c.cancel()
 }

@@ -192,7 +192,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		log.V(4).Info("streaming list refused without a request", "reason", why)
 		return nil, fmt.Errorf("%w (%s)", ErrStreamingListUnsupported, orUnknown(why))
 	}
-	w, err := lw.l.c.Watch(ctx, options)
+	w, err := OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
 	if err != nil {
 		if rejectsStreaming(err) {
 			// 1.19-1.26 reject resourceVersionMatch on watch, 1.27+ with the

@@ -522,7 +522,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		TimeoutSeconds:       ptrTo(r.watchTimeoutSeconds()),
 	}
 	opened := r.o.Clock.Now()
-	w, err := r.client.Watch(ctx, opts)
+	w, err := lister.OpenWatch(ctx, r.client, opts, r.o.InitialEventsTimeout)
 	if ctx.Err() != nil {
 		if err == nil {
 			w.Stop()
