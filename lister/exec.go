@@ -103,7 +103,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 		// Plan.
 		ra, _ := fallback.RetryAfter(err)
 		step := r.plan.Plan(engine.Input{
-			First: first, Sent: cur, Match: match, WireLimit: opts.Limit, Class: class, RetryAfter: ra, Continue: cont,
+			First: first, Sent: cur, Match: match, WireLimit: opts.Limit, Class: class, RetryAfter: ra, Elapsed: dur, Continue: cont,
 			Handed: handed, SnapshotRV: snapshotRV, CanVoidPages: r.cfg.onRestart != nil, CallerContinue: q.Continue != "",
 		})
 		if opts.Continue == "" && cur.ResourceVersion != "" {

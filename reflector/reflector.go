@@ -535,7 +535,14 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
 			return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
 		}
-		if class == fallback.TooLargeRV && s.query.Semantic == fallback.NotOlderThan {
+		if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, lister.ErrNoWatchResponse) {
+			// The open itself hung (a proxy holding the stream, or the REST
+			// client's own retries of a 504 inside it): list MostRecent, which
+			// cannot be older than anything already served.
+			next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+			return backingOff{delay: r.delay(0), next: next}, because(ReasonStreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
+		}
+		if (class == fallback.TooLargeRV || class == fallback.ServerError) && s.query.Semantic == fallback.NotOlderThan {
 			// This server is behind the store's resourceVersion (HA lag, or a
 			// server that cannot serve it): a consistent MostRecent read cannot
 			// be older than anything already served.

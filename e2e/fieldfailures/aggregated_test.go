@@ -121,12 +121,14 @@ var _ = Describe("Field failures on a real aggregated apiserver", Label("field-f
 			switch {
 			case r.Verb == "watch" && isStreamingList(q) && r.Status == 200:
 				streamed++
+			case r.Verb == "list" && q.Get("limit") == "1" && q.Get("resourceVersion") == "":
+				// the streaming-list guard's count of the objects to expect, not a fallback
 			case r.Verb == "list":
 				listed++
 			}
 		}
 		d, _ := core.synced()
-		note := fmt.Sprintf("A drop-in informer on ConfigMaps of the same host, sharing a compat Server that had just seen flunders ignore sendInitialEvents, synced in %s with %d streaming list(s) and %d list(s).", d.Round(time.Millisecond), streamed, listed)
+		note := fmt.Sprintf("A drop-in informer on ConfigMaps of the same host, sharing a compat Server that had just seen flunders ignore sendInitialEvents, synced in %s with %d streaming list(s) and %d list(s) besides the guard's limit=1 count.", d.Round(time.Millisecond), streamed, listed)
 		fmt.Fprintln(GinkgoWriter, note)
 		addNote(fieldfailures.OldAggregatedAPIServer, note)
 		Expect(streamed).To(Equal(1), "core informers on the host must keep streaming lists")

@@ -168,6 +168,10 @@ func detector(cfg *rest.Config) compat.Server {
 type resource struct {
 	resource string         // as the proxy logs it: "configmaps", "flunders"
 	example  runtime.Object // &corev1.ConfigMap{} or &unstructured.Unstructured{}
+	// gvr, for dynamic resources, is given to steadywatch as Options.Resource
+	// (a typed example object names its own): capability evidence is kept
+	// per API group/version, so flunders never decide for ConfigMaps.
+	gvr schema.GroupVersionResource
 	// stock returns client-go's own informer from its factory, not started.
 	stock func(cfg *rest.Config, ns string) (inf cache.SharedIndexInformer, start func(<-chan struct{}), shutdown func())
 	// client is the list and watch client steadywatch wraps.
@@ -193,6 +197,7 @@ func dynamicResource(gvr schema.GroupVersionResource) resource {
 	return resource{
 		resource: gvr.Resource,
 		example:  &unstructured.Unstructured{},
+		gvr:      gvr,
 		stock: func(cfg *rest.Config, ns string) (cache.SharedIndexInformer, func(<-chan struct{}), func()) {
 			f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn(cfg), 0, ns, nil)
 			return f.ForResource(gvr).Informer(), f.Start, f.Shutdown
@@ -229,7 +234,7 @@ func startClientOn(res resource, name string, p *faults.Proxy, cfg *rest.Config,
 		lc := res.client(cfg, ns)
 		lw := &cache.ListWatch{ListWithContextFunc: lc.List, WatchFuncWithContext: lc.Watch}
 		inf := reflector.NewSharedIndexInformerWithOptions(lw, res.example, cache.SharedIndexInformerOptions{},
-			lister.Options{Server: server, Name: name, Metrics: c.counts})
+			lister.Options{Server: server, Name: name, Metrics: c.counts, Resource: res.gvr})
 		_, err := inf.AddEventHandler(handler)
 		Expect(err).NotTo(HaveOccurred())
 		c.hasSynced, c.lastRV, c.objects = inf.HasSynced, inf.LastSyncResourceVersion, inf.GetStore().List
@@ -238,7 +243,7 @@ func startClientOn(res resource, name string, p *faults.Proxy, cfg *rest.Config,
 	case fieldfailures.Reflector:
 		c.counts = newCounts()
 		store := regressionStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), c: c}
-		r := reflector.New(res.client(cfg, ns), res.example, store, reflector.Options{Server: server, Name: name, Metrics: c.counts})
+		r := reflector.New(res.client(cfg, ns), res.example, store, reflector.Options{Server: server, Name: name, Metrics: c.counts, Resource: res.gvr})
 		c.hasSynced, c.lastRV, c.objects = r.HasSynced, r.LastSyncResourceVersion, store.List
 		wg.Add(1)
 		go func() { defer GinkgoRecover(); defer wg.Done(); r.Run(ctx) }()

@@ -23,6 +23,13 @@ type Input struct {
 	Class fallback.Class
 	// RetryAfter is the server's Retry-After (0 if none).
 	RetryAfter time.Duration
+	// Elapsed is how long the request took. client-go's REST client retries
+	// a 429/5xx that carries a Retry-After up to 10 times inside one request,
+	// waiting Retry-After each time; an answer that took Elapsed with
+	// Retry-After RA stands for about Elapsed/RA such hidden attempts, which
+	// are charged to the budget so that retries inside retries do not
+	// multiply it.
+	Elapsed time.Duration
 	// Continue is the continue token of an answered page ("" on the last page).
 	Continue string
 	// Handed counts the pages of the current snapshot already handed over;
@@ -130,6 +137,9 @@ func (pl *Planner) capped(ra time.Duration) time.Duration { return min(ra, pl.po
 func (pl *Planner) Plan(in Input) Step {
 	s := in.situation()
 	b := budgetFor(s.normalize().Class)
+	if b != noBudget && in.RetryAfter > 0 {
+		pl.used[b] += min(int(in.Elapsed/in.RetryAfter), 10)
+	}
 	s.AttemptsLeft = pl.left(b)
 	d := decide(s, pl.policy)
 	st := Step{Action: d.Action, Reason: d.Reason, Source: d.Source, Row: d.index, Situation: s}

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+// client-go's REST client retries a 504 with Retry-After 1s up to 10 times
+// inside one request: an answer that took 10s stands for those attempts and
+// spends the too-large budget (3), so the list falls back at once instead of
+// multiplying 10 hidden retries by 3 of its own (issue: retries inside retries).
+func TestHiddenRetriesAreCharged(t *testing.T) {
+	first := fallback.NotOlderThanQuery("10")
+	in := Input{First: first, Sent: first, Class: fallback.TooLargeRV, RetryAfter: time.Second}
+	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.WaitRetryAfter {
+		t.Fatalf("a quick answer: %v, want WaitRetryAfter", st.Action)
+	}
+	in.Elapsed = 10 * time.Second
+	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.FallbackMostRecent {
+		t.Fatalf("an answer after 10 hidden retries: %v (%s), want FallbackMostRecent", st.Action, st.Reason)
+	}
+}
+
+// After a continue-token expiry with pages handed over, the restart's floor
+// is the handed snapshot, and an Any list restarts as NotOlderThan it.
+func TestRestartFloorIsTheHandedSnapshot(t *testing.T) {
+	for _, first := range []fallback.Query{fallback.NotOlderThanQuery("10").WithLimit(2), fallback.AnyQuery().WithLimit(2)} {
+		in := Input{First: first, Sent: fallback.Query{Semantic: fallback.MostRecent, Limit: 2, Continue: "c"}, WireLimit: 2,
+			Class: fallback.Gone, Handed: 1, SnapshotRV: "50", CanVoidPages: true}
+		st := NewPlanner(fallback.Policy{}, 0).Plan(in)
+		if st.Action != fallback.RestartListNewerRV || !st.VoidPages || !st.ProbeNewerRV || st.Floor != "50" || st.Next.Semantic != fallback.NotOlderThan {
+			t.Fatalf("%v: %+v", first, st)
+		}
+	}
+}
+
+// A restart that would void pages the caller cannot discard is refused.
+func TestRestartRefusedWithoutOnRestart(t *testing.T) {
+	first := fallback.MostRecentQuery().WithLimit(2)
+	in := Input{First: first, Sent: fallback.Query{Semantic: fallback.MostRecent, Limit: 2, Continue: "c"}, WireLimit: 2,
+		Class: fallback.Gone, Handed: 1, SnapshotRV: "50"}
+	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.Fail || st.Reason != fallback.ReasonRestartNotAllowed {
+		t.Fatalf("%+v", st)
+	}
+}
