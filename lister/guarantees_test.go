@@ -233,3 +233,21 @@ func TestStreamingListWithoutResponseIsAbandoned(t *testing.T) {
 		t.Fatalf("err %v (ctx %v)", err, ctx.Err())
 	}
 }
+
+// client-go relists at the resourceVersion whose streaming list just failed
+// (too large: the server cannot serve it); the ListerWatcher lists MostRecent
+// instead of repeating the REST client's hidden retries at that version.
+func TestRelistAtUnservedVersionIsMostRecent(t *testing.T) {
+	c := &scripted{t: t, answers: answers{page("450", "", "a")},
+		watchFn: func(metav1.ListOptions) (watch.Interface, error) { return nil, tooLarge(1) }}
+	lw := NewListerWatcher(c, Options{Policy: fastPolicy()})
+	if _, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "439", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: ptr.To(true)}); err == nil {
+		t.Fatal("no error")
+	}
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "439"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.calls()[0]; got.ResourceVersion != "" {
+		t.Fatalf("relist sent %+v, want MostRecent", got)
+	}
+}

@@ -2,6 +2,7 @@ package lister
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -59,6 +60,7 @@ type ListerWatcher struct {
 	lists     int    // lists served, for the relist count
 	watches   int    // watches opened, for the restart count
 	paginates bool   // a list of this server came back in pages
+	unserved  string // a resourceVersion a streaming list just could not be served at
 }
 
 var (
@@ -79,6 +81,10 @@ const (
 	// ReasonStreamingListAbandoned: a streaming list ended without its
 	// initial-events-end bookmark (guarded) and client-go lists instead.
 	ReasonStreamingListAbandoned fallback.ReasonCode = "streaming-list-abandoned"
+	// ReasonUnservedRVMostRecent: client-go relisted at a resourceVersion
+	// whose streaming list had just failed (too large, 5xx, no response);
+	// a MostRecent list was sent instead.
+	ReasonUnservedRVMostRecent fallback.ReasonCode = "unserved-rv-most-recent"
 	// ReasonStaleListReasked: a list older than what was delivered was asked again.
 	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
 )
@@ -135,6 +141,20 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 	if relist {
 		o.Metrics.Relist(o.Name, ReasonClientGoRelist)
 		log.V(2).Info("client-go relists", "query", q.String(), "delivered", delivered)
+	}
+	lw.mu.Lock()
+	unserved := lw.unserved
+	lw.unserved = ""
+	lw.mu.Unlock()
+	if q.Semantic == fallback.NotOlderThan && unserved != "" && q.ResourceVersion == unserved {
+		// The streaming list at this resourceVersion just failed (too large,
+		// 5xx, or no response within the bound: client-go's REST client had
+		// already retried it up to 10 times). A consistent MostRecent list
+		// cannot be older than it; asking the same resourceVersion again
+		// would repeat those retries.
+		o.Metrics.Fallback(o.Name, string(ReasonUnservedRVMostRecent))
+		log.V(2).Info("listing MostRecent: the streaming list at this resourceVersion just failed", "reason", string(ReasonUnservedRVMostRecent), "resourceVersion", unserved)
+		q = fallback.MostRecentQuery().WithLimit(q.Limit)
 	}
 	if paginates && q.Semantic == fallback.NotOlderThan && q.Limit == 0 {
 		q = q.WithLimit(o.PageSize)
@@ -193,6 +213,14 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		return nil, fmt.Errorf("%w (%s)", ErrStreamingListUnsupported, orUnknown(why))
 	}
 	w, err := OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
+	if err != nil && options.ResourceVersion != "" && options.ResourceVersion != "0" {
+		switch c := fallback.Classify(err); {
+		case c == fallback.TooLargeRV, c == fallback.ServerError, errors.Is(err, ErrNoWatchResponse):
+			lw.mu.Lock()
+			lw.unserved = options.ResourceVersion
+			lw.mu.Unlock()
+		}
+	}
 	if err != nil {
 		if rejectsStreaming(err) {
 			// 1.19-1.26 reject resourceVersionMatch on watch, 1.27+ with the
