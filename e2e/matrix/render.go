@@ -1,12 +1,20 @@
 package matrix
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/steadywatch/steadywatch/e2e/chaos"
 )
+
+// versionNotes is the page's section on which releases build and run, and
+// what the floor means for users: measured facts, kept with the renderer so
+// that the page stays generated.
+//
+//go:embed versions.md
+var versionNotes string
 
 // Report is everything one generation measured.
 type Report struct {
@@ -91,6 +99,7 @@ func Markdown(r Report) string {
 			}
 		}
 	}
+	b.WriteString("\n" + versionNotes)
 	if len(r.NotRun) > 0 {
 		b.WriteString("\n## Not run\n\n| server | why |\n|---|---|\n")
 		for _, n := range r.NotRun {
