@@ -60,7 +60,7 @@ func main() {
 
 	rep := matrix.Report{
 		Generated: time.Now().UTC().Format(time.RFC3339),
-		Command:   "go run ./cmd/matrix " + strings.Join(os.Args[1:], " "),
+		Command:   "go run ./cmd/matrix " + strings.Join(commandArgs(os.Args[1:]), " "),
 		Go:        runtime.Version(),
 		ClientGo:  "client-go " + clientGoVersion(),
 		NotRun:    notRun,
@@ -85,7 +85,7 @@ func main() {
 			fail(fmt.Errorf("rows-from %s: %w", *rowsFrom, err))
 		}
 		rep.Rows, rep.Generated = prev.Rows, prev.Generated
-		rep.Command = prev.Command + " (rows); go run ./cmd/matrix " + strings.Join(os.Args[1:], " ")
+		rep.Command = prev.Command + " (rows); go run ./cmd/matrix " + strings.Join(commandArgs(os.Args[1:]), " ")
 		servers = nil
 	}
 	for _, v := range servers {
@@ -131,6 +131,25 @@ func main() {
 			fail(err)
 		}
 	}
+}
+
+// commandArgs is args for the page's command line: -not-run values (long
+// prose, shown in their own section) are replaced by "...".
+func commandArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-not-run" || a == "--not-run":
+			out = append(out, a, "...")
+			i++
+		case strings.HasPrefix(a, "-not-run=") || strings.HasPrefix(a, "--not-run="):
+			out = append(out, "-not-run=...")
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // readReport reads a report written with -json.
