@@ -77,8 +77,9 @@ func Markdown(r Report) string {
 	if len(r.Chaos) > 0 {
 		b.WriteString("\n## Chaos runs\n\n" +
 			"From `e2e/chaos` (`-chaos.report`): a writer churns ConfigMaps while a replayable schedule of faults hits both informers through identical proxies. " +
-			"Converged = store equal to an Exact list at a fresh RV after the faults stopped.\n\n")
-		b.WriteString("| server | configuration | replay | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+			"Converged = store equal to an Exact list at a fresh RV after the faults stopped. " +
+			"Requests per minute: every configmaps request of the client in the run, divided by the fault window.\n\n")
+		b.WriteString("| server | configuration | replay | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks | requests per minute |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, cr := range r.Chaos {
 			nf := 0
 			for _, n := range cr.FaultsByKind {
@@ -93,9 +94,10 @@ func Markdown(r Report) string {
 				if len(ir.Fallbacks) == 0 {
 					fb = "—"
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %.0f s | %d (%s) | %s | %s | %d | %d / %d / %d | %s | %s |\n",
+				fmt.Fprintf(&b, "| %s | %s | %d | %.0f s | %d (%s) | %s | %s | %d | %d / %d / %d | %s | %s | %s |\n",
 					cr.Server, cr.Config, cr.Replay, cr.DurationSeconds, nf, chaos.FormatCounts(cr.FaultsByKind), ir.Name, conv,
-					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, chaos.FormatCounts(ir.Relists), fb)
+					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, chaos.FormatCounts(ir.Relists), fb,
+					perMinute(ir.Requests, cr.DurationSeconds))
 			}
 		}
 	}
@@ -118,4 +120,20 @@ func Markdown(r Report) string {
 		b.WriteString("\n```\n\n</details>\n")
 	}
 	return b.String()
+}
+
+// perMinute renders the requests the client's proxy saw during the whole
+// run (all verbs; "faulted" are the ones a fault answered, also counted
+// under their verb) divided by the fault window.
+func perMinute(requests map[string]int, seconds float64) string {
+	if seconds <= 0 || len(requests) == 0 {
+		return "—"
+	}
+	n := 0
+	for k, v := range requests {
+		if k != "faulted" { // faulted requests are also counted under their verb
+			n += v
+		}
+	}
+	return fmt.Sprintf("%.0f (%s)", float64(n)*60/seconds, chaos.FormatCounts(requests))
 }
