@@ -101,6 +101,17 @@ func Markdown(r Report) string {
 			}
 		}
 	}
+	if len(r.Chaos) > 0 {
+		b.WriteString("\nPer configuration, against the invariants (0 missed deletes, store equal to the truth, 0 RV regressions, converged within " +
+			fmt.Sprintf("%.0f s", convergenceBound) + " of the last fault):\n\n")
+		for _, cr := range r.Chaos {
+			var parts []string
+			for _, ir := range cr.Informers {
+				parts = append(parts, ir.Name+" "+invariantVerdict(ir))
+			}
+			fmt.Fprintf(&b, "- **%s, %s** (replay %d): %s.\n", cr.Server, cr.Config, cr.Replay, strings.Join(parts, "; "))
+		}
+	}
 	b.WriteString("\n" + versionNotes)
 	if len(r.NotRun) > 0 {
 		b.WriteString("\n## Not run\n\n| server | why |\n|---|---|\n")
@@ -136,4 +147,32 @@ func perMinute(requests map[string]int, seconds float64) string {
 		}
 	}
 	return fmt.Sprintf("%.0f (%s)", float64(n)*60/seconds, chaos.FormatCounts(requests))
+}
+
+// convergenceBound is the bound on convergence after the last fault
+// (the chaos suite itself asserts a looser one, -chaos.converge).
+const convergenceBound = 10.0
+
+// invariantVerdict says which chaos invariants an informer run kept.
+func invariantVerdict(ir chaos.InformerRun) string {
+	var broken []string
+	switch {
+	case !ir.Converged:
+		broken = append(broken, "never converged")
+	case ir.ConvergenceSeconds > convergenceBound:
+		broken = append(broken, fmt.Sprintf("converged only after %.1f s", ir.ConvergenceSeconds))
+	}
+	if ir.StoreDiff != "" && ir.Converged {
+		broken = append(broken, "store differs")
+	}
+	if ir.DeletesMissed > 0 {
+		broken = append(broken, fmt.Sprintf("%d deletes missed", ir.DeletesMissed))
+	}
+	if ir.Regressions > 0 {
+		broken = append(broken, fmt.Sprintf("%d RV regressions", ir.Regressions))
+	}
+	if len(broken) == 0 {
+		return fmt.Sprintf("kept all (converged in %.1f s)", ir.ConvergenceSeconds)
+	}
+	return "FAILED: " + strings.Join(broken, ", ")
 }

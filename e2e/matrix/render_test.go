@@ -55,3 +55,18 @@ func TestListMetaReadsEveryListType(t *testing.T) {
 		}
 	}
 }
+
+func TestInvariantVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		ir   chaos.InformerRun
+		want string
+	}{
+		{chaos.InformerRun{Converged: true, ConvergenceSeconds: 3}, "kept all (converged in 3.0 s)"},
+		{chaos.InformerRun{Converged: true, ConvergenceSeconds: 26.6}, "FAILED: converged only after 26.6 s"},
+		{chaos.InformerRun{ConvergenceSeconds: -1, DeletesMissed: 2, Regressions: 1}, "FAILED: never converged, 2 deletes missed, 1 RV regressions"},
+	} {
+		if got := invariantVerdict(tc.ir); got != tc.want {
+			t.Errorf("invariantVerdict(%+v) = %q, want %q", tc.ir, got, tc.want)
+		}
+	}
+}
