@@ -41,7 +41,7 @@ build-apiservers:
 e2e:
 	cd e2e && $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) ./... $(E2E_FLAGS)
 
-## devcluster: start a real local apiserver (SERVER=current|legacy) and print KUBECONFIG=...
+## devcluster: start a real local apiserver (SERVER=current|previous|legacy|floor|v1.Y.Z) and print KUBECONFIG=...
 devcluster:
 	cd e2e && $(GO) run ./cmd/devcluster --server $(SERVER)
 
