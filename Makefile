@@ -41,7 +41,7 @@ build-apiservers:
 e2e:
 	cd e2e && $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) ./... $(E2E_FLAGS)
 
-## devcluster: start a real local apiserver (SERVER=current|legacy) and print KUBECONFIG=...
+## devcluster: start a real local apiserver (SERVER=current|previous|legacy|floor|v1.Y.Z) and print KUBECONFIG=...
 devcluster:
 	cd e2e && $(GO) run ./cmd/devcluster --server $(SERVER)
 
@@ -49,10 +49,12 @@ devcluster:
 demo:
 	cd e2e && $(GO) run ./cmd/demo
 
-## chaos: a longer chaos run (CHAOS_DURATION=10m, CHAOS_SCHEDULE=N replays schedule N; 0 = a new one).
+## chaos: a longer chaos run (CHAOS_DURATION=10m, CHAOS_SCHEDULE=N replays schedule N; 0 = a new one;
+## CHAOS_CONFIG=ha|floor|legacy|cache-off|mixed-ha|ha-cache-off-member picks the control plane).
 CHAOS_SCHEDULE ?= 0
+CHAOS_CONFIG ?= ha
 chaos:
-	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.duration=$(CHAOS_DURATION) -chaos.schedule=$(CHAOS_SCHEDULE) -ginkgo.v
+	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.config=$(CHAOS_CONFIG) -chaos.duration=$(CHAOS_DURATION) -chaos.schedule=$(CHAOS_SCHEDULE) -ginkgo.v
 
 ## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS: servers; MATRIX_MIXED:
 ## mixed-version HA pairs "old+new"); missing kube-apiservers are built first, one at a time, cached.

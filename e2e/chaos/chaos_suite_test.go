@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ var (
 	flagRate     = flag.Float64("chaos.rate", 25, "writer operations per second (bounded: the machine has 2 cores)")
 	flagConverge = flag.Duration("chaos.converge", 90*time.Second, "bound on the time from the last fault to the informer's store equalling an Exact list")
 	flagReport   = flag.String("chaos.report", "", "if set, write the run's JSON result (for cmd/matrix) to this path")
+	flagConfig   = flag.String("chaos.config", "ha", "control plane: "+strings.Join(configNames(), ", ")+" (only ha runs by default)")
 )
 
 func TestChaos(t *testing.T) {

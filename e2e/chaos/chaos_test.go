@@ -25,6 +25,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/chaos"
 	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
@@ -351,12 +352,50 @@ func requestCounts(p *faults.Proxy, ns string) map[string]int {
 
 // ---- the spec ----
 
-var _ = Describe("chaos: HA pair, watch cache on, writer churning, replayable fault schedule", Label("chaos", "ha", "needs-faults"), Ordered, func() {
+// chaosConfig is one control plane the chaos run can target (-chaos.config).
+type chaosConfig struct {
+	name, desc string
+	opts       harness.Options
+}
+
+// chaosConfigs are the selectable control planes. Only "ha" runs in the
+// default test run (make test); the others are for `make chaos
+// CHAOS_CONFIG=...` and the compatibility page.
+var chaosConfigs = []chaosConfig{
+	{"ha", "HA pair, watch cache on", harness.Options{HA: true}},
+	{"floor", "legacy floor " + build.Floor + ", watch cache on", harness.Options{Version: build.Floor}},
+	{"legacy", build.Legacy + ", watch cache on", harness.Options{Version: build.Legacy}},
+	{"cache-off", build.Current + ", watch cache off", harness.Options{Version: build.Current, DisableWatchCache: true}},
+	{"mixed-ha", "mixed-version HA pair " + build.Legacy + "+" + build.Current + " (rolling upgrade)", harness.Options{HA: true, Versions: []string{build.Legacy, build.Current}}},
+	{"ha-cache-off-member", "HA pair, watch cache off on apiserver-1 (its answers lag or lead the cached member's)", harness.Options{HA: true, DisableWatchCacheOn: []int{1}}},
+}
+
+func configNames() []string {
+	var out []string
+	for _, c := range chaosConfigs {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+func selectedConfig() chaosConfig {
+	for _, c := range chaosConfigs {
+		if c.name == *flagConfig {
+			return c
+		}
+	}
+	Fail(fmt.Sprintf("-chaos.config=%q: want one of %s", *flagConfig, strings.Join(configNames(), ", ")))
+	return chaosConfig{}
+}
+
+var _ = Describe("chaos: writer churning, replayable fault schedule (-chaos.config, default HA pair with the watch cache on)", Label("chaos", "ha", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
+	var cc chaosConfig
 
 	BeforeAll(func(ctx SpecContext) {
-		c = suite.StartHarness(ctx, harness.Options{HA: true},
-			"needs the harness's HA pair, its fault proxies and apiserver restarts")
+		cc = selectedConfig()
+		c = suite.StartHarness(ctx, cc.opts,
+			"needs the harness's servers ("+cc.desc+"), its fault proxies and apiserver restarts")
 	})
 
 	It("keeps the informer store equal to an Exact list, never goes back, observes every delete, leaks nothing", func() {
@@ -366,8 +405,8 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, replayable fa
 		}
 		duration := *flagDuration
 		schedule := chaos.Schedule(replay, chaos.ScheduleOptions{Duration: duration, Servers: len(c.APIServers())})
-		header := fmt.Sprintf("chaos schedule=%d duration=%s objects=%d rate=%.0f/s server=%s (replay: go test ./chaos -chaos.schedule=%d -chaos.duration=%s)",
-			replay, duration, *flagObjects, *flagRate, c.Version(), replay, duration)
+		header := fmt.Sprintf("chaos config=%s schedule=%d duration=%s objects=%d rate=%.0f/s server=%s (replay: go test ./chaos -chaos.config=%s -chaos.schedule=%d -chaos.duration=%s)",
+			cc.name, replay, duration, *flagObjects, *flagRate, c.Version(), cc.name, replay, duration)
 		fmt.Fprintln(GinkgoWriter, header)
 		fmt.Fprint(GinkgoWriter, chaos.Format(schedule))
 		AddReportEntry("chaos schedule", header, ReportEntryVisibilityAlways)
@@ -530,7 +569,7 @@ var _ = Describe("chaos: HA pair, watch cache on, writer churning, replayable fa
 			return d.Seconds()
 		}
 		res := chaos.Result{
-			Replay: replay, Server: c.Version(), Config: "HA pair, watch cache on", DurationSeconds: duration.Seconds(),
+			Replay: replay, Server: c.Version(), Config: cc.desc, DurationSeconds: duration.Seconds(),
 			Schedule: f.log, FaultsByKind: f.byKind, WriterOps: w.ops, Objects: w.next, Deleted: len(w.deleted),
 			Informers: []chaos.InformerRun{{
 				Name: "steadywatch", Converged: oursAt >= 0, ConvergenceSeconds: secs(oursAt), StoreDiff: oursDiff,

@@ -34,7 +34,7 @@ import (
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-// TestLister runs the lister's specs against real kube-apiservers (v1.36.3
+// TestLister runs the lister's specs against real kube-apiservers (v1.37.2 = build.Current
 // and v1.18.19) on a real etcd, or, with E2E_KUBECONFIG set, the specs that
 // need no fault control against that external cluster (extcluster).
 //
@@ -401,7 +401,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(rec.ServedResourceVersion).To(BeEmpty())
 	})
 
-	It("an informer over the ListerWatcher syncs with the watch cache off: v1.36 streams the list from etcd, StreamingList observed Yes", func(ctx SpecContext) {
+	It("an informer over the ListerWatcher syncs with the watch cache off: the current server streams the list from etcd, StreamingList observed Yes", func(ctx SpecContext) {
 		e.create(ctx, "infoff", 3)
 		det := compat.NewDetector(compat.DetectorOptions{})
 		srv, err := det.ForConfig(e.cfg)
@@ -411,7 +411,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(inf.GetStore().List()).To(HaveLen(3))
 		caps := srv.Capabilities(ctx)
 		AddReportEntry("streamingList with the watch cache off", caps.Get(compat.StreamingList).String()+": "+caps.Reasons[compat.StreamingList])
-		// Real v1.36 behaviour: with --watch-cache=false the streaming list is served from etcd and
+		// Real v1.36 and v1.37 behaviour: with --watch-cache=false the streaming list is served from etcd and
 		// still ends with the initial-events-end bookmark, so the guard confirms the gate default.
 		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
 		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved), "the guard verified the gate-default belief")
@@ -546,7 +546,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		}
 	})
 
-	It("an informer with a compat.Detector on v1.36 streams its list: one watch, no list, StreamingList observed Yes", func(ctx SpecContext) {
+	It("an informer with a compat.Detector on the current server streams its list: one watch, no list, StreamingList observed Yes", func(ctx SpecContext) {
 		e.create(ctx, "st", 3)
 		det := compat.NewDetector(compat.DetectorOptions{})
 		srv, err := det.ForConfig(e.pcfg)
@@ -571,9 +571,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(err).NotTo(HaveOccurred())
 		caps := srv.Capabilities(ctx)
 		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
-		Expect(caps.Tentative(compat.StreamingList)).To(BeTrue(), "v1.36: WatchList gate default, verified by behaviour")
+		Expect(caps.Tentative(compat.StreamingList)).To(BeTrue(), "current server: WatchList gate default, verified by behaviour")
 
-		// A real v1.36 defaults a legacy watch to sendInitialEvents (see e2e/smoke), so all three
+		// A real v1.36 or v1.37 defaults a legacy watch to sendInitialEvents (see e2e/smoke), so all three
 		// parameters must go for the server to behave like one that ignores sendInitialEvents.
 		e.proxy.StripParams("sendInitialEvents", "resourceVersionMatch", "allowWatchBookmarks")
 		DeferCleanup(func() { e.proxy.StripParams() })
@@ -596,14 +596,16 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(reqs[0].ForwardedQuery).NotTo(ContainSubstring("sendInitialEvents"))
 		Expect(reqs[1].Verb).To(Equal("list"), "then fell back to a list")
 	})
-	It("compat: a Detector (ForConfig) reads v1.36.3; behaviour outranks the version and is relearned", func(ctx SpecContext) {
+	It("compat: a Detector (ForConfig) reads "+build.Current+"; behaviour outranks the version and is relearned", func(ctx SpecContext) {
 		clk := clocktesting.NewFakePassiveClock(time.Now())
 		det := compat.NewDetector(compat.DetectorOptions{Clock: clk, ObservationTTL: time.Minute})
 		srv, err := det.ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
 		caps := srv.Capabilities(ctx)
+		current, err := compat.ParseVersion(build.Current)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(caps.Version.Major).To(Equal(1))
-		Expect(caps.Version.Minor).To(Equal(36))
+		Expect(caps.Version.Minor).To(Equal(current.Minor))
 		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
 		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisVersion))
 
@@ -611,7 +613,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		e.waitCache(ctx, e.bump(ctx))
 		l := lister.New(e.client(true), lister.Options{Server: srv, LabelSelector: "set=cb"})
 
-		// The proxy makes the v1.36 server ignore resourceVersionMatch: Exact(rv0) without a limit
+		// The proxy makes the current server ignore resourceVersionMatch: Exact(rv0) without a limit
 		// is served at the newest RV; the lister notices (rule 2), retries with a limit, and the
 		// observation overrides the version.
 		e.proxy.StripParams("resourceVersionMatch")
@@ -841,8 +843,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 // at the lister's Client (recordingClient), so the current-server table runs
 // on an external cluster too.
 //
-// The table runs on v1.36.3 and v1.18.19 with the watch cache on, and on
-// v1.36.3 with the watch cache off (--watch-cache=false: every list is served
+// The table runs on v1.37.2 and v1.18.19 with the watch cache on, and on
+// v1.37.2 with the watch cache off (--watch-cache=false: every list is served
 // from etcd). Every cell behaves the same with the cache off except one the
 // table can see: an Any list (rv="0") is then served from etcd at the newest
 // RV, where the cache may serve any RV it holds; that cell asserts the newest

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -361,7 +362,8 @@ func notOlderCell(ctx context.Context, client string, cs kubernetes.Interface, n
 		var rec *lister.Record
 		obj, rec, err = lister.New(configMaps(cs, ns), lister.Options{Name: "matrix"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(notOlderThanLimit))
 		if err == nil {
-			served, items = rec.ServedResourceVersion, len(obj.(*corev1.ConfigMapList).Items)
+			_, items, err = listMeta(obj)
+			served = rec.ServedResourceVersion
 		}
 	} else {
 		var obj k8sruntime.Object
@@ -370,9 +372,8 @@ func notOlderCell(ctx context.Context, client string, cs kubernetes.Interface, n
 		}))
 		p.PageSize = notOlderThanLimit
 		obj, _, err = p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: rv0, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
-		if err == nil {
-			l := obj.(*corev1.ConfigMapList)
-			served, items = l.ResourceVersion, len(l.Items)
+		if err == nil { // several pages come back as one *metainternalversion.List
+			served, items, err = listMeta(obj)
 		}
 	}
 	took := time.Since(start)
@@ -462,4 +463,18 @@ func exactCell(ctx context.Context, client string, cs kubernetes.Interface, ns, 
 	default:
 		return cell(ScenarioExact, Fail, fmt.Sprintf("asked %s, silently served %s (%d items, want %d)", rv0, served, items, initialObjects), took)
 	}
+}
+
+// listMeta returns a list object's resourceVersion and item count, whatever
+// its Go type.
+func listMeta(obj k8sruntime.Object) (rv string, items int, err error) {
+	lm, err := meta.ListAccessor(obj)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := meta.ExtractList(obj)
+	if err != nil {
+		return "", 0, err
+	}
+	return lm.GetResourceVersion(), len(n), nil
 }

@@ -1,12 +1,20 @@
 package matrix
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/steadywatch/steadywatch/e2e/chaos"
 )
+
+// versionNotes is the page's section on which releases build and run, and
+// what the floor means for users: measured facts, kept with the renderer so
+// that the page stays generated.
+//
+//go:embed versions.md
+var versionNotes string
 
 // Report is everything one generation measured.
 type Report struct {
@@ -69,8 +77,9 @@ func Markdown(r Report) string {
 	if len(r.Chaos) > 0 {
 		b.WriteString("\n## Chaos runs\n\n" +
 			"From `e2e/chaos` (`-chaos.report`): a writer churns ConfigMaps while a replayable schedule of faults hits both informers through identical proxies. " +
-			"Converged = store equal to an Exact list at a fresh RV after the faults stopped.\n\n")
-		b.WriteString("| server | configuration | replay | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+			"Converged = store equal to an Exact list at a fresh RV after the faults stopped. " +
+			"Requests per minute: every configmaps request of the client in the run, divided by the fault window.\n\n")
+		b.WriteString("| server | configuration | replay | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks | requests per minute |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, cr := range r.Chaos {
 			nf := 0
 			for _, n := range cr.FaultsByKind {
@@ -85,12 +94,25 @@ func Markdown(r Report) string {
 				if len(ir.Fallbacks) == 0 {
 					fb = "—"
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %.0f s | %d (%s) | %s | %s | %d | %d / %d / %d | %s | %s |\n",
+				fmt.Fprintf(&b, "| %s | %s | %d | %.0f s | %d (%s) | %s | %s | %d | %d / %d / %d | %s | %s | %s |\n",
 					cr.Server, cr.Config, cr.Replay, cr.DurationSeconds, nf, chaos.FormatCounts(cr.FaultsByKind), ir.Name, conv,
-					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, chaos.FormatCounts(ir.Relists), fb)
+					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, chaos.FormatCounts(ir.Relists), fb,
+					perMinute(ir.Requests, cr.DurationSeconds))
 			}
 		}
 	}
+	if len(r.Chaos) > 0 {
+		b.WriteString("\nPer configuration, against the invariants (0 missed deletes, store equal to the truth, 0 RV regressions, converged within " +
+			fmt.Sprintf("%.0f s", convergenceBound) + " of the last fault):\n\n")
+		for _, cr := range r.Chaos {
+			var parts []string
+			for _, ir := range cr.Informers {
+				parts = append(parts, ir.Name+" "+invariantVerdict(ir))
+			}
+			fmt.Fprintf(&b, "- **%s, %s** (replay %d): %s.\n", cr.Server, cr.Config, cr.Replay, strings.Join(parts, "; "))
+		}
+	}
+	b.WriteString("\n" + versionNotes)
 	if len(r.NotRun) > 0 {
 		b.WriteString("\n## Not run\n\n| server | why |\n|---|---|\n")
 		for _, n := range r.NotRun {
@@ -109,4 +131,48 @@ func Markdown(r Report) string {
 		b.WriteString("\n```\n\n</details>\n")
 	}
 	return b.String()
+}
+
+// perMinute renders the requests the client's proxy saw during the whole
+// run (all verbs; "faulted" are the ones a fault answered, also counted
+// under their verb) divided by the fault window.
+func perMinute(requests map[string]int, seconds float64) string {
+	if seconds <= 0 || len(requests) == 0 {
+		return "—"
+	}
+	n := 0
+	for k, v := range requests {
+		if k != "faulted" { // faulted requests are also counted under their verb
+			n += v
+		}
+	}
+	return fmt.Sprintf("%.0f (%s)", float64(n)*60/seconds, chaos.FormatCounts(requests))
+}
+
+// convergenceBound is the issue's bound on convergence after the last fault
+// (the chaos suite itself asserts a looser one, -chaos.converge).
+const convergenceBound = 10.0
+
+// invariantVerdict says which chaos invariants an informer run kept.
+func invariantVerdict(ir chaos.InformerRun) string {
+	var broken []string
+	switch {
+	case !ir.Converged:
+		broken = append(broken, "never converged")
+	case ir.ConvergenceSeconds > convergenceBound:
+		broken = append(broken, fmt.Sprintf("converged only after %.1f s", ir.ConvergenceSeconds))
+	}
+	if ir.StoreDiff != "" && ir.Converged {
+		broken = append(broken, "store differs")
+	}
+	if ir.DeletesMissed > 0 {
+		broken = append(broken, fmt.Sprintf("%d deletes missed", ir.DeletesMissed))
+	}
+	if ir.Regressions > 0 {
+		broken = append(broken, fmt.Sprintf("%d RV regressions", ir.Regressions))
+	}
+	if len(broken) == 0 {
+		return fmt.Sprintf("kept all (converged in %.1f s)", ir.ConvergenceSeconds)
+	}
+	return "FAILED: " + strings.Join(broken, ", ")
 }

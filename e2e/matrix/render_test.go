@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/steadywatch/steadywatch/e2e/chaos"
 )
 
@@ -33,5 +38,35 @@ func TestMarkdownRendersEveryCellAndEscapesPipes(t *testing.T) {
 func TestListPath(t *testing.T) {
 	if got := listPath(nil, "ns", true); got != "no list request" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestListMetaReadsEveryListType(t *testing.T) {
+	typed := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: make([]corev1.ConfigMap, 3)}
+	paged := &metainternalversion.List{ListMeta: metav1.ListMeta{ResourceVersion: "8"}, Items: []runtime.Object{&corev1.ConfigMap{}, &corev1.ConfigMap{}}}
+	for _, tc := range []struct {
+		obj   runtime.Object
+		rv    string
+		items int
+	}{{typed, "7", 3}, {paged, "8", 2}} {
+		rv, n, err := listMeta(tc.obj)
+		if err != nil || rv != tc.rv || n != tc.items {
+			t.Errorf("listMeta(%T) = %q, %d, %v; want %q, %d", tc.obj, rv, n, err, tc.rv, tc.items)
+		}
+	}
+}
+
+func TestInvariantVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		ir   chaos.InformerRun
+		want string
+	}{
+		{chaos.InformerRun{Converged: true, ConvergenceSeconds: 3}, "kept all (converged in 3.0 s)"},
+		{chaos.InformerRun{Converged: true, ConvergenceSeconds: 26.6}, "FAILED: converged only after 26.6 s"},
+		{chaos.InformerRun{ConvergenceSeconds: -1, DeletesMissed: 2, Regressions: 1}, "FAILED: never converged, 2 deletes missed, 1 RV regressions"},
+	} {
+		if got := invariantVerdict(tc.ir); got != tc.want {
+			t.Errorf("invariantVerdict(%+v) = %q, want %q", tc.ir, got, tc.want)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // etcd + kube-apiserver built from the Go module proxy) for trying steadywatch
 // by hand, and keeps it up until interrupted.
 //
-//	go run ./cmd/devcluster --server current|legacy [--watch-cache=false] [--ha] [--watch-cache-off-on=1]
+//	go run ./cmd/devcluster --server current|previous|legacy|floor|v1.Y.Z [--watch-cache=false] [--ha] [--watch-cache-off-on=1]
 //
 // Progress and a short how-to go to stderr. When the cluster is ready, exactly
 // one line goes to stdout:
@@ -45,7 +45,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("devcluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "current", "which kube-apiserver: current ("+currentVersion+") or legacy ("+legacyVersion+")")
+	server := fs.String("server", "current", "which kube-apiserver: current ("+build.Current+"), previous ("+build.Previous+"), legacy ("+build.Legacy+"), floor ("+build.Floor+"), or a release such as v1.17.17 (built on first use)")
 	watchCache := fs.Bool("watch-cache", true, "apiserver watch cache; --watch-cache=false serves lists and watches from etcd")
 	ha := fs.Bool("ha", false, "two apiservers on one etcd behind a balancer")
 	var offOn []int
@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 	dir := fs.String("dir", "", "working directory to keep (logs, etcd data); default a temporary directory removed on exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: devcluster --server current|legacy [--watch-cache=false] [--ha] [--watch-cache-off-on=I[,J]] [--dir DIR]\n\n")
+		fmt.Fprintf(stderr, "usage: devcluster --server current|previous|legacy|floor|v1.Y.Z [--watch-cache=false] [--ha] [--watch-cache-off-on=I[,J]] [--dir DIR]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -77,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	version, ok := serverVersion(*server)
 	if !ok {
-		fmt.Fprintf(stderr, "devcluster: --server must be current or legacy, not %q\n", *server)
+		fmt.Fprintf(stderr, "devcluster: --server must be current, previous, legacy, floor or a release v1.Y.Z, not %q\n", *server)
 		fs.Usage()
 		return 2
 	}
@@ -124,21 +124,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// serverVersion maps --server to a kube-apiserver release.
+// serverVersion maps --server to a kube-apiserver release: a name, or a
+// release "v1.Y.Z" as is (the harness refuses what it cannot start).
 func serverVersion(server string) (string, bool) {
 	switch server {
 	case "current":
-		return currentVersion, true
+		return build.Current, true
+	case "previous":
+		return build.Previous, true
 	case "legacy":
-		return legacyVersion, true
+		return build.Legacy, true
+	case "floor":
+		return build.Floor, true
+	}
+	if strings.HasPrefix(server, "v1.") {
+		return server, true
 	}
 	return "", false
 }
-
-const (
-	currentVersion = build.Current
-	legacyVersion  = build.Legacy
-)
 
 func onOff(b bool) string {
 	if b {

@@ -50,6 +50,7 @@ func main() {
 	jsonOut := flag.String("json", "", "also write the raw report as JSON here")
 	chaosFiles := flag.String("chaos", "", "comma-separated chaos result files (go test ./chaos -chaos.report=FILE) to include")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
+	rowsFrom := flag.String("rows-from", "", "take the rows from this earlier -json report instead of running servers (to add chaos results or not-run notes to a measured run)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -59,7 +60,7 @@ func main() {
 
 	rep := matrix.Report{
 		Generated: time.Now().UTC().Format(time.RFC3339),
-		Command:   "go run ./cmd/matrix " + strings.Join(os.Args[1:], " "),
+		Command:   "go run ./cmd/matrix " + strings.Join(commandArgs(os.Args[1:]), " "),
 		Go:        runtime.Version(),
 		ClientGo:  "client-go " + clientGoVersion(),
 		NotRun:    notRun,
@@ -77,6 +78,15 @@ func main() {
 				servers = append(servers, v)
 			}
 		}
+	}
+	if *rowsFrom != "" {
+		prev, err := readReport(*rowsFrom)
+		if err != nil {
+			fail(fmt.Errorf("rows-from %s: %w", *rowsFrom, err))
+		}
+		rep.Rows, rep.Generated = prev.Rows, prev.Generated
+		rep.Command = prev.Command + " (rows); go run ./cmd/matrix " + strings.Join(commandArgs(os.Args[1:]), " ")
+		servers = nil
 	}
 	for _, v := range servers {
 		for _, c := range cfgs {
@@ -121,6 +131,35 @@ func main() {
 			fail(err)
 		}
 	}
+}
+
+// commandArgs is args for the page's command line: -not-run values (long
+// prose, shown in their own section) are replaced by "...".
+func commandArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-not-run" || a == "--not-run":
+			out = append(out, a, "...")
+			i++
+		case strings.HasPrefix(a, "-not-run=") || strings.HasPrefix(a, "--not-run="):
+			out = append(out, "-not-run=...")
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// readReport reads a report written with -json.
+func readReport(path string) (matrix.Report, error) {
+	var r matrix.Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(b, &r)
 }
 
 func configNames() string {
