@@ -834,8 +834,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 	})
 })
 
-// The seeds' list table (seed 004 "resourceVersionMatch and paging parameters
-// for list", identical to seed 003's), cell by cell, on both servers, through
+// The API Concepts list table ("resourceVersionMatch and paging parameters
+// for list", https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions), cell by cell, on both servers, through
 // the ListerWatcher (wire options in, as client-go sends them): what the
 // lister rejects before sending, the served RV's relation to the requested
 // one, and how many first-page requests it took (on v1.18 only the
@@ -849,7 +849,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 // table can see: an Any list (rv="0") is then served from etcd at the newest
 // RV, where the cache may serve any RV it holds; that cell asserts the newest
 // on the cache-off server only.
-var _ = Describe("the seeds' list table on real servers", func() {
+var _ = Describe("the API Concepts list table on real servers", func() {
 	type server struct {
 		name    string // the Context's name
 		version string
@@ -898,7 +898,7 @@ var _ = Describe("the seeds' list table on real servers", func() {
 							obj, err := lister.NewListerWatcher(rc, lister.Options{}).ListWithContext(ctx, o)
 							lists, watches := rc.sent()
 							if qerr != nil {
-								// Seed 004: Exact with rv unset or "0", NotOlderThan with rv unset: Invalid.
+								// API Concepts: Exact with rv unset or "0", NotOlderThan with rv unset: Invalid.
 								Expect(match).NotTo(BeEmpty())
 								Expect(errors.Is(err, fallback.ErrInvalidQuery)).To(BeTrue())
 								Expect(lists).To(BeEmpty(), "an invalid query reached the server")

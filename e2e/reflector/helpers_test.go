@@ -25,8 +25,8 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// seed creates a namespace (deleted at cleanup) with n ConfigMaps cm-0..cm-<n-1>.
-func seed(ctx context.Context, cs kubernetes.Interface, prefix string, n int) string {
+// populate creates a namespace (deleted at cleanup) with n ConfigMaps cm-0..cm-<n-1>.
+func populate(ctx context.Context, cs kubernetes.Interface, prefix string, n int) string {
 	ns := suite.NewNamespace(ctx, cs, prefix)
 	suite.CreateConfigMaps(ctx, cs, ns, n, nil)
 	return ns

@@ -161,7 +161,7 @@ var _ = Describe("sync", Ordered, func() {
 		Context("on any cluster", func() {
 			It("syncs with a compat Detector, follows creates, updates and deletes, and the store equals a fresh list and never goes back", func(ctx SpecContext) {
 				cs := suite.Clientset(t.RESTConfig())
-				ns := seed(ctx, cs, "follow", 50)
+				ns := populate(ctx, cs, "follow", 50)
 				start := time.Now()
 				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "follow"})
 				waitSynced(run.r, 60*time.Second)
@@ -194,7 +194,7 @@ var _ = Describe("sync", Ordered, func() {
 				name := map[bool]string{false: "without a Server", true: "with a Detector's Server"}[withServer]
 				It("NewSharedIndexInformer (client-go's informer over the lister) syncs "+name+" and its store equals a fresh list", func(ctx SpecContext) {
 					cs := suite.Clientset(t.RESTConfig())
-					ns := seed(ctx, cs, "informer", 30)
+					ns := populate(ctx, cs, "informer", 30)
 					lo := lister.Options{Name: "informer-any"}
 					if withServer {
 						lo.Server = detectorServer(t.RESTConfig())
@@ -219,7 +219,7 @@ var _ = Describe("sync", Ordered, func() {
 			It("stops without leaving a goroutine behind", func(ctx SpecContext) {
 				Eventually(goroutines).WithTimeout(10*time.Second).Should(BeEmpty(), "left over by earlier specs")
 				cs := suite.Clientset(t.RESTConfig())
-				ns := seed(ctx, cs, "stop", 3)
+				ns := populate(ctx, cs, "stop", 3)
 				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "stop", ResyncPeriod: time.Second})
 				waitSynced(run.r, 60*time.Second)
 				Eventually(func() reflector.Phase { return run.r.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(reflector.PhaseWatching))
@@ -234,7 +234,7 @@ var _ = Describe("sync", Ordered, func() {
 			env := &syncEnv{}
 			BeforeAll(func(ctx SpecContext) {
 				c := t.RequireFaults()
-				env.ns = seed(ctx, suite.Clientset(c.RESTConfig()), "sync", 100)
+				env.ns = populate(ctx, suite.Clientset(c.RESTConfig()), "sync", 100)
 				var err error
 				env.p, env.pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
 				Expect(err).NotTo(HaveOccurred())
@@ -247,7 +247,7 @@ var _ = Describe("sync", Ordered, func() {
 		env := &syncEnv{}
 		BeforeAll(func(ctx SpecContext) {
 			c := suite.StartHarness(ctx, harness.Options{Version: build.Legacy}, "needs the harness's "+build.Legacy+" server and its fault proxy")
-			env.ns = seed(ctx, suite.Clientset(c.RESTConfig()), "sync", 100)
+			env.ns = populate(ctx, suite.Clientset(c.RESTConfig()), "sync", 100)
 			var err error
 			env.p, env.pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
 			Expect(err).NotTo(HaveOccurred())
@@ -261,7 +261,7 @@ var _ = Describe("sync", Ordered, func() {
 // back at the last RV, gets a real 410, and must relist NotOlderThan(last).
 func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bool) {
 	cs := suite.Clientset(c.RESTConfig())
-	ns := seed(ctx, cs, "gone", 5)
+	ns := populate(ctx, cs, "gone", 5)
 	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
 	rec := &recorder{}
@@ -274,7 +274,7 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 
 	// etcd moves on without touching ns (no event reaches the reflector) and
 	// is compacted past `last`.
-	seed(ctx, cs, "other", 20)
+	populate(ctx, cs, "other", 20)
 	_, err = c.Etcd().Compact(ctx)
 	Expect(err).NotTo(HaveOccurred())
 
@@ -346,7 +346,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		// Fault proxies (one strips allowWatchBookmarks) and etcd compaction.
 		c := suite.Start(ctx, harness.Options{Version: build.Current}).RequireFaults()
 		cs := suite.Clientset(c.RESTConfig())
-		ns := seed(ctx, cs, "quiet", 3)
+		ns := populate(ctx, cs, "quiet", 3)
 		pA, cfgA, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
 		pB, cfgB, err := c.NewProxy(ctx, c.APIServers()[0])
@@ -371,7 +371,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		bookmarksAtSync, plainBookmarksAtSync := recA.Bookmarks(), recP.Bookmarks()
 
 		// Writes elsewhere move the resource's RV; ns stays quiet.
-		other := seed(ctx, cs, "busy", 5)
+		other := populate(ctx, cs, "busy", 5)
 		newer := suite.CreateConfigMap(ctx, cs, other, "last", nil).ResourceVersion
 		lastWrite := time.Now()
 		Eventually(func() bool { return rvAtLeast(a.r.LastSyncResourceVersion(), newer) }).
@@ -404,7 +404,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		// (eventFreshDuration) when >100 newer events arrive. This waits
 		// for the server's clock window; nothing to poll for.
 		time.Sleep(time.Until(lastWrite.Add(77 * time.Second)))
-		seed(ctx, cs, "flush", 120)
+		populate(ctx, cs, "flush", 120)
 		_, err = c.Etcd().Compact(ctx) // as the apiserver's compactor would have by then
 		Expect(err).NotTo(HaveOccurred())
 
@@ -449,7 +449,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 	for _, fault := range []string{"dropped", "ended"} {
 		It("resumes a "+fault+" watch from the last RV without a relist; the store equals the truth", func(ctx SpecContext) {
 			cs := suite.Clientset(c.RESTConfig())
-			ns := seed(ctx, cs, fault, 3)
+			ns := populate(ctx, cs, fault, 3)
 			p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 			Expect(err).NotTo(HaveOccurred())
 			rec := &recorder{}
@@ -482,7 +482,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 
 	It("detects a stalled watch and restarts it from the last RV without a relist", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
-		ns := seed(ctx, cs, "stall", 3)
+		ns := populate(ctx, cs, "stall", 3)
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
 		rec := &recorder{}
@@ -514,7 +514,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 	It("leaves no goroutine behind when stopped, also after a dropped watch", func(ctx SpecContext) {
 		Eventually(goroutines).WithTimeout(10*time.Second).Should(BeEmpty(), "left over by earlier specs")
 		cs := suite.Clientset(c.RESTConfig())
-		ns := seed(ctx, cs, "leak", 2)
+		ns := populate(ctx, cs, "leak", 2)
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
 		run := runReflector(pcfg, ns, reflector.Options{Name: "leak", ConsistencyCheckInterval: time.Second, ResyncPeriod: time.Second})
@@ -549,7 +549,7 @@ var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 		a1 := c.APIServers()[1]
 		cs0 := suite.Clientset(c.APIServers()[0].RESTConfig())
 		cs1 := suite.Clientset(a1.RESTConfig())
-		ns := seed(ctx, cs0, "ha", 10)
+		ns := populate(ctx, cs0, "ha", 10)
 		bal.Pin(0)
 		rec := &recorder{}
 		run := runReflector(c.RESTConfig(), ns, reflector.Options{Name: "ha", Metrics: rec})
