@@ -34,6 +34,7 @@ const (
 	ReasonUnexpectedObservation      ReasonCode = "unexpected-observation"
 	ReasonServedOlderRetry           ReasonCode = "served-older-retry"
 	ReasonServedOlderExhausted       ReasonCode = "served-older-exhausted"
+	ReasonRVNewerThanServer          ReasonCode = "requested-rv-newer-than-server"
 	ReasonTooLargeWait               ReasonCode = "too-large-rv-wait-retry-after"
 	ReasonTooLargeExhausted          ReasonCode = "too-large-rv-exhausted"
 	ReasonTooLargeExactUnavailable   ReasonCode = "too-large-rv-exact-unavailable"
@@ -73,7 +74,7 @@ func ListReasons() []ReasonCode {
 		ReasonContinueExpiredExact, ReasonContinueExpiredRestart, ReasonContinueExpiredUnpaginated,
 		ReasonContinueExpiredFail, ReasonContinueExpiredExhausted, ReasonContinueRepeated,
 		ReasonRule2RetryWithLimit, ReasonRule2MismatchWithLimit, ReasonUnexpectedObservation,
-		ReasonServedOlderRetry, ReasonServedOlderExhausted, ReasonTooLargeWait, ReasonTooLargeExhausted,
+		ReasonServedOlderRetry, ReasonServedOlderExhausted, ReasonRVNewerThanServer, ReasonTooLargeWait, ReasonTooLargeExhausted,
 		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent,
 		ReasonMaxRequests, ReasonRestartNotAllowed, ReasonNewerRVProbeFailed, ReasonNewerRVProbeRetry,
 		ReasonNotAList, ReasonGetExactScan,

@@ -79,7 +79,7 @@ func kindOf(r fallback.ReasonCode) error {
 		return ErrExactUnavailable
 	case fallback.ReasonServedOlderExhausted:
 		return ErrServedOlder
-	case fallback.ReasonTooLargeExhausted:
+	case fallback.ReasonTooLargeExhausted, fallback.ReasonRVNewerThanServer:
 		return ErrTooLargeResourceVersion
 	case fallback.ReasonContinueExpiredFail, fallback.ReasonContinueExpiredExhausted, fallback.ReasonRestartNotAllowed:
 		return ErrContinueExpired

@@ -329,6 +329,9 @@ func (r *run) fail(ev fallback.Event, step engine.Step, cur Query, err error, se
 		}
 	case step.Reason == fallback.ReasonServedOlderExhausted && err == nil:
 		ev.Detail = joinDetail(ev.Detail, fmt.Sprintf("served %s, requested not older than %s", servedRV, r.rec.Requested.ResourceVersion))
+	case step.Reason == fallback.ReasonRVNewerThanServer:
+		err = fmt.Errorf("resourceVersion %s is newer than the server's newest (%s, a consistent read): it was never served by this server (%s)",
+			r.rec.Requested.ResourceVersion, servedRV, fallback.SourceResourceVersions)
 	case step.Reason == fallback.ReasonContinueRepeated:
 		err = fmt.Errorf("the server repeated continue token %q after %d page(s); its pagination is broken (%s)",
 			redactToken(cont), r.rec.Pages, fallback.SourceChunks)
