@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	//lint:ignore ST1001 the test reads in the same vocabulary as the table
 	. "github.com/steadywatch/steadywatch/fallback"
 )
 
