@@ -419,7 +419,8 @@ var _ = Describe("examples on the current kube-apiserver", Label("examples", "co
 		if !c.External() {
 			Expect(belief).To(Equal(compat.Yes))
 		}
-		informerSpec(ctx, c, `steadywatch_fallbacks_total\{name="`+regexp.QuoteMeta(c.RESTConfig().Host)+
+		// Belief changes are counted under compat.MetricsName, never under a host.
+		informerSpec(ctx, c, `steadywatch_fallbacks_total\{name="`+regexp.QuoteMeta(compat.MetricsName)+
 			`",reason="compat:streamingList=`+belief.String()+`"\} 1`)
 	})
 

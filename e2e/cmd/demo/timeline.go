@@ -89,10 +89,12 @@ func describeRequest(r faults.Request) string {
 
 // isSync reports whether r (re)fills a store: a list or a streaming list.
 func isSync(r faults.Request) bool {
-	if r.Verb == "list" {
-		return true
-	}
 	q, _ := url.ParseQuery(r.RawQuery)
+	if r.Verb == "list" {
+		// The streaming-list guard's limit=1 count of the objects to expect
+		// (lister.ExpectedInitialEvents) does not fill a store.
+		return !(q.Get("limit") == "1" && q.Get("resourceVersion") == "" && q.Get("continue") == "")
+	}
 	return r.Verb == "watch" && q.Get("sendInitialEvents") == "true"
 }
 
