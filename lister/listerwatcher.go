@@ -134,18 +134,15 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		base.FieldSelector = o.FieldSelector
 	}
 	lw.mu.Lock()
-	delivered, paginates := lw.delivered, lw.paginates
+	delivered, paginates, unserved := lw.delivered, lw.paginates, lw.unserved
+	lw.unserved = ""
 	lw.lists++
-	relist := lw.lists > 1
+	relist := lw.lists > 1 || lw.watches > 0 // a list after a streaming list is a relist too
 	lw.mu.Unlock()
 	if relist {
 		o.Metrics.Relist(o.Name, ReasonClientGoRelist)
 		log.V(2).Info("client-go relists", "query", q.String(), "delivered", delivered)
 	}
-	lw.mu.Lock()
-	unserved := lw.unserved
-	lw.unserved = ""
-	lw.mu.Unlock()
 	if q.Semantic == fallback.NotOlderThan && unserved != "" && q.ResourceVersion == unserved {
 		// The streaming list at this resourceVersion just failed (too large,
 		// 5xx, or no response within the bound: client-go's REST client had
