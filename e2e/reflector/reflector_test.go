@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -103,7 +104,9 @@ func proxySyncSpecs(version string, env *syncEnv) {
 			// reflector records that and lists.
 			Expect(fills).To(HaveLen(2))
 			Expect(fills[1].Verb).To(Equal("list"))
-			Expect(srv.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.No))
+			// Evidence is kept for the resource's API group/version (core v1).
+			core := compat.ForGroupVersion(srv, schema.GroupVersion{Version: "v1"})
+			Expect(core.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.No))
 		} else {
 			Expect(fills).To(HaveLen(1))
 			Expect(srv.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.Yes))
