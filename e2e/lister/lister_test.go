@@ -460,27 +460,26 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		rvAtLeast(rec.ServedResourceVersion, rv)
 	})
 
-	It("client-go's own 10 Retry-After retries are charged to the lister's too-large budget (default client): no retries inside retries", func(ctx SpecContext) {
+	It("Retry-After is honoured by the lister after client-go's own 10 retries are spent (default client)", func(ctx SpecContext) {
 		rv := e.create(ctx, "ra3", 1)
 		e.proxy.ResetRequests()
-		// client-go sends 1 + 10 retries, each after the 1 s Retry-After; the
-		// 11th 504 reaches the lister after about 10 s. Those hidden attempts
-		// spend the lister's too-large budget (3), so it falls back to a
-		// consistent MostRecent list at once instead of 3 more rounds of 11.
+		// client-go sends 1 + 10 retries, each after the 1 s Retry-After; the 11th 504 reaches the lister
+		// after about 10 s, which the lister charges as 2 of its 3 too-large attempts (10 s / (1 s + the
+		// watch cache's 3 s)): it waits once more, then is served.
 		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, RetryAfterSeconds: 1, Count: 11, Causes: tooLarge})
 		_, rec, err := lister.New(e.client(true), lister.Options{LabelSelector: "set=ra3"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests).To(HaveLen(2))
 		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeFallbackMostRecent))
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeWait))
+		Expect(rec.Fallbacks[0].Detail).To(ContainSubstring("Retry-After 1s honoured"))
 		lists := e.requests("list")
-		Expect(lists).To(HaveLen(12), "11 answers to client-go's own attempts, then one MostRecent list")
+		Expect(lists).To(HaveLen(12))
 		for i := 0; i < 11; i++ {
 			Expect(lists[i].Status).To(Equal(504))
 		}
 		Expect(lists[11].Status).To(Equal(200))
-		Expect(query(lists[11].RawQuery).Get("resourceVersion")).To(BeEmpty(), "the fallback is a consistent MostRecent list")
-		rvAtLeast(rec.ServedResourceVersion, rv)
+		Expect(lists[11].Time.Sub(lists[10].Time)).To(BeNumerically(">=", time.Second), "the lister waited the Retry-After")
 	})
 
 	It("429 with Retry-After and a 500 without are backed off by the lister (client-go retries off)", func(ctx SpecContext) {

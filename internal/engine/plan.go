@@ -51,6 +51,11 @@ func (in Input) situation() Situation {
 	return Situation{Semantic: sem, HasLimit: in.WireLimit > 0, HasContinue: in.Sent.Continue != "", Match: in.Match, Class: in.Class}
 }
 
+// watchCacheTooLargeWait is how long an apiserver's watch cache waits for a
+// resourceVersion it has not reached before answering "too large" (3s in
+// k8s.io/apiserver's cacher): part of each hidden attempt's cost.
+const watchCacheTooLargeWait = 3 * time.Second
+
 // Step is everything the executor does next. The loop reads:
 //
 //	send -> verify -> Plan -> (Done | Fail | [probe Floor] -> wait Wait -> send Next)
@@ -138,7 +143,13 @@ func (pl *Planner) Plan(in Input) Step {
 	s := in.situation()
 	b := budgetFor(s.normalize().Class)
 	if b != noBudget && in.RetryAfter > 0 {
-		pl.used[b] += min(int(in.Elapsed/in.RetryAfter), 10)
+		// One hidden attempt costs at least its Retry-After; a too-large
+		// answer also waits in the watch cache (up to 3s) before it is sent.
+		per := in.RetryAfter
+		if s.Class == fallback.TooLargeRV {
+			per += watchCacheTooLargeWait
+		}
+		pl.used[b] += min(int(in.Elapsed/per), 10)
 	}
 	s.AttemptsLeft = pl.left(b)
 	d := decide(s, pl.policy)

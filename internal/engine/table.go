@@ -110,12 +110,12 @@ var table = []Row{
 
 	// Served older than the NotOlderThan floor: never accepted.
 	{when{classes: cls(ServedOlder), semantics: onlyExact}, Fail, ReasonUnexpectedObservation, "the executor reports Exact mismatches as ServedNewerThanExact"},
-	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: yes}, Backoff, ReasonServedOlderRetry, srcNOT},
+	{when{classes: cls(ServedOlder), semantics: allButExact, attemptsLeft: yes}, Backoff, ReasonServedOlderRetry, srcNOT},
 	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: no}, Fail, ReasonServedOlderExhausted, srcNOT},
-	// A consistent (MostRecent) read is the newest state: older than the
-	// floor means the requested resourceVersion is newer than anything the
-	// server has. Asking again cannot help; say so at once.
-	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`},
+	// A consistent (MostRecent) read is the newest state: still older than
+	// the floor after the retries means the requested resourceVersion is
+	// newer than anything the server has; say so.
+	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}, attemptsLeft: no}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`},
 
 	// 504 "Too large resource version".
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge},

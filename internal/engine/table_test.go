@@ -61,8 +61,8 @@ func expected(s Situation, p Policy) Action {
 		}
 		return RetryWithLimit
 	case ServedOlder: // API Concepts: NotOlderThan guarantees ListMeta not older
-		if s.Semantic == Exact || s.Semantic == MostRecent || !s.AttemptsLeft {
-			return Fail // MostRecent is the newest: the floor is newer than the server
+		if s.Semantic == Exact || !s.AttemptsLeft {
+			return Fail
 		}
 		return Backoff
 	case TooLargeRV: // API Concepts: 504 + Retry-After
