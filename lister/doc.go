@@ -6,7 +6,10 @@
 // informer factories and controller-runtime use unchanged.
 //
 // What to do when a server answers in a way that needs a fallback is not
-// decided here: the executor asks fallback.Decide and follows its answer.
+// decided here: the executor (exec.go) asks the SDK's decision engine
+// (internal/engine, shown row by row in docs/rules.md) for the next step and
+// follows it. The package also holds the SDK's one streaming-list guard
+// (AwaitInitialEvents, GuardInitialEvents).
 //
 // It is not a cache or a reflector (see package reflector), and it never
 // returns data older than a requested NotOlderThan resourceVersion, nor data
