@@ -132,3 +132,37 @@ func TestRepeatedShortWatchesRelist(t *testing.T) {
 		t.Fatalf("relists %v", got)
 	}
 }
+
+// A server that re-delivers the same stale event on every watch after every
+// relist is not hammered: the rejected event is not progress, so the relists
+// back off (fake clock: the next relist waits Initial, then twice that).
+func TestRepeatedStaleEventBacksOff(t *testing.T) {
+	fc := &fakeClient{
+		listFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "10")), nil },
+		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewRaceFreeFake()
+			w.Modify(cm("a", "5"))
+			return w, nil
+		},
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := fastOptions(&recorder{})
+	o.Clock = clk
+	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	waitBackingOff := func(lists int) {
+		t.Helper()
+		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
+		if n := len(fc.listCalls()); n != lists {
+			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, lists)
+		}
+	}
+	waitBackingOff(1)
+	clk.Step(100 * time.Millisecond)
+	waitBackingOff(2)
+	clk.Step(150 * time.Millisecond) // less than the grown delay (200ms)
+	waitBackingOff(2)
+	clk.Step(50 * time.Millisecond)
+	waitBackingOff(3)
+}

@@ -763,18 +763,20 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			if ev.Type == watch.Error {
 				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
 			}
-			if events == 0 {
-				r.progress()
-			}
 			events++
 			lastEvent = r.handleEvent(ctx, logger, ev, &propagate)
 			if r.staleEvent != "" {
-				// Never back in time: re-sync with a list not older than the store.
+				// Never back in time: re-sync with a list not older than the
+				// store. A rejected event is not progress: a server that
+				// re-delivers it after every relist meets a growing backoff.
 				detail := r.staleEvent
 				r.staleEvent = ""
 				rv := r.LastSyncResourceVersion()
 				return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonStaleEvent), 0),
 					because(ReasonStaleEvent, "%s; relisting %s", detail, relistQuery(rv))
+			}
+			if events == 1 {
+				r.progress()
 			}
 		}
 	}
