@@ -76,7 +76,9 @@ const (
 	ReasonClientGoRelist = "client-go-relist"
 	// ReasonClientGoRewatch: client-go's reflector opened another watch.
 	ReasonClientGoRewatch = "client-go-rewatch"
-	// ReasonWatchStalled: a watch delivered nothing for StallTimeout and was ended.
+	// ReasonWatchStalled: a watch delivered nothing for StallTimeout (a proxy
+	// or balancer holding a dead connection) and was ended; client-go
+	// watches again from its resourceVersion, without a relist.
 	ReasonWatchStalled = "watch-stalled"
 	// ReasonStreamingListAbandoned: a streaming list ended without its
 	// initial-events-end bookmark (guarded) and client-go lists instead.
@@ -85,7 +87,11 @@ const (
 	// whose streaming list had just failed (too large, 5xx, no response);
 	// a MostRecent list was sent instead.
 	ReasonUnservedRVMostRecent fallback.ReasonCode = "unserved-rv-most-recent"
-	// ReasonStaleListReasked: a list older than what was delivered was asked again.
+	// ReasonStaleListReasked: a list came back older than what this
+	// ListerWatcher already delivered (a lagging HA member answering
+	// resourceVersion "0" or ""); it was not returned as current but asked
+	// again NotOlderThan what was delivered, so the informer's cache never
+	// goes back in time.
 	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
 )
 

@@ -124,28 +124,83 @@ func because(code, format string, args ...any) why {
 // metric, the "cause" of relists and the "reason" of watch restarts. They
 // are the complete set (Reasons); docs/reasons.md lists them.
 const (
-	ReasonStart              = "start"
-	ReasonListed             = "listed"
-	ReasonStreamed           = "streamed"
-	ReasonWatchOpened        = "watch-opened"
-	ReasonWatchClosed        = "watch-closed"
-	ReasonShortWatch         = "short-watch"
-	ReasonStalled            = "stalled"
-	ReasonWatchGone          = "watch-gone"
-	ReasonListGone           = "list-gone"
-	ReasonTooLargeRV         = "too-large-rv"
-	ReasonStaleList          = "stale-list"
-	ReasonStaleEvent         = "event-older-than-store"
+	// ReasonStart: Run was called.
+	ReasonStart = "start"
+	// ReasonListed: a list filled the store; a watch follows from its
+	// resourceVersion.
+	ReasonListed = "listed"
+	// ReasonStreamed: a streaming list (sendInitialEvents) ended with its
+	// initial-events-end bookmark and filled the store.
+	ReasonStreamed = "streamed"
+	// ReasonWatchOpened: a watch was opened from the store's resourceVersion.
+	ReasonWatchOpened = "watch-opened"
+	// ReasonWatchClosed: the server ended a watch after events (normal: the
+	// apiserver ends watches after a timeout); watching again from the last
+	// resourceVersion, without a relist.
+	ReasonWatchClosed = "watch-closed"
+	// ReasonShortWatch: watches closed at once without any event, again and
+	// again (kubernetes/kubernetes#104171: some servers and proxies do this
+	// instead of a 410); backing off, then relisting after
+	// Options.MaxShortWatches of them.
+	ReasonShortWatch = "short-watch"
+	// ReasonStalled: no event or bookmark for Options.StallTimeout (a proxy
+	// holding a dead connection); the watch was restarted from the last
+	// resourceVersion.
+	ReasonStalled = "stalled"
+	// ReasonWatchGone: the watch's resourceVersion is no longer available
+	// (410 Gone, after etcd compaction or a restart of the watch cache);
+	// relisting, cheapest safe list first.
+	ReasonWatchGone = "watch-gone"
+	// ReasonListGone: a list or streaming list was answered 410; listing
+	// MostRecent instead.
+	ReasonListGone = "list-gone"
+	// ReasonTooLargeRV: "too large resource version": the server has not
+	// caught up with the resourceVersion (a lagging HA member); waiting its
+	// Retry-After (capped by the lister Policy's MaxRetryAfter), then
+	// MostRecent after Options.MaxTooLargeWatchRetries.
+	ReasonTooLargeRV = "too-large-rv"
+	// ReasonStaleList: a relist came back older than what the store already
+	// holds; never applied (the store never goes back in time), asked again
+	// after a backoff, then MostRecent after Options.MaxStaleListRetries.
+	ReasonStaleList = "stale-list"
+	// ReasonStaleEvent: a watch event's resourceVersion is older than the
+	// stored object's (a watch cache re-delivering events,
+	// kubernetes/kubernetes#73845, or a proxy mixing streams); not applied,
+	// counted, and the store re-synced with a list not older than it.
+	ReasonStaleEvent = "event-older-than-store"
+	// ReasonBadResourceVersion: a bookmark or event carried a
+	// resourceVersion that does not parse on a server whose versions do; it
+	// was not adopted as the watch position.
 	ReasonBadResourceVersion = "unparsable-resource-version"
-	ReasonRetry              = "retry"
-	ReasonWatchError         = "watch-error"
-	ReasonListError          = "list-error"
-	ReasonStreamIgnored      = "streaming-ignored"
-	ReasonStreamRejected     = "streaming-rejected"
-	ReasonStreamFailed       = "streaming-failed"
-	ReasonBackoffDone        = "backoff-done"
-	ReasonContextDone        = "context-done"
-	ReasonInitial            = "initial"
+	// ReasonRetry: a watch failed with a transient error (429, 5xx,
+	// connection); retrying the watch after a backoff, without a relist.
+	ReasonRetry = "retry"
+	// ReasonWatchError: a watch failed in a way a retry will not fix;
+	// relisting after a backoff.
+	ReasonWatchError = "watch-error"
+	// ReasonListError: a list failed (its lister error says which rule) or
+	// its result could not be stored; retrying after a backoff.
+	ReasonListError = "list-error"
+	// ReasonStreamIgnored: the server answered a streaming list as a plain
+	// watch (it ignores sendInitialEvents: servers before v1.27, some
+	// aggregated APIs); listing instead. The belief is kept per API
+	// group/version and expires.
+	ReasonStreamIgnored = "streaming-ignored"
+	// ReasonStreamRejected: the server refused sendInitialEvents (422 with
+	// the WatchList feature off, kubernetes/kubernetes#135583); listing
+	// instead.
+	ReasonStreamRejected = "streaming-rejected"
+	// ReasonStreamFailed: a streaming list failed or closed before its
+	// initial-events-end bookmark (kubernetes/kubernetes#140890, proxies
+	// that filter bookmarks: gravitational/teleport#64188); listing instead
+	// after a backoff.
+	ReasonStreamFailed = "streaming-failed"
+	// ReasonBackoffDone: a backoff wait ended; the next step runs.
+	ReasonBackoffDone = "backoff-done"
+	// ReasonContextDone: Run's context ended; the reflector stopped.
+	ReasonContextDone = "context-done"
+	// ReasonInitial: the first list or streaming list after Run.
+	ReasonInitial = "initial"
 )
 
 // Reasons returns every reason code of the reflector, in a stable order.
