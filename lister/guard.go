@@ -280,16 +280,33 @@ type relay struct {
 	once  sync.Once
 }
 
+// relayBuffer is the relay channel's capacity. An unbuffered relay makes
+// every event a goroutine hand-off on top of the inner watch's own; a small
+// buffer lets the relay and client-go's reflector run side by side (per-event
+// cost measured by BenchmarkP4WatchEvent in package reflector). Events still
+// buffered when the consumer calls Stop are dropped, as an unbuffered
+// watch's next event would be.
+const relayBuffer = 64
+
 func newRelay(inner watch.Interface) relay {
-	return relay{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	return relay{inner: inner, out: make(chan watch.Event, relayBuffer), stop: make(chan struct{})}
 }
 
 func (g *relay) Stop() { g.once.Do(func() { close(g.stop) }) }
 
 func (g *relay) ResultChan() <-chan watch.Event { return g.out }
 
-// send hands ev over unless the watch was stopped.
+// send hands ev over unless the watch was stopped. While the buffer has
+// room it does not look at stop (a plain channel send is much cheaper than a
+// select); a stopped relay's consumer reads nothing more, so at most
+// relayBuffer events go into a buffer nobody drains before the next send
+// sees stop.
 func (g *relay) send(ev watch.Event) bool {
+	select {
+	case g.out <- ev:
+		return true
+	default:
+	}
 	select {
 	case g.out <- ev:
 		return true
