@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +52,20 @@ import (
 //     ErrStreamingListUnsupported while the API group/version is believed
 //     not to stream lists (client-go's reflector then lists); otherwise it is
 //     guarded by GuardInitialEvents.
+//   - Never an event older than the object already delivered: where
+//     resourceVersions compare as numbers (etcd-backed servers), a watch
+//     event for namespace/name whose resourceVersion is older than the one
+//     this ListerWatcher last delivered for that object (a watch cache
+//     re-delivering history, kubernetes/kubernetes#73845; streams mixed by
+//     a proxy, linkerd/linkerd#1680) is not delivered. It is counted and
+//     logged with both versions (reason ReasonStaleEvent), and the watch
+//     ends with a 410 Expired error event, so client-go's reflector relists
+//     NotOlderThan its last synced resourceVersion (after its own jittered
+//     backoff) instead of applying it. The last resourceVersion per object
+//     is one map entry per object (a list or streaming list resets it,
+//     DELETED removes the entry). Where a list carries a resourceVersion
+//     that does not parse as a number (aggregated APIs with opaque
+//     versions), nothing is compared until a list whose versions all parse.
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
@@ -61,7 +77,18 @@ type ListerWatcher struct {
 	watches   int    // watches opened, for the restart count
 	paginates bool   // a list of this server came back in pages
 	unserved  string // a resourceVersion a streaming list just could not be served at
+
+	// held is the resourceVersion last delivered per object (nil: not
+	// compared, the last list's versions did not all parse); heldGen counts
+	// its resets, so a watch still draining after client-go stopped it
+	// cannot write into the map of a later list.
+	held    map[objectKey]uint64
+	heldGen uint64
 }
+
+// objectKey is an object's namespace and name; built from the strings the
+// object already holds, so a lookup allocates nothing.
+type objectKey struct{ namespace, name string }
 
 var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
@@ -93,6 +120,18 @@ const (
 	// again NotOlderThan what was delivered, so the informer's cache never
 	// goes back in time.
 	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
+	// ReasonStaleEvent: a watch event's resourceVersion was older than the
+	// one this ListerWatcher already delivered for the same object (a watch
+	// cache re-delivering history, kubernetes/kubernetes#73845, or a proxy
+	// mixing streams, linkerd/linkerd#1680); it was not delivered, the watch
+	// ended with 410 Expired and client-go's reflector relists NotOlderThan
+	// what it holds. Only where resourceVersions compare as numbers.
+	ReasonStaleEvent fallback.ReasonCode = "event-older-than-store"
+	// ReasonBadResourceVersion: a bookmark carried a resourceVersion that
+	// does not parse on a server whose versions do; it was not forwarded, so
+	// client-go never resumes a watch from it (every such watch would fail
+	// with 400).
+	ReasonBadResourceVersion fallback.ReasonCode = "unparsable-resource-version"
 )
 
 // ListerWatcher returns the client-go adapter of l.
@@ -180,8 +219,110 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		lw.mu.Unlock()
 	}
 	lw.advance(rec.ServedResourceVersion)
+	lw.resetHeld(obj)
 	o.Metrics.Items(o.Name, rec.Items)
 	return obj, nil
+}
+
+// resetHeld starts the per-object resourceVersions afresh: from the items
+// of list, or empty when list is nil (a streaming list or a watch from
+// resourceVersion "" or "0", whose initial events fill it). It returns the
+// generation a watch that follows must present to track.
+func (lw *ListerWatcher) resetHeld(list runtime.Object) uint64 {
+	var held map[objectKey]uint64
+	if list == nil {
+		held = map[objectKey]uint64{}
+	} else {
+		held = make(map[objectKey]uint64, meta.LenList(list))
+		if err := meta.EachListItem(list, func(obj runtime.Object) error {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+			if err != nil {
+				return err
+			}
+			held[objectKey{m.GetNamespace(), m.GetName()}] = n
+			return nil
+		}); err != nil {
+			held = nil // opaque (or unreadable) versions: nothing is compared
+		}
+	}
+	lw.mu.Lock()
+	lw.held = held
+	lw.heldGen++
+	gen := lw.heldGen
+	lw.mu.Unlock()
+	return gen
+}
+
+// heldGeneration is the generation of the current per-object versions.
+func (lw *ListerWatcher) heldGeneration() uint64 {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.heldGen
+}
+
+// track records that an event of type t for m at rv is delivered, or, when
+// compare is set and rv is older than what was last delivered for m,
+// reports it stale with the version held. A version that does not parse
+// ends the comparison until the next list; watches of an older generation
+// neither compare nor record.
+func (lw *ListerWatcher) track(gen uint64, t watch.EventType, m metav1.Object, rv string, compare bool) (held uint64, stale bool) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		// Opaque versions (or a server's garbage): stop comparing until the
+		// next list whose versions all parse.
+		lw.mu.Lock()
+		if lw.heldGen == gen {
+			lw.held = nil
+		}
+		lw.mu.Unlock()
+		return 0, false
+	}
+	k := objectKey{m.GetNamespace(), m.GetName()}
+	lw.mu.Lock()
+	if lw.held == nil || lw.heldGen != gen {
+		lw.mu.Unlock()
+		return 0, false
+	}
+	if h, ok := lw.held[k]; ok && compare && n < h {
+		lw.mu.Unlock()
+		return h, true
+	}
+	if t == watch.Deleted {
+		delete(lw.held, k)
+	} else {
+		lw.held[k] = n
+	}
+	lw.mu.Unlock()
+	return 0, false
+}
+
+// unparsableHere reports whether rv does not parse as a number while this
+// server's versions do (the last list's, or the last delivered one, did).
+func (lw *ListerWatcher) unparsableHere(rv string) bool {
+	if _, err := strconv.ParseUint(rv, 10, 64); err == nil {
+		return false
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.held != nil {
+		return true
+	}
+	_, err := strconv.ParseUint(lw.delivered, 10, 64)
+	return err == nil
+}
+
+// staleEventError is the error event that ends a watch after a stale event:
+// 410 Expired, which client-go's reflector answers with a relist at its
+// last synced resourceVersion (NotOlderThan: never older than it holds).
+func staleEventError(detail string) watch.Event {
+	return watch.Event{Type: watch.Error, Object: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
+		Message: "steadywatch: " + detail + " (" + string(ReasonStaleEvent) + "); relisting",
+	}}
 }
 
 // WatchWithContext implements cache.WatcherWithContext.
@@ -206,7 +347,13 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		if err != nil {
 			return nil, err
 		}
-		return lw.follow(ctx, w, log, nil), nil
+		var gen uint64
+		if options.ResourceVersion == "" || options.ResourceVersion == "0" {
+			gen = lw.resetHeld(nil) // synthetic ADDED events of the current state first
+		} else {
+			gen = lw.heldGeneration()
+		}
+		return lw.follow(ctx, w, log, gen, nil), nil
 	}
 	srv := o.Server
 	caps := srv.Capabilities(ctx)
@@ -235,7 +382,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return nil, err
 	}
-	return lw.follow(ctx, w, log, &GuardOptions{
+	return lw.follow(ctx, w, log, lw.resetHeld(nil), &GuardOptions{
 		Timeout:  o.InitialEventsTimeout,
 		Expected: lw.l.expectInitialEvents(ctx, options),
 		Server:   srv,
@@ -250,15 +397,15 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 // resourceVersion) when it delivered nothing for StallTimeout. With guard,
 // w is a streaming list whose initial events AwaitInitialEvents guards
 // first, in the same goroutine: one hop per event, not two.
-func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, guard *GuardOptions) watch.Interface {
+func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, gen uint64, guard *GuardOptions) watch.Interface {
 	f := &followedWatch{newRelay(w)}
-	go f.run(ctx, lw, log, guard)
+	go f.run(ctx, lw, log, gen, guard)
 	return f
 }
 
 type followedWatch struct{ relay }
 
-func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, guard *GuardOptions) {
+func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, gen uint64, guard *GuardOptions) {
 	defer close(f.out)
 	in := f.inner.ResultChan()
 	defer func() {
@@ -289,6 +436,11 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		out, detail := AwaitInitialEvents(f.stop, f.inner, *guard, log, func(ev watch.Event) bool {
 			if ev.Type == watch.Bookmark {
 				lastRV = resourceVersionOf(ev.Object)
+			} else if ev.Type != watch.Error {
+				// The initial events are the state the map starts from.
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					lw.track(gen, ev.Type, m, m.GetResourceVersion(), false)
+				}
 			}
 			return f.send(ev)
 		})
@@ -344,8 +496,33 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		}
 	event:
 		if ev.Type != watch.Error {
-			if rv := resourceVersionOf(ev.Object); rv != "" {
-				lastRV = rv
+			if m, err := meta.Accessor(ev.Object); err == nil {
+				rv := m.GetResourceVersion()
+				if ev.Type != watch.Bookmark {
+					if held, stale := lw.track(gen, ev.Type, m, rv, true); stale {
+						o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
+						detail := fmt.Sprintf("%s %s at resourceVersion %s is older than the %d already delivered for it",
+							ev.Type, cache.NewObjectName(m.GetNamespace(), m.GetName()), rv, held)
+						log.Info("Ignoring a watch event older than the object already delivered; ending the watch so client-go relists",
+							"reason", string(ReasonStaleEvent), "type", ev.Type, "object", cache.NewObjectName(m.GetNamespace(), m.GetName()),
+							"event", rv, "delivered", strconv.FormatUint(held, 10))
+						f.send(staleEventError(detail))
+						return
+					}
+				}
+				if ev.Type == watch.Bookmark && lw.unparsableHere(rv) {
+					// A bookmark's only content is its resourceVersion: one
+					// that does not parse, on a server whose versions do,
+					// would become client-go's resume point and fail every
+					// watch from it (400), so it is not forwarded.
+					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+					log.Info("Dropping a bookmark whose resourceVersion does not parse on a server whose versions do",
+						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv, "last", lastRV)
+					continue
+				}
+				if rv != "" {
+					lastRV = rv
+				}
 			}
 			if ev.Type == watch.Bookmark {
 				o.Metrics.Bookmark(o.Name)
