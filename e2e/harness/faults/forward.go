@@ -357,6 +357,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 		defer p.untrack(st)
 		sf = p.currentStreamFaults()
 	}
+	lf := p.listFaultsFor(info, r)
 	headersSent := false
 	abort := func(err error) {
 		if headersSent && p.ending(st) == endClean {
@@ -383,8 +384,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 		if err != nil {
 			abort(err)
 		}
-		if sf.active() {
-			// Stream faults read the events: ask for them uncompressed
+		if sf.active() || lf.active() {
+			// Stream and list faults read the answer: ask for it uncompressed
 			// (the apiserver gzips watch streams for clients that accept it).
 			out.Header.Del("Accept-Encoding")
 		}
@@ -416,6 +417,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 		if err := p.waitStall(ctx, rec); err != nil {
 			abort(err)
 		}
+	}
+	if lf.active() && p.rewriteList(w, r, resp, rec, lf) {
+		return
 	}
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)

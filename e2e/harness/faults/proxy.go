@@ -93,6 +93,7 @@ type Proxy struct {
 	nextRule     int
 	strip        map[string]bool
 	streamFaults StreamFaults
+	listFaults   ListFaults
 	expired      map[string]bool // resource versions expired by StreamFaults.ExpireInitialEventsEndRV
 	streams      map[int]*stream
 	nextStream   int

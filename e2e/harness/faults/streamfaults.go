@@ -54,6 +54,17 @@ type StreamFaults struct {
 	// like the watch cache: the bookmark's resourceVersion is already too old
 	// when the client resumes from it (kubernetes/kubernetes#134837).
 	ExpireInitialEventsEndRV bool
+	// BookmarkRV, when set, replaces the resourceVersion of every BOOKMARK
+	// that does not end a streaming list's initial events: a bookmark whose
+	// resourceVersion is not one. A client that resumes from it gets what a
+	// real server answers for that resourceVersion.
+	BookmarkRV string
+	// RedeliverOlder sends, right after a MODIFIED event, the previous
+	// MODIFIED event this stream carried for the same object again (an older
+	// resourceVersion after a newer one): a watch cache re-delivering
+	// history (kubernetes/kubernetes#73845), or a proxy mixing streams
+	// (linkerd/linkerd#1680).
+	RedeliverOlder bool
 }
 
 func (f StreamFaults) active() bool { return f != StreamFaults{} }
@@ -132,6 +143,7 @@ func watchMedia(contentType string) string {
 // eventInfo is what stream faults need to know about one watch event.
 type eventInfo struct {
 	Type             string
+	Namespace, Name  string
 	ResourceVersion  string
 	InitialEventsEnd bool // a BOOKMARK annotated k8s.io/initial-events-end: "true"
 }
@@ -192,6 +204,8 @@ func inspectJSON(event []byte) (eventInfo, error) {
 		Type   string `json:"type"`
 		Object struct {
 			Metadata struct {
+				Namespace       string            `json:"namespace"`
+				Name            string            `json:"name"`
 				ResourceVersion string            `json:"resourceVersion"`
 				Annotations     map[string]string `json:"annotations"`
 			} `json:"metadata"`
@@ -201,7 +215,7 @@ func inspectJSON(event []byte) (eventInfo, error) {
 		return eventInfo{}, fmt.Errorf("%w: JSON: %v", errBadFrame, err)
 	}
 	md := ev.Object.Metadata
-	return eventInfo{Type: ev.Type, ResourceVersion: md.ResourceVersion,
+	return eventInfo{Type: ev.Type, Namespace: md.Namespace, Name: md.Name, ResourceVersion: md.ResourceVersion,
 		InitialEventsEnd: ev.Type == "BOOKMARK" && md.Annotations[metav1.InitialEventsAnnotationKey] == "true"}, nil
 }
 
@@ -247,6 +261,8 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // and annotations (map<string,string>, entries key=1 value=2) are 12.
 const (
 	objectMetadataField      = 1
+	metaNameField            = 1
+	metaNamespaceField       = 3
 	metaResourceVersionField = 6
 	metaAnnotationsField     = 12
 	mapEntryKeyField         = 1
@@ -283,6 +299,10 @@ func inspectProtobuf(event []byte) (eventInfo, error) {
 		}
 		return eachField(val, func(num protowire.Number, typ protowire.Type, val, _ []byte) error {
 			switch {
+			case num == metaNameField && typ == protowire.BytesType:
+				info.Name = string(val)
+			case num == metaNamespaceField && typ == protowire.BytesType:
+				info.Namespace = string(val)
 			case num == metaResourceVersionField && typ == protowire.BytesType:
 				info.ResourceVersion = string(val)
 			case num == metaAnnotationsField && typ == protowire.BytesType:
@@ -386,10 +406,11 @@ func mapEntry(b []byte) (key, value string, err error) {
 func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.ResponseController, body io.ReadCloser, rec *Request, st *stream, sf StreamFaults, media string, abort func(error)) {
 	fr := frameReader(media, body)
 	buf := make([]byte, 32<<10)
+	prev := map[string][]byte{} // RedeliverOlder: the last MODIFIED frame per object
 	for {
 		ev, rerr := readFrame(fr, buf)
 		if len(ev) > 0 {
-			out, end := p.applyStreamFaults(rec, sf, media, ev)
+			out, end := p.applyStreamFaults(rec, sf, media, ev, prev)
 			if out != nil {
 				if err := p.waitStall(ctx, rec); err != nil {
 					abort(err)
@@ -417,15 +438,34 @@ func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.Respons
 }
 
 // applyStreamFaults returns what to send the client for event (nil: nothing)
-// and whether to end the stream after it.
-func (p *Proxy) applyStreamFaults(rec *Request, sf StreamFaults, media string, event []byte) (out []byte, end bool) {
+// and whether to end the stream after it. prev is the stream's last
+// MODIFIED frame per object (RedeliverOlder).
+func (p *Proxy) applyStreamFaults(rec *Request, sf StreamFaults, media string, event []byte, prev map[string][]byte) (out []byte, end bool) {
 	info, err := inspectEvent(media, event)
 	if err != nil {
 		p.logf("req %d: %v; forwarded unchanged", rec.Seq, err)
 		return frame(media, event), false
 	}
 	if info.Type != "BOOKMARK" {
-		return frame(media, event), false
+		out = frame(media, event)
+		if sf.RedeliverOlder && info.Type == "MODIFIED" {
+			k := info.Namespace + "/" + info.Name
+			if old, ok := prev[k]; ok {
+				out = append(out, old...)
+				p.noteFault(rec, "older MODIFIED re-delivered")
+			}
+			prev[k] = frame(media, event)
+		}
+		return out, false
+	}
+	if !info.InitialEventsEnd && sf.BookmarkRV != "" {
+		rewritten, err := rewriteResourceVersion(media, event, sf.BookmarkRV)
+		if err != nil {
+			p.logf("req %d: %v; forwarded unchanged", rec.Seq, err)
+		} else {
+			event = rewritten
+			p.noteFault(rec, "bookmark RV "+info.ResourceVersion+" -> "+sf.BookmarkRV)
+		}
 	}
 	if info.InitialEventsEnd && sf.CutBeforeInitialEventsEnd {
 		p.noteFault(rec, "cut before initial-events-end")
