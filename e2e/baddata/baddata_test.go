@@ -422,6 +422,11 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 				Expect(lists+watches).To(BeNumerically("<=", stockLists+stockWatches), "%s sends no more requests than stock", path)
 				Expect(w.wentBack()).To(BeEmpty())
 			}
+			for _, r := range e.p.Requests() {
+				if r.Namespace == w.ns {
+					fmt.Fprintf(GinkgoWriter, "  %s: +%.3fs %s ?%s -> %d %s\n", path, r.Time.Sub(start).Seconds(), r.Verb, r.RawQuery, r.Status, r.Fault)
+				}
+			}
 			record(result{Fault: fault, Path: path, Lists: lists, Watches: watches, Seconds: took.Seconds(),
 				Outcome: outcome + fmt.Sprintf(" (requests counted over %v)", window), Counters: w.rec.String()})
 		}
