@@ -301,14 +301,15 @@ func (lw *ListerWatcher) track(gen uint64, t watch.EventType, m metav1.Object, r
 }
 
 // unparsableHere reports whether rv does not parse as a number while this
-// server's versions do (the last list's, or the last delivered one, did).
+// server's versions do: an object's version was tracked (only numbers are),
+// or the newest version delivered parses.
 func (lw *ListerWatcher) unparsableHere(rv string) bool {
 	if _, err := strconv.ParseUint(rv, 10, 64); err == nil {
 		return false
 	}
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	if lw.held != nil {
+	if len(lw.held) > 0 {
 		return true
 	}
 	_, err := strconv.ParseUint(lw.delivered, 10, 64)
