@@ -17,6 +17,10 @@
 //     k8s.io/initial-events-end annotation, cut a streaming list right before
 //     its end bookmark or close it right after, and expire that bookmark's
 //     resourceVersion; answer watches 200 with no event (Rule.EmptyWatch);
+//   - lie in the data itself: rewrite plain bookmarks' resourceVersion
+//     (StreamFaults.BookmarkRV), re-deliver an object's older MODIFIED after
+//     a newer one (StreamFaults.RedeliverOlder), repeat the continue token
+//     a list request carried in its answer (ListFaults.RepeatContinueToken);
 //   - route between several backends (Pin, Alternate, Failover), e.g. to
 //     reproduce an HA pair whose watch caches lag each other;
 //   - record every request as received and as forwarded (Requests).
