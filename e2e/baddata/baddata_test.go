@@ -172,6 +172,14 @@ const (
 // startWatcher runs one path on ns through the proxy until cleanup and
 // waits for it to sync.
 func (e *env) startWatcher(ctx context.Context, path, ns string) *watcher {
+	w, synced := e.runWatcher(path, ns, e.pcs, fallback.Policy{})
+	Eventually(synced).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
+	return w
+}
+
+// runWatcher starts one path on ns through cs (steadywatch's paths with
+// policy) until cleanup and returns it with its HasSynced.
+func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy fallback.Policy) (*watcher, func() bool) {
 	w := &watcher{name: path, ns: ns, rec: newCounter(), newest: map[string]uint64{}}
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -182,15 +190,16 @@ func (e *env) startWatcher(ctx context.Context, path, ns string) *watcher {
 		Expect(err).NotTo(HaveOccurred())
 		store := seeingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), w: w}
 		w.store = store
-		r := reflector.New(suite.ConfigMaps(e.pcs, ns), &corev1.ConfigMap{}, store, reflector.Options{Name: path, Server: srv, Metrics: w.rec})
+		r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Name: path, Server: srv, Metrics: w.rec,
+			Lister: lister.Options{Policy: policy}})
 		go func() { defer GinkgoRecover(); defer close(done); r.Run(rctx) }()
 		synced = r.HasSynced
 	default:
 		var lw cache.ListerWatcher
 		if path == pathDropIn {
-			lw = lister.NewListerWatcher(suite.ConfigMaps(e.pcs, ns), lister.Options{Name: path, Metrics: w.rec})
+			lw = lister.NewListerWatcher(suite.ConfigMaps(cs, ns), lister.Options{Name: path, Metrics: w.rec, Policy: policy})
 		} else {
-			lw = cache.NewListWatchFromClient(e.pcs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+			lw = cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
 		}
 		inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
 		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -203,8 +212,7 @@ func (e *env) startWatcher(ctx context.Context, path, ns string) *watcher {
 		synced = inf.HasSynced
 	}
 	DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed()) })
-	Eventually(synced).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
-	return w
+	return w, synced
 }
 
 var _ = Describe("bad server data on a current apiserver behind the fault proxy", Label("conformance", "needs-faults"), Ordered, func() {
@@ -307,6 +315,50 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 		lists, _ = e.wire(ns, true)
 		Expect(err).To(HaveOccurred())
 		record(result{Fault: fault, Path: "stock clientset List (5 s deadline)", Lists: lists, Seconds: took.Seconds(), Outcome: err.Error()})
+
+		// The informers: the first request of each (a streaming list) is
+		// answered 429 with Retry-After: 3600. steadywatch's paths run on a
+		// clientset from CapRetryAfter; stock on the plain one.
+		const window = 8 * time.Second
+		synced := map[string]func() bool{}
+		ws := map[string]*watcher{}
+		e.p.ResetRequests()
+		start = time.Now()
+		for _, path := range []string{pathDropIn, pathReflector, pathStock} {
+			ns := e.newNS(ctx, "ra-inf", 3)
+			e.p.Inject(faults.Rule{Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
+			var pcs kubernetes.Interface = cs
+			if path == pathStock {
+				pcs = e.pcs
+			}
+			ws[path], synced[path] = e.runWatcher(path, ns, pcs, policy)
+		}
+		syncedAt := map[string]time.Duration{}
+		Eventually(func() bool {
+			for path, ok := range synced {
+				if _, done := syncedAt[path]; !done && ok() {
+					syncedAt[path] = time.Since(start)
+				}
+			}
+			return time.Since(start) >= window
+		}).WithTimeout(window + 5*time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		for _, path := range []string{pathDropIn, pathReflector, pathStock} {
+			w := ws[path]
+			lists, watches := e.wire(w.ns, false)
+			took, ok := syncedAt[path]
+			outcome := fmt.Sprintf("synced after %.2f s", took.Seconds())
+			if !ok {
+				took, outcome = window, fmt.Sprintf("not synced within %v", window)
+			}
+			if path != pathStock {
+				Expect(ok).To(BeTrue(), "%s syncs after the capped wait", path)
+				Expect(took).To(BeNumerically("<", policy.MaxRetryAfter+4*time.Second))
+			}
+			record(result{Fault: fault, Path: path + map[bool]string{true: "", false: " (CapRetryAfter, MaxRetryAfter 2 s)"}[path == pathStock],
+				Lists: lists, Watches: watches, Seconds: took.Seconds(), Outcome: outcome, Counters: w.rec.String()})
+		}
+		// The shared CapRetryAfter transport counted both informers' waits.
+		Expect(rec.get(string(lister.ReasonRetryAfterCapped))).To(Equal(3))
 	})
 
 	It("3: an older MODIFIED re-delivered after a newer one is never applied by steadywatch's paths", func(ctx SpecContext) {
