@@ -36,7 +36,11 @@ type namedRecorder struct {
 	lists []string
 }
 
-func (r *namedRecorder) List(name, _, _ string) { r.mu.Lock(); r.lists = append(r.lists, name); r.mu.Unlock() }
+func (r *namedRecorder) List(name, _, _ string) {
+	r.mu.Lock()
+	r.lists = append(r.lists, name)
+	r.mu.Unlock()
+}
 func (r *namedRecorder) names() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
