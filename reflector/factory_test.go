@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -189,7 +190,7 @@ func TestFactoryInformerFindsTypedClients(t *testing.T) {
 		namespaced bool
 	}{
 		{&corev1.ConfigMap{}, "CoreV1.ConfigMaps", true},
-		{&corev1.Endpoints{}, "CoreV1.Endpoints", true},
+		{&discoveryv1.EndpointSlice{}, "DiscoveryV1.EndpointSlices", true},
 		{&corev1.Namespace{}, "CoreV1.Namespaces", false},
 		{&corev1.Event{}, "CoreV1.Events", true},
 		{&eventsv1.Event{}, "EventsV1.Events", true},
@@ -262,11 +263,10 @@ func TestFactoryInformerRejectsTypesOutsideTheClientset(t *testing.T) {
 // NewInformerFunc has controller-runtime's cache.Options.NewInformer
 // signature and names each informer's lister after its own object.
 func TestNewInformerFuncNamesEachInformer(t *testing.T) {
-	var hook func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer
+	type newInformer = func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer
+	var _ newInformer = NewSharedIndexInformer // the zero-options form has the signature too
 	rec := &namedRecorder{}
-	hook = NewInformerFunc(lister.Options{Metrics: rec})
-	hook = NewSharedIndexInformer // the zero-options form has the signature too
-	hook = NewInformerFunc(lister.Options{Metrics: rec})
+	var hook newInformer = NewInformerFunc(lister.Options{Metrics: rec})
 
 	cs := fake.NewClientset(labelled("ns", "a", ""), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}})
 	meta := &metav1.PartialObjectMetadata{}
