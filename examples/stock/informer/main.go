@@ -159,6 +159,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	return nil
 }
 
+// key is the namespace/name of a ConfigMap event's object.
 func key(o any) string {
 	switch o := o.(type) {
 	case *corev1.ConfigMap:
