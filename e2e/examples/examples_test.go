@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
@@ -72,14 +71,6 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 type cluster interface {
 	RESTConfig() *rest.Config
 	KubeconfigPath() string
-	Version() string
-}
-
-// parsedVersion is c's version as steadywatch's capability detection reads it.
-func parsedVersion(c cluster) compat.Version {
-	v, err := compat.ParseVersion(c.Version())
-	Expect(err).NotTo(HaveOccurred())
-	return v
 }
 
 // lockedBuffer collects a subprocess's output for concurrent reads.
