@@ -75,8 +75,8 @@ func TestStreamingListRefusedWithoutRequestWhenUnsupported(t *testing.T) {
 	c := &scripted{t: t}
 	lw := NewListerWatcher(c, Options{Server: staticServer(compat.Unknown, compat.No)})
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true})
-	if w != nil || !errors.Is(err, ErrStreamingListUnsupported) || len(c.watches) != 0 {
-		t.Fatalf("w %v err %v watches %d", w, err, len(c.watches))
+	if w != nil || !errors.Is(err, ErrStreamingListUnsupported) || len(c.watchCalls()) != 0 {
+		t.Fatalf("w %v err %v watches %d", w, err, len(c.watchCalls()))
 	}
 	// client-go reads IsWatchListSemanticsUnSupported once, for the
 	// informer's whole life: a belief about the server (which expires) is

@@ -24,71 +24,60 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // ---- fakes ----
 
+// fakeClient is the package's form of the shared scripted fake
+// (testfake.Client): the n-th list is answered by listFn, the n-th watch by
+// watchFn or, when it is nil, by a watch.RaceFreeFakeWatcher the test gets
+// from watcher.
 type fakeClient struct {
-	mu      sync.Mutex
-	lists   []metav1.ListOptions
-	watches []metav1.ListOptions
 	listFn  func(n int, o metav1.ListOptions) (runtime.Object, error)
 	watchFn func(n int, o metav1.ListOptions) (watch.Interface, error)
-	open    []*watch.RaceFreeFakeWatcher
+
+	once sync.Once
+	fake *testfake.Client
 }
 
-func (f *fakeClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	f.mu.Lock()
-	n := len(f.lists)
-	f.lists = append(f.lists, o)
-	fn := f.listFn
-	f.mu.Unlock()
-	return fn(n, o)
+func (f *fakeClient) client() *testfake.Client {
+	f.once.Do(func() {
+		f.fake = &testfake.Client{ListFn: f.listFn,
+			WatchFn: func(n int, o metav1.ListOptions) (watch.Interface, error) {
+				if f.watchFn != nil {
+					return f.watchFn(n, o)
+				}
+				return f.fake.OpenWatch(), nil
+			}}
+	})
+	return f.fake
 }
 
-func (f *fakeClient) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	f.mu.Lock()
-	n := len(f.watches)
-	f.watches = append(f.watches, o)
-	fn := f.watchFn
-	f.mu.Unlock()
-	if fn != nil {
-		return fn(n, o)
-	}
-	w := watch.NewRaceFreeFake()
-	f.mu.Lock()
-	f.open = append(f.open, w)
-	f.mu.Unlock()
-	return w, nil
+func (f *fakeClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return f.client().List(ctx, o)
 }
 
-func (f *fakeClient) listCalls() []metav1.ListOptions {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.lists)
+func (f *fakeClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return f.client().Watch(ctx, o)
 }
 
-func (f *fakeClient) watchCalls() []metav1.ListOptions {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.watches)
-}
+func (f *fakeClient) listCalls() []metav1.ListOptions  { return f.client().Lists() }
+func (f *fakeClient) watchCalls() []metav1.ListOptions { return f.client().Watches() }
+
+// openWatch opens a watch the test gets from watcher (for a watchFn that
+// answers only some calls itself).
+func (f *fakeClient) openWatch() *watch.RaceFreeFakeWatcher { return f.client().OpenWatch() }
 
 // watcher returns the i-th watch opened by the default watchFn.
 func (f *fakeClient) watcher(t *testing.T, i int) *watch.RaceFreeFakeWatcher {
 	t.Helper()
-	var w *watch.RaceFreeFakeWatcher
-	eventually(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if len(f.open) > i {
-			w = f.open[i]
-			return true
-		}
-		return false
-	})
+	w, ok := f.client().Watcher(i, 5*time.Second)
+	if !ok {
+		t.Fatalf("timed out waiting for: watch #%d opened", i)
+	}
 	return w
 }
 
@@ -354,11 +343,7 @@ func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
 		if n == 0 {
 			return nil, tooLarge(0)
 		}
-		w := watch.NewRaceFreeFake()
-		fc.mu.Lock()
-		fc.open = append(fc.open, w)
-		fc.mu.Unlock()
-		return w, nil
+		return fc.openWatch(), nil
 	}
 	rec := &recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
