@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // A server (or proxy) that answers every watch with 410 used to get
@@ -22,21 +23,26 @@ import (
 // watch. A relist that follows the previous fill with no watch event in
 // between now waits a growing backoff. The fake clock makes it exact.
 func TestEveryWatchGoneBacksOffBetweenRelists(t *testing.T) {
-	fc := &fakeClient{
-		listFn:  func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10", cm("a", "5")), nil },
-		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return nil, gone() },
-	}
+	srv := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, "10", cm("a", "5"))
+	relistsBackOff(t, srv, func() int { return srv.Count(steadywatchtest.VerbList) })
+}
+
+// relistsBackOff runs a reflector over c with a fake clock and a 100ms
+// initial backoff and steps the clock: each relist (lists() counts them)
+// must wait its backoff, Initial first and then twice that.
+func relistsBackOff(t *testing.T, c Client, lists func() int) {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
 	o := fastOptions(&recorder{})
 	o.Clock = clk
 	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(c, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	waitBackingOff := func(lists int) {
+	waitBackingOff := func(want int) {
 		t.Helper()
 		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
-		if n := len(fc.listCalls()); n != lists {
-			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, lists)
+		if n := lists(); n != want {
+			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, want)
 		}
 	}
 	waitBackingOff(1)
@@ -145,24 +151,5 @@ func TestRepeatedStaleEventBacksOff(t *testing.T) {
 			return w, nil
 		},
 	}
-	clk := clocktesting.NewFakeClock(time.Now())
-	o := fastOptions(&recorder{})
-	o.Clock = clk
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	waitBackingOff := func(lists int) {
-		t.Helper()
-		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
-		if n := len(fc.listCalls()); n != lists {
-			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, lists)
-		}
-	}
-	waitBackingOff(1)
-	clk.Step(100 * time.Millisecond)
-	waitBackingOff(2)
-	clk.Step(150 * time.Millisecond) // less than the grown delay (200ms)
-	waitBackingOff(2)
-	clk.Step(50 * time.Millisecond)
-	waitBackingOff(3)
+	relistsBackOff(t, fc, func() int { return len(fc.listCalls()) })
 }

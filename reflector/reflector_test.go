@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -184,25 +186,85 @@ func run(t *testing.T, r *Reflector) (stop func()) {
 	return stop
 }
 
+// cmServer is the steadywatchtest apiserver of ConfigMaps that tests needing
+// real resourceVersion semantics run against.
+type cmServer = steadywatchtest.Server[*corev1.ConfigMap]
+
+// newServer returns a server with faults f holding objs, each written at
+// its resourceVersion, the store then at resourceVersion rv; its watches end
+// at cleanup.
+func newServer(t *testing.T, f steadywatchtest.Faults, rv string, objs ...*corev1.ConfigMap) *cmServer {
+	t.Helper()
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{Faults: f})
+	t.Cleanup(srv.Close)
+	for _, o := range objs {
+		writeAt(t, srv, o)
+	}
+	advanceTo(t, srv, rv)
+	return srv
+}
+
+// advanceTo moves the server's resourceVersion on to rv.
+func advanceTo(t *testing.T, srv *cmServer, rv string) {
+	t.Helper()
+	want, _ := strconv.ParseUint(rv, 10, 64)
+	now, _ := strconv.ParseUint(srv.ResourceVersion(), 10, 64)
+	if want < now {
+		t.Fatalf("server at %d, past %d", now, want)
+	}
+	srv.Advance(want - now)
+}
+
+// writeAt creates or replaces obj so that it is stored at its resourceVersion.
+func writeAt(t *testing.T, srv *cmServer, obj *corev1.ConfigMap) {
+	t.Helper()
+	n, _ := strconv.ParseUint(obj.ResourceVersion, 10, 64)
+	advanceTo(t, srv, strconv.FormatUint(n-1, 10))
+	obj = obj.DeepCopy()
+	obj.ResourceVersion = ""
+	if got, err := srv.Apply(obj); err != nil || got.ResourceVersion != strconv.FormatUint(n, 10) {
+		t.Fatalf("write %s at %d: %v", obj.Name, n, err)
+	}
+}
+
+// watchRequest waits for the server's i-th watch request and returns it.
+func watchRequest(t *testing.T, srv *cmServer, i int) steadywatchtest.Request {
+	t.Helper()
+	var got []steadywatchtest.Request
+	eventually(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
+		got = requestsOf(srv, steadywatchtest.VerbWatch)
+		return len(got) > i
+	})
+	return got[i]
+}
+
+// requestsOf returns the server's requests of verb, in order.
+func requestsOf(srv *cmServer, verb string) []steadywatchtest.Request {
+	var out []steadywatchtest.Request
+	for _, r := range srv.Requests() {
+		if r.Verb == verb {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); return k }
 
 // ---- tests ----
 
 func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("10", cm("a", "5"), cm("b", "7")), nil
-	}}
+	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"), cm("b", "7"))
 	rec := &recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	r := newR(srv, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
 
-	w := fc.watcher(t, 0)
-	l := fc.listCalls()[0]
+	wo := watchRequest(t, srv, 0).Options
+	l := requestsOf(srv, steadywatchtest.VerbList)[0].Options
 	if l.ResourceVersion != "" || l.Limit != DefaultPageSize || l.ResourceVersionMatch != "" {
 		t.Fatalf("initial list options = %+v; want MostRecent (RV \"\") with limit %d", l, DefaultPageSize)
 	}
-	wo := fc.watchCalls()[0]
 	if wo.ResourceVersion != "10" || !wo.AllowWatchBookmarks || wo.TimeoutSeconds == nil ||
 		*wo.TimeoutSeconds < 300 || *wo.TimeoutSeconds > 600 || wo.SendInitialEvents != nil {
 		t.Fatalf("watch options = %+v; want RV 10, bookmarks, timeout in [300,600]s, no sendInitialEvents", wo)
@@ -210,10 +272,13 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) || !r.HasSynced() {
 		t.Fatalf("store = %v synced=%v; want [ns/a ns/b] synced", got, r.HasSynced())
 	}
-	w.Modify(cm("a", "11"))
+	writeAt(t, srv, cm("a", "11"))
 	eventually(t, "RV 11 after MODIFIED", func() bool { return r.LastSyncResourceVersion() == "11" })
-	w.Delete(cm("b", "12"))
-	w.Action(watch.Bookmark, bookmark("15", false))
+	if err := srv.Delete("ns", "b"); err != nil || srv.ResourceVersion() != "12" {
+		t.Fatalf("delete b at %s: %v", srv.ResourceVersion(), err)
+	}
+	advanceTo(t, srv, "15")
+	srv.Bookmark()
 	eventually(t, "RV 15 after BOOKMARK", func() bool { return r.LastSyncResourceVersion() == "15" })
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a"}) {
 		t.Fatalf("store after delete = %v", got)
@@ -228,13 +293,13 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 }
 
 func TestAnyInitialSemanticIsOptIn(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	srv := newServer(t, steadywatchtest.Faults{}, "10")
 	o := fastOptions(&recorder{})
 	o.InitialListSemantic = fallback.Any
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0)
-	if l := fc.listCalls()[0]; l.ResourceVersion != "0" {
+	watchRequest(t, srv, 0)
+	if l := requestsOf(srv, steadywatchtest.VerbList)[0].Options; l.ResourceVersion != "0" {
 		t.Fatalf("initial list RV = %q; want \"0\" (Any)", l.ResourceVersion)
 	}
 }
@@ -358,20 +423,19 @@ func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
 }
 
 func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	srv := newServer(t, steadywatchtest.Faults{}, "10")
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.ShortWatch = time.Nanosecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	w := fc.watcher(t, 0)
-	w.Add(cm("x", "12"))
-	w.Stop() // the server closed the watch (timeout)
-	fc.watcher(t, 1)
-	if got := fc.watchCalls()[1].ResourceVersion; got != "12" {
+	watchRequest(t, srv, 0)
+	writeAt(t, srv, cm("x", "12"))
+	srv.Close() // the server closed the watch (timeout)
+	if got := watchRequest(t, srv, 1).Options.ResourceVersion; got != "12" {
 		t.Fatalf("second watch from %q; want 12 (last event)", got)
 	}
-	if n := len(fc.listCalls()); n != 1 {
+	if n := srv.Count(steadywatchtest.VerbList); n != 1 {
 		t.Fatalf("lists = %d; want 1 (a normal close never relists)", n)
 	}
 	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{ReasonWatchClosed}) {
@@ -591,15 +655,13 @@ func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
 }
 
 func TestFeedsDeltaFIFO(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("10", cm("a", "5")), nil
-	}}
+	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"))
 	known := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: known, EmitDeltaTypeReplaced: true})
-	r := newR(fc, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
+	r := newR(srv, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
 	run(t, r)
-	w := fc.watcher(t, 0)
-	w.Add(cm("b", "11"))
+	watchRequest(t, srv, 0)
+	writeAt(t, srv, cm("b", "11"))
 	var got []string
 	for len(got) < 2 {
 		_, err := fifo.Pop(func(obj any, _ bool) error {
@@ -716,14 +778,11 @@ func newR(c Client, expected runtime.Object, store cache.ReflectorStore, o Optio
 }
 
 func TestDefaultExecutorIsTheLister(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("10", cm("a", "5")), nil
-	}}
+	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"))
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := New(srv, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
-	fc.watcher(t, 0)
-	if got := fc.watchCalls()[0].ResourceVersion; got != "10" || !r.HasSynced() || len(store.ListKeys()) != 1 {
+	if got := watchRequest(t, srv, 0).Options.ResourceVersion; got != "10" || !r.HasSynced() || len(store.ListKeys()) != 1 {
 		t.Fatalf("watch from %q synced=%v items=%d; want a lister-made sync at 10", got, r.HasSynced(), len(store.ListKeys()))
 	}
 }
