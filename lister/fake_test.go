@@ -30,39 +30,29 @@ type scripted struct {
 	t       *testing.T
 	answers []func(o metav1.ListOptions) (runtime.Object, error)
 	watchFn func(o metav1.ListOptions) (watch.Interface, error)
-
-	once sync.Once
-	fake *testfake.Client
+	fake    testfake.Lazy
 }
 
-func (s *scripted) client() *testfake.Client {
-	s.once.Do(func() {
-		s.fake = &testfake.Client{T: s.t,
-			ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
-				return testfake.Answers(s.answers...)(n, o)
-			},
-			WatchFn: func(_ int, o metav1.ListOptions) (watch.Interface, error) {
-				if s.watchFn == nil {
-					return nil, fmt.Errorf("no watch scripted")
-				}
-				return s.watchFn(o)
-			}}
-	})
-	return s.fake
+func (s *scripted) build() *testfake.Client {
+	answer := func(n int, o metav1.ListOptions) (runtime.Object, error) { return testfake.Answers(s.answers...)(n, o) }
+	return &testfake.Client{T: s.t, ListFn: answer, WatchFn: func(_ int, o metav1.ListOptions) (watch.Interface, error) {
+		if s.watchFn == nil {
+			return nil, fmt.Errorf("no watch scripted")
+		}
+		return s.watchFn(o)
+	}}
 }
 
+func (s *scripted) client() *testfake.Client { return s.fake.Get(s.build) }
 func (s *scripted) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	return s.client().List(ctx, o)
 }
-
 func (s *scripted) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	return s.client().Watch(ctx, o)
 }
 
-// calls returns the options of every list so far.
-func (s *scripted) calls() []metav1.ListOptions { return s.client().Lists() }
-
-// watchCalls returns the options of every watch so far.
+// calls and watchCalls return the options of every list and watch so far.
+func (s *scripted) calls() []metav1.ListOptions      { return s.client().Lists() }
 func (s *scripted) watchCalls() []metav1.ListOptions { return s.client().Watches() }
 
 func page(rv, cont string, names ...string) func(metav1.ListOptions) (runtime.Object, error) {

@@ -58,7 +58,7 @@ func relistsBackOff(t *testing.T, c Client, lists func() int) {
 // re-delivering history, kubernetes/kubernetes#73845) is never applied; the
 // reflector re-syncs with a list not older than the store.
 func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		if n == 0 {
 			return cmList("12", cm("a", "10")), nil
 		}
@@ -68,14 +68,14 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Modify(cm("a", "5"))
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 	obj, _, _ := store.GetByKey("ns/a")
 	if got := obj.(*corev1.ConfigMap).ResourceVersion; got != "10" {
 		t.Fatalf("store holds a at %s; the older event was applied", got)
 	}
-	lists := fc.listCalls()
+	lists := fc.Lists()
 	if len(lists) != 2 || lists[1].ResourceVersion != "12" {
 		t.Fatalf("lists %+v; want a relist NotOlderThan(12)", lists)
 	}
@@ -90,14 +90,14 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 // A bookmark whose resourceVersion does not parse, on a server whose versions
 // do, is not adopted: every watch from it would fail.
 func TestUnparsableBookmarkIsNotAdopted(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Action(watch.Bookmark, bookmark("abc", false))
 	w.Add(cm("b", "11"))
 	eventually(t, "RV 11", func() bool { return r.LastSyncResourceVersion() == "11" })
-	for _, o := range fc.watchCalls() {
+	for _, o := range fc.Watches() {
 		if o.ResourceVersion == "abc" {
 			t.Fatalf("watched from %q", o.ResourceVersion)
 		}
@@ -119,19 +119,19 @@ func TestRetryAfterIsCapped(t *testing.T) {
 // that resourceVersion after MaxShortWatches restarts, not re-watch forever.
 func TestRepeatedShortWatchesRelist(t *testing.T) {
 	fc := &fakeClient{
-		listFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+		ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
 			return cmList(strconv.Itoa(10+n), cm("a", "5")), nil
 		},
-		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil },
+		WatchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil },
 	}
 	rec := &recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
-	eventually(t, "a relist", func() bool { return len(fc.listCalls()) >= 2 })
-	if l := fc.listCalls()[1]; l.ResourceVersion != "10" {
+	eventually(t, "a relist", func() bool { return len(fc.Lists()) >= 2 })
+	if l := fc.Lists()[1]; l.ResourceVersion != "10" {
 		t.Fatalf("relist %+v, want NotOlderThan(10)", l)
 	}
-	if w := len(fc.watchCalls()); w < 3 {
+	if w := len(fc.Watches()); w < 3 {
 		t.Fatalf("%d watches before the relist, want MaxShortWatches+1 = 3", w)
 	}
 	if got := rec.get(&rec.relists); len(got) == 0 || got[0] != ReasonShortWatch {
@@ -144,12 +144,12 @@ func TestRepeatedShortWatchesRelist(t *testing.T) {
 // back off (fake clock: the next relist waits Initial, then twice that).
 func TestRepeatedStaleEventBacksOff(t *testing.T) {
 	fc := &fakeClient{
-		listFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "10")), nil },
-		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) {
+		ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "10")), nil },
+		WatchFn: func(int, metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			w.Modify(cm("a", "5"))
 			return w, nil
 		},
 	}
-	relistsBackOff(t, fc, func() int { return len(fc.listCalls()) })
+	relistsBackOff(t, fc, func() int { return len(fc.Lists()) })
 }

@@ -33,50 +33,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // ---- fakes ----
 
-// fakeClient is the package's form of the shared scripted fake
-// (testfake.Client): the n-th list is answered by listFn, the n-th watch by
-// watchFn or, when it is nil, by a watch.RaceFreeFakeWatcher the test gets
-// from watcher.
-type fakeClient struct {
-	listFn  func(n int, o metav1.ListOptions) (runtime.Object, error)
-	watchFn func(n int, o metav1.ListOptions) (watch.Interface, error)
+// fakeClient is the shared scripted fake (testfake.Client): the n-th list
+// is answered by ListFn, the n-th watch by WatchFn or, when it is nil, by a
+// watch.RaceFreeFakeWatcher the test gets from watcherOf.
+type fakeClient = testfake.Client
 
-	once sync.Once
-	fake *testfake.Client
-}
-
-func (f *fakeClient) client() *testfake.Client {
-	f.once.Do(func() {
-		f.fake = &testfake.Client{ListFn: f.listFn,
-			WatchFn: func(n int, o metav1.ListOptions) (watch.Interface, error) {
-				if f.watchFn != nil {
-					return f.watchFn(n, o)
-				}
-				return f.fake.OpenWatch(), nil
-			}}
-	})
-	return f.fake
-}
-
-func (f *fakeClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return f.client().List(ctx, o)
-}
-
-func (f *fakeClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return f.client().Watch(ctx, o)
-}
-
-func (f *fakeClient) listCalls() []metav1.ListOptions  { return f.client().Lists() }
-func (f *fakeClient) watchCalls() []metav1.ListOptions { return f.client().Watches() }
-
-// openWatch opens a watch the test gets from watcher (for a watchFn that
-// answers only some calls itself).
-func (f *fakeClient) openWatch() *watch.RaceFreeFakeWatcher { return f.client().OpenWatch() }
-
-// watcher returns the i-th watch opened by the default watchFn.
-func (f *fakeClient) watcher(t *testing.T, i int) *watch.RaceFreeFakeWatcher {
+// watcherOf returns the i-th watch fc opened without its WatchFn.
+func watcherOf(t *testing.T, fc *fakeClient, i int) *watch.RaceFreeFakeWatcher {
 	t.Helper()
-	w, ok := f.client().Watcher(i, 5*time.Second)
+	w, ok := fc.Watcher(i, 5*time.Second)
 	if !ok {
 		t.Fatalf("timed out waiting for: watch #%d opened", i)
 	}
@@ -305,7 +270,7 @@ func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 }
 
 func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		switch n {
 		case 0:
 			return cmList("10", cm("a", "5")), nil
@@ -318,13 +283,13 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 	rec := &recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Action(watch.Bookmark, bookmark("15", false))
 	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
 	w.Error(&gone().ErrStatus)
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 
-	lists := fc.listCalls()
+	lists := fc.Lists()
 	if len(lists) != 3 {
 		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan, MostRecent)", lists)
 	}
@@ -334,7 +299,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 	if lists[2].ResourceVersion != "" {
 		t.Fatalf("second relist = %+v; want MostRecent (RV \"\")", lists[2])
 	}
-	if got := fc.watchCalls()[1].ResourceVersion; got != "30" {
+	if got := fc.Watches()[1].ResourceVersion; got != "30" {
 		t.Fatalf("watch after relist from %q; want 30", got)
 	}
 	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonWatchGone}) {
@@ -343,7 +308,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 }
 
 func TestStaleListIsNeverApplied(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		switch n {
 		case 0:
 			return cmList("20", cm("a", "20")), nil
@@ -356,9 +321,9 @@ func TestStaleListIsNeverApplied(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
-	fc.watcher(t, 0).Error(&gone().ErrStatus)
-	fc.watcher(t, 1)
-	lists := fc.listCalls()
+	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+	watcherOf(t, fc, 1)
+	lists := fc.Lists()
 	if len(lists) != 3 || lists[1].ResourceVersion != "20" || lists[2].ResourceVersion != "20" {
 		t.Fatalf("lists = %+v; want initial, NotOlderThan(20) (served 12: rejected), NotOlderThan(20) again", lists)
 	}
@@ -373,7 +338,7 @@ func TestStaleListIsNeverApplied(t *testing.T) {
 func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 	var mu sync.Mutex
 	var at []time.Time
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		mu.Lock()
 		at = append(at, time.Now())
 		mu.Unlock()
@@ -388,9 +353,9 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 	}}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	run(t, r)
-	fc.watcher(t, 0).Error(&gone().ErrStatus)
-	fc.watcher(t, 1)
-	lists := fc.listCalls()
+	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+	watcherOf(t, fc, 1)
+	lists := fc.Lists()
 	if len(lists) != 3 || lists[1].ResourceVersion != "10" || lists[2].ResourceVersion != "" {
 		t.Fatalf("lists = %+v; want initial, NotOlderThan(10) -> too large, MostRecent", lists)
 	}
@@ -403,21 +368,21 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 }
 
 func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
-	fc.watchFn = func(n int, o metav1.ListOptions) (watch.Interface, error) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc.WatchFn = func(n int, o metav1.ListOptions) (watch.Interface, error) {
 		if n == 0 {
 			return nil, tooLarge(0)
 		}
-		return fc.openWatch(), nil
+		return fc.OpenWatch(), nil
 	}
 	rec := &recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
-	fc.watcher(t, 0)
-	if ws := fc.watchCalls(); len(ws) != 2 || ws[1].ResourceVersion != "10" {
+	watcherOf(t, fc, 0)
+	if ws := fc.Watches(); len(ws) != 2 || ws[1].ResourceVersion != "10" {
 		t.Fatalf("watches = %+v; want a second watch from 10", ws)
 	}
-	if n := len(fc.listCalls()); n != 1 {
+	if n := len(fc.Lists()); n != 1 {
 		t.Fatalf("lists = %d; a too-large watch must not relist at once", n)
 	}
 }
@@ -444,15 +409,15 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 }
 
 func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.Backoff = fallback.BackoffPolicy{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0).Stop() // closed at once, no event
+	watcherOf(t, fc, 0).Stop() // closed at once, no event
 	start := time.Now()
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 	if d := time.Since(start); d < 90*time.Millisecond { // 200ms with jitter factor 0.5 => >= 100ms
 		t.Fatalf("restarted a short-lived watch after %v; want a backoff", d)
 	}
@@ -462,22 +427,22 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 }
 
 func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.StallTimeout = 100 * time.Millisecond
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Action(watch.Bookmark, bookmark("11", false))
-	fc.watcher(t, 1) // nothing more arrives: stalled
-	if got := fc.watchCalls()[1].ResourceVersion; got != "11" {
+	watcherOf(t, fc, 1) // nothing more arrives: stalled
+	if got := fc.Watches()[1].ResourceVersion; got != "11" {
 		t.Fatalf("restart from %q; want 11", got)
 	}
 	if !w.IsStopped() {
 		t.Fatal("the stalled watch was not stopped")
 	}
-	if n := len(fc.listCalls()); n != 1 {
+	if n := len(fc.Lists()); n != 1 {
 		t.Fatalf("lists = %d; a stall must not relist", n)
 	}
 	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != ReasonStalled {
@@ -488,11 +453,11 @@ func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
 func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
 	// A list without a resourceVersion makes the watch start at "": the
 	// server replays synthetic ADDED events in no RV order.
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(""), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(""), nil }}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Add(cm("b", "50"))
 	w.Add(cm("a", "30"))
 	eventually(t, "2 items", func() bool { return len(store.ListKeys()) == 2 })
@@ -528,7 +493,7 @@ func streamingServer() *fakeServer {
 }
 
 func TestStreamingListWhereSupported(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) {
 		return nil, fmt.Errorf("no list expected")
 	}}
 	srv := streamingServer()
@@ -537,8 +502,8 @@ func TestStreamingListWhereSupported(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
-	w := fc.watcher(t, 0)
-	wo := fc.watchCalls()[0]
+	w := watcherOf(t, fc, 0)
+	wo := fc.Watches()[0]
 	if wo.SendInitialEvents == nil || !*wo.SendInitialEvents || wo.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan ||
 		wo.ResourceVersion != "" || !wo.AllowWatchBookmarks {
 		t.Fatalf("streaming watch options = %+v", wo)
@@ -553,12 +518,12 @@ func TestStreamingListWhereSupported(t *testing.T) {
 	w.Modify(cm("a", "41")) // the same watch goes on
 	eventually(t, "RV 41", func() bool { return r.LastSyncResourceVersion() == "41" })
 	lists := 0
-	for _, o := range fc.listCalls() {
+	for _, o := range fc.Lists() {
 		if o.Limit != 1 { // limit=1: the guard's count of the initial events
 			lists++
 		}
 	}
-	if n := len(fc.watchCalls()); n != 1 || lists != 0 {
+	if n := len(fc.Watches()); n != 1 || lists != 0 {
 		t.Fatalf("watches=%d lists=%d; want the streaming watch reused and no list", n, lists)
 	}
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) {
@@ -568,7 +533,7 @@ func TestStreamingListWhereSupported(t *testing.T) {
 
 func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	// v1.18 ignores sendInitialEvents: ADDED events, then silence, never the end bookmark.
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) {
 		return cmList("20", cm("a", "5")), nil
 	}}
 	srv := streamingServer()
@@ -579,7 +544,7 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	r := newR(fc, &corev1.ConfigMap{}, store, o)
 	start := time.Now()
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Add(cm("a", "5"))
 	eventually(t, "synced by a list", r.HasSynced)
 	took := time.Since(start)
@@ -595,20 +560,20 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	if len(obs) != 1 || obs[0].Capability != compat.StreamingList || obs[0].Support != compat.No {
 		t.Fatalf("observations = %+v; want StreamingList=No", obs)
 	}
-	fc.watcher(t, 1)
-	if wo := fc.watchCalls()[1]; wo.SendInitialEvents != nil || wo.ResourceVersion != "20" {
+	watcherOf(t, fc, 1)
+	if wo := fc.Watches()[1]; wo.SendInitialEvents != nil || wo.ResourceVersion != "20" {
 		t.Fatalf("watch after fallback = %+v; want a plain watch from 20", wo)
 	}
 }
 
 func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("20"), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("20"), nil }}
 	o := fastOptions(&recorder{})
 	o.Server = streamingServer()
 	o.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("19", false))
+	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("19", false))
 	eventually(t, "synced by a list", r.HasSynced)
 }
 
@@ -633,12 +598,12 @@ func (b *bookmarkStore) UpdateResourceVersion(rv string) {
 }
 
 func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	rec := &recorder{}
 	store := &bookmarkStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Action(watch.Bookmark, bookmark("13", false))
 	w.Action(watch.Bookmark, bookmark("17", false))
 	eventually(t, "RV 17", func() bool { return r.LastSyncResourceVersion() == "17" })
@@ -682,7 +647,7 @@ func TestFeedsDeltaFIFO(t *testing.T) {
 }
 
 func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		if o.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
 			if o.ResourceVersion != "15" {
 				return nil, fmt.Errorf("exact list at %q, want 15", o.ResourceVersion)
@@ -697,7 +662,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 	o.ConsistencyCheckInterval = time.Millisecond
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
+	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("15", false))
 	var rep ConsistencyReport
 	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
 	if rep.Result() != "mismatch" || !slices.Equal(rep.Missing, []string{"ns/c"}) ||
@@ -710,7 +675,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 }
 
 func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		if o.ResourceVersion == "15" { // a legacy server ignoring Exact serves the newest state
 			return cmList("18"), nil
 		}
@@ -721,7 +686,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 	o.ConsistencyCheckInterval = time.Millisecond
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
+	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("15", false))
 	var rep ConsistencyReport
 	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
 	if rep.Result() != "error" || rep.Err == nil || !strings.Contains(rep.Err.Error(), "served at 18") {
@@ -729,7 +694,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 	}
 	// Legacy form: no resourceVersionMatch (Unknown capability), a limit so the server reads it as Exact.
 	var exact *metav1.ListOptions
-	for _, l := range fc.listCalls() {
+	for _, l := range fc.Lists() {
 		if l.ResourceVersion == "15" {
 			exact = &l
 		}
@@ -740,10 +705,10 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 }
 
 func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	stop := run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	r.Run(context.Background()) // returns at once: already running
 	stop()
 	if !w.IsStopped() {
@@ -755,11 +720,11 @@ func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
 }
 
 func TestUnexpectedTypeIsIgnored(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "11"}})
 	w.Add(cm("a", "12"))
 	eventually(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })

@@ -131,3 +131,17 @@ func (c *Client) Watcher(i int, timeout time.Duration) (*watch.RaceFreeFakeWatch
 		}
 	}
 }
+
+// Lazy holds a Client built on first use, for a test package's own fake
+// type whose script fields composite literals set (and tests may change
+// before the first call).
+type Lazy struct {
+	once sync.Once
+	c    *Client
+}
+
+// Get returns the Client, built by build on the first call.
+func (l *Lazy) Get(build func() *Client) *Client {
+	l.once.Do(func() { l.c = build() })
+	return l.c
+}
