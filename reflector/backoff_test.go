@@ -9,7 +9,6 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 )
@@ -47,7 +46,7 @@ func droppedStream() runtime.Object {
 // watching again. A watch that delivered an event proves the server healthy:
 // the next cut is retried after Initial.
 func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
 	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -72,7 +71,7 @@ func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 }
 
 func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
 	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)

@@ -66,9 +66,7 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 	}}
 	rec := &recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	r, w := startWatching(t, fc, store, fastOptions(rec))
 	w.Modify(cm("a", "5"))
 	watcherOf(t, fc, 1)
 	obj, _, _ := store.GetByKey("ns/a")
@@ -90,10 +88,8 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 // A bookmark whose resourceVersion does not parse, on a server whose versions
 // do, is not adopted: every watch from it would fail.
 func TestUnparsableBookmarkIsNotAdopted(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	fc := &fakeClient{ListFn: emptyAt("10")}
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	w.Action(watch.Bookmark, bookmark("abc", false))
 	w.Add(cm("b", "11"))
 	eventually(t, "RV 11", func() bool { return r.LastSyncResourceVersion() == "11" })

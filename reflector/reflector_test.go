@@ -214,6 +214,19 @@ func requestsOf(srv *cmServer, verb string) []steadywatchtest.Request {
 	return out
 }
 
+// emptyAt answers every list with an empty list at resourceVersion rv.
+func emptyAt(rv string) func(int, metav1.ListOptions) (runtime.Object, error) {
+	return func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(rv), nil }
+}
+
+// startWatching runs newR over fc into store and returns it with its first watch.
+func startWatching(t *testing.T, fc *fakeClient, store cache.ReflectorStore, o Options) (*Reflector, *watch.RaceFreeFakeWatcher) {
+	t.Helper()
+	r := newR(fc, &corev1.ConfigMap{}, store, o)
+	run(t, r)
+	return r, watcherOf(t, fc, 0)
+}
+
 func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); return k }
 
 // ---- tests ----
@@ -281,9 +294,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 		}
 	}}
 	rec := &recorder{}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	w.Action(watch.Bookmark, bookmark("15", false))
 	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
 	w.Error(&gone().ErrStatus)
@@ -368,7 +379,7 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 }
 
 func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	fc.WatchFn = func(n int, o metav1.ListOptions) (watch.Interface, error) {
 		if n == 0 {
 			return nil, tooLarge(0)
@@ -409,7 +420,7 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 }
 
 func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.Backoff = fallback.BackoffPolicy{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
@@ -427,13 +438,11 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 }
 
 func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.StallTimeout = 100 * time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	_, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	w.Action(watch.Bookmark, bookmark("11", false))
 	watcherOf(t, fc, 1) // nothing more arrives: stalled
 	if got := fc.Watches()[1].ResourceVersion; got != "11" {
@@ -453,11 +462,9 @@ func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
 func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
 	// A list without a resourceVersion makes the watch start at "": the
 	// server replays synthetic ADDED events in no RV order.
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(""), nil }}
+	fc := &fakeClient{ListFn: emptyAt("")}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
 	w.Add(cm("b", "50"))
 	w.Add(cm("a", "30"))
 	eventually(t, "2 items", func() bool { return len(store.ListKeys()) == 2 })
@@ -500,9 +507,7 @@ func TestStreamingListWhereSupported(t *testing.T) {
 	o := fastOptions(&recorder{})
 	o.Server = srv
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, o)
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	r, w := startWatching(t, fc, store, o)
 	wo := fc.Watches()[0]
 	if wo.SendInitialEvents == nil || !*wo.SendInitialEvents || wo.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan ||
 		wo.ResourceVersion != "" || !wo.AllowWatchBookmarks {
@@ -567,7 +572,7 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 }
 
 func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("20"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("20")}
 	o := fastOptions(&recorder{})
 	o.Server = streamingServer()
 	o.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
@@ -598,12 +603,10 @@ func (b *bookmarkStore) UpdateResourceVersion(rv string) {
 }
 
 func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	store := &bookmarkStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	r, w := startWatching(t, fc, store, fastOptions(rec))
 	w.Action(watch.Bookmark, bookmark("13", false))
 	w.Action(watch.Bookmark, bookmark("17", false))
 	eventually(t, "RV 17", func() bool { return r.LastSyncResourceVersion() == "17" })
@@ -705,7 +708,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 }
 
 func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	stop := run(t, r)
 	w := watcherOf(t, fc, 0)
@@ -720,11 +723,9 @@ func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
 }
 
 func TestUnexpectedTypeIsIgnored(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
 	w.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "11"}})
 	w.Add(cm("a", "12"))
 	eventually(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -15,13 +12,11 @@ import (
 // Events keep arriving for 3x StallTimeout: no restart. Then silence: the
 // restart comes no earlier than StallTimeout after the last event.
 func TestStallTimerRearmsLazily(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.StallTimeout = 300 * time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	w := watcherOf(t, fc, 0)
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	begin := time.Now()
 	rv := 11
 	var last time.Time

@@ -75,3 +75,37 @@ func TestClientFlagsResourceVersionWithContinue(t *testing.T) {
 		t.Fatalf("%d errors reported, want 1 (only the request with both)", rt.errs)
 	}
 }
+
+func TestPagesChainAndCopy(t *testing.T) {
+	pages := NewPages(3, 2, "ns", func(cm *corev1.ConfigMap) { cm.ResourceVersion = "100" })
+	var got []string
+	token := ""
+	for {
+		l, err := pages.Page(token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range l.Items {
+			got = append(got, it.Namespace+"/"+it.Name+"@"+it.ResourceVersion)
+		}
+		if token = l.Continue; token == "" {
+			if l.RemainingItemCount != nil {
+				t.Errorf("last page has remainingItemCount %d", *l.RemainingItemCount)
+			}
+			break
+		}
+		if l.RemainingItemCount == nil || *l.RemainingItemCount != int64(6-len(got)) {
+			t.Errorf("remainingItemCount %v after %d items", l.RemainingItemCount, len(got))
+		}
+		l.Continue = "changed" // a copy: the stored page keeps its token
+	}
+	if len(got) != 6 || got[0] != "ns/cm-0-0@100" || got[5] != "ns/cm-2-1@100" {
+		t.Fatalf("items %v", got)
+	}
+	if first, _ := pages.Page(""); first.Continue != "c1" {
+		t.Errorf("stored first page changed through a copy: continue %q", first.Continue)
+	}
+	if _, err := pages.Page("c9"); err == nil {
+		t.Fatal("an unknown token was served")
+	}
+}
