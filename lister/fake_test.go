@@ -20,6 +20,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // scripted is the package's form of the shared scripted fake
@@ -54,6 +55,21 @@ func (s *scripted) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inter
 // calls and watchCalls return the options of every list and watch so far.
 func (s *scripted) calls() []metav1.ListOptions      { return s.client().Lists() }
 func (s *scripted) watchCalls() []metav1.ListOptions { return s.client().Watches() }
+
+// newServer returns a steadywatchtest apiserver of ConfigMaps with faults f
+// holding objs, for tests that need real resourceVersion semantics rather
+// than a script; its watches end at cleanup.
+func newServer(t *testing.T, f steadywatchtest.Faults, objs ...*corev1.ConfigMap) *steadywatchtest.Server[*corev1.ConfigMap] {
+	t.Helper()
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{Faults: f})
+	t.Cleanup(srv.Close)
+	for _, o := range objs {
+		if _, err := srv.Create(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv
+}
 
 func page(rv, cont string, names ...string) func(metav1.ListOptions) (runtime.Object, error) {
 	return func(metav1.ListOptions) (runtime.Object, error) { return cmList(rv, cont, names...), nil }
