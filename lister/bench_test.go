@@ -66,19 +66,9 @@ func rawPages(b *testing.B, c *pagesClient) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: benchPerPage}
-		n := 0
-		for {
-			obj, err := c.List(ctx, o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			lm, _ := meta.ListAccessor(obj)
-			n += meta.LenList(obj)
-			if lm.GetContinue() == "" {
-				break
-			}
-			o = metav1.ListOptions{Limit: benchPerPage, Continue: lm.GetContinue()}
+		n, err := testfake.PageLoop(ctx, c.List, benchPerPage)
+		if err != nil {
+			b.Fatal(err)
 		}
 		if n != benchPages*benchPerPage {
 			b.Fatal(n)

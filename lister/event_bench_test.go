@@ -144,22 +144,9 @@ func p4PageStream(b *testing.B, newClient func() *p4PagesClient) {
 		c := newClient()
 		b.ReportAllocs()
 		for b.Loop() {
-			o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: p4PerPage}
-			n := 0
-			for {
-				obj, err := c.List(ctx, o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				lm, err := meta.ListAccessor(obj)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n += meta.LenList(obj)
-				if lm.GetContinue() == "" {
-					break
-				}
-				o = metav1.ListOptions{Limit: p4PerPage, Continue: lm.GetContinue()}
+			n, err := testfake.PageLoop(ctx, c.List, p4PerPage)
+			if err != nil {
+				b.Fatal(err)
 			}
 			if n != total {
 				b.Fatal(n)

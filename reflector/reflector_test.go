@@ -227,6 +227,18 @@ func startWatching(t *testing.T, fc *fakeClient, store cache.ReflectorStore, o O
 	return r, watcherOf(t, fc, 0)
 }
 
+// stallWatch starts a reflector with StallTimeout stall over a fakeClient
+// listing at resourceVersion 10 and returns them with its first watch.
+func stallWatch(t *testing.T, stall time.Duration) (*fakeClient, *recorder, *Reflector, *watch.RaceFreeFakeWatcher) {
+	t.Helper()
+	fc := &fakeClient{ListFn: emptyAt("10")}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.StallTimeout = stall
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	return fc, rec, r, w
+}
+
 func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); return k }
 
 // ---- tests ----
@@ -283,16 +295,11 @@ func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 }
 
 func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
-	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
-		switch n {
-		case 0:
-			return cmList("10", cm("a", "5")), nil
-		case 1:
-			return nil, gone() // NotOlderThan(15) is unavailable too
-		default:
-			return cmList("30", cm("a", "25")), nil
-		}
-	}}
+	fc := &fakeClient{ListFn: testfake.Answers(
+		testfake.Returns(cmList("10", cm("a", "5")), nil),
+		testfake.Returns(nil, gone()), // NotOlderThan(15) is unavailable too
+		testfake.Returns(cmList("30", cm("a", "25")), nil),
+	)}
 	rec := &recorder{}
 	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	w.Action(watch.Bookmark, bookmark("15", false))
@@ -319,16 +326,11 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 }
 
 func TestStaleListIsNeverApplied(t *testing.T) {
-	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
-		switch n {
-		case 0:
-			return cmList("20", cm("a", "20")), nil
-		case 1:
-			return cmList("12", cm("old", "11")), nil // a lagging server, older than the store
-		default:
-			return cmList("25", cm("a", "20"), cm("b", "24")), nil
-		}
-	}}
+	fc := &fakeClient{ListFn: testfake.Answers(
+		testfake.Returns(cmList("20", cm("a", "20")), nil),
+		testfake.Returns(cmList("12", cm("old", "11")), nil), // a lagging server, older than the store
+		testfake.Returns(cmList("25", cm("a", "20"), cm("b", "24")), nil),
+	)}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
@@ -438,11 +440,7 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 }
 
 func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
-	fc := &fakeClient{ListFn: emptyAt("10")}
-	rec := &recorder{}
-	o := fastOptions(rec)
-	o.StallTimeout = 100 * time.Millisecond
-	_, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	fc, rec, _, w := stallWatch(t, 100*time.Millisecond)
 	w.Action(watch.Bookmark, bookmark("11", false))
 	watcherOf(t, fc, 1) // nothing more arrives: stalled
 	if got := fc.Watches()[1].ResourceVersion; got != "11" {

@@ -6,17 +6,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Events keep arriving for 3x StallTimeout: no restart. Then silence: the
 // restart comes no earlier than StallTimeout after the last event.
 func TestStallTimerRearmsLazily(t *testing.T) {
-	fc := &fakeClient{ListFn: emptyAt("10")}
-	rec := &recorder{}
-	o := fastOptions(rec)
-	o.StallTimeout = 300 * time.Millisecond
-	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	fc, rec, r, w := stallWatch(t, 300*time.Millisecond)
 	begin := time.Now()
 	rv := 11
 	var last time.Time

@@ -49,6 +49,17 @@ func Answers(answers ...func(o metav1.ListOptions) (runtime.Object, error)) func
 	}
 }
 
+// Returns is an answer for Answers: a deep copy of obj (a fresh object per
+// call, as a decoder hands out) or err.
+func Returns(obj runtime.Object, err error) func(metav1.ListOptions) (runtime.Object, error) {
+	return func(metav1.ListOptions) (runtime.Object, error) {
+		if obj == nil {
+			return nil, err
+		}
+		return obj.DeepCopyObject(), err
+	}
+}
+
 // List implements the Client interfaces.
 func (c *Client) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	c.mu.Lock()

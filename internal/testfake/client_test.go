@@ -109,3 +109,28 @@ func TestPagesChainAndCopy(t *testing.T) {
 		t.Fatal("an unknown token was served")
 	}
 }
+
+func TestReturnsAFreshObjectPerCall(t *testing.T) {
+	answer := Returns(&corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "4"}}, nil)
+	a, _ := answer(metav1.ListOptions{})
+	b, _ := answer(metav1.ListOptions{})
+	if a == b || b.(*corev1.ConfigMapList).ResourceVersion != "4" {
+		t.Fatalf("answers %p %p: want two copies at 4", a, b)
+	}
+	boom := errors.New("boom")
+	if obj, err := Returns(nil, boom)(metav1.ListOptions{}); obj != nil || !errors.Is(err, boom) {
+		t.Fatalf("%v %v", obj, err)
+	}
+}
+
+func TestPageLoopReadsEveryPage(t *testing.T) {
+	pages := NewPages(4, 3, "ns", nil)
+	var sent []metav1.ListOptions
+	n, err := PageLoop(context.Background(), func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		sent = append(sent, o)
+		return pages.Page(o.Continue)
+	}, 3)
+	if err != nil || n != 12 || len(sent) != 4 || sent[0].ResourceVersion != "100" || sent[3].Continue != "c3" || sent[3].ResourceVersion != "" {
+		t.Fatalf("n %d err %v sent %+v", n, err, sent)
+	}
+}

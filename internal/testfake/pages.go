@@ -1,10 +1,13 @@
 package testfake
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Pages are pre-built list pages keyed by continue token ("" is the first),
@@ -50,4 +53,27 @@ func (p Pages) Page(token string) (*corev1.ConfigMapList, error) {
 	}
 	cp := *l
 	return &cp, nil
+}
+
+// PageLoop lists every page of a NotOlderThan("100") list with limit
+// through list, as a hand-written limit/continue loop does (no retries, no
+// checks: the floor benchmarks compare against), and returns the items seen.
+func PageLoop(ctx context.Context, list func(context.Context, metav1.ListOptions) (runtime.Object, error), limit int64) (int, error) {
+	o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: limit}
+	n := 0
+	for {
+		obj, err := list(ctx, o)
+		if err != nil {
+			return n, err
+		}
+		lm, err := meta.ListAccessor(obj)
+		if err != nil {
+			return n, err
+		}
+		n += meta.LenList(obj)
+		if lm.GetContinue() == "" {
+			return n, nil
+		}
+		o = metav1.ListOptions{Limit: limit, Continue: lm.GetContinue()}
+	}
 }
