@@ -239,6 +239,18 @@ func stallWatch(t *testing.T, stall time.Duration) (*fakeClient, *recorder, *Ref
 	return fc, rec, r, w
 }
 
+// relistAfterGone runs newR over fc into store, answers its first watch
+// with 410 Gone, waits for the watch after the relist and returns the
+// reflector with fc's lists so far.
+func relistAfterGone(t *testing.T, fc *fakeClient, store cache.ReflectorStore) (*Reflector, []metav1.ListOptions) {
+	t.Helper()
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	run(t, r)
+	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+	watcherOf(t, fc, 1)
+	return r, fc.Lists()
+}
+
 func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); return k }
 
 // ---- tests ----
@@ -332,11 +344,7 @@ func TestStaleListIsNeverApplied(t *testing.T) {
 		testfake.Returns(cmList("25", cm("a", "20"), cm("b", "24")), nil),
 	)}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
-	run(t, r)
-	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
-	watcherOf(t, fc, 1)
-	lists := fc.Lists()
+	r, lists := relistAfterGone(t, fc, store)
 	if len(lists) != 3 || lists[1].ResourceVersion != "20" || lists[2].ResourceVersion != "20" {
 		t.Fatalf("lists = %+v; want initial, NotOlderThan(20) (served 12: rejected), NotOlderThan(20) again", lists)
 	}
@@ -364,11 +372,7 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 			return cmList("40"), nil
 		}
 	}}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
-	run(t, r)
-	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
-	watcherOf(t, fc, 1)
-	lists := fc.Lists()
+	_, lists := relistAfterGone(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc))
 	if len(lists) != 3 || lists[1].ResourceVersion != "10" || lists[2].ResourceVersion != "" {
 		t.Fatalf("lists = %+v; want initial, NotOlderThan(10) -> too large, MostRecent", lists)
 	}
