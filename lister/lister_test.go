@@ -376,7 +376,7 @@ func TestGetExact(t *testing.T) {
 }
 
 func TestRemainingItemCountExposed(t *testing.T) {
-	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("3", "c", "a")}}
+	c := newServer(t, steadywatchtest.Faults{}, cm("a", ""), cm("b", ""), cm("c", ""), cm("d", ""), cm("e", ""), cm("f", ""), cm("g", ""), cm("h", ""))
 	var seen *int64
 	stop := errors.New("stop")
 	r, err := New(c, Options{}).ListPages(context.Background(), MostRecent().WithLimit(1), func(p runtime.Object) error {

@@ -605,12 +605,16 @@ func (b *bookmarkStore) UpdateResourceVersion(rv string) {
 }
 
 func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
-	fc := &fakeClient{ListFn: emptyAt("10")}
+	srv := newServer(t, steadywatchtest.Faults{}, "10")
 	rec := &recorder{}
 	store := &bookmarkStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	r, w := startWatching(t, fc, store, fastOptions(rec))
-	w.Action(watch.Bookmark, bookmark("13", false))
-	w.Action(watch.Bookmark, bookmark("17", false))
+	r := newR(srv, &corev1.ConfigMap{}, store, fastOptions(rec))
+	run(t, r)
+	watchRequest(t, srv, 0)
+	for _, rv := range []string{"13", "17"} {
+		advanceTo(t, srv, rv)
+		srv.Bookmark()
+	}
 	eventually(t, "RV 17", func() bool { return r.LastSyncResourceVersion() == "17" })
 	store.mu.Lock()
 	defer store.mu.Unlock()
