@@ -251,6 +251,17 @@ func relistAfterGone(t *testing.T, fc *fakeClient, store cache.ReflectorStore) (
 	return r, fc.Lists()
 }
 
+// consistencyAt15 runs newR over fc with o, moves it to resourceVersion 15
+// with a bookmark and returns its first consistency report.
+func consistencyAt15(t *testing.T, fc *fakeClient, o Options) ConsistencyReport {
+	t.Helper()
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	w.Action(watch.Bookmark, bookmark("15", false))
+	var rep ConsistencyReport
+	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	return rep
+}
+
 func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); return k }
 
 // ---- tests ----
@@ -669,11 +680,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 	o := fastOptions(rec)
 	o.Server = &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.Yes}}}
 	o.ConsistencyCheckInterval = time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("15", false))
-	var rep ConsistencyReport
-	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	rep := consistencyAt15(t, fc, o)
 	if rep.Result() != "mismatch" || !slices.Equal(rep.Missing, []string{"ns/c"}) ||
 		!slices.Equal(rep.Extra, []string{"ns/b"}) || !slices.Equal(rep.Differ, []string{"ns/d"}) || rep.ResourceVersion != "15" {
 		t.Fatalf("report = %+v", rep)
@@ -693,11 +700,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.ConsistencyCheckInterval = time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("15", false))
-	var rep ConsistencyReport
-	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	rep := consistencyAt15(t, fc, o)
 	if rep.Result() != "error" || rep.Err == nil || !strings.Contains(rep.Err.Error(), "served at 18") {
 		t.Fatalf("report = %+v; want an error (not exact)", rep)
 	}
