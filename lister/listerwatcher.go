@@ -310,6 +310,20 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 	}
 	last := time.Now()
 	for {
+		// Fast path: an event that is already there is taken without the
+		// three-way select below (per-event cost: BenchmarkP4WatchEvent).
+		var (
+			ev watch.Event
+			ok bool
+		)
+		select {
+		case ev, ok = <-in:
+			if !ok {
+				return
+			}
+			goto event
+		default:
+		}
 		select {
 		case <-f.stop:
 			return
@@ -323,25 +337,26 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
 				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
 			return
-		case ev, ok := <-in:
+		case ev, ok = <-in:
 			if !ok {
 				return
 			}
-			if ev.Type != watch.Error {
-				if rv := resourceVersionOf(ev.Object); rv != "" {
-					lastRV = rv
-				}
-				if ev.Type == watch.Bookmark {
-					o.Metrics.Bookmark(o.Name)
-					lw.advance(lastRV)
-				}
-			}
-			if !f.send(ev) {
-				return
-			}
-			last = time.Now()
-			o.Metrics.ResourceVersionAdvanced(o.Name, last)
 		}
+	event:
+		if ev.Type != watch.Error {
+			if rv := resourceVersionOf(ev.Object); rv != "" {
+				lastRV = rv
+			}
+			if ev.Type == watch.Bookmark {
+				o.Metrics.Bookmark(o.Name)
+				lw.advance(lastRV)
+			}
+		}
+		if !f.send(ev) {
+			return
+		}
+		last = time.Now()
+		o.Metrics.ResourceVersionAdvanced(o.Name, last)
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // Watch delivers pre-built events in order; then it closes its channel
-// (CloseAfter) or stays open until stopped.
+// (CloseAfter) or stays open until stopped. Like client-go's StreamWatcher,
+// it closes its channel once stopped.
 type Watch struct {
 	ch   chan watch.Event
 	stop chan struct{}
@@ -23,9 +24,7 @@ type Watch struct {
 func NewWatch(evs []watch.Event, closeAfter bool) *Watch {
 	w := &Watch{ch: make(chan watch.Event), stop: make(chan struct{})}
 	go func() {
-		if closeAfter {
-			defer close(w.ch)
-		}
+		defer close(w.ch) // the only sender
 		for _, ev := range evs {
 			select {
 			case w.ch <- ev:

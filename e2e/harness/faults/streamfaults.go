@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,12 @@ type StreamFaults struct {
 	// like the watch cache: the bookmark's resourceVersion is already too old
 	// when the client resumes from it (kubernetes/kubernetes#134837).
 	ExpireInitialEventsEndRV bool
+	// PauseAfterEvents, with PauseFor, holds the stream once, after that
+	// many events were forwarded, for PauseFor, then forwards the rest: a
+	// real apiserver that pauses mid-stream while it serves a large
+	// streaming list under load. 0 = no pause.
+	PauseAfterEvents int
+	PauseFor         time.Duration
 }
 
 func (f StreamFaults) active() bool { return f != StreamFaults{} }
@@ -386,6 +393,7 @@ func mapEntry(b []byte) (key, value string, err error) {
 func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.ResponseController, body io.ReadCloser, rec *Request, st *stream, sf StreamFaults, media string, abort func(error)) {
 	fr := frameReader(media, body)
 	buf := make([]byte, 32<<10)
+	forwarded := 0
 	for {
 		ev, rerr := readFrame(fr, buf)
 		if len(ev) > 0 {
@@ -399,6 +407,18 @@ func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.Respons
 					return
 				}
 				_ = rc.Flush()
+				forwarded++
+				p.update(rec, func(rec *Request) { rec.Events = forwarded })
+				if sf.PauseAfterEvents > 0 && forwarded == sf.PauseAfterEvents && sf.PauseFor > 0 {
+					p.noteFault(rec, fmt.Sprintf("paused %s after %d events", sf.PauseFor, forwarded))
+					t := time.NewTimer(sf.PauseFor)
+					select {
+					case <-ctx.Done():
+						t.Stop()
+						abort(ctx.Err())
+					case <-t.C:
+					}
+				}
 			}
 			if end {
 				return
@@ -426,6 +446,13 @@ func (p *Proxy) applyStreamFaults(rec *Request, sf StreamFaults, media string, e
 	}
 	if info.Type != "BOOKMARK" {
 		return frame(media, event), false
+	}
+	if info.InitialEventsEnd {
+		p.update(rec, func(rec *Request) {
+			if rec.InitialEventsEnd.IsZero() {
+				rec.InitialEventsEnd = time.Now()
+			}
+		})
 	}
 	if info.InitialEventsEnd && sf.CutBeforeInitialEventsEnd {
 		p.noteFault(rec, "cut before initial-events-end")
