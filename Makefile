@@ -41,6 +41,15 @@ build-apiservers:
 e2e:
 	cd e2e && $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) ./... $(E2E_FLAGS)
 
+## e2e-slow: the specs labelled "slow" (skipped by `make e2e`): 50k-object streaming lists through a
+## 10s mid-stream pause and with bookmarks dropped (LARGELIST_OBJECTS, LARGELIST_PAUSE change the size).
+LARGELIST_OBJECTS ?= 50000
+LARGELIST_PAUSE ?= 10s
+.PHONY: e2e-slow
+e2e-slow:
+	cd e2e && $(GO) test -count=1 -timeout 40m ./largelist -ginkgo.label-filter=slow -ginkgo.v \
+	  -largelist.objects=$(LARGELIST_OBJECTS) -largelist.pause=$(LARGELIST_PAUSE) $(E2E_FLAGS)
+
 ## devcluster: start a real local apiserver (SERVER=current|previous|legacy|floor|v1.Y.Z) and print KUBECONFIG=...
 devcluster:
 	cd e2e && $(GO) run ./cmd/devcluster --server $(SERVER)

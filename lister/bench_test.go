@@ -14,12 +14,13 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // pagesClient serves pre-built pages (shallow copies, as a decoder would hand
 // out fresh list objects) keyed by continue token.
 type pagesClient struct {
-	pages map[string]*corev1.ConfigMapList
+	pages testfake.Pages
 	// encoded, when set, holds each page as JSON; List then decodes a fresh
 	// page per call, as a real client does.
 	encoded map[string][]byte
@@ -38,27 +39,7 @@ func (c *pagesClient) encode() *pagesClient {
 }
 
 func newPagesClient(nPages, perPage int) *pagesClient {
-	c := &pagesClient{pages: map[string]*corev1.ConfigMapList{}}
-	for p := 0; p < nPages; p++ {
-		l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "100"}}
-		if p < nPages-1 {
-			l.Continue = fmt.Sprintf("c%d", p+1)
-			rem := int64((nPages - p - 1) * perPage)
-			l.RemainingItemCount = &rem
-		}
-		l.Items = make([]corev1.ConfigMap, perPage)
-		for i := range l.Items {
-			l.Items[i].Name = fmt.Sprintf("cm-%d-%d", p, i)
-			l.Items[i].Namespace = "ns"
-			l.Items[i].Data = map[string]string{"k": "v"}
-		}
-		key := ""
-		if p > 0 {
-			key = fmt.Sprintf("c%d", p)
-		}
-		c.pages[key] = l
-	}
-	return c
+	return &pagesClient{pages: testfake.NewPages(nPages, perPage, "ns", func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "v"} })}
 }
 
 func (c *pagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -66,8 +47,7 @@ func (c *pagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.Obj
 		l := &corev1.ConfigMapList{}
 		return l, json.Unmarshal(c.encoded[o.Continue], l)
 	}
-	cp := *c.pages[o.Continue]
-	return &cp, nil
+	return c.pages.Page(o.Continue)
 }
 
 func (c *pagesClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
@@ -86,19 +66,9 @@ func rawPages(b *testing.B, c *pagesClient) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: benchPerPage}
-		n := 0
-		for {
-			obj, err := c.List(ctx, o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			lm, _ := meta.ListAccessor(obj)
-			n += meta.LenList(obj)
-			if lm.GetContinue() == "" {
-				break
-			}
-			o = metav1.ListOptions{Limit: benchPerPage, Continue: lm.GetContinue()}
+		n, err := testfake.PageLoop(ctx, c.List, benchPerPage)
+		if err != nil {
+			b.Fatal(err)
 		}
 		if n != benchPages*benchPerPage {
 			b.Fatal(n)

@@ -3,7 +3,8 @@
 // (page by page, bounded memory) returns a Record of every request sent, the
 // resourceVersion served and every fallback taken and why. It also provides
 // an exact get of one object, and a ListerWatcher that client-go informers,
-// informer factories and controller-runtime use unchanged.
+// informer factories and controller-runtime use unchanged (Wrap puts it
+// around any cache.ListerWatcher in one call).
 //
 // What to do when a server answers in a way that needs a fallback is not
 // decided here: the executor (exec.go) asks the SDK's decision engine

@@ -54,7 +54,7 @@ func p4Modern() compat.Server {
 // p4PagesClient serves pre-built pages keyed by continue token; each call
 // returns a shallow copy, as a decoder hands out a fresh list object.
 type p4PagesClient struct {
-	pages map[string]*corev1.ConfigMapList
+	pages testfake.Pages
 	evs   []watch.Event
 	// proto, when set, holds every page protobuf-encoded; List decodes it.
 	proto map[string][]byte
@@ -75,27 +75,7 @@ func (c *p4PagesClient) encodeProto() *p4PagesClient {
 }
 
 func newP4PagesClient() *p4PagesClient {
-	c := &p4PagesClient{pages: map[string]*corev1.ConfigMapList{}}
-	for p := 0; p < p4Pages; p++ {
-		l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "100"}}
-		if p < p4Pages-1 {
-			l.Continue = fmt.Sprintf("c%d", p+1)
-			rem := int64((p4Pages - p - 1) * p4PerPage)
-			l.RemainingItemCount = &rem
-		}
-		l.Items = make([]corev1.ConfigMap, p4PerPage)
-		for i := range l.Items {
-			l.Items[i].Name = fmt.Sprintf("cm-%d-%d", p, i)
-			l.Items[i].Namespace = "bench"
-			l.Items[i].ResourceVersion = "100"
-		}
-		key := ""
-		if p > 0 {
-			key = fmt.Sprintf("c%d", p)
-		}
-		c.pages[key] = l
-	}
-	return c
+	return &p4PagesClient{pages: testfake.NewPages(p4Pages, p4PerPage, "bench", func(cm *corev1.ConfigMap) { cm.ResourceVersion = "100" })}
 }
 
 func (c *p4PagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -108,12 +88,7 @@ func (c *p4PagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.O
 		_, _, err := c.decoder().Decode(b, nil, l)
 		return l, err
 	}
-	p, ok := c.pages[o.Continue]
-	if !ok {
-		return nil, fmt.Errorf("unknown continue token %q", o.Continue)
-	}
-	cp := *p
-	return &cp, nil
+	return c.pages.Page(o.Continue)
 }
 
 func (c *p4PagesClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
@@ -169,22 +144,9 @@ func p4PageStream(b *testing.B, newClient func() *p4PagesClient) {
 		c := newClient()
 		b.ReportAllocs()
 		for b.Loop() {
-			o := metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: p4PerPage}
-			n := 0
-			for {
-				obj, err := c.List(ctx, o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				lm, err := meta.ListAccessor(obj)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n += meta.LenList(obj)
-				if lm.GetContinue() == "" {
-					break
-				}
-				o = metav1.ListOptions{Limit: p4PerPage, Continue: lm.GetContinue()}
+			n, err := testfake.PageLoop(ctx, c.List, p4PerPage)
+			if err != nil {
+				b.Fatal(err)
 			}
 			if n != total {
 				b.Fatal(n)

@@ -18,52 +18,57 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
-// scripted is a fake Client: each List call is answered by the function at
-// its index (the last one repeats), and every call's options are kept.
+// scripted is the package's form of the shared scripted fake
+// (testfake.Client): each List call is answered by the function at its index
+// (the last one repeats; answers may grow between calls), each Watch by
+// watchFn, and every call's options are kept.
 type scripted struct {
 	t       *testing.T
-	mu      sync.Mutex
 	answers []func(o metav1.ListOptions) (runtime.Object, error)
-	lists   []metav1.ListOptions
-	watches []metav1.ListOptions
 	watchFn func(o metav1.ListOptions) (watch.Interface, error)
+	fake    testfake.Lazy
 }
 
-func (s *scripted) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o.Continue != "" && (o.ResourceVersion != "" || o.ResourceVersionMatch != "") {
-		s.t.Errorf("request sends resourceVersion/match with continue: %+v", o)
-	}
-	i := len(s.lists)
-	s.lists = append(s.lists, o)
-	if len(s.answers) == 0 {
-		return nil, fmt.Errorf("no list scripted")
-	}
-	if i >= len(s.answers) {
-		i = len(s.answers) - 1
-	}
-	return s.answers[i](o)
+func (s *scripted) build() *testfake.Client {
+	answer := func(n int, o metav1.ListOptions) (runtime.Object, error) { return testfake.Answers(s.answers...)(n, o) }
+	return &testfake.Client{T: s.t, ListFn: answer, WatchFn: func(_ int, o metav1.ListOptions) (watch.Interface, error) {
+		if s.watchFn == nil {
+			return nil, fmt.Errorf("no watch scripted")
+		}
+		return s.watchFn(o)
+	}}
 }
 
-func (s *scripted) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	s.mu.Lock()
-	s.watches = append(s.watches, o)
-	fn := s.watchFn
-	s.mu.Unlock()
-	if fn == nil {
-		return nil, fmt.Errorf("no watch scripted")
-	}
-	return fn(o)
+func (s *scripted) client() *testfake.Client { return s.fake.Get(s.build) }
+func (s *scripted) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return s.client().List(ctx, o)
+}
+func (s *scripted) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return s.client().Watch(ctx, o)
 }
 
-func (s *scripted) calls() []metav1.ListOptions {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]metav1.ListOptions(nil), s.lists...)
+// calls and watchCalls return the options of every list and watch so far.
+func (s *scripted) calls() []metav1.ListOptions      { return s.client().Lists() }
+func (s *scripted) watchCalls() []metav1.ListOptions { return s.client().Watches() }
+
+// newServer returns a steadywatchtest apiserver of ConfigMaps with faults f
+// holding objs, for tests that need real resourceVersion semantics rather
+// than a script; its watches end at cleanup.
+func newServer(t *testing.T, f steadywatchtest.Faults, objs ...*corev1.ConfigMap) *steadywatchtest.Server[*corev1.ConfigMap] {
+	t.Helper()
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{Faults: f})
+	t.Cleanup(srv.Close)
+	for _, o := range objs {
+		if _, err := srv.Create(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv
 }
 
 func page(rv, cont string, names ...string) func(metav1.ListOptions) (runtime.Object, error) {

@@ -22,14 +22,21 @@ import (
 const (
 	// DefaultInitialEventsTimeout is the quiet time a streaming list may have
 	// before its k8s.io/initial-events-end bookmark while the number of
-	// initial events is not known or not reached yet: long enough for a real
-	// server that pauses mid-stream under load.
+	// initial events is not known (3x that while a known count is not
+	// reached yet, see DefaultInitialEventsBeforeCountFactor).
 	DefaultInitialEventsTimeout = 10 * time.Second
 	// DefaultInitialEventsAfterCount is the quiet time allowed once every
 	// expected initial event has arrived: the end bookmark follows the last
 	// initial event at once on a server that streams lists, so a dropped or
 	// stripped bookmark is detected this soon after the last event.
 	DefaultInitialEventsAfterCount = 2 * time.Second
+	// DefaultInitialEventsBeforeCountFactor: while the expected count is
+	// known and some but not all initial events arrived, the server is still
+	// sending its initial events
+	// (a lost end bookmark cannot be the reason for quiet), so the quiet
+	// allowed is this many times Timeout: 30s by default, so a real server
+	// that pauses 10s mid-stream under load is waited for.
+	DefaultInitialEventsBeforeCountFactor = 3
 )
 
 // StatusReasonStreamingListUnsupported is the reason of the error event a
@@ -39,11 +46,16 @@ const StatusReasonStreamingListUnsupported metav1.StatusReason = "StreamingListU
 // GuardOptions configures GuardInitialEvents. The zero value is the default.
 type GuardOptions struct {
 	// Timeout bounds the quiet time before the end bookmark while the
-	// expected count is unknown or not reached. Default DefaultInitialEventsTimeout.
+	// expected count is unknown, or before the first initial event. Default
+	// DefaultInitialEventsTimeout.
 	Timeout time.Duration
 	// AfterCount bounds the quiet time once Expected initial events arrived.
 	// Default DefaultInitialEventsAfterCount; never more than Timeout.
 	AfterCount time.Duration
+	// BeforeCount bounds the quiet time while the expected count is known
+	// and some but not all initial events arrived. Default DefaultInitialEventsBeforeCountFactor x
+	// Timeout; never less than Timeout.
+	BeforeCount time.Duration
 	// Expected, if set, delivers the number of objects the initial events
 	// should hold (ExpectedInitialEvents), or is closed without a value when
 	// it cannot be known.
@@ -63,6 +75,10 @@ func (o GuardOptions) withDefaults() GuardOptions {
 		o.AfterCount = DefaultInitialEventsAfterCount
 	}
 	o.AfterCount = min(o.AfterCount, o.Timeout)
+	if o.BeforeCount <= 0 {
+		o.BeforeCount = DefaultInitialEventsBeforeCountFactor * o.Timeout
+	}
+	o.BeforeCount = max(o.BeforeCount, o.Timeout)
 	return o
 }
 
@@ -161,8 +177,9 @@ const (
 // each to each (which returns false to stop), and returns when they end or
 // when the server shows it does not stream lists:
 //
-//   - no end bookmark within Timeout of quiet, or within AfterCount of quiet
-//     once the expected number of initial events arrived (a proxy that drops
+//   - no end bookmark within Timeout of quiet (BeforeCount while a known
+//     count is not reached), or within AfterCount of quiet once the
+//     expected number of initial events arrived (a proxy that drops
 //     bookmarks, gravitational/teleport#64188; a server that ignores
 //     sendInitialEvents, v1.18);
 //   - a bookmark without the annotation before the end (antrea-io/antrea#8123);
@@ -209,8 +226,16 @@ func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOpti
 	events, expected := 0, -1
 	expectedCh := o.Expected
 	for {
-		if expected >= 0 && events >= expected {
+		switch {
+		case expected >= 0 && events >= expected:
 			bound = o.AfterCount
+		case expected >= 0 && events > 0:
+			// Still sending what was counted: a pause, not a lost bookmark.
+			// (The timer is re-armed lazily to the longer bound.) With no
+			// initial event at all the server may be ignoring
+			// sendInitialEvents (an aggregated API on an old library), so
+			// Timeout applies.
+			bound = o.BeforeCount
 		}
 		select {
 		case <-stop:

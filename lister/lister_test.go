@@ -14,6 +14,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
@@ -347,12 +348,13 @@ func TestInvalidQueryIsRejectedBeforeAnyRequest(t *testing.T) {
 }
 
 func TestLegacyServerGetsLegacyForm(t *testing.T) {
-	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("10", "", "a")}}
+	c := newServer(t, steadywatchtest.V118(), cm("a", ""))
+	c.Advance(9) // the store at resourceVersion 10
 	l := New(c, Options{Server: staticServer(compat.No, compat.No), PageSize: 4})
 	if _, _, err := l.List(context.Background(), Exact("10")); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.calls()[0]; got != (metav1.ListOptions{ResourceVersion: "10", Limit: 4}) {
+	if got := c.Requests()[0].Options; got != (metav1.ListOptions{ResourceVersion: "10", Limit: 4}) {
 		t.Fatalf("sent %+v", got)
 	}
 }
@@ -374,7 +376,7 @@ func TestGetExact(t *testing.T) {
 }
 
 func TestRemainingItemCountExposed(t *testing.T) {
-	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("3", "c", "a")}}
+	c := newServer(t, steadywatchtest.Faults{}, cm("a", ""), cm("b", ""), cm("c", ""), cm("d", ""), cm("e", ""), cm("f", ""), cm("g", ""), cm("h", ""))
 	var seen *int64
 	stop := errors.New("stop")
 	r, err := New(c, Options{}).ListPages(context.Background(), MostRecent().WithLimit(1), func(p runtime.Object) error {

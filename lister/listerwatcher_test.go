@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func cm(name, rv string) *corev1.ConfigMap {
@@ -75,8 +75,8 @@ func TestStreamingListRefusedWithoutRequestWhenUnsupported(t *testing.T) {
 	c := &scripted{t: t}
 	lw := NewListerWatcher(c, Options{Server: staticServer(compat.Unknown, compat.No)})
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true})
-	if w != nil || !errors.Is(err, ErrStreamingListUnsupported) || len(c.watches) != 0 {
-		t.Fatalf("w %v err %v watches %d", w, err, len(c.watches))
+	if w != nil || !errors.Is(err, ErrStreamingListUnsupported) || len(c.watchCalls()) != 0 {
+		t.Fatalf("w %v err %v watches %d", w, err, len(c.watchCalls()))
 	}
 	// client-go reads IsWatchListSemanticsUnSupported once, for the
 	// informer's whole life: a belief about the server (which expires) is
@@ -180,21 +180,21 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 		t.Skip("WatchListClient is off in this client-go; the streaming path is not exercised")
 	}
 	srv := compat.Static(compat.Capabilities{})
-	var mu sync.Mutex
-	var streams, plain int
-	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("10", "", "a", "b")}}
-	c.watchFn = func(o metav1.ListOptions) (watch.Interface, error) {
-		fw := watch.NewRaceFreeFake()
-		mu.Lock()
-		defer mu.Unlock()
-		if o.SendInitialEvents != nil && *o.SendInitialEvents {
-			streams++
-			fw.Add(cm("a", "10"))
-			fw.Add(cm("b", "10"))
-		} else {
-			plain++
+	// v1.18 serves a streaming list as a plain watch: ADDED events, then
+	// silence, never the end bookmark.
+	c := newServer(t, steadywatchtest.V118(), cm("a", ""), cm("b", ""))
+	c.Advance(8) // the store at resourceVersion 10
+	watches := func() (streams, plain int) {
+		for _, r := range c.Requests() {
+			switch {
+			case r.Verb != steadywatchtest.VerbWatch:
+			case r.Options.SendInitialEvents != nil && *r.Options.SendInitialEvents:
+				streams++
+			default:
+				plain++
+			}
 		}
-		return fw, nil
+		return streams, plain
 	}
 	lw := NewListerWatcher(c, Options{Server: srv, InitialEventsTimeout: 150 * time.Millisecond})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
@@ -206,20 +206,16 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		mu.Lock()
-		p := plain
-		mu.Unlock()
-		if len(store.List()) == 2 && len(c.calls()) > 0 && p > 0 {
+		_, p := watches()
+		if len(store.List()) == 2 && c.Count(steadywatchtest.VerbList) > 0 && p > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("reflector did not sync by list: store %d lists %d plain watches %d", len(store.List()), len(c.calls()), p)
+			t.Fatalf("reflector did not sync by list: store %d lists %d plain watches %d", len(store.List()), c.Count(steadywatchtest.VerbList), p)
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if streams != 1 {
+	if streams, _ := watches(); streams != 1 {
 		t.Fatalf("%d streaming attempts, want 1", streams)
 	}
 	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.No {

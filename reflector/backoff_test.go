@@ -9,7 +9,6 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 )
@@ -47,7 +46,7 @@ func droppedStream() runtime.Object {
 // watching again. A watch that delivered an event proves the server healthy:
 // the next cut is retried after Initial.
 func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
 	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -55,24 +54,24 @@ func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 		r.delay(0)
 	}
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Add(cm("x", "11"))
 	w.Error(droppedStream())
 	start := time.Now()
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("a watch that had delivered events was retried after %v; want about Backoff.Initial (20ms)", d)
 	}
-	if got := fc.watchCalls()[1].ResourceVersion; got != "11" {
+	if got := fc.Watches()[1].ResourceVersion; got != "11" {
 		t.Fatalf("retried from %q; want 11", got)
 	}
-	if n := len(fc.listCalls()); n != 1 {
+	if n := len(fc.Lists()); n != 1 {
 		t.Fatalf("lists = %d; a dropped stream must not relist", n)
 	}
 }
 
 func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
 	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -80,10 +79,10 @@ func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 		r.delay(0)
 	}
 	run(t, r)
-	fc.watcher(t, 0).Error(droppedStream()) // cut before delivering anything
+	watcherOf(t, fc, 0).Error(droppedStream()) // cut before delivering anything
 	// The grown backoff (>= 30s with jitter) applies: no second watch soon.
 	time.Sleep(300 * time.Millisecond) // a bounded observation window, not synchronisation
-	if n := len(fc.watchCalls()); n != 1 {
+	if n := len(fc.Watches()); n != 1 {
 		t.Fatalf("watches = %d within 300ms; a failure without progress must back off with the grown delay", n)
 	}
 }

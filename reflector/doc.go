@@ -25,8 +25,12 @@
 // It feeds any cache.ReflectorStore: a cache.Store or cache.Indexer, or a
 // DeltaFIFO/RealFIFO under an informer-style processing loop.
 //
-// It is not an informer (no event handlers, no indexers of its own; see
-// NewSharedIndexInformer for the drop-in informer) and it does not decide the
+// It is not an informer (no event handlers, no indexers of its own). The
+// drop-in informers are client-go's own over a steadywatch ListerWatcher, one
+// line per adoption path: FactoryInformer for a client-go
+// SharedInformerFactory (factory.InformerFor), NewSharedIndexInformer and
+// NewInformerFunc for controller-runtime's cache.Options.NewInformer or in
+// place of cache.NewSharedIndexInformer. It does not decide the
 // KEP-2523 list fallbacks itself: package fallback decides, package lister
 // executes (Options.List).
 package reflector

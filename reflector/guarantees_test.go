@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // A server (or proxy) that answers every watch with 410 used to get
@@ -22,21 +23,26 @@ import (
 // watch. A relist that follows the previous fill with no watch event in
 // between now waits a growing backoff. The fake clock makes it exact.
 func TestEveryWatchGoneBacksOffBetweenRelists(t *testing.T) {
-	fc := &fakeClient{
-		listFn:  func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10", cm("a", "5")), nil },
-		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return nil, gone() },
-	}
+	srv := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, "10", cm("a", "5"))
+	relistsBackOff(t, srv, func() int { return srv.Count(steadywatchtest.VerbList) })
+}
+
+// relistsBackOff runs a reflector over c with a fake clock and a 100ms
+// initial backoff and steps the clock: each relist (lists() counts them)
+// must wait its backoff, Initial first and then twice that.
+func relistsBackOff(t *testing.T, c Client, lists func() int) {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
 	o := fastOptions(&recorder{})
 	o.Clock = clk
 	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(c, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	waitBackingOff := func(lists int) {
+	waitBackingOff := func(want int) {
 		t.Helper()
 		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
-		if n := len(fc.listCalls()); n != lists {
-			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, lists)
+		if n := lists(); n != want {
+			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, want)
 		}
 	}
 	waitBackingOff(1)
@@ -52,7 +58,7 @@ func TestEveryWatchGoneBacksOffBetweenRelists(t *testing.T) {
 // re-delivering history, kubernetes/kubernetes#73845) is never applied; the
 // reflector re-syncs with a list not older than the store.
 func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		if n == 0 {
 			return cmList("12", cm("a", "10")), nil
 		}
@@ -60,16 +66,14 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 	}}
 	rec := &recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
-	run(t, r)
-	w := fc.watcher(t, 0)
+	r, w := startWatching(t, fc, store, fastOptions(rec))
 	w.Modify(cm("a", "5"))
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 	obj, _, _ := store.GetByKey("ns/a")
 	if got := obj.(*corev1.ConfigMap).ResourceVersion; got != "10" {
 		t.Fatalf("store holds a at %s; the older event was applied", got)
 	}
-	lists := fc.listCalls()
+	lists := fc.Lists()
 	if len(lists) != 2 || lists[1].ResourceVersion != "12" {
 		t.Fatalf("lists %+v; want a relist NotOlderThan(12)", lists)
 	}
@@ -84,14 +88,12 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 // A bookmark whose resourceVersion does not parse, on a server whose versions
 // do, is not adopted: every watch from it would fail.
 func TestUnparsableBookmarkIsNotAdopted(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
-	run(t, r)
-	w := fc.watcher(t, 0)
+	fc := &fakeClient{ListFn: emptyAt("10")}
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	w.Action(watch.Bookmark, bookmark("abc", false))
 	w.Add(cm("b", "11"))
 	eventually(t, "RV 11", func() bool { return r.LastSyncResourceVersion() == "11" })
-	for _, o := range fc.watchCalls() {
+	for _, o := range fc.Watches() {
 		if o.ResourceVersion == "abc" {
 			t.Fatalf("watched from %q", o.ResourceVersion)
 		}
@@ -113,19 +115,19 @@ func TestRetryAfterIsCapped(t *testing.T) {
 // that resourceVersion after MaxShortWatches restarts, not re-watch forever.
 func TestRepeatedShortWatchesRelist(t *testing.T) {
 	fc := &fakeClient{
-		listFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+		ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
 			return cmList(strconv.Itoa(10+n), cm("a", "5")), nil
 		},
-		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil },
+		WatchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil },
 	}
 	rec := &recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
-	eventually(t, "a relist", func() bool { return len(fc.listCalls()) >= 2 })
-	if l := fc.listCalls()[1]; l.ResourceVersion != "10" {
+	eventually(t, "a relist", func() bool { return len(fc.Lists()) >= 2 })
+	if l := fc.Lists()[1]; l.ResourceVersion != "10" {
 		t.Fatalf("relist %+v, want NotOlderThan(10)", l)
 	}
-	if w := len(fc.watchCalls()); w < 3 {
+	if w := len(fc.Watches()); w < 3 {
 		t.Fatalf("%d watches before the relist, want MaxShortWatches+1 = 3", w)
 	}
 	if got := rec.get(&rec.relists); len(got) == 0 || got[0] != ReasonShortWatch {
@@ -138,31 +140,12 @@ func TestRepeatedShortWatchesRelist(t *testing.T) {
 // back off (fake clock: the next relist waits Initial, then twice that).
 func TestRepeatedStaleEventBacksOff(t *testing.T) {
 	fc := &fakeClient{
-		listFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "10")), nil },
-		watchFn: func(int, metav1.ListOptions) (watch.Interface, error) {
+		ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "10")), nil },
+		WatchFn: func(int, metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
 			w.Modify(cm("a", "5"))
 			return w, nil
 		},
 	}
-	clk := clocktesting.NewFakeClock(time.Now())
-	o := fastOptions(&recorder{})
-	o.Clock = clk
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	waitBackingOff := func(lists int) {
-		t.Helper()
-		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
-		if n := len(fc.listCalls()); n != lists {
-			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, lists)
-		}
-	}
-	waitBackingOff(1)
-	clk.Step(100 * time.Millisecond)
-	waitBackingOff(2)
-	clk.Step(150 * time.Millisecond) // less than the grown delay (200ms)
-	waitBackingOff(2)
-	clk.Step(50 * time.Millisecond)
-	waitBackingOff(3)
+	relistsBackOff(t, fc, func() int { return len(fc.Lists()) })
 }

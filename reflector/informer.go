@@ -1,12 +1,10 @@
 package reflector
 
 import (
-	"context"
+	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/lister"
@@ -51,34 +49,36 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	if lo.Resource.Empty() {
 		lo.Resource, _ = lister.ResourceOf(exampleObject)
 	}
-	return cache.NewSharedIndexInformerWithOptions(lister.NewListerWatcher(lwClient{lw: cache.ToListerWatcherWithContext(lw), orig: lw}, lo), exampleObject, o)
+	return cache.NewSharedIndexInformerWithOptions(lister.Wrap(lw, lo), exampleObject, o)
 }
 
-// lwClient adapts a cache.ListerWatcherWithContext to lister.Client and
-// forwards the inner ListerWatcher's own declaration that it cannot stream
-// lists (client-go's fake clientsets make it, via
-// cache.ToListWatcherWithWatchListSemantics): without it every informer over
-// a fake clientset waited for the streaming-list guard.
-type lwClient struct {
-	lw   cache.ListerWatcherWithContext
-	orig cache.ListerWatcher
-}
-
-// IsWatchListSemanticsUnSupported forwards the inner declaration.
-func (c lwClient) IsWatchListSemanticsUnSupported() bool {
-	type declares interface{ IsWatchListSemanticsUnSupported() bool }
-	for _, x := range []any{c.orig, c.lw} {
-		if d, ok := x.(declares); ok && d.IsWatchListSemanticsUnSupported() {
-			return true
+// NewInformerFunc returns a function with exactly the signature of
+// controller-runtime's cache.Options.NewInformer (and of
+// cache.NewSharedIndexInformer), so a manager runs every informer on
+// steadywatch with one expression:
+//
+//	cache.Options{NewInformer: reflector.NewInformerFunc(lister.Options{Server: server, Metrics: recorder})}
+//
+// Each informer it builds is NewSharedIndexInformerWithOptions over the
+// ListerWatcher controller-runtime hands it, with o. Leave o.Name and
+// o.Resource empty: each informer derives them from its example object
+// (lister.ResourceOf: "v1/configmaps"; a type outside client-go's scheme
+// without apiVersion/kind is named by its Go type, e.g. "*v1.Widget"), so
+// the logs and metrics of different resources stay apart. With the zero
+// lister.Options, NewSharedIndexInformer itself has that signature:
+// cache.Options{NewInformer: reflector.NewSharedIndexInformer}.
+func NewInformerFunc(o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
+	return func(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+		lo := o
+		if lo.Resource.Empty() {
+			lo.Resource, _ = lister.ResourceOf(exampleObject)
 		}
+		if lo.Name == "" && lo.Resource.Empty() && exampleObject != nil {
+			lo.Name = fmt.Sprintf("%T", exampleObject)
+		}
+		return NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
+			ResyncPeriod: resync,
+			Indexers:     indexers,
+		}, lo)
 	}
-	return false
-}
-
-func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return c.lw.ListWithContext(ctx, o)
-}
-
-func (c lwClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return c.lw.WatchWithContext(ctx, o)
 }

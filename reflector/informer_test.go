@@ -15,16 +15,12 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestNewSharedIndexInformerSyncsThroughTheLister(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("10", cm("a", "5"), cm("b", "6")), nil
-	}}
-	lw := &cache.ListWatch{
-		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return fc.List(ctx, o) },
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return fc.Watch(ctx, o) },
-	}
+	api := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"), cm("b", "6"))
+	lw := api.ListerWatcher()
 	// client-go v0.37 tries a streaming list first (WatchListClient); a server
 	// known not to stream makes the lister refuse it at once, so client-go lists.
 	srv := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.No}})
@@ -40,8 +36,7 @@ func TestNewSharedIndexInformerSyncsThroughTheLister(t *testing.T) {
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	defer func() { cancel(); <-done }()
 	eventually(t, "informer synced", inf.HasSynced)
-	fc.watcher(t, 0)
-	if got := fc.watchCalls()[0].ResourceVersion; got != "10" {
+	if got := watchRequest(t, api, 0).Options.ResourceVersion; got != "10" {
 		t.Fatalf("informer watch from %q; want 10", got)
 	}
 	objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, "ns")

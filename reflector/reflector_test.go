@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,71 +25,26 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // ---- fakes ----
 
-type fakeClient struct {
-	mu      sync.Mutex
-	lists   []metav1.ListOptions
-	watches []metav1.ListOptions
-	listFn  func(n int, o metav1.ListOptions) (runtime.Object, error)
-	watchFn func(n int, o metav1.ListOptions) (watch.Interface, error)
-	open    []*watch.RaceFreeFakeWatcher
-}
+// fakeClient is the shared scripted fake (testfake.Client): the n-th list
+// is answered by ListFn, the n-th watch by WatchFn or, when it is nil, by a
+// watch.RaceFreeFakeWatcher the test gets from watcherOf.
+type fakeClient = testfake.Client
 
-func (f *fakeClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	f.mu.Lock()
-	n := len(f.lists)
-	f.lists = append(f.lists, o)
-	fn := f.listFn
-	f.mu.Unlock()
-	return fn(n, o)
-}
-
-func (f *fakeClient) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	f.mu.Lock()
-	n := len(f.watches)
-	f.watches = append(f.watches, o)
-	fn := f.watchFn
-	f.mu.Unlock()
-	if fn != nil {
-		return fn(n, o)
-	}
-	w := watch.NewRaceFreeFake()
-	f.mu.Lock()
-	f.open = append(f.open, w)
-	f.mu.Unlock()
-	return w, nil
-}
-
-func (f *fakeClient) listCalls() []metav1.ListOptions {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.lists)
-}
-
-func (f *fakeClient) watchCalls() []metav1.ListOptions {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.watches)
-}
-
-// watcher returns the i-th watch opened by the default watchFn.
-func (f *fakeClient) watcher(t *testing.T, i int) *watch.RaceFreeFakeWatcher {
+// watcherOf returns the i-th watch fc opened without its WatchFn.
+func watcherOf(t *testing.T, fc *fakeClient, i int) *watch.RaceFreeFakeWatcher {
 	t.Helper()
-	var w *watch.RaceFreeFakeWatcher
-	eventually(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if len(f.open) > i {
-			w = f.open[i]
-			return true
-		}
-		return false
-	})
+	w, ok := fc.Watcher(i, 5*time.Second)
+	if !ok {
+		t.Fatalf("timed out waiting for: watch #%d opened", i)
+	}
 	return w
 }
 
@@ -195,25 +151,133 @@ func run(t *testing.T, r *Reflector) (stop func()) {
 	return stop
 }
 
+// cmServer is the steadywatchtest apiserver of ConfigMaps that tests needing
+// real resourceVersion semantics run against.
+type cmServer = steadywatchtest.Server[*corev1.ConfigMap]
+
+// newServer returns a server with faults f holding objs, each written at
+// its resourceVersion, the store then at resourceVersion rv; its watches end
+// at cleanup.
+func newServer(t *testing.T, f steadywatchtest.Faults, rv string, objs ...*corev1.ConfigMap) *cmServer {
+	t.Helper()
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{Faults: f})
+	t.Cleanup(srv.Close)
+	for _, o := range objs {
+		writeAt(t, srv, o)
+	}
+	advanceTo(t, srv, rv)
+	return srv
+}
+
+// advanceTo moves the server's resourceVersion on to rv.
+func advanceTo(t *testing.T, srv *cmServer, rv string) {
+	t.Helper()
+	want, _ := strconv.ParseUint(rv, 10, 64)
+	now, _ := strconv.ParseUint(srv.ResourceVersion(), 10, 64)
+	if want < now {
+		t.Fatalf("server at %d, past %d", now, want)
+	}
+	srv.Advance(want - now)
+}
+
+// writeAt creates or replaces obj so that it is stored at its resourceVersion.
+func writeAt(t *testing.T, srv *cmServer, obj *corev1.ConfigMap) {
+	t.Helper()
+	n, _ := strconv.ParseUint(obj.ResourceVersion, 10, 64)
+	advanceTo(t, srv, strconv.FormatUint(n-1, 10))
+	obj = obj.DeepCopy()
+	obj.ResourceVersion = ""
+	if got, err := srv.Apply(obj); err != nil || got.ResourceVersion != strconv.FormatUint(n, 10) {
+		t.Fatalf("write %s at %d: %v", obj.Name, n, err)
+	}
+}
+
+// watchRequest waits for the server's i-th watch request and returns it.
+func watchRequest(t *testing.T, srv *cmServer, i int) steadywatchtest.Request {
+	t.Helper()
+	var got []steadywatchtest.Request
+	eventually(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
+		got = requestsOf(srv, steadywatchtest.VerbWatch)
+		return len(got) > i
+	})
+	return got[i]
+}
+
+// requestsOf returns the server's requests of verb, in order.
+func requestsOf(srv *cmServer, verb string) []steadywatchtest.Request {
+	var out []steadywatchtest.Request
+	for _, r := range srv.Requests() {
+		if r.Verb == verb {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// emptyAt answers every list with an empty list at resourceVersion rv.
+func emptyAt(rv string) func(int, metav1.ListOptions) (runtime.Object, error) {
+	return func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(rv), nil }
+}
+
+// startWatching runs newR over fc into store and returns it with its first watch.
+func startWatching(t *testing.T, fc *fakeClient, store cache.ReflectorStore, o Options) (*Reflector, *watch.RaceFreeFakeWatcher) {
+	t.Helper()
+	r := newR(fc, &corev1.ConfigMap{}, store, o)
+	run(t, r)
+	return r, watcherOf(t, fc, 0)
+}
+
+// stallWatch starts a reflector with StallTimeout stall over a fakeClient
+// listing at resourceVersion 10 and returns them with its first watch.
+func stallWatch(t *testing.T, stall time.Duration) (*fakeClient, *recorder, *Reflector, *watch.RaceFreeFakeWatcher) {
+	t.Helper()
+	fc := &fakeClient{ListFn: emptyAt("10")}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.StallTimeout = stall
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	return fc, rec, r, w
+}
+
+// relistAfterGone runs newR over fc into store, answers its first watch
+// with 410 Gone, waits for the watch after the relist and returns the
+// reflector with fc's lists so far.
+func relistAfterGone(t *testing.T, fc *fakeClient, store cache.ReflectorStore) (*Reflector, []metav1.ListOptions) {
+	t.Helper()
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	run(t, r)
+	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+	watcherOf(t, fc, 1)
+	return r, fc.Lists()
+}
+
+// consistencyAt15 runs newR over fc with o, moves it to resourceVersion 15
+// with a bookmark and returns its first consistency report.
+func consistencyAt15(t *testing.T, fc *fakeClient, o Options) ConsistencyReport {
+	t.Helper()
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	w.Action(watch.Bookmark, bookmark("15", false))
+	var rep ConsistencyReport
+	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	return rep
+}
+
 func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); return k }
 
 // ---- tests ----
 
 func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("10", cm("a", "5"), cm("b", "7")), nil
-	}}
+	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"), cm("b", "7"))
 	rec := &recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	r := newR(srv, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
 
-	w := fc.watcher(t, 0)
-	l := fc.listCalls()[0]
+	wo := watchRequest(t, srv, 0).Options
+	l := requestsOf(srv, steadywatchtest.VerbList)[0].Options
 	if l.ResourceVersion != "" || l.Limit != DefaultPageSize || l.ResourceVersionMatch != "" {
 		t.Fatalf("initial list options = %+v; want MostRecent (RV \"\") with limit %d", l, DefaultPageSize)
 	}
-	wo := fc.watchCalls()[0]
 	if wo.ResourceVersion != "10" || !wo.AllowWatchBookmarks || wo.TimeoutSeconds == nil ||
 		*wo.TimeoutSeconds < 300 || *wo.TimeoutSeconds > 600 || wo.SendInitialEvents != nil {
 		t.Fatalf("watch options = %+v; want RV 10, bookmarks, timeout in [300,600]s, no sendInitialEvents", wo)
@@ -221,10 +285,13 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) || !r.HasSynced() {
 		t.Fatalf("store = %v synced=%v; want [ns/a ns/b] synced", got, r.HasSynced())
 	}
-	w.Modify(cm("a", "11"))
+	writeAt(t, srv, cm("a", "11"))
 	eventually(t, "RV 11 after MODIFIED", func() bool { return r.LastSyncResourceVersion() == "11" })
-	w.Delete(cm("b", "12"))
-	w.Action(watch.Bookmark, bookmark("15", false))
+	if err := srv.Delete("ns", "b"); err != nil || srv.ResourceVersion() != "12" {
+		t.Fatalf("delete b at %s: %v", srv.ResourceVersion(), err)
+	}
+	advanceTo(t, srv, "15")
+	srv.Bookmark()
 	eventually(t, "RV 15 after BOOKMARK", func() bool { return r.LastSyncResourceVersion() == "15" })
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a"}) {
 		t.Fatalf("store after delete = %v", got)
@@ -239,38 +306,31 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 }
 
 func TestAnyInitialSemanticIsOptIn(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	srv := newServer(t, steadywatchtest.Faults{}, "10")
 	o := fastOptions(&recorder{})
 	o.InitialListSemantic = fallback.Any
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0)
-	if l := fc.listCalls()[0]; l.ResourceVersion != "0" {
+	watchRequest(t, srv, 0)
+	if l := requestsOf(srv, steadywatchtest.VerbList)[0].Options; l.ResourceVersion != "0" {
 		t.Fatalf("initial list RV = %q; want \"0\" (Any)", l.ResourceVersion)
 	}
 }
 
 func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
-		switch n {
-		case 0:
-			return cmList("10", cm("a", "5")), nil
-		case 1:
-			return nil, gone() // NotOlderThan(15) is unavailable too
-		default:
-			return cmList("30", cm("a", "25")), nil
-		}
-	}}
+	fc := &fakeClient{ListFn: testfake.Answers(
+		testfake.Returns(cmList("10", cm("a", "5")), nil),
+		testfake.Returns(nil, gone()), // NotOlderThan(15) is unavailable too
+		testfake.Returns(cmList("30", cm("a", "25")), nil),
+	)}
 	rec := &recorder{}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
-	run(t, r)
-	w := fc.watcher(t, 0)
+	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	w.Action(watch.Bookmark, bookmark("15", false))
 	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
 	w.Error(&gone().ErrStatus)
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 
-	lists := fc.listCalls()
+	lists := fc.Lists()
 	if len(lists) != 3 {
 		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan, MostRecent)", lists)
 	}
@@ -280,7 +340,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 	if lists[2].ResourceVersion != "" {
 		t.Fatalf("second relist = %+v; want MostRecent (RV \"\")", lists[2])
 	}
-	if got := fc.watchCalls()[1].ResourceVersion; got != "30" {
+	if got := fc.Watches()[1].ResourceVersion; got != "30" {
 		t.Fatalf("watch after relist from %q; want 30", got)
 	}
 	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonWatchGone}) {
@@ -289,22 +349,13 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 }
 
 func TestStaleListIsNeverApplied(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
-		switch n {
-		case 0:
-			return cmList("20", cm("a", "20")), nil
-		case 1:
-			return cmList("12", cm("old", "11")), nil // a lagging server, older than the store
-		default:
-			return cmList("25", cm("a", "20"), cm("b", "24")), nil
-		}
-	}}
+	fc := &fakeClient{ListFn: testfake.Answers(
+		testfake.Returns(cmList("20", cm("a", "20")), nil),
+		testfake.Returns(cmList("12", cm("old", "11")), nil), // a lagging server, older than the store
+		testfake.Returns(cmList("25", cm("a", "20"), cm("b", "24")), nil),
+	)}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
-	run(t, r)
-	fc.watcher(t, 0).Error(&gone().ErrStatus)
-	fc.watcher(t, 1)
-	lists := fc.listCalls()
+	r, lists := relistAfterGone(t, fc, store)
 	if len(lists) != 3 || lists[1].ResourceVersion != "20" || lists[2].ResourceVersion != "20" {
 		t.Fatalf("lists = %+v; want initial, NotOlderThan(20) (served 12: rejected), NotOlderThan(20) again", lists)
 	}
@@ -319,7 +370,7 @@ func TestStaleListIsNeverApplied(t *testing.T) {
 func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 	var mu sync.Mutex
 	var at []time.Time
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		mu.Lock()
 		at = append(at, time.Now())
 		mu.Unlock()
@@ -332,11 +383,7 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 			return cmList("40"), nil
 		}
 	}}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
-	run(t, r)
-	fc.watcher(t, 0).Error(&gone().ErrStatus)
-	fc.watcher(t, 1)
-	lists := fc.listCalls()
+	_, lists := relistAfterGone(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc))
 	if len(lists) != 3 || lists[1].ResourceVersion != "10" || lists[2].ResourceVersion != "" {
 		t.Fatalf("lists = %+v; want initial, NotOlderThan(10) -> too large, MostRecent", lists)
 	}
@@ -349,44 +396,39 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 }
 
 func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
-	fc.watchFn = func(n int, o metav1.ListOptions) (watch.Interface, error) {
+	fc := &fakeClient{ListFn: emptyAt("10")}
+	fc.WatchFn = func(n int, o metav1.ListOptions) (watch.Interface, error) {
 		if n == 0 {
 			return nil, tooLarge(0)
 		}
-		w := watch.NewRaceFreeFake()
-		fc.mu.Lock()
-		fc.open = append(fc.open, w)
-		fc.mu.Unlock()
-		return w, nil
+		return fc.OpenWatch(), nil
 	}
 	rec := &recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
-	fc.watcher(t, 0)
-	if ws := fc.watchCalls(); len(ws) != 2 || ws[1].ResourceVersion != "10" {
+	watcherOf(t, fc, 0)
+	if ws := fc.Watches(); len(ws) != 2 || ws[1].ResourceVersion != "10" {
 		t.Fatalf("watches = %+v; want a second watch from 10", ws)
 	}
-	if n := len(fc.listCalls()); n != 1 {
+	if n := len(fc.Lists()); n != 1 {
 		t.Fatalf("lists = %d; a too-large watch must not relist at once", n)
 	}
 }
 
 func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	srv := newServer(t, steadywatchtest.Faults{}, "10")
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.ShortWatch = time.Nanosecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	w := fc.watcher(t, 0)
-	w.Add(cm("x", "12"))
-	w.Stop() // the server closed the watch (timeout)
-	fc.watcher(t, 1)
-	if got := fc.watchCalls()[1].ResourceVersion; got != "12" {
+	watchRequest(t, srv, 0)
+	writeAt(t, srv, cm("x", "12"))
+	srv.Close() // the server closed the watch (timeout)
+	if got := watchRequest(t, srv, 1).Options.ResourceVersion; got != "12" {
 		t.Fatalf("second watch from %q; want 12 (last event)", got)
 	}
-	if n := len(fc.listCalls()); n != 1 {
+	if n := srv.Count(steadywatchtest.VerbList); n != 1 {
 		t.Fatalf("lists = %d; want 1 (a normal close never relists)", n)
 	}
 	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{ReasonWatchClosed}) {
@@ -395,15 +437,15 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 }
 
 func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.Backoff = fallback.BackoffPolicy{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0).Stop() // closed at once, no event
+	watcherOf(t, fc, 0).Stop() // closed at once, no event
 	start := time.Now()
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 	if d := time.Since(start); d < 90*time.Millisecond { // 200ms with jitter factor 0.5 => >= 100ms
 		t.Fatalf("restarted a short-lived watch after %v; want a backoff", d)
 	}
@@ -413,22 +455,16 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 }
 
 func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
-	rec := &recorder{}
-	o := fastOptions(rec)
-	o.StallTimeout = 100 * time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	w := fc.watcher(t, 0)
+	fc, rec, _, w := stallWatch(t, 100*time.Millisecond)
 	w.Action(watch.Bookmark, bookmark("11", false))
-	fc.watcher(t, 1) // nothing more arrives: stalled
-	if got := fc.watchCalls()[1].ResourceVersion; got != "11" {
+	watcherOf(t, fc, 1) // nothing more arrives: stalled
+	if got := fc.Watches()[1].ResourceVersion; got != "11" {
 		t.Fatalf("restart from %q; want 11", got)
 	}
 	if !w.IsStopped() {
 		t.Fatal("the stalled watch was not stopped")
 	}
-	if n := len(fc.listCalls()); n != 1 {
+	if n := len(fc.Lists()); n != 1 {
 		t.Fatalf("lists = %d; a stall must not relist", n)
 	}
 	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != ReasonStalled {
@@ -439,11 +475,9 @@ func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
 func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
 	// A list without a resourceVersion makes the watch start at "": the
 	// server replays synthetic ADDED events in no RV order.
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList(""), nil }}
+	fc := &fakeClient{ListFn: emptyAt("")}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
-	run(t, r)
-	w := fc.watcher(t, 0)
+	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
 	w.Add(cm("b", "50"))
 	w.Add(cm("a", "30"))
 	eventually(t, "2 items", func() bool { return len(store.ListKeys()) == 2 })
@@ -479,17 +513,15 @@ func streamingServer() *fakeServer {
 }
 
 func TestStreamingListWhereSupported(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) {
 		return nil, fmt.Errorf("no list expected")
 	}}
 	srv := streamingServer()
 	o := fastOptions(&recorder{})
 	o.Server = srv
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, o)
-	run(t, r)
-	w := fc.watcher(t, 0)
-	wo := fc.watchCalls()[0]
+	r, w := startWatching(t, fc, store, o)
+	wo := fc.Watches()[0]
 	if wo.SendInitialEvents == nil || !*wo.SendInitialEvents || wo.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan ||
 		wo.ResourceVersion != "" || !wo.AllowWatchBookmarks {
 		t.Fatalf("streaming watch options = %+v", wo)
@@ -504,12 +536,12 @@ func TestStreamingListWhereSupported(t *testing.T) {
 	w.Modify(cm("a", "41")) // the same watch goes on
 	eventually(t, "RV 41", func() bool { return r.LastSyncResourceVersion() == "41" })
 	lists := 0
-	for _, o := range fc.listCalls() {
+	for _, o := range fc.Lists() {
 		if o.Limit != 1 { // limit=1: the guard's count of the initial events
 			lists++
 		}
 	}
-	if n := len(fc.watchCalls()); n != 1 || lists != 0 {
+	if n := len(fc.Watches()); n != 1 || lists != 0 {
 		t.Fatalf("watches=%d lists=%d; want the streaming watch reused and no list", n, lists)
 	}
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) {
@@ -519,7 +551,7 @@ func TestStreamingListWhereSupported(t *testing.T) {
 
 func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	// v1.18 ignores sendInitialEvents: ADDED events, then silence, never the end bookmark.
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) {
 		return cmList("20", cm("a", "5")), nil
 	}}
 	srv := streamingServer()
@@ -530,7 +562,7 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	r := newR(fc, &corev1.ConfigMap{}, store, o)
 	start := time.Now()
 	run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	w.Add(cm("a", "5"))
 	eventually(t, "synced by a list", r.HasSynced)
 	took := time.Since(start)
@@ -546,20 +578,20 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	if len(obs) != 1 || obs[0].Capability != compat.StreamingList || obs[0].Support != compat.No {
 		t.Fatalf("observations = %+v; want StreamingList=No", obs)
 	}
-	fc.watcher(t, 1)
-	if wo := fc.watchCalls()[1]; wo.SendInitialEvents != nil || wo.ResourceVersion != "20" {
+	watcherOf(t, fc, 1)
+	if wo := fc.Watches()[1]; wo.SendInitialEvents != nil || wo.ResourceVersion != "20" {
 		t.Fatalf("watch after fallback = %+v; want a plain watch from 20", wo)
 	}
 }
 
 func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("20"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("20")}
 	o := fastOptions(&recorder{})
 	o.Server = streamingServer()
 	o.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("19", false))
+	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("19", false))
 	eventually(t, "synced by a list", r.HasSynced)
 }
 
@@ -584,14 +616,16 @@ func (b *bookmarkStore) UpdateResourceVersion(rv string) {
 }
 
 func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	srv := newServer(t, steadywatchtest.Faults{}, "10")
 	rec := &recorder{}
 	store := &bookmarkStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	r := newR(srv, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
-	w := fc.watcher(t, 0)
-	w.Action(watch.Bookmark, bookmark("13", false))
-	w.Action(watch.Bookmark, bookmark("17", false))
+	watchRequest(t, srv, 0)
+	for _, rv := range []string{"13", "17"} {
+		advanceTo(t, srv, rv)
+		srv.Bookmark()
+	}
 	eventually(t, "RV 17", func() bool { return r.LastSyncResourceVersion() == "17" })
 	store.mu.Lock()
 	defer store.mu.Unlock()
@@ -606,15 +640,13 @@ func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
 }
 
 func TestFeedsDeltaFIFO(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("10", cm("a", "5")), nil
-	}}
+	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"))
 	known := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: known, EmitDeltaTypeReplaced: true})
-	r := newR(fc, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
+	r := newR(srv, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
 	run(t, r)
-	w := fc.watcher(t, 0)
-	w.Add(cm("b", "11"))
+	watchRequest(t, srv, 0)
+	writeAt(t, srv, cm("b", "11"))
 	var got []string
 	for len(got) < 2 {
 		_, err := fifo.Pop(func(obj any, _ bool) error {
@@ -635,7 +667,7 @@ func TestFeedsDeltaFIFO(t *testing.T) {
 }
 
 func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		if o.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
 			if o.ResourceVersion != "15" {
 				return nil, fmt.Errorf("exact list at %q, want 15", o.ResourceVersion)
@@ -648,11 +680,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 	o := fastOptions(rec)
 	o.Server = &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.Yes}}}
 	o.ConsistencyCheckInterval = time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
-	var rep ConsistencyReport
-	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	rep := consistencyAt15(t, fc, o)
 	if rep.Result() != "mismatch" || !slices.Equal(rep.Missing, []string{"ns/c"}) ||
 		!slices.Equal(rep.Extra, []string{"ns/b"}) || !slices.Equal(rep.Differ, []string{"ns/d"}) || rep.ResourceVersion != "15" {
 		t.Fatalf("report = %+v", rep)
@@ -663,7 +691,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 }
 
 func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
-	fc := &fakeClient{listFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		if o.ResourceVersion == "15" { // a legacy server ignoring Exact serves the newest state
 			return cmList("18"), nil
 		}
@@ -672,17 +700,13 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.ConsistencyCheckInterval = time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	fc.watcher(t, 0).Action(watch.Bookmark, bookmark("15", false))
-	var rep ConsistencyReport
-	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	rep := consistencyAt15(t, fc, o)
 	if rep.Result() != "error" || rep.Err == nil || !strings.Contains(rep.Err.Error(), "served at 18") {
 		t.Fatalf("report = %+v; want an error (not exact)", rep)
 	}
 	// Legacy form: no resourceVersionMatch (Unknown capability), a limit so the server reads it as Exact.
 	var exact *metav1.ListOptions
-	for _, l := range fc.listCalls() {
+	for _, l := range fc.Lists() {
 		if l.ResourceVersion == "15" {
 			exact = &l
 		}
@@ -693,10 +717,10 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 }
 
 func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	stop := run(t, r)
-	w := fc.watcher(t, 0)
+	w := watcherOf(t, fc, 0)
 	r.Run(context.Background()) // returns at once: already running
 	stop()
 	if !w.IsStopped() {
@@ -708,11 +732,9 @@ func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
 }
 
 func TestUnexpectedTypeIsIgnored(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
+	fc := &fakeClient{ListFn: emptyAt("10")}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
-	run(t, r)
-	w := fc.watcher(t, 0)
+	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
 	w.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "11"}})
 	w.Add(cm("a", "12"))
 	eventually(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })
@@ -731,14 +753,11 @@ func newR(c Client, expected runtime.Object, store cache.ReflectorStore, o Optio
 }
 
 func TestDefaultExecutorIsTheLister(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("10", cm("a", "5")), nil
-	}}
+	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"))
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := New(srv, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
-	fc.watcher(t, 0)
-	if got := fc.watchCalls()[0].ResourceVersion; got != "10" || !r.HasSynced() || len(store.ListKeys()) != 1 {
+	if got := watchRequest(t, srv, 0).Options.ResourceVersion; got != "10" || !r.HasSynced() || len(store.ListKeys()) != 1 {
 		t.Fatalf("watch from %q synced=%v items=%d; want a lister-made sync at 10", got, r.HasSynced(), len(store.ListKeys()))
 	}
 }

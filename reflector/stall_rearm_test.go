@@ -5,23 +5,13 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Events keep arriving for 3x StallTimeout: no restart. Then silence: the
 // restart comes no earlier than StallTimeout after the last event.
 func TestStallTimerRearmsLazily(t *testing.T) {
-	fc := &fakeClient{listFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("10"), nil }}
-	rec := &recorder{}
-	o := fastOptions(rec)
-	o.StallTimeout = 300 * time.Millisecond
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	run(t, r)
-	w := fc.watcher(t, 0)
+	fc, rec, r, w := stallWatch(t, 300*time.Millisecond)
 	begin := time.Now()
 	rv := 11
 	var last time.Time
@@ -31,10 +21,10 @@ func TestStallTimerRearmsLazily(t *testing.T) {
 		rv++
 		time.Sleep(30 * time.Millisecond) // event pacing (the thing under test), not synchronisation
 	}
-	if len(fc.watchCalls()) != 1 {
+	if len(fc.Watches()) != 1 {
 		t.Fatalf("watch restarted while events flowed: %v", rec.get(&rec.restarts))
 	}
-	fc.watcher(t, 1)
+	watcherOf(t, fc, 1)
 	if d := time.Since(last); d < 290*time.Millisecond {
 		t.Fatalf("stall restart %v after the last event; want >= StallTimeout", d)
 	}

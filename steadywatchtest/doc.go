@@ -10,7 +10,8 @@
 // and KEP-2523, kubernetes/enhancements keps/sig-api-machinery/2523-consistent-resource-version-semantics):
 //
 //   - a store with an etcd-like global resourceVersion counter and a history
-//     of changes; Create, Update, Delete and Apply bump it; Compact drops history;
+//     of changes; Create, Update, Delete and Apply bump it, Advance moves it on
+//     as writes to other resources do; Compact drops history;
 //   - list: MostRecent (resourceVersion unset), Any ("0"), NotOlderThan and
 //     Exact with resourceVersionMatch, the legacy reading without it (limit
 //     set: Exact, unset: NotOlderThan), limit/continue with an opaque token

@@ -233,19 +233,26 @@ func TestListerRestartsOnExpiredContinue(t *testing.T) {
 	}
 }
 
+// runReflector runs the SDK's reflector over s into store with o (backoffs
+// of milliseconds) until the test ends.
+func runReflector(t *testing.T, s *cmServer, store cache.Store, o reflector.Options) *reflector.Reflector {
+	t.Helper()
+	o.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	r := reflector.New(s, &corev1.ConfigMap{}, store, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
 // TestReflectorSyncsAndRecoversFromGone: the SDK's reflector syncs, follows
 // writes, and after its watch ends and its resourceVersion is compacted (the
 // re-watch gets a 410 inside the stream) relists NotOlderThan and converges.
 func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
 	s := history(t, steadywatchtest.Options{})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{
-		Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	r := runReflector(t, s, store, reflector.Options{})
 	eventually(t, "reflector synced", r.HasSynced)
 	keys := func() string { return strings.Join(store.ListKeys(), ",") }
 	eventually(t, "store a,c", func() bool { return sameSet(keys(), "ns/a,ns/c") })
@@ -284,14 +291,7 @@ func TestReflectorStreamingList(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := history(t, steadywatchtest.Options{Faults: tc.faults})
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{
-				Server: streams, InitialEventsTimeout: 20 * time.Millisecond,
-				Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
-			})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); r.Run(ctx) }()
-			defer func() { cancel(); <-done }()
+			r := runReflector(t, s, store, reflector.Options{Server: streams, InitialEventsTimeout: 20 * time.Millisecond})
 			eventually(t, "reflector synced", r.HasSynced)
 			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
 				t.Errorf("store %s, want ns/a,ns/c", keys)

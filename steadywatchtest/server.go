@@ -262,6 +262,20 @@ func (s *Server[T]) Delete(namespace, name string) error {
 	return nil
 }
 
+// Advance moves the store's resourceVersion n revisions on without a change
+// to this resource, as writes to other resources do on a real apiserver
+// (etcd's revision is one counter for every resource): lists then report the
+// newer resourceVersion and bookmarks carry it, watches see no event, and
+// the skipped resourceVersions read as the state before them. It returns
+// the new resourceVersion. Tests use it to reach given resourceVersions, or
+// to prove that a client does not assume consecutive ones.
+func (s *Server[T]) Advance(n uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rv += n
+	return format(s.rv)
+}
+
 // record appends c to the history and hands it to every open watch. Caller holds mu.
 func (s *Server[T]) record(c change) {
 	s.history = append(s.history, c)

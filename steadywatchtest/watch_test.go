@@ -249,3 +249,36 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 		t.Errorf("%d lists logged, want %d", got, writers*writes/10)
 	}
 }
+
+// TestAdvance: a jump of the shared revision counter (writes to other
+// resources) shows in lists and bookmarks, sends no event, and the skipped
+// resourceVersions read as the state before the jump.
+func TestAdvance(t *testing.T) {
+	s := history(t, steadywatchtest.Options{})
+	w := watchOf(t, s, metav1.ListOptions{ResourceVersion: "5", AllowWatchBookmarks: true})
+	if got := s.Advance(4); got != "9" || s.ResourceVersion() != "9" {
+		t.Fatalf("Advance(4) = %s, store at %s; want 9", got, s.ResourceVersion())
+	}
+	s.Bookmark()
+	if got := next(t, w); got != "BOOKMARK @9" {
+		t.Errorf("first after the jump: %q, want BOOKMARK @9 (no event)", got)
+	}
+	rv := touch(t, s, "c")
+	if rv != "10" {
+		t.Errorf("next write at %s, want 10", rv)
+	}
+	if got := next(t, w); got != "MODIFIED c@10" {
+		t.Errorf("after the update: %q", got)
+	}
+	obj, err := s.List(context.Background(), metav1.ListOptions{ResourceVersion: "7", ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := items(t, obj); got != "a@4 c@3" {
+		t.Errorf("Exact list at skipped 7: %q, want the state at 5 (a@4 c@3)", got)
+	}
+	from := watchOf(t, s, metav1.ListOptions{ResourceVersion: "6"})
+	if got := next(t, from); got != "MODIFIED c@10" {
+		t.Errorf("watch from skipped 6: %q first, want MODIFIED c@10", got)
+	}
+}

@@ -77,6 +77,9 @@ var satisfiedBy = map[string][]string{
 	SemInitialEventsEnd: {SemInitialEventsEnd},
 	SemMayBookmark:      {SemBookmark, SemNoBookmark},
 	SemWaits:            {SemWaits, SemTooLarge},
+	// Proxy-chain cells have a per-cell result (proxyCellResult); this entry
+	// is the common case.
+	SemEndBookmark: {SemEndBookmark},
 }
 
 func satisfies(expected, observed string) bool {
@@ -107,6 +110,7 @@ const (
 	KindBookmark       = "bookmark"
 	KindFarFutureList  = "far-future-list"
 	KindFarFutureWatch = "far-future-watch"
+	// KindProxyChain: see proxycells.go.
 )
 
 // Symbolic resourceVersions of a request. The report shows these, so that
@@ -254,7 +258,7 @@ func probeCells() []cell {
 			Note: "a watch at an unrecognized resourceVersion may wait until it times out (or be refused as too large)",
 		},
 	)
-	return cells
+	return append(cells, proxyChainCells()...)
 }
 
 // errorSemantic maps a failed request to the observed semantic.

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 )
@@ -113,6 +115,12 @@ type probeEnv struct {
 	oldName     string   // the object created at N
 	afterOld    []string // objects created after N
 	sentinelSeq int
+	// caps is what the server's version says it can do; streamBase is the
+	// scope of the proxy-chain cells' streaming list; endObs is that list's
+	// observation, shared by the three cells.
+	caps       compat.Capabilities
+	streamBase metav1.ListOptions
+	endObs     *endObservation
 }
 
 func randomSuffix() string {
@@ -192,6 +200,11 @@ func (a *app) runProbe(cmd *cobra.Command, o *probeOptions) (err error) {
 	created = true
 	if err := setup(ctx, env); err != nil {
 		return err
+	}
+	env.caps = c.server.Capabilities(ctx)
+	if !createNS {
+		// A shared namespace: stream only the probe's own objects.
+		env.streamBase = metav1.ListOptions{LabelSelector: env.selector}
 	}
 	logger.V(1).Info("probe set up", "namespace", ns, "old", env.old, "latest", env.latest)
 	fmt.Fprintf(a.errOut, "probe: %d ConfigMaps created in %s; N=%s latest=%s; running cells\n", len(env.names), ns, env.old, env.latest)
@@ -427,6 +440,16 @@ func runCell(ctx context.Context, e *probeEnv, c cell, o *probeOptions) (cellRep
 		err = e.runBookmark(ctx, opts, o.bookmarkTimeout, &r)
 	case KindFarFutureWatch:
 		err = e.runFarFutureWatch(ctx, opts, &r)
+	case KindProxyChain:
+		if e.endObs == nil {
+			obs, oerr := e.observeEndBookmark(ctx, e.caps, e.streamBase, o.streamQuiet)
+			if oerr != nil {
+				return r, oerr
+			}
+			e.endObs = &obs
+		}
+		runProxyChainCell(c, *e.endObs, &r)
+		return r, nil
 	default:
 		err = fmt.Errorf("unknown cell kind %q", c.Kind)
 	}
@@ -711,6 +734,24 @@ func (e *probeEnv) runFarFutureWatch(ctx context.Context, opts metav1.ListOption
 			return nil
 		}
 	}
+}
+
+// listerClient is the probe's namespace as a lister.Client, sending every
+// request as given (no client-side retries).
+func (e *probeEnv) listerClient() lister.Client {
+	return lister.FromFuncs(
+		func(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+			return e.list(ctx, opts)
+		},
+		e.watch)
+}
+
+// itemCount returns the number of items of a list object.
+func itemCount(obj runtime.Object) (int, error) {
+	if !meta.IsListType(obj) {
+		return 0, fmt.Errorf("a list answered %T", obj)
+	}
+	return meta.LenList(obj), nil
 }
 
 func ptrInt64(v int64) *int64 { return &v }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -64,6 +65,13 @@ type cellReport struct {
 	Source                 string       `json:"source"`
 	Note                   string       `json:"note,omitempty"`
 	Seconds                float64      `json:"seconds"`
+	// Proxy-chain cells only.
+	Result                string   `json:"result,omitempty"`
+	Evidence              string   `json:"evidence,omitempty"`
+	Report                string   `json:"report,omitempty"`
+	Steadywatch           string   `json:"steadywatch,omitempty"`
+	ExpectedInitialEvents *int     `json:"expectedInitialEvents,omitempty"`
+	DecisionSeconds       *float64 `json:"decisionSeconds,omitempty"`
 }
 
 // detected is what the cells show about the server's capabilities.
@@ -75,6 +83,10 @@ type detected struct {
 	StreamingList string `json:"streamingList"`
 	// Bookmarks: "yes" if the bookmark cell saw one, else "not-seen".
 	Bookmarks string `json:"bookmarks"`
+	// EndBookmark: what the proxy-chain cells' streaming list showed:
+	// "ok", "bookmarks-filtered", "annotation-missing", "cut-before-end",
+	// "not-applicable" or "inconclusive".
+	EndBookmark string `json:"endBookmark"`
 }
 
 type summary struct {
@@ -82,10 +94,13 @@ type summary struct {
 	AsSpecified  int `json:"asSpecified"`
 	MatchIgnored int `json:"matchIgnored"`
 	Differs      int `json:"differs"`
+	// Proxy-chain cells that cannot be checked on this server or this time.
+	NotApplicable int `json:"notApplicable"`
+	Inconclusive  int `json:"inconclusive"`
 }
 
 func (r *probeReport) summarize() {
-	r.Detected = detected{ResourceVersionMatch: "unknown", StreamingList: "no", Bookmarks: "not-seen"}
+	r.Detected = detected{ResourceVersionMatch: "unknown", StreamingList: "no", Bookmarks: "not-seen", EndBookmark: "inconclusive"}
 	for _, c := range r.Cells {
 		switch c.ID {
 		case "list/match=Exact/paging=none/rv=N":
@@ -103,6 +118,8 @@ func (r *probeReport) summarize() {
 			if c.Observed == SemBookmark {
 				r.Detected.Bookmarks = "yes"
 			}
+		case CellBookmarksFiltered:
+			r.Detected.EndBookmark = endBookmarkLabel[c.Observed]
 		}
 		r.Summary.Cells++
 		switch c.Verdict {
@@ -110,10 +127,23 @@ func (r *probeReport) summarize() {
 			r.Summary.AsSpecified++
 		case VerdictMatchIgnored:
 			r.Summary.MatchIgnored++
+		case VerdictNotApplicable:
+			r.Summary.NotApplicable++
+		case VerdictInconclusive:
+			r.Summary.Inconclusive++
 		default:
 			r.Summary.Differs++
 		}
 	}
+}
+
+var endBookmarkLabel = map[string]string{
+	SemEndBookmark:       "ok",
+	SemBookmarksFiltered: "bookmarks-filtered",
+	SemAnnotationMissing: "annotation-missing",
+	SemCutBeforeEnd:      "cut-before-end",
+	SemNotApplicable:     "not-applicable",
+	SemInconclusive:      "inconclusive",
 }
 
 func printProbeReport(w io.Writer, r probeReport) {
@@ -140,7 +170,37 @@ func printProbeReport(w io.Writer, r probeReport) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n[X] = expected if the server ignores resourceVersionMatch (API Concepts list table footnote)\n")
-	fmt.Fprintf(w, "detected: resourceVersionMatch=%s streamingList=%s bookmarks=%s\n", r.Detected.ResourceVersionMatch, r.Detected.StreamingList, r.Detected.Bookmarks)
-	fmt.Fprintf(w, "%d cells: %d as specified, %d as if resourceVersionMatch were ignored, %d differ (%.1fs)\n",
-		r.Summary.Cells, r.Summary.AsSpecified, r.Summary.MatchIgnored, r.Summary.Differs, r.DurationSeconds)
+	printProxyChain(w, r.Cells)
+	fmt.Fprintf(w, "detected: resourceVersionMatch=%s streamingList=%s bookmarks=%s endBookmark=%s\n",
+		r.Detected.ResourceVersionMatch, r.Detected.StreamingList, r.Detected.Bookmarks, r.Detected.EndBookmark)
+	fmt.Fprintf(w, "%d cells: %d as specified, %d as if resourceVersionMatch were ignored, %d differ", r.Summary.Cells, r.Summary.AsSpecified, r.Summary.MatchIgnored, r.Summary.Differs)
+	if r.Summary.NotApplicable > 0 {
+		fmt.Fprintf(w, ", %d not applicable", r.Summary.NotApplicable)
+	}
+	if r.Summary.Inconclusive > 0 {
+		fmt.Fprintf(w, ", %d inconclusive", r.Summary.Inconclusive)
+	}
+	fmt.Fprintf(w, " (%.1fs)\n", r.DurationSeconds)
+}
+
+// printProxyChain prints the proxy-chain cells with their evidence, the
+// public report and what steadywatch does.
+func printProxyChain(w io.Writer, cells []cellReport) {
+	first := true
+	for _, c := range cells {
+		if c.Kind != KindProxyChain {
+			continue
+		}
+		if first {
+			fmt.Fprintf(w, "\nproxy chain (one streaming list through every proxy between you and the apiserver):\n")
+			first = false
+		}
+		fmt.Fprintf(w, "  %s: %s\n    evidence: %s\n", c.ID, strings.ToUpper(c.Result), c.Evidence)
+		if c.Result == ResultFault {
+			fmt.Fprintf(w, "    reported: %s\n    steadywatch: %s\n", c.Report, c.Steadywatch)
+		}
+	}
+	if !first {
+		fmt.Fprintln(w)
+	}
 }

@@ -162,11 +162,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 		if c.Kind == "sw-informer" {
 			// The README's one-line adoption (examples/informer).
-			f.InformerFor(&corev1.ConfigMap{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-				cms := cs.CoreV1().ConfigMaps(ns)
-				lw := lister.NewListerWatcher(lister.FromFuncs(cms.List, cms.Watch), lister.Options{Server: server, Name: "v1/configmaps"})
-				return cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-			})
+			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server}}))
 		}
 		inf := f.Core().V1().ConfigMaps().Informer()
 		if _, err := inf.AddEventHandler(handler); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,7 +28,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
@@ -45,10 +45,18 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./informer", "./operator", "./crd")
-	cmd.Dir = src
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build in %s:\n%s", src, out)
+	for _, b := range []struct{ out, pkg string }{
+		{dir + string(filepath.Separator), "./informer ./operator ./listwatch ./crd"},
+		// The stock programs, as informer-stock, operator-stock and listwatch-stock.
+		{filepath.Join(dir, "informer-stock"), "./stock/informer"},
+		{filepath.Join(dir, "operator-stock"), "./stock/operator"},
+		{filepath.Join(dir, "listwatch-stock"), "./stock/listwatch"},
+	} {
+		cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", b.out}, strings.Fields(b.pkg)...)...)
+		cmd.Dir = src
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "go build %s in %s:\n%s", b.pkg, src, out)
+	}
 	fmt.Fprintf(GinkgoWriter, "built examples in %v\n", time.Since(start).Round(time.Millisecond))
 	return []byte(dir)
 }, func(dir []byte) {
@@ -63,14 +71,6 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 type cluster interface {
 	RESTConfig() *rest.Config
 	KubeconfigPath() string
-	Version() string
-}
-
-// parsedVersion is c's version as steadywatch's capability detection reads it.
-func parsedVersion(c cluster) compat.Version {
-	v, err := compat.ParseVersion(c.Version())
-	Expect(err).NotTo(HaveOccurred())
-	return v
 }
 
 // lockedBuffer collects a subprocess's output for concurrent reads.
@@ -205,37 +205,64 @@ func statusData(ctx context.Context, cs kubernetes.Interface, ns string) map[str
 
 // ---- specs ----
 
-// informerSpec runs examples/informer against c and checks sync, events,
-// metrics and a clean exit.
-func informerSpec(ctx context.Context, c cluster, wantMetric string) {
+// informerSpec runs the informer program name ("informer" or
+// "informer-stock") against c with a namespace and a label selector (the
+// factory's WithNamespace and WithTweakListOptions) and checks sync, events
+// (a ConfigMap outside the selector never appears), metrics and a clean exit.
+// wantMetric must match the /metrics page; "" asserts that it has no
+// steadywatch_ metric (the stock program).
+func informerSpec(ctx context.Context, c cluster, name, wantMetric string) {
 	cs := suite.Clientset(c.RESTConfig())
 	ns := suite.NewNamespace(ctx, cs, "informer")
-	suite.CreateConfigMaps(ctx, cs, ns, 3, nil)
-	p := run(c, "informer", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "45s")
+	suite.CreateConfigMaps(ctx, cs, ns, 3, func(_ int, cm *corev1.ConfigMap) { cm.Labels = map[string]string{"team": "blue"} })
+	suite.CreateConfigMap(ctx, cs, ns, "red", map[string]string{"team": "red"})
+	p := run(c, name, "-namespace", ns, "-selector", "team=blue", "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "45s")
 	metricsURL := p.waitOutput(`metrics: (http://127\.0\.0\.1:\d+/metrics)`, 10*time.Second)[1]
-	p.waitOutput(`informer: steadywatch \(server: `+regexp.QuoteMeta(parsedVersion(c).String()), 10*time.Second)
 	p.waitOutput(`synced 3 ConfigMaps in `, 30*time.Second)
 	for i := 0; i < 3; i++ {
 		Expect(p.stdout.String()).To(ContainSubstring(fmt.Sprintf("event ADD    %s/cm-%d\n", ns, i)))
 	}
-	suite.CreateConfigMap(ctx, cs, ns, "after-sync", nil)
+	suite.CreateConfigMap(ctx, cs, ns, "red-after-sync", map[string]string{"team": "red"})
+	suite.CreateConfigMap(ctx, cs, ns, "after-sync", map[string]string{"team": "blue"})
 	p.waitOutput(`event ADD    `+regexp.QuoteMeta(ns)+`/after-sync\n`, 15*time.Second)
+	// Events arrive in resourceVersion order: red-after-sync, written first,
+	// would have been printed by now.
+	Expect(p.stdout.String()).NotTo(ContainSubstring("/red"), "a ConfigMap outside the selector reached the informer")
 
 	m := scrape(metricsURL)
-	Expect(m).To(MatchRegexp(wantMetric), "metrics:\n%s", m)
+	if wantMetric == "" {
+		Expect(m).NotTo(ContainSubstring("steadywatch_"), "metrics:\n%s", m)
+	} else {
+		Expect(m).To(MatchRegexp(wantMetric), "metrics:\n%s", m)
+	}
 
 	Expect(p.interrupt(15*time.Second)).To(Equal(0), "stderr:\n%s", p.stderr)
 	Expect(p.stdout.String()).To(HaveSuffix("stopping\n"))
 }
 
-// operatorSpec runs examples/operator against c and checks that the status
+// listwatchSpec runs the listwatch program name ("listwatch" or
+// "listwatch-stock") against c and checks sync, an event after sync and a
+// clean exit.
+func listwatchSpec(ctx context.Context, c cluster, name string) {
+	cs := suite.Clientset(c.RESTConfig())
+	ns := suite.NewNamespace(ctx, cs, "listwatch")
+	suite.CreateConfigMaps(ctx, cs, ns, 2, nil)
+	p := run(c, name, "-namespace", ns, "-sync-timeout", "45s")
+	p.waitOutput(`synced 2 ConfigMaps in `, 30*time.Second)
+	suite.CreateConfigMap(ctx, cs, ns, "after-sync", nil)
+	p.waitOutput(`event ADD    `+regexp.QuoteMeta(ns)+`/after-sync\n`, 15*time.Second)
+	Expect(p.interrupt(15*time.Second)).To(Equal(0), "stderr:\n%s", p.stderr)
+	Expect(p.stdout.String()).To(HaveSuffix("stopping\n"))
+}
+
+// operatorSpec runs the operator program name ("operator" or
+// "operator-stock") against c and checks that the status
 // ConfigMap follows labels being added, changed and removed.
-func operatorSpec(ctx context.Context, c cluster) {
+func operatorSpec(ctx context.Context, c cluster, name string) {
 	cs := suite.Clientset(c.RESTConfig())
 	ns := suite.NewNamespace(ctx, cs, "operator")
 	suite.CreateConfigMap(ctx, cs, ns, "before-start", map[string]string{"team": "blue"})
-	p := run(c, "operator", "-namespace", ns, "-sync-timeout", "45s")
-	p.waitOutput(`informers: steadywatch \(server: `+regexp.QuoteMeta(parsedVersion(c).String()), 10*time.Second)
+	p := run(c, name, "-namespace", ns, "-sync-timeout", "45s")
 	p.waitOutput(`caches synced in `, 45*time.Second)
 	poll := func(want map[string]string) {
 		Eventually(func() map[string]string { return statusData(ctx, cs, ns) }).
@@ -410,22 +437,30 @@ var _ = Describe("examples on the current kube-apiserver", Label("examples", "co
 	var c *extcluster.Target
 	BeforeAll(func(ctx SpecContext) { c = suite.Start(ctx, harness.Options{Version: build.Current}) })
 
-	It("informer: syncs through the factory, prints events and exports steadywatch metrics", func(ctx SpecContext) {
-		// The compat detector's first belief about streaming lists is exported,
-		// labelled with the server's host: "yes" on the harness's current server
-		// (the initial sync is then a streaming list); on an external cluster what
-		// its version says.
-		belief := compat.FromVersion(parsedVersion(c)).Get(compat.StreamingList)
-		if !c.External() {
-			Expect(belief).To(Equal(compat.Yes))
-		}
-		// Belief changes are counted under compat.MetricsName, never under a host.
-		informerSpec(ctx, c, `steadywatch_fallbacks_total\{name="`+regexp.QuoteMeta(compat.MetricsName)+
-			`",reason="compat:streamingList=`+belief.String()+`"\} 1`)
+	It("informer: syncs through the factory in its namespace and selector, prints events and exports steadywatch metrics", func(ctx SpecContext) {
+		// The informer's watch delivered after-sync: the lister recorded its
+		// resourceVersion advancing, under the resource's name.
+		informerSpec(ctx, c, "informer", `steadywatch_resource_version_last_advance_timestamp_seconds\{name="v1/configmaps"\} [1-9]`)
+	})
+
+	It("informer-stock: the same program without steadywatch's line syncs too", func(ctx SpecContext) {
+		informerSpec(ctx, c, "informer-stock", "")
 	})
 
 	It("operator: keeps the status ConfigMap in step with the labels", func(ctx SpecContext) {
-		operatorSpec(ctx, c)
+		operatorSpec(ctx, c, "operator")
+	})
+
+	It("operator-stock: the same program without steadywatch's line does too", func(ctx SpecContext) {
+		operatorSpec(ctx, c, "operator-stock")
+	})
+
+	It("listwatch: an informer over lister.Wrap(cache.NewListWatchFromClient(...)) syncs and follows events", func(ctx SpecContext) {
+		listwatchSpec(ctx, c, "listwatch")
+	})
+
+	It("listwatch-stock: the same program without steadywatch's line does too", func(ctx SpecContext) {
+		listwatchSpec(ctx, c, "listwatch-stock")
 	})
 
 	It("crd: every object of a CRD served in two versions in the canonical shape, the unrecognized one left out", func(ctx SpecContext) {
@@ -446,23 +481,31 @@ var _ = Describe("examples on the legacy kube-apiserver", Label("examples", "leg
 	It("informer: syncs where the stock factory informer does not", func(ctx SpecContext) {
 		// The informer's reflector lists (the server cannot stream): one
 		// list call through steadywatch, counted.
-		informerSpec(ctx, c, `steadywatch_lists_total\{name="v1/configmaps",outcome="ok",semantic="Any"\} [1-9]`)
+		informerSpec(ctx, c, "informer", `steadywatch_lists_total\{name="v1/configmaps",outcome="ok",semantic="[A-Za-z]+"\} [1-9]`)
 
 		ns := suite.NewNamespace(ctx, suite.Clientset(c.RESTConfig()), "informer-stock")
-		stock := run(c, "informer", "-stock", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "15s")
+		stock := run(c, "informer-stock", "-namespace", ns, "-metrics-addr", "127.0.0.1:0", "-sync-timeout", "15s")
 		Expect(stock.wait(60 * time.Second)).To(Equal(1))
 		Expect(stock.stderr.String()).To(ContainSubstring("not synced within 15s"))
-		Expect(stock.stdout.String()).To(ContainSubstring("informer: stock client-go"))
 	})
 
 	It("operator: reconciles where stock controller-runtime informers never sync", func(ctx SpecContext) {
-		operatorSpec(ctx, c)
+		operatorSpec(ctx, c, "operator")
 
 		ns := suite.NewNamespace(ctx, suite.Clientset(c.RESTConfig()), "operator-stock")
-		stock := run(c, "operator", "-stock", "-namespace", ns, "-sync-timeout", "15s")
+		stock := run(c, "operator-stock", "-namespace", ns, "-sync-timeout", "15s")
 		Expect(stock.wait(60 * time.Second)).To(Equal(1))
 		Expect(stock.stderr.String()).To(ContainSubstring("caches not synced within 15s"))
 		Expect(statusData(ctx, suite.Clientset(c.RESTConfig()), ns)).To(BeNil(), "the stock operator must not have reconciled")
+	})
+
+	It("listwatch: syncs where the same program without steadywatch's line does not", func(ctx SpecContext) {
+		listwatchSpec(ctx, c, "listwatch")
+
+		ns := suite.NewNamespace(ctx, suite.Clientset(c.RESTConfig()), "listwatch-stock")
+		stock := run(c, "listwatch-stock", "-namespace", ns, "-sync-timeout", "15s")
+		Expect(stock.wait(60 * time.Second)).To(Equal(1))
+		Expect(stock.stderr.String()).To(ContainSubstring("not synced within 15s"))
 	})
 
 	It("crd: the same canonical store where the initial list cannot stream (the skipped object is left out of the LIST)", func(ctx SpecContext) {

@@ -111,16 +111,22 @@ type probeJSON struct {
 		GitVersion string `json:"gitVersion"`
 	} `json:"server"`
 	Cells []struct {
-		ID                     string `json:"id"`
-		Expected               string `json:"expected"`
-		ExpectedIfMatchIgnored string `json:"expectedIfMatchIgnored"`
-		Observed               string `json:"observed"`
-		Verdict                string `json:"verdict"`
-		HTTPStatus             int    `json:"httpStatus"`
-		ErrorEventStatus       int    `json:"errorEventStatus"`
-		Relation               string `json:"relation"`
-		RelativeTo             string `json:"relativeTo"`
-		Message                string `json:"message"`
+		ID                     string   `json:"id"`
+		Expected               string   `json:"expected"`
+		ExpectedIfMatchIgnored string   `json:"expectedIfMatchIgnored"`
+		Observed               string   `json:"observed"`
+		Verdict                string   `json:"verdict"`
+		HTTPStatus             int      `json:"httpStatus"`
+		ErrorEventStatus       int      `json:"errorEventStatus"`
+		Relation               string   `json:"relation"`
+		RelativeTo             string   `json:"relativeTo"`
+		Message                string   `json:"message"`
+		Result                 string   `json:"result"`
+		Evidence               string   `json:"evidence"`
+		Report                 string   `json:"report"`
+		Steadywatch            string   `json:"steadywatch"`
+		ExpectedInitialEvents  *int     `json:"expectedInitialEvents"`
+		DecisionSeconds        *float64 `json:"decisionSeconds"`
 	} `json:"cells"`
 	Detected map[string]string `json:"detected"`
 	Summary  map[string]int    `json:"summary"`
@@ -139,6 +145,7 @@ type goldenCell struct {
 	HTTPStatus             int    `json:"httpStatus"`
 	ErrorEventStatus       int    `json:"errorEventStatus,omitempty"`
 	Relation               string `json:"relation,omitempty"`
+	Result                 string `json:"result,omitempty"`
 }
 
 type golden struct {
@@ -159,7 +166,7 @@ func goldenOf(p probeJSON) golden {
 	g := golden{SchemaVersion: p.SchemaVersion, GitVersion: p.Server.GitVersion, Detected: p.Detected}
 	for _, c := range p.Cells {
 		gc := goldenCell{ID: c.ID, Expected: c.Expected, ExpectedIfMatchIgnored: c.ExpectedIfMatchIgnored, Observed: c.Observed,
-			Verdict: c.Verdict, HTTPStatus: c.HTTPStatus, ErrorEventStatus: c.ErrorEventStatus}
+			Verdict: c.Verdict, HTTPStatus: c.HTTPStatus, ErrorEventStatus: c.ErrorEventStatus, Result: c.Result}
 		if c.RelativeTo == "requested" || c.RelativeTo == "continue-token" {
 			gc.Relation = c.Relation
 		}
@@ -192,6 +199,31 @@ func checkGolden(name string, p probeJSON) {
 		Expect(got.Cells[i]).To(Equal(want.Cells[i]), "cell %s (full cell: %+v)", want.Cells[i].ID, p.Cells[i])
 	}
 }
+
+// proxyCells returns the probe's proxy-chain cells by id.
+func proxyCells(p probeJSON) map[string]proxyCell {
+	out := map[string]proxyCell{}
+	for _, c := range p.Cells {
+		if strings.HasPrefix(c.ID, "proxy/") {
+			out[c.ID] = proxyCell{Result: c.Result, Observed: c.Observed, Evidence: c.Evidence, Report: c.Report, Steadywatch: c.Steadywatch,
+				ExpectedInitialEvents: c.ExpectedInitialEvents, DecisionSeconds: c.DecisionSeconds}
+		}
+	}
+	return out
+}
+
+type proxyCell struct {
+	Result, Observed, Evidence, Report, Steadywatch string
+	ExpectedInitialEvents                           *int
+	DecisionSeconds                                 *float64
+}
+
+// The probe's proxy-chain cells.
+const (
+	cellBookmarksFiltered = "proxy/bookmarks-filtered"
+	cellAnnotationMissing = "proxy/initial-events-end-missing"
+	cellCutBeforeEnd      = "proxy/cut-before-end-bookmark"
+)
 
 // lineWaiter collects a stream's lines and lets a test wait for one.
 type lineWaiter struct {

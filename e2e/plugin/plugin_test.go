@@ -23,6 +23,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 )
@@ -44,7 +45,7 @@ func expectCleanedUp(ctx context.Context, cs kubernetes.Interface, ns string) {
 }
 
 // runProbeJSON runs `probe -o json` against kubeconfig and checks what holds
-// on every server: exit 0, schema 1, 29 cells, a scratch namespace created and
+// on every server: exit 0, schema 1, 32 cells, a scratch namespace created and
 // cleaned up.
 func runProbeJSON(ctx context.Context, kubeconfig string, cs kubernetes.Interface, name string) probeJSON {
 	r := runPlugin(ctx, probeBound, kubeconfig, "probe", "-o", "json")
@@ -53,7 +54,7 @@ func runProbeJSON(ctx context.Context, kubeconfig string, cs kubernetes.Interfac
 	fmt.Fprintf(GinkgoWriter, "TIMING probe %s: %s\n", name, r.took.Round(time.Millisecond))
 	p := parseProbe(r.stdout)
 	Expect(p.CreatedNamespace).To(BeTrue())
-	Expect(p.Cells).To(HaveLen(29))
+	Expect(p.Cells).To(HaveLen(32))
 	expectCleanedUp(ctx, cs, p.Namespace)
 	return p
 }
@@ -181,6 +182,11 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 			p := probeGolden(ctx, kubeconfig, cs, "probe-"+build.Current+"-watchcache")
 			Expect(p.Summary["differs"]).To(Equal(0))
 			Expect(p.Detected["resourceVersionMatch"]).To(Equal("honoured"))
+			Expect(p.Detected["endBookmark"]).To(Equal("ok"))
+			for id, c := range proxyCells(p) {
+				Expect(c.Result).To(Equal("ok"), "%s: %+v", id, c)
+				Expect(c.ExpectedInitialEvents).NotTo(BeNil(), "%s: the count of initial events is known (limit=1 list)", id)
+			}
 			return
 		}
 		// Any server >= v1.19 honours resourceVersionMatch, so every cell of
@@ -210,9 +216,10 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 		Expect(r.stdout).To(MatchRegexp(`list/match=Exact/paging=none/rv=N\s+Exact \[NotOlderThan\]\s+Exact\s+200\s+exact \(requested\)\s+as-specified`))
 		if t.External() {
 			// Which of the version-dependent cells are as specified depends on the server.
-			Expect(r.stdout).To(MatchRegexp(`29 cells: \d+ as specified`))
+			Expect(r.stdout).To(MatchRegexp(`32 cells: \d+ as specified`))
 		} else {
-			Expect(r.stdout).To(ContainSubstring("29 cells: 29 as specified"))
+			Expect(r.stdout).To(ContainSubstring("32 cells: 32 as specified"))
+			Expect(r.stdout).To(MatchRegexp(`proxy/bookmarks-filtered: OK\n\s+evidence: a BOOKMARK arrived after \d+ of \d+ expected initial event\(s\)`))
 		}
 	})
 
@@ -274,6 +281,53 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 		p.StripParams()
 		honoured(list())
 	})
+
+	// Each fault of the proxy chain, reproduced by the harness's fault proxy
+	// in front of the real server: the probe's matching cell reports it,
+	// with the public report and what steadywatch does, and the others do not
+	// claim a fault that is not there.
+	DescribeTable("probe's proxy-chain cells report the fault of a proxy between the operator and the apiserver", Label("needs-faults"),
+		func(ctx SpecContext, f faults.StreamFaults, faulty, report, detected string, others map[string]string) {
+			c := t.RequireFaults()
+			p, pcfg, err := c.NewProxy(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(p.Close)
+			p.SetStreamFaults(f)
+			pr := runProbeJSON(ctx, writeKubeconfig(pcfg), cs, "behind "+detected)
+			Expect(pr.Detected["endBookmark"]).To(Equal(detected))
+			cells := proxyCells(pr)
+			Expect(cells).To(HaveLen(3))
+			got := cells[faulty]
+			fmt.Fprintf(GinkgoWriter, "%s behind the proxy: %+v\n", faulty, got)
+			Expect(got.Result).To(Equal("fault"), "%+v", got)
+			Expect(got.Report).To(Equal(report))
+			Expect(got.Steadywatch).NotTo(BeEmpty())
+			Expect(got.Evidence).NotTo(BeEmpty())
+			Expect(got.ExpectedInitialEvents).NotTo(BeNil(), "counted from the limit=1 list")
+			Expect(got.DecisionSeconds).NotTo(BeNil())
+			// Known count: the guard decides 2s after the last initial event,
+			// not after the 3s quiet bound (a cut is decided at once).
+			Expect(*got.DecisionSeconds).To(BeNumerically("<", 2.9), "%+v", got)
+			for id, want := range others {
+				Expect(cells[id].Result).To(Equal(want), "%s: %+v", id, cells[id])
+			}
+			AddReportEntry("probe "+faulty+" behind the proxy", got.Evidence)
+
+			// The table output names the fault, the report and steadywatch's answer.
+			r := runPlugin(ctx, probeBound, writeKubeconfig(pcfg), "probe")
+			Expect(r.code).To(Equal(0), r.stderr)
+			Expect(r.stdout).To(ContainSubstring(faulty + ": FAULT"))
+			Expect(r.stdout).To(ContainSubstring("reported: " + report))
+			Expect(r.stdout).To(ContainSubstring("endBookmark=" + detected))
+			fmt.Fprintf(GinkgoWriter, "probe table behind the proxy:\n%s\n", r.stdout)
+		},
+		Entry("bookmarks filtered", faults.StreamFaults{DropBookmarks: true}, cellBookmarksFiltered, "gravitational/teleport#64188", "bookmarks-filtered",
+			map[string]string{cellAnnotationMissing: "inconclusive", cellCutBeforeEnd: "ok"}),
+		Entry("initial-events-end annotation stripped", faults.StreamFaults{StripInitialEventsEnd: true}, cellAnnotationMissing, "antrea-io/antrea#8123", "annotation-missing",
+			map[string]string{cellBookmarksFiltered: "ok", cellCutBeforeEnd: "ok"}),
+		Entry("stream cut before the end bookmark", faults.StreamFaults{CutBeforeInitialEventsEnd: true}, cellCutBeforeEnd, "kubernetes/kubernetes#140890", "cut-before-end",
+			map[string]string{cellBookmarksFiltered: "inconclusive", cellAnnotationMissing: "inconclusive"}),
+	)
 
 	It("sync prints one synced line, then one line per event, and exits 0 at --timeout", func(ctx SpecContext) {
 		ns := suite.NewNamespace(ctx, cs, "sync")
@@ -395,6 +449,16 @@ var _ = Describe("kubectl-steadywatch against "+build.Legacy, Label("legacy", "n
 		p := probeGolden(ctx, c.KubeconfigPath(), cs, "probe-"+build.Legacy)
 		Expect(p.Detected["resourceVersionMatch"]).To(Equal("ignored"))
 		Expect(p.Detected["streamingList"]).To(Equal("no"))
+		// v1.18 cannot stream lists: the proxy-chain cells are not
+		// applicable, not failures.
+		Expect(p.Detected["endBookmark"]).To(Equal("not-applicable"))
+		cells := proxyCells(p)
+		Expect(cells).To(HaveLen(3))
+		for id, c := range cells {
+			Expect(c.Result).To(Equal("not-applicable"), "%s: %+v", id, c)
+			Expect(c.Evidence).To(ContainSubstring("cannot stream lists"))
+		}
+		Expect(p.Summary["notApplicable"]).To(Equal(3))
 	})
 
 	It("sync syncs, where a stock client-go informer does not", func(ctx SpecContext) {

@@ -1,24 +1,26 @@
-// Command informer is an ordinary client-go SharedInformerFactory program
-// (a ConfigMap informer with an event handler and the typed Lister) that
-// adopts steadywatch with one added line: before asking the factory for its
-// ConfigMap informer, register steadywatch's with InformerFor. Everything else
-// — the factory, Start, WaitForCacheSync, event handlers, the typed Lister,
-// transforms — is client-go's own and unchanged:
+// Command informer is an ordinary client-go SharedInformerFactory program:
+// a ConfigMap informer limited to one namespace and a label selector (the
+// factory's WithNamespace and WithTweakListOptions), with an event handler and
+// the factory's typed Lister, and a local Prometheus /metrics endpoint.
 //
-//	 factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-//	+factory.InformerFor(&corev1.ConfigMap{}, steadywatchConfigMaps(ns, lister.Options{Server: server, Metrics: recorder}))
-//	 configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() now use steadywatch
+// It exists twice: examples/informer runs on steadywatch, examples/stock/informer
+// is the same program without it. The two files differ in exactly one added
+// line (marked "adopts steadywatch") and the imports of the steadywatch
+// packages it names; e2e/examples asserts that with diff and runs both
+// against real apiservers:
 //
-// steadywatchConfigMaps (below, ten lines) builds client-go's own
-// SharedIndexInformer over lister.NewListerWatcher, so every list the
-// informer's reflector sends runs with the KEP-2523 fallbacks, and a streaming
-// list is used only where the server really streams (a stock v0.37 informer
-// never syncs against a v1.18 apiserver; this one does). What steadywatch did
-// is exported on a local Prometheus /metrics endpoint
+//	 factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.namespace), informers.WithTweakListOptions(tweak))
+//	+factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: c.namespace, TweakListOptions: tweak, Lister: lister.Options{Metrics: swprom.New(reg, "")}}))
+//	 configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() use what was registered
+//
+// reflector.FactoryInformer builds client-go's own SharedIndexInformer over a
+// steadywatch lister.ListerWatcher on the clientset's typed ConfigMap client,
+// in the same namespace and with the same tweak as the factory's own
+// informers, so every list the informer's reflector sends runs with the
+// KEP-2523 fallbacks, and a streaming list is used only where the server
+// really streams (a stock v0.37 informer never syncs against a v1.18
+// apiserver; this one does). What steadywatch did is on /metrics
 // (steadywatch_lists_total, steadywatch_fallbacks_total, ...).
-//
-// Run it against any cluster; -stock runs the same program without the added
-// line, for comparison:
 //
 //	cd e2e && go run ./cmd/devcluster --server legacy   # prints KUBECONFIG=...
 //	cd examples && KUBECONFIG=... go run ./informer -namespace default
@@ -44,36 +46,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/lister"
 	swprom "github.com/steadywatch/steadywatch/metrics/prometheus"
+	"github.com/steadywatch/steadywatch/reflector"
 )
-
-// steadywatchConfigMaps is a NewInformerFunc for a SharedInformerFactory:
-// client-go's own ConfigMap informer (with the namespace index the factory's
-// typed Lister needs) over steadywatch's ListerWatcher.
-func steadywatchConfigMaps(ns string, o lister.Options) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
-	return func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		cms := cs.CoreV1().ConfigMaps(ns)
-		lw := lister.NewListerWatcher(lister.FromFuncs(cms.List, cms.Watch), o)
-		return cache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
-			ResyncPeriod: resync,
-			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		})
-	}
-}
 
 type config struct {
 	kubeconfig  string
 	namespace   string
+	selector    string
 	metricsAddr string
-	stock       bool
 	syncTimeout time.Duration
 	runFor      time.Duration
 }
@@ -83,7 +72,7 @@ func main() {
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	flag.StringVar(&c.namespace, "namespace", "", "namespace to watch (\"\" = all)")
 	flag.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9464", "listen address of the /metrics endpoint (loopback; port 0 = any free port)")
-	flag.BoolVar(&c.stock, "stock", false, "use the factory's stock ConfigMap informer (the program without steadywatch's line)")
+	flag.StringVar(&c.selector, "selector", "", "label selector of the ConfigMaps to inform about (\"\" = all)")
 	flag.DurationVar(&c.syncTimeout, "sync-timeout", time.Minute, "give up if the informer has not synced within this")
 	flag.DurationVar(&c.runFor, "for", 0, "exit after this long once synced (0 = until interrupted)")
 	flag.Parse()
@@ -108,9 +97,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		return err
 	}
 
-	// Metrics: steadywatch's collectors on a registry of our own, served on loopback.
+	// Metrics on a registry of our own, served on loopback.
 	reg := prometheus.NewRegistry()
-	recorder := swprom.New(reg, "")
 	ln, err := net.Listen("tcp", c.metricsAddr)
 	if err != nil {
 		return fmt.Errorf("metrics listener: %w", err)
@@ -126,20 +114,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}()
 	fmt.Fprintf(out, "metrics: http://%s/metrics\n", ln.Addr())
 
-	// What steadywatch knows about this server (from /version, then from behaviour).
-	server, err := compat.NewDetector(compat.DetectorOptions{Metrics: recorder}).ForConfig(cfg)
-	if err != nil {
-		return err
-	}
-
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.namespace))
-	if !c.stock {
-		// The one line that adopts steadywatch.
-		factory.InformerFor(&corev1.ConfigMap{}, steadywatchConfigMaps(c.namespace, lister.Options{Server: server, Metrics: recorder, Name: "v1/configmaps"}))
-		fmt.Fprintf(out, "informer: steadywatch (server: %s)\n", server.Capabilities(ctx))
-	} else {
-		fmt.Fprintln(out, "informer: stock client-go")
-	}
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = c.selector }
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.namespace), informers.WithTweakListOptions(tweak))
+	factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: c.namespace, TweakListOptions: tweak, Lister: lister.Options{Metrics: swprom.New(reg, "")}})) // adopts steadywatch
 	configMaps := factory.Core().V1().ConfigMaps()
 	inf := configMaps.Informer()
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -168,7 +145,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		return fmt.Errorf("not synced within %v", c.syncTimeout)
 	}
-	// The factory's typed Lister reads the same (steadywatch-filled) indexer.
+	// The factory's typed Lister reads the informer's indexer.
 	cms, err := configMaps.Lister().List(labels.Everything())
 	if err != nil {
 		return err
@@ -187,10 +164,13 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	return nil
 }
 
+// key is the namespace/name of a ConfigMap event's object.
 func key(o any) string {
-	k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(o)
-	if err != nil {
-		return fmt.Sprintf("%T", o)
+	switch o := o.(type) {
+	case *corev1.ConfigMap:
+		return o.Namespace + "/" + o.Name
+	case cache.DeletedFinalStateUnknown:
+		return o.Key
 	}
-	return k
+	return fmt.Sprintf("%T", o)
 }

@@ -1,36 +1,33 @@
-// Command operator is a small controller-runtime operator whose manager runs
-// every informer on steadywatch: the cache's NewInformer hook wraps each
-// informer's ListerWatcher in steadywatch's lister.ListerWatcher (through
-// reflector.NewSharedIndexInformerWithOptions), so every list the manager's
-// informers send runs with the KEP-2523 fallbacks and a streaming list is used
-// only where the server really streams:
-//
-//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: cache.Options{
-//		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-//			return reflector.NewSharedIndexInformerWithOptions(lw, obj,
-//				toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: idx},
-//				lister.Options{Server: server, Metrics: recorder, Name: fmt.Sprintf("%T", obj)})
-//		},
-//	}})
-//
-// client-go v0.37's reflector (inside every controller-runtime informer) opens
-// its initial sync as a streaming list (a watch with sendInitialEvents=true)
-// by default; the ListerWatcher refuses that at once where compat knows the
-// server cannot stream (v1.18: it would wait forever for the
-// initial-events-end bookmark) and guards it elsewhere, so the reflector lists
-// instead. Without the hook, this operator never starts against a v1.18.19
-// apiserver; with it, it does.
-//
-// The reconciler is real and small: in one namespace, it keeps a status
-// ConfigMap (-status-name, default "label-index") whose data maps the name of
-// every other ConfigMap carrying the label -label (default "team") to that
-// label's value. It creates the status ConfigMap, updates it when a label
-// changes, and drops entries of deleted ConfigMaps. Each reconcile that
-// changes something prints one line to stdout:
+// Command operator is a small controller-runtime operator. Its reconciler
+// keeps, in one namespace, a status ConfigMap (-status-name, default
+// "label-index") whose data maps the name of every other ConfigMap carrying
+// the label -label (default "team") to that label's value. It creates the
+// status ConfigMap, updates it when a label changes, and drops entries of
+// deleted ConfigMaps. Each reconcile that changes something prints one line
+// to stdout:
 //
 //	reconciled demo/label-index: 3 entries (updated)
 //
-// Run it:
+// It exists twice: examples/operator runs every informer of the manager on
+// steadywatch, examples/stock/operator is the same program without it. The
+// two files differ in exactly one added line (marked "adopts steadywatch")
+// and the import of the steadywatch package it names; e2e/examples asserts
+// that with diff and runs both against real apiservers:
+//
+//	 cacheOpts := cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}}
+//	+cacheOpts.NewInformer = reflector.NewSharedIndexInformer
+//
+// reflector.NewSharedIndexInformer has exactly the signature of the cache's
+// NewInformer hook (that of client-go's cache.NewSharedIndexInformer): each
+// informer is client-go's own, over the ListerWatcher controller-runtime
+// built, wrapped in steadywatch's lister.ListerWatcher, so every list the
+// manager's informers send runs with the KEP-2523 fallbacks and a streaming
+// list is used only where the server really streams. client-go v0.37's
+// reflector (inside every controller-runtime informer) opens its initial
+// sync as a streaming list by default, which a v1.18 apiserver ignores:
+// without the line this operator never starts against a v1.18.19 apiserver;
+// with it, it does. reflector.NewInformerFunc(lister.Options{Server: ...,
+// Metrics: ...}) is the same hook with options.
 //
 //	cd e2e && go run ./cmd/devcluster --server legacy   # prints KUBECONFIG=...
 //	cd examples && KUBECONFIG=... go run ./operator -namespace default
@@ -53,19 +50,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/lister"
-	swprom "github.com/steadywatch/steadywatch/metrics/prometheus"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -146,7 +137,6 @@ type config struct {
 	statusName  string
 	metricsAddr string
 	syncTimeout time.Duration
-	stock       bool
 }
 
 func main() {
@@ -155,9 +145,8 @@ func main() {
 	flag.StringVar(&c.namespace, "namespace", "default", "the namespace the operator manages")
 	flag.StringVar(&c.label, "label", "team", "the label copied into the status ConfigMap")
 	flag.StringVar(&c.statusName, "status-name", "label-index", "name of the status ConfigMap")
-	flag.StringVar(&c.metricsAddr, "metrics-addr", "0", "controller-runtime metrics address, steadywatch's metrics included (\"0\" = off; e.g. 127.0.0.1:8080)")
+	flag.StringVar(&c.metricsAddr, "metrics-addr", "0", "controller-runtime metrics address (\"0\" = off; e.g. 127.0.0.1:8080)")
 	flag.DurationVar(&c.syncTimeout, "sync-timeout", time.Minute, "fail if the manager's caches have not synced within this")
-	flag.BoolVar(&c.stock, "stock", false, "run without the NewInformer hook (controller-runtime's stock informers), for comparison")
 	flag.Parse()
 
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(os.Stderr)))
@@ -174,27 +163,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// steadywatch's metrics join controller-runtime's on its registry.
-	recorder, err := swprom.NewChecked(crmetrics.Registry, "")
-	if err != nil {
-		return err
-	}
-	server, err := compat.NewDetector(compat.DetectorOptions{Metrics: recorder}).ForConfig(cfg)
-	if err != nil {
-		return err
-	}
-
 	cacheOpts := cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}}
-	if !c.stock {
-		cacheOpts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-			return reflector.NewSharedIndexInformerWithOptions(lw, obj,
-				toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: idx},
-				lister.Options{Server: server, Metrics: recorder, Name: fmt.Sprintf("%T", obj)})
-		}
-		fmt.Fprintf(out, "informers: steadywatch (server: %s)\n", server.Capabilities(ctx))
-	} else {
-		fmt.Fprintln(out, "informers: stock controller-runtime")
-	}
+	cacheOpts.NewInformer = reflector.NewSharedIndexInformer // adopts steadywatch
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},

@@ -39,6 +39,13 @@ type Request struct {
 	Err      string        // upstream or stream error, if any
 	Done     bool          // the exchange (for watches: the stream) has ended
 	Duration time.Duration // arrival to end; 0 until Done
+	// With stream faults set (StreamFaults): Events is how many watch
+	// events were forwarded to the client, and InitialEventsEnd when the
+	// backend's initial-events-end bookmark reached the proxy (forwarded,
+	// stripped, dropped or cut at), i.e. right after the last initial event
+	// was forwarded; zero if none did.
+	Events           int
+	InitialEventsEnd time.Time
 }
 
 // Requests returns a copy of the request log, oldest first (at most

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +66,12 @@ type StreamFaults struct {
 	// history (kubernetes/kubernetes#73845), or a proxy mixing streams
 	// (linkerd/linkerd#1680).
 	RedeliverOlder bool
+	// PauseAfterEvents, with PauseFor, holds the stream once, after that
+	// many events were forwarded, for PauseFor, then forwards the rest: a
+	// real apiserver that pauses mid-stream while it serves a large
+	// streaming list under load. 0 = no pause.
+	PauseAfterEvents int
+	PauseFor         time.Duration
 }
 
 func (f StreamFaults) active() bool { return f != StreamFaults{} }
@@ -407,6 +414,7 @@ func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.Respons
 	fr := frameReader(media, body)
 	buf := make([]byte, 32<<10)
 	prev := map[string][]byte{} // RedeliverOlder: the last MODIFIED frame per object
+	forwarded := 0
 	for {
 		ev, rerr := readFrame(fr, buf)
 		if len(ev) > 0 {
@@ -420,6 +428,18 @@ func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.Respons
 					return
 				}
 				_ = rc.Flush()
+				forwarded++
+				p.update(rec, func(rec *Request) { rec.Events = forwarded })
+				if sf.PauseAfterEvents > 0 && forwarded == sf.PauseAfterEvents && sf.PauseFor > 0 {
+					p.noteFault(rec, fmt.Sprintf("paused %s after %d events", sf.PauseFor, forwarded))
+					t := time.NewTimer(sf.PauseFor)
+					select {
+					case <-ctx.Done():
+						t.Stop()
+						abort(ctx.Err())
+					case <-t.C:
+					}
+				}
 			}
 			if end {
 				return
@@ -466,6 +486,13 @@ func (p *Proxy) applyStreamFaults(rec *Request, sf StreamFaults, media string, e
 			event = rewritten
 			p.noteFault(rec, "bookmark RV "+info.ResourceVersion+" -> "+sf.BookmarkRV)
 		}
+	}
+	if info.InitialEventsEnd {
+		p.update(rec, func(rec *Request) {
+			if rec.InitialEventsEnd.IsZero() {
+				rec.InitialEventsEnd = time.Now()
+			}
+		})
 	}
 	if info.InitialEventsEnd && sf.CutBeforeInitialEventsEnd {
 		p.noteFault(rec, "cut before initial-events-end")

@@ -303,3 +303,33 @@ func TestProtobufInitialEventsEnd(t *testing.T) {
 		t.Error("garbage must not decode")
 	}
 }
+
+func TestStreamFaultsPauseAfterEvents(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	const pause = 700 * time.Millisecond
+	e.proxy.SetStreamFaults(StreamFaults{PauseAfterEvents: 2, PauseFor: pause})
+	w := e.streamingList(t)
+	e.backends[0].send("ADDED", "a", "11")
+	e.backends[0].send("ADDED", "b", "12")
+	e.backends[0].send("ADDED", "c", "13")
+	e.backends[0].sendBookmark("13", true)
+	wantEvent(t, w, "a")
+	wantEvent(t, w, "b")
+	held := time.Now()
+	wantEvent(t, w, "c") // after the pause, once
+	if d := time.Since(held); d < pause-50*time.Millisecond {
+		t.Errorf("the third event came %s after the second, want the %s pause", d, pause)
+	}
+	wantBookmark(t, w, "13", true)
+	e.backends[0].send("ADDED", "d", "14")
+	wantEvent(t, w, "d") // not paused again
+	var rec Request
+	for _, r := range e.proxy.Requests() {
+		if r.Verb == "watch" {
+			rec = r
+		}
+	}
+	if rec.Fault != "paused 700ms after 2 events" || rec.Events != 5 || rec.InitialEventsEnd.IsZero() {
+		t.Errorf("request log: fault %q events %d initial-events-end %v", rec.Fault, rec.Events, rec.InitialEventsEnd)
+	}
+}

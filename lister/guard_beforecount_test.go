@@ -1,0 +1,86 @@
+package lister
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// A known count not yet reached: a pause longer than Timeout is waited for
+// (up to BeforeCount); once the count is reached, AfterCount applies.
+func TestGuardWaitsLongerWhileCountedEventsAreMissing(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	fw := watch.NewFakeWithChanSize(10, false)
+	expected := make(chan int, 1)
+	expected <- 3
+	close(expected)
+	fw.Add(cm("a", "5"))
+	stop := make(chan struct{})
+	defer close(stop)
+	type result struct {
+		out  InitialEventsOutcome
+		at   time.Time
+		seen int
+	}
+	done := make(chan result, 1)
+	go func() {
+		seen := 0
+		out, _ := AwaitInitialEvents(stop, fw, GuardOptions{Timeout: timeout, AfterCount: 50 * time.Millisecond, Expected: expected}, discard(),
+			func(watch.Event) bool { seen++; return true })
+		done <- result{out, time.Now(), seen}
+	}()
+	// A pause of 2x Timeout mid-stream (BeforeCount is 3x): no decision.
+	select {
+	case r := <-done:
+		t.Fatalf("decided %v during a pause shorter than BeforeCount", r.out)
+	case <-time.After(2 * timeout):
+	}
+	fw.Add(cm("b", "6"))
+	fw.Add(cm("c", "7"))
+	last := time.Now()
+	// The count is reached; the end bookmark never comes.
+	select {
+	case r := <-done:
+		if r.out != InitialEventsNotStreaming || r.seen != 3 {
+			t.Fatalf("outcome %v after %d events", r.out, r.seen)
+		}
+		if d := r.at.Sub(last); d > timeout {
+			t.Fatalf("decided %v after the last counted event, want about AfterCount", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no decision")
+	}
+}
+
+func TestGuardBeforeCountDefaults(t *testing.T) {
+	o := GuardOptions{}.withDefaults()
+	if o.BeforeCount != 3*DefaultInitialEventsTimeout {
+		t.Errorf("default BeforeCount %v", o.BeforeCount)
+	}
+	if o := (GuardOptions{Timeout: time.Minute, BeforeCount: time.Second}).withDefaults(); o.BeforeCount != time.Minute {
+		t.Errorf("BeforeCount below Timeout: %v", o.BeforeCount)
+	}
+}
+
+// A known count but not one initial event: the server may be ignoring
+// sendInitialEvents (it answered a plain watch), so Timeout applies, not
+// BeforeCount.
+func TestGuardNoInitialEventAtAllUsesTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	fw := watch.NewFakeWithChanSize(10, false)
+	expected := make(chan int, 1)
+	expected <- 3
+	close(expected)
+	stop := make(chan struct{})
+	defer close(stop)
+	start := time.Now()
+	out, _ := AwaitInitialEvents(stop, fw, GuardOptions{Timeout: timeout, Expected: expected}, discard(),
+		func(watch.Event) bool { return true })
+	if out != InitialEventsNotStreaming {
+		t.Fatalf("outcome %v, want not streaming", out)
+	}
+	if d := time.Since(start); d >= 3*timeout {
+		t.Fatalf("decided after %v: BeforeCount (3x Timeout) applied without any initial event", d)
+	}
+}

@@ -1,0 +1,60 @@
+package lister
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Wrap is the one call that puts steadywatch under any client-go
+// cache.ListerWatcher (cache.NewListWatchFromClient,
+// cache.NewFilteredListWatchFromClient, a hand-built cache.ListWatch, or one
+// over the dynamic or metadata client): NewListerWatcher(FromListerWatcher(lw), o).
+//
+//	lw := lister.Wrap(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything()), lister.Options{})
+//
+// The result is used wherever lw was (cache.NewSharedIndexInformer,
+// cache.NewReflector, ...). Options.Resource cannot be derived from lw: set
+// it (or use reflector.NewSharedIndexInformer, which derives it from the
+// example object) to scope capability evidence to the API group/version.
+func Wrap(lw cache.ListerWatcher, o Options) *ListerWatcher {
+	return NewListerWatcher(FromListerWatcher(lw), o)
+}
+
+// FromListerWatcher adapts a client-go cache.ListerWatcher to Client. The
+// context reaches lw when it implements cache.ListerWatcherWithContext (as
+// client-go's own do). lw's declaration that it cannot stream lists
+// (IsWatchListSemanticsUnSupported, made by client-go's fake clientsets
+// through cache.ToListWatcherWithWatchListSemantics) is kept, so that an
+// informer over a fake clientset lists at once instead of waiting for the
+// streaming-list guard.
+func FromListerWatcher(lw cache.ListerWatcher) Client {
+	return lwClient{lw: cache.ToListerWatcherWithContext(lw), orig: lw}
+}
+
+type lwClient struct {
+	lw   cache.ListerWatcherWithContext
+	orig cache.ListerWatcher
+}
+
+// IsWatchListSemanticsUnSupported forwards the inner declaration.
+func (c lwClient) IsWatchListSemanticsUnSupported() bool {
+	type declares interface{ IsWatchListSemanticsUnSupported() bool }
+	for _, x := range []any{c.orig, c.lw} {
+		if d, ok := x.(declares); ok && d.IsWatchListSemanticsUnSupported() {
+			return true
+		}
+	}
+	return false
+}
+
+func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return c.lw.ListWithContext(ctx, o)
+}
+
+func (c lwClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return c.lw.WatchWithContext(ctx, o)
+}

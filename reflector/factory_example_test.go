@@ -1,0 +1,41 @@
+package reflector_test
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// A client-go SharedInformerFactory adopts steadywatch with one InformerFor
+// line per type, given the factory's namespace and tweak function again.
+// With a real cluster, cs is a *kubernetes.Clientset.
+func ExampleFactoryInformer() {
+	team := func(ns, name, t string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"team": t}}}
+	}
+	cs := fake.NewClientset(team("default", "a", "blue"), team("default", "b", "red"), team("other", "c", "blue"))
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" }
+
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"), informers.WithTweakListOptions(tweak))
+	factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: "default", TweakListOptions: tweak}))
+	configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() run on steadywatch
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer factory.Shutdown()
+	defer cancel()
+	configMaps.Informer()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	cms, _ := configMaps.Lister().List(labels.Everything())
+	for _, cm := range cms {
+		fmt.Println(cm.Namespace + "/" + cm.Name)
+	}
+	// Output: default/a
+}

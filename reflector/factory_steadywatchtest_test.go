@@ -1,0 +1,60 @@
+package reflector_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/steadywatch/steadywatch/reflector"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
+)
+
+// Behind a fake clientset, steadywatchtest's request log shows the options
+// that reach the server: every list and watch of the factory's
+// steadywatch informer is in the factory's namespace with the tweak's
+// selector, and the typed Lister holds exactly what matches.
+func TestFactoryInformerOverSteadywatchtest(t *testing.T) {
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+	for _, c := range []struct{ ns, name, team string }{{"a", "blue-1", "blue"}, {"a", "red-1", "red"}, {"b", "blue-2", "blue"}} {
+		srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name, Labels: map[string]string{"team": c.team}}})
+	}
+	cs := fake.NewClientset()
+	srv.Install(&cs.Fake, "configmaps")
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" }
+
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("a"), informers.WithTweakListOptions(tweak))
+	factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: "a", TweakListOptions: tweak}))
+	configMaps := factory.Core().V1().ConfigMaps()
+	configMaps.Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer factory.Shutdown()
+	defer cancel()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("%v not synced", typ)
+		}
+	}
+	cms, err := configMaps.Lister().List(labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms) != 1 || cms[0].Namespace+"/"+cms[0].Name != "a/blue-1" {
+		t.Fatalf("Lister has %d objects; want a/blue-1 only", len(cms))
+	}
+	reqs := srv.Requests()
+	if !slices.ContainsFunc(reqs, func(r steadywatchtest.Request) bool { return r.Verb == steadywatchtest.VerbList }) {
+		t.Fatal("no list reached the server")
+	}
+	for _, r := range reqs {
+		if r.Namespace != "a" || r.Options.LabelSelector != "team=blue" {
+			t.Errorf("%s in namespace %q with selector %q; want namespace a, selector team=blue", r.Verb, r.Namespace, r.Options.LabelSelector)
+		}
+	}
+}

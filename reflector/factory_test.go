@@ -1,0 +1,338 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/metrics"
+)
+
+// namedRecorder records the metric name of every list call.
+type namedRecorder struct {
+	metrics.Nop
+	mu    sync.Mutex
+	lists []string
+}
+
+func (r *namedRecorder) List(name, _, _ string) {
+	r.mu.Lock()
+	r.lists = append(r.lists, name)
+	r.mu.Unlock()
+}
+func (r *namedRecorder) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Compact(slices.Sorted(slices.Values(r.lists)))
+}
+
+// requestLog records the namespace and options of every list and watch a
+// fake clientset receives.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []string // "verb ns labelSelector"
+}
+
+func (l *requestLog) install(cs *fake.Clientset) {
+	cs.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l.add("list", a.GetNamespace(), a.(k8stesting.ListActionImpl).ListOptions)
+		return false, nil, nil
+	})
+	cs.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		l.add("watch", a.GetNamespace(), a.(k8stesting.WatchActionImpl).ListOptions)
+		return false, nil, nil
+	})
+}
+
+func (l *requestLog) add(verb, ns string, o metav1.ListOptions) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, verb+" "+ns+" "+o.LabelSelector)
+	l.mu.Unlock()
+}
+
+func (l *requestLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reqs)
+}
+
+func labelled(ns, name, team string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if team != "" {
+		cm.Labels = map[string]string{"team": team}
+	}
+	return cm
+}
+
+// The factory's namespace and tweak function, given to FactoryInformer as
+// the factory's own informers get them, reach every list and watch the
+// clientset receives, and the factory's typed accessor (Informer, Lister)
+// runs on the steadywatch informer.
+func TestFactoryInformerHonoursNamespaceAndTweak(t *testing.T) {
+	cs := fake.NewClientset(
+		labelled("a", "blue-1", "blue"), labelled("a", "red-1", "red"), labelled("a", "plain", ""),
+		labelled("b", "blue-2", "blue"),
+	)
+	var log requestLog
+	log.install(cs)
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" }
+	rec := &namedRecorder{}
+
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("a"), informers.WithTweakListOptions(tweak))
+	registered := factory.InformerFor(&corev1.ConfigMap{}, FactoryInformer(&corev1.ConfigMap{},
+		FactoryOptions{Namespace: "a", TweakListOptions: tweak, Lister: lister.Options{Metrics: rec}}))
+	configMaps := factory.Core().V1().ConfigMaps()
+	// (Informer() wraps it in client-go's typed informer: same indexer.)
+	if configMaps.Informer().GetIndexer() != registered.GetIndexer() {
+		t.Fatal("the factory's typed accessor does not return the registered steadywatch informer")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer factory.Shutdown()
+	defer cancel()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("%v not synced", typ)
+		}
+	}
+	got, err := configMaps.Lister().ConfigMaps("a").List(labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "blue-1" {
+		t.Fatalf("typed Lister has %v; want only a/blue-1 (namespace a, team=blue)", got)
+	}
+	eventually(t, "a watch", func() bool { return slices.ContainsFunc(log.get(), func(r string) bool { return r[:5] == "watch" }) })
+	for _, r := range log.get() {
+		if r != "list a team=blue" && r != "watch a team=blue" {
+			t.Errorf("request %q; want every list and watch in namespace a with selector team=blue", r)
+		}
+	}
+	if n := rec.names(); !slices.Equal(n, []string{"v1/configmaps"}) {
+		t.Errorf("lists recorded under %v; want [v1/configmaps] (steadywatch's lister served the factory's informer)", n)
+	}
+	// The namespace index the typed Lister uses for a namespaced resource.
+	if _, ok := registered.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
+		t.Error("no namespace index")
+	}
+}
+
+// Without namespace and tweak, every namespace is listed unfiltered; the
+// fake clientset's declaration that it cannot stream lists is kept (the
+// informer lists at once: no streaming watch is ever sent).
+func TestFactoryInformerDefaultsAndFakeDeclaration(t *testing.T) {
+	cs := fake.NewClientset(labelled("a", "x", ""), labelled("b", "y", "blue"))
+	var streaming []string
+	var mu sync.Mutex
+	cs.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		if o := a.(k8stesting.WatchActionImpl).ListOptions; o.SendInitialEvents != nil && *o.SendInitialEvents {
+			mu.Lock()
+			streaming = append(streaming, a.GetNamespace())
+			mu.Unlock()
+		}
+		return false, nil, nil
+	})
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	factory.InformerFor(&corev1.ConfigMap{}, FactoryInformer(&corev1.ConfigMap{}, FactoryOptions{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer factory.Shutdown()
+	defer cancel()
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	factory.Start(ctx.Done())
+	syncCtx, syncCancel := context.WithTimeout(ctx, 3*time.Second) // the guard would wait 10s
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		t.Fatal("not synced within 3s")
+	}
+	keys := inf.GetStore().ListKeys()
+	sort.Strings(keys)
+	if !slices.Equal(keys, []string{"a/x", "b/y"}) {
+		t.Fatalf("store %v; want a/x b/y", keys)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(streaming) != 0 {
+		t.Fatalf("%d streaming watches sent to a fake clientset that declares it cannot stream", len(streaming))
+	}
+}
+
+// The typed client is found by the list type, for resources of every
+// shape: namespaced and cluster-scoped, core and named groups, the same
+// kind in two groups (core and events.k8s.io Event) and the same kind in
+// two versions of different groups (apps/v1 and extensions/v1beta1
+// Deployment).
+func TestFactoryInformerFindsTypedClients(t *testing.T) {
+	for _, tc := range []struct {
+		obj        runtime.Object
+		want       string
+		namespaced bool
+	}{
+		{&corev1.ConfigMap{}, "CoreV1.ConfigMaps", true},
+		{&discoveryv1.EndpointSlice{}, "DiscoveryV1.EndpointSlices", true},
+		{&corev1.Namespace{}, "CoreV1.Namespaces", false},
+		{&corev1.Event{}, "CoreV1.Events", true},
+		{&eventsv1.Event{}, "EventsV1.Events", true},
+		{&appsv1.Deployment{}, "AppsV1.Deployments", true},
+		{&extensionsv1beta1.Deployment{}, "ExtensionsV1beta1.Deployments", true},
+		{&storagev1.StorageClass{}, "StorageV1.StorageClasses", false},
+	} {
+		p, err := typedClientPathOf(tc.obj)
+		if err != nil {
+			t.Errorf("%T: %v", tc.obj, err)
+			continue
+		}
+		if got := p.group + "." + p.resource; got != tc.want || p.namespaced != tc.namespaced {
+			t.Errorf("%T: %s (namespaced %v); want %s (%v)", tc.obj, got, p.namespaced, tc.want, tc.namespaced)
+		}
+	}
+	// A cluster-scoped resource ignores the namespace, as the factory does.
+	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	var log requestLog
+	log.install(cs)
+	inf := FactoryInformer(&corev1.Namespace{}, FactoryOptions{Namespace: "ignored"})(cs, 0)
+	if len(inf.GetIndexer().GetIndexers()) != 0 {
+		t.Errorf("cluster-scoped informer has indexers %v; want none", inf.GetIndexer().GetIndexers())
+	}
+	stop := runInformer(t, inf)
+	defer stop()
+	if keys := inf.GetStore().ListKeys(); !slices.Equal(keys, []string{"n1"}) {
+		t.Fatalf("store %v; want n1", keys)
+	}
+	for _, r := range log.get() {
+		if r != "list  " && r != "watch  " {
+			t.Errorf("request %q; want no namespace", r)
+		}
+	}
+}
+
+// runInformer runs inf until synced and returns the function that stops it
+// and waits for it.
+func runInformer(t *testing.T, inf cache.SharedIndexInformer) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	stop := func() { cancel(); <-done }
+	syncCtx, syncCancel := context.WithTimeout(ctx, 5*time.Second)
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		stop()
+		t.Fatal("informer not synced within 5s")
+	}
+	return stop
+}
+
+func TestFactoryInformerRejectsTypesOutsideTheClientset(t *testing.T) {
+	for _, obj := range []runtime.Object{nil, &unstructured.Unstructured{}, &metav1.PartialObjectMetadata{}} {
+		_, err := FactoryInformerFunc(obj, FactoryOptions{})
+		var ute *UnsupportedTypeError
+		if !errors.As(err, &ute) || !errors.Is(err, ErrUnsupportedType) {
+			t.Errorf("%T: err %v; want an *UnsupportedTypeError", obj, err)
+		}
+	}
+	defer func() {
+		if r := recover(); r == nil {
+			t.Error("FactoryInformer did not panic for a type outside the clientset")
+		}
+	}()
+	FactoryInformer(&unstructured.Unstructured{}, FactoryOptions{})
+}
+
+// NewInformerFunc has controller-runtime's cache.Options.NewInformer
+// signature and names each informer's lister after its own object.
+func TestNewInformerFuncNamesEachInformer(t *testing.T) {
+	type newInformer = func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer
+	var _ newInformer = NewSharedIndexInformer // the zero-options form has the signature too
+	rec := &namedRecorder{}
+	var hook newInformer = NewInformerFunc(lister.Options{Metrics: rec})
+
+	cs := fake.NewClientset(labelled("ns", "a", ""), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}})
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	type widget struct{ corev1.ConfigMap } // a Go type outside client-go's scheme
+	for _, obj := range []runtime.Object{&corev1.ConfigMap{}, &corev1.Secret{}, meta, &widget{}} {
+		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return cs.CoreV1().ConfigMaps("ns").List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return cs.CoreV1().ConfigMaps("ns").Watch(ctx, o)
+			},
+		}, cs)
+		inf := hook(lw, obj, 0, cache.Indexers{})
+		defer runInformer(t, inf)()
+	}
+	want := []string{"*reflector.widget", "apps/v1/deployments", "v1/configmaps", "v1/secrets"}
+	if got := rec.names(); !slices.Equal(got, want) {
+		t.Fatalf("lists recorded under %v; want %v", got, want)
+	}
+}
+
+// Every typed client of kubernetes.Interface is found back from its item
+// type: no resource of the clientset is missing from client-go's scheme and
+// no list type is listed by two clients.
+func TestFactoryInformerFindsEveryTypedClient(t *testing.T) {
+	cs := reflect.TypeFor[kubernetes.Interface]()
+	n := 0
+	for i := range cs.NumMethod() {
+		gm := cs.Method(i)
+		if gm.Type.NumIn() != 0 || gm.Type.NumOut() != 1 || gm.Type.Out(0).Kind() != reflect.Interface {
+			continue
+		}
+		for j := range gm.Type.Out(0).NumMethod() {
+			rm := gm.Type.Out(0).Method(j)
+			if rm.Type.NumOut() != 1 || rm.Type.Out(0).Kind() != reflect.Interface {
+				continue
+			}
+			list, ok := rm.Type.Out(0).MethodByName("List")
+			if !ok || list.Type.NumOut() != 2 || list.Type.Out(0).Kind() != reflect.Pointer {
+				continue
+			}
+			items, ok := list.Type.Out(0).Elem().FieldByName("Items")
+			if !ok || items.Type.Kind() != reflect.Slice {
+				continue
+			}
+			obj, ok := reflect.New(items.Type.Elem()).Interface().(runtime.Object)
+			if !ok {
+				continue
+			}
+			n++
+			p, err := typedClientPathOf(obj)
+			if err != nil {
+				t.Errorf("%s.%s: %v", gm.Name, rm.Name, err)
+				continue
+			}
+			if p.group != gm.Name || p.resource != rm.Name {
+				t.Errorf("%T: found %s.%s; want %s.%s", obj, p.group, p.resource, gm.Name, rm.Name)
+			}
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d typed clients found on kubernetes.Interface", n)
+	}
+	t.Logf("%d typed clients found back from their item types", n)
+}
