@@ -130,7 +130,8 @@ const (
 	// ReasonBadResourceVersion: a bookmark carried a resourceVersion that
 	// does not parse on a server whose versions do; it was not forwarded, so
 	// client-go never resumes a watch from it (every such watch would fail
-	// with 400).
+	// with 400). For the bookmark that ends a streaming list, the streaming
+	// list was abandoned instead and client-go lists.
 	ReasonBadResourceVersion fallback.ReasonCode = "unparsable-resource-version"
 )
 
@@ -436,7 +437,24 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 	if guard != nil {
 		out, detail := AwaitInitialEvents(f.stop, f.inner, *guard, log, func(ev watch.Event) bool {
 			if ev.Type == watch.Bookmark {
-				lastRV = resourceVersionOf(ev.Object)
+				rv := resourceVersionOf(ev.Object)
+				if isInitialEventsEnd(ev.Object) && lw.unparsableHere(rv) {
+					// client-go would adopt it as its resume point (and
+					// fail every watch and relist from it): the streaming
+					// list is abandoned instead, and client-go lists.
+					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+					log.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
+						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
+					f.send(notStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
+					return false
+				}
+				if lw.unparsableHere(rv) {
+					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+					log.Info("Dropping a bookmark whose resourceVersion does not parse on a server whose versions do",
+						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
+					return true
+				}
+				lastRV = rv
 			} else if ev.Type != watch.Error {
 				// The initial events are the state the map starts from.
 				if m, err := meta.Accessor(ev.Object); err == nil {

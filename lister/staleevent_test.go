@@ -292,3 +292,44 @@ func TestListerWatcherDropsUnparsableBookmark(t *testing.T) {
 		t.Fatalf("%d unparsable versions counted, want 1", n)
 	}
 }
+
+// The fault 4 through the drop-in informer on the fake server: every
+// bookmark (the one that ends a streaming list included) carries a
+// resourceVersion that is not one. The informer syncs, never sends a
+// request from that version, and sees later writes after its watch ends.
+func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{Faults: steadywatchtest.Faults{GarbageBookmarkRV: true}})
+	defer srv.Close()
+	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+	rec := newReasonCounter()
+	inf := cache.NewSharedIndexInformer(lister.NewListerWatcher(srv, lister.Options{Metrics: rec, Name: "cms"}), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	watching := func() bool {
+		for _, r := range srv.Requests() {
+			if r.Served == steadywatchtest.ServedWatchFrom {
+				return true
+			}
+		}
+		return false
+	}
+	until(t, "a plain watch is open", watching)
+	before := rec.fallback(string(lister.ReasonBadResourceVersion))
+	srv.Bookmark()
+	until(t, "the bookmark is dropped and counted", func() bool {
+		return rec.fallback(string(lister.ReasonBadResourceVersion)) == before+1
+	})
+	srv.Close() // every watch ends; client-go watches again from its resourceVersion
+	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}})
+	until(t, "the informer sees b", func() bool { _, ok, _ := inf.GetStore().GetByKey("ns/b"); return ok })
+	for _, r := range srv.Requests() {
+		if r.Options.ResourceVersion == "not-a-resource-version" {
+			t.Fatalf("a request from the unparsable version: %+v", r)
+		}
+	}
+}
