@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
+	"k8s.io/klog/v2"
 )
 
 // HeaderRetryAfterOwned carries the Retry-After value of a response that
@@ -96,6 +97,8 @@ func (t *ownRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if ra == "" || perr != nil {
 		return resp, nil // client-go does not retry what it cannot parse either
 	}
+	klog.FromContext(req.Context()).V(4).Info("Retry-After taken from client-go's REST client: the caller counts and waits",
+		"status", resp.StatusCode, "retryAfterSeconds", secs, "path", req.URL.Path)
 	resp.Header = resp.Header.Clone()
 	resp.Header.Del("Retry-After")
 	resp.Header.Set(HeaderRetryAfterOwned, ra)
