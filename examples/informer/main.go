@@ -51,6 +51,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 	swprom "github.com/steadywatch/steadywatch/metrics/prometheus"
 )
@@ -103,7 +104,10 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	// No hidden retries: every list and watch on the wire is one steadywatch
+	// counts, waits for and budgets (client-go's REST client would retry each
+	// 429/5xx with Retry-After up to 10 times inside one call).
+	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
 	if err != nil {
 		return err
 	}
