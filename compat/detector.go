@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -132,13 +133,15 @@ func (d *Detector) For(host string, version func(ctx context.Context) (string, e
 }
 
 // ForConfig returns the Server for cfg.Host, fetching the version through
-// discovery (GET /version) with cfg's transport, TLS settings and credentials.
-// It fails only when no discovery client can be built from cfg.
+// discovery (GET /version) with cfg's transport, TLS settings and credentials,
+// without client-go's hidden retries (fallback.NoHiddenRetries): a 429/5xx
+// with Retry-After is one answer, and the version is read again after
+// expiry. It fails only when no discovery client can be built from cfg.
 func (d *Detector) ForConfig(cfg *rest.Config) (Server, error) {
 	if cfg == nil {
 		return nil, errors.New("compat: ForConfig: nil rest.Config")
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(fallback.NoHiddenRetries(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("compat: discovery client for %s: %w", redactHost(cfg.Host), err)
 	}

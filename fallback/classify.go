@@ -201,3 +201,43 @@ func (c Class) Retriable() bool {
 	}
 	return false
 }
+
+// RejectsStreamingList reports whether err is a server's refusal of the
+// streaming-list parameters themselves: a 400/422 naming sendInitialEvents or
+// resourceVersionMatch, as 1.27+ servers with the WatchList gate off and
+// 1.19-1.26 servers answer a watch with sendInitialEvents=true (API Concepts,
+// Streaming lists). That is evidence the server does not stream lists. Any
+// other 400/422 (a bad label or field selector, a garbage resourceVersion)
+// is the caller's own invalid request and says nothing about the server.
+// When the Status lists causes with fields, the fields decide; otherwise the
+// message does.
+func RejectsStreamingList(err error) bool {
+	if Classify(err) != Invalid {
+		return false
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		if d := st.Status().Details; d != nil {
+			named := false
+			for _, c := range d.Causes {
+				if c.Field == "" {
+					continue
+				}
+				named = true
+				if streamingParam(c.Field) {
+					return true
+				}
+			}
+			if named {
+				return false
+			}
+		}
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "sendInitialEvents") || strings.Contains(msg, "resourceVersionMatch")
+}
+
+func streamingParam(field string) bool {
+	field = strings.TrimPrefix(field, "ListOptions.")
+	return field == "sendInitialEvents" || field == "resourceVersionMatch"
+}

@@ -165,8 +165,10 @@ type Policy struct {
 	// proxy that answers "Retry-After: 3600" is retried after this cap, not
 	// after an hour. Default 10s (at most 30s is recommended).
 	MaxRetryAfter time.Duration
-	// MaxTooLargeRetries bounds retries of "too large resource version". Default 3;
-	// negative = none.
+	// MaxTooLargeRetries bounds retries of "too large resource version". Default 2
+	// (each attempt against a watch cache already waits up to 3s there, plus
+	// its Retry-After of 1s: about 11s in all, so a resourceVersion far in the
+	// future fails within seconds); negative = none.
 	MaxTooLargeRetries int
 	// TooLargeAfterBudget is what happens when that budget is spent. Default
 	// TooLargeFallbackMostRecent.
@@ -193,7 +195,7 @@ func CountOrDefault(v, def int) int {
 func (p Policy) WithDefaults() Policy {
 	p.MaxNewerRVRetries = CountOrDefault(p.MaxNewerRVRetries, 3)
 	p.MaxListRestarts = CountOrDefault(p.MaxListRestarts, 2)
-	p.MaxTooLargeRetries = CountOrDefault(p.MaxTooLargeRetries, 3)
+	p.MaxTooLargeRetries = CountOrDefault(p.MaxTooLargeRetries, 2)
 	if p.MaxRetryAfter <= 0 {
 		p.MaxRetryAfter = 10 * time.Second
 	}

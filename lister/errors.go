@@ -3,6 +3,7 @@ package lister
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/steadywatch/steadywatch/fallback"
 )
@@ -89,4 +90,59 @@ func kindOf(r fallback.ReasonCode) error {
 		return ErrBrokenPagination
 	}
 	return nil
+}
+
+// ResourceVersionTooLargeError says that the requested resourceVersion is
+// newer than anything the server has: its watch cache answered 504 "Too
+// large resource version" for the whole retry budget, or a consistent read
+// stayed older than it. Waiting longer rarely helps (the version was taken
+// from another cluster, or mistyped); the caller's input is the likely
+// cause. Match it with errors.As; it also matches ErrTooLargeResourceVersion
+// with errors.Is, and unwraps to the server's last error.
+type ResourceVersionTooLargeError struct {
+	// Requested is the resourceVersion asked for.
+	Requested string
+	// Current is the server's newest resourceVersion as it named it (the
+	// "current: M" of its 504, or a consistent read's); "" when unknown.
+	Current string
+	// Requests is the number of requests sent before giving up.
+	Requests int
+	// Err is the server's last error, if any.
+	Err error
+}
+
+func (e *ResourceVersionTooLargeError) Error() string {
+	cur := e.Current
+	if cur == "" {
+		cur = "unknown"
+	}
+	s := fmt.Sprintf("resourceVersion %s is newer than the server's newest (%s) after %d request(s): it was never served by this server (%s)",
+		e.Requested, cur, e.Requests, fallback.SourceResourceVersions)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is matches ErrTooLargeResourceVersion.
+func (e *ResourceVersionTooLargeError) Is(target error) bool {
+	return target == ErrTooLargeResourceVersion
+}
+
+// Unwrap returns the server's error.
+func (e *ResourceVersionTooLargeError) Unwrap() error { return e.Err }
+
+// currentRVPattern finds the server's resourceVersion in the apiserver's
+// message "Too large resource version: N, current: M".
+var currentRVPattern = regexp.MustCompile(`current: ?([0-9]+)`)
+
+// currentRVOf returns M from such a message, or "".
+func currentRVOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	if m := currentRVPattern.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }

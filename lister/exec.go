@@ -321,6 +321,11 @@ func (r *run) event(ev fallback.Event) {
 func (r *run) fail(ev fallback.Event, step engine.Step, cur Query, err error, servedRV string, first Query, cont string) error {
 	kind := kindOf(step.Reason)
 	switch {
+	case (step.Reason == fallback.ReasonTooLargeExactUnavailable || step.Reason == fallback.ReasonTooLargeExhausted) && r.rec.Requested.ResourceVersion != "":
+		// The server stayed behind the requested resourceVersion for the
+		// whole budget: say so in the caller's terms (an Exact list still
+		// matches ErrExactUnavailable through kind).
+		err = &ResourceVersionTooLargeError{Requested: r.rec.Requested.ResourceVersion, Current: currentRVOf(err), Requests: len(r.rec.Requests), Err: err}
 	case step.Action == fallback.FailExactUnavailable:
 		kind = ErrExactUnavailable
 		if err == nil {
@@ -330,8 +335,7 @@ func (r *run) fail(ev fallback.Event, step engine.Step, cur Query, err error, se
 	case step.Reason == fallback.ReasonServedOlderExhausted && err == nil:
 		ev.Detail = joinDetail(ev.Detail, fmt.Sprintf("served %s, requested not older than %s", servedRV, r.rec.Requested.ResourceVersion))
 	case step.Reason == fallback.ReasonRVNewerThanServer:
-		err = fmt.Errorf("resourceVersion %s is newer than the server's newest (%s, a consistent read): it was never served by this server (%s)",
-			r.rec.Requested.ResourceVersion, servedRV, fallback.SourceResourceVersions)
+		err = &ResourceVersionTooLargeError{Requested: r.rec.Requested.ResourceVersion, Current: servedRV, Requests: len(r.rec.Requests)}
 	case step.Reason == fallback.ReasonContinueRepeated:
 		err = fmt.Errorf("the server repeated continue token %q after %d page(s); its pagination is broken (%s)",
 			redactToken(cont), r.rec.Pages, fallback.SourceChunks)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -374,7 +373,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 	}
 	if err != nil {
-		if rejectsStreaming(err) {
+		if fallback.RejectsStreamingList(err) {
 			// 1.19-1.26 reject resourceVersionMatch on watch, 1.27+ with the
 			// WatchList gate off reject sendInitialEvents: 422 naming the
 			// parameter. Any other 400/422 (a bad selector) is the caller's
@@ -554,17 +553,6 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		last = time.Now()
 		o.Metrics.ResourceVersionAdvanced(o.Name, last)
 	}
-}
-
-// rejectsStreaming reports whether err is a server's refusal of the
-// streaming-list parameters themselves (evidence it does not stream lists),
-// as opposed to any other invalid request.
-func rejectsStreaming(err error) bool {
-	if fallback.Classify(err) != fallback.Invalid {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "sendInitialEvents") || strings.Contains(msg, "resourceVersionMatch")
 }
 
 // IsWatchListSemanticsUnSupported is read once by client-go's reflector

@@ -531,9 +531,14 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 	if err != nil {
 		class, retryAfter := classify(err)
-		if class == fallback.Invalid {
+		if fallback.RejectsStreamingList(err) {
 			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
 			return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
+		}
+		if class == fallback.Invalid {
+			// The caller's own invalid request (a bad selector): not evidence
+			// about the server. The list says the same to the caller.
+			return asList, because(ReasonStreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
 		}
 		if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, lister.ErrNoWatchResponse) {
 			// The open itself hung (a proxy holding the stream, or the REST

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // ErrUnreachable is matched by the error returned when /version cannot be read.
@@ -25,6 +26,8 @@ var ErrUnreachable = errors.New("apiserver unreachable")
 
 // clients are the clients every subcommand needs, built from the kubeconfig flags.
 type clients struct {
+	// cfg is the kubeconfig's, with client-go's own retries (the probe's
+	// writes use it; its observations set MaxRetries(0) per request).
 	cfg       *rest.Config
 	dyn       dynamic.Interface
 	disc      discovery.DiscoveryInterface
@@ -48,7 +51,12 @@ func (a *app) clients(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, usagef("namespace: %w", err)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	// The clients of the SDK's list, watch and /version requests never retry
+	// on their own: every request on the wire is one the lister counts and
+	// budgets (client-go's REST client would retry each 429/5xx with
+	// Retry-After up to 10 times inside one of the lister's attempts).
+	owned := fallback.NoHiddenRetries(cfg)
+	disc, err := discovery.NewDiscoveryClientForConfig(owned)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
@@ -68,7 +76,7 @@ func (a *app) clients(ctx context.Context) (*clients, error) {
 	if err := json.Unmarshal(body, &info); err != nil {
 		return nil, fmt.Errorf("GET %s/version: unexpected answer: %w", hostOf(cfg), err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(owned)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}

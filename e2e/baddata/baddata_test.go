@@ -290,7 +290,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 		ns := e.newNS(ctx, "ra", 3)
 		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
 		rec := newCounter()
-		cs := kubernetes.NewForConfigOrDie(lister.CapRetryAfter(e.pcfg, policy, rec, "ra"))
+		cs := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(e.pcfg))
 		e.p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -300,10 +300,10 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))
 		Expect(took).To(BeNumerically("<", 2*time.Second+3*time.Second), "waited the cap, not the hour")
-		Expect(rec.get(string(lister.ReasonRetryAfterCapped))).To(Equal(1))
+		Expect(rec.get(string(fallback.ReasonThrottledBackoff))).To(Equal(1), "the lister's own wait, capped")
 		lists, _ := e.wire(ns, true)
 		Expect(lists).To(Equal(2))
-		record(result{Fault: fault, Path: "lister.List (CapRetryAfter, MaxRetryAfter 2 s)", Lists: lists, Seconds: took.Seconds(), Outcome: "listed after one capped wait", Counters: rec.String()})
+		record(result{Fault: fault, Path: "lister.List (NoHiddenRetries, MaxRetryAfter 2 s)", Lists: lists, Seconds: took.Seconds(), Outcome: "listed after one capped wait", Counters: rec.String()})
 
 		e.p.ResetRequests()
 		e.p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
@@ -318,7 +318,8 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 
 		// The informers: the first request of each (a streaming list) is
 		// answered 429 with Retry-After: 3600. steadywatch's paths run on a
-		// clientset from CapRetryAfter; stock on the plain one.
+		// clientset from NoHiddenRetries (the wait is theirs, capped); stock
+		// on the plain one.
 		const window = 8 * time.Second
 		synced := map[string]func() bool{}
 		ws := map[string]*watcher{}
@@ -354,11 +355,9 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 				Expect(ok).To(BeTrue(), "%s syncs after the capped wait", path)
 				Expect(took).To(BeNumerically("<", policy.MaxRetryAfter+4*time.Second))
 			}
-			record(result{Fault: fault, Path: path + map[bool]string{true: "", false: " (CapRetryAfter, MaxRetryAfter 2 s)"}[path == pathStock],
+			record(result{Fault: fault, Path: path + map[bool]string{true: "", false: " (NoHiddenRetries, MaxRetryAfter 2 s)"}[path == pathStock],
 				Lists: lists, Watches: watches, Seconds: took.Seconds(), Outcome: outcome, Counters: w.rec.String()})
 		}
-		// The shared CapRetryAfter transport counted both informers' waits.
-		Expect(rec.get(string(lister.ReasonRetryAfterCapped))).To(Equal(3))
 	})
 
 	It("3: an older MODIFIED re-delivered after a newer one is never applied by steadywatch's paths", func(ctx SpecContext) {

@@ -5,6 +5,11 @@
 // asserted to sync, converge to an Exact list, never go back in time and keep
 // its request rate bounded; stock client-go is measured, not asserted.
 //
+// watch410_test.go adds one spec that is not a catalogue row (it cites no
+// single public report): every plain watch answered 410 and streaming lists
+// refused, where steadywatch's request count over 30 s is asserted against
+// stock client-go's in the same run (docs/bad-server-data.md has the numbers).
+//
 // Labels: field-failures, needs-faults (every row needs the fault proxy; on
 // an external cluster they skip before starting anything), ha (the HA row).
 // The run's Results JSON goes to -fieldfailures.results (default: a
