@@ -134,6 +134,13 @@ const (
 	ReasonBadResourceVersion fallback.ReasonCode = "unparsable-resource-version"
 )
 
+// ListerWatcherReasons returns every reason code the ListerWatcher reports,
+// in a stable order (for docs and exhaustive tests).
+func ListerWatcherReasons() []string {
+	return []string{ReasonClientGoRelist, ReasonClientGoRewatch, ReasonWatchStalled, string(ReasonStaleListReasked),
+		string(ReasonStaleEvent), string(ReasonBadResourceVersion), string(ReasonStreamingListAbandoned), string(ReasonUnservedRVMostRecent)}
+}
+
 // ListerWatcher returns the client-go adapter of l.
 func (l *Lister) ListerWatcher() *ListerWatcher { return &ListerWatcher{l: l} }
 

@@ -57,7 +57,7 @@ func TestDocsAreGenerated(t *testing.T) {
 		"`reason` of `steadywatch_fallbacks_total`", list)
 	section("Drop-in ListerWatcher (package lister)", "What the ListerWatcher under client-go's own reflector (the drop-in informer) counts.",
 		"`cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total` and of `steadywatch_fallbacks_total`",
-		[]string{lister.ReasonClientGoRelist, lister.ReasonClientGoRewatch, lister.ReasonWatchStalled, string(lister.ReasonStaleListReasked), string(lister.ReasonStaleEvent), string(lister.ReasonBadResourceVersion), string(lister.ReasonStreamingListAbandoned), string(lister.ReasonUnservedRVMostRecent)})
+		lister.ListerWatcherReasons())
 	section("Reflector (package reflector)", "Why the reflector's state machine moved, relisted or restarted a watch.",
 		"`reason` of `steadywatch_transitions_total`, `cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total`",
 		reflector.Reasons())

@@ -104,7 +104,7 @@ func TestTroubleshootingIsGenerated(t *testing.T) {
 		list, fb)
 	table("Drop-in ListerWatcher (package lister, under client-go's own reflector)",
 		"What the ListerWatcher behind `reflector.NewSharedIndexInformer` and the informer-factory adoption counts: `cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total` and `steadywatch_fallbacks_total`.",
-		[]string{lister.ReasonClientGoRelist, lister.ReasonClientGoRewatch, lister.ReasonWatchStalled, string(lister.ReasonStaleListReasked), string(lister.ReasonStaleEvent), string(lister.ReasonBadResourceVersion), string(lister.ReasonStreamingListAbandoned), string(lister.ReasonUnservedRVMostRecent)},
+		lister.ListerWatcherReasons(),
 		lw)
 	table("Reflector (package reflector)",
 		"Why `reflector.New` moved: `reason` of `steadywatch_transitions_total`, `cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total`; the log line at verbosity 2 carries the same code and the detail.",
