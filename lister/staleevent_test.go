@@ -197,20 +197,7 @@ func drain(t *testing.T, w watch.Interface, n int) []watch.Event {
 // forgets the object, and an older event for an object the list did not
 // hold passes.
 func TestListerWatcherEndsTheWatchAtAStaleEvent(t *testing.T) {
-	fw := watch.NewRaceFreeFake()
-	c := scriptedWatch{list: &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "12"},
-		Items: []corev1.ConfigMap{*cmAt("a", "10"), *cmAt("b", "11")}}, w: fw}
-	rec := newReasonCounter()
-	lw := lister.NewListerWatcher(c, lister.Options{Metrics: rec})
-	ctx := context.Background()
-	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "12"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	fw, w, rec := listThenWatch(t, "12", cmAt("a", "10"), cmAt("b", "11"))
 	fw.Delete(cmAt("b", "13"))
 	fw.Modify(cmAt("b", "9")) // b was forgotten at its deletion: nothing to compare
 	fw.Add(cmAt("c", "3"))    // never seen
@@ -239,20 +226,7 @@ func TestListerWatcherEndsTheWatchAtAStaleEvent(t *testing.T) {
 // Where a list's resourceVersions do not parse as numbers (aggregated APIs
 // with opaque versions), nothing is compared and nothing is dropped.
 func TestListerWatcherComparesNothingForOpaqueVersions(t *testing.T) {
-	fw := watch.NewRaceFreeFake()
-	c := scriptedWatch{list: &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "zz"},
-		Items: []corev1.ConfigMap{*cmAt("a", "10"), *cmAt("b", "x7")}}, w: fw}
-	rec := newReasonCounter()
-	lw := lister.NewListerWatcher(c, lister.Options{Metrics: rec})
-	ctx := context.Background()
-	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "zz"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	fw, w, rec := listThenWatch(t, "zz", cmAt("a", "10"), cmAt("b", "x7"))
 	fw.Modify(cmAt("a", "5"))
 	fw.Action(watch.Bookmark, cmAt("", "opaque-bookmark"))
 	got := drain(t, w, 2)
@@ -332,4 +306,28 @@ func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
 			t.Fatalf("a request from the unparsable version: %+v", r)
 		}
 	}
+}
+
+// listThenWatch lists items at rv through a drop-in ListerWatcher (as
+// client-go's reflector does first) and opens its watch from rv; the fake
+// watch feeds that watch, and rec counts the reasons.
+func listThenWatch(t *testing.T, rv string, items ...*corev1.ConfigMap) (*watch.RaceFreeFakeWatcher, watch.Interface, *reasonCounter) {
+	t.Helper()
+	fw := watch.NewRaceFreeFake()
+	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+	for _, it := range items {
+		list.Items = append(list.Items, *it)
+	}
+	rec := newReasonCounter()
+	lw := lister.NewListerWatcher(scriptedWatch{list: list, w: fw}, lister.Options{Metrics: rec})
+	ctx := context.Background()
+	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return fw, w, rec
 }

@@ -184,10 +184,5 @@ func setProtobufMetaField(body []byte, num protowire.Number, value string) ([]by
 	if err != nil {
 		return nil, err
 	}
-	u.Raw = obj
-	env, err := u.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	return append(append([]byte(nil), protobufMagic...), env...), nil
+	return sealProtobuf(&u, obj)
 }

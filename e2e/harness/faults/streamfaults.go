@@ -278,6 +278,17 @@ const (
 
 // decodeProtobufEvent returns the event and the object it carries, unwrapped
 // from its runtime.Unknown envelope.
+// sealProtobuf puts obj back into u and u into the k8s protobuf envelope
+// (the magic prefix, then runtime.Unknown).
+func sealProtobuf(u *runtime.Unknown, obj []byte) ([]byte, error) {
+	u.Raw = obj
+	env, err := u.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(nil), protobufMagic...), env...), nil
+}
+
 func decodeProtobufEvent(event []byte) (*metav1.WatchEvent, *runtime.Unknown, error) {
 	var ev metav1.WatchEvent
 	if err := ev.Unmarshal(event); err != nil {
@@ -359,12 +370,9 @@ func stripProtobuf(event []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.Raw = obj
-	env, err := u.Marshal()
-	if err != nil {
+	if ev.Object.Raw, err = sealProtobuf(u, obj); err != nil {
 		return nil, err
 	}
-	ev.Object.Raw = append(append([]byte(nil), protobufMagic...), env...)
 	return ev.Marshal()
 }
 
