@@ -189,19 +189,6 @@ func p4StreamEvents(n int) []watch.Event {
 func BenchmarkP4StreamEvent(b *testing.B) {
 	ctx := context.Background()
 	opts := metav1.ListOptions{SendInitialEvents: new(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}
-	drain := func(b *testing.B, w watch.Interface) {
-		n := 0
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				b.Fatalf("error event: %v", ev.Object)
-			}
-			n++
-		}
-		w.Stop()
-		if n != b.N+1 {
-			b.Fatalf("got %d events, want %d", n, b.N+1)
-		}
-	}
 	b.Run("impl=clientgo", func(b *testing.B) {
 		c := &p4PagesClient{evs: p4StreamEvents(b.N)}
 		b.ReportAllocs()
@@ -210,7 +197,7 @@ func BenchmarkP4StreamEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		drain(b, w)
+		drainEvents(b, w, b.N+1)
 	})
 	b.Run("impl=steadywatch", func(b *testing.B) {
 		c := &p4PagesClient{evs: p4StreamEvents(b.N)}
@@ -221,6 +208,23 @@ func BenchmarkP4StreamEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		drain(b, w)
+		drainEvents(b, w, b.N+1)
 	})
+}
+
+// drainEvents reads w to its end and fails b unless it held want events and
+// no error event.
+func drainEvents(b *testing.B, w watch.Interface, want int) {
+	b.Helper()
+	n := 0
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			b.Fatalf("error event: %v", ev.Object)
+		}
+		n++
+	}
+	w.Stop()
+	if n != want {
+		b.Fatalf("got %d events, want %d", n, want)
+	}
 }
