@@ -107,6 +107,9 @@ type Row struct {
 	Config Config `json:"config"`
 	Cells  []Cell `json:"cells"`
 	Err    string `json:"error,omitempty"` // the row could not be run (e.g. no binary)
+	// Run is the 1-based index in Report.Runs of the run that measured the
+	// row (0: the report's own run).
+	Run int `json:"run,omitempty"`
 }
 
 // Cell returns the cell for scenario and client (zero Cell if none).

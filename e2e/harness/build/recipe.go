@@ -35,15 +35,17 @@ func recipes() []recipe {
 	return []recipe{
 		{
 			name:     "plain",
-			min:      "v1.19.0",
+			min:      "v1.20.0",
 			verified: "v1.34.4, v1.36.3, v1.37.2",
 		},
 		legacyRecipe(),
 	}
 }
 
-// legacyRecipe builds v1.16.x to v1.18.x (1.18 is the last minor before
-// resourceVersionMatch). Four things differ from current releases; all four
+// legacyRecipe builds v1.16.x to v1.19.x (1.18 is the last minor before
+// resourceVersionMatch; 1.19 still pins all three modules below and ships no
+// generated openapi file: the plain recipe fails on v1.19.16 with "vbom.ml/util
+// ... 403 Forbidden"). Four things differ from current releases; all four
 // are required (each was observed to fail without it on v1.18.19) and the
 // same four build v1.17.17 and v1.16.15 with Go 1.26 (verified; 1.15 and
 // older were not tried: their staging modules predate the v0.Y.Z tags):
@@ -62,7 +64,7 @@ func legacyRecipe() recipe {
 	return recipe{
 		name:     "legacy",
 		min:      "v1.16.0",
-		max:      "v1.19.0",
+		max:      "v1.20.0",
 		verified: "v1.16.15, v1.17.17, v1.18.19",
 		extra: []replacement{
 			{
