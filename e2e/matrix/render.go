@@ -149,7 +149,9 @@ func Markdown(r Report) string {
 	}
 	b.WriteString("\n## Regenerating\n\n```sh\ncd e2e\n" +
 		"go test ./chaos -count=1 -chaos.report=/tmp/chaos.json   # optional: include a chaos run\n" +
-		"go run ./cmd/matrix -versions v1.18.19,v1.37.2 -mixed v1.18.19+v1.37.2 -chaos /tmp/chaos.json -out ../docs/compatibility.md\n```\n\n" +
+		"go run ./cmd/matrix -versions v1.18.19,v1.37.2 -mixed v1.18.19+v1.37.2 -chaos /tmp/chaos.json -out ../docs/compatibility.md\n" +
+		"# or keep this page's rows and chaos results and add (or re-measure) servers:\n" +
+		"go run ./cmd/matrix -rows-from ../docs/compatibility.md -versions v1.33.13 -mixed v1.33.13+v1.34.12 -out ../docs/compatibility.md\n```\n\n" +
 		"Any version from v1.18 on can be added to `-versions` (e.g. `v1.33.13,v1.34.4`), and any pair to `-mixed`: the harness builds a missing kube-apiserver " +
 		"from the Go module proxy first (a cold build takes 3 to 15 minutes on 2 cores) and caches it in `e2e/.cache/`.\n")
 	raw, err := json.MarshalIndent(r, "", "  ")

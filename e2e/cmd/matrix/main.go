@@ -9,6 +9,11 @@
 // -versions run the single-version configurations (watch cache on, off, HA
 // pair); -mixed pairs "old+new" run the mixed-version HA pair. -not-run
 // "VERSION: why" (repeatable) records what was asked for and not run.
+// -rows-from keeps the rows and chaos results of earlier reports (-json files
+// or the page itself) and adds what -versions/-mixed run now, so a page can
+// grow by one version at a time; the page says which run measured which rows:
+//
+//	go run ./cmd/matrix -rows-from ../docs/compatibility.md -versions v1.33.13 -out ../docs/compatibility.md
 //
 // Versions not yet built are built first (minutes each, cached in
 // e2e/.cache). A version whose cluster cannot start becomes a "not run" row
@@ -75,7 +80,11 @@ func main() {
 		}
 	}
 	var servers []string
-	for _, list := range []string{*versions, *mixed} {
+	for _, l := range []struct{ flag, list string }{{"versions", *versions}, {"mixed", *mixed}} {
+		name, list := l.flag, l.list
+		if *rowsFrom != "" && !explicit[name] {
+			continue // with earlier rows, only what is asked for is run
+		}
 		for _, v := range strings.Split(list, ",") {
 			if v = strings.TrimSpace(v); v != "" {
 				servers = append(servers, v)
@@ -90,9 +99,6 @@ func main() {
 				fail(fmt.Errorf("rows-from %s: %w", f, err))
 			}
 			earlier = append(earlier, prev)
-		}
-		if !explicit["versions"] && !explicit["mixed"] {
-			servers = nil
 		}
 	}
 	own := matrix.Report{Generated: rep.Generated, Command: rep.Command, Go: rep.Go, ClientGo: rep.ClientGo}

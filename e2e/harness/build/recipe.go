@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,15 +29,30 @@ type recipe struct {
 	// generateOpenAPI: the module zip lacks pkg/generated/openapi's generated
 	// file, so it must be generated before kube-apiserver builds (legacy.go).
 	generateOpenAPI bool
+	// providerless: build with -tags providerless when the release still
+	// requires k8s.io/legacy-cloud-providers (see providerlessWhy).
+	providerless bool
 }
+
+const (
+	legacyCloudProviders = "k8s.io/legacy-cloud-providers"
+	providerlessTag      = "providerless"
+	// providerlessWhy: observed on v1.27.16, whose build otherwise fails with
+	// "k8s.io/legacy-cloud-providers@v0.27.16: verifying module: ... sumdb
+	// ... 404 Not Found". The in-tree cloud providers (azure, gce, vsphere)
+	// are the only importers, kube-apiserver's upstream build supports
+	// leaving them out with this tag, and the harness never uses them.
+	providerlessWhy = "the in-tree cloud providers (k8s.io/legacy-cloud-providers) are left out; the harness needs none, and the module's checksum may be missing from the checksum database (v0.27.16 is)"
+)
 
 // recipes lists the recipe for each supported range of releases.
 func recipes() []recipe {
 	return []recipe{
 		{
-			name:     "plain",
-			min:      "v1.20.0",
-			verified: "v1.34.4, v1.36.3, v1.37.2",
+			name:         "plain",
+			min:          "v1.20.0",
+			verified:     "v1.34.4, v1.36.3, v1.37.2",
+			providerless: true,
 		},
 		legacyRecipe(),
 	}
@@ -158,11 +174,20 @@ func buildInto(ctx context.Context, r *run, out string) error {
 		return &BuildError{Version: r.version, Step: "write wrapper module", Err: err}
 	}
 
+	var tags []string
+	if rc.providerless && slices.Contains(gomod.Staging, legacyCloudProviders) {
+		tags = append(tags, providerlessTag)
+		r.logf("building with -tags %s: %s", providerlessTag, providerlessWhy)
+	}
 	targets := []string{"k8s.io/kubernetes/cmd/kube-apiserver"}
 	listArgs := []string{"list", "-mod=mod", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}"}
+	listTags := tags
 	if rc.generateOpenAPI {
 		targets = append(targets, "k8s.io/kube-openapi/cmd/openapi-gen", ".")
-		listArgs = append(listArgs, "-tags", inputsTag)
+		listTags = append(slices.Clone(tags), inputsTag)
+	}
+	if len(listTags) > 0 {
+		listArgs = append(listArgs, "-tags", strings.Join(listTags, ","))
 	}
 	// Resolving every package first downloads exactly the modules the build
 	// needs and records their checksums in the wrapper's go.sum, so the
@@ -185,8 +210,11 @@ func buildInto(ctx context.Context, r *run, out string) error {
 		return err
 	}
 	return r.step(ctx, "go build kube-apiserver", func() error {
-		_, err := r.goCmd(ctx, "go build kube-apiserver", r.srcDir, false,
-			"build", "-mod=mod", "-ldflags", flags, "-o", out, "k8s.io/kubernetes/cmd/kube-apiserver")
+		args := []string{"build", "-mod=mod", "-ldflags", flags, "-o", out}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		_, err := r.goCmd(ctx, "go build kube-apiserver", r.srcDir, false, append(args, "k8s.io/kubernetes/cmd/kube-apiserver")...)
 		return err
 	})
 }
