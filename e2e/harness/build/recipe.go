@@ -50,12 +50,26 @@ func recipes() []recipe {
 	return []recipe{
 		{
 			name:         "plain",
-			min:          "v1.20.0",
+			min:          "v1.23.0",
 			verified:     "v1.34.4, v1.36.3, v1.37.2",
 			providerless: true,
 		},
+		openAPIRecipe(),
 		legacyRecipe(),
 	}
+}
+
+// openAPIRecipe builds v1.20.x to v1.22.x: like the legacy recipe without
+// vbom.ml/util (no longer required), and like the plain one without the
+// in-tree cloud providers. v1.22.17 still pins reflect2 v1.0.1 and its
+// module zip lacks pkg/generated/openapi/zz_generated.openapi.go (v1.26.15
+// and v1.27.16 ship it; 1.23 to 1.25 were not tried).
+func openAPIRecipe() recipe {
+	rc := legacyRecipe()
+	rc.name, rc.min, rc.max, rc.verified = "openapi", "v1.20.0", "v1.23.0", "none yet"
+	rc.extra = rc.extra[1:] // no vbom.ml/util
+	rc.providerless = true
+	return rc
 }
 
 // legacyRecipe builds v1.16.x to v1.19.x (1.18 is the last minor before
@@ -81,7 +95,7 @@ func legacyRecipe() recipe {
 		name:     "legacy",
 		min:      "v1.16.0",
 		max:      "v1.20.0",
-		verified: "v1.16.15, v1.17.17, v1.18.19",
+		verified: "v1.16.15, v1.17.17, v1.18.19, v1.19.16",
 		extra: []replacement{
 			{
 				Old: "vbom.ml/util", New: "github.com/fvbommel/util", Version: "v0.0.0-20160121211510-db5cfe13f5cc",
