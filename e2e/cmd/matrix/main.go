@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -169,6 +170,8 @@ func commandArgs(args []string) []string {
 			i++
 		case strings.HasPrefix(a, "-not-run=") || strings.HasPrefix(a, "--not-run="):
 			out = append(out, "-not-run=...")
+		case a == "" || strings.ContainsAny(a, " \t\"'"):
+			out = append(out, strconv.Quote(a)) // e.g. -mixed "" stays visible
 		default:
 			out = append(out, a)
 		}
