@@ -59,11 +59,14 @@ func recipes() []recipe {
 	}
 }
 
-// openAPIRecipe builds v1.20.x to v1.22.x: like the legacy recipe without
+// openAPIRecipe is for v1.20.x to v1.22.x: like the legacy recipe without
 // vbom.ml/util (no longer required), and like the plain one without the
 // in-tree cloud providers. v1.22.17 still pins reflect2 v1.0.1 and its
 // module zip lacks pkg/generated/openapi/zz_generated.openapi.go (v1.26.15
-// and v1.27.16 ship it; 1.23 to 1.25 were not tried).
+// and v1.27.16 ship it; 1.23 to 1.25 were not tried). Not verified: on the
+// module proxy used so far, v1.22.17 and v1.22.16 stop earlier, at the
+// staging-module download (a zip the proxy does not serve, go.mod checksums
+// missing from the checksum database).
 func openAPIRecipe() recipe {
 	rc := legacyRecipe()
 	rc.name, rc.min, rc.max, rc.verified = "openapi", "v1.20.0", "v1.23.0", "none yet"
