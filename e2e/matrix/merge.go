@@ -35,6 +35,28 @@ func ParseReport(data []byte) (Report, error) {
 	return r, err
 }
 
+// ChaosOrigins says where the chaos results of reports come from: a report
+// that carried them over names its sources, any other one is their source
+// ("<generated> by `<command>`").
+func ChaosOrigins(reports ...Report) []string {
+	var out []string
+	for _, r := range reports {
+		if len(r.Chaos) == 0 {
+			continue
+		}
+		from := r.ChaosFrom
+		if len(from) == 0 {
+			from = []string{r.Generated + " by `" + r.Command + "`"}
+		}
+		for _, f := range from {
+			if !contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
 // Merge folds earlier reports, oldest first, into one: their rows (a later
 // report's row replaces an earlier one for the same server and
 // configuration), each tagged with the run that measured it, the runs that

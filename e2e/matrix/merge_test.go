@@ -69,3 +69,15 @@ func TestMergeKeepsLatestRowPerServerAndConfigAndAttributesRuns(t *testing.T) {
 		t.Errorf("runs table missing:\n%s", md)
 	}
 }
+
+func TestChaosOriginsNamesTheRunThatMeasuredThem(t *testing.T) {
+	first := Report{Generated: "2026-11-23T19:18:31Z", Command: "c1", Chaos: []chaos.Result{{Replay: 1}}}
+	second := Report{Generated: "2026-11-25T03:00:00Z", Command: "c2", Chaos: first.Chaos, ChaosFrom: ChaosOrigins(first)}
+	want := []string{"2026-11-23T19:18:31Z by `c1`"}
+	if got := ChaosOrigins(second, Report{Generated: "x"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("ChaosOrigins = %q, want %q", got, want)
+	}
+	if md := Markdown(second); !strings.Contains(md, "carried over unchanged from the page generated 2026-11-23T19:18:31Z by `c1`") {
+		t.Errorf("page does not say where its chaos results come from:\n%s", md)
+	}
+}

@@ -30,6 +30,9 @@ type Report struct {
 	// Runs: when the rows were measured by several runs (cmd/matrix
 	// -rows-from), each of them, oldest first; Row.Run is its index + 1.
 	Runs []RunInfo `json:"runs,omitempty"`
+	// ChaosFrom: when the chaos results were carried over from earlier
+	// reports (-rows-from), when and by what each of those was generated.
+	ChaosFrom []string `json:"chaosFrom,omitempty"`
 }
 
 // RunInfo is one measuring run whose rows a report carries.
@@ -107,6 +110,9 @@ func Markdown(r Report) string {
 			"From `e2e/chaos` (`-chaos.report`): a writer churns ConfigMaps while a replayable schedule of faults hits both informers through identical proxies. " +
 			"Converged = store equal to an Exact list at a fresh RV after the faults stopped. " +
 			"Requests per minute: every configmaps request of the client in the run, divided by the fault window.\n\n")
+		if len(r.ChaosFrom) > 0 {
+			b.WriteString("These chaos results are carried over unchanged from the page generated " + strings.Join(r.ChaosFrom, "; ") + ".\n\n")
+		}
 		b.WriteString("| server | configuration | replay | duration | faults | client | converged after last fault | RV regressions | deletes observed / never seen / missed | relists | fallbacks | requests per minute |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, cr := range r.Chaos {
 			nf := 0

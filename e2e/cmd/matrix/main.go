@@ -135,6 +135,7 @@ func main() {
 		}
 	}
 	rep.Rows, rep.Runs, rep.Chaos = matrix.Merge(append(earlier, own)...)
+	rep.ChaosFrom = matrix.ChaosOrigins(earlier...)
 	if *chaosFiles != "" {
 		for _, f := range strings.Split(*chaosFiles, ",") {
 			r, err := chaos.ReadResult(strings.TrimSpace(f))
