@@ -67,8 +67,8 @@ chaos:
 
 ## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS: servers; MATRIX_MIXED:
 ## mixed-version HA pairs "old+new"); missing kube-apiservers are built first, one at a time, cached.
-MATRIX_VERSIONS ?= v1.18.19,v1.33.13,v1.34.4,v1.36.3,v1.37.2
-MATRIX_MIXED ?= v1.18.19+v1.37.2,v1.36.3+v1.37.2
+MATRIX_VERSIONS ?= v1.16.15,v1.17.17,v1.18.19,v1.19.16,v1.26.15,v1.27.16,v1.30.14,v1.32.13,v1.33.13,v1.34.12,v1.35.8,v1.36.3,v1.37.2
+MATRIX_MIXED ?= v1.18.19+v1.19.16,v1.18.19+v1.37.2,v1.33.13+v1.34.12,v1.36.3+v1.37.2
 matrix:
 	cd e2e && $(GO) run ./cmd/matrix -versions $(MATRIX_VERSIONS) -mixed $(MATRIX_MIXED) -out ../docs/compatibility.md
 

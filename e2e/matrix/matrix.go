@@ -107,6 +107,9 @@ type Row struct {
 	Config Config `json:"config"`
 	Cells  []Cell `json:"cells"`
 	Err    string `json:"error,omitempty"` // the row could not be run (e.g. no binary)
+	// Run is the 1-based index in Report.Runs of the run that measured the
+	// row (0: the report's own run).
+	Run int `json:"run,omitempty"`
 }
 
 // Cell returns the cell for scenario and client (zero Cell if none).
@@ -399,7 +402,7 @@ func notOlderCell(ctx context.Context, client string, cs kubernetes.Interface, n
 
 // listPath says how the initial list was obtained, from the proxy's log.
 func listPath(reqs []faults.Request, ns string, synced bool) string {
-	var streamed, listed int
+	var streamed, listed, probes int
 	for _, r := range reqs {
 		if r.Resource != "configmaps" || r.Namespace != ns {
 			continue
@@ -408,13 +411,22 @@ func listPath(reqs []faults.Request, ns string, synced bool) string {
 		switch {
 		case r.Verb == "watch" && q.Get("sendInitialEvents") == "true":
 			streamed++
+		case r.Verb == "list" && isCountProbe(q):
+			probes++
 		case r.Verb == "list":
 			listed++
 		}
 	}
+	if streamed == 0 { // a limit=1 list without a streaming list is a list
+		listed, probes = listed+probes, 0
+	}
 	var parts []string
 	if streamed > 0 {
-		parts = append(parts, fmt.Sprintf("streaming list x%d", streamed))
+		s := fmt.Sprintf("streaming list x%d", streamed)
+		if probes > 0 {
+			s += fmt.Sprintf(" (+ count probe x%d)", probes)
+		}
+		parts = append(parts, s)
 	}
 	if listed > 0 {
 		parts = append(parts, fmt.Sprintf("list x%d", listed))
@@ -430,6 +442,14 @@ func listPath(reqs []faults.Request, ns string, synced bool) string {
 		s += "; no sync"
 	}
 	return s
+}
+
+// isCountProbe: steadywatch's streaming-list guard sends one list with
+// limit=1 and nothing else beside a streaming list, to learn how many
+// initial events to expect (lister.ExpectInitialEvents); it is not a
+// fallback list.
+func isCountProbe(q url.Values) bool {
+	return len(q) == 1 && q.Get("limit") == "1"
 }
 
 // exactCell lists at Exact(rv0): correct is either the state at rv0

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/steadywatch/steadywatch/e2e/chaos"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 )
 
 func TestMarkdownRendersEveryCellAndEscapesPipes(t *testing.T) {
@@ -38,6 +39,22 @@ func TestMarkdownRendersEveryCellAndEscapesPipes(t *testing.T) {
 func TestListPath(t *testing.T) {
 	if got := listPath(nil, "ns", true); got != "no list request" {
 		t.Fatalf("got %q", got)
+	}
+	stream := faults.Request{Verb: "watch", Resource: "configmaps", Namespace: "ns", RawQuery: "allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true"}
+	probe := faults.Request{Verb: "list", Resource: "configmaps", Namespace: "ns", RawQuery: "limit=1"}
+	list := faults.Request{Verb: "list", Resource: "configmaps", Namespace: "ns", RawQuery: "limit=500&resourceVersion=0"}
+	for _, tc := range []struct {
+		reqs []faults.Request
+		want string
+	}{
+		{[]faults.Request{stream, probe}, "streaming list x1 (+ count probe x1)"}, // the guard's count, not a fallback
+		{[]faults.Request{stream, probe, list}, "streaming list x1 (+ count probe x1), then list x1 (fell back)"},
+		{[]faults.Request{stream, list}, "streaming list x1, then list x1 (fell back)"},
+		{[]faults.Request{probe}, "list x1"},
+	} {
+		if got := listPath(tc.reqs, "ns", true); got != tc.want {
+			t.Errorf("listPath(%v) = %q, want %q", tc.reqs, got, tc.want)
+		}
 	}
 }
 

@@ -9,6 +9,11 @@
 // -versions run the single-version configurations (watch cache on, off, HA
 // pair); -mixed pairs "old+new" run the mixed-version HA pair. -not-run
 // "VERSION: why" (repeatable) records what was asked for and not run.
+// -rows-from keeps the rows and chaos results of earlier reports (-json files
+// or the page itself) and adds what -versions/-mixed run now, so a page can
+// grow by one version at a time; the page says which run measured which rows:
+//
+//	go run ./cmd/matrix -rows-from ../docs/compatibility.md -versions v1.33.13 -out ../docs/compatibility.md
 //
 // Versions not yet built are built first (minutes each, cached in
 // e2e/.cache). A version whose cluster cannot start becomes a "not run" row
@@ -24,6 +29,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -50,8 +56,11 @@ func main() {
 	jsonOut := flag.String("json", "", "also write the raw report as JSON here")
 	chaosFiles := flag.String("chaos", "", "comma-separated chaos result files (go test ./chaos -chaos.report=FILE) to include")
 	timeout := flag.Duration("timeout", 60*time.Minute, "bound on the whole run")
-	rowsFrom := flag.String("rows-from", "", "take the rows from this earlier -json report instead of running servers (to add chaos results or not-run notes to a measured run)")
+	rowsFrom := flag.String("rows-from", "", "comma-separated earlier reports, oldest first (a -json file, or a page this command wrote, e.g. ../docs/compatibility.md): "+
+		"their rows and chaos results are kept, each row attributed to the run that measured it; servers are then run only if -versions or -mixed is given, and their rows replace earlier ones")
 	flag.Parse()
+	explicit := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -72,22 +81,29 @@ func main() {
 		}
 	}
 	var servers []string
-	for _, list := range []string{*versions, *mixed} {
+	for _, l := range []struct{ flag, list string }{{"versions", *versions}, {"mixed", *mixed}} {
+		name, list := l.flag, l.list
+		if *rowsFrom != "" && !explicit[name] {
+			continue // with earlier rows, only what is asked for is run
+		}
 		for _, v := range strings.Split(list, ",") {
 			if v = strings.TrimSpace(v); v != "" {
 				servers = append(servers, v)
 			}
 		}
 	}
+	var earlier []matrix.Report
 	if *rowsFrom != "" {
-		prev, err := readReport(*rowsFrom)
-		if err != nil {
-			fail(fmt.Errorf("rows-from %s: %w", *rowsFrom, err))
+		for _, f := range strings.Split(*rowsFrom, ",") {
+			prev, err := readReport(strings.TrimSpace(f))
+			if err != nil {
+				fail(fmt.Errorf("rows-from %s: %w", f, err))
+			}
+			earlier = append(earlier, prev)
 		}
-		rep.Rows, rep.Generated = prev.Rows, prev.Generated
-		rep.Command = prev.Command + " (rows); go run ./cmd/matrix " + strings.Join(commandArgs(os.Args[1:]), " ")
-		servers = nil
 	}
+	own := matrix.Report{Generated: rep.Generated, Command: rep.Command, Go: rep.Go, ClientGo: rep.ClientGo}
+	seconds := map[string]float64{}
 	for _, v := range servers {
 		for _, c := range cfgs {
 			if c.Mixed != matrix.IsPair(v) {
@@ -103,13 +119,23 @@ func main() {
 				}
 				fmt.Fprintf(os.Stderr, "matrix: %s / %s: %v\n", v, c.Name, err)
 			}
-			fmt.Fprintf(os.Stderr, "matrix: %s / %s done in %s\n", v, c.Name, time.Since(begin).Round(time.Millisecond))
-			rep.Rows = append(rep.Rows, row)
+			took := time.Since(begin)
+			seconds[v] += took.Seconds()
+			fmt.Fprintf(os.Stderr, "matrix: %s / %s done in %s\n", v, c.Name, took.Round(time.Millisecond))
+			own.Rows = append(own.Rows, row)
 			if ctx.Err() != nil {
 				fail(ctx.Err())
 			}
 		}
 	}
+	if len(own.Rows) > 0 { // this run's own rows, with its time per server
+		own.Runs = []matrix.RunInfo{{Generated: own.Generated, Command: own.Command, Go: own.Go, ClientGo: own.ClientGo, Seconds: seconds}}
+		for i := range own.Rows {
+			own.Rows[i].Run = 1
+		}
+	}
+	rep.Rows, rep.Runs, rep.Chaos = matrix.Merge(append(earlier, own)...)
+	rep.ChaosFrom = matrix.ChaosOrigins(earlier...)
 	if *chaosFiles != "" {
 		for _, f := range strings.Split(*chaosFiles, ",") {
 			r, err := chaos.ReadResult(strings.TrimSpace(f))
@@ -145,6 +171,8 @@ func commandArgs(args []string) []string {
 			i++
 		case strings.HasPrefix(a, "-not-run=") || strings.HasPrefix(a, "--not-run="):
 			out = append(out, "-not-run=...")
+		case a == "" || strings.ContainsAny(a, " \t\"'"):
+			out = append(out, strconv.Quote(a)) // e.g. -mixed "" stays visible
 		default:
 			out = append(out, a)
 		}
@@ -152,14 +180,13 @@ func commandArgs(args []string) []string {
 	return out
 }
 
-// readReport reads a report written with -json.
+// readReport reads a report written with -json, or the page -out wrote.
 func readReport(path string) (matrix.Report, error) {
-	var r matrix.Report
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return r, err
+		return matrix.Report{}, err
 	}
-	return r, json.Unmarshal(b, &r)
+	return matrix.ParseReport(b)
 }
 
 func configNames() string {

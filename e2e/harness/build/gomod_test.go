@@ -164,7 +164,11 @@ func TestLdflagsRejectsBadVersions(t *testing.T) {
 func TestRecipeFor(t *testing.T) {
 	for _, tc := range []struct{ version, want string }{
 		{"v1.36.3", "plain"},
-		{"v1.19.0", "plain"},
+		{"v1.23.0", "plain"},
+		{"v1.22.17", "openapi"},
+		{"v1.20.0", "openapi"},
+		{"v1.19.16", "legacy"},
+		{"v1.19.0", "legacy"},
 		{"v1.18.19", "legacy"},
 		{"v1.18.0", "legacy"},
 		{Current, "plain"},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,22 +29,56 @@ type recipe struct {
 	// generateOpenAPI: the module zip lacks pkg/generated/openapi's generated
 	// file, so it must be generated before kube-apiserver builds (legacy.go).
 	generateOpenAPI bool
+	// providerless: build with -tags providerless when the release still
+	// requires k8s.io/legacy-cloud-providers (see providerlessWhy).
+	providerless bool
 }
+
+const (
+	legacyCloudProviders = "k8s.io/legacy-cloud-providers"
+	providerlessTag      = "providerless"
+	// providerlessWhy: observed on v1.27.16, whose build otherwise fails with
+	// "k8s.io/legacy-cloud-providers@v0.27.16: verifying module: ... sumdb
+	// ... 404 Not Found". The in-tree cloud providers (azure, gce, vsphere)
+	// are the only importers, kube-apiserver's upstream build supports
+	// leaving them out with this tag, and the harness never uses them.
+	providerlessWhy = "the in-tree cloud providers (k8s.io/legacy-cloud-providers) are left out; the harness needs none, and the module's checksum may be missing from the checksum database (v0.27.16 is)"
+)
 
 // recipes lists the recipe for each supported range of releases.
 func recipes() []recipe {
 	return []recipe{
 		{
-			name:     "plain",
-			min:      "v1.19.0",
-			verified: "v1.34.4, v1.36.3, v1.37.2",
+			name:         "plain",
+			min:          "v1.23.0",
+			verified:     "v1.34.4, v1.36.3, v1.37.2",
+			providerless: true,
 		},
+		openAPIRecipe(),
 		legacyRecipe(),
 	}
 }
 
-// legacyRecipe builds v1.16.x to v1.18.x (1.18 is the last minor before
-// resourceVersionMatch). Four things differ from current releases; all four
+// openAPIRecipe is for v1.20.x to v1.22.x: like the legacy recipe without
+// vbom.ml/util (no longer required), and like the plain one without the
+// in-tree cloud providers. v1.22.17 still pins reflect2 v1.0.1 and its
+// module zip lacks pkg/generated/openapi/zz_generated.openapi.go (v1.26.15
+// and v1.27.16 ship it; 1.23 to 1.25 were not tried). Not verified: on the
+// module proxy used so far, v1.22.17 and v1.22.16 stop earlier, at the
+// staging-module download (a zip the proxy does not serve, go.mod checksums
+// missing from the checksum database).
+func openAPIRecipe() recipe {
+	rc := legacyRecipe()
+	rc.name, rc.min, rc.max, rc.verified = "openapi", "v1.20.0", "v1.23.0", "none yet"
+	rc.extra = rc.extra[1:] // no vbom.ml/util
+	rc.providerless = true
+	return rc
+}
+
+// legacyRecipe builds v1.16.x to v1.19.x (1.18 is the last minor before
+// resourceVersionMatch; 1.19 still pins all three modules below and ships no
+// generated openapi file: the plain recipe fails on v1.19.16 with "vbom.ml/util
+// ... 403 Forbidden"). Four things differ from current releases; all four
 // are required (each was observed to fail without it on v1.18.19) and the
 // same four build v1.17.17 and v1.16.15 with Go 1.26 (verified; 1.15 and
 // older were not tried: their staging modules predate the v0.Y.Z tags):
@@ -62,8 +97,8 @@ func legacyRecipe() recipe {
 	return recipe{
 		name:     "legacy",
 		min:      "v1.16.0",
-		max:      "v1.19.0",
-		verified: "v1.16.15, v1.17.17, v1.18.19",
+		max:      "v1.20.0",
+		verified: "v1.16.15, v1.17.17, v1.18.19, v1.19.16",
 		extra: []replacement{
 			{
 				Old: "vbom.ml/util", New: "github.com/fvbommel/util", Version: "v0.0.0-20160121211510-db5cfe13f5cc",
@@ -156,11 +191,20 @@ func buildInto(ctx context.Context, r *run, out string) error {
 		return &BuildError{Version: r.version, Step: "write wrapper module", Err: err}
 	}
 
+	var tags []string
+	if rc.providerless && slices.Contains(gomod.Staging, legacyCloudProviders) {
+		tags = append(tags, providerlessTag)
+		r.logf("building with -tags %s: %s", providerlessTag, providerlessWhy)
+	}
 	targets := []string{"k8s.io/kubernetes/cmd/kube-apiserver"}
 	listArgs := []string{"list", "-mod=mod", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}"}
+	listTags := tags
 	if rc.generateOpenAPI {
 		targets = append(targets, "k8s.io/kube-openapi/cmd/openapi-gen", ".")
-		listArgs = append(listArgs, "-tags", inputsTag)
+		listTags = append(slices.Clone(tags), inputsTag)
+	}
+	if len(listTags) > 0 {
+		listArgs = append(listArgs, "-tags", strings.Join(listTags, ","))
 	}
 	// Resolving every package first downloads exactly the modules the build
 	// needs and records their checksums in the wrapper's go.sum, so the
@@ -183,8 +227,11 @@ func buildInto(ctx context.Context, r *run, out string) error {
 		return err
 	}
 	return r.step(ctx, "go build kube-apiserver", func() error {
-		_, err := r.goCmd(ctx, "go build kube-apiserver", r.srcDir, false,
-			"build", "-mod=mod", "-ldflags", flags, "-o", out, "k8s.io/kubernetes/cmd/kube-apiserver")
+		args := []string{"build", "-mod=mod", "-ldflags", flags, "-o", out}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		_, err := r.goCmd(ctx, "go build kube-apiserver", r.srcDir, false, append(args, "k8s.io/kubernetes/cmd/kube-apiserver")...)
 		return err
 	})
 }
