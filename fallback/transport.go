@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -94,9 +95,12 @@ func (t *ownRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ra := resp.Header.Get("Retry-After")
 	secs, perr := strconv.Atoi(ra)
-	if ra == "" || perr != nil {
+	if ra == "" || perr != nil || secs < 0 {
 		return resp, nil // client-go does not retry what it cannot parse either
 	}
+	// Untrusted: a value past int32 would wrap in Status.details; the
+	// caller caps any wait at Policy.MaxRetryAfter anyway.
+	secs = min(secs, math.MaxInt32)
 	klog.FromContext(req.Context()).V(4).Info("Retry-After taken from client-go's REST client: the caller counts and waits",
 		"status", resp.StatusCode, "retryAfterSeconds", secs, "path", req.URL.Path)
 	resp.Header = resp.Header.Clone()

@@ -110,3 +110,16 @@ func TestNoHiddenRetriesLeavesOtherAnswers(t *testing.T) {
 		t.Fatal("NoHiddenRetries(nil) != nil")
 	}
 }
+
+// A Retry-After past int32 (untrusted input) is clamped, not wrapped into a
+// negative or tiny delay.
+func TestNoHiddenRetriesClampsAHugeRetryAfter(t *testing.T) {
+	cfg, n := server(t, 429, "2147483648", "text/plain", "slow down\n") // 2^31: int32 would wrap negative
+	err := list(t, fallback.NoHiddenRetries(cfg))
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d requests; want 1", got)
+	}
+	if ra, ok := fallback.RetryAfter(err); !ok || ra < time.Hour {
+		t.Fatalf("RetryAfter(%v) = %v, %v; want the clamped (huge) delay for the caller to cap", err, ra, ok)
+	}
+}
