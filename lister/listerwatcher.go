@@ -126,11 +126,13 @@ const (
 	// ended with 410 Expired and client-go's reflector relists NotOlderThan
 	// what it holds. Only where resourceVersions compare as numbers.
 	ReasonStaleEvent fallback.ReasonCode = "event-older-than-store"
-	// ReasonBadResourceVersion: a bookmark carried a resourceVersion that
-	// does not parse on a server whose versions do; it was not forwarded, so
+	// ReasonBadResourceVersion: a bookmark or event carried a
+	// resourceVersion that does not parse on a server whose versions do.
 	// client-go never resumes a watch from it (every such watch would fail
-	// with 400). For the bookmark that ends a streaming list, the streaming
-	// list was abandoned instead and client-go lists.
+	// with 400): a bookmark is not forwarded; an event ends the watch with
+	// 410 Expired before it is delivered, so client-go relists and gets the
+	// object from the list. For the bookmark that ends a streaming list, the
+	// streaming list was abandoned instead and client-go lists.
 	ReasonBadResourceVersion fallback.ReasonCode = "unparsable-resource-version"
 )
 
@@ -323,13 +325,14 @@ func (lw *ListerWatcher) unparsableHere(rv string) bool {
 	return err == nil
 }
 
-// staleEventError is the error event that ends a watch after a stale event:
-// 410 Expired, which client-go's reflector answers with a relist at its
-// last synced resourceVersion (NotOlderThan: never older than it holds).
-func staleEventError(detail string) watch.Event {
+// relistError is the error event that ends a watch instead of an event
+// client-go must not apply (a stale one, one with a version that does not
+// parse): 410 Expired, which client-go's reflector answers with a relist,
+// never older than what it holds.
+func relistError(detail string, reason fallback.ReasonCode) watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
-		Message: "steadywatch: " + detail + " (" + string(ReasonStaleEvent) + "); relisting",
+		Message: "steadywatch: " + detail + " (" + string(reason) + "); relisting",
 	}}
 }
 
@@ -523,6 +526,18 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		if ev.Type != watch.Error {
 			if m, err := meta.Accessor(ev.Object); err == nil {
 				rv := m.GetResourceVersion()
+				if ev.Type != watch.Bookmark && rv != "" && lw.unparsableHere(rv) {
+					// client-go would adopt it as its resume point and fail
+					// every watch from it; the object's state comes with the
+					// relist instead, so nothing is lost.
+					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+					obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
+					log.Info("Ending the watch at an event whose resourceVersion does not parse on a server whose versions do; client-go relists",
+						"reason", string(ReasonBadResourceVersion), "type", ev.Type, "object", obj, "resourceVersion", rv, "last", lastRV)
+					f.send(relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do",
+						ev.Type, obj, rv), ReasonBadResourceVersion))
+					return
+				}
 				if ev.Type != watch.Bookmark {
 					if held, stale := lw.track(gen, ev.Type, m, rv, true); stale {
 						o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
@@ -531,7 +546,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 						log.Info("Ignoring a watch event older than the object already delivered; ending the watch so client-go relists",
 							"reason", string(ReasonStaleEvent), "type", ev.Type, "object", cache.NewObjectName(m.GetNamespace(), m.GetName()),
 							"event", rv, "delivered", strconv.FormatUint(held, 10))
-						f.send(staleEventError(detail))
+						f.send(relistError(detail, ReasonStaleEvent))
 						return
 					}
 				}

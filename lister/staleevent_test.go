@@ -242,25 +242,33 @@ func TestListerWatcherComparesNothingForOpaqueVersions(t *testing.T) {
 // whose versions parse is not forwarded (client-go would resume every watch
 // from it, and each would fail with 400); it is counted.
 func TestListerWatcherDropsUnparsableBookmark(t *testing.T) {
-	fw := watch.NewRaceFreeFake()
-	c := scriptedWatch{list: &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "12"},
-		Items: []corev1.ConfigMap{*cmAt("a", "10")}}, w: fw}
-	rec := newReasonCounter()
-	lw := lister.NewListerWatcher(c, lister.Options{Metrics: rec})
-	ctx := context.Background()
-	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "12", AllowWatchBookmarks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	fw, w, rec := listThenWatch(t, "12", cmAt("a", "10"))
 	fw.Action(watch.Bookmark, cmAt("", "abc"))
 	fw.Action(watch.Bookmark, cmAt("", "15"))
 	got := drain(t, w, 1)
 	if len(got) != 1 || got[0].Type != watch.Bookmark || got[0].Object.(*corev1.ConfigMap).ResourceVersion != "15" {
 		t.Fatalf("got %v, want only the bookmark at 15", got)
+	}
+	if n := rec.fallback(string(lister.ReasonBadResourceVersion)); n != 1 {
+		t.Fatalf("%d unparsable versions counted, want 1", n)
+	}
+}
+
+// An event (not a bookmark) whose version does not parse, on a server whose
+// versions do, is not delivered (client-go would resume from it): the watch
+// ends with 410 Expired first, so client-go relists; it is counted, and an
+// event before it passes.
+func TestListerWatcherEndsTheWatchAtAnUnparsableEvent(t *testing.T) {
+	fw, w, rec := listThenWatch(t, "12", cmAt("a", "10"))
+	fw.Modify(cmAt("a", "13"))
+	fw.Modify(cmAt("a", "garbage"))
+	fw.Modify(cmAt("a", "14"))
+	got := drain(t, w, 5)
+	if len(got) != 2 || got[0].Type != watch.Modified || got[1].Type != watch.Error {
+		t.Fatalf("got %v, want MODIFIED a@13 then the 410 that makes client-go relist", got)
+	}
+	if !apierrors.IsResourceExpired(apierrors.FromObject(got[1].Object)) {
+		t.Fatalf("last event %+v, want a 410 Expired error", got[1])
 	}
 	if n := rec.fallback(string(lister.ReasonBadResourceVersion)); n != 1 {
 		t.Fatalf("%d unparsable versions counted, want 1", n)
