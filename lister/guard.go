@@ -29,7 +29,7 @@ const (
 	// expected initial event has arrived: the end bookmark follows the last
 	// initial event at once on a server that streams lists, so a dropped or
 	// stripped bookmark is detected this soon after the last event.
-	DefaultInitialEventsAfterCount = 2 * time.Second
+	DefaultInitialEventsAfterCount = 1500 * time.Millisecond
 	// DefaultInitialEventsBeforeCountFactor: while the expected count is
 	// known and some but not all initial events arrived, the server is still
 	// sending its initial events

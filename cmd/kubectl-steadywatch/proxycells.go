@@ -74,7 +74,7 @@ var proxyChecks = map[string]proxyCheck{
 	CellBookmarksFiltered: {
 		Report: "gravitational/teleport#64188",
 		Steadywatch: "its guard counts the initial events (limit=1 list: item + remainingItemCount) and abandons the streaming list " +
-			"2s after the last expected one (10s of quiet while the count is unknown, 30s while a known count is not reached), records streamingList=no for the server " +
+			"1.5s after the last expected one (10s of quiet while the count is unknown, 30s while a known count is not reached), records streamingList=no for the server " +
 			"(it expires) and lists instead: reason streaming-list-abandoned (drop-in informer), streaming-ignored (reflector)",
 	},
 	CellAnnotationMissing: {

@@ -85,12 +85,12 @@ func TestProxyChainCells(t *testing.T) {
 	}
 }
 
-// With the count known, a dropped end bookmark is decided 2s after the last
+// With the count known, a dropped end bookmark is decided 1.5s after the last
 // initial event (not the 3s quiet bound); the evidence says so.
 func TestProxyChainDroppedBookmarkDecidedAfterCount(t *testing.T) {
 	o := observe(t, stream{3, "dropped"}, 3)
-	if o.DecidedAfterLast < 2*time.Second || o.DecidedAfterLast >= 3*time.Second {
-		t.Fatalf("decided %s after the last event, want the 2s after-count bound", o.DecidedAfterLast)
+	if o.DecidedAfterLast < 1500*time.Millisecond || o.DecidedAfterLast >= 2500*time.Millisecond {
+		t.Fatalf("decided %s after the last event, want the 1.5s after-count bound", o.DecidedAfterLast)
 	}
 	_, ev := proxyCellResult(CellBookmarksFiltered, o)
 	if !strings.Contains(ev, "3 of 3 expected initial event(s)") {

@@ -305,9 +305,9 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 			Expect(got.Evidence).NotTo(BeEmpty())
 			Expect(got.ExpectedInitialEvents).NotTo(BeNil(), "counted from the limit=1 list")
 			Expect(got.DecisionSeconds).NotTo(BeNil())
-			// Known count: the guard decides 2s after the last initial event,
+			// Known count: the guard decides 1.5s after the last initial event,
 			// not after the 3s quiet bound (a cut is decided at once).
-			Expect(*got.DecisionSeconds).To(BeNumerically("<", 2.9), "%+v", got)
+			Expect(*got.DecisionSeconds).To(BeNumerically("<", 2.0), "%+v", got)
 			for id, want := range others {
 				Expect(cells[id].Result).To(Equal(want), "%s: %+v", id, cells[id])
 			}
