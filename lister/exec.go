@@ -34,7 +34,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	rec := &Record{Requested: q}
 	r := &run{
 		l: l, ctx: ctx, log: klog.FromContext(ctx).WithValues("lister", l.o.Name), rec: rec, base: base, cfg: cfg,
-		plan: engine.NewPlanner(l.o.Policy, l.o.PageSize), tried: map[string]bool{},
+		plan: newPlanner(l.o), tried: map[string]bool{},
 	}
 	err := r.loop(q, page)
 	rec.Duration = time.Since(start)
@@ -373,4 +373,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+func newPlanner(o Options) *engine.Planner {
+	pl := engine.NewPlanner(o.Policy, o.PageSize)
+	pl.GrowPagesTo(o.MaxPageSize)
+	return pl
 }

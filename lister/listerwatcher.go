@@ -586,9 +586,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 // WatchWithContext, where it can expire and let a long-lived informer
 // stream again.
 func (lw *ListerWatcher) IsWatchListSemanticsUnSupported() bool {
-	type declares interface{ IsWatchListSemanticsUnSupported() bool }
-	d, ok := lw.l.c.(declares)
-	return ok && d.IsWatchListSemanticsUnSupported()
+	return declaresNoWatchList(lw.l.c)
 }
 
 func orUnknown(s string) string {

@@ -28,6 +28,19 @@ type Options struct {
 	// own: Query.Limit 0 means one unpaginated request; use Query.WithLimit for
 	// bounded memory.
 	PageSize int64
+	// MaxPageSize, when larger than a paginated query's limit, makes each
+	// continuation page ask for twice the previous page's limit, up to
+	// MaxPageSize objects: 10,000 objects at limit 500 take 5 requests
+	// instead of 20. Fewer requests matter because client-go throttles each
+	// REST client on its own side (rest.Config.QPS and Burst: 5 requests a
+	// second after a burst of 10 unless set), and a paginated list of a
+	// large collection otherwise spends most of its time waiting for that
+	// limiter. The trade-off: a page costs the apiserver (and this client)
+	// memory in proportion to its size, so MaxPageSize bounds it. Default 0:
+	// every page asks for the query's own limit (a caller's WithLimit(500)
+	// means pages of at most 500). reflector.New sets it (see
+	// reflector.Options.MaxPageSize).
+	MaxPageSize int64
 	// Metrics receives one List per call and one Fallback per event. Default metrics.Nop.
 	Metrics metrics.Recorder
 	// Resource is the group/version/resource listed (ResourceOf derives it

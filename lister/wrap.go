@@ -42,13 +42,15 @@ type lwClient struct {
 
 // IsWatchListSemanticsUnSupported forwards the inner declaration.
 func (c lwClient) IsWatchListSemanticsUnSupported() bool {
-	type declares interface{ IsWatchListSemanticsUnSupported() bool }
-	for _, x := range []any{c.orig, c.lw} {
-		if d, ok := x.(declares); ok && d.IsWatchListSemanticsUnSupported() {
-			return true
-		}
-	}
-	return false
+	return declaresNoWatchList(c.orig) || declaresNoWatchList(c.lw)
+}
+
+// declaresNoWatchList reports whether x declares that it cannot serve
+// streaming lists (client-go's util/watchlist convention, which its fake
+// clientsets follow).
+func declaresNoWatchList(x any) bool {
+	d, ok := x.(interface{ IsWatchListSemanticsUnSupported() bool })
+	return ok && d.IsWatchListSemanticsUnSupported()
 }
 
 func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

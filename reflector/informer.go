@@ -49,6 +49,9 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	if lo.Resource.Empty() {
 		lo.Resource, _ = lister.ResourceOf(exampleObject)
 	}
+	if lo.Name == "" && lo.Resource.Empty() && exampleObject != nil {
+		lo.Name = fmt.Sprintf("%T", exampleObject)
+	}
 	return cache.NewSharedIndexInformerWithOptions(lister.Wrap(lw, lo), exampleObject, o)
 }
 
@@ -69,16 +72,9 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 // cache.Options{NewInformer: reflector.NewSharedIndexInformer}.
 func NewInformerFunc(o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
 	return func(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-		lo := o
-		if lo.Resource.Empty() {
-			lo.Resource, _ = lister.ResourceOf(exampleObject)
-		}
-		if lo.Name == "" && lo.Resource.Empty() && exampleObject != nil {
-			lo.Name = fmt.Sprintf("%T", exampleObject)
-		}
 		return NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync,
 			Indexers:     indexers,
-		}, lo)
+		}, o)
 	}
 }

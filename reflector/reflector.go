@@ -161,6 +161,9 @@ func (r *Reflector) listerOptions() lister.Options {
 	if lo.PageSize == 0 {
 		lo.PageSize = r.o.PageSize
 	}
+	if lo.MaxPageSize == 0 {
+		lo.MaxPageSize = r.o.MaxPageSize
+	}
 	if lo.Metrics == nil {
 		lo.Metrics = r.o.Metrics
 	}

@@ -761,3 +761,38 @@ func TestDefaultExecutorIsTheLister(t *testing.T) {
 		t.Fatalf("watch from %q synced=%v items=%d; want a lister-made sync at 10", got, r.HasSynced(), len(store.ListKeys()))
 	}
 }
+
+// The pages of the initial list grow (500, 1000, 2000, 4000): 7,500 objects
+// take 4 requests instead of 15, which is what keeps a client at client-go's
+// default rate limit (5 requests/s after a burst of 10) from waiting on its
+// own limiter. MaxPageSize < 0 keeps every page at PageSize.
+func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
+	for _, c := range []struct {
+		max  int64
+		want []int64
+	}{
+		{0, []int64{500, 1000, 2000, 4000}},
+		{-1, slices.Repeat([]int64{500}, 15)},
+		{1500, []int64{500, 1000, 1500, 1500, 1500, 1500}},
+	} {
+		srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+		for i := range 7500 {
+			srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i)}})
+		}
+		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		o := fastOptions(&recorder{})
+		o.MaxPageSize = c.max
+		r := New(srv, &corev1.ConfigMap{}, store, o)
+		stop := run(t, r)
+		eventually(t, "synced", r.HasSynced)
+		stop()
+		srv.Close()
+		var limits []int64
+		for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
+			limits = append(limits, l.Options.Limit)
+		}
+		if !slices.Equal(limits, c.want) || len(store.ListKeys()) != 7500 {
+			t.Errorf("MaxPageSize %d: list limits %v, %d objects; want %v, 7500", c.max, limits, len(store.ListKeys()), c.want)
+		}
+	}
+}

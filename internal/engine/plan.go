@@ -93,10 +93,11 @@ func (s Step) Failed() bool { return s.Action.IsFailure() }
 // Planner owns one list call's retry budgets and backoff. It is not safe for
 // concurrent use: one per call.
 type Planner struct {
-	policy   fallback.Policy
-	pageSize int64
-	used     [numBudgets]int
-	bo       *backoff.ExponentialBackOff
+	policy      fallback.Policy
+	pageSize    int64
+	maxPageSize int64
+	used        [numBudgets]int
+	bo          *backoff.ExponentialBackOff
 }
 
 // NewPlanner returns the planner of one list call; p is applied its
@@ -107,6 +108,20 @@ func NewPlanner(p fallback.Policy, pageSize int64) *Planner {
 		pageSize = fallback.DefaultLegacyExactLimit
 	}
 	return &Planner{policy: p, pageSize: pageSize}
+}
+
+// GrowPagesTo makes each continuation page ask for twice the previous
+// page's limit, up to max (no growth when max is not above the limit): a
+// large collection then takes a few requests instead of one per limit
+// objects, while the first page stays small and every page stays bounded.
+func (pl *Planner) GrowPagesTo(max int64) { pl.maxPageSize = max }
+
+// nextLimit is the limit of the page after one sent with limit.
+func (pl *Planner) nextLimit(limit int64) int64 {
+	if limit <= 0 || pl.maxPageSize <= limit {
+		return limit
+	}
+	return min(2*limit, pl.maxPageSize)
 }
 
 // Policy returns the policy in force (defaults applied).
@@ -161,7 +176,7 @@ func (pl *Planner) Plan(in Input) Step {
 			st.Done = true
 			return st
 		}
-		st.Next = fallback.Query{Semantic: fallback.MostRecent, Limit: in.WireLimit, Continue: in.Continue}
+		st.Next = fallback.Query{Semantic: fallback.MostRecent, Limit: pl.nextLimit(in.WireLimit), Continue: in.Continue}
 		return st
 	case fallback.Fail, fallback.FailExactUnavailable:
 		return st
