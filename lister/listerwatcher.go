@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -280,7 +281,12 @@ func (lw *ListerWatcher) heldGeneration() uint64 {
 // neither compare nor record.
 func (lw *ListerWatcher) track(gen uint64, t watch.EventType, m metav1.Object, rv string, compare bool) (held uint64, stale bool) {
 	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
+	return lw.trackParsed(gen, t, m, n, err == nil, compare)
+}
+
+// trackParsed is track with rv already parsed (parses: it is a number n).
+func (lw *ListerWatcher) trackParsed(gen uint64, t watch.EventType, m metav1.Object, n uint64, parses, compare bool) (held uint64, stale bool) {
+	if !parses {
 		// Opaque versions (or a server's garbage): stop comparing until the
 		// next list whose versions all parse.
 		lw.mu.Lock()
@@ -481,17 +487,14 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 			return
 		}
 	}
-	var stall <-chan time.Time
-	var timer *time.Timer
-	if o.StallTimeout > 0 {
-		timer = time.NewTimer(o.StallTimeout)
-		defer timer.Stop()
-		stall = timer.C
-	}
-	last := time.Now()
+	// Stall detection and the resourceVersion-advanced metric run beside
+	// the loop (watchdog), which only counts what it forwards: per event,
+	// one receive, one atomic add and one send (BenchmarkP4WatchEvent).
+	var forwarded atomic.Uint64
+	defer startWatchdog(o, log, &forwarded, f.Stop)()
 	for {
 		// Fast path: an event that is already there is taken without the
-		// three-way select below (per-event cost: BenchmarkP4WatchEvent).
+		// select below.
 		var (
 			ev watch.Event
 			ok bool
@@ -507,16 +510,6 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		select {
 		case <-f.stop:
 			return
-		case <-stall:
-			// Lazily re-armed: an event only records its time.
-			if quiet := time.Since(last); quiet < o.StallTimeout {
-				timer.Reset(o.StallTimeout - quiet)
-				continue
-			}
-			o.Metrics.WatchRestart(o.Name, ReasonWatchStalled)
-			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
-				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
-			return
 		case ev, ok = <-in:
 			if !ok {
 				return
@@ -526,7 +519,9 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		if ev.Type != watch.Error {
 			if m, err := meta.Accessor(ev.Object); err == nil {
 				rv := m.GetResourceVersion()
-				if ev.Type != watch.Bookmark && rv != "" && lw.unparsableHere(rv) {
+				n, perr := strconv.ParseUint(rv, 10, 64)
+				parses := perr == nil
+				if ev.Type != watch.Bookmark && rv != "" && !parses && lw.unparsableHere(rv) {
 					// client-go would adopt it as its resume point and fail
 					// every watch from it; the object's state comes with the
 					// relist instead, so nothing is lost.
@@ -539,7 +534,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 					return
 				}
 				if ev.Type != watch.Bookmark {
-					if held, stale := lw.track(gen, ev.Type, m, rv, true); stale {
+					if held, stale := lw.trackParsed(gen, ev.Type, m, n, parses, true); stale {
 						o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
 						detail := fmt.Sprintf("%s %s at resourceVersion %s is older than the %d already delivered for it",
 							ev.Type, cache.NewObjectName(m.GetNamespace(), m.GetName()), rv, held)
@@ -550,7 +545,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 						return
 					}
 				}
-				if ev.Type == watch.Bookmark && lw.unparsableHere(rv) {
+				if ev.Type == watch.Bookmark && !parses && lw.unparsableHere(rv) {
 					// A bookmark's only content is its resourceVersion: one
 					// that does not parse, on a server whose versions do,
 					// would become client-go's resume point and fail every
@@ -572,8 +567,64 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		if !f.send(ev) {
 			return
 		}
-		last = time.Now()
-		o.Metrics.ResourceVersionAdvanced(o.Name, last)
+		forwarded.Add(1)
+	}
+}
+
+// watchdogTick is the watchdog's period: it bounds how late a stall is
+// found (StallTimeout plus at most one tick) and how stale the
+// resourceVersion-advanced metric may be.
+const watchdogTick = time.Second
+
+// startWatchdog checks every min(StallTimeout/4, watchdogTick) whether the
+// watch forwarded anything since the last check: if it did, it reports the
+// resourceVersion as advanced (Metrics.ResourceVersionAdvanced, at the time
+// of the check); if nothing was forwarded for StallTimeout, it counts and
+// logs the stall and calls end (client-go then watches again from its
+// resourceVersion). It returns the function that stops it.
+func startWatchdog(o Options, log logr.Logger, forwarded *atomic.Uint64, end func()) (stop func()) {
+	tick := watchdogTick
+	if o.StallTimeout > 0 {
+		tick = min(tick, max(o.StallTimeout/4, time.Millisecond))
+	}
+	var (
+		mu      sync.Mutex
+		stopped bool
+		seen    uint64
+		quiet   time.Duration
+		t       *time.Timer
+	)
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if n := forwarded.Load(); n != seen {
+			seen, quiet = n, 0
+			o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
+		} else if quiet += tick; o.StallTimeout > 0 && quiet >= o.StallTimeout {
+			o.Metrics.WatchRestart(o.Name, ReasonWatchStalled)
+			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
+				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
+			stopped = true
+			end() // closes a channel; the loop ends and stops the watchdog
+			return
+		}
+		t.Reset(tick)
+	}
+	mu.Lock()
+	t = time.AfterFunc(tick, check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		n := forwarded.Load()
+		mu.Unlock()
+		if n != seen {
+			o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
+		}
 	}
 }
 

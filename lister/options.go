@@ -85,7 +85,9 @@ type Options struct {
 	// StallTimeout ends a watch served through ListerWatcher that delivered
 	// no event and no bookmark for this long; client-go's reflector then
 	// watches again from its resourceVersion (no relist). It must exceed the
-	// server's bookmark interval (about a minute). Default 3m (as
+	// server's bookmark interval (about a minute). The watch ends
+	// StallTimeout after the last event, and at most min(StallTimeout/4, 1s)
+	// later (it is checked on a tick, not per event). Default 3m (as
 	// reflector.Options.StallTimeout); negative disables it.
 	StallTimeout time.Duration
 	// MaxRequests bounds the requests of one list call that deliver no page

@@ -26,7 +26,10 @@ type Recorder interface {
 	Bookmark(name string)
 	// Items reports the number of items in a reflector's store.
 	Items(name string, n int)
-	// ResourceVersionAdvanced reports the time the resourceVersion last advanced.
+	// ResourceVersionAdvanced reports the time the resourceVersion last
+	// advanced. Watches report it at most once a second (on the tick that
+	// also checks for stalls), with that tick's time, not once per event; a
+	// (re)list reports it when its store is replaced.
 	ResourceVersionAdvanced(name string, at time.Time)
 	// ConsistencyCheck reports the result of one consistency check ("ok", "mismatch", "error").
 	ConsistencyCheck(name, result string)

@@ -160,8 +160,10 @@ type Options struct {
 	// StallTimeout restarts a watch (from the last resourceVersion, no relist)
 	// that delivered no event and no bookmark for this long. It must exceed
 	// the server's bookmark interval (about a minute), else quiet watches
-	// restart needlessly. Default 3m. Negative disables stall detection (a
-	// half-open connection is then only noticed at the watch timeout).
+	// restart needlessly. The restart comes StallTimeout after the last
+	// event, and at most min(StallTimeout/4, 1s) later (the watch checks on
+	// a tick, not per event). Default 3m. Negative disables stall detection
+	// (a half-open connection is then only noticed at the watch timeout).
 	StallTimeout time.Duration
 
 	// ShortWatch is the duration under which a watch that closed without any

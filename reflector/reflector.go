@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
@@ -62,6 +61,9 @@ type Reflector struct {
 	// staleEvent, when set, says which event was older than the store: the
 	// watch ends and the reflector re-syncs.
 	staleEvent string
+	// rvAdvanced: the resourceVersion advanced since the watch loop last
+	// reported it (Metrics.ResourceVersionAdvanced, once per tick).
+	rvAdvanced bool
 	// quiet: the store was (re)filled and no watch event has arrived since.
 	// A relist decided while quiet backs off first, so a server that answers
 	// every watch with 410 is not hammered with list+watch pairs.
@@ -470,7 +472,8 @@ func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv stri
 	return nil
 }
 
-// setRV records rv as the store's resourceVersion, advanced at now. It never
+// setRV records rv as the store's resourceVersion, advanced at now (zero:
+// the watch loop reports the advance at its next tick). It never
 // goes backwards (when both parse); force is for a Replace, whose rv the
 // store now reflects. It runs on the Run goroutine only (the sole writer of
 // status.ResourceVersion), once per watch event: it allocates nothing and
@@ -502,10 +505,23 @@ func (r *Reflector) setRV(logger logr.Logger, rv string, force bool, now time.Ti
 		r.rvUpdater.UpdateResourceVersion(rv)
 	}
 	if prev != rv {
-		r.o.Metrics.ResourceVersionAdvanced(r.name, now)
+		if now.IsZero() {
+			r.rvAdvanced = true
+		} else {
+			r.o.Metrics.ResourceVersionAdvanced(r.name, now)
+		}
 		if v := logger.V(5); v.Enabled() {
 			v.Info("ResourceVersion advanced", "from", prev, "to", rv)
 		}
+	}
+}
+
+// reportRVAdvanced reports a resourceVersion advance that setRV left for the
+// watch loop's tick (Metrics.ResourceVersionAdvanced, at the tick's time).
+func (r *Reflector) reportRVAdvanced() {
+	if r.rvAdvanced {
+		r.rvAdvanced = false
+		r.o.Metrics.ResourceVersionAdvanced(r.name, r.o.Clock.Now())
 	}
 }
 
@@ -721,34 +737,61 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	// particular order: their resourceVersions must not advance ours until
 	// an event that is not an ADDED (or a bookmark) shows the backlog ended.
 	propagate := s.rv != "" && s.rv != "0"
-	// Stall detection: one timer, re-armed lazily. An event only records when
-	// it was handled (lastEvent); when the timer fires, it is re-armed for
-	// what remains of StallTimeout after lastEvent, and the watch counts as
-	// stalled only if StallTimeout has really passed since then. The bound is
-	// the same as resetting the timer on every event, without the per-event
-	// Stop/Reset.
-	var stall <-chan time.Time
-	var stallTimer clock.Timer
-	lastEvent := r.o.Clock.Now()
+	// Stall detection and the resourceVersion-advanced metric run on a
+	// ticker (every min(StallTimeout/4, 1s)), not per event: an event only
+	// counts itself. A tick that sees no new event adds its period to the
+	// quiet time; the watch counts as stalled once that reaches
+	// StallTimeout, so a restart comes no earlier than StallTimeout after
+	// the last event and at most one period later.
+	tick := time.Second
 	if r.o.StallTimeout > 0 {
-		stallTimer = r.o.Clock.NewTimer(r.o.StallTimeout)
-		defer stallTimer.Stop()
-		stall = stallTimer.C()
+		tick = min(tick, max(r.o.StallTimeout/4, time.Millisecond))
 	}
+	// A timer re-armed at each tick, not a Ticker: a stopped fake-clock
+	// Ticker still counts as a waiter (k8s.io/utils/clock/testing).
+	ticker := r.o.Clock.NewTimer(tick)
+	defer ticker.Stop()
+	defer r.reportRVAdvanced()
+	var quiet time.Duration
+	seen := 0
 	events := 0
+	ch := s.w.ResultChan()
 	for {
+		var (
+			ev watch.Event
+			ok bool
+		)
+		// Fast path: an event that is already there (a sender waiting) is
+		// taken without the select below; every 64th event goes through
+		// the select, so a flood of events cannot keep the context's end
+		// or the ticker from being seen.
+		if events&63 != 0 {
+			select {
+			case ev, ok = <-ch:
+				goto received
+			default:
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return stopped{}, because(ReasonContextDone, "context ended while watching")
-		case <-stall:
-			if quiet := r.o.Clock.Since(lastEvent); quiet < r.o.StallTimeout {
-				stallTimer.Reset(r.o.StallTimeout - quiet)
+		case <-ticker.C():
+			ticker.Reset(tick)
+			if events != seen {
+				seen, quiet = events, 0
+				r.reportRVAdvanced()
+				continue
+			}
+			if quiet += tick; r.o.StallTimeout <= 0 || quiet < r.o.StallTimeout {
 				continue
 			}
 			rv := r.LastSyncResourceVersion()
 			r.o.Metrics.WatchRestart(r.name, ReasonStalled)
 			return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
-		case ev, ok := <-s.w.ResultChan():
+		case ev, ok = <-ch:
+		}
+	received:
+		{
 			if !ok {
 				rv := r.LastSyncResourceVersion()
 				if events == 0 && r.o.Clock.Since(s.opened) < r.o.ShortWatch {
@@ -772,7 +815,7 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
 			}
 			events++
-			lastEvent = r.handleEvent(ctx, logger, ev, &propagate)
+			r.handleEvent(ctx, logger, ev, &propagate)
 			if r.staleEvent != "" {
 				// Never back in time: re-sync with a list not older than the
 				// store. A rejected event is not progress: a server that
@@ -790,22 +833,21 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	}
 }
 
-// handleEvent applies one watch event to the store and returns when it was
-// handled (the stall clock restarts from then). It runs once per event: the
-// common case (an event for a known key) allocates nothing of its own and
-// takes the status lock once.
-func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watch.Event, propagate *bool) time.Time {
+// handleEvent applies one watch event to the store. It runs once per event:
+// the common case (an event for a known key) allocates nothing of its own,
+// reads no clock and takes the status lock once.
+func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watch.Event, propagate *bool) {
 	if ev.Type != watch.Bookmark && !r.typeOK(ctx, ev.Object) {
-		return r.o.Clock.Now()
+		return
 	}
 	m, err := meta.Accessor(ev.Object)
 	if err != nil {
 		logger.Error(err, "Unable to understand watch event", "type", ev.Type)
-		return r.o.Clock.Now()
+		return
 	}
 	rv := m.GetResourceVersion()
 	if ev.Type != watch.Bookmark && *propagate && r.olderThanStored(logger, ev.Type, m, rv) {
-		return r.o.Clock.Now()
+		return
 	}
 	before := len(r.known)
 	switch ev.Type {
@@ -828,7 +870,7 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 		}
 	default:
 		logger.Info("Ignoring unknown watch event type", "type", ev.Type)
-		return r.o.Clock.Now()
+		return
 	}
 	if err != nil {
 		logger.Error(err, "Store rejected a watch event", "type", ev.Type, "key", string(r.key(m)))
@@ -839,14 +881,12 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 		r.mu.Unlock()
 		r.o.Metrics.Items(r.name, n)
 	}
-	now := r.o.Clock.Now()
 	if *propagate {
-		r.setRV(logger, rv, false, now)
+		r.setRV(logger, rv, false, time.Time{})
 	}
 	if ev.Type == watch.Bookmark && *propagate {
 		r.maybeCheckConsistency(ctx, rv)
 	}
-	return now
 }
 
 // olderThanStored reports (and counts, and logs with both versions) an event
