@@ -23,6 +23,18 @@ type report struct {
 	P2      *recoveryReport `json:"p2,omitempty"`
 	P3      *recoveryReport `json:"p3,omitempty"`
 	P4      *p4Report       `json:"p4,omitempty"`
+	P5      []*p5Report     `json:"p5,omitempty"`
+	// Servers: each -servers entry in the order run, with the apiserver's
+	// real version ("" in results from before -servers).
+	Servers []serverRun `json:"servers,omitempty"`
+	// Scaling: the object counts of the scaling charts (first server).
+	Scaling []int `json:"scaling,omitempty"`
+}
+
+type serverRun struct {
+	serverSpec
+	Version   string  `json:"kube_apiserver"`
+	DurationS float64 `json:"duration_s"`
 }
 
 type environmentInfo struct {
