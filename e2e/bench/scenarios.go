@@ -22,13 +22,16 @@ type p1Run struct {
 type p1Report struct {
 	// Server is the -servers entry this ran on ("" in results from before
 	// -servers: the single server of the run); Kind "configmaps" or "cr".
-	Server     string                     `json:"server,omitempty"`
-	Kind       string                     `json:"kind,omitempty"`
-	Objects    int                        `json:"objects"`
-	Namespace  string                     `json:"namespace"`
-	Contenders []contender                `json:"contenders"`
-	Runs       map[string][]p1Run         `json:"runs"`
-	Decode     map[string][]*decodeResult `json:"decode"` // "json", "proto"
+	Server string `json:"server,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	// ScalingOnly: run for the scaling charts only (scaling contenders, no
+	// decode limit); not a P1 section of its own.
+	ScalingOnly bool                       `json:"scaling_only,omitempty"`
+	Objects     int                        `json:"objects"`
+	Namespace   string                     `json:"namespace"`
+	Contenders  []contender                `json:"contenders"`
+	Runs        map[string][]p1Run         `json:"runs"`
+	Decode      map[string][]*decodeResult `json:"decode"` // "json", "proto"
 	// Failures: contenders that did not sync (not retried in later repetitions).
 	Failures map[string]string `json:"failures,omitempty"`
 }
@@ -51,7 +54,7 @@ func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, d
 		return nil, err
 	}
 	kc := b.cluster.KubeconfigPath()
-	rep := &p1Report{Server: b.spec.Spec, Kind: kind, Objects: n, Namespace: ns, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}, Failures: map[string]string{}}
+	rep := &p1Report{Server: b.spec.Spec, Kind: kind, ScalingOnly: !decode && kind != "cr", Objects: n, Namespace: ns, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}, Failures: map[string]string{}}
 	for _, name := range names {
 		c, err := contenderByName(name)
 		if err != nil {
