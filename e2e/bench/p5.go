@@ -62,6 +62,11 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 	if b.spec.NoCache {
 		rep.Baseline = "apiserver restarted (same etcd) before every run; baseline sampled once its resident memory is steady (no watch cache)"
 	}
+	for _, name := range p5Contenders {
+		if why, ok := b.failed[name]; ok {
+			rep.Failures[name] = "not run: " + why + " (P1)"
+		}
+	}
 	kc := b.cluster.KubeconfigPath()
 	for r := 0; r < b.c.count; r++ {
 		seq := slices.Clone(p5Contenders)
