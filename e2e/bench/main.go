@@ -1,17 +1,46 @@
 // Command bench measures steadywatch against stock client-go v0.37.2, side
-// by side in one run on the same real kube-apiserver (issue 9): P1 initial
-// sync, P2 recovery after a watch 410, P3 a herd of informers across an
-// apiserver restart, P4 per-event/per-page overhead (go test -bench), and
-// the limit (decoding the same list once from memory). Every figure it
-// reports is a ratio ours / stock from the same run; absolute times on a
-// shared machine are noise.
+// by side in one run on real kube-apiservers (issues 9 and 17): P1 initial
+// sync (ConfigMaps and custom resources), scaling of sync time and client
+// heap with the object count, P2 recovery after a watch 410, P3 a herd of
+// informers across an apiserver restart, P4 per-event/per-page overhead (go
+// test -bench), P5 the apiserver's cost when a herd of informers starts at
+// once on a large namespace (KEP-3157), and the limit (decoding the same
+// list once from memory). Every figure it reports is a ratio ours / stock
+// from the same run; absolute times on a shared machine are noise.
 //
-//	cd e2e && go run ./bench -size small -out ../docs    # a few minutes on 2 cores
-//	cd e2e && go run ./bench -size full  -out ../docs    # 10k and 50k ConfigMaps
+//	cd e2e && go run ./bench -size small -out ../docs    # make bench: one server, 10k objects
+//	cd e2e && go run ./bench -size full  -out ../docs    # four servers, 10k and 50k, scaling to 100k
 //
-// It writes <out>/benchmarks.md, <out>/bench/results.json and
-// <out>/bench/p1.png, p2.png. Each contender runs in a child process of its
-// own (this binary re-executed with "child"), so GC state is independent.
+// Servers (-servers, comma-separated) are started one after another, each
+// with a fresh etcd: a release ("v1.37.2") or a release without its watch
+// cache ("v1.37.2/nocache"). Binaries come from e2e/harness/build's cache
+// (STEADYWATCH_CACHE_DIR), built there if missing. On each server, in order:
+//
+//   - P1 at every -size count (small: 10k; full: 10k and 50k) ConfigMaps of
+//     ~2.4 KB: all contenders on the first server, a core set on the others
+//     (-p1-contenders overrides); with -kinds cr also -cr-objects custom
+//     resources (a CRD installed by the bench; JSON) with the CR contenders.
+//     A contender that does not sync (stock on v1.18.19, which ignores
+//     sendInitialEvents) is recorded once and not run again on that server.
+//   - scaling (first server only): -scaling counts (small: 1k,10k; full:
+//     1k,10k,50k,100k) with stock, stock-list, sw-informer, sw-reflector;
+//     rendered as line charts of sync time and peak heap vs objects.
+//   - P5: -p5-informers caches of one contender in one process start at once
+//     on -p5-objects ConfigMaps of -p5-size-kb KiB. The apiserver is
+//     restarted (same etcd) before every run and the baseline is taken once
+//     its watch cache is initialised and its RSS is steady; its /metrics is
+//     sampled every ~100 ms for peak heap-in-use and RSS minus that baseline,
+//     CPU seconds, and etcd-reaching lists.
+//   - P2 and P3 (first server only).
+//
+// Objects are created by a pool of 16 workers (no client-side QPS limit),
+// with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,
+// scaling); -count repetitions run interleaved (ABAB...).
+//
+// It writes <out>/benchmarks.md, <out>/bench/results-<size>.json and the
+// charts (<out>/bench/*.png); -render re-renders them from a results JSON.
+// Each contender runs in a child process of its own (this binary
+// re-executed with "child"), so GC state is independent.
 //
 // It is not a test: it asserts only that every contender really synced the
 // expected number of objects and that the injected fault really fired.
