@@ -30,7 +30,8 @@
 //     restarted (same etcd) before every run and the baseline is taken once
 //     its watch cache is initialised and its RSS is steady; its /metrics is
 //     sampled every ~100 ms for peak heap-in-use and RSS minus that baseline,
-//     CPU seconds, and etcd-reaching lists.
+//     CPU seconds, and etcd-reaching lists. -p5-count repetitions (default
+//     -count).
 //   - P2 and P3 (first server only).
 //
 // Objects are created by a pool of 16 workers (no client-side QPS limit),
@@ -82,6 +83,7 @@ type config struct {
 	p5Informers  int
 	p5Objects    int
 	p5SizeKB     int
+	p5Count      int
 }
 
 func main() {
@@ -111,6 +113,7 @@ func main() {
 	flag.IntVar(&c.p5Informers, "p5-informers", 8, "P5: informers of one contender started at once in one process (up to 16)")
 	flag.IntVar(&c.p5Objects, "p5-objects", 5000, "P5: ConfigMaps in the namespace")
 	flag.IntVar(&c.p5SizeKB, "p5-size-kb", 50, "P5: KiB of data per ConfigMap")
+	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
 	if *render != "" {
@@ -170,6 +173,9 @@ func main() {
 		os.Exit(2)
 	}
 	c.crObjects = *crObjects
+	if c.p5Count <= 0 {
+		c.p5Count = c.count
+	}
 	if *objects > 0 {
 		c.p1Sizes, c.p2Size, c.crObjects = []int{*objects}, *objects, *objects
 	}

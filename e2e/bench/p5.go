@@ -45,6 +45,7 @@ type p5Report struct {
 	Runs       map[string][]p5Run `json:"runs"`
 	Failures   map[string]string  `json:"failures,omitempty"`
 	Baseline   string             `json:"baseline"` // how the baseline was made fair
+	Count      int                `json:"count"`
 }
 
 // p5Timeout bounds one P5 child (N informers over ~250 MB).
@@ -57,7 +58,7 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 		return nil, err
 	}
 	rep := &p5Report{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, SizeKB: b.c.p5SizeKB, Informers: b.c.p5Informers,
-		Namespace: ns, Contenders: p5Contenders, Runs: map[string][]p5Run{}, Failures: map[string]string{},
+		Namespace: ns, Count: b.c.p5Count, Contenders: p5Contenders, Runs: map[string][]p5Run{}, Failures: map[string]string{},
 		Baseline: "apiserver restarted (same etcd) before every run; baseline sampled once its watch cache is initialised and its resident memory is steady"}
 	if b.spec.NoCache {
 		rep.Baseline = "apiserver restarted (same etcd) before every run; baseline sampled once its resident memory is steady (no watch cache)"
@@ -68,12 +69,12 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 		}
 	}
 	kc := b.cluster.KubeconfigPath()
-	for r := 0; r < b.c.count; r++ {
+	for r := 0; r < b.c.p5Count; r++ {
 		seq := slices.Clone(p5Contenders)
 		if r%2 == 1 {
 			slices.Reverse(seq)
 		}
-		logf("P5 %s: %d informers x %d ConfigMaps of %d KiB: repetition %d/%d", b.spec.Spec, b.c.p5Informers, n, b.c.p5SizeKB, r+1, b.c.count)
+		logf("P5 %s: %d informers x %d ConfigMaps of %d KiB: repetition %d/%d", b.spec.Spec, b.c.p5Informers, n, b.c.p5SizeKB, r+1, b.c.p5Count)
 		for _, name := range seq {
 			if _, failed := rep.Failures[name]; failed {
 				continue

@@ -245,6 +245,7 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 	if f, ok := charts["p5"]; ok {
 		w("![P5](bench/%s)\n\n", f)
 	}
+	w("%d repetitions per contender, interleaved. ", p0.Count)
 	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every ~100 ms during the run: *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta (scraping `/metrics` costs the same for every contender). *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
 		p0.Informers, p0.Objects, p0.Baseline)
 	for _, p := range r.P5 {
