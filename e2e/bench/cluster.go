@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -480,13 +481,23 @@ var counterLabel = map[string]string{
 	"apiserver_watch_cache_initializations_total":  "",
 }
 
+// etcdTypeNames: old servers (1.18) label etcd_request_duration_seconds by
+// the Go type of the object or list, not by resource.
+var etcdTypeNames = map[string][]string{
+	"configmaps":   {"*core.ConfigMap", "*core.ConfigMapList"},
+	crGVR.Resource: {"*unstructured.Unstructured", "*unstructured.UnstructuredList"},
+}
+
 func parseCounters(text string) counters { return parseCountersFor(text, "configmaps") }
 
 func parseCountersFor(text, resource string) counters {
 	out := counters{}
-	res, typ := `resource="`+resource+`"`, `type="`+resource+`"`
+	match := []string{`resource="` + resource + `"`, `type="` + resource + `"`}
+	for _, t := range etcdTypeNames[resource] {
+		match = append(match, `type="`+t+`"`)
+	}
 	for _, line := range strings.Split(text, "\n") {
-		if line == "" || line[0] == '#' || (!strings.Contains(line, res) && !strings.Contains(line, typ)) {
+		if line == "" || line[0] == '#' || !slices.ContainsFunc(match, func(m string) bool { return strings.Contains(line, m) }) {
 			continue
 		}
 		sp := strings.LastIndexByte(line, ' ')

@@ -360,6 +360,9 @@ func (r *report) summary(w func(string, ...any)) {
 
 func (r *report) p1Section(w func(string, ...any), p *p1Report, charts map[string]string) {
 	kind := "ConfigMaps (~2.4 KB each, protobuf unless a contender forces JSON)"
+	if ds := p.Decode["proto"]; len(ds) > 0 && ds[0].Objects > 0 {
+		kind = fmt.Sprintf("ConfigMaps (%.2f KB each as protobuf, which every contender gets unless it forces JSON)", float64(ds[0].Bytes)/float64(ds[0].Objects)/1000)
+	}
 	if p.isCR() {
 		kind = fmt.Sprintf("custom resources (`%s`, ~2.4 KB each, JSON: CRs have no protobuf)", crGVR.GroupResource())
 	}
