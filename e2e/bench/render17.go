@@ -66,6 +66,17 @@ func (p *p5Report) stockStreams() bool {
 	return q["watch-list"] > 0 && q["list"] == 0
 }
 
+// unpaginated: the contender listed with one request per informer (the
+// watch cache ignores limit at resourceVersion 0; without it, etcd pages).
+func (p *p5Report) unpaginated(name string) bool {
+	runs := p.Runs[name]
+	if len(runs) == 0 || p.Objects <= 500 {
+		return false
+	}
+	n := runs[0].Result.Requests["list"]
+	return n > 0 && n <= p.Informers
+}
+
 // p1Chart: one P1 report, ratios against its chart base.
 func p1Chart(p *p1Report) chart {
 	base := p.chartBase()
