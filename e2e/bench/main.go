@@ -84,6 +84,7 @@ type config struct {
 	p5Objects    int
 	p5SizeKB     int
 	p5Count      int
+	p5Contenders []string
 }
 
 func main() {
@@ -113,6 +114,7 @@ func main() {
 	flag.IntVar(&c.p5Informers, "p5-informers", 8, "P5: informers of one contender started at once in one process (up to 16)")
 	flag.IntVar(&c.p5Objects, "p5-objects", 5000, "P5: ConfigMaps in the namespace")
 	flag.IntVar(&c.p5SizeKB, "p5-size-kb", 50, "P5: KiB of data per ConfigMap")
+	p5c := flag.String("p5-contenders", strings.Join(p5Contenders, ","), "P5 contenders (comma-separated)")
 	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
@@ -173,6 +175,13 @@ func main() {
 		os.Exit(2)
 	}
 	c.crObjects = *crObjects
+	for _, name := range strings.Split(*p5c, ",") {
+		if _, err := contenderByName(name); err != nil || strings.HasSuffix(name, "-cr") {
+			fmt.Fprintf(os.Stderr, "bench: -p5-contenders: %q is not a ConfigMap contender\n", name)
+			os.Exit(2)
+		}
+		c.p5Contenders = append(c.p5Contenders, name)
+	}
 	if c.p5Count <= 0 {
 		c.p5Count = c.count
 	}

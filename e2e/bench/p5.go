@@ -58,19 +58,19 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 		return nil, err
 	}
 	rep := &p5Report{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, SizeKB: b.c.p5SizeKB, Informers: b.c.p5Informers,
-		Namespace: ns, Count: b.c.p5Count, Contenders: p5Contenders, Runs: map[string][]p5Run{}, Failures: map[string]string{},
+		Namespace: ns, Count: b.c.p5Count, Contenders: b.c.p5Contenders, Runs: map[string][]p5Run{}, Failures: map[string]string{},
 		Baseline: "apiserver restarted (same etcd) before every run; baseline sampled once its watch cache is initialised and its resident memory is steady"}
 	if b.spec.NoCache {
 		rep.Baseline = "apiserver restarted (same etcd) before every run; baseline sampled once its resident memory is steady (no watch cache)"
 	}
-	for _, name := range p5Contenders {
+	for _, name := range b.c.p5Contenders {
 		if why, ok := b.failed[name]; ok {
 			rep.Failures[name] = "not run: " + why + " (P1)"
 		}
 	}
 	kc := b.cluster.KubeconfigPath()
 	for r := 0; r < b.c.p5Count; r++ {
-		seq := slices.Clone(p5Contenders)
+		seq := slices.Clone(b.c.p5Contenders)
 		if r%2 == 1 {
 			slices.Reverse(seq)
 		}
