@@ -285,7 +285,13 @@ func (r *report) summary(w func(string, ...any)) {
 		} else if len(p.Runs[p.stockName()]) > 0 {
 			ts = append(ts, tgt{p.stockName(), 1.0, 0.6, " (stock lists here)"})
 		} else if _, failed := p.Failures[p.stockName()]; failed {
-			w("| %s | P1 %s | `%s` | did not sync (ours synced: see the table) | – | – |\n", srv, p.label(), p.stockName())
+			var ours []string
+			for _, o := range p.ourNames() {
+				if runs := p.Runs[o]; len(runs) > 0 {
+					ours = append(ours, fmt.Sprintf("`%s` %.0f ms, %.1f MiB peak heap", o, medP1(runs, syncMs), mib(uint64(medP1(runs, peakHeap)))))
+				}
+			}
+			w("| %s | P1 %s | `%s` did not sync; ours (absolute, median) | %s | syncs | %s |\n", srv, p.label(), p.stockName(), strings.Join(ours, "; "), verdict(len(ours) == len(p.ourNames())))
 		}
 		if len(p.Runs[p.stockListName()]) > 0 {
 			ts = append(ts, tgt{p.stockListName(), 1.0, 0.6, ""})
