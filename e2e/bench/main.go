@@ -31,7 +31,7 @@
 //     its watch cache is initialised and its RSS is steady; its /metrics is
 //     sampled every ~100 ms for peak heap-in-use and RSS minus that baseline,
 //     CPU seconds, and etcd-reaching lists. -p5-count repetitions (default
-//     -count).
+//     -count), on the -p5-servers (default all), with -p5-contenders.
 //   - P2 and P3 (first server only).
 //
 // Objects are created by a pool of 16 workers (no client-side QPS limit),
@@ -85,6 +85,7 @@ type config struct {
 	p5SizeKB     int
 	p5Count      int
 	p5Contenders []string
+	p5Servers    []string // -servers entries P5 runs on; nil = all
 }
 
 func main() {
@@ -115,6 +116,7 @@ func main() {
 	flag.IntVar(&c.p5Objects, "p5-objects", 5000, "P5: ConfigMaps in the namespace")
 	flag.IntVar(&c.p5SizeKB, "p5-size-kb", 50, "P5: KiB of data per ConfigMap")
 	p5c := flag.String("p5-contenders", strings.Join(p5Contenders, ","), "P5 contenders (comma-separated)")
+	p5s := flag.String("p5-servers", "", "P5 only on these -servers entries (comma-separated); default: all")
 	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
@@ -181,6 +183,16 @@ func main() {
 			os.Exit(2)
 		}
 		c.p5Contenders = append(c.p5Contenders, name)
+	}
+	for _, sp := range strings.Split(*p5s, ",") {
+		if sp = strings.TrimSpace(sp); sp == "" {
+			continue
+		}
+		if !slices.ContainsFunc(c.servers, func(s serverSpec) bool { return s.Spec == sp }) {
+			fmt.Fprintf(os.Stderr, "bench: -p5-servers: %q is not in -servers\n", sp)
+			os.Exit(2)
+		}
+		c.p5Servers = append(c.p5Servers, sp)
 	}
 	if c.p5Count <= 0 {
 		c.p5Count = c.count
@@ -309,7 +321,7 @@ func runServer(ctx context.Context, c config, rep *report, i int, sp serverSpec)
 	}
 	// P5 after P1: a contender that did not sync there is not given P5's
 	// long timeout (it restarts the apiserver before each run anyway).
-	if c.want("p5") {
+	if c.want("p5") && (c.p5Servers == nil || slices.Contains(c.p5Servers, sp.Spec)) {
 		p, err := b.runP5(ctx)
 		if err != nil {
 			return fmt.Errorf("P5: %w", err)
