@@ -484,7 +484,7 @@ var counterLabel = map[string]string{
 // etcdTypeNames: old servers (1.18) label etcd_request_duration_seconds by
 // the Go type of the object or of the list's items (List: "*[]core.ConfigMap"), not by resource.
 var etcdTypeNames = map[string][]string{
-	"configmaps":   {"*core.ConfigMap", "*core.ConfigMapList"},
+	"configmaps":   {"*core.ConfigMap", "*[]core.ConfigMap", "*core.ConfigMapList"},
 	crGVR.Resource: {"*unstructured.Unstructured", "*[]unstructured.Unstructured", "*unstructured.UnstructuredList"},
 }
 
