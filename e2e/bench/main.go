@@ -32,7 +32,7 @@
 //     sampled every ~100 ms for peak heap-in-use and RSS minus that baseline,
 //     CPU seconds, and etcd-reaching lists. -p5-count repetitions (default
 //     -count), on the -p5-servers (default all), with -p5-contenders.
-//   - P2 and P3 (first server only).
+//   - P2 and P3 (first server only), before the scaling-only sizes and P5.
 //
 // Objects are created by a pool of 16 workers (no client-side QPS limit),
 // with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,
@@ -153,6 +153,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -scaling:", err)
 		os.Exit(2)
 	}
+	slices.Sort(c.scaling)
+	c.scaling = slices.Compact(c.scaling)
 	for _, k := range strings.Split(*kinds, ",") {
 		switch k = strings.TrimSpace(k); k {
 		case "configmaps", "cr":
@@ -283,29 +285,21 @@ func runServer(ctx context.Context, c config, rep *report, i int, sp serverSpec)
 	}
 	defer b.stop()
 	rep.Servers = append(rep.Servers, serverRun{serverSpec: sp, Version: b.cluster.Version()})
-	if c.wantKind("configmaps") && (c.want("p1") || (i == 0 && c.want("scaling"))) {
-		var sizes []int
-		if c.want("p1") {
-			sizes = append(sizes, c.p1Sizes...)
+	// Order on a server: P1 sizes and CRs; P2 and P3 (first server); the
+	// scaling-only sizes (up to 100k objects: after P2/P3, so their
+	// apiserver restarts do not reload them); P5 last (it restarts the
+	// apiserver before every run, and a contender that did not sync in P1
+	// is not given P5's long timeout).
+	p1Names := c.p1Contenders
+	if p1Names == nil {
+		p1Names = p1Default(false)
+		if i > 0 {
+			p1Names = p1Core
 		}
-		if i == 0 && c.want("scaling") {
-			sizes = append(sizes, c.scaling...)
-		}
-		slices.Sort(sizes)
-		sizes = slices.Compact(sizes)
-		for _, n := range sizes {
-			full := c.want("p1") && slices.Contains(c.p1Sizes, n)
-			names := scalingContenders
-			if full {
-				names = c.p1Contenders
-				if names == nil {
-					names = p1Default(false)
-					if i > 0 {
-						names = p1Core
-					}
-				}
-			}
-			r, err := b.runP1(ctx, n, "configmaps", names, full)
+	}
+	if c.wantKind("configmaps") && c.want("p1") {
+		for _, n := range c.p1Sizes {
+			r, err := b.runP1(ctx, n, "configmaps", p1Names, true)
 			if err != nil {
 				return fmt.Errorf("P1 %d: %w", n, err)
 			}
@@ -319,15 +313,6 @@ func runServer(ctx context.Context, c config, rep *report, i int, sp serverSpec)
 		}
 		rep.P1 = append(rep.P1, r)
 	}
-	// P5 after P1: a contender that did not sync there is not given P5's
-	// long timeout (it restarts the apiserver before each run anyway).
-	if c.want("p5") && (c.p5Servers == nil || slices.Contains(c.p5Servers, sp.Spec)) {
-		p, err := b.runP5(ctx)
-		if err != nil {
-			return fmt.Errorf("P5: %w", err)
-		}
-		rep.P5 = append(rep.P5, p)
-	}
 	if i == 0 && c.want("p2") {
 		if rep.P2, err = b.runP2(ctx, c.p2Size); err != nil {
 			return fmt.Errorf("P2: %w", err)
@@ -339,6 +324,25 @@ func runServer(ctx context.Context, c config, rep *report, i int, sp serverSpec)
 			return fmt.Errorf("P3: %w", err)
 		}
 		rep.P3.Server = sp.Spec
+	}
+	if i == 0 && c.want("scaling") {
+		for _, n := range c.scaling {
+			if c.want("p1") && c.wantKind("configmaps") && slices.Contains(c.p1Sizes, n) {
+				continue // P1 ran this size with every scaling contender
+			}
+			r, err := b.runP1(ctx, n, "configmaps", scalingContenders, false)
+			if err != nil {
+				return fmt.Errorf("scaling %d: %w", n, err)
+			}
+			rep.P1 = append(rep.P1, r)
+		}
+	}
+	if c.want("p5") && (c.p5Servers == nil || slices.Contains(c.p5Servers, sp.Spec)) {
+		p, err := b.runP5(ctx)
+		if err != nil {
+			return fmt.Errorf("P5: %w", err)
+		}
+		rep.P5 = append(rep.P5, p)
 	}
 	rep.Servers[len(rep.Servers)-1].DurationS = time.Since(t0).Seconds()
 	return nil
