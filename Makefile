@@ -85,7 +85,7 @@ fuzz:
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "==> $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; done; done
 
-## bench: steadywatch vs stock client-go on one real apiserver; writes docs/benchmarks.md (BENCH_SIZE=full: 10k/50k).
+## bench: steadywatch vs stock client-go on real apiservers; writes docs/benchmarks.md (BENCH_SIZE=full: 4 servers, 10k/50k, scaling to 100k, P5).
 BENCH_SIZE ?= small
 bench:
 	cd e2e && $(GO) run ./bench -size $(BENCH_SIZE) -out ../docs

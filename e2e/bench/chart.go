@@ -23,27 +23,6 @@ type chart struct {
 
 var palette = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff}}
 
-func p1Chart(p *p1Report) chart {
-	c := chart{Title: fmt.Sprintf("P1 initial sync, %d ConfigMaps: ratio vs stock (median)", p.Objects),
-		Series: []string{"sync time", "peak heap", "wire bytes"}, Marks: []float64{0.5, 0.7, 1}}
-	for _, ct := range p.Contenders {
-		if len(p.Runs[ct.Name]) == 0 {
-			continue
-		}
-		c.Rows = append(c.Rows, ct.Name)
-		c.Values = append(c.Values, []float64{
-			pairedP1(p, ct.Name, "stock", syncMs).Median,
-			pairedP1(p, ct.Name, "stock", peakHeap).Median,
-			pairedP1(p, ct.Name, "stock", wireIn).Median,
-		})
-	}
-	for _, name := range sortedKeys(p.Failures) {
-		c.Rows = append(c.Rows, name)
-		c.Values = append(c.Values, []float64{-1, -1, -1})
-	}
-	return c
-}
-
 func p2Chart(p *recoveryReport) chart {
 	c := chart{Title: fmt.Sprintf("P2 recovery after a watch 410, %d objects: ratio vs stock (median)", p.Objects),
 		Series: []string{"time to re-synced", "wire bytes", "server LIST+WATCH"}, Marks: []float64{1}}

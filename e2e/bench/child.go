@@ -36,6 +36,7 @@ type childFlags struct {
 // syncResult is the P1 outcome of one contender run.
 type syncResult struct {
 	Contender    string          `json:"contender"`
+	Instances    int             `json:"instances,omitempty"`
 	Objects      int             `json:"objects"`
 	SyncMs       float64         `json:"sync_ms"`
 	PeakHeap     uint64          `json:"peak_heap_bytes"`
@@ -87,7 +88,7 @@ func runChild(args []string) error {
 	fs.StringVar(&f.contender, "contender", "", "contender name")
 	fs.StringVar(&f.namespace, "namespace", "", "namespace of the ConfigMaps")
 	fs.IntVar(&f.expect, "expect", 0, "objects expected in the namespace")
-	fs.IntVar(&f.instances, "instances", 1, "caches to run (recover mode)")
+	fs.IntVar(&f.instances, "instances", 1, "caches to run (sync and recover mode)")
 	fs.BoolVar(&f.proto, "proto", false, "decode mode: protobuf")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "bound on the whole child")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "sync mode: write a CPU profile of the sync to this file")
@@ -154,11 +155,24 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 	begin := time.Now()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	in, err := c.start(runCtx, ccfg, cs, server, f.namespace)
-	if err != nil {
-		return nil, err
+	// -instances > 1 (P5): that many caches of the same namespace start at
+	// once in this process, over one clientset, as a herd of informers would.
+	ins := make([]*instance, max(1, f.instances))
+	for i := range ins {
+		if ins[i], err = c.start(runCtx, ccfg, cs, server, f.namespace); err != nil {
+			return nil, err
+		}
 	}
-	if err := pollUntil(ctx, 200*time.Microsecond, in.synced); err != nil {
+	in := ins[0]
+	allSynced := func() bool {
+		for _, in := range ins {
+			if !in.synced() {
+				return false
+			}
+		}
+		return true
+	}
+	if err := pollUntil(ctx, 200*time.Microsecond, allSynced); err != nil {
 		return nil, fmt.Errorf("%s: not synced after %s (%s): %w", c.Name, time.Since(begin).Round(time.Second), in.state(), err)
 	}
 	took := time.Since(begin)
@@ -168,14 +182,16 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 	}
 	gcs := gcCycles() - gc0
 	n := in.size()
-	if f.expect > 0 && n != f.expect {
-		return nil, fmt.Errorf("%s: synced with %d objects, want %d", c.Name, n, f.expect)
+	for i, in := range ins {
+		if k := in.size(); f.expect > 0 && k != f.expect {
+			return nil, fmt.Errorf("%s: cache %d synced with %d objects, want %d", c.Name, i, k, f.expect)
+		}
 	}
 	retained := retainedHeap()
 	wi, wo, bi, reqs := nc.snapshot()
 	stop()
 	return &syncResult{
-		Contender: c.Name, Objects: n, SyncMs: ms(took), PeakHeap: peak, BaseHeap: base, RetainedHeap: retained,
+		Contender: c.Name, Instances: len(ins), Objects: n, SyncMs: ms(took), PeakHeap: peak, BaseHeap: base, RetainedHeap: retained,
 		GCCycles: gcs, WireIn: wi, WireOut: wo, BodyIn: bi, Requests: classifyRequests(reqs), RequestLog: reqs,
 	}, nil
 }

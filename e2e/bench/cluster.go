@@ -10,40 +10,92 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
 )
 
 // bench is the shared real control plane and the objects in it.
 type bench struct {
 	c       config
+	spec    serverSpec
 	cluster *harness.Cluster
 	cs      kubernetes.Interface
+	dyn     dynamic.Interface
 	exe     string
 	dir     string
 	// populated remembers namespaces already filled (P2 reuses P1's).
 	populated map[string]int
+	// failed: contenders that did not sync on this server (P1), by name.
+	failed map[string]string
 }
 
-func startBench(ctx context.Context, c config) (*bench, error) {
+// serverSpec is one entry of -servers: a kube-apiserver release and how it
+// is started ("v1.37.2", "v1.37.2/nocache" = --watch-cache=false).
+type serverSpec struct {
+	Spec    string `json:"spec"`
+	Version string `json:"version"`
+	NoCache bool   `json:"no_cache,omitempty"`
+}
+
+func parseServers(s string) ([]serverSpec, error) {
+	var out []serverSpec
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, opt, _ := strings.Cut(f, "/")
+		sp := serverSpec{Spec: f, Version: v}
+		switch opt {
+		case "":
+		case "nocache":
+			sp.NoCache = true
+		default:
+			return nil, fmt.Errorf("server %q: unknown option %q (only /nocache)", f, opt)
+		}
+		if !strings.HasPrefix(v, "v1.") {
+			return nil, fmt.Errorf("server %q: want a release like v1.37.2", f)
+		}
+		out = append(out, sp)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-servers is empty")
+	}
+	return out, nil
+}
+
+func startBench(ctx context.Context, c config, sp serverSpec) (*bench, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	logf("starting a real kube-apiserver (harness, watch cache on)")
-	cl, err := harness.Start(ctx, harness.Options{Progress: os.Stderr})
+	if _, err := os.Stat(build.BinaryPath(build.CacheDir(), sp.Version)); err != nil {
+		logf("kube-apiserver %s is not in the cache (%s): build.Ensure builds it or waits for a running build", sp.Version, build.CacheDir())
+	}
+	logf("starting a real kube-apiserver %s (harness, watch cache %s)", sp.Version, map[bool]string{true: "off", false: "on"}[sp.NoCache])
+	// --profiling=true (kube-apiserver's own default; the harness turns it
+	// off): P5 forces a GC through /debug/pprof/heap?gc=1 before each
+	// baseline. It costs nothing until that endpoint is called.
+	cl, err := harness.Start(ctx, harness.Options{Version: sp.Version, DisableWatchCache: sp.NoCache, Progress: os.Stderr,
+		ExtraArgs: []string{"--profiling=true"}})
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +106,12 @@ func startBench(ctx context.Context, c config) (*bench, error) {
 		_ = cl.Stop()
 		return nil, err
 	}
-	b := &bench{c: c, cluster: cl, cs: cs, exe: exe, dir: cl.Dir(), populated: map[string]int{}}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		_ = cl.Stop()
+		return nil, err
+	}
+	b := &bench{c: c, spec: sp, cluster: cl, cs: cs, dyn: dyn, exe: exe, dir: cl.Dir(), populated: map[string]int{}, failed: map[string]string{}}
 	return b, nil
 }
 
@@ -64,72 +121,215 @@ func (b *bench) stop() {
 	}
 }
 
-// populate creates n ConfigMaps of about 2.4 KB each in ns (once).
-func (b *bench) populate(ctx context.Context, ns string, n int) error {
-	if b.populated[ns] == n {
-		return nil
+// createAll runs create(i) for i in [0,n) on a bounded pool of workers
+// (the bench's client has no QPS limit), logging progress every 10 s.
+func createAll(ctx context.Context, what string, n int, create func(ctx context.Context, i int) error) error {
+	begin := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var done atomic.Int64
+	var firstErr error
+	var once sync.Once
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range createWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := create(ctx, i); err != nil && !apierrors.IsAlreadyExists(err) {
+					once.Do(func() { firstErr = fmt.Errorf("creating %s %d: %w", what, i, err); cancel() })
+					continue
+				}
+				done.Add(1)
+			}
+		}()
 	}
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		case <-tick.C:
+			i--
+			logf("  created %d/%d %s (%.0f/s)", done.Load(), n, what, float64(done.Load())/time.Since(begin).Seconds())
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	el := time.Since(begin)
+	logf("created %d %s in %s (%.0f/s)", n, what, el.Round(time.Millisecond), float64(n)/el.Seconds())
+	return nil
+}
+
+// createWorkers bounds concurrent creates: enough to keep the apiserver and
+// etcd busy on 2 cores without piling up requests.
+const createWorkers = 16
+
+func (b *bench) ensureNamespace(ctx context.Context, ns string) error {
 	_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	begin := time.Now()
+	return nil
+}
+
+const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// randString returns k pseudo-random characters (deterministic per seed).
+func randString(rng *rand.Rand, k int) string {
+	buf := make([]byte, k)
+	for i := range buf {
+		buf[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return string(buf)
+}
+
+// benchData is the payload of a P1 object: about 2.4 KB per object as
+// stored (protobuf), with metadata and managedFields.
+func benchData(rng *rand.Rand) map[string]string {
+	return map[string]string{
+		"config.yaml": randString(rng, 1500),
+		"owner":       randString(rng, 40),
+		"checksum":    randString(rng, 64),
+		"notes":       randString(rng, 300),
+	}
+}
+
+// populate creates n ConfigMaps of about 2.4 KB each in ns (once).
+func (b *bench) populate(ctx context.Context, ns string, n int) error {
+	return b.populateCM(ctx, ns, n, 0)
+}
+
+// populateCM creates n ConfigMaps in ns (once): P1's shape (about 2.4 KB)
+// when blobKB is 0, else one data value of blobKB KiB (P5).
+func (b *bench) populateCM(ctx context.Context, ns string, n, blobKB int) error {
+	if b.populated[ns] == n {
+		return nil
+	}
+	if err := b.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
-	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	val := func(k int) string {
-		var sb strings.Builder
-		for range k {
-			sb.WriteByte(alphabet[rng.IntN(len(alphabet))])
+	err := createAll(ctx, "ConfigMaps in "+ns, n, func(ctx context.Context, i int) error {
+		mu.Lock()
+		var data map[string]string
+		if blobKB > 0 {
+			data = map[string]string{"blob": randString(rng, blobKB<<10)}
+		} else {
+			data = benchData(rng)
 		}
-		return sb.String()
-	}
-	jobs := make(chan *corev1.ConfigMap)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for cm := range jobs {
-				if _, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
+		mu.Unlock()
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   fmt.Sprintf("cm-%06d", i),
 				Labels: map[string]string{"app": "bench", "shard": strconv.Itoa(i % 16)},
 			},
-			Data: map[string]string{
-				"config.yaml": val(1800),
-				"owner":       val(40),
-				"checksum":    val(64),
-				"notes":       val(300),
-			},
+			Data: data,
 		}
-		select {
-		case jobs <- cm:
-		case err := <-errs:
-			close(jobs)
-			wg.Wait()
-			return err
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
+		_, err := b.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 		return err
-	default:
+	})
+	if err != nil {
+		return err
 	}
 	b.populated[ns] = n
-	logf("created %d ConfigMaps in %s in %s", n, ns, time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// installCRD installs the bench's CRD (namespaced, one version, a
+// structural schema whose spec keeps unknown fields) and waits until it is
+// established and served.
+func (b *bench) installCRD(ctx context.Context) error {
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": crGVR.Resource + "." + crGVR.Group},
+		"spec": map[string]any{
+			"group": crGVR.Group,
+			"scope": "Namespaced",
+			"names": map[string]any{"plural": crGVR.Resource, "singular": "benchitem", "kind": crKind, "listKind": crKind + "List"},
+			"versions": []any{map[string]any{
+				"name": crGVR.Version, "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+					},
+				}},
+			}},
+		},
+	}}
+	crds := b.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the CRD: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := pollUntil(wctx, 200*time.Millisecond, func() bool {
+		_, err := b.dyn.Resource(crGVR).Namespace("default").List(wctx, metav1.ListOptions{Limit: 1})
+		return err == nil
+	})
+	if err != nil {
+		return fmt.Errorf("the CRD %s is not served: %w", crGVR, err)
+	}
+	return nil
+}
+
+const crKind = "BenchItem"
+
+// populateCR creates n custom resources of about 2.4 KB each in ns (once).
+func (b *bench) populateCR(ctx context.Context, ns string, n int) error {
+	key := "cr/" + ns
+	if b.populated[key] == n {
+		return nil
+	}
+	if err := b.installCRD(ctx); err != nil {
+		return err
+	}
+	if err := b.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(2, uint64(n)))
+	ri := b.dyn.Resource(crGVR).Namespace(ns)
+	err := createAll(ctx, "custom resources in "+ns, n, func(ctx context.Context, i int) error {
+		mu.Lock()
+		data := benchData(rng)
+		mu.Unlock()
+		// JSON repeats apiVersion and kind in every item and nests the
+		// data under spec: a shorter value keeps the object at ~2.4 KB.
+		data["config.yaml"] = data["config.yaml"][:1380]
+		spec := map[string]any{}
+		for k, v := range data {
+			spec[k] = v
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": crGVR.GroupVersion().String(),
+			"kind":       crKind,
+			"metadata": map[string]any{
+				"name":   fmt.Sprintf("cr-%06d", i),
+				"labels": map[string]any{"app": "bench", "shard": strconv.Itoa(i % 16)},
+			},
+			"spec": spec,
+		}}
+		_, err := ri.Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.populated[key] = n
 	return nil
 }
 
@@ -253,11 +453,16 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // serverMetrics reads the apiserver's counters about configmaps.
 func (b *bench) serverMetrics(ctx context.Context) (counters, error) {
+	return b.serverMetricsFor(ctx, "configmaps")
+}
+
+// serverMetricsFor reads the apiserver's counters about one resource.
+func (b *bench) serverMetricsFor(ctx context.Context, resource string) (counters, error) {
 	text, err := b.cluster.APIServers()[0].Metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return parseCounters(text), nil
+	return parseCountersFor(text, resource), nil
 }
 
 // counters are apiserver metrics about configmaps, summed by the label that
@@ -267,6 +472,7 @@ type counters map[string]float64
 var counterLabel = map[string]string{
 	"apiserver_request_total":                      "verb",
 	"etcd_requests_total":                          "operation",
+	"etcd_request_duration_seconds_count":          "operation", // the only per-operation etcd count of old servers (1.18: label type=)
 	"apiserver_cache_list_total":                   "",
 	"apiserver_storage_list_total":                 "",
 	"apiserver_storage_list_fetched_objects_total": "",
@@ -279,10 +485,23 @@ var counterLabel = map[string]string{
 	"apiserver_watch_cache_initializations_total":  "",
 }
 
-func parseCounters(text string) counters {
+// etcdTypeNames: old servers (1.18) label etcd_request_duration_seconds by
+// the Go type of the object or of the list's items (List: "*[]core.ConfigMap"), not by resource.
+var etcdTypeNames = map[string][]string{
+	"configmaps":   {"*core.ConfigMap", "*[]core.ConfigMap", "*core.ConfigMapList"},
+	crGVR.Resource: {"*unstructured.Unstructured", "*[]unstructured.Unstructured", "*unstructured.UnstructuredList"},
+}
+
+func parseCounters(text string) counters { return parseCountersFor(text, "configmaps") }
+
+func parseCountersFor(text, resource string) counters {
 	out := counters{}
+	match := []string{`resource="` + resource + `"`, `type="` + resource + `"`}
+	for _, t := range etcdTypeNames[resource] {
+		match = append(match, `type="`+t+`"`)
+	}
 	for _, line := range strings.Split(text, "\n") {
-		if line == "" || line[0] == '#' || !strings.Contains(line, `resource="configmaps"`) {
+		if line == "" || line[0] == '#' || !slices.ContainsFunc(match, func(m string) bool { return strings.Contains(line, m) }) {
 			continue
 		}
 		sp := strings.LastIndexByte(line, ' ')
@@ -311,6 +530,38 @@ func parseCounters(text string) counters {
 	return out
 }
 
+// processMetrics are the apiserver process's own gauges and counters.
+type processMetrics struct {
+	HeapInuse float64 // go_memstats_heap_inuse_bytes
+	RSS       float64 // process_resident_memory_bytes
+	CPU       float64 // process_cpu_seconds_total
+}
+
+func parseProcessMetrics(text string) processMetrics {
+	var p processMetrics
+	for _, line := range strings.Split(text, "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		var dst *float64
+		switch name {
+		case "go_memstats_heap_inuse_bytes":
+			dst = &p.HeapInuse
+		case "process_resident_memory_bytes":
+			dst = &p.RSS
+		case "process_cpu_seconds_total":
+			dst = &p.CPU
+		default:
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			*dst = v
+		}
+	}
+	return p
+}
+
 func labelValue(labels, name string) string {
 	_, after, ok := strings.Cut(labels, name+`="`)
 	if !ok {
@@ -331,7 +582,13 @@ func (c counters) minus(prev counters) counters {
 	return out
 }
 
-// etcdLists is the number of lists that reached etcd.
-func (c counters) etcdLists() float64 { return c["etcd_requests_total{operation=list}"] }
+// etcdLists is the number of lists that reached etcd (servers before
+// etcd_requests_total counted them only in etcd_request_duration_seconds).
+func (c counters) etcdLists() float64 {
+	if v, ok := c["etcd_requests_total{operation=list}"]; ok {
+		return v
+	}
+	return c["etcd_request_duration_seconds_count{operation=list}"]
+}
 
 var errNoFault = errors.New("the injected fault did not fire")

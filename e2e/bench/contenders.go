@@ -10,6 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -38,6 +43,9 @@ type contender struct {
 	NoGzip   bool   `json:"no_gzip,omitempty"`
 	PageSize int64  `json:"page_size,omitempty"`
 	Desc     string `json:"desc"`
+	// CR: the contender keeps a cache of the bench's custom resources
+	// (crGVR, JSON only: CRs have no protobuf) over a dynamic client.
+	CR bool `json:"cr,omitempty"`
 }
 
 // The contenders. Stock = what a client-go v0.37.2 user gets; ours = the
@@ -66,7 +74,31 @@ var contenders = []contender{
 		Desc: "lever: the same with limit 2000"},
 	{Name: "sw-reflector-unpaged-nogzip", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: -1, NoGzip: true,
 		Desc: "lever: sw-reflector-unpaged with DisableCompression"},
+	// Custom resources (-kinds cr): JSON over a dynamic client.
+	{Name: "stock-cr", Kind: "informer", CR: true,
+		Desc: "client-go v0.37.2 dynamicinformer.NewFilteredDynamicSharedInformerFactory for the CR (JSON), WatchListClient on (streaming list)"},
+	{Name: "stock-cr-list", Kind: "informer", CR: true, Env: []string{"KUBE_FEATURE_WatchListClient=false"},
+		Desc: "the same with WatchListClient=false: the classic list at resourceVersion 0, then watch"},
+	{Name: "sw-informer-cr", Kind: "sw-informer", CR: true, Ours: true,
+		Desc: "steadywatch drop-in for a dynamic client: cache.NewSharedIndexInformer over lister.NewListerWatcher(lister.FromDynamic(...)) with a compat Detector"},
+	{Name: "sw-reflector-cr", Kind: "sw-reflector", CR: true, Ours: true,
+		Desc: "steadywatch reflector.New(lister.FromDynamic(...)) into an Indexer, compat Detector"},
 }
+
+// crGVR is the bench's custom resource (installed by bench.installCRD).
+var crGVR = schema.GroupVersionResource{Group: "bench.steadywatch.dev", Version: "v1", Resource: "benchitems"}
+
+// p1Default are the P1 contenders of a kind (cr: custom resources).
+func p1Default(cr bool) []string { return contenderNames(func(c contender) bool { return c.CR == cr }) }
+
+// p1Core is the smaller P1 set run on every server after the first.
+var p1Core = []string{"stock", "stock-json", "stock-list", "sw-informer", "sw-reflector", "sw-reflector-json"}
+
+// scalingContenders run at every scaling size (first server only).
+var scalingContenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
+
+// p5Contenders start -p5-informers caches each in P5.
+var p5Contenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
 
 func contenderByName(name string) (contender, error) {
 	for _, c := range contenders {
@@ -94,7 +126,7 @@ func (c contender) clientConfig(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: the server is what we measure
 	cfg.DisableCompression = c.NoGzip
-	if c.JSON {
+	if c.JSON || c.CR {
 		cfg.ContentType = "application/json"
 		cfg.AcceptContentTypes = "application/json"
 	}
@@ -145,17 +177,27 @@ func (s markerStore) Replace(list []any, rv string) error {
 }
 
 func (s markerStore) notice(obj any) {
-	if cm, ok := obj.(*corev1.ConfigMap); ok {
-		s.in.observe(cm.Name)
+	if o, ok := obj.(metav1.Object); ok {
+		s.in.observe(o.GetName())
 	}
+}
+
+func nameOf(obj any) string {
+	if o, ok := obj.(metav1.Object); ok {
+		return o.GetName()
+	}
+	return ""
 }
 
 // start starts one cache of the contender's kind over cs/cfg in namespace ns.
 func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, server compat.Server, ns string) (*instance, error) {
 	in := &instance{marker: make(chan struct{})}
 	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { in.observe(obj.(*corev1.ConfigMap).Name) },
-		UpdateFunc: func(_, obj any) { in.observe(obj.(*corev1.ConfigMap).Name) },
+		AddFunc:    func(obj any) { in.observe(nameOf(obj)) },
+		UpdateFunc: func(_, obj any) { in.observe(nameOf(obj)) },
+	}
+	if c.CR {
+		return c.startCR(ctx, cfg, server, ns, in, handler)
 	}
 	switch c.Kind {
 	case "informer", "sw-informer":
@@ -193,6 +235,52 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 	return in, nil
 }
 
+// startCR starts one cache of the bench's custom resources in ns over a
+// dynamic client (JSON).
+func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.Server, ns string, in *instance, handler cache.ResourceEventHandlerFuncs) (*instance, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ri := dyn.Resource(crGVR).Namespace(ns)
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	switch c.Kind {
+	case "informer", "sw-informer":
+		var inf cache.SharedIndexInformer
+		if c.Kind == "informer" {
+			f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+			inf = f.ForResource(crGVR).Informer()
+			defer f.Start(ctx.Done())
+		} else {
+			// The drop-in for any ListerWatcher over a dynamic client.
+			lw := lister.NewListerWatcher(lister.FromDynamic(ri), lister.Options{Server: server, Resource: crGVR})
+			inf = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, indexers)
+			defer func() { go inf.Run(ctx.Done()) }()
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+		in.synced = inf.HasSynced
+		in.size = func() int { return len(inf.GetStore().ListKeys()) }
+		in.state = func() string { return "informer not synced" }
+	case "sw-reflector":
+		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+		r := reflector.New(lister.FromDynamic(ri), &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, reflector.Options{
+			Server: server, Resource: crGVR, DisableStreamingList: c.NoStream, PageSize: c.PageSize,
+		})
+		go r.Run(ctx)
+		in.synced = r.HasSynced
+		in.size = func() int { return len(idx.ListKeys()) }
+		in.state = func() string {
+			st := r.State()
+			return fmt.Sprintf("reflector phase %v since %s: %s", st.Phase, st.Since.Format(time.RFC3339), st.Reason)
+		}
+	default:
+		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
+	}
+	return in, nil
+}
+
 // summary of requests by verb-ish class, for the report.
 func classifyRequests(reqs []requestRecord) map[string]int {
 	out := map[string]int{}
@@ -210,7 +298,7 @@ func requestClass(r requestRecord) string {
 			return "watch-list"
 		}
 		return "watch"
-	case strings.HasSuffix(r.Path, "/configmaps"):
+	case strings.HasSuffix(r.Path, "/configmaps") || strings.HasSuffix(r.Path, "/"+crGVR.Resource):
 		return "list"
 	case r.Path == "/version":
 		return "version"

@@ -1,17 +1,47 @@
 // Command bench measures steadywatch against stock client-go v0.37.2, side
-// by side in one run on the same real kube-apiserver (issue 9): P1 initial
-// sync, P2 recovery after a watch 410, P3 a herd of informers across an
-// apiserver restart, P4 per-event/per-page overhead (go test -bench), and
-// the limit (decoding the same list once from memory). Every figure it
-// reports is a ratio ours / stock from the same run; absolute times on a
-// shared machine are noise.
+// by side in one run on real kube-apiservers (issues 9 and 17): P1 initial
+// sync (ConfigMaps and custom resources), scaling of sync time and client
+// heap with the object count, P2 recovery after a watch 410, P3 a herd of
+// informers across an apiserver restart, P4 per-event/per-page overhead (go
+// test -bench), P5 the apiserver's cost when a herd of informers starts at
+// once on a large namespace (KEP-3157), and the limit (decoding the same
+// list once from memory). Every figure it reports is a ratio ours / stock
+// from the same run; absolute times on a shared machine are noise.
 //
-//	cd e2e && go run ./bench -size small -out ../docs    # a few minutes on 2 cores
-//	cd e2e && go run ./bench -size full  -out ../docs    # 10k and 50k ConfigMaps
+//	cd e2e && go run ./bench -size small -out ../docs    # make bench: one server, 10k objects
+//	cd e2e && go run ./bench -size full  -out ../docs    # four servers, 10k and 50k, scaling to 100k
 //
-// It writes <out>/benchmarks.md, <out>/bench/results.json and
-// <out>/bench/p1.png, p2.png. Each contender runs in a child process of its
-// own (this binary re-executed with "child"), so GC state is independent.
+// Servers (-servers, comma-separated) are started one after another, each
+// with a fresh etcd: a release ("v1.37.2") or a release without its watch
+// cache ("v1.37.2/nocache"). Binaries come from e2e/harness/build's cache
+// (STEADYWATCH_CACHE_DIR), built there if missing. On each server, in order:
+//
+//   - P1 at every -size count (small: 10k; full: 10k and 50k) ConfigMaps of
+//     ~2.4 KB: all contenders on the first server, a core set on the others
+//     (-p1-contenders overrides); with -kinds cr also -cr-objects custom
+//     resources (a CRD installed by the bench; JSON) with the CR contenders.
+//     A contender that does not sync (stock on v1.18.19, which ignores
+//     sendInitialEvents) is recorded once and not run again on that server.
+//   - scaling (first server only): -scaling counts (small: 1k,10k; full:
+//     1k,10k,50k,100k) with stock, stock-list, sw-informer, sw-reflector;
+//     rendered as line charts of sync time and peak heap vs objects.
+//   - P5: -p5-informers caches of one contender in one process start at once
+//     on -p5-objects ConfigMaps of -p5-size-kb KiB. The apiserver is
+//     restarted (same etcd) before every run and the baseline is taken once
+//     its watch cache is initialised and its RSS is steady; its /metrics is
+//     sampled every ~100 ms for peak heap-in-use and RSS minus that baseline,
+//     CPU seconds, and etcd-reaching lists. -p5-count repetitions (default
+//     -count), on the -p5-servers (default all), with -p5-contenders.
+//   - P2 and P3 (first server only), before the scaling-only sizes and P5.
+//
+// Objects are created by a pool of 16 workers (no client-side QPS limit),
+// with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,
+// scaling); -count repetitions run interleaved (ABAB...).
+//
+// It writes <out>/benchmarks.md, <out>/bench/results-<size>.json and the
+// charts (<out>/bench/*.png); -render re-renders them from a results JSON.
+// Each contender runs in a child process of its own (this binary
+// re-executed with "child"), so GC state is independent.
 //
 // It is not a test: it asserts only that every contender really synced the
 // expected number of objects and that the injected fault really fired.
@@ -25,6 +55,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +73,19 @@ type config struct {
 	p2Size    int
 	benchtime string
 	profile   string
+	servers   []serverSpec
+	kinds     []string
+	crObjects int
+	scaling   []int
+	// p1Contenders overrides the P1 contender set of ConfigMaps ("" = all
+	// on the first server, p1Core on the others).
+	p1Contenders []string
+	p5Informers  int
+	p5Objects    int
+	p5SizeKB     int
+	p5Count      int
+	p5Contenders []string
+	p5Servers    []string // -servers entries P5 runs on; nil = all
 }
 
 func main() {
@@ -53,16 +97,27 @@ func main() {
 		return
 	}
 	var c config
-	flag.StringVar(&c.size, "size", "small", "small (10k ConfigMaps, a few minutes) or full (10k and 50k)")
+	flag.StringVar(&c.size, "size", "small", "small (10k ConfigMaps, scaling 1k and 10k, one server) or full (10k and 50k, scaling up to 100k, four servers)")
 	flag.StringVar(&c.out, "out", "../docs", "directory for benchmarks.md; JSON and PNGs go to <out>/bench")
 	flag.StringVar(&c.root, "root", "..", "the SDK module root (for P4's go test -bench)")
 	flag.IntVar(&c.count, "count", 5, "repetitions per contender (interleaved)")
-	flag.StringVar(&c.only, "only", "p1,p2,p3,p4", "comma-separated subset of p1,p2,p3,p4")
+	flag.StringVar(&c.only, "only", "p1,p2,p3,p4,p5,scaling", "comma-separated subset of p1,p2,p3,p4,p5,scaling")
 	flag.IntVar(&c.herd, "herd", 50, "informers per contender in P3")
 	flag.StringVar(&c.profile, "profile", "", "P1: write a CPU profile of each contender's first repetition into this directory (perturbs that repetition)")
 	flag.StringVar(&c.benchtime, "benchtime", "1s", "P4 -benchtime")
 	objects := flag.Int("objects", 0, "override the object count of P1/P2 (and P3 when -herd-objects is 0); for quick trials")
 	herdObjs := flag.Int("herd-objects", 0, "override the object count of P3")
+	servers := flag.String("servers", "", "comma-separated kube-apiservers, each started in turn: a release (v1.37.2) or release/nocache (--watch-cache=false); P2/P3 run on the first only. Default: v1.37.2 (small), v1.37.2,v1.37.2/nocache,v1.33.13,v1.18.19 (full)")
+	kinds := flag.String("kinds", "configmaps,cr", "P1 kinds: configmaps and/or cr (custom resources, JSON)")
+	crObjects := flag.Int("cr-objects", 10000, "P1: custom resources per server (-kinds cr)")
+	scaling := flag.String("scaling", "", "comma-separated object counts for the scaling charts (first server; stock, stock-list, sw-informer, sw-reflector). Default: 1000,10000 (small), 1000,10000,50000,100000 (full)")
+	p1c := flag.String("p1-contenders", "", "comma-separated P1 ConfigMap contenders (default: all on the first server, "+strings.Join(p1Core, ",")+" on the others)")
+	flag.IntVar(&c.p5Informers, "p5-informers", 8, "P5: informers of one contender started at once in one process (up to 16)")
+	flag.IntVar(&c.p5Objects, "p5-objects", 5000, "P5: ConfigMaps in the namespace")
+	flag.IntVar(&c.p5SizeKB, "p5-size-kb", 50, "P5: KiB of data per ConfigMap")
+	p5c := flag.String("p5-contenders", strings.Join(p5Contenders, ","), "P5 contenders (comma-separated)")
+	p5s := flag.String("p5-servers", "", "P5 only on these -servers entries (comma-separated); default: all")
+	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
 	if *render != "" {
@@ -72,24 +127,87 @@ func main() {
 		}
 		return
 	}
+	defServers, defScaling := "v1.37.2", "1000,10000"
 	switch c.size {
 	case "small":
 		c.p1Sizes, c.p2Size, c.herdObjs = []int{10000}, 10000, 1000
 	case "full":
 		c.p1Sizes, c.p2Size, c.herdObjs = []int{10000, 50000}, 10000, 5000
+		defServers, defScaling = "v1.37.2,v1.37.2/nocache,v1.33.13,v1.18.19", "1000,10000,50000,100000"
 	default:
 		fmt.Fprintln(os.Stderr, "bench: -size must be small or full")
 		os.Exit(2)
 	}
+	if *servers == "" {
+		*servers = defServers
+	}
+	if *scaling == "" {
+		*scaling = defScaling
+	}
+	var err error
+	if c.servers, err = parseServers(*servers); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if c.scaling, err = parseInts(*scaling); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -scaling:", err)
+		os.Exit(2)
+	}
+	slices.Sort(c.scaling)
+	c.scaling = slices.Compact(c.scaling)
+	for _, k := range strings.Split(*kinds, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "configmaps", "cr":
+			c.kinds = append(c.kinds, k)
+		case "":
+		default:
+			fmt.Fprintf(os.Stderr, "bench: -kinds: unknown kind %q (configmaps, cr)\n", k)
+			os.Exit(2)
+		}
+	}
+	if *p1c != "" {
+		for _, name := range strings.Split(*p1c, ",") {
+			if _, err := contenderByName(name); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: -p1-contenders:", err)
+				os.Exit(2)
+			}
+			c.p1Contenders = append(c.p1Contenders, name)
+		}
+	}
+	if c.p5Informers < 1 || c.p5Informers > 16 {
+		fmt.Fprintln(os.Stderr, "bench: -p5-informers must be 1..16")
+		os.Exit(2)
+	}
+	c.crObjects = *crObjects
+	for _, name := range strings.Split(*p5c, ",") {
+		if _, err := contenderByName(name); err != nil || strings.HasSuffix(name, "-cr") {
+			fmt.Fprintf(os.Stderr, "bench: -p5-contenders: %q is not a ConfigMap contender\n", name)
+			os.Exit(2)
+		}
+		c.p5Contenders = append(c.p5Contenders, name)
+	}
+	for _, sp := range strings.Split(*p5s, ",") {
+		if sp = strings.TrimSpace(sp); sp == "" {
+			continue
+		}
+		if !slices.ContainsFunc(c.servers, func(s serverSpec) bool { return s.Spec == sp }) {
+			fmt.Fprintf(os.Stderr, "bench: -p5-servers: %q is not in -servers\n", sp)
+			os.Exit(2)
+		}
+		c.p5Servers = append(c.p5Servers, sp)
+	}
+	if c.p5Count <= 0 {
+		c.p5Count = c.count
+	}
 	if *objects > 0 {
-		c.p1Sizes, c.p2Size = []int{*objects}, *objects
+		c.p1Sizes, c.p2Size, c.crObjects = []int{*objects}, *objects, *objects
 	}
 	if *herdObjs > 0 {
 		c.herdObjs = *herdObjs
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 2*time.Hour)
+	ctx, cancelT := context.WithTimeout(ctx, 6*time.Hour)
 	defer cancelT()
 	if err := run(ctx, c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -97,11 +215,33 @@ func main() {
 	}
 }
 
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a count", f)
+		}
+		if n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
 func (c config) want(p string) bool { return slices.Contains(strings.Split(c.only, ","), p) }
+
+func (c config) wantKind(k string) bool { return slices.Contains(c.kinds, k) }
 
 func run(ctx context.Context, c config) error {
 	start := time.Now()
 	rep := &report{Size: c.size, Count: c.count, Command: commandLine(), Env: environment(ctx, c)}
+	if c.want("scaling") {
+		rep.Scaling = c.scaling
+	}
 	var err error
 	if c.root, err = filepath.Abs(c.root); err != nil {
 		return err
@@ -112,36 +252,100 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("P4: %w", err)
 		}
 	}
-	if c.want("p1") || c.want("p2") || c.want("p3") {
-		b, err := startBench(ctx, c)
-		if err != nil {
+	if !c.want("p1") && !c.want("p2") && !c.want("p3") && !c.want("p5") && !c.want("scaling") {
+		return finish(rep, c, start)
+	}
+	var versions []string
+	for i, sp := range c.servers {
+		if err := runServer(ctx, c, rep, i, sp); err != nil {
+			return fmt.Errorf("server %s: %w", sp.Spec, err)
+		}
+		versions = append(versions, rep.Servers[len(rep.Servers)-1].Version)
+		// Keep what is done so far: a later server failing loses nothing.
+		if err := rep.write(c.out); err != nil {
 			return err
 		}
-		defer b.stop()
-		rep.Env.Server = b.cluster.Version()
-		if c.want("p1") {
-			for _, n := range c.p1Sizes {
-				r, err := b.runP1(ctx, n)
-				if err != nil {
-					return fmt.Errorf("P1 %d: %w", n, err)
-				}
-				rep.P1 = append(rep.P1, r)
-			}
-		}
-		if c.want("p2") {
-			if rep.P2, err = b.runP2(ctx, c.p2Size); err != nil {
-				return fmt.Errorf("P2: %w", err)
-			}
-		}
-		if c.want("p3") {
-			if rep.P3, err = b.runP3(ctx); err != nil {
-				return fmt.Errorf("P3: %w", err)
-			}
-		}
 	}
+	rep.Env.Server = strings.Join(versions, ", ")
+	return finish(rep, c, start)
+}
+
+func finish(rep *report, c config, start time.Time) error {
 	rep.Env.LoadEnd = loadAvg()
 	rep.Env.DurationS = time.Since(start).Seconds()
 	return rep.write(c.out)
+}
+
+// runServer starts server i, runs the chosen scenarios on it and stops it.
+func runServer(ctx context.Context, c config, rep *report, i int, sp serverSpec) error {
+	t0 := time.Now()
+	b, err := startBench(ctx, c, sp)
+	if err != nil {
+		return err
+	}
+	defer b.stop()
+	rep.Servers = append(rep.Servers, serverRun{serverSpec: sp, Version: b.cluster.Version()})
+	// Order on a server: P1 sizes and CRs; P2 and P3 (first server); the
+	// scaling-only sizes (up to 100k objects: after P2/P3, so their
+	// apiserver restarts do not reload them); P5 last (it restarts the
+	// apiserver before every run, and a contender that did not sync in P1
+	// is not given P5's long timeout).
+	p1Names := c.p1Contenders
+	if p1Names == nil {
+		p1Names = p1Default(false)
+		if i > 0 {
+			p1Names = p1Core
+		}
+	}
+	if c.wantKind("configmaps") && c.want("p1") {
+		for _, n := range c.p1Sizes {
+			r, err := b.runP1(ctx, n, "configmaps", p1Names, true)
+			if err != nil {
+				return fmt.Errorf("P1 %d: %w", n, err)
+			}
+			rep.P1 = append(rep.P1, r)
+		}
+	}
+	if c.wantKind("cr") && c.want("p1") && c.crObjects > 0 {
+		r, err := b.runP1(ctx, c.crObjects, "cr", p1Default(true), false)
+		if err != nil {
+			return fmt.Errorf("P1 %d custom resources: %w", c.crObjects, err)
+		}
+		rep.P1 = append(rep.P1, r)
+	}
+	if i == 0 && c.want("p2") {
+		if rep.P2, err = b.runP2(ctx, c.p2Size); err != nil {
+			return fmt.Errorf("P2: %w", err)
+		}
+		rep.P2.Server = sp.Spec
+	}
+	if i == 0 && c.want("p3") {
+		if rep.P3, err = b.runP3(ctx); err != nil {
+			return fmt.Errorf("P3: %w", err)
+		}
+		rep.P3.Server = sp.Spec
+	}
+	if i == 0 && c.want("scaling") {
+		for _, n := range c.scaling {
+			if c.want("p1") && c.wantKind("configmaps") && slices.Contains(c.p1Sizes, n) {
+				continue // P1 ran this size with every scaling contender
+			}
+			r, err := b.runP1(ctx, n, "configmaps", scalingContenders, false)
+			if err != nil {
+				return fmt.Errorf("scaling %d: %w", n, err)
+			}
+			rep.P1 = append(rep.P1, r)
+		}
+	}
+	if c.want("p5") && (c.p5Servers == nil || slices.Contains(c.p5Servers, sp.Spec)) {
+		p, err := b.runP5(ctx)
+		if err != nil {
+			return fmt.Errorf("P5: %w", err)
+		}
+		rep.P5 = append(rep.P5, p)
+	}
+	rep.Servers[len(rep.Servers)-1].DurationS = time.Since(t0).Seconds()
+	return nil
 }
 
 func logf(format string, args ...any) {

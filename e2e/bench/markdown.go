@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -101,7 +102,7 @@ func verdict(ok bool) string {
 	return "**missed**"
 }
 
-func (r *report) markdown(jsonName, notes string) string {
+func (r *report) markdown(jsonName, notes string, charts map[string]string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Benchmarks: steadywatch vs stock client-go\n\n")
@@ -111,15 +112,46 @@ func (r *report) markdown(jsonName, notes string) string {
 	e := r.Env
 	w("## Environment\n\n| | |\n|---|---|\n")
 	w("| date | %s |\n| machine | %s, %d CPUs (%s), shared with other engineers' suites |\n| load average (1/5/15 min) | start %s, end %s |\n", e.Date, e.OS, e.CPUs, e.CPUModel, e.LoadStart, e.LoadEnd)
-	w("| Go | %s |\n| client-go (stock and under steadywatch) | %s |\n| kube-apiserver | %s (real binary, watch cache on, embedded etcd 3.6, loopback TLS, HTTP/2) |\n| steadywatch commit | %s |\n| wall time of the run | %.0f s |\n\n", e.GoVersion, e.ClientGo, e.Server, e.Commit, e.DurationS)
-	w("Exact command: `%s` (from the repository root: `cd e2e && go run ./bench -size small -out ../docs`; `-size full` for 10k and 50k ConfigMaps; `-only p1,p2` for a subset).\n\n", r.Command)
+	w("| Go | %s |\n| client-go (stock and under steadywatch) | %s |\n", e.GoVersion, e.ClientGo)
+	if len(r.Servers) == 0 {
+		w("| kube-apiserver | %s (real binary, watch cache on, embedded etcd 3.6, loopback TLS, HTTP/2) |\n", e.Server)
+	}
+	for i, s := range r.Servers {
+		role := ""
+		if i == 0 {
+			role = "; P2, P3 and scaling ran here"
+		}
+		w("| server `%s` | kube-apiserver %s, watch cache %s (real binary, embedded etcd 3.6, loopback TLS, HTTP/2; %.0f s%s) |\n",
+			s.Spec, s.Version, onOff(!s.NoCache), s.DurationS, role)
+	}
+	w("| steadywatch commit | %s |\n| wall time of the run | %.0f s |\n\n", e.Commit, e.DurationS)
+	w("Exact command: `%s` (from the repository root: `make bench`, i.e. `cd e2e && go run ./bench -size small -out ../docs`; `-size full` for 10k and 50k ConfigMaps on four servers; `-only p1,p5` for a subset; `-servers v1.37.2,v1.18.19` to choose servers).\n\n", r.Command)
 
 	r.summary(w)
 	if notes != "" {
 		w("%s\n\n", strings.TrimSpace(notes))
 	}
-	for _, p := range r.P1 {
-		r.p1Section(w, p)
+	r.p1Overview(w, charts)
+	r.scalingSection(w, charts)
+	for _, s := range r.serverSpecs() {
+		var ps []*p1Report
+		for _, p := range r.P1 {
+			if p.Server == s && !p.ScalingOnly {
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		if s != "" {
+			w("## P1 on server `%s` (kube-apiserver %s)\n\n", s, r.serverVersion(s))
+		}
+		for _, p := range ps {
+			r.p1Section(w, p, charts)
+		}
+	}
+	if len(r.P5) > 0 {
+		r.p5Section(w, charts)
 	}
 	if r.P2 != nil {
 		r.p2Section(w)
@@ -133,25 +165,180 @@ func (r *report) markdown(jsonName, notes string) string {
 	return b.String()
 }
 
-func (r *report) summary(w func(string, ...any)) {
-	w("## Targets\n\n| benchmark | measure | ratio ours / stock | target | verdict |\n|---|---|---|---|---|\n")
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off (`--watch-cache=false`)"
+}
+
+// serverSpecs lists the servers in the order run ("" for results from
+// before -servers).
+func (r *report) serverSpecs() []string {
+	var out []string
+	for _, s := range r.Servers {
+		out = append(out, s.Spec)
+	}
 	for _, p := range r.P1 {
-		for _, base := range []string{"stock", "stock-json"} {
-			for _, ours := range []string{"sw-informer", "sw-reflector"} {
-				t := pairedP1(p, ours, base, syncMs)
-				h := pairedP1(p, ours, base, peakHeap)
-				w("| P1 %dk | sync time, %s vs %s | %s | <= 0.5x | %s |\n", p.Objects/1000, ours, base, t, verdict(t.Median <= 0.5))
-				w("| P1 %dk | peak heap, %s vs %s | %s | <= 0.7x | %s |\n", p.Objects/1000, ours, base, h, verdict(h.Median <= 0.7))
+		if !slices.Contains(out, p.Server) {
+			out = append(out, p.Server)
+		}
+	}
+	return out
+}
+
+func (r *report) serverVersion(spec string) string {
+	for _, s := range r.Servers {
+		if s.Spec == spec {
+			return s.Version
+		}
+	}
+	return r.Env.Server
+}
+
+// names of the stock and our contenders of a P1 report's kind.
+func (p *p1Report) stockName() string {
+	if p.isCR() {
+		return "stock-cr"
+	}
+	return "stock"
+}
+
+func (p *p1Report) stockListName() string {
+	if p.isCR() {
+		return "stock-cr-list"
+	}
+	return "stock-list"
+}
+
+func (p *p1Report) ourNames() []string {
+	if p.isCR() {
+		return []string{"sw-informer-cr", "sw-reflector-cr"}
+	}
+	return []string{"sw-informer", "sw-reflector"}
+}
+
+// bases are the stock contenders a P1 report's ratios are taken against.
+func (p *p1Report) bases() []string {
+	if p.isCR() {
+		return []string{"stock-cr", "stock-cr-list"}
+	}
+	return []string{"stock", "stock-list", "stock-json"}
+}
+
+// stockStreams: stock's informer made a streaming list and no list, i.e. the
+// server streams lists to the stock client (false if stock did not sync).
+func (p *p1Report) stockStreams() bool {
+	runs := p.Runs[p.stockName()]
+	if len(runs) == 0 {
+		return false
+	}
+	q := runs[0].Result.Requests
+	return q["watch-list"] > 0 && q["list"] == 0
+}
+
+// chartBase: the stock contender of a report's chart: stock where it
+// streams, stock-list elsewhere (where stock lists or never syncs).
+func (p *p1Report) chartBase() string {
+	if p.stockStreams() || len(p.Runs[p.stockListName()]) == 0 {
+		return p.stockName()
+	}
+	return p.stockListName()
+}
+
+func (p *p1Report) label() string {
+	kind := "ConfigMaps"
+	if p.isCR() {
+		kind = "CRs"
+	}
+	return fmt.Sprintf("%s %s", fmtCount(p.Objects), kind)
+}
+
+func fmtCount(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+func (r *report) summary(w func(string, ...any)) {
+	w("## Targets\n\n")
+	w("Issue 17's targets: where stock lists (`stock-list` everywhere; `stock` on servers that do not stream lists to it), our initial sync takes <= 1.0x its time and <= 0.6x its client peak heap; in P5 the apiserver's peak heap is <= 0.5x stock's where stock lists unpaginated (one list request per informer, read from the run), and never worse (<= 1x) anywhere. Where stock streams (v1.37.2 with its watch cache) issue 9's targets (<= 0.5x time, <= 0.7x heap) are kept for reference. A ratio with a range is median (min–max) over paired repetitions.\n\n")
+	w("| server | benchmark | measure | ratio ours / stock | target | verdict |\n|---|---|---|---|---|---|\n")
+	for _, p := range r.P1 {
+		if p.ScalingOnly {
+			continue
+		}
+		srv := "`" + p.Server + "`"
+		if p.Server == "" {
+			srv = r.Env.Server
+		}
+		streams := p.stockStreams()
+		type tgt struct {
+			base       string
+			time, heap float64
+			note       string
+		}
+		var ts []tgt
+		if streams {
+			ts = append(ts, tgt{p.stockName(), 0.5, 0.7, " (issue 9; stock streams)"})
+		} else if len(p.Runs[p.stockName()]) > 0 {
+			ts = append(ts, tgt{p.stockName(), 1.0, 0.6, " (stock lists here)"})
+		} else if _, failed := p.Failures[p.stockName()]; failed {
+			var ours []string
+			for _, o := range p.ourNames() {
+				if runs := p.Runs[o]; len(runs) > 0 {
+					ours = append(ours, fmt.Sprintf("`%s` %.0f ms, %.1f MiB peak heap", o, medP1(runs, syncMs), mib(uint64(medP1(runs, peakHeap)))))
+				}
+			}
+			w("| %s | P1 %s | `%s` did not sync; ours (absolute, median) | %s | syncs | %s |\n", srv, p.label(), p.stockName(), strings.Join(ours, "; "), verdict(len(ours) == len(p.ourNames())))
+		}
+		if len(p.Runs[p.stockListName()]) > 0 {
+			ts = append(ts, tgt{p.stockListName(), 1.0, 0.6, ""})
+		}
+		for _, t := range ts {
+			for _, ours := range p.ourNames() {
+				if len(p.Runs[ours]) == 0 {
+					w("| %s | P1 %s | %s | **did not sync** | | **missed** |\n", srv, p.label(), ours)
+					continue
+				}
+				tm := pairedP1(p, ours, t.base, syncMs)
+				h := pairedP1(p, ours, t.base, peakHeap)
+				w("| %s | P1 %s | sync time, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, tm, t.time, verdict(tm.Median <= t.time))
+				w("| %s | P1 %s | client peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, h, t.heap, verdict(h.Median <= t.heap))
+			}
+		}
+	}
+	for _, p := range r.P5 {
+		streams := p.stockStreams()
+		for _, ours := range []string{"sw-informer", "sw-reflector"} {
+			if len(p.Runs[ours]) == 0 {
+				w("| `%s` | P5 %d informers | apiserver peak heap, %s | **did not sync** | | **missed** |\n", p.Server, p.Informers, ours)
+				continue
+			}
+			for _, base := range []string{"stock", "stock-list"} {
+				if len(p.Runs[base]) == 0 {
+					continue
+				}
+				target, note := 1.0, " (paginated list: never worse)"
+				switch {
+				case base == "stock" && streams:
+					note = " (stock streams: never worse)"
+				case p.unpaginated(base):
+					target, note = 0.5, " (unpaginated list)"
+				}
+				h := pairedP5(p, ours, base, p5Run.heapDelta)
+				w("| `%s` | P5 %d informers | apiserver peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", p.Server, p.Informers, ours, base, note, h, target, verdict(h.Median <= target))
 			}
 		}
 	}
 	if p := r.P2; p != nil {
 		for _, ours := range []string{"sw-informer", "sw-reflector"} {
 			el := medRec(p.Runs[ours], func(x recoveryRun) float64 { return x.Server.etcdLists() })
-			w("| P2 | etcd-reaching lists, %s | %g (stock %g) | 0 | %s |\n", ours, el,
+			w("| `%s` | P2 | etcd-reaching lists, %s | %g (stock %g) | 0 | %s |\n", p.Server, ours, el,
 				medRec(p.Runs["stock"], func(x recoveryRun) float64 { return x.Server.etcdLists() }), verdict(el == 0))
 			bs := pairedRec(p, ours, "stock", func(x recoveryRun) float64 { return float64(x.Result.WireIn) })
-			w("| P2 | bytes received (wire), %s vs stock | %s | <= 1x | %s |\n", ours, bs, verdict(bs.Median <= 1))
+			w("| `%s` | P2 | bytes received (wire), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, bs, verdict(bs.Median <= 1))
 		}
 	}
 	if p := r.P3; p != nil {
@@ -161,9 +348,9 @@ func (r *report) summary(w func(string, ...any)) {
 				return float64(x.Result.Requests["list"] + x.Result.Requests["watch"] + x.Result.Requests["watch-list"] + x.Result.Requests["version"])
 			})
 			tm := pairedRec(p, ours, "stock", func(x recoveryRun) float64 { return x.AfterReadyMs })
-			w("| P3 | etcd-reaching lists, %s vs stock | %s | <= 1x | %s |\n", ours, el, verdict(el.Median <= 1))
-			w("| P3 | requests, %s vs stock | %s | <= 1x | %s |\n", ours, rq, verdict(rq.Median <= 1))
-			w("| P3 | time until all synced (after ready), %s vs stock | %s | <= 1x | %s |\n", ours, tm, verdict(tm.Median <= 1))
+			w("| `%s` | P3 | etcd-reaching lists, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, el, verdict(el.Median <= 1))
+			w("| `%s` | P3 | requests, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, rq, verdict(rq.Median <= 1))
+			w("| `%s` | P3 | time until all synced (after ready), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, tm, verdict(tm.Median <= 1))
 		}
 	}
 	if p := r.P4; p != nil {
@@ -171,20 +358,44 @@ func (r *report) summary(w func(string, ...any)) {
 			if x.Metric != "ns/op" && x.Metric != "allocs/op" {
 				continue
 			}
-			w("| P4 | %s %s, %s vs clientgo | %s | <= 1.05x | %s |\n", strings.TrimPrefix(x.Benchmark, "Benchmark"), x.Metric, x.Impl, x.Ratio, verdict(x.Ratio.Median <= 1.05))
+			w("| – | P4 | %s %s, %s vs clientgo | %s | <= 1.05x | %s |\n", strings.TrimPrefix(x.Benchmark, "Benchmark"), x.Metric, x.Impl, x.Ratio, verdict(x.Ratio.Median <= 1.05))
 		}
 	}
 	w("\n")
 }
 
-func (r *report) p1Section(w func(string, ...any), p *p1Report) {
-	w("## P1: initial sync of %d ConfigMaps (~2.4 KB each)\n\n", p.Objects)
-	w("![P1 %d](bench/p1-%d.png)\n\n", p.Objects, p.Objects)
-	w("Each contender starts in a fresh process and is timed from starting its informer/reflector to `HasSynced` (store holds all %d objects, checked). Peak heap: `/memory/classes/heap/objects:bytes` sampled every 1 ms. Wire bytes: read from the TCP connections (TLS, gzip when the server compressed); body bytes: response bodies after decompression. Server columns: apiserver `/metrics` counters for configmaps, diffed around the run.\n\n", p.Objects)
-	w("| contender | sync ms (median) | time vs stock | time vs stock-json | peak heap MiB | heap vs stock | heap vs stock-json | wire MiB | wire vs stock | body MiB | client requests | server (median) | x decode-JSON limit | x decode-proto limit |\n")
-	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+func (r *report) p1Section(w func(string, ...any), p *p1Report, charts map[string]string) {
+	kind := "ConfigMaps (~2.4 KB each, protobuf unless a contender forces JSON)"
+	if ds := p.Decode["proto"]; len(ds) > 0 && ds[0].Objects > 0 {
+		kind = fmt.Sprintf("ConfigMaps (%.2f KB each as protobuf, which every contender gets unless it forces JSON)", float64(ds[0].Bytes)/float64(ds[0].Objects)/1000)
+	}
+	if p.isCR() {
+		kind = fmt.Sprintf("custom resources (`%s`, ~2.4 KB each, JSON: CRs have no protobuf)", crGVR.GroupResource())
+	}
+	w("### P1: initial sync of %d %s\n\n", p.Objects, kind)
+	if c, ok := charts[p1ChartKey(p)]; ok {
+		w("![P1 %s %d %s](bench/%s)\n\n", p.Server, p.Objects, p.Kind, c)
+	}
+	w("Each contender starts in a fresh process and is timed from starting its informer/reflector to `HasSynced` (store holds all %d objects, checked). Peak heap: `/memory/classes/heap/objects:bytes` sampled every 1 ms. Wire bytes: read from the TCP connections (TLS, gzip when the server compressed); body bytes: response bodies after decompression. Server columns: apiserver `/metrics` counters for the resource, diffed around the run. The chart compares with `%s`.\n\n", p.Objects, p.chartBase())
+	bases := p.bases()
+	w("| contender | sync ms (median) |")
+	for _, b := range bases {
+		w(" time vs %s |", b)
+	}
+	w(" peak heap MiB |")
+	for _, b := range bases {
+		w(" heap vs %s |", b)
+	}
+	w(" wire MiB | wire vs %s | body MiB | client requests | server (median) | x decode-JSON limit | x decode-proto limit |\n", p.chartBase())
+	w("|---|---|%s%s---|---|---|---|---|---|---|---|---|\n", strings.Repeat("---|", len(bases)), strings.Repeat("---|", len(bases)))
 	dj := median(decodeMs(p.Decode["json"]))
 	dp := median(decodeMs(p.Decode["proto"]))
+	lim := func(sm, d float64) string {
+		if d <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1fx", sm/d)
+	}
 	for _, c := range p.Contenders {
 		runs := p.Runs[c.Name]
 		if len(runs) == 0 {
@@ -195,40 +406,49 @@ func (r *report) p1Section(w func(string, ...any), p *p1Report) {
 		for _, k := range serverKeys {
 			srv[k] = medServer(runs, k)
 		}
-		w("| `%s` | %.0f | %s | %s | %.1f | %s | %s | %.1f | %s | %.1f | %s | %s | %.1fx | %.1fx |\n",
-			c.Name, sm, pairedP1(p, c.Name, "stock", syncMs), pairedP1(p, c.Name, "stock-json", syncMs),
-			mib(uint64(medP1(runs, peakHeap))), pairedP1(p, c.Name, "stock", peakHeap), pairedP1(p, c.Name, "stock-json", peakHeap),
-			mib(uint64(medP1(runs, wireIn))), pairedP1(p, c.Name, "stock", wireIn), mib(uint64(medP1(runs, bodyIn))),
-			requestsString(runs[0].Result.Requests), serverString(srv, serverKeys...), sm/dj, sm/dp)
+		w("| `%s` | %.0f |", c.Name, sm)
+		for _, b := range bases {
+			w(" %s |", pairedP1(p, c.Name, b, syncMs))
+		}
+		w(" %.1f |", mib(uint64(medP1(runs, peakHeap))))
+		for _, b := range bases {
+			w(" %s |", pairedP1(p, c.Name, b, peakHeap))
+		}
+		w(" %.1f | %s | %.1f | %s | %s | %s | %s |\n",
+			mib(uint64(medP1(runs, wireIn))), pairedP1(p, c.Name, p.chartBase(), wireIn), mib(uint64(medP1(runs, bodyIn))),
+			requestsString(runs[0].Result.Requests), serverString(srv, serverKeys...), lim(sm, dj), lim(sm, dp))
 	}
 	for _, name := range sortedKeys(p.Failures) {
-		w("| `%s` | **did not sync** | | | | | | | | | | | | |\n", name)
+		w("| `%s` | **did not sync** |%s\n", name, strings.Repeat(" |", 2*len(bases)+8))
 	}
 	if len(p.Failures) > 0 {
-		w("\nContenders that did not sync (each was run once, then skipped):\n\n")
+		w("\nContenders that did not sync (each was run once, then skipped, also at larger sizes on the same server):\n\n")
 		for _, name := range sortedKeys(p.Failures) {
 			w("- `%s`: %s\n", name, p.Failures[name])
 		}
 	}
-	w("\nContenders:\n\n")
+	w("\n<details><summary>Contenders</summary>\n\n")
 	for _, c := range p.Contenders {
 		w("- `%s`: %s\n", c.Name, c.Desc)
 	}
-	w("\n### The limit: decoding the same list once from memory\n\n| encoding | list bytes | decode ms (median, range) | peak heap MiB |\n|---|---|---|---|\n")
-	for _, k := range []string{"json", "proto"} {
-		ds := p.Decode[k]
-		if len(ds) == 0 {
-			continue
+	w("\n</details>\n\n")
+	if len(p.Decode) > 0 {
+		w("The limit, decoding the same list once from memory:\n\n| encoding | list bytes | decode ms (median, range) | peak heap MiB |\n|---|---|---|---|\n")
+		for _, k := range []string{"json", "proto"} {
+			ds := p.Decode[k]
+			if len(ds) == 0 {
+				continue
+			}
+			xs := decodeMs(ds)
+			s := spreadOf(xs)
+			var heaps []float64
+			for _, d := range ds {
+				heaps = append(heaps, float64(d.PeakHeap))
+			}
+			w("| %s | %.1f MiB (%.0f bytes per object) | %.0f (%.0f–%.0f) | %.1f |\n", k, mib(uint64(ds[0].Bytes)), float64(ds[0].Bytes)/float64(max(1, ds[0].Objects)), s.Median, s.Min, s.Max, mib(uint64(median(heaps))))
 		}
-		xs := decodeMs(ds)
-		s := spreadOf(xs)
-		var heaps []float64
-		for _, d := range ds {
-			heaps = append(heaps, float64(d.PeakHeap))
-		}
-		w("| %s | %.1f MiB | %.0f (%.0f–%.0f) | %.1f |\n", k, mib(uint64(ds[0].Bytes)), s.Median, s.Min, s.Max, mib(uint64(median(heaps))))
+		w("\nThe list was fetched once into memory (not timed), then decoded with client-go's `scheme.Codecs.UniversalDeserializer()` into a `ConfigMapList`. \"x decode limit\" in the table above is the contender's median sync time divided by the median decode time.\n\n")
 	}
-	w("\nThe list was fetched once into memory (not timed), then decoded with client-go's `scheme.Codecs.UniversalDeserializer()` into a `ConfigMapList`. \"x decode limit\" in the table above is the contender's median sync time divided by the median decode time.\n\n")
 	// First repetition's request log of each contender, for the record.
 	w("<details><summary>Requests of the first repetition, per contender</summary>\n\n")
 	for _, c := range p.Contenders {
@@ -255,7 +475,7 @@ func decodeMs(ds []*decodeResult) []float64 {
 
 func (r *report) p2Section(w func(string, ...any)) {
 	p := r.P2
-	w("## P2: recovery after a watch 410 at %d objects\n\n![P2](bench/p2.png)\n\n", p.Objects)
+	w("## P2: recovery after a watch 410 at %d objects%s\n\n![P2](bench/p2.png)\n\n", p.Objects, onServer(p.Server))
 	w("Each contender syncs through the harness's fault proxy. Then a rule answers the next watch on configmaps with a 410 ERROR event inside a 200 stream (exactly what a watch served from the watch cache gets when its resourceVersion has left the window), and the open watch is ended cleanly, so the contender re-watches, gets the 410 and recovers however it does. A marker ConfigMap is created right after; *re-synced* is when the contender's store has it. Client columns count what the contender sent after the trigger; server columns are apiserver `/metrics` diffs around the recovery (they include the marker's create).\n\n")
 	w("| contender | re-synced ms (median) | time vs stock | wire MiB | wire vs stock | body MiB | client requests (first rep.) | etcd lists | LIST / WATCH at server | server response bytes (LIST) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, name := range p.Contenders {
@@ -292,7 +512,7 @@ func (r *report) p2Section(w func(string, ...any)) {
 
 func (r *report) p3Section(w func(string, ...any)) {
 	p := r.P3
-	w("## P3: a herd of %d informers per contender across an apiserver restart (%d objects)\n\n", p.Instances, p.Objects)
+	w("## P3: a herd of %d informers per contender across an apiserver restart (%d objects)%s\n\n", p.Instances, p.Objects, onServer(p.Server))
 	w("One process per contender runs %d independent caches of the same namespace over one clientset (one HTTP/2 connection), all synced; then the apiserver is restarted (SIGTERM, same etcd, `/readyz`), a marker ConfigMap is created once it is ready, and the run ends when all %d caches have it. The apiserver's counters restart with it, so the server columns hold everything since the restart; a restart with no client at all costs: %s.\n\n",
 		p.Instances, p.Instances, serverString(p.Baseline, serverKeys...))
 	w("| contender | all re-synced, ms after ready (median) | vs stock | client requests (first rep.) | requests vs stock | etcd lists (server) | etcd lists vs stock | LIST / WATCH at server |\n|---|---|---|---|---|---|---|---|\n")

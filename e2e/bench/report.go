@@ -23,6 +23,18 @@ type report struct {
 	P2      *recoveryReport `json:"p2,omitempty"`
 	P3      *recoveryReport `json:"p3,omitempty"`
 	P4      *p4Report       `json:"p4,omitempty"`
+	P5      []*p5Report     `json:"p5,omitempty"`
+	// Servers: each -servers entry in the order run, with the apiserver's
+	// real version ("" in results from before -servers).
+	Servers []serverRun `json:"servers,omitempty"`
+	// Scaling: the object counts of the scaling charts (first server).
+	Scaling []int `json:"scaling,omitempty"`
+}
+
+type serverRun struct {
+	serverSpec
+	Version   string  `json:"kube_apiserver"`
+	DurationS float64 `json:"duration_s"`
 }
 
 type environmentInfo struct {
@@ -132,28 +144,54 @@ func (r *report) write(out string) error {
 	if err := os.WriteFile(filepath.Join(dir, jsonName), j, 0o644); err != nil {
 		return err
 	}
-	var charts []string
-	if len(r.P1) > 0 {
-		for _, p := range r.P1 {
-			name := fmt.Sprintf("p1-%d.png", p.Objects)
-			if err := writeChart(filepath.Join(dir, name), p1Chart(p)); err != nil {
-				return err
-			}
-			charts = append(charts, name)
+	charts := map[string]string{} // key -> file name in <out>/bench
+	put := func(key string, draw func(path string) error) error {
+		name := key + ".png"
+		if err := draw(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		charts[key] = name
+		return nil
+	}
+	for _, p := range r.P1 {
+		if p.ScalingOnly {
+			continue
+		}
+		c := p1Chart(p)
+		if err := put(p1ChartKey(p), func(path string) error { return writeChart(path, c) }); err != nil {
+			return err
+		}
+	}
+	if c, ok := r.p1OverviewChart(); ok {
+		if err := put("p1-overview", func(path string) error { return writeChart(path, c) }); err != nil {
+			return err
+		}
+	}
+	if tc, hc, ok := r.scalingCharts(); ok && len(r.Scaling) > 0 {
+		if err := put("scaling-time", func(path string) error { return writeLineChart(path, tc) }); err != nil {
+			return err
+		}
+		if err := put("scaling-heap", func(path string) error { return writeLineChart(path, hc) }); err != nil {
+			return err
+		}
+	}
+	if c, ok := r.p5Chart(); ok {
+		if err := put("p5", func(path string) error { return writeChart(path, c) }); err != nil {
+			return err
 		}
 	}
 	if r.P2 != nil {
-		if err := writeChart(filepath.Join(dir, "p2.png"), p2Chart(r.P2)); err != nil {
+		c := p2Chart(r.P2)
+		if err := put("p2", func(path string) error { return writeChart(path, c) }); err != nil {
 			return err
 		}
-		charts = append(charts, "p2.png")
 	}
 	notes, _ := os.ReadFile(filepath.Join(dir, "notes.md"))
-	md := r.markdown(jsonName, string(notes))
+	md := r.markdown(jsonName, string(notes), charts)
 	if err := os.WriteFile(filepath.Join(out, "benchmarks.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
-	logf("wrote %s, %s and %v", filepath.Join(out, "benchmarks.md"), filepath.Join(dir, jsonName), charts)
+	logf("wrote %s, %s and %d charts", filepath.Join(out, "benchmarks.md"), filepath.Join(dir, jsonName), len(charts))
 	return nil
 }
 

@@ -20,29 +20,63 @@ type p1Run struct {
 }
 
 type p1Report struct {
-	Objects    int                        `json:"objects"`
-	Namespace  string                     `json:"namespace"`
-	Contenders []contender                `json:"contenders"`
-	Runs       map[string][]p1Run         `json:"runs"`
-	Decode     map[string][]*decodeResult `json:"decode"` // "json", "proto"
+	// Server is the -servers entry this ran on ("" in results from before
+	// -servers: the single server of the run); Kind "configmaps" or "cr".
+	Server string `json:"server,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	// ScalingOnly: run for the scaling charts only (scaling contenders, no
+	// decode limit); not a P1 section of its own.
+	ScalingOnly bool                       `json:"scaling_only,omitempty"`
+	Objects     int                        `json:"objects"`
+	Namespace   string                     `json:"namespace"`
+	Contenders  []contender                `json:"contenders"`
+	Runs        map[string][]p1Run         `json:"runs"`
+	Decode      map[string][]*decodeResult `json:"decode"` // "json", "proto"
 	// Failures: contenders that did not sync (not retried in later repetitions).
 	Failures map[string]string `json:"failures,omitempty"`
 }
 
-func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
+func (p *p1Report) isCR() bool { return p.Kind == "cr" }
+
+// runP1 syncs n objects of kind ("configmaps" or "cr") with each named
+// contender, count times interleaved; decode adds the decode limit.
+func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, decode bool) (*p1Report, error) {
 	ns := "p1-" + strconv.Itoa(n)
-	if err := b.populate(ctx, ns, n); err != nil {
+	resource := "configmaps"
+	if kind == "cr" {
+		ns = "p1cr-" + strconv.Itoa(n)
+		resource = crGVR.Resource
+		decode = false
+		if err := b.populateCR(ctx, ns, n); err != nil {
+			return nil, err
+		}
+	} else if err := b.populate(ctx, ns, n); err != nil {
 		return nil, err
 	}
 	kc := b.cluster.KubeconfigPath()
-	rep := &p1Report{Objects: n, Namespace: ns, Contenders: contenders, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}, Failures: map[string]string{}}
-	order := append(contenderNames(nil), "decode-json", "decode-proto")
+	rep := &p1Report{Server: b.spec.Spec, Kind: kind, ScalingOnly: !decode && kind != "cr", Objects: n, Namespace: ns, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}, Failures: map[string]string{}}
+	for _, name := range names {
+		c, err := contenderByName(name)
+		if err != nil {
+			return nil, err
+		}
+		rep.Contenders = append(rep.Contenders, c)
+		if why, ok := b.failed[name]; ok {
+			// It did not sync at a smaller size on this server: do not
+			// spend another timeout on it.
+			rep.Failures[name] = "not run: " + why
+		}
+	}
+	order := slices.Clone(names)
+	if decode {
+		order = append(order, "decode-json", "decode-proto")
+	}
 	for r := 0; r < b.c.count; r++ {
 		seq := slices.Clone(order)
 		if r%2 == 1 {
 			slices.Reverse(seq) // ABAB...BABA: no contender always runs first
 		}
-		logf("P1 %d objects: repetition %d/%d", n, r+1, b.c.count)
+		logf("P1 %s %d %s: repetition %d/%d", b.spec.Spec, n, kind, r+1, b.c.count)
 		for _, name := range seq {
 			if proto, ok := strings.CutPrefix(name, "decode-"); ok {
 				var d decodeResult
@@ -57,23 +91,24 @@ func (b *bench) runP1(ctx context.Context, n int) (*p1Report, error) {
 				continue
 			}
 			c, _ := contenderByName(name)
-			before, err := b.serverMetrics(ctx)
+			before, err := b.serverMetricsFor(ctx, resource)
 			if err != nil {
 				return nil, err
 			}
 			var res syncResult
 			args := []string{"-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns, "-expect", strconv.Itoa(n), "-timeout", p1Timeout.String()}
 			if b.c.profile != "" && r == 0 {
-				args = append(args, "-cpuprofile", filepath.Join(b.c.profile, fmt.Sprintf("p1-%d-%s.prof", n, name)))
+				args = append(args, "-cpuprofile", filepath.Join(b.c.profile, fmt.Sprintf("p1-%s-%d-%s.prof", strings.ReplaceAll(b.spec.Spec, "/", "-"), n, name)))
 			}
 			if err := b.runChildOnce(ctx, c.Env, &res, args...); err != nil {
 				// A contender that cannot sync is a result, not a reason to
 				// lose the others': record it and stop running it.
 				rep.Failures[name] = fmt.Sprintf("repetition %d: %v", r+1, err)
+				b.failed[name] = fmt.Sprintf("did not sync %d objects on this server", n)
 				logf("  %-28s FAILED: %v", name, err)
 				continue
 			}
-			after, err := b.serverMetrics(ctx)
+			after, err := b.serverMetricsFor(ctx, resource)
 			if err != nil {
 				return nil, err
 			}
@@ -118,6 +153,7 @@ type recoveryRun struct {
 }
 
 type recoveryReport struct {
+	Server     string                   `json:"server,omitempty"`
 	Objects    int                      `json:"objects"`
 	Instances  int                      `json:"instances"`
 	Namespace  string                   `json:"namespace"`

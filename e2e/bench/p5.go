@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// P5: the apiserver's cost when a herd of informers of one contender starts
+// at once on a large namespace (the KEP-3157 scenario: many clients listing
+// hundreds of MB at the same time). The apiserver is restarted (same etcd)
+// before every run, so each contender meets a server with the same heap
+// state: freshly started, watch cache initialised, resident memory steady.
+
+type p5Run struct {
+	Rep    int         `json:"rep"`
+	Result *syncResult `json:"result"`
+	Server counters    `json:"server"` // configmaps counters, diffed around the run
+	// Apiserver process, from its /metrics sampled every ~100 ms during the
+	// run: peak minus the value just before the child started.
+	HeapBase   float64 `json:"heap_inuse_base_bytes"`
+	HeapPeak   float64 `json:"heap_inuse_peak_bytes"`
+	RSSBase    float64 `json:"rss_base_bytes"`
+	RSSPeak    float64 `json:"rss_peak_bytes"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	Samples    int     `json:"samples"`
+	SettleMs   float64 `json:"settle_ms"` // restart until the baseline was taken
+}
+
+func (r p5Run) heapDelta() float64 { return r.HeapPeak - r.HeapBase }
+func (r p5Run) rssDelta() float64  { return r.RSSPeak - r.RSSBase }
+
+type p5Report struct {
+	Server     string             `json:"server"`
+	Version    string             `json:"version"`
+	Objects    int                `json:"objects"`
+	SizeKB     int                `json:"size_kb"`
+	Informers  int                `json:"informers"`
+	Namespace  string             `json:"namespace"`
+	Contenders []string           `json:"contenders"`
+	Runs       map[string][]p5Run `json:"runs"`
+	Failures   map[string]string  `json:"failures,omitempty"`
+	Baseline   string             `json:"baseline"` // how the baseline was made fair
+	Count      int                `json:"count"`
+}
+
+// p5Timeout bounds one P5 child (N informers over ~250 MB).
+const p5Timeout = 8 * time.Minute
+
+func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
+	ns := "p5"
+	n := b.c.p5Objects
+	if err := b.populateCM(ctx, ns, n, b.c.p5SizeKB); err != nil {
+		return nil, err
+	}
+	rep := &p5Report{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, SizeKB: b.c.p5SizeKB, Informers: b.c.p5Informers,
+		Namespace: ns, Count: b.c.p5Count, Contenders: b.c.p5Contenders, Runs: map[string][]p5Run{}, Failures: map[string]string{},
+		Baseline: "apiserver restarted (same etcd) before every run; baseline sampled once its watch cache is initialised and its resident memory is steady, right after a forced GC (`/debug/pprof/heap?gc=1`)"}
+	if b.spec.NoCache {
+		rep.Baseline = "apiserver restarted (same etcd) before every run; baseline sampled once its resident memory is steady (no watch cache), right after a forced GC (`/debug/pprof/heap?gc=1`)"
+	}
+	for _, name := range b.c.p5Contenders {
+		if why, ok := b.failed[name]; ok {
+			rep.Failures[name] = "not run: " + why + " (P1)"
+		}
+	}
+	kc := b.cluster.KubeconfigPath()
+	for r := 0; r < b.c.p5Count; r++ {
+		seq := slices.Clone(b.c.p5Contenders)
+		if r%2 == 1 {
+			slices.Reverse(seq)
+		}
+		logf("P5 %s: %d informers x %d ConfigMaps of %d KiB: repetition %d/%d", b.spec.Spec, b.c.p5Informers, n, b.c.p5SizeKB, r+1, b.c.p5Count)
+		for _, name := range seq {
+			if _, failed := rep.Failures[name]; failed {
+				continue
+			}
+			run, err := b.p5Once(ctx, kc, ns, n, name, r)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				rep.Failures[name] = fmt.Sprintf("repetition %d: %v", r+1, err)
+				logf("  %-14s FAILED: %v", name, err)
+				continue
+			}
+			rep.Runs[name] = append(rep.Runs[name], *run)
+			logf("  %-14s all synced in %7.0f ms; apiserver heap +%6.1f MiB (peak %6.1f), RSS +%6.1f MiB, CPU %5.2f s, etcd lists %g, requests %v",
+				name, run.Result.SyncMs, mib(uint64(max(0, run.heapDelta()))), mib(uint64(run.HeapPeak)), mib(uint64(max(0, run.rssDelta()))),
+				run.CPUSeconds, run.Server.etcdLists(), run.Result.Requests)
+		}
+	}
+	return rep, nil
+}
+
+func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r int) (*p5Run, error) {
+	c, _ := contenderByName(name)
+	api := b.cluster.APIServers()[0]
+	t0 := time.Now()
+	if err := api.Restart(ctx); err != nil {
+		return nil, fmt.Errorf("restarting the apiserver: %w", err)
+	}
+	base, err := b.settle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	settle := time.Since(t0)
+	before, err := b.serverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Sample the apiserver's process metrics every ~100 ms while the herd syncs.
+	sctx, stopSampling := context.WithCancel(ctx)
+	var (
+		mu      sync.Mutex
+		peak    = base
+		last    = base
+		samples int
+		wg      sync.WaitGroup
+	)
+	sample := func(ctx context.Context) {
+		text, err := api.Metrics(ctx)
+		if err != nil {
+			return
+		}
+		p := parseProcessMetrics(text)
+		mu.Lock()
+		defer mu.Unlock()
+		peak.HeapInuse = max(peak.HeapInuse, p.HeapInuse)
+		peak.RSS = max(peak.RSS, p.RSS)
+		if p.CPU > 0 {
+			last = p
+		}
+		samples++
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+				sample(sctx)
+			}
+		}
+	}()
+	var res syncResult
+	err = b.runChildOnce(ctx, c.Env, &res, "-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns,
+		"-expect", strconv.Itoa(n), "-instances", strconv.Itoa(b.c.p5Informers), "-timeout", p5Timeout.String())
+	stopSampling()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	sample(ctx) // one last sample: the CPU counter after the run
+	after, err := b.serverMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r > 0 {
+		res.RequestLog = nil
+	}
+	return &p5Run{Rep: r, Result: &res, Server: after.minus(before), HeapBase: base.HeapInuse, HeapPeak: peak.HeapInuse,
+		RSSBase: base.RSS, RSSPeak: peak.RSS, CPUSeconds: last.CPU - base.CPU, Samples: samples, SettleMs: ms(settle)}, nil
+}
+
+// settle waits, after an apiserver restart, until the configmaps watch
+// cache is initialised (where the server has one and reports it) and the
+// process's resident memory has been steady (within 2%) for a second, and
+// returns the process metrics after a forced GC: the baseline of a P5 run.
+func (b *bench) settle(ctx context.Context) (processMetrics, error) {
+	api := b.cluster.APIServers()[0]
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var prev processMetrics
+	steady := 0
+	err := pollUntil(ctx, 250*time.Millisecond, func() bool {
+		text, err := api.Metrics(ctx)
+		if err != nil {
+			return false
+		}
+		if !b.spec.NoCache && strings.Contains(text, "apiserver_watch_cache_initializations_total") &&
+			parseCounters(text)["apiserver_watch_cache_initializations_total"] < 1 {
+			return false
+		}
+		p := parseProcessMetrics(text)
+		if prev.RSS > 0 && p.RSS > 0 && p.RSS < prev.RSS*1.02 && p.RSS > prev.RSS*0.98 {
+			steady++
+		} else {
+			steady = 0
+		}
+		prev = p
+		return steady >= 4
+	})
+	if err != nil {
+		return processMetrics{}, fmt.Errorf("apiserver did not settle after restart: %w", err)
+	}
+	// Force a GC in the apiserver (its pprof heap endpoint runs one with
+	// gc=1), so the baseline's heap-in-use is live data, not whatever
+	// garbage the last cycle left: the same starting point for every run.
+	if _, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err != nil {
+		logf("  (could not force a GC in the apiserver: %v)", err)
+	}
+	text, err := api.Metrics(ctx)
+	if err != nil {
+		return processMetrics{}, err
+	}
+	return parseProcessMetrics(text), nil
+}
