@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -121,10 +122,16 @@ func contenderNames(filter func(contender) bool) []string {
 
 const protobuf = "application/vnd.kubernetes.protobuf"
 
-// clientConfig applies the contender's content type to cfg.
+// clientConfig applies the contender's content type to cfg. The client-side
+// rate limit is client-go's default (QPS 5 after a burst of 10: what a
+// user who does not set rest.Config.QPS gets), unless the bench runs with
+// -unthrottled (env BENCH_UNTHROTTLED=1, inherited by the children).
 func (c contender) clientConfig(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: the server is what we measure
+	cfg.QPS, cfg.Burst = 0, 0
+	if os.Getenv("BENCH_UNTHROTTLED") == "1" {
+		cfg.QPS, cfg.Burst = -1, 0
+	}
 	cfg.DisableCompression = c.NoGzip
 	if c.JSON || c.CR {
 		cfg.ContentType = "application/json"

@@ -118,8 +118,12 @@ func main() {
 	p5c := flag.String("p5-contenders", strings.Join(p5Contenders, ","), "P5 contenders (comma-separated)")
 	p5s := flag.String("p5-servers", "", "P5 only on these -servers entries (comma-separated); default: all")
 	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
+	unthrottled := flag.Bool("unthrottled", false, "contenders' clients without client-side rate limit (default: client-go's QPS 5, burst 10, what a user who sets nothing gets)")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
+	if *unthrottled {
+		os.Setenv("BENCH_UNTHROTTLED", "1")
+	}
 	if *render != "" {
 		if err := rerender(*render, c.out); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

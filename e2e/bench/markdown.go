@@ -113,6 +113,9 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string) stri
 	w("## Environment\n\n| | |\n|---|---|\n")
 	w("| date | %s |\n| machine | %s, %d CPUs (%s), shared with other engineers' suites |\n| load average (1/5/15 min) | start %s, end %s |\n", e.Date, e.OS, e.CPUs, e.CPUModel, e.LoadStart, e.LoadEnd)
 	w("| Go | %s |\n| client-go (stock and under steadywatch) | %s |\n", e.GoVersion, e.ClientGo)
+	if e.RateLimit != "" {
+		w("| contenders' client-side rate limit | %s |\n", e.RateLimit)
+	}
 	if len(r.Servers) == 0 {
 		w("| kube-apiserver | %s (real binary, watch cache on, embedded etcd 3.6, loopback TLS, HTTP/2) |\n", e.Server)
 	}

@@ -49,11 +49,16 @@ type environmentInfo struct {
 	LoadStart string  `json:"load_start"`
 	LoadEnd   string  `json:"load_end"`
 	DurationS float64 `json:"duration_s"`
+	// RateLimit is the contenders' client-side rate limit.
+	RateLimit string `json:"client_rate_limit,omitempty"`
 }
 
 func environment(ctx context.Context, c config) environmentInfo {
 	e := environmentInfo{Date: time.Now().UTC().Format(time.RFC3339), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
-		CPUs: runtime.NumCPU(), LoadStart: loadAvg()}
+		CPUs: runtime.NumCPU(), LoadStart: loadAvg(), RateLimit: "client-go default (rest.Config QPS 5, burst 10)"}
+	if os.Getenv("BENCH_UNTHROTTLED") == "1" {
+		e.RateLimit = "none (-unthrottled: rest.Config QPS -1)"
+	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
