@@ -98,6 +98,17 @@ type Options struct {
 	// negative: MostRecent at once.
 	MaxStaleListRetries int
 
+	// PaginateLists lists MostRecent page by page (PageSize, growing to
+	// MaxPageSize) from the first attempt. Default false: a MostRecent list
+	// is served from the watch cache in one response (see planList: a
+	// consistent list from the cache on 1.31+, else NotOlderThan the
+	// resourceVersion of a limit=1 read), which costs the apiserver least.
+	// The trade-off: pages are decoded one by one, so this client's peak
+	// heap is lower, but before v1.34 every page is read from etcd, which
+	// costs the apiserver more (docs/benchmarks.md, P1 and P5). Retries of
+	// a failed list are paginated either way.
+	PaginateLists bool
+
 	// PageSize is the page size of MostRecent, Any and Exact lists. Default 500
 	// (client-go's pager default). Negative: unpaginated (one response holds
 	// everything: fewer round trips, unbounded memory on both sides).

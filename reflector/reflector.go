@@ -301,6 +301,47 @@ func (r *Reflector) streamingSupported(ctx context.Context) bool {
 		r.o.Server.Capabilities(ctx).Get(compat.StreamingList) == compat.Yes
 }
 
+// planList returns the query that fills the store for s. A MostRecent list
+// (first attempt, no continue) is served from the watch cache unless
+// Options.PaginateLists: in one response where the server reads consistent
+// lists from its cache (ConsistentListFromCache, 1.31+); elsewhere a
+// limit=1 MostRecent read (a quorum read of one object) gives the current
+// resourceVersion and the list is NotOlderThan it, which the watch cache
+// serves in one response, consistent as of the probe (KEP-2523; the
+// Kubernetes API Concepts page, "Resource versions"). A paginated MostRecent
+// list would read every page from etcd before v1.34, which costs the
+// apiserver several times what serving the same objects from its cache does
+// (docs/benchmarks.md, P5). Retries after a failure (attempt > 0) are true
+// MostRecent lists, paginated: a cache that is behind cannot serve them.
+// On error, probe is the query that failed.
+func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.Query, err error) {
+	q = s.query
+	switch {
+	case q.Semantic == fallback.NotOlderThan:
+		return q, q, nil
+	case q.Semantic != fallback.MostRecent || q.Continue != "" || s.attempt > 0 || r.o.PaginateLists || r.o.PageSize <= 0:
+		return q.WithLimit(r.o.PageSize), q, nil
+	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(compat.ConsistentListFromCache) == compat.Yes:
+		return q, q, nil
+	}
+	if r.client == nil {
+		return q.WithLimit(r.o.PageSize), q, nil
+	}
+	// One page of one object, not a list through the lister (which would
+	// follow its continue token to the end).
+	probe = fallback.MostRecentQuery().WithLimit(1)
+	obj, err := r.client.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return q, probe, err
+	}
+	rv := listRV(obj)
+	if rv == "" || rv == "0" {
+		return q.WithLimit(r.o.PageSize), q, nil
+	}
+	klog.FromContext(ctx).V(4).Info("Listing from the watch cache, not older than the current resourceVersion", "resourceVersion", rv)
+	return fallback.NotOlderThanQuery(rv), q, nil
+}
+
 // relistQuery is the cheapest list that never goes back in time from rv:
 // NotOlderThan(rv), served from the watch cache; MostRecent if there is no rv.
 func relistQuery(rv string) fallback.Query {
@@ -360,9 +401,12 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 	if !s.initial && s.attempt == 0 {
 		r.o.Metrics.Relist(r.name, s.cause)
 	}
-	q := s.query
-	if q.Semantic != fallback.NotOlderThan {
-		q = q.WithLimit(r.o.PageSize)
+	q, probe, err := r.planList(ctx, s)
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopped{}, because(ReasonContextDone, "context ended while listing")
+		}
+		return r.listFailed(ctx, s, probe, err)
 	}
 	obj, err := r.list(ctx, q)
 	if ctx.Err() != nil {

@@ -122,11 +122,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // fastOptions keeps backoffs short so tests run in milliseconds.
+// fastOptions: short backoffs, and MostRecent lists paginated from the
+// first attempt (PaginateLists), so a test of the relist logic sees one
+// list request per list; the default (served from the watch cache after a
+// limit=1 probe) has tests of its own (TestInitialListFromWatchCache...).
 func fastOptions(rec *recorder) Options {
 	return Options{
-		Name:    "test",
-		Metrics: rec,
-		Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
+		Name:          "test",
+		Metrics:       rec,
+		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
+		PaginateLists: true,
 	}
 }
 
@@ -794,5 +799,73 @@ func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
 		if !slices.Equal(limits, c.want) || len(store.ListKeys()) != 7500 {
 			t.Errorf("MaxPageSize %d: list limits %v, %d objects; want %v, 7500", c.max, limits, len(store.ListKeys()), c.want)
 		}
+	}
+}
+
+// By default a MostRecent list is served from the watch cache: without
+// knowing the server, a limit=1 MostRecent read gives the current
+// resourceVersion and the list is NotOlderThan it, in one response (no
+// pages, which would each be read from etcd before v1.34); where the server
+// reads consistent lists from its cache (1.31+), one unpaginated MostRecent
+// list. PaginateLists restores pages.
+func TestInitialListFromWatchCache(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    func(*Options)
+		want []string // resourceVersion/limit of each list request
+	}{
+		{"server unknown", func(*Options) {}, []string{"/1", "7500/0"}},
+		{"consistent lists from cache", func(o *Options) {
+			o.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ConsistentListFromCache: compat.Yes}})
+		}, []string{"/0"}},
+		{"PaginateLists", func(o *Options) { o.PaginateLists = true }, []string{"/500", "/1000", "/2000", "/4000"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+			defer srv.Close()
+			for i := range 7500 {
+				srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i)}})
+			}
+			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			o := Options{Name: "test", Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+			c.o(&o)
+			r := New(srv, &corev1.ConfigMap{}, store, o)
+			stop := run(t, r)
+			eventually(t, "synced", r.HasSynced)
+			stop()
+			var got []string
+			for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
+				got = append(got, fmt.Sprintf("%s/%d", l.Options.ResourceVersion, l.Options.Limit))
+			}
+			if !slices.Equal(got, c.want) || len(store.ListKeys()) != 7500 || r.LastSyncResourceVersion() != "7500" {
+				t.Errorf("lists %v, %d objects at %q; want %v, 7500 at 7500", got, len(store.ListKeys()), r.LastSyncResourceVersion(), c.want)
+			}
+		})
+	}
+}
+
+// The cache behind the probe's resourceVersion (too large, an HA member
+// whose cache lags) only delays the list: the lister retries it after the
+// server's Retry-After, and the store syncs at what the server serves.
+func TestInitialListFromWatchCacheBehind(t *testing.T) {
+	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+		switch n {
+		case 0: // the probe
+			return cmList("10", cm("a", "5")), nil
+		case 1: // NotOlderThan(10): the cache is behind
+			return nil, tooLarge(0)
+		}
+		return cmList("12", cm("a", "5")), nil
+	}}
+	o := Options{Name: "test", Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	eventually(t, "synced", r.HasSynced)
+	var got []string
+	for _, l := range fc.Lists() {
+		got = append(got, fmt.Sprintf("%s/%d", l.ResourceVersion, l.Limit))
+	}
+	if want := []string{"/1", "10/0", "10/0"}; !slices.Equal(got[:min(3, len(got))], want) || r.LastSyncResourceVersion() != "12" {
+		t.Fatalf("lists %v at %q; want %v at 12", got, r.LastSyncResourceVersion(), want)
 	}
 }
