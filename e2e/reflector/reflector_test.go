@@ -77,14 +77,40 @@ func proxySyncSpecs(version string, env *syncEnv) {
 		Expect(fills).To(HaveLen(1), "one list or streaming list fills the store")
 		if version == build.Legacy {
 			Expect(fills[0].Verb).To(Equal("list"), "on v1.18 the reflector must not even try a streaming list")
-			Expect(query(fills[0]).Get("resourceVersion")).To(BeEmpty(), "the first list is MostRecent")
-			Expect(query(fills[0]).Get("limit")).To(Equal("500"))
+			// Served from the watch cache: NotOlderThan the resourceVersion
+			// of a limit=1 MostRecent read, in one response (legacy wire
+			// form: resourceVersion without match or limit).
+			Expect(query(fills[0]).Get("resourceVersion")).NotTo(BeEmpty(), "the list is NotOlderThan the probe's resourceVersion")
+			Expect(query(fills[0]).Get("limit")).To(BeEmpty(), "one response, from the watch cache")
+			Expect(query(fills[0]).Get("resourceVersionMatch")).To(BeEmpty(), "v1.18 ignores resourceVersionMatch: the legacy wire form")
+			Expect(requests(env.p, "list", env.ns)[0].RawQuery).To(SatisfyAll(ContainSubstring("limit=1"), Not(ContainSubstring("resourceVersion="))), "a limit=1 MostRecent read first")
 			Expect(plainWatches(env.p, env.ns)).NotTo(BeEmpty())
 			Expect(query(plainWatches(env.p, env.ns)[0]).Get("resourceVersion")).To(Equal(run.r.LastSyncResourceVersion()))
 		} else {
 			Expect(isStreamingList(fills[0])).To(BeTrue(), "v1.36 streams the initial list: %s", fills[0].RawQuery)
 			Expect(withoutCountProbes(requests(env.p, "list", env.ns))).To(BeEmpty(), "no list of the data (the guard's limit=1 count aside)")
 		}
+	})
+
+	It("lists from the watch cache in one response where it does not stream (no pages read from etcd)", func() {
+		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-cache-" + version, DisableStreamingList: true})
+		waitSynced(run.r, 60*time.Second)
+		Expect(run.store.ListKeys()).To(HaveLen(100))
+		fills := relists(env.p, env.ns)
+		logRequests("requests", requests(env.p, "", env.ns))
+		Expect(fills).To(HaveLen(1), "one list fills the store")
+		Expect(query(fills[0]).Get("limit")).To(BeEmpty(), "one response: %s", fills[0].RawQuery)
+		Expect(query(fills[0]).Get("continue")).To(BeEmpty())
+		if version == build.Legacy {
+			// No consistent lists from the cache before 1.31: NotOlderThan
+			// the resourceVersion of a limit=1 MostRecent read.
+			Expect(query(fills[0]).Get("resourceVersion")).NotTo(BeEmpty(), fills[0].RawQuery)
+		} else {
+			// ConsistentListFromCache (1.31+): MostRecent itself is served
+			// from the cache.
+			Expect(query(fills[0]).Get("resourceVersion")).To(BeEmpty(), fills[0].RawQuery)
+		}
+		Expect(run.r.LastSyncResourceVersion()).NotTo(BeEmpty())
 	})
 
 	It("syncs even when told (wrongly, for v1.18) that streaming lists work", func() {
