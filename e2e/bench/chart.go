@@ -108,15 +108,7 @@ func writeChart(path string, c chart) error {
 		lx += 20 + 6*len(name) + 20
 	}
 	drawText(img, lx, ly, "dashed: 1x and targets", grey, 1)
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writePNG(path, img)
 }
 
 func fill(img *image.RGBA, r image.Rectangle, c color.RGBA) {
@@ -167,4 +159,17 @@ var font5x7 = map[rune][7]uint8{
 	'(': {2, 4, 8, 8, 8, 4, 2}, ')': {8, 4, 2, 2, 2, 4, 8}, '=': {0, 0, 31, 0, 31, 0, 0},
 	'_': {0, 0, 0, 0, 0, 0, 31}, '%': {24, 25, 2, 4, 8, 19, 3}, '?': {14, 17, 1, 2, 4, 0, 4},
 	'<': {2, 4, 8, 16, 8, 4, 2}, '>': {8, 4, 2, 1, 2, 4, 8},
+}
+
+// writePNG writes img to path.
+func writePNG(path string, img image.Image) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -232,10 +232,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		go r.Run(ctx)
 		in.synced = r.HasSynced
 		in.size = func() int { return len(idx.ListKeys()) }
-		in.state = func() string {
-			st := r.State()
-			return fmt.Sprintf("reflector phase %v since %s: %s", st.Phase, st.Since.Format(time.RFC3339), st.Reason)
-		}
+		in.state = reflectorState(r)
 	default:
 		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
 	}
@@ -278,10 +275,7 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 		go r.Run(ctx)
 		in.synced = r.HasSynced
 		in.size = func() int { return len(idx.ListKeys()) }
-		in.state = func() string {
-			st := r.State()
-			return fmt.Sprintf("reflector phase %v since %s: %s", st.Phase, st.Since.Format(time.RFC3339), st.Reason)
-		}
+		in.state = reflectorState(r)
 	default:
 		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
 	}
@@ -321,4 +315,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// reflectorState describes where r is, for "not synced" errors.
+func reflectorState(r *reflector.Reflector) func() string {
+	return func() string {
+		st := r.State()
+		return fmt.Sprintf("reflector phase %v since %s: %s", st.Phase, st.Since.Format(time.RFC3339), st.Reason)
+	}
 }

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
 	"math"
-	"os"
 	"slices"
 	"strings"
 )
@@ -358,15 +356,7 @@ func writeLineChart(path string, c lineChart) error {
 		fill(img, image.Rect(left+pw+14, ly, left+pw+24, ly+8), col)
 		drawText(img, left+pw+28, ly, c.Series[s], ink, 1)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writePNG(path, img)
 }
 
 func niceStep(v float64) float64 {
