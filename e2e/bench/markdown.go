@@ -122,7 +122,19 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string) stri
 	for i, s := range r.Servers {
 		role := ""
 		if i == 0 {
-			role = "; P2, P3 and scaling ran here"
+			var ran []string
+			if r.P2 != nil {
+				ran = append(ran, "P2")
+			}
+			if r.P3 != nil {
+				ran = append(ran, "P3")
+			}
+			if len(r.Scaling) > 0 {
+				ran = append(ran, "scaling")
+			}
+			if len(ran) > 0 {
+				role = "; " + strings.Join(ran, ", ") + " ran here"
+			}
 		}
 		w("| server `%s` | kube-apiserver %s, watch cache %s (real binary, embedded etcd 3.6, loopback TLS, HTTP/2; %.0f s%s) |\n",
 			s.Spec, s.Version, onOff(!s.NoCache), s.DurationS, role)
