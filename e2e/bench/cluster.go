@@ -185,7 +185,7 @@ func (b *bench) ensureNamespace(ctx context.Context, ns string) error {
 
 const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-// randString returns k pseudo-random characters (deterministic per seed).
+// randString returns k pseudo-random characters (the same ones for the same rng state).
 func randString(rng *rand.Rand, k int) string {
 	buf := make([]byte, k)
 	for i := range buf {
