@@ -78,12 +78,19 @@ field-failures:
 	cd e2e && { $(GO) test -count=1 -timeout 20m ./fieldfailures -fieldfailures.results=$(CURDIR)/docs/field-failures.json $(E2E_FLAGS) || rc=$$?; \
 	  $(GO) run ./cmd/fieldfailures -in ../docs/field-failures.json -out ../docs/field-failures.md; exit $${rc:-0}; }
 
-## fuzz: run each fuzz target for FUZZTIME (not part of `make test`).
+## fuzz: run each fuzz target for FUZZTIME (not part of `make test`). A target fails only with a
+## failing input written to testdata/fuzz; Go 1.26's coordinator can end a clean run with
+## "context deadline exceeded" and no input (golang/go#75804, fixed in Go 1.27): reported, not failed.
 FUZZTIME ?= 30s
 fuzz:
 	@for pkg in ./fallback ./compat ./lister; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "==> $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; done; done
+	    echo "==> $$pkg $$f"; before=$$(ls $$pkg/testdata/fuzz/$$f 2>/dev/null | wc -l); log=$$(mktemp); \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1 | tee $$log; then \
+	      after=$$(ls $$pkg/testdata/fuzz/$$f 2>/dev/null | wc -l); \
+	      if [ "$$after" -gt "$$before" ] || ! grep -q 'context deadline exceeded' $$log; then rm -f $$log; echo "FAIL: $$f"; exit 1; fi; \
+	      echo "NOTE: $$f ended with 'context deadline exceeded' and wrote no failing input (golang/go#75804): not a failure"; \
+	    fi; rm -f $$log; done; done
 
 ## bench: steadywatch vs stock client-go on real apiservers; writes docs/benchmarks.md (BENCH_SIZE=full: 4 servers, 10k/50k, scaling to 100k, P5).
 BENCH_SIZE ?= small

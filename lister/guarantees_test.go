@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/metrics"
 )
 
 type answers = []func(metav1.ListOptions) (runtime.Object, error)
@@ -249,5 +251,38 @@ func TestRelistAtUnservedVersionIsMostRecent(t *testing.T) {
 	}
 	if got := c.calls()[0]; got.ResourceVersion != "" {
 		t.Fatalf("relist sent %+v, want MostRecent", got)
+	}
+}
+
+// rvRecorder counts ResourceVersionAdvanced calls.
+type rvRecorder struct {
+	metrics.Nop
+	n atomic.Int32
+}
+
+func (r *rvRecorder) ResourceVersionAdvanced(string, time.Time) { r.n.Add(1) }
+
+// The first event of a watch is reported as a resourceVersion advance at
+// once (a scrape right after the watch starts sees it), not only at the
+// next tick (1s with the default StallTimeout).
+func TestListerWatcherReportsFirstEventAtOnce(t *testing.T) {
+	fw := watch.NewRaceFreeFake()
+	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
+	rec := &rvRecorder{}
+	w, err := NewListerWatcher(c, Options{Metrics: rec}).WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	fw.Modify(cm("a", "6"))
+	if _, ok := recv(t, w, time.Second); !ok {
+		t.Fatal("no event")
+	}
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for rec.n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if rec.n.Load() == 0 {
+		t.Fatal("the first event was not reported within 300ms (before the 1s tick)")
 	}
 }

@@ -567,7 +567,11 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		if !f.send(ev) {
 			return
 		}
-		forwarded.Add(1)
+		if forwarded.Add(1) == 1 {
+			// The first event of a watch is reported at once (a scrape
+			// right after a watch starts sees it); later ones on the tick.
+			o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
+		}
 	}
 }
 

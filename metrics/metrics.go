@@ -27,9 +27,10 @@ type Recorder interface {
 	// Items reports the number of items in a reflector's store.
 	Items(name string, n int)
 	// ResourceVersionAdvanced reports the time the resourceVersion last
-	// advanced. Watches report it at most once a second (on the tick that
-	// also checks for stalls), with that tick's time, not once per event; a
-	// (re)list reports it when its store is replaced.
+	// advanced. A watch reports its first event at once and later ones at
+	// most once a second (on the tick that also checks for stalls), with
+	// that tick's time, not once per event; a (re)list of reflector.New
+	// reports it when its store is replaced.
 	ResourceVersionAdvanced(name string, at time.Time)
 	// ConsistencyCheck reports the result of one consistency check ("ok", "mismatch", "error").
 	ConsistencyCheck(name, result string)

@@ -872,6 +872,7 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			}
 			if events == 1 {
 				r.progress()
+				r.reportRVAdvanced() // the first event of a watch at once, later ones on the tick
 			}
 		}
 	}
