@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -33,15 +34,20 @@ func TestScenes(t *testing.T) {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errb.String())
 	}
 	for _, want := range []string{
-		"stock  NOT SYNCED    after 5s",                      // legacy: client-go waits for a bookmark v1.18 never sends
-		"streaming list unsupported (version v1.18.19)",      // legacy: our sync path, from compat
-		"ours   sent          LIST rv=\"\" limit=500 -> 200", // legacy: the list we sent instead
-		"410 Gone; relisting NotOlderThan(",                  // compaction: our relist after the 410
-		"RESULT: steadywatch synced, never went back",        // the verdict
+		"stock  NOT SYNCED    after 5s",                    // legacy: client-go waits for a bookmark v1.18 never sends
+		"streaming list unsupported (version v1.18.19)",    // legacy: our sync path, from compat
+		"ours   sent          LIST rv=\"\" limit=1 -> 200", // legacy: the current resourceVersion, then a list not older than it
+		"410 Gone; relisting NotOlderThan(",                // compaction: our relist after the 410
+		"RESULT: steadywatch synced, never went back",      // the verdict
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	// legacy: the list we sent instead of a streaming list, served from the
+	// watch cache in one response (no limit).
+	if !regexp.MustCompile(`ours   sent          LIST rv=[0-9]+ -> 200`).MatchString(s) {
+		t.Errorf("output lacks our list NotOlderThan the current resourceVersion (LIST rv=<n> without limit)")
 	}
 	rows := map[string][]string{} // "scene/side" -> summary fields
 	for _, line := range strings.Split(s, "\n") {

@@ -246,9 +246,9 @@ func startOurs(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Conf
 	caps := srv.Capabilities(ctx)
 	t.say("ours", "server        %s", caps)
 	if caps.Get(compat.StreamingList) != compat.Yes {
-		t.say("ours", "decision      no streaming list (%s): paginated list instead", caps.Reasons[compat.StreamingList])
+		t.say("ours", "decision      no streaming list (%s): a list from the watch cache instead", caps.Reasons[compat.StreamingList])
 		basis, _, _ := strings.Cut(caps.Reasons[compat.StreamingList], ":")
-		s.decision = fmt.Sprintf("streaming list unsupported (%s) -> paginated list", basis)
+		s.decision = fmt.Sprintf("streaming list unsupported (%s) -> list from the watch cache", basis)
 	} else {
 		t.say("ours", "decision      streaming list (%s)", caps.Reasons[compat.StreamingList])
 	}
