@@ -280,6 +280,9 @@ func (r *run) newerRV(floor string) (rv, where string, err error) {
 	return rv, "ListMeta.resourceVersion of a limit=1 MostRecent list", nil
 }
 
+// errNoListResourceVersion: the limit=1 list's ListMeta has no resourceVersion.
+var errNoListResourceVersion = errors.New("limit=1 list returned no resourceVersion")
+
 // probe sends the limit=1 MostRecent list and returns its ListMeta.resourceVersion.
 func (r *run) probe() (string, error) {
 	opts := fallback.MostRecentQuery().WithLimit(1).ApplyTo(r.base, fallback.Match)
@@ -297,7 +300,7 @@ func (r *run) probe() (string, error) {
 		return "", err
 	}
 	if sr.ServedResourceVersion == "" {
-		return "", errors.New("limit=1 list returned no resourceVersion")
+		return "", errNoListResourceVersion
 	}
 	return sr.ServedResourceVersion, nil
 }

@@ -306,12 +306,16 @@ type relay struct {
 }
 
 // relayBuffer is the relay channel's capacity. An unbuffered relay makes
-// every event a goroutine hand-off on top of the inner watch's own; a small
-// buffer lets the relay and client-go's reflector run side by side (per-event
-// cost measured by BenchmarkP4WatchEvent in package reflector). Events still
-// buffered when the consumer calls Stop are dropped, as an unbuffered
-// watch's next event would be.
-const relayBuffer = 64
+// every event a goroutine hand-off on top of the inner watch's own; a buffer
+// lets the relay and client-go's reflector run side by side, so that under a
+// flood of events the reflector finds them waiting instead of being woken per
+// event. Measured with BenchmarkP4WatchEvent in package reflector (8
+// interleaved runs, ns per event, drop-in vs client-go's reflector in the
+// same binary): 64 -> 1.16x, 256 -> 1.06x, 1024 -> 0.97x. The cost is the
+// channel's array, 32 KiB per open watch (1024 x 32-byte watch.Event).
+// Events still buffered when the consumer calls Stop are dropped, as an
+// unbuffered watch's next event would be.
+const relayBuffer = 1024
 
 func newRelay(inner watch.Interface) relay {
 	return relay{inner: inner, out: make(chan watch.Event, relayBuffer), stop: make(chan struct{})}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -93,6 +94,30 @@ func (l *Lister) ListPages(ctx context.Context, q Query, page PageFunc, opts ...
 		o(cfg)
 	}
 	return l.run(ctx, q, l.baseOptions(), page, cfg)
+}
+
+// CurrentResourceVersion returns the collection's current resourceVersion:
+// the ListMeta.resourceVersion of one limit=1 MostRecent list with the
+// lister's selectors (KEP-2523: a MostRecent list is served at the current
+// resourceVersion), or "" if the answer carries none. It is the same request the lister sends to find a newer
+// resourceVersion after a 410, recorded in the Record as PurposeNewerRVProbe;
+// it is not retried, and not counted as a list in Metrics.List. reflector.New uses it to list
+// from the watch cache not older than now.
+func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, error) {
+	start := time.Now()
+	q := fallback.MostRecentQuery().WithLimit(1)
+	rec := &Record{Requested: q}
+	r := &run{
+		l: l, ctx: ctx, log: klog.FromContext(ctx).WithValues("lister", l.o.Name), rec: rec, base: l.baseOptions(),
+		plan: newPlanner(l.o), tried: map[string]bool{},
+	}
+	rv, err := r.probe()
+	if errors.Is(err, errNoListResourceVersion) {
+		err = nil // "" says it: the caller decides
+	}
+	rec.Duration = time.Since(start)
+	rec.ServedResourceVersion = rv
+	return rv, rec, err
 }
 
 // ReasonGetExactScan is the reason of the Event GetExact records when the

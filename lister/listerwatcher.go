@@ -322,6 +322,13 @@ func (lw *ListerWatcher) unparsableHere(rv string) bool {
 	if _, err := strconv.ParseUint(rv, 10, 64); err == nil {
 		return false
 	}
+	return lw.versionsParse()
+}
+
+// versionsParse reports whether this server's versions parse as numbers: an
+// object's version was tracked (only numbers are), or the newest version
+// delivered parses.
+func (lw *ListerWatcher) versionsParse() bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	if len(lw.held) > 0 {
@@ -521,7 +528,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 				rv := m.GetResourceVersion()
 				n, perr := strconv.ParseUint(rv, 10, 64)
 				parses := perr == nil
-				if ev.Type != watch.Bookmark && rv != "" && !parses && lw.unparsableHere(rv) {
+				if ev.Type != watch.Bookmark && rv != "" && !parses && lw.versionsParse() {
 					// client-go would adopt it as its resume point and fail
 					// every watch from it; the object's state comes with the
 					// relist instead, so nothing is lost.
@@ -545,7 +552,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 						return
 					}
 				}
-				if ev.Type == watch.Bookmark && !parses && lw.unparsableHere(rv) {
+				if ev.Type == watch.Bookmark && !parses && lw.versionsParse() {
 					// A bookmark's only content is its resourceVersion: one
 					// that does not parse, on a server whose versions do,
 					// would become client-go's resume point and fail every
@@ -575,22 +582,27 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 	}
 }
 
-// watchdogTick is the watchdog's period: it bounds how late a stall is
-// found (StallTimeout plus at most one tick) and how stale the
-// resourceVersion-advanced metric may be.
-const watchdogTick = time.Second
+// StallCheckInterval is how often a watch is checked for a stall (and its
+// resourceVersion-advanced metric reported) for a given StallTimeout:
+// min(StallTimeout/4, 1s), at least 1ms; 1s when stall detection is off
+// (StallTimeout <= 0). A stalled watch ends between StallTimeout and one
+// interval later. The drop-in ListerWatcher and reflector.New both use it.
+func StallCheckInterval(stallTimeout time.Duration) time.Duration {
+	const most = time.Second
+	if stallTimeout <= 0 {
+		return most
+	}
+	return min(most, max(stallTimeout/4, time.Millisecond))
+}
 
-// startWatchdog checks every min(StallTimeout/4, watchdogTick) whether the
+// startWatchdog checks every StallCheckInterval(StallTimeout) whether the
 // watch forwarded anything since the last check: if it did, it reports the
 // resourceVersion as advanced (Metrics.ResourceVersionAdvanced, at the time
 // of the check); if nothing was forwarded for StallTimeout, it counts and
 // logs the stall and calls end (client-go then watches again from its
 // resourceVersion). It returns the function that stops it.
 func startWatchdog(o Options, log logr.Logger, forwarded *atomic.Uint64, end func()) (stop func()) {
-	tick := watchdogTick
-	if o.StallTimeout > 0 {
-		tick = min(tick, max(o.StallTimeout/4, time.Millisecond))
-	}
+	tick := StallCheckInterval(o.StallTimeout)
 	var (
 		mu      sync.Mutex
 		stopped bool

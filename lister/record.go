@@ -15,7 +15,8 @@ const (
 	// PurposePage is a page of the list (or its only request).
 	PurposePage Purpose = "page"
 	// PurposeNewerRVProbe is the limit=1 MostRecent list that supplies a newer
-	// resourceVersion for rule 1 or a list restart.
+	// resourceVersion for rule 1 or a list restart (or the current one:
+	// Lister.CurrentResourceVersion).
 	PurposeNewerRVProbe Purpose = "newer-rv-probe"
 )
 

@@ -71,7 +71,7 @@ func (r *Reflector) maybeCheckConsistency(ctx context.Context, rv string) {
 	r.lastCheck = now
 	snapshot := make(map[string]string, len(r.known))
 	for k, v := range r.known {
-		snapshot[k] = *v // a copy: the Run goroutine updates the values in place
+		snapshot[k] = v.rv // a copy: the Run goroutine updates the values in place
 	}
 	r.checks.Add(1)
 	go func() {

@@ -47,6 +47,7 @@ func ListFromLister(l *lister.Lister) ListFunc {
 type Reflector struct {
 	client       Client
 	list         ListFunc
+	lister       *lister.Lister // nil when the list function was supplied
 	store        cache.ReflectorStore
 	expectedType reflect.Type
 	expectedGVK  *schema.GroupVersionKind
@@ -71,7 +72,7 @@ type Reflector struct {
 	// known maps key -> object resourceVersion: what the store reflects. The
 	// values are pointers so that a watch event for a known key updates it
 	// without allocating the key string (see handleEvent).
-	known     map[string]*string
+	known     map[string]*storedRV
 	keyBuf    []byte // scratch for building a key without allocating
 	lastCheck time.Time
 	rvNum     uint64 // status.ResourceVersion parsed, valid if rvNumOK (setRV's cache)
@@ -108,7 +109,7 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		list:   o.List,
 		store:  store,
 		o:      o,
-		known:  map[string]*string{},
+		known:  map[string]*storedRV{},
 	}
 	r.rvUpdater, _ = store.(cache.ResourceVersionUpdater)
 	r.bookmarkStore, _ = store.(cache.ReflectorBookmarkStore)
@@ -144,7 +145,8 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		}
 	}
 	if r.list == nil {
-		r.list = ListFromLister(lister.New(c, r.listerOptions()))
+		r.lister = lister.New(c, r.listerOptions())
+		r.list = ListFromLister(r.lister)
 	}
 	b := o.Backoff.New() // never stops by itself: a reflector retries until its context ends
 	b.Clock = o.Clock
@@ -324,17 +326,16 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(compat.ConsistentListFromCache) == compat.Yes:
 		return q, q, nil
 	}
-	if r.client == nil {
+	if r.lister == nil {
 		return q.WithLimit(r.o.PageSize), q, nil
 	}
-	// One page of one object, not a list through the lister (which would
-	// follow its continue token to the end).
+	// One page of one object (Lister.CurrentResourceVersion), not a list
+	// through the lister (which would follow its continue token to the end).
 	probe = fallback.MostRecentQuery().WithLimit(1)
-	obj, err := r.client.List(ctx, metav1.ListOptions{Limit: 1})
+	rv, _, err := r.lister.CurrentResourceVersion(ctx)
 	if err != nil {
 		return q, probe, err
 	}
-	rv := listRV(obj)
 	if rv == "" || rv == "0" {
 		return q.WithLimit(r.o.PageSize), q, nil
 	}
@@ -490,15 +491,15 @@ func listRV(obj runtime.Object) string {
 // replace swaps the store's contents for items at rv.
 func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv string) error {
 	found := make([]any, 0, len(items))
-	known := make(map[string]*string, len(items))
-	rvs := make([]string, len(items)) // one allocation backs every value of known
+	known := make(map[string]*storedRV, len(items))
+	rvs := make([]storedRV, len(items)) // one allocation backs every value of known
 	for i, it := range items {
 		if !r.typeOK(ctx, it) {
 			continue
 		}
 		found = append(found, it)
 		if k, orv, ok := keyRV(it); ok {
-			rvs[i] = orv
+			rvs[i].set(orv)
 			known[k] = &rvs[i]
 		}
 	}
@@ -523,12 +524,16 @@ func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv stri
 // status.ResourceVersion), once per watch event: it allocates nothing and
 // builds no log arguments unless V(5) is enabled.
 func (r *Reflector) setRV(logger logr.Logger, rv string, force bool, now time.Time) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	r.setParsedRV(logger, rv, n, err == nil, force, now)
+}
+
+// setParsedRV is setRV with rv already parsed (nOK: it is the number n).
+func (r *Reflector) setParsedRV(logger logr.Logger, rv string, n uint64, nOK, force bool, now time.Time) {
 	if rv == "" {
 		return
 	}
 	// isOlder(rv, prev), with prev parsed once when it was stored.
-	n, err := strconv.ParseUint(rv, 10, 64)
-	nOK := err == nil
 	if !force && !nOK && r.rvNumOK {
 		// This server's versions parse; one that does not (a bookmark at
 		// "abc") is not adopted: every watch from it would fail.
@@ -782,15 +787,12 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	// an event that is not an ADDED (or a bookmark) shows the backlog ended.
 	propagate := s.rv != "" && s.rv != "0"
 	// Stall detection and the resourceVersion-advanced metric run on a
-	// ticker (every min(StallTimeout/4, 1s)), not per event: an event only
+	// ticker (every lister.StallCheckInterval(StallTimeout)), not per event: an event only
 	// counts itself. A tick that sees no new event adds its period to the
 	// quiet time; the watch counts as stalled once that reaches
 	// StallTimeout, so a restart comes no earlier than StallTimeout after
 	// the last event and at most one period later.
-	tick := time.Second
-	if r.o.StallTimeout > 0 {
-		tick = min(tick, max(r.o.StallTimeout/4, time.Millisecond))
-	}
+	tick := lister.StallCheckInterval(r.o.StallTimeout)
 	// A timer re-armed at each tick, not a Ticker: a stopped fake-clock
 	// Ticker still counts as a waiter (k8s.io/utils/clock/testing).
 	ticker := r.o.Clock.NewTimer(tick)
@@ -891,22 +893,32 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 		return
 	}
 	rv := m.GetResourceVersion()
-	if ev.Type != watch.Bookmark && *propagate && r.olderThanStored(logger, ev.Type, m, rv) {
-		return
+	n, err := strconv.ParseUint(rv, 10, 64)
+	nOK := err == nil
+	// One key and one map lookup per event: the stored version (if any) is
+	// compared with the event's and then updated in place.
+	var stored *storedRV
+	if ev.Type != watch.Bookmark {
+		stored = r.known[string(r.key(m))]
+		if *propagate && r.olderThanStored(logger, ev.Type, m, stored, rv, n, nOK) {
+			return
+		}
 	}
 	before := len(r.known)
 	switch ev.Type {
 	case watch.Added:
 		err = r.store.Add(ev.Object)
-		r.remember(m, rv)
+		r.remember(m, stored, rv, n, nOK)
 	case watch.Modified:
 		*propagate = true
 		err = r.store.Update(ev.Object)
-		r.remember(m, rv)
+		r.remember(m, stored, rv, n, nOK)
 	case watch.Deleted:
 		*propagate = true
 		err = r.store.Delete(ev.Object)
-		delete(r.known, string(r.key(m)))
+		if stored != nil {
+			delete(r.known, string(r.key(m)))
+		}
 	case watch.Bookmark:
 		*propagate = true
 		r.o.Metrics.Bookmark(r.name)
@@ -920,14 +932,14 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 	if err != nil {
 		logger.Error(err, "Store rejected a watch event", "type", ev.Type, "key", string(r.key(m)))
 	}
-	if n := len(r.known); n != before {
+	if items := len(r.known); items != before {
 		r.mu.Lock()
-		r.status.Items = n
+		r.status.Items = items
 		r.mu.Unlock()
-		r.o.Metrics.Items(r.name, n)
+		r.o.Metrics.Items(r.name, items)
 	}
 	if *propagate {
-		r.setRV(logger, rv, false, time.Time{})
+		r.setParsedRV(logger, rv, n, nOK, false, time.Time{})
 	}
 	if ev.Type == watch.Bookmark && *propagate {
 		r.maybeCheckConsistency(ctx, rv)
@@ -941,20 +953,28 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 // applied, and the reflector re-syncs. It only applies where resource
 // versions compare as numbers (etcd-backed servers); opaque versions
 // (some aggregated APIs) are never compared.
-func (r *Reflector) olderThanStored(logger logr.Logger, t watch.EventType, m metav1.Object, rv string) bool {
-	p, ok := r.known[string(r.key(m))]
-	if !ok || *p == rv {
-		return false
-	}
-	held, err1 := strconv.ParseUint(*p, 10, 64)
-	got, err2 := strconv.ParseUint(rv, 10, 64)
-	if err1 != nil || err2 != nil || got >= held {
+func (r *Reflector) olderThanStored(logger logr.Logger, t watch.EventType, m metav1.Object, stored *storedRV, rv string, got uint64, gotOK bool) bool {
+	if stored == nil || !stored.num || !gotOK || got >= stored.n {
 		return false
 	}
 	r.o.Metrics.Fallback(r.name, ReasonStaleEvent)
-	r.staleEvent = fmt.Sprintf("%s %s at resourceVersion %s is older than the stored object at %s", t, string(r.key(m)), rv, *p)
-	logger.Info("Ignoring a watch event older than the stored object", "type", t, "key", string(r.key(m)), "event", rv, "stored", *p)
+	key := string(r.key(m))
+	r.staleEvent = fmt.Sprintf("%s %s at resourceVersion %s is older than the stored object at %s", t, key, rv, stored.rv)
+	logger.Info("Ignoring a watch event older than the stored object", "type", t, "key", key, "event", rv, "stored", stored.rv)
 	return true
+}
+
+// storedRV is the resourceVersion the store reflects for one object, parsed
+// once when it is recorded (num: it parses, as n).
+type storedRV struct {
+	rv  string
+	n   uint64
+	num bool
+}
+
+func (s *storedRV) set(rv string) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	*s = storedRV{rv: rv, n: n, num: err == nil}
 }
 
 // key builds m's store key (cache.MetaNamespaceKeyFunc's "namespace/name",
@@ -970,17 +990,15 @@ func (r *Reflector) key(m metav1.Object) []byte {
 	return b
 }
 
-// remember records that the store reflects m at rv. For a key already known
-// it only updates the value, so no key string is allocated.
-func (r *Reflector) remember(m metav1.Object, rv string) {
-	k := r.key(m)
-	if p, ok := r.known[string(k)]; ok {
-		*p = rv
+// remember records that the store reflects m at rv (parsed: n, nOK). stored
+// is m's entry when the key is already known: it is updated in place, so no
+// key string is allocated.
+func (r *Reflector) remember(m metav1.Object, stored *storedRV, rv string, n uint64, nOK bool) {
+	if stored != nil {
+		*stored = storedRV{rv: rv, n: n, num: nOK}
 		return
 	}
-	p := new(string) // not &rv: that would move rv to the heap on every call
-	*p = rv
-	r.known[string(k)] = p
+	r.known[string(r.key(m))] = &storedRV{rv: rv, n: n, num: nOK}
 }
 
 // typeOK reports whether obj has the expected type (and GVK for unstructured).
