@@ -82,13 +82,9 @@ type ListerWatcher struct {
 	// compared, the last list's versions did not all parse); heldGen counts
 	// its resets, so a watch still draining after client-go stopped it
 	// cannot write into the map of a later list.
-	held    map[objectKey]uint64
+	held    *heldVersions
 	heldGen uint64
 }
-
-// objectKey is an object's namespace and name; built from the strings the
-// object already holds, so a lookup allocates nothing.
-type objectKey struct{ namespace, name string }
 
 var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
@@ -239,11 +235,11 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 // resourceVersion "" or "0", whose initial events fill it). It returns the
 // generation a watch that follows must present to track.
 func (lw *ListerWatcher) resetHeld(list runtime.Object) uint64 {
-	var held map[objectKey]uint64
+	var held *heldVersions
 	if list == nil {
-		held = map[objectKey]uint64{}
+		held = newHeldVersions(0)
 	} else {
-		held = make(map[objectKey]uint64, meta.LenList(list))
+		held = newHeldVersions(meta.LenList(list))
 		if err := meta.EachListItem(list, func(obj runtime.Object) error {
 			m, err := meta.Accessor(obj)
 			if err != nil {
@@ -253,7 +249,7 @@ func (lw *ListerWatcher) resetHeld(list runtime.Object) uint64 {
 			if err != nil {
 				return err
 			}
-			held[objectKey{m.GetNamespace(), m.GetName()}] = n
+			held.initial(objectKey{m.GetNamespace(), m.GetName()}, n)
 			return nil
 		}); err != nil {
 			held = nil // opaque (or unreadable) versions: nothing is compared
@@ -265,6 +261,44 @@ func (lw *ListerWatcher) resetHeld(list runtime.Object) uint64 {
 	gen := lw.heldGen
 	lw.mu.Unlock()
 	return gen
+}
+
+// maxHeldReserve caps the room reserveHeld makes ahead: the count is the
+// server's (remainingItemCount) and untrusted; past the cap the map grows as
+// events arrive.
+const maxHeldReserve = 1 << 17
+
+// reserveOnCount passes the expected number of initial events on (as
+// GuardOptions.Expected) and, when it arrives, makes room for that many
+// objects in the per-object versions of generation gen, so that a streaming
+// list of n objects fills a slice sized once instead of growing it step by
+// step (BenchmarkP4StreamEvent). A nil count channel stays nil.
+func (lw *ListerWatcher) reserveOnCount(gen uint64, count <-chan int) <-chan int {
+	if count == nil {
+		return nil
+	}
+	out := make(chan int, 1)
+	go func() {
+		defer close(out)
+		n, ok := <-count
+		if !ok {
+			return
+		}
+		lw.reserveHeld(gen, n)
+		out <- n
+	}()
+	return out
+}
+
+// reserveHeld makes room for n objects (at most maxHeldReserve) in the
+// initial per-object versions of generation gen.
+func (lw *ListerWatcher) reserveHeld(gen uint64, n int) {
+	n = min(n, maxHeldReserve)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.heldGen == gen && lw.held != nil {
+		lw.held.reserve(n)
+	}
 }
 
 // heldGeneration is the generation of the current per-object versions.
@@ -302,17 +336,14 @@ func (lw *ListerWatcher) trackParsed(gen uint64, t watch.EventType, m metav1.Obj
 		lw.mu.Unlock()
 		return 0, false
 	}
-	if h, ok := lw.held[k]; ok && compare && n < h {
+	if !compare && t == watch.Added {
+		lw.held.initial(k, n)
 		lw.mu.Unlock()
-		return h, true
+		return 0, false
 	}
-	if t == watch.Deleted {
-		delete(lw.held, k)
-	} else {
-		lw.held[k] = n
-	}
+	held, stale = lw.held.event(k, n, t, compare)
 	lw.mu.Unlock()
-	return 0, false
+	return held, stale
 }
 
 // unparsableHere reports whether rv does not parse as a number while this
@@ -331,7 +362,7 @@ func (lw *ListerWatcher) unparsableHere(rv string) bool {
 func (lw *ListerWatcher) versionsParse() bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	if len(lw.held) > 0 {
+	if lw.held != nil && lw.held.size() > 0 {
 		return true
 	}
 	_, err := strconv.ParseUint(lw.delivered, 10, 64)
@@ -406,9 +437,10 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return nil, err
 	}
-	return lw.follow(ctx, w, log, lw.resetHeld(nil), &GuardOptions{
+	gen := lw.resetHeld(nil)
+	return lw.follow(ctx, w, log, gen, &GuardOptions{
 		Timeout:  o.InitialEventsTimeout,
-		Expected: lw.l.expectInitialEvents(ctx, options),
+		Expected: lw.reserveOnCount(gen, lw.l.expectInitialEvents(ctx, options)),
 		Server:   srv,
 		OnNotStreaming: func(string) {
 			o.Metrics.Fallback(o.Name, string(ReasonStreamingListAbandoned))
