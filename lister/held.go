@@ -12,15 +12,17 @@ type objectKey struct{ namespace, name string }
 // is never delivered (docs/bad-server-data.md). ListerWatcher.mu guards it.
 //
 // The initial state (a list's items or a streaming list's initial events) is
-// kept as a plain slice, base, not indexed: appending costs a fraction of a
-// map insert, and most watches never need the index. An event after it can
+// kept in plain blocks, base, not indexed: appending costs a fraction of a
+// map insert and never copies (blocks grow from 64 to 4096 entries), and
+// most watches never need the index. An event after it can
 // only be older than its object's base version if its resourceVersion is at
 // most floor (the newest version in base); such an event, or a DELETED
 // event, builds the index once (base and the later events in recent merged
 // into one map) and from then on every event uses that map. Until then the
 // versions of later events live in recent.
 type heldVersions struct {
-	base  []heldEntry
+	base  [][]heldEntry
+	nbase int // entries in base
 	floor uint64
 	// recent: versions delivered after base, while index is not built.
 	recent map[objectKey]uint64
@@ -33,26 +35,20 @@ type heldEntry struct {
 	n uint64
 }
 
-// newHeldVersions starts empty, with room for n initial versions.
-func newHeldVersions(n int) *heldVersions {
-	return &heldVersions{base: make([]heldEntry, 0, n)}
-}
+// Block sizes of base: the first holds minHeldBlock entries, each next one
+// twice the previous, up to maxHeldBlock (160 KiB).
+const (
+	minHeldBlock = 64
+	maxHeldBlock = 4096
+)
+
+// newHeldVersions starts empty.
+func newHeldVersions() *heldVersions { return &heldVersions{} }
 
 // size is how many versions are held (an object may count twice before the
 // index is built).
 func (h *heldVersions) size() int {
-	return len(h.base) + len(h.recent) + len(h.index)
-}
-
-// reserve makes room for n initial versions in all, unless base holds half
-// of that already or the initial state has ended.
-func (h *heldVersions) reserve(n int) {
-	if h.index != nil || h.recent != nil || 2*len(h.base) >= n {
-		return
-	}
-	b := make([]heldEntry, len(h.base), n)
-	copy(b, h.base)
-	h.base = b
+	return h.nbase + len(h.recent) + len(h.index)
 }
 
 // initial records the version of one object of the initial state.
@@ -62,7 +58,17 @@ func (h *heldVersions) initial(k objectKey, n uint64) {
 		h.event(k, n, watch.Added, false)
 		return
 	}
-	h.base = append(h.base, heldEntry{k, n})
+	last := len(h.base) - 1
+	if last < 0 || len(h.base[last]) == cap(h.base[last]) {
+		size := minHeldBlock
+		if last >= 0 {
+			size = min(2*cap(h.base[last]), maxHeldBlock)
+		}
+		h.base = append(h.base, make([]heldEntry, 0, size))
+		last++
+	}
+	h.base[last] = append(h.base[last], heldEntry{k, n})
+	h.nbase++
 	h.floor = max(h.floor, n)
 }
 
@@ -77,7 +83,7 @@ func (h *heldVersions) event(k objectKey, n uint64, t watch.EventType, compare b
 			}
 			h.recent[k] = n
 			return 0, false
-		} else if !ok && t != watch.Deleted && (n > h.floor || len(h.base) == 0) {
+		} else if !ok && t != watch.Deleted && (n > h.floor || h.nbase == 0) {
 			// Newer than every version of base: it cannot be older than
 			// k's, if base has k at all.
 			if h.recent == nil {
@@ -101,12 +107,14 @@ func (h *heldVersions) event(k objectKey, n uint64, t watch.EventType, compare b
 
 // buildIndex merges base and recent (later versions win) into index.
 func (h *heldVersions) buildIndex() {
-	ix := make(map[objectKey]uint64, len(h.base)+len(h.recent))
-	for _, e := range h.base {
-		ix[e.k] = e.n
+	ix := make(map[objectKey]uint64, h.nbase+len(h.recent))
+	for _, b := range h.base {
+		for _, e := range b {
+			ix[e.k] = e.n
+		}
 	}
 	for k, n := range h.recent {
 		ix[k] = n
 	}
-	h.index, h.base, h.recent = ix, nil, nil
+	h.index, h.base, h.nbase, h.recent = ix, nil, 0, nil
 }

@@ -33,15 +33,12 @@ func TestHeldVersionsMatchesMap(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		keys := 1 + rng.IntN(6)
 		key := func() objectKey { return objectKey{"ns", string(rune('a' + rng.IntN(keys)))} }
-		h := newHeldVersions(rng.IntN(4))
+		h := newHeldVersions()
 		ref := refHeld{}
-		for i, n := 0, rng.IntN(8); i < n; i++ {
+		for i, n := 0, rng.IntN(8)+rng.IntN(2)*rng.IntN(300); i < n; i++ {
 			k, v := key(), uint64(1+rng.IntN(50))
 			h.initial(k, v)
 			ref[k] = v
-		}
-		if rng.IntN(3) == 0 {
-			h.reserve(rng.IntN(20))
 		}
 		for i, n := 0, rng.IntN(30); i < n; i++ {
 			k, v, typ, compare := key(), uint64(1+rng.IntN(100)), types[rng.IntN(len(types))], rng.IntN(8) != 0
@@ -61,7 +58,7 @@ func TestHeldVersionsMatchesMap(t *testing.T) {
 // The common case never builds the index: a streaming list's initial
 // events, then events newer than all of them.
 func TestHeldVersionsIndexOnlyWhenNeeded(t *testing.T) {
-	h := newHeldVersions(0)
+	h := newHeldVersions()
 	for i := range 100 {
 		h.initial(objectKey{"ns", string(rune('a' + i%26))}, uint64(10+i))
 	}

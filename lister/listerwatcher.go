@@ -235,11 +235,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 // resourceVersion "" or "0", whose initial events fill it). It returns the
 // generation a watch that follows must present to track.
 func (lw *ListerWatcher) resetHeld(list runtime.Object) uint64 {
-	var held *heldVersions
-	if list == nil {
-		held = newHeldVersions(0)
-	} else {
-		held = newHeldVersions(meta.LenList(list))
+	held := newHeldVersions()
+	if list != nil {
 		if err := meta.EachListItem(list, func(obj runtime.Object) error {
 			m, err := meta.Accessor(obj)
 			if err != nil {
@@ -261,44 +258,6 @@ func (lw *ListerWatcher) resetHeld(list runtime.Object) uint64 {
 	gen := lw.heldGen
 	lw.mu.Unlock()
 	return gen
-}
-
-// maxHeldReserve caps the room reserveHeld makes ahead: the count is the
-// server's (remainingItemCount) and untrusted; past the cap the map grows as
-// events arrive.
-const maxHeldReserve = 1 << 17
-
-// reserveOnCount passes the expected number of initial events on (as
-// GuardOptions.Expected) and, when it arrives, makes room for that many
-// objects in the per-object versions of generation gen, so that a streaming
-// list of n objects fills a slice sized once instead of growing it step by
-// step (BenchmarkP4StreamEvent). A nil count channel stays nil.
-func (lw *ListerWatcher) reserveOnCount(gen uint64, count <-chan int) <-chan int {
-	if count == nil {
-		return nil
-	}
-	out := make(chan int, 1)
-	go func() {
-		defer close(out)
-		n, ok := <-count
-		if !ok {
-			return
-		}
-		lw.reserveHeld(gen, n)
-		out <- n
-	}()
-	return out
-}
-
-// reserveHeld makes room for n objects (at most maxHeldReserve) in the
-// initial per-object versions of generation gen.
-func (lw *ListerWatcher) reserveHeld(gen uint64, n int) {
-	n = min(n, maxHeldReserve)
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	if lw.heldGen == gen && lw.held != nil {
-		lw.held.reserve(n)
-	}
 }
 
 // heldGeneration is the generation of the current per-object versions.
@@ -440,7 +399,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	gen := lw.resetHeld(nil)
 	return lw.follow(ctx, w, log, gen, &GuardOptions{
 		Timeout:  o.InitialEventsTimeout,
-		Expected: lw.reserveOnCount(gen, lw.l.expectInitialEvents(ctx, options)),
+		Expected: lw.l.expectInitialEvents(ctx, options),
 		Server:   srv,
 		OnNotStreaming: func(string) {
 			o.Metrics.Fallback(o.Name, string(ReasonStreamingListAbandoned))
