@@ -62,8 +62,9 @@ import (
 //     ends with a 410 Expired error event, so client-go's reflector relists
 //     NotOlderThan its last synced resourceVersion (after its own jittered
 //     backoff) instead of applying it. The last resourceVersion per object
-//     is one map entry per object (a list or streaming list resets it,
-//     DELETED removes the entry). Where a list carries a resourceVersion
+//     is one entry per object (a list or streaming list resets it, DELETED
+//     removes the entry; heldVersions keeps the initial state unindexed
+//     until an event could be older than it). Where a list carries a resourceVersion
 //     that does not parse as a number (aggregated APIs with opaque
 //     versions), nothing is compared until a list whose versions all parse.
 //   - Relists, watch restarts, bookmarks and items are counted and logged
