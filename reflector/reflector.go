@@ -787,8 +787,8 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	// an event that is not an ADDED (or a bookmark) shows the backlog ended.
 	propagate := s.rv != "" && s.rv != "0"
 	// Stall detection and the resourceVersion-advanced metric run on a
-	// ticker (every lister.StallCheckInterval(StallTimeout)), not per event: an event only
-	// counts itself. A tick that sees no new event adds its period to the
+	// ticker (every lister.StallCheckInterval(StallTimeout)), not per
+	// event: an event only counts itself. A tick that sees no new event adds its period to the
 	// quiet time; the watch counts as stalled once that reaches
 	// StallTimeout, so a restart comes no earlier than StallTimeout after
 	// the last event and at most one period later.

@@ -33,17 +33,27 @@ type p4Ratio struct {
 }
 
 func runP4(ctx context.Context, c config) (*p4Report, error) {
-	count := strconv.Itoa(max(6, c.count))
-	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkP4", "-benchmem", "-count", count, "-benchtime", c.benchtime, "./lister", "./reflector"}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = c.root
+	count := max(6, c.count)
+	// Interleaved repetitions: `go test -count N` would run each
+	// sub-benchmark N times in a row, so a drift of the machine's speed
+	// during the run would favour whichever impl ran first. -p 1: the two
+	// packages' benchmarks one after the other, not side by side on the
+	// same cores.
+	args := []string{"test", "-p", "1", "-run", "^$", "-bench", "^BenchmarkP4", "-benchmem", "-count", "1", "-benchtime", c.benchtime, "./lister", "./reflector"}
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	for i := range count {
+		logf("P4: repetition %d of %d", i+1, count)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = c.root
+		var one bytes.Buffer
+		cmd.Stdout = &one
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, one.String())
+		}
+		out.Write(one.Bytes())
 	}
-	rep := &p4Report{Command: "go " + strings.Join(args, " "), Raw: out.String()}
+	rep := &p4Report{Command: fmt.Sprintf("%d interleaved repetitions of `go %s`", count, strings.Join(args, " ")), Raw: out.String()}
 	f := filepath.Join(os.TempDir(), fmt.Sprintf("steadywatch-p4-%d.txt", os.Getpid()))
 	if err := os.WriteFile(f, out.Bytes(), 0o600); err != nil {
 		return nil, err
