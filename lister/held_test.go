@@ -29,8 +29,8 @@ func (r refHeld) event(k objectKey, n uint64, t watch.EventType, compare bool) (
 // requires the same answer for every event.
 func TestHeldVersionsMatchesMap(t *testing.T) {
 	types := []watch.EventType{watch.Added, watch.Modified, watch.Modified, watch.Deleted}
-	for seed := uint64(0); seed < 2000; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 7))
+	for hist := uint64(0); hist < 2000; hist++ {
+		rng := rand.New(rand.NewPCG(hist, 7))
 		keys := 1 + rng.IntN(6)
 		key := func() objectKey { return objectKey{"ns", string(rune('a' + rng.IntN(keys)))} }
 		h := newHeldVersions()
@@ -45,12 +45,12 @@ func TestHeldVersionsMatchesMap(t *testing.T) {
 			gotHeld, gotStale := h.event(k, v, typ, compare)
 			wantHeld, wantStale := ref.event(k, v, typ, compare)
 			if gotHeld != wantHeld || gotStale != wantStale {
-				t.Fatalf("seed %d, event %d (%s %v at %d, compare=%v): got (%d, %v), want (%d, %v)",
-					seed, i, typ, k, v, compare, gotHeld, gotStale, wantHeld, wantStale)
+				t.Fatalf("history %d, event %d (%s %v at %d, compare=%v): got (%d, %v), want (%d, %v)",
+					hist, i, typ, k, v, compare, gotHeld, gotStale, wantHeld, wantStale)
 			}
 		}
 		if h.size() == 0 && len(ref) != 0 {
-			t.Fatalf("seed %d: heldVersions holds nothing, the model %d objects", seed, len(ref))
+			t.Fatalf("history %d: heldVersions holds nothing, the model %d objects", hist, len(ref))
 		}
 	}
 }
