@@ -85,9 +85,9 @@ FUZZTIME ?= 30s
 fuzz:
 	@for pkg in ./fallback ./compat ./lister; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "==> $$pkg $$f"; before=$$(ls $$pkg/testdata/fuzz/$$f 2>/dev/null | wc -l); log=$$(mktemp); \
+	    echo "==> $$pkg $$f"; before=$$(find $$pkg/testdata/fuzz/$$f -type f 2>/dev/null | wc -l || true); log=$$(mktemp); \
 	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1 | tee $$log; then \
-	      after=$$(ls $$pkg/testdata/fuzz/$$f 2>/dev/null | wc -l); \
+	      after=$$(find $$pkg/testdata/fuzz/$$f -type f 2>/dev/null | wc -l || true); \
 	      if [ "$$after" -gt "$$before" ] || ! grep -q 'context deadline exceeded' $$log; then rm -f $$log; echo "FAIL: $$f"; exit 1; fi; \
 	      echo "NOTE: $$f ended with 'context deadline exceeded' and wrote no failing input (golang/go#75804): not a failure"; \
 	    fi; rm -f $$log; done; done
