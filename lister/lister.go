@@ -99,10 +99,11 @@ func (l *Lister) ListPages(ctx context.Context, q Query, page PageFunc, opts ...
 // CurrentResourceVersion returns the collection's current resourceVersion:
 // the ListMeta.resourceVersion of one limit=1 MostRecent list with the
 // lister's selectors (KEP-2523: a MostRecent list is served at the current
-// resourceVersion), or "" if the answer carries none. It is the same request the lister sends to find a newer
-// resourceVersion after a 410, recorded in the Record as PurposeNewerRVProbe;
-// it is not retried, and not counted as a list in Metrics.List. reflector.New uses it to list
-// from the watch cache not older than now.
+// resourceVersion), or "" if the answer carries none. It is the request the
+// lister sends to find a newer resourceVersion after a 410, recorded in the
+// Record as PurposeNewerRVProbe; it is not retried, and not counted as a
+// list in Metrics.List. reflector.New uses it to list from the watch cache
+// not older than now.
 func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, error) {
 	start := time.Now()
 	q := fallback.MostRecentQuery().WithLimit(1)

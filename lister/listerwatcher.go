@@ -64,9 +64,10 @@ import (
 //     backoff) instead of applying it. The last resourceVersion per object
 //     is one entry per object (a list or streaming list resets it, DELETED
 //     removes the entry; heldVersions keeps the initial state unindexed
-//     until an event could be older than it). Where a list carries a resourceVersion
-//     that does not parse as a number (aggregated APIs with opaque
-//     versions), nothing is compared until a list whose versions all parse.
+//     until an event could be older than it). Where a list carries a
+//     resourceVersion that does not parse as a number (aggregated APIs with
+//     opaque versions), nothing is compared until a list whose versions all
+//     parse.
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
@@ -397,8 +398,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return nil, err
 	}
-	gen := lw.resetHeld(nil)
-	return lw.follow(ctx, w, log, gen, &GuardOptions{
+	return lw.follow(ctx, w, log, lw.resetHeld(nil), &GuardOptions{
 		Timeout:  o.InitialEventsTimeout,
 		Expected: lw.l.expectInitialEvents(ctx, options),
 		Server:   srv,
