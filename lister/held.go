@@ -14,12 +14,14 @@ type objectKey struct{ namespace, name string }
 // The initial state (a list's items or a streaming list's initial events) is
 // kept in plain blocks, base, not indexed: appending costs a fraction of a
 // map insert and never copies (blocks grow from 64 to 4096 entries), and
-// most watches never need the index. An event after it can
-// only be older than its object's base version if its resourceVersion is at
-// most floor (the newest version in base); such an event, or a DELETED
-// event, builds the index once (base and the later events in recent merged
-// into one map) and from then on every event uses that map. Until then the
-// versions of later events live in recent.
+// most watches never need the index. An event after it can only be older
+// than its object's base version if its resourceVersion is at most floor
+// (the newest version in base); such an event, or a DELETED event, builds
+// the index once (base and the later events in recent merged into one map)
+// and from then on every event uses that map. Until then the versions of
+// later events live in recent; at worst (every object updated, none
+// deleted) base and recent together hold about twice what the one map
+// would.
 type heldVersions struct {
 	base  [][]heldEntry
 	nbase int // entries in base
