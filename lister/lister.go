@@ -108,10 +108,9 @@ func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, e
 	start := time.Now()
 	q := fallback.MostRecentQuery().WithLimit(1)
 	rec := &Record{Requested: q}
-	r := &run{
-		l: l, ctx: ctx, log: klog.FromContext(ctx).WithValues("lister", l.o.Name), rec: rec, base: l.baseOptions(),
-		plan: newPlanner(l.o), tried: map[string]bool{},
-	}
+	// run.probe reads only the client, the context, the base options and
+	// the record: no planner, no budget.
+	r := &run{l: l, ctx: ctx, rec: rec, base: l.baseOptions()}
 	rv, err := r.probe()
 	if errors.Is(err, errNoListResourceVersion) {
 		err = nil // "" says it: the caller decides

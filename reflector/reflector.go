@@ -897,9 +897,13 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 	nOK := err == nil
 	// One key and one map lookup per event: the stored version (if any) is
 	// compared with the event's and then updated in place.
-	var stored *storedRV
+	var (
+		stored *storedRV
+		key    []byte // valid until the next r.key call
+	)
 	if ev.Type != watch.Bookmark {
-		stored = r.known[string(r.key(m))]
+		key = r.key(m)
+		stored = r.known[string(key)]
 		if *propagate && r.olderThanStored(logger, ev.Type, m, stored, rv, n, nOK) {
 			return
 		}
@@ -908,16 +912,16 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 	switch ev.Type {
 	case watch.Added:
 		err = r.store.Add(ev.Object)
-		r.remember(m, stored, rv, n, nOK)
+		r.remember(key, stored, rv, n, nOK)
 	case watch.Modified:
 		*propagate = true
 		err = r.store.Update(ev.Object)
-		r.remember(m, stored, rv, n, nOK)
+		r.remember(key, stored, rv, n, nOK)
 	case watch.Deleted:
 		*propagate = true
 		err = r.store.Delete(ev.Object)
 		if stored != nil {
-			delete(r.known, string(r.key(m)))
+			delete(r.known, string(key))
 		}
 	case watch.Bookmark:
 		*propagate = true
@@ -990,15 +994,15 @@ func (r *Reflector) key(m metav1.Object) []byte {
 	return b
 }
 
-// remember records that the store reflects m at rv (parsed: n, nOK). stored
-// is m's entry when the key is already known: it is updated in place, so no
-// key string is allocated.
-func (r *Reflector) remember(m metav1.Object, stored *storedRV, rv string, n uint64, nOK bool) {
+// remember records that the store reflects the object with key at rv
+// (parsed: n, nOK). stored is its entry when the key is already known: it is
+// updated in place, so no key string is allocated.
+func (r *Reflector) remember(key []byte, stored *storedRV, rv string, n uint64, nOK bool) {
 	if stored != nil {
 		*stored = storedRV{rv: rv, n: n, num: nOK}
 		return
 	}
-	r.known[string(r.key(m))] = &storedRV{rv: rv, n: n, num: nOK}
+	r.known[string(key)] = &storedRV{rv: rv, n: n, num: nOK}
 }
 
 // typeOK reports whether obj has the expected type (and GVK for unstructured).
