@@ -3,10 +3,12 @@ package reflector
 import (
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -148,4 +150,47 @@ func TestRepeatedStaleEventBacksOff(t *testing.T) {
 		},
 	}
 	relistsBackOff(t, fc, func() int { return len(fc.Lists()) })
+}
+
+// A server that answers every list with 429 (no Retry-After) while
+// reflector.New fills its store from the watch cache by default (the
+// limit=1 read, Lister.CurrentResourceVersion, then a list): nothing is sent
+// while the reflector backs off, and each step of the clock past the
+// (doubling) delay lets exactly one request through, never a loop.
+func TestEveryListTooManyRequestsBacksOff(t *testing.T) {
+	var lists atomic.Int32
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		lists.Add(1)
+		return nil, apierrors.NewTooManyRequests("slow down", 0)
+	}}
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := fastOptions(&recorder{})
+	o.PaginateLists = false // the default: the current-resourceVersion read first
+	o.Clock = clk
+	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	run(t, r)
+	backingOff := func() int32 {
+		t.Helper()
+		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
+		return lists.Load()
+	}
+	first := backingOff()
+	if first != 1 {
+		t.Fatalf("%d requests before the first backoff, want 1 (the limit=1 read)", first)
+	}
+	prev := first
+	delay := 100 * time.Millisecond
+	for i := range 4 {
+		clk.Step(delay / 2) // less than the delay: nothing is sent
+		if n := backingOff(); n != prev {
+			t.Fatalf("step %d: %d requests during a %v backoff (had %d)", i, n, delay, prev)
+		}
+		clk.Step(delay - delay/2)
+		n := backingOff()
+		if n-prev != 1 {
+			t.Fatalf("step %d: %d requests after the %v backoff, want 1 (the list retried once)", i, n-prev, delay)
+		}
+		prev, delay = n, 2*delay
+	}
 }
