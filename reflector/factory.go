@@ -2,16 +2,12 @@ package reflector
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"reflect"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/lister"
@@ -78,7 +74,7 @@ func FactoryInformer(exampleObject runtime.Object, o FactoryOptions) func(kubern
 
 // FactoryInformerFunc is FactoryInformer returning its error.
 func FactoryInformerFunc(exampleObject runtime.Object, o FactoryOptions) (func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer, error) {
-	p, err := typedClientPathOf(exampleObject)
+	p, err := lister.TypedResourceOf(exampleObject)
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +83,11 @@ func FactoryInformerFunc(exampleObject runtime.Object, o FactoryOptions) (func(k
 		lo.Resource, _ = lister.ResourceOf(exampleObject)
 	}
 	indexers := cache.Indexers{}
-	if p.namespaced {
+	if p.Namespaced() {
 		indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
 	}
 	return func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		var lw cache.ListerWatcher = lister.NewListerWatcher(p.client(cs, o.Namespace), lo)
+		var lw cache.ListerWatcher = lister.NewListerWatcher(p.Client(cs, o.Namespace), lo)
 		if o.TweakListOptions != nil {
 			lw = tweaked{ListerWatcher: lw.(*lister.ListerWatcher), tweak: o.TweakListOptions}
 		}
@@ -103,137 +99,11 @@ func FactoryInformerFunc(exampleObject runtime.Object, o FactoryOptions) (func(k
 }
 
 // UnsupportedTypeError is FactoryInformerFunc's error for an object that is
-// not a resource of client-go's typed clientset.
-type UnsupportedTypeError struct {
-	Type   string // the Go type, e.g. "*v1.Widget"
-	Reason string
-}
-
-func (e *UnsupportedTypeError) Error() string {
-	return fmt.Sprintf("reflector: %s is not a resource of client-go's typed clientset (kubernetes.Interface): %s", e.Type, e.Reason)
-}
+// not a resource of client-go's typed clientset (lister.TypedResourceOf's).
+type UnsupportedTypeError = lister.UnsupportedTypeError
 
 // ErrUnsupportedType matches every *UnsupportedTypeError (errors.Is).
-var ErrUnsupportedType = errors.New("not a resource of client-go's typed clientset")
-
-// Is makes errors.Is(err, ErrUnsupportedType) true.
-func (e *UnsupportedTypeError) Is(target error) bool { return target == ErrUnsupportedType }
-
-// typedClientPath is where a resource's typed client is on
-// kubernetes.Interface: cs.<group>().<resource>(namespace) or, cluster-scoped,
-// cs.<group>().<resource>().
-type typedClientPath struct {
-	group, resource string
-	namespaced      bool
-	listType        reflect.Type // e.g. *corev1.ConfigMapList
-}
-
-// typedClientPathOf finds the typed client whose List returns the list type
-// of obj's kind, by the method types of kubernetes.Interface alone (nothing
-// is called). A Go list type belongs to one group/version, so at most one
-// client matches.
-func typedClientPathOf(obj runtime.Object) (typedClientPath, error) {
-	name := fmt.Sprintf("%T", obj)
-	if obj == nil {
-		return typedClientPath{}, &UnsupportedTypeError{Type: name, Reason: "nil example object"}
-	}
-	kinds, _, err := scheme.Scheme.ObjectKinds(obj)
-	if err != nil || len(kinds) == 0 {
-		return typedClientPath{}, &UnsupportedTypeError{Type: name, Reason: "not registered in k8s.io/client-go/kubernetes/scheme"}
-	}
-	gvk := kinds[0]
-	list, err := scheme.Scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err != nil {
-		return typedClientPath{}, &UnsupportedTypeError{Type: name, Reason: "no " + gvk.Kind + "List in the scheme"}
-	}
-	listType := reflect.TypeOf(list)
-	clientsetType := reflect.TypeFor[kubernetes.Interface]()
-	var found []typedClientPath
-	for i := range clientsetType.NumMethod() {
-		gm := clientsetType.Method(i)
-		if gm.Type.NumIn() != 0 || gm.Type.NumOut() != 1 || gm.Type.Out(0).Kind() != reflect.Interface {
-			continue
-		}
-		group := gm.Type.Out(0)
-		for j := range group.NumMethod() {
-			rm := group.Method(j)
-			namespaced := rm.Type.NumIn() == 1 && rm.Type.In(0).Kind() == reflect.String
-			if (!namespaced && rm.Type.NumIn() != 0) || rm.Type.NumOut() != 1 {
-				continue
-			}
-			if c := rm.Type.Out(0); listsAndWatches(c, listType) {
-				found = append(found, typedClientPath{group: gm.Name, resource: rm.Name, namespaced: namespaced, listType: listType})
-			}
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return typedClientPath{}, &UnsupportedTypeError{Type: name, Reason: "no typed client lists " + listType.String()}
-	default:
-		return typedClientPath{}, &UnsupportedTypeError{Type: name, Reason: fmt.Sprintf("%d typed clients list %s", len(found), listType)}
-	}
-}
-
-// listsAndWatches reports whether the interface type c has
-// List(context.Context, metav1.ListOptions) (listType, error) and
-// Watch(context.Context, metav1.ListOptions) (watch.Interface, error).
-func listsAndWatches(c, listType reflect.Type) bool {
-	if c.Kind() != reflect.Interface {
-		return false
-	}
-	is := func(name string, out reflect.Type) bool {
-		m, ok := c.MethodByName(name)
-		t := m.Type
-		return ok && t.NumIn() == 2 && t.In(0) == reflect.TypeFor[context.Context]() && t.In(1) == reflect.TypeFor[metav1.ListOptions]() &&
-			t.NumOut() == 2 && t.Out(0) == out && t.Out(1) == reflect.TypeFor[error]()
-	}
-	return is("List", listType) && is("Watch", reflect.TypeFor[watch.Interface]())
-}
-
-// client returns the lister.Client of cs's typed client on path p.
-func (p typedClientPath) client(cs kubernetes.Interface, namespace string) lister.Client {
-	group := reflect.ValueOf(cs).MethodByName(p.group).Call(nil)[0]
-	var args []reflect.Value
-	if p.namespaced {
-		args = []reflect.Value{reflect.ValueOf(namespace)}
-	}
-	rc := group.MethodByName(p.resource).Call(args)[0]
-	return typedClient{
-		list:  rc.MethodByName("List"),
-		watch: rc.MethodByName("Watch").Interface().(func(context.Context, metav1.ListOptions) (watch.Interface, error)),
-		cs:    cs,
-	}
-}
-
-// typedClient is a typed client as a lister.Client.
-type typedClient struct {
-	list  reflect.Value // func(context.Context, metav1.ListOptions) (*XList, error)
-	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
-	cs    kubernetes.Interface
-}
-
-func (c typedClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	out := c.list.Call([]reflect.Value{reflect.ValueOf(&ctx).Elem(), reflect.ValueOf(o)})
-	if err, _ := out[1].Interface().(error); err != nil {
-		return nil, err
-	}
-	return out[0].Interface().(runtime.Object), nil
-}
-
-func (c typedClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return c.watch(ctx, o)
-}
-
-// IsWatchListSemanticsUnSupported forwards the clientset's own declaration
-// (client-go's fake clientsets make it), as the factory's informers do
-// through cache.ToListWatcherWithWatchListSemantics.
-func (c typedClient) IsWatchListSemanticsUnSupported() bool {
-	type declares interface{ IsWatchListSemanticsUnSupported() bool }
-	d, ok := c.cs.(declares)
-	return ok && d.IsWatchListSemanticsUnSupported()
-}
+var ErrUnsupportedType = lister.ErrUnsupportedType
 
 // tweaked applies a factory's tweak function to the options client-go's
 // reflector passes, before the lister reads them.

@@ -200,13 +200,13 @@ func TestFactoryInformerFindsTypedClients(t *testing.T) {
 		{&extensionsv1beta1.Deployment{}, "ExtensionsV1beta1.Deployments", true},
 		{&storagev1.StorageClass{}, "StorageV1.StorageClasses", false},
 	} {
-		p, err := typedClientPathOf(tc.obj)
+		p, err := lister.TypedResourceOf(tc.obj)
 		if err != nil {
 			t.Errorf("%T: %v", tc.obj, err)
 			continue
 		}
-		if got := p.group + "." + p.resource; got != tc.want || p.namespaced != tc.namespaced {
-			t.Errorf("%T: %s (namespaced %v); want %s (%v)", tc.obj, got, p.namespaced, tc.want, tc.namespaced)
+		if got := p.String(); got != tc.want || p.Namespaced() != tc.namespaced {
+			t.Errorf("%T: %s (namespaced %v); want %s (%v)", tc.obj, got, p.Namespaced(), tc.want, tc.namespaced)
 		}
 	}
 	// A cluster-scoped resource ignores the namespace, as the factory does.
@@ -321,13 +321,13 @@ func TestFactoryInformerFindsEveryTypedClient(t *testing.T) {
 				continue
 			}
 			n++
-			p, err := typedClientPathOf(obj)
+			p, err := lister.TypedResourceOf(obj)
 			if err != nil {
 				t.Errorf("%s.%s: %v", gm.Name, rm.Name, err)
 				continue
 			}
-			if p.group != gm.Name || p.resource != rm.Name {
-				t.Errorf("%T: found %s.%s; want %s.%s", obj, p.group, p.resource, gm.Name, rm.Name)
+			if p.String() != gm.Name+"."+rm.Name {
+				t.Errorf("%T: found %s; want %s.%s", obj, p, gm.Name, rm.Name)
 			}
 		}
 	}

@@ -223,8 +223,11 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		in.state = func() string { return "informer not synced" }
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		cms := cs.CoreV1().ConfigMaps(ns)
-		r := reflector.New(lister.FromFuncs(cms.List, cms.Watch), &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, reflector.Options{
+		client, err := lister.FromClientset(cs, &corev1.ConfigMap{}, ns)
+		if err != nil {
+			return nil, err
+		}
+		r := reflector.New(client, &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, reflector.Options{
 			Server:               server,
 			DisableStreamingList: c.NoStream,
 			PageSize:             c.PageSize,

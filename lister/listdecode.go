@@ -1,0 +1,469 @@
+package lister
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+)
+
+// This file decodes a list response body item by item, as it arrives,
+// into a typed list (*corev1.ConfigMapList, ...). client-go's typed List
+// reads the whole body into memory and then decodes it, so at its peak a
+// client holds the response bytes (with the spare capacity of the buffer
+// they were read into) and every decoded object at once. Decoding item by
+// item holds one item's bytes at a time: the decoded objects are the same,
+// the response bytes are never held whole. Both encodings an apiserver
+// answers a typed client with are read: protobuf (client-go's default for
+// built-in types: the "k8s\x00" envelope, a runtime.Unknown whose raw bytes
+// are the list message) and JSON. Every length and key in the body is the
+// server's and untrusted: a buffer grows only with bytes actually received,
+// a field may not cross its message's end, and a truncated body is an error,
+// never a shorter list.
+
+// ErrListBody matches (errors.Is) every error of decoding a list response
+// body item by item: truncated, malformed, or not a list.
+var ErrListBody = errors.New("malformed list response body")
+
+// ListBodyError is the error of decoding a list response body: where it
+// failed (byte offset into the body) and why. It never holds body bytes.
+type ListBodyError struct {
+	Encoding string // "protobuf" or "json"
+	Offset   int64  // bytes of the body read before the failure
+	Reason   string
+	Err      error // the underlying error, if any (io.ErrUnexpectedEOF, ...)
+}
+
+func (e *ListBodyError) Error() string {
+	s := fmt.Sprintf("lister: %s list response body at byte %d: %s", e.Encoding, e.Offset, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *ListBodyError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrListBody) true.
+func (e *ListBodyError) Is(target error) bool { return target == ErrListBody }
+
+// protoMagic opens every protobuf-encoded Kubernetes object
+// (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
+var protoMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// listShape is how a typed list type is laid out: its ListMeta and Items
+// fields, their JSON keys and protobuf field numbers (read from the struct
+// tags, as go-to-protobuf and encoding/json write and read them).
+type listShape struct {
+	listType            reflect.Type // *XList
+	meta, items         int          // field indexes
+	metaJSON, itemsJSON string
+	metaNum, itemsNum   uint64
+}
+
+// protoUnmarshaler is what go-to-protobuf generates for every built-in type.
+type protoUnmarshaler interface{ Unmarshal([]byte) error }
+
+// shapeOf returns the shape of listType (a pointer to a list struct) and
+// whether it can be decoded item by item: a metav1.ListMeta field and an
+// Items slice of structs whose pointers are runtime.Objects with a
+// generated protobuf Unmarshal.
+func shapeOf(listType reflect.Type) (listShape, bool) {
+	if listType == nil || listType.Kind() != reflect.Pointer || listType.Elem().Kind() != reflect.Struct {
+		return listShape{}, false
+	}
+	st := listType.Elem()
+	meta, ok1 := st.FieldByName("ListMeta")
+	items, ok2 := st.FieldByName("Items")
+	if !ok1 || !ok2 || len(meta.Index) != 1 || len(items.Index) != 1 ||
+		meta.Type != reflect.TypeFor[metav1.ListMeta]() || items.Type.Kind() != reflect.Slice || items.Type.Elem().Kind() != reflect.Struct {
+		return listShape{}, false
+	}
+	ip := reflect.PointerTo(items.Type.Elem())
+	if !ip.Implements(reflect.TypeFor[runtime.Object]()) || !ip.Implements(reflect.TypeFor[protoUnmarshaler]()) {
+		return listShape{}, false
+	}
+	sh := listShape{listType: listType, meta: meta.Index[0], items: items.Index[0]}
+	var ok bool
+	if sh.metaJSON, sh.metaNum, ok = tags(meta); !ok {
+		return listShape{}, false
+	}
+	if sh.itemsJSON, sh.itemsNum, ok = tags(items); !ok {
+		return listShape{}, false
+	}
+	return sh, true
+}
+
+// tags reads a field's JSON key and protobuf field number:
+// `json:"items" protobuf:"bytes,2,rep,name=items"`.
+func tags(f reflect.StructField) (key string, num uint64, ok bool) {
+	key, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+	parts := strings.Split(f.Tag.Get("protobuf"), ",")
+	if key == "" || key == "-" || len(parts) < 2 || parts[0] != "bytes" {
+		return "", 0, false
+	}
+	num, err := strconv.ParseUint(parts[1], 10, 32)
+	return key, num, err == nil && num > 0
+}
+
+// decodeList decodes body (a 2xx list response) into a new list of sh's
+// type. A Status in place of the list is returned as its API error, as
+// client-go's typed client does.
+func decodeList(body io.Reader, sh listShape) (runtime.Object, error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	head, err := br.Peek(len(protoMagic))
+	if err != nil && len(head) == 0 {
+		return nil, &ListBodyError{Encoding: "unknown", Reason: "empty body", Err: io.ErrUnexpectedEOF}
+	}
+	list := reflect.New(sh.listType.Elem())
+	d := listDecoding{sh: sh, list: list.Elem()}
+	if bytes.Equal(head, protoMagic) {
+		err = d.proto(&countingReader{r: br})
+	} else {
+		err = d.json(br)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return list.Interface().(runtime.Object), nil
+}
+
+// listDecoding is one list being decoded.
+type listDecoding struct {
+	sh   listShape
+	list reflect.Value // the list struct (addressable)
+	buf  bytes.Buffer  // one field's bytes, reused
+}
+
+// appendItem appends a zero item and returns its address.
+func (d *listDecoding) appendItem() reflect.Value {
+	items := d.list.Field(d.sh.items)
+	n := items.Len()
+	if n == items.Cap() {
+		items.Grow(1)
+	}
+	items.SetLen(n + 1)
+	return items.Index(n).Addr()
+}
+
+// countingReader counts the bytes read, for error offsets and for fields
+// that must end within their message.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	return k, err
+}
+
+const (
+	wireVarint = 0
+	wireI64    = 1
+	wireLen    = 2
+	wireI32    = 5
+)
+
+// proto reads the envelope: the magic, then runtime.Unknown's fields
+// (1 typeMeta, 2 raw: the list message, 3 contentEncoding, 4 contentType).
+func (d *listDecoding) proto(r *countingReader) error {
+	fail := func(reason string, err error) error {
+		return &ListBodyError{Encoding: "protobuf", Offset: r.n, Reason: reason, Err: err}
+	}
+	if _, err := io.CopyN(io.Discard, r, int64(len(protoMagic))); err != nil {
+		return fail("reading the magic", err)
+	}
+	var typeMeta runtime.TypeMeta
+	sawRaw := false
+	for {
+		num, wire, err := readTag(r)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail("reading a field of the envelope", err)
+		}
+		switch {
+		case num == 1 && wire == wireLen:
+			b, err := d.field(r, -1)
+			if err != nil {
+				return fail("reading the envelope's typeMeta", err)
+			}
+			if err := typeMeta.Unmarshal(b); err != nil {
+				return fail("decoding the envelope's typeMeta", err)
+			}
+		case num == 2 && wire == wireLen && !sawRaw:
+			sawRaw = true
+			if typeMeta.Kind == "Status" {
+				b, err := d.field(r, -1)
+				if err != nil {
+					return fail("reading a Status", err)
+				}
+				var st metav1.Status
+				if err := st.Unmarshal(b); err != nil {
+					return fail("decoding a Status", err)
+				}
+				return &apierrors.StatusError{ErrStatus: st}
+			}
+			n, err := binary.ReadUvarint(r)
+			if err != nil {
+				return fail("reading the list's length", orUnexpectedEOF(err))
+			}
+			if err := d.protoList(r, n, fail); err != nil {
+				return err
+			}
+		case num == 3 && wire == wireLen:
+			b, err := d.field(r, -1)
+			if err != nil {
+				return fail("reading the envelope's contentEncoding", err)
+			}
+			if len(b) > 0 {
+				return fail(fmt.Sprintf("unsupported contentEncoding (%d bytes)", len(b)), nil)
+			}
+		default:
+			if err := d.skip(r, wire, -1); err != nil {
+				return fail(fmt.Sprintf("skipping envelope field %d", num), err)
+			}
+		}
+	}
+	if !sawRaw {
+		return fail("no list in the envelope", io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// protoList reads the list message of size bytes: ListMeta and one item at
+// a time; other fields are skipped.
+func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(string, error) error) error {
+	end := r.n + int64(size)
+	if size > 1<<62 {
+		return fail("list length out of range", nil)
+	}
+	for r.n < end {
+		num, wire, err := readTag(r)
+		if err != nil {
+			return fail("reading a field of the list", orUnexpectedEOF(err))
+		}
+		if r.n > end {
+			return fail("a field tag crosses the list's end", nil)
+		}
+		left := end - r.n
+		switch {
+		case num == d.sh.itemsNum && wire == wireLen:
+			b, err := d.field(r, left)
+			if err != nil {
+				return fail(fmt.Sprintf("reading item %d", d.list.Field(d.sh.items).Len()), err)
+			}
+			item := d.appendItem()
+			if err := item.Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
+				return fail(fmt.Sprintf("decoding item %d", d.list.Field(d.sh.items).Len()-1), err)
+			}
+		case num == d.sh.metaNum && wire == wireLen:
+			b, err := d.field(r, left)
+			if err != nil {
+				return fail("reading the list's metadata", err)
+			}
+			// Repeated message fields merge, as in proto.Unmarshal.
+			if err := d.list.Field(d.sh.meta).Addr().Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
+				return fail("decoding the list's metadata", err)
+			}
+		default:
+			if err := d.skip(r, wire, left); err != nil {
+				return fail(fmt.Sprintf("skipping list field %d", num), err)
+			}
+		}
+	}
+	if r.n != end {
+		return fail("a field crosses the list's end", nil)
+	}
+	return nil
+}
+
+// readTag reads a field tag; io.EOF only when nothing was read.
+func readTag(r *countingReader) (num uint64, wire int, err error) {
+	before := r.n
+	t, err := binary.ReadUvarint(r)
+	if err != nil {
+		if err == io.EOF && r.n == before {
+			return 0, 0, io.EOF
+		}
+		return 0, 0, orUnexpectedEOF(err)
+	}
+	num, wire = t>>3, int(t&7)
+	if num == 0 {
+		return 0, 0, errors.New("field number 0")
+	}
+	return num, wire, nil
+}
+
+// field reads a length-delimited field's length and bytes into d.buf (valid
+// until the next call). max < 0: no bound but the body's; else the field
+// (length prefix included) must fit in max bytes.
+func (d *listDecoding) field(r *countingReader, max int64) ([]byte, error) {
+	before := r.n
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, orUnexpectedEOF(err)
+	}
+	if n > 1<<62 || (max >= 0 && int64(n) > max-(r.n-before)) {
+		return nil, fmt.Errorf("field length %d beyond its message's end", n)
+	}
+	d.buf.Reset()
+	// The buffer grows with the bytes that arrive, not with the length the
+	// body claims.
+	if _, err := io.CopyN(&d.buf, r, int64(n)); err != nil {
+		return nil, orUnexpectedEOF(err)
+	}
+	return d.buf.Bytes(), nil
+}
+
+// skip skips a field's value of the given wire type.
+func (d *listDecoding) skip(r *countingReader, wire int, max int64) error {
+	var n int64
+	switch wire {
+	case wireVarint:
+		_, err := binary.ReadUvarint(r)
+		return orUnexpectedEOF(err)
+	case wireI64:
+		n = 8
+	case wireI32:
+		n = 4
+	case wireLen:
+		_, err := d.field(r, max)
+		return err
+	default:
+		return fmt.Errorf("unsupported wire type %d", wire)
+	}
+	if max >= 0 && n > max {
+		return errors.New("field beyond its message's end")
+	}
+	_, err := io.CopyN(io.Discard, r, n)
+	return orUnexpectedEOF(err)
+}
+
+func orUnexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// json reads a JSON list: the top-level object's keys one at a time; each
+// item of "items" is read and decoded on its own, with the decoding
+// client-go's JSON serializer uses for typed objects
+// (sigs.k8s.io/json.UnmarshalCaseSensitivePreserveInts).
+func (d *listDecoding) json(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	fail := func(reason string, err error) error {
+		return &ListBodyError{Encoding: "json", Offset: dec.InputOffset(), Reason: reason, Err: orUnexpectedEOF(err)}
+	}
+	if err := expectDelim(dec, '{'); err != nil {
+		return fail("reading the list object", err)
+	}
+	var raw json.RawMessage
+	var kind string
+	var rest map[string]json.RawMessage // every key but items, kept for a Status
+	sawItems := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fail("reading a key", err)
+		}
+		key, _ := t.(string)
+		switch {
+		case key == d.sh.itemsJSON:
+			if sawItems {
+				return fail("items given twice", nil)
+			}
+			sawItems = true
+			t, err := dec.Token()
+			if err != nil {
+				return fail("reading items", err)
+			}
+			if t == nil {
+				continue // "items": null
+			}
+			if t != json.Delim('[') {
+				return fail(fmt.Sprintf("items is %v, not an array", t), nil)
+			}
+			if items := d.list.Field(d.sh.items); items.IsNil() {
+				items.Set(reflect.MakeSlice(items.Type(), 0, 0)) // "items": [] is not null
+			}
+			for dec.More() {
+				if err := dec.Decode(&raw); err != nil {
+					return fail(fmt.Sprintf("reading item %d", d.list.Field(d.sh.items).Len()), err)
+				}
+				item := d.appendItem()
+				if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, item.Interface()); err != nil {
+					return fail(fmt.Sprintf("decoding item %d", d.list.Field(d.sh.items).Len()-1), err)
+				}
+			}
+			if err := expectDelim(dec, ']'); err != nil {
+				return fail("reading the end of items", err)
+			}
+		default:
+			if err := dec.Decode(&raw); err != nil {
+				return fail(fmt.Sprintf("reading %q", key), err)
+			}
+			if rest == nil {
+				rest = map[string]json.RawMessage{}
+			}
+			rest[key] = append(json.RawMessage(nil), raw...)
+			switch key {
+			case "kind":
+				_ = json.Unmarshal(raw, &kind)
+			case d.sh.metaJSON:
+				if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, d.list.Field(d.sh.meta).Addr().Interface()); err != nil {
+					return fail("decoding the list's metadata", err)
+				}
+			}
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return fail("reading the end of the list object", err)
+	}
+	if kind == "Status" {
+		b, _ := json.Marshal(rest)
+		var st metav1.Status
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(b, &st); err != nil {
+			return fail("decoding a Status", err)
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail("data after the list object", err)
+	}
+	return nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != want {
+		return fmt.Errorf("found %v, want %v", t, want)
+	}
+	return nil
+}
