@@ -83,10 +83,15 @@ func Clientset(cfg *rest.Config) kubernetes.Interface {
 }
 
 // ConfigMaps returns the SDK's lister.Client (also a reflector.Client) for
-// the ConfigMaps of namespace ns.
+// the ConfigMaps of namespace ns: lister.FromClientset, as the README
+// recommends for typed resources (lists decoded item by item), so every
+// suite runs that path against the real servers.
 func ConfigMaps(cs kubernetes.Interface, ns string) lister.Client {
-	cms := cs.CoreV1().ConfigMaps(ns)
-	return lister.FromFuncs(cms.List, cms.Watch)
+	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, ns)
+	if err != nil {
+		panic(err) // ConfigMaps are in client-go's clientset
+	}
+	return c
 }
 
 // NewNamespace creates a namespace named prefix-<random> that is deleted at

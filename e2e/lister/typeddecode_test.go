@@ -1,0 +1,141 @@
+package lister_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/lister"
+)
+
+// lister.FromClientset decodes a list response item by item from the body
+// as it arrives; these specs hold it to what client-go's typed client
+// decodes from the same real server, in both encodings, whole and page by
+// page, and to the same errors.
+var _ = Describe("lister.FromClientset decodes lists item by item as the typed client does", func() {
+	for _, srv := range []struct {
+		version string
+		labels  Labels
+		reason  string
+	}{
+		{build.Current, Label("conformance"), ""},
+		{build.Legacy, Label("legacy", "needs-faults"), "needs the harness's " + build.Legacy + " server"},
+	} {
+		Context(srv.version, srv.labels, Ordered, func() {
+			var e *env
+			var rvN string
+			BeforeAll(func(ctx SpecContext) {
+				o := harness.Options{Version: srv.version}
+				if srv.reason != "" {
+					e = startHarness(ctx, o, srv.reason)
+				} else {
+					e = start(ctx, o)
+				}
+				// Objects with every kind of field a ConfigMap has, some large.
+				for i := range 250 {
+					_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{
+						ObjectMeta: metav1.ObjectMeta{
+							Name:        fmt.Sprintf("dec-%03d", i),
+							Labels:      map[string]string{"set": "dec", "i": fmt.Sprint(i)},
+							Annotations: map[string]string{"note": strings.Repeat("n", (i%10)*1000)},
+						},
+						Data:       map[string]string{"a": strings.Repeat("v", i), "u": "ünïcode ✓"},
+						BinaryData: map[string][]byte{"b": bytes.Repeat([]byte{byte(i), 0, 255}, i%40+1)},
+					}, metav1.CreateOptions{})
+					Expect(err).NotTo(HaveOccurred())
+				}
+				l, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "set=dec"})
+				Expect(err).NotTo(HaveOccurred())
+				rvN = l.ResourceVersion
+			})
+
+			for _, contentType := range []string{"", "application/json"} {
+				It(fmt.Sprintf("content type %q: whole, paginated and continued lists equal the typed client's", contentType), func(ctx SpecContext) {
+					cfg := rest.CopyConfig(e.cfg)
+					cfg.ContentType = contentType
+					// The encodings the server answered in: protobuf by default,
+					// JSON when the client asks for it.
+					var answered sync.Map
+					cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+						return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+							resp, err := rt.RoundTrip(r)
+							if err == nil {
+								answered.Store(resp.Header.Get("Content-Type"), true)
+							}
+							return resp, err
+						})
+					})
+					defer func() {
+						want := "application/vnd.kubernetes.protobuf"
+						if contentType != "" {
+							want = contentType
+						}
+						var got []string
+						answered.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
+						Expect(got).To(ConsistOf(HavePrefix(want)))
+					}()
+					cs := kubernetes.NewForConfigOrDie(cfg)
+					ours, err := lister.FromClientset(cs, &corev1.ConfigMap{}, e.ns)
+					Expect(err).NotTo(HaveOccurred())
+					typed := cs.CoreV1().ConfigMaps(e.ns)
+
+					// One page at rvN (a resourceVersion with a limit is exact on
+					// every server, KEP-2523's legacy rule), then its continuation.
+					page1 := metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: rvN, Limit: 100}
+					want, err := typed.List(ctx, page1)
+					Expect(err).NotTo(HaveOccurred())
+					got, err := ours.List(ctx, page1)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(got).To(Equal(want))
+					Expect(want.Items).To(HaveLen(100))
+					Expect(want.Continue).NotTo(BeEmpty())
+
+					page2 := metav1.ListOptions{LabelSelector: "set=dec", Limit: 100, Continue: want.Continue}
+					want, err = typed.List(ctx, page2)
+					Expect(err).NotTo(HaveOccurred())
+					got, err = ours.List(ctx, page2)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(got).To(Equal(want))
+
+					// The whole collection, unpaginated: the items are the same
+					// (the list's resourceVersion may move on between the two).
+					whole := metav1.ListOptions{LabelSelector: "set=dec"}
+					want, err = typed.List(ctx, whole)
+					Expect(err).NotTo(HaveOccurred())
+					got, err = ours.List(ctx, whole)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(got.(*corev1.ConfigMapList).Items).To(Equal(want.Items))
+					Expect(want.Items).To(HaveLen(250))
+				})
+			}
+
+			It("a server's error answer is the typed client's error", func(ctx SpecContext) {
+				ours, err := lister.FromClientset(e.cs, &corev1.ConfigMap{}, e.ns)
+				Expect(err).NotTo(HaveOccurred())
+				bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
+				_, want := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, bad)
+				_, got := ours.List(ctx, bad)
+				Expect(want).To(HaveOccurred())
+				Expect(got).To(HaveOccurred())
+				Expect(apierrors.ReasonForError(got)).To(Equal(apierrors.ReasonForError(want)))
+				Expect(got.Error()).To(Equal(want.Error()))
+			})
+		})
+	}
+})
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
