@@ -31,7 +31,7 @@ func noWatch(context.Context, metav1.ListOptions) (watch.Interface, error) {
 
 // Exact(10) against a server that ignores the match: the answer at RV 12 is
 // caught and the list is retried with a limit (rule 2); the Record says so.
-// With a typed clientset: lister.FromFuncs(cs.CoreV1().ConfigMaps(ns).List, cs.CoreV1().ConfigMaps(ns).Watch).
+// With a typed clientset: lister.FromClientset(cs, &corev1.ConfigMap{}, ns).
 func ExampleLister_List() {
 	l := lister.New(lister.FromFuncs(legacyConfigMaps, noWatch), lister.Options{})
 	list, rec, err := l.List(context.Background(), lister.Exact("10"))

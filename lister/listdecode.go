@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
 )
@@ -139,11 +140,43 @@ func decodeList(body io.Reader, sh listShape) (runtime.Object, error) {
 	return list.Interface().(runtime.Object), nil
 }
 
-// listDecoding is one list being decoded.
+// listDecoding is one list being decoded: a typed list (sh, list) or an
+// unstructured one (ul).
 type listDecoding struct {
 	sh   listShape
 	list reflect.Value // the list struct (addressable)
-	buf  bytes.Buffer  // one field's bytes, reused
+	ul   *unstructured.UnstructuredList
+	buf  bytes.Buffer // one field's bytes, reused
+}
+
+func (d *listDecoding) itemsKey() string {
+	if d.ul != nil {
+		return "items"
+	}
+	return d.sh.itemsJSON
+}
+
+// decodeUnstructuredList decodes body (a 2xx JSON list response of a
+// dynamic client's request) into an *unstructured.UnstructuredList equal
+// to the one client-go's unstructured JSON decoding returns (every
+// top-level key but items in Object; items given the list's kind and
+// apiVersion when they have neither), item by item. A Status in place of
+// the list is returned as its API error.
+func decodeUnstructuredList(body io.Reader) (*unstructured.UnstructuredList, error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	head, err := br.Peek(len(protoMagic))
+	if err != nil && len(head) == 0 {
+		return nil, &ListBodyError{Encoding: "unknown", Reason: "empty body", Err: io.ErrUnexpectedEOF}
+	}
+	if bytes.Equal(head, protoMagic) {
+		return nil, &ListBodyError{Encoding: "protobuf", Reason: "a protobuf answer to a dynamic client's JSON request"}
+	}
+	ul := &unstructured.UnstructuredList{Object: map[string]any{}, Items: []unstructured.Unstructured{}}
+	d := listDecoding{ul: ul}
+	if err := d.json(br); err != nil {
+		return nil, err
+	}
+	return ul, nil
 }
 
 // appendItem appends a zero item and returns its address.
@@ -392,7 +425,7 @@ func (d *listDecoding) json(r io.Reader) error {
 		}
 		key, _ := t.(string)
 		switch {
-		case key == d.sh.itemsJSON:
+		case key == d.itemsKey():
 			if sawItems {
 				return fail("items given twice", nil)
 			}
@@ -407,16 +440,17 @@ func (d *listDecoding) json(r io.Reader) error {
 			if t != json.Delim('[') {
 				return fail(fmt.Sprintf("items is %v, not an array", t), nil)
 			}
-			if items := d.list.Field(d.sh.items); items.IsNil() {
-				items.Set(reflect.MakeSlice(items.Type(), 0, 0)) // "items": [] is not null
+			if d.ul == nil {
+				if items := d.list.Field(d.sh.items); items.IsNil() {
+					items.Set(reflect.MakeSlice(items.Type(), 0, 0)) // "items": [] is not null
+				}
 			}
 			for dec.More() {
 				if err := dec.Decode(&raw); err != nil {
-					return fail(fmt.Sprintf("reading item %d", d.list.Field(d.sh.items).Len()), err)
+					return fail(fmt.Sprintf("reading item %d", d.count()), err)
 				}
-				item := d.appendItem()
-				if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, item.Interface()); err != nil {
-					return fail(fmt.Sprintf("decoding item %d", d.list.Field(d.sh.items).Len()-1), err)
+				if err := d.jsonItem(raw); err != nil {
+					return fail(fmt.Sprintf("decoding item %d", d.count()), err)
 				}
 			}
 			if err := expectDelim(dec, ']'); err != nil {
@@ -430,13 +464,11 @@ func (d *listDecoding) json(r io.Reader) error {
 				rest = map[string]json.RawMessage{}
 			}
 			rest[key] = append(json.RawMessage(nil), raw...)
-			switch key {
-			case "kind":
+			if key == "kind" {
 				_ = json.Unmarshal(raw, &kind)
-			case d.sh.metaJSON:
-				if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, d.list.Field(d.sh.meta).Addr().Interface()); err != nil {
-					return fail("decoding the list's metadata", err)
-				}
+			}
+			if err := d.jsonKey(key, raw); err != nil {
+				return fail(fmt.Sprintf("decoding %q", key), err)
 			}
 		}
 	}
@@ -453,6 +485,55 @@ func (d *listDecoding) json(r io.Reader) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return fail("data after the list object", err)
+	}
+	if d.ul != nil {
+		// What client-go's unstructured decoding does: items without kind
+		// and apiVersion (a built-in resource's) get them from the list.
+		itemKind := strings.TrimSuffix(d.ul.GetKind(), "List")
+		for i := range d.ul.Items {
+			if it := &d.ul.Items[i]; it.GetKind() == "" && it.GetAPIVersion() == "" {
+				it.SetKind(itemKind)
+				it.SetAPIVersion(d.ul.GetAPIVersion())
+			}
+		}
+	}
+	return nil
+}
+
+// count is the number of items decoded so far.
+func (d *listDecoding) count() int {
+	if d.ul != nil {
+		return len(d.ul.Items)
+	}
+	return d.list.Field(d.sh.items).Len()
+}
+
+// jsonItem decodes one item of "items".
+func (d *listDecoding) jsonItem(raw []byte) error {
+	if d.ul != nil {
+		m := map[string]any{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &m); err != nil {
+			return err
+		}
+		d.ul.Items = append(d.ul.Items, unstructured.Unstructured{Object: m})
+		return nil
+	}
+	return kjson.UnmarshalCaseSensitivePreserveInts(raw, d.appendItem().Interface())
+}
+
+// jsonKey decodes a top-level key other than "items": a typed list keeps
+// its metadata, an unstructured list every key.
+func (d *listDecoding) jsonKey(key string, raw []byte) error {
+	if d.ul != nil {
+		var v any
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v); err != nil {
+			return err
+		}
+		d.ul.Object[key] = v
+		return nil
+	}
+	if key == d.sh.metaJSON {
+		return kjson.UnmarshalCaseSensitivePreserveInts(raw, d.list.Field(d.sh.meta).Addr().Interface())
 	}
 	return nil
 }

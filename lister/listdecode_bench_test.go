@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -16,7 +18,8 @@ import (
 // server in one response, protobuf and JSON, through client-go's typed
 // client (impl=clientgo: the body read whole, then decoded) and through
 // FromClientset (impl=itembyitem: decoded item by item as it arrives), side
-// by side in one run:
+// by side in one run; and the JSON body as unstructured objects through
+// the dynamic client and FromDynamicConfig:
 //
 //	go test -run '^$' -bench BenchmarkListBody -benchmem -count 10 ./lister | benchstat -row .name -col /impl -
 func BenchmarkListBody(b *testing.B) {
@@ -67,5 +70,45 @@ func BenchmarkListBody(b *testing.B) {
 			})
 		}
 		srv.Close()
+	}
+	// The same JSON body through the dynamic client (unstructured) and
+	// FromDynamicConfig.
+	body := encodeList(b, list, false)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL, QPS: -1}
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	dyn := dynamic.NewForConfigOrDie(cfg).Resource(gvr).Namespace("ns")
+	ours, err := FromDynamicConfig(cfg, gvr, "ns")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, impl := range []string{"clientgo", "itembyitem"} {
+		b.Run("enc=unstructured/impl="+impl, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var n int
+				if impl == "clientgo" {
+					l, err := dyn.List(context.Background(), metav1.ListOptions{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					n = len(l.Items)
+				} else {
+					l, err := ours.List(context.Background(), metav1.ListOptions{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					n = len(l.(*unstructured.UnstructuredList).Items)
+				}
+				if n != 10000 {
+					b.Fatalf("%d items", n)
+				}
+			}
+		})
 	}
 }

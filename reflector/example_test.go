@@ -27,14 +27,18 @@ func configMap(name string) *corev1.ConfigMap {
 }
 
 // A reflector fills a cache.Store from any list/watch pair. With a real
-// cluster, cs is a *kubernetes.Clientset from kubernetes.NewForConfig; the
-// fake clientset stands in for it here.
+// cluster, cs is a *kubernetes.Clientset from kubernetes.NewForConfig (and
+// lister.FromClientset decodes its lists item by item); the fake clientset
+// stands in for it here.
 func ExampleNew() {
 	cs := fake.NewClientset(configMap("a"), configMap("b"))
-	cms := cs.CoreV1().ConfigMaps("default")
+	client, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "default")
+	if err != nil {
+		panic(err) // only for a type outside client-go's clientset
+	}
 
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := reflector.New(lister.FromFuncs(cms.List, cms.Watch), &corev1.ConfigMap{}, store, reflector.Options{})
+	r := reflector.New(client, &corev1.ConfigMap{}, store, reflector.Options{})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	done := make(chan struct{})

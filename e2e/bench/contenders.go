@@ -60,9 +60,9 @@ var contenders = []contender{
 	{Name: "stock-list", Kind: "informer", Env: []string{"KUBE_FEATURE_WatchListClient=false"},
 		Desc: "the same defaults with WatchListClient=false: the classic list at resourceVersion 0 (limit 500, which the watch cache ignores), then watch"},
 	{Name: "sw-informer", Kind: "sw-informer", Ours: true,
-		Desc: "steadywatch as adopted (README, examples/informer): factory.InformerFor over lister.NewListerWatcher with a compat Detector; same clientset defaults"},
+		Desc: "steadywatch as adopted (README, examples/informer): factory.InformerFor over lister.NewListerWatcher with a compat Detector (lists decoded item by item); same clientset defaults"},
 	{Name: "sw-reflector", Kind: "sw-reflector", Ours: true,
-		Desc: "steadywatch reflector.New into an Indexer, compat Detector (streams the initial list where the server can); same clientset defaults"},
+		Desc: "steadywatch reflector.New(lister.FromClientset(...)) into an Indexer, compat Detector (streams the initial list where the server can; lists are decoded item by item); same clientset defaults"},
 	{Name: "sw-reflector-json", Kind: "sw-reflector", Ours: true, JSON: true,
 		Desc: "reflector.New over a clientset forced to JSON (what CRs get: custom resources have no protobuf encoding)"},
 	{Name: "sw-reflector-pages", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: 500,
@@ -81,9 +81,9 @@ var contenders = []contender{
 	{Name: "stock-cr-list", Kind: "informer", CR: true, Env: []string{"KUBE_FEATURE_WatchListClient=false"},
 		Desc: "the same with WatchListClient=false: the classic list at resourceVersion 0, then watch"},
 	{Name: "sw-informer-cr", Kind: "sw-informer", CR: true, Ours: true,
-		Desc: "steadywatch drop-in for a dynamic client: cache.NewSharedIndexInformer over lister.NewListerWatcher(lister.FromDynamic(...)) with a compat Detector"},
+		Desc: "steadywatch drop-in for a dynamic client: cache.NewSharedIndexInformer over lister.NewListerWatcher(lister.FromDynamicConfig(...)) with a compat Detector (lists decoded item by item)"},
 	{Name: "sw-reflector-cr", Kind: "sw-reflector", CR: true, Ours: true,
-		Desc: "steadywatch reflector.New(lister.FromDynamic(...)) into an Indexer, compat Detector"},
+		Desc: "steadywatch reflector.New(lister.FromDynamicConfig(...)) into an Indexer, compat Detector (lists decoded item by item)"},
 }
 
 // crGVR is the bench's custom resource (installed by bench.installCRD).
@@ -249,7 +249,12 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 	if err != nil {
 		return nil, err
 	}
-	ri := dyn.Resource(crGVR).Namespace(ns)
+	// Ours decode list responses item by item (lister.FromDynamicConfig);
+	// watches go through a dynamic client as stock's do.
+	client, err := lister.FromDynamicConfig(cfg, crGVR, ns)
+	if err != nil {
+		return nil, err
+	}
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	switch c.Kind {
 	case "informer", "sw-informer":
@@ -260,7 +265,7 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 			defer f.Start(ctx.Done())
 		} else {
 			// The drop-in for any ListerWatcher over a dynamic client.
-			lw := lister.NewListerWatcher(lister.FromDynamic(ri), lister.Options{Server: server, Resource: crGVR})
+			lw := lister.NewListerWatcher(client, lister.Options{Server: server, Resource: crGVR})
 			inf = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, indexers)
 			defer func() { go inf.Run(ctx.Done()) }()
 		}
@@ -272,7 +277,7 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 		in.state = func() string { return "informer not synced" }
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
-		r := reflector.New(lister.FromDynamic(ri), &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, reflector.Options{
+		r := reflector.New(client, &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, reflector.Options{
 			Server: server, Resource: crGVR, DisableStreamingList: c.NoStream, PageSize: c.PageSize,
 		})
 		go r.Run(ctx)

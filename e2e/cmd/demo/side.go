@@ -253,8 +253,11 @@ func startOurs(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Conf
 		t.say("ours", "decision      streaming list (%s)", caps.Reasons[compat.StreamingList])
 	}
 	store := &rvStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), s: s}
-	cms := cs.CoreV1().ConfigMaps(ns)
-	r := reflector.New(lister.FromFuncs(cms.List, cms.Watch), &corev1.ConfigMap{}, store, reflector.Options{
+	client, err := lister.FromClientset(cs, &corev1.ConfigMap{}, ns)
+	if err != nil {
+		return nil, err
+	}
+	r := reflector.New(client, &corev1.ConfigMap{}, store, reflector.Options{
 		Name:    "ours",
 		Server:  srv,
 		Metrics: recorder{s: s},
