@@ -403,61 +403,38 @@ func orUnexpectedEOF(err error) error {
 }
 
 // json reads a JSON list: the top-level object's keys one at a time; each
-// item of "items" is read and decoded on its own, with the decoding
-// client-go's JSON serializer uses for typed objects
-// (sigs.k8s.io/json.UnmarshalCaseSensitivePreserveInts).
-func (d *listDecoding) json(r io.Reader) error {
-	dec := json.NewDecoder(r)
+// item of "items" is read whole (jsonLexer) and decoded on its own, with
+// the decoding client-go's JSON serializer uses for typed objects
+// (sigs.k8s.io/json.UnmarshalCaseSensitivePreserveInts), which also
+// validates it.
+func (d *listDecoding) json(r *bufio.Reader) error {
+	l := &jsonLexer{r: r}
 	fail := func(reason string, err error) error {
-		return &ListBodyError{Encoding: "json", Offset: dec.InputOffset(), Reason: reason, Err: orUnexpectedEOF(err)}
+		return &ListBodyError{Encoding: "json", Offset: l.n, Reason: reason, Err: orUnexpectedEOF(err)}
 	}
-	if err := expectDelim(dec, '{'); err != nil {
+	if err := l.consume('{'); err != nil {
 		return fail("reading the list object", err)
 	}
-	var raw json.RawMessage
 	var kind string
 	var rest map[string]json.RawMessage // every key but items, kept for a Status
 	sawItems := false
-	for dec.More() {
-		t, err := dec.Token()
+	for more, err := l.first('}'); more || err != nil; more, err = l.more('}') {
+		if err != nil {
+			return fail("reading the list object", err)
+		}
+		raw, err := l.value()
 		if err != nil {
 			return fail("reading a key", err)
 		}
-		key, _ := t.(string)
-		switch {
-		case key == d.itemsKey():
-			if sawItems {
-				return fail("items given twice", nil)
-			}
-			sawItems = true
-			t, err := dec.Token()
-			if err != nil {
-				return fail("reading items", err)
-			}
-			if t == nil {
-				continue // "items": null
-			}
-			if t != json.Delim('[') {
-				return fail(fmt.Sprintf("items is %v, not an array", t), nil)
-			}
-			if d.ul == nil {
-				if items := d.list.Field(d.sh.items); items.IsNil() {
-					items.Set(reflect.MakeSlice(items.Type(), 0, 0)) // "items": [] is not null
-				}
-			}
-			for dec.More() {
-				if err := dec.Decode(&raw); err != nil {
-					return fail(fmt.Sprintf("reading item %d", d.count()), err)
-				}
-				if err := d.jsonItem(raw); err != nil {
-					return fail(fmt.Sprintf("decoding item %d", d.count()), err)
-				}
-			}
-			if err := expectDelim(dec, ']'); err != nil {
-				return fail("reading the end of items", err)
-			}
-		default:
-			if err := dec.Decode(&raw); err != nil {
+		var key string
+		if raw[0] != '"' || json.Unmarshal(raw, &key) != nil {
+			return fail("a key that is not a string", nil)
+		}
+		if err := l.consume(':'); err != nil {
+			return fail(fmt.Sprintf("reading %q", key), err)
+		}
+		if key != d.itemsKey() {
+			if raw, err = l.value(); err != nil {
 				return fail(fmt.Sprintf("reading %q", key), err)
 			}
 			if rest == nil {
@@ -470,10 +447,38 @@ func (d *listDecoding) json(r io.Reader) error {
 			if err := d.jsonKey(key, raw); err != nil {
 				return fail(fmt.Sprintf("decoding %q", key), err)
 			}
+			continue
 		}
-	}
-	if err := expectDelim(dec, '}'); err != nil {
-		return fail("reading the end of the list object", err)
+		if sawItems {
+			return fail("items given twice", nil)
+		}
+		sawItems = true
+		if c, err := l.next(); err != nil {
+			return fail("reading items", err)
+		} else if c != '[' {
+			if raw, err = l.value(); err != nil || string(raw) != "null" {
+				return fail("items is not an array", err)
+			}
+			continue // "items": null
+		}
+		_ = l.consume('[')
+		if d.ul == nil {
+			if items := d.list.Field(d.sh.items); items.IsNil() {
+				items.Set(reflect.MakeSlice(items.Type(), 0, 0)) // "items": [] is not null
+			}
+		}
+		for more, err := l.first(']'); more || err != nil; more, err = l.more(']') {
+			if err != nil {
+				return fail(fmt.Sprintf("reading item %d", d.count()), err)
+			}
+			raw, err := l.value()
+			if err != nil {
+				return fail(fmt.Sprintf("reading item %d", d.count()), err)
+			}
+			if err := d.jsonItem(raw); err != nil {
+				return fail(fmt.Sprintf("decoding item %d", d.count()), err)
+			}
+		}
 	}
 	if kind == "Status" {
 		b, _ := json.Marshal(rest)
@@ -483,7 +488,7 @@ func (d *listDecoding) json(r io.Reader) error {
 		}
 		return &apierrors.StatusError{ErrStatus: st}
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := l.next(); err != io.EOF {
 		return fail("data after the list object", err)
 	}
 	if d.ul != nil {
@@ -532,19 +537,164 @@ func (d *listDecoding) jsonKey(key string, raw []byte) error {
 		d.ul.Object[key] = v
 		return nil
 	}
-	if key == d.sh.metaJSON {
+	switch key {
+	case d.sh.metaJSON:
 		return kjson.UnmarshalCaseSensitivePreserveInts(raw, d.list.Field(d.sh.meta).Addr().Interface())
+	case "kind", "apiVersion": // the list's TypeMeta: strings
+		var s string
+		return kjson.UnmarshalCaseSensitivePreserveInts(raw, &s)
+	}
+	if !json.Valid(raw) {
+		return errors.New("invalid JSON")
 	}
 	return nil
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	t, err := dec.Token()
+
+// jsonLexer reads the structure of a JSON list body: punctuation, and each
+// value whole as bytes without decoding it (strings, nesting and escapes
+// are tracked only to find where the value ends; kjson validates it when
+// it decodes it). It scans the buffered bytes in chunks, several times
+// faster than encoding/json's Decoder, which runs its full scanner.
+type jsonLexer struct {
+	r   *bufio.Reader
+	n   int64  // bytes consumed
+	buf []byte // the last value read; reused
+}
+
+// next skips whitespace and returns the next byte without consuming it.
+func (l *jsonLexer) next() (byte, error) {
+	for {
+		b, err := l.r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+			_ = l.r.UnreadByte()
+			return b, nil
+		}
+		l.n++
+	}
+}
+
+// consume consumes the next non-whitespace byte, which must be want.
+func (l *jsonLexer) consume(want byte) error {
+	b, err := l.next()
 	if err != nil {
-		return err
+		return orUnexpectedEOF(err)
 	}
-	if t != want {
-		return fmt.Errorf("found %v, want %v", t, want)
+	if b != want {
+		return fmt.Errorf("found %q, want %q", b, want)
 	}
+	_, _ = l.r.ReadByte()
+	l.n++
 	return nil
+}
+
+// first reports whether a container just opened has a first member (false
+// when it is closed at once by end, which is consumed).
+func (l *jsonLexer) first(end byte) (bool, error) {
+	b, err := l.next()
+	if err != nil {
+		return false, orUnexpectedEOF(err)
+	}
+	if b == end {
+		return false, l.consume(end)
+	}
+	return true, nil
+}
+
+// more consumes the separator after a member and reports whether another
+// follows (false when end, consumed, closes the container).
+func (l *jsonLexer) more(end byte) (bool, error) {
+	b, err := l.next()
+	if err != nil {
+		return false, orUnexpectedEOF(err)
+	}
+	switch b {
+	case ',':
+		return true, l.consume(',')
+	case end:
+		return false, l.consume(end)
+	}
+	return false, fmt.Errorf("found %q after a value, want ',' or %q", b, end)
+}
+
+// value reads the next JSON value whole into l.buf and returns it (valid
+// until the next call).
+func (l *jsonLexer) value() ([]byte, error) {
+	c, err := l.next()
+	if err != nil {
+		return nil, orUnexpectedEOF(err)
+	}
+	l.buf = l.buf[:0]
+	if c != '{' && c != '[' && c != '"' {
+		// A number, true, false or null: up to the next delimiter.
+		for {
+			b, err := l.r.ReadByte()
+			if err != nil {
+				return nil, orUnexpectedEOF(err)
+			}
+			switch b {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				_ = l.r.UnreadByte()
+				if len(l.buf) == 0 {
+					return nil, fmt.Errorf("found %q, want a value", b)
+				}
+				return l.buf, nil
+			}
+			l.buf = append(l.buf, b)
+			l.n++
+		}
+	}
+	depth, inString, escaped := 0, false, false
+	for {
+		if l.r.Buffered() == 0 {
+			if _, err := l.r.Peek(1); err != nil {
+				return nil, orUnexpectedEOF(err)
+			}
+		}
+		chunk, _ := l.r.Peek(l.r.Buffered())
+		end := -1
+	scan:
+		for i, b := range chunk {
+			if inString {
+				switch {
+				case escaped:
+					escaped = false
+				case b == '\\':
+					escaped = true
+				case b == '"':
+					inString = false
+					if depth == 0 {
+						end = i + 1
+						break scan
+					}
+				}
+				continue
+			}
+			switch b {
+			case '"':
+				inString = true
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth <= 0 {
+					end = i + 1
+					break scan
+				}
+			}
+		}
+		k := end
+		if k < 0 {
+			k = len(chunk)
+		}
+		l.buf = append(l.buf, chunk[:k]...)
+		_, _ = l.r.Discard(k)
+		l.n += int64(k)
+		if end >= 0 {
+			return l.buf, nil
+		}
+	}
 }

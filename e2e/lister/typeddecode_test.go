@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -24,7 +26,7 @@ import (
 // as it arrives; these specs hold it to what client-go's typed client
 // decodes from the same real server, in both encodings, whole and page by
 // page, and to the same errors.
-var _ = Describe("lister.FromClientset decodes lists item by item as the typed client does", func() {
+var _ = Describe("lister.FromClientset and FromDynamicConfig decode lists item by item as client-go does", func() {
 	for _, srv := range []struct {
 		version string
 		labels  Labels
@@ -120,6 +122,39 @@ var _ = Describe("lister.FromClientset decodes lists item by item as the typed c
 					Expect(want.Items).To(HaveLen(250))
 				})
 			}
+
+			It("lister.FromDynamicConfig: whole, paginated and continued lists equal the dynamic client's", func(ctx SpecContext) {
+				gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+				ours, err := lister.FromDynamicConfig(e.cfg, gvr, e.ns)
+				Expect(err).NotTo(HaveOccurred())
+				dyn := dynamic.NewForConfigOrDie(e.cfg).Resource(gvr).Namespace(e.ns)
+				page1 := metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: rvN, Limit: 100}
+				want, err := dyn.List(ctx, page1)
+				Expect(err).NotTo(HaveOccurred())
+				got, err := ours.List(ctx, page1)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(Equal(want))
+				Expect(want.Items).To(HaveLen(100))
+				Expect(want.Items[0].GetKind()).To(Equal("ConfigMap"), "items get the list's kind")
+				page2 := metav1.ListOptions{LabelSelector: "set=dec", Limit: 100, Continue: want.GetContinue()}
+				want, err = dyn.List(ctx, page2)
+				Expect(err).NotTo(HaveOccurred())
+				got, err = ours.List(ctx, page2)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got).To(Equal(want))
+				whole := metav1.ListOptions{LabelSelector: "set=dec"}
+				want, err = dyn.List(ctx, whole)
+				Expect(err).NotTo(HaveOccurred())
+				got, err = ours.List(ctx, whole)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.(*unstructured.UnstructuredList).Items).To(Equal(want.Items))
+				Expect(want.Items).To(HaveLen(250))
+				bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
+				_, wantErr := dyn.List(ctx, bad)
+				_, gotErr := ours.List(ctx, bad)
+				Expect(gotErr).To(HaveOccurred())
+				Expect(gotErr.Error()).To(Equal(wantErr.Error()))
+			})
 
 			It("a server's error answer is the typed client's error", func(ctx SpecContext) {
 				ours, err := lister.FromClientset(e.cs, &corev1.ConfigMap{}, e.ns)
