@@ -11,7 +11,9 @@ import (
 )
 
 // Client is any list/watch pair for one resource (and namespace). Adapters:
-// FromDynamic, FromMetadata, FromFuncs (typed clientsets).
+// FromClientset (typed clientsets) and FromDynamicConfig (custom resources),
+// whose lists are decoded item by item; FromDynamic, FromMetadata, FromFuncs
+// (any list/watch functions).
 type Client interface {
 	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
@@ -25,7 +27,8 @@ func FromDynamic(ri dynamic.ResourceInterface) Client { return FromFuncs(ri.List
 // *metav1.PartialObjectMetadataList.
 func FromMetadata(ri metadata.ResourceInterface) Client { return FromFuncs(ri.List, ri.Watch) }
 
-// FromFuncs adapts a list/watch function pair, e.g. a typed clientset:
+// FromFuncs adapts a list/watch function pair, e.g. a typed clientset's
+// (FromClientset does that and decodes lists item by item):
 //
 //	cms := cs.CoreV1().ConfigMaps(ns)
 //	c := lister.FromFuncs(cms.List, cms.Watch)
