@@ -122,14 +122,13 @@ func tags(f reflect.StructField) (key string, num uint64, ok bool) {
 // type. A Status in place of the list is returned as its API error, as
 // client-go's typed client does.
 func decodeList(body io.Reader, sh listShape) (runtime.Object, error) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	head, err := br.Peek(len(protoMagic))
-	if err != nil && len(head) == 0 {
-		return nil, &ListBodyError{Encoding: "unknown", Reason: "empty body", Err: io.ErrUnexpectedEOF}
+	br, proto, err := openBody(body)
+	if err != nil {
+		return nil, err
 	}
 	list := reflect.New(sh.listType.Elem())
 	d := listDecoding{sh: sh, list: list.Elem()}
-	if bytes.Equal(head, protoMagic) {
+	if proto {
 		err = d.proto(&countingReader{r: br})
 	} else {
 		err = d.json(br)
@@ -138,6 +137,16 @@ func decodeList(body io.Reader, sh listShape) (runtime.Object, error) {
 		return nil, err
 	}
 	return list.Interface().(runtime.Object), nil
+}
+
+// openBody buffers body and tells a protobuf body (the magic) from JSON.
+func openBody(body io.Reader) (br *bufio.Reader, proto bool, err error) {
+	br = bufio.NewReaderSize(body, 64<<10)
+	head, err := br.Peek(len(protoMagic))
+	if len(head) == 0 {
+		return nil, false, &ListBodyError{Encoding: "unknown", Reason: "empty body", Err: orUnexpectedEOF(err)}
+	}
+	return br, bytes.Equal(head, protoMagic), nil
 }
 
 // listDecoding is one list being decoded: a typed list (sh, list) or an
@@ -163,12 +172,11 @@ func (d *listDecoding) itemsKey() string {
 // apiVersion when they have neither), item by item. A Status in place of
 // the list is returned as its API error.
 func decodeUnstructuredList(body io.Reader) (*unstructured.UnstructuredList, error) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	head, err := br.Peek(len(protoMagic))
-	if err != nil && len(head) == 0 {
-		return nil, &ListBodyError{Encoding: "unknown", Reason: "empty body", Err: io.ErrUnexpectedEOF}
+	br, proto, err := openBody(body)
+	if err != nil {
+		return nil, err
 	}
-	if bytes.Equal(head, protoMagic) {
+	if proto {
 		return nil, &ListBodyError{Encoding: "protobuf", Reason: "a protobuf answer to a dynamic client's JSON request"}
 	}
 	ul := &unstructured.UnstructuredList{Object: map[string]any{}, Items: []unstructured.Unstructured{}}

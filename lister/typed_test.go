@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // everyTypedResource returns every typed client of kubernetes.Interface as
@@ -191,7 +193,13 @@ func TestFromClientsetErrors(t *testing.T) {
 		t.Errorf("410: %v; want a 410 Expired", err)
 	}
 	status, body = http.StatusOK, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}},`
-	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {
+	_, err = c.List(context.Background(), metav1.ListOptions{})
+	if !errors.Is(err, ErrListBody) {
 		t.Errorf("cut body: %v; want an ErrListBody", err)
+	}
+	// A body cut short is a transport failure (retried with backoff, not
+	// evidence about the server), as client-go's own "unexpected EOF" is.
+	if c := fallback.Classify(err); c != fallback.Transport {
+		t.Errorf("cut body classified %v; want transport", c)
 	}
 }
