@@ -558,7 +558,6 @@ func (d *listDecoding) jsonKey(key string, raw []byte) error {
 	return nil
 }
 
-
 // jsonLexer reads the structure of a JSON list body: punctuation, and each
 // value whole as bytes without decoding it (strings, nesting and escapes
 // are tracked only to find where the value ends; kjson validates it when

@@ -38,7 +38,7 @@ func richConfigMaps(n int) *corev1.ConfigMapList {
 				Annotations:       map[string]string{"long": strings.Repeat("x", 100*(i%50))},
 				CreationTimestamp: metav1.Unix(1700000000+int64(i), 0),
 				OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pu", Controller: &ctrl}},
-				ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}},
+				ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}},
 			},
 			Data:       map[string]string{"k": strings.Repeat("v", i%7)},
 			BinaryData: map[string][]byte{"b": bytes.Repeat([]byte{byte(i)}, i%5+1)},
