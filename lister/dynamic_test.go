@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 )
 
 // FromDynamicConfig sends the dynamic client's request and returns the
@@ -21,24 +18,8 @@ import (
 // without kind (given the list's), custom resources with theirs, integers
 // and floats, nested arrays, "items": null and [] and extra top-level keys.
 func TestFromDynamicConfigMatchesTheDynamicClient(t *testing.T) {
-	var mu sync.Mutex
-	var body string
-	var got []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, r.Method+" "+r.URL.String()+" accept="+r.Header.Get("Accept"))
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, QPS: -1}
+	cfg, answer, last := answering(t)
 	dyn := dynamic.NewForConfigOrDie(cfg)
-	last := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return got[len(got)-1]
-	}
 	bodies := []string{
 		`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"c","remainingItemCount":3},"items":[{"metadata":{"name":"a","resourceVersion":"7"},"data":{"k":"v"}},{"metadata":{"name":"b"}}]}`,
 		`{"apiVersion":"example.com/v1","items":[{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","generation":2},"spec":{"n":1,"f":1.5,"big":9007199254740993,"l":[1,"x",null,{"a":[]}],"t":true}}],"kind":"WidgetList","metadata":{"resourceVersion":"9"},"extra":{"x":1}}`,
@@ -54,9 +35,7 @@ func TestFromDynamicConfigMatchesTheDynamicClient(t *testing.T) {
 			}
 			ri := dyn.Resource(gvr).Namespace(ns)
 			for _, b := range bodies {
-				mu.Lock()
-				body = b
-				mu.Unlock()
+				answer(http.StatusOK, b)
 				ours, err := c.List(context.Background(), opts)
 				if err != nil {
 					t.Fatalf("%s %q: %v", gvr, b, err)
@@ -78,15 +57,7 @@ func TestFromDynamicConfigMatchesTheDynamicClient(t *testing.T) {
 }
 
 func TestFromDynamicConfigErrors(t *testing.T) {
-	var status int
-	var body string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, QPS: -1}
+	cfg, answer, _ := answering(t)
 	if _, err := FromDynamicConfig(cfg, schema.GroupVersionResource{Resource: "x"}, ""); err == nil {
 		t.Error("a resource without a version was accepted")
 	}
@@ -97,15 +68,15 @@ func TestFromDynamicConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, body = http.StatusGone, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`
+	answer(http.StatusGone, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`)
 	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("410: %v; want a 410 Expired", err)
 	}
-	status, body = http.StatusOK, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`
+	answer(http.StatusOK, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`)
 	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("a Status in a 200: %v; want its 410 Expired", err)
 	}
-	status, body = http.StatusOK, `{"kind":"WidgetList","items":[{"metadata":{"name":"a"}}`
+	answer(http.StatusOK, `{"kind":"WidgetList","items":[{"metadata":{"name":"a"}}`)
 	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {
 		t.Errorf("cut body: %v; want an ErrListBody", err)
 	}

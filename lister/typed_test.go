@@ -25,7 +25,9 @@ import (
 )
 
 // everyTypedResource returns every typed client of kubernetes.Interface as
-// a TypedResource, found back from its item type.
+// a TypedResource, found back from its item type: no resource of the
+// clientset is missing from client-go's scheme and no list type is listed
+// by two clients (TestTypedClientRequestsMatch runs it).
 func everyTypedResource(t *testing.T) []TypedResource {
 	t.Helper()
 	cs := reflect.TypeFor[kubernetes.Interface]()
@@ -75,18 +77,8 @@ func everyTypedResource(t *testing.T) []TypedResource {
 // returns the same list: the resource name it derives is the one
 // client-gen wrote.
 func TestTypedClientRequestsMatch(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	var answer string // the right kind and apiVersion for each client
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, r.Method+" "+r.URL.String()+" accept="+r.Header.Get("Accept"))
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(answer))
-	}))
-	defer srv.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	cfg, answer, last := answering(t)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,20 +86,14 @@ func TestTypedClientRequestsMatch(t *testing.T) {
 		LabelSelector: "a=b", FieldSelector: "metadata.name=x", ResourceVersion: "5",
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 7, Continue: "c", TimeoutSeconds: ptrTo(int64(30)),
 	}
-	last := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return got[len(got)-1]
-	}
 	n := 0
 	for _, tr := range everyTypedResource(t) {
 		gvks, _, err := scheme.Scheme.ObjectKinds(reflect.New(tr.listType.Elem()).Interface().(runtime.Object))
 		if err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		answer = fmt.Sprintf(`{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"42","continue":"next"},"items":[{"metadata":{"name":"a","resourceVersion":"7"}}]}`, gvks[0].Kind, gvks[0].GroupVersion())
-		mu.Unlock()
+		// The right kind and apiVersion for each client.
+		answer(http.StatusOK, fmt.Sprintf(`{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"42","continue":"next"},"items":[{"metadata":{"name":"a","resourceVersion":"7"}}]}`, gvks[0].Kind, gvks[0].GroupVersion()))
 		for _, ns := range []string{"ns", ""} {
 			c := tr.Client(cs, ns).(typedClient)
 			if c.rest == nil {
@@ -172,15 +158,8 @@ func TestFromClientsetRejectsTypesOutsideTheClientset(t *testing.T) {
 // An error answer (410 here) reaches the caller as the typed client's
 // error would, and the body of a 200 that is cut short is an error.
 func TestFromClientsetErrors(t *testing.T) {
-	var status int
-	var body string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	cfg, answer, _ := answering(t)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +167,11 @@ func TestFromClientsetErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, body = http.StatusGone, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old resource version"}`
+	answer(http.StatusGone, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old resource version"}`)
 	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("410: %v; want a 410 Expired", err)
 	}
-	status, body = http.StatusOK, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}},`
+	answer(http.StatusOK, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}},`)
 	_, err = c.List(context.Background(), metav1.ListOptions{})
 	if !errors.Is(err, ErrListBody) {
 		t.Errorf("cut body: %v; want an ErrListBody", err)
@@ -202,4 +181,32 @@ func TestFromClientsetErrors(t *testing.T) {
 	if c := fallback.Classify(err); c != fallback.Transport {
 		t.Errorf("cut body classified %v; want transport", c)
 	}
+}
+
+// answering starts a server that answers every request with the status
+// and JSON body last set through answer, and returns a client config for it
+// and the last request it received ("GET <path and query> accept=<Accept>").
+func answering(t *testing.T) (cfg *rest.Config, answer func(status int, body string), last func() string) {
+	t.Helper()
+	var mu sync.Mutex
+	status, body := http.StatusOK, ""
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Method+" "+r.URL.String()+" accept="+r.Header.Get("Accept"))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return &rest.Config{Host: srv.URL, QPS: -1}, func(s int, b string) {
+			mu.Lock()
+			defer mu.Unlock()
+			status, body = s, b
+		}, func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return got[len(got)-1]
+		}
 }

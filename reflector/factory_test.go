@@ -3,7 +3,6 @@ package reflector
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -290,49 +288,4 @@ func TestNewInformerFuncNamesEachInformer(t *testing.T) {
 	if got := rec.names(); !slices.Equal(got, want) {
 		t.Fatalf("lists recorded under %v; want %v", got, want)
 	}
-}
-
-// Every typed client of kubernetes.Interface is found back from its item
-// type: no resource of the clientset is missing from client-go's scheme and
-// no list type is listed by two clients.
-func TestFactoryInformerFindsEveryTypedClient(t *testing.T) {
-	cs := reflect.TypeFor[kubernetes.Interface]()
-	n := 0
-	for i := range cs.NumMethod() {
-		gm := cs.Method(i)
-		if gm.Type.NumIn() != 0 || gm.Type.NumOut() != 1 || gm.Type.Out(0).Kind() != reflect.Interface {
-			continue
-		}
-		for j := range gm.Type.Out(0).NumMethod() {
-			rm := gm.Type.Out(0).Method(j)
-			if rm.Type.NumOut() != 1 || rm.Type.Out(0).Kind() != reflect.Interface {
-				continue
-			}
-			list, ok := rm.Type.Out(0).MethodByName("List")
-			if !ok || list.Type.NumOut() != 2 || list.Type.Out(0).Kind() != reflect.Pointer {
-				continue
-			}
-			items, ok := list.Type.Out(0).Elem().FieldByName("Items")
-			if !ok || items.Type.Kind() != reflect.Slice {
-				continue
-			}
-			obj, ok := reflect.New(items.Type.Elem()).Interface().(runtime.Object)
-			if !ok {
-				continue
-			}
-			n++
-			p, err := lister.TypedResourceOf(obj)
-			if err != nil {
-				t.Errorf("%s.%s: %v", gm.Name, rm.Name, err)
-				continue
-			}
-			if p.String() != gm.Name+"."+rm.Name {
-				t.Errorf("%T: found %s; want %s.%s", obj, p, gm.Name, rm.Name)
-			}
-		}
-	}
-	if n < 50 {
-		t.Fatalf("only %d typed clients found on kubernetes.Interface", n)
-	}
-	t.Logf("%d typed clients found back from their item types", n)
 }
