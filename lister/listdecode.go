@@ -297,10 +297,10 @@ func (d *listDecoding) proto(r *countingReader) error {
 // protoList reads the list message of size bytes: ListMeta and one item at
 // a time; other fields are skipped.
 func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(string, error) error) error {
-	end := r.n + int64(size)
 	if size > 1<<62 {
 		return fail("list length out of range", nil)
 	}
+	end := r.n + int64(size)
 	for r.n < end {
 		num, wire, err := readTag(r)
 		if err != nil {
