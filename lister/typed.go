@@ -48,7 +48,7 @@ type UnsupportedTypeError struct {
 }
 
 func (e *UnsupportedTypeError) Error() string {
-	return fmt.Sprintf("%s is not a resource of client-go's typed clientset (kubernetes.Interface): %s", e.Type, e.Reason)
+	return fmt.Sprintf("lister: %s is not a resource of client-go's typed clientset (kubernetes.Interface): %s", e.Type, e.Reason)
 }
 
 // ErrUnsupportedType matches every *UnsupportedTypeError (errors.Is).

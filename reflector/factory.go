@@ -56,8 +56,9 @@ type FactoryOptions struct {
 // informers; its WithInformerName metrics identity does not.
 //
 // The typed client is found by the object's list type on
-// kubernetes.Interface (CoreV1().ConfigMaps(ns) for *corev1.ConfigMapList),
-// so every resource of the clientset works, and any kubernetes.Interface
+// kubernetes.Interface (CoreV1().ConfigMaps(ns) for *corev1.ConfigMapList;
+// lister.FromClientset, so its lists are decoded item by item as they
+// arrive), so every resource of the clientset works, and any kubernetes.Interface
 // the factory holds (a client-go fake clientset too: its declaration that it
 // cannot stream lists is kept, so informers in unit tests list at once).
 // FactoryInformer panics with an *UnsupportedTypeError when exampleObject
