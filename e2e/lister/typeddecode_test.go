@@ -2,6 +2,7 @@ package lister_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,8 +12,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -93,33 +96,9 @@ var _ = Describe("lister.FromClientset and FromDynamicConfig decode lists item b
 					Expect(err).NotTo(HaveOccurred())
 					typed := cs.CoreV1().ConfigMaps(e.ns)
 
-					// One page at rvN (a resourceVersion with a limit is exact on
-					// every server, KEP-2523's legacy rule), then its continuation.
-					page1 := metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: rvN, Limit: 100}
-					want, err := typed.List(ctx, page1)
-					Expect(err).NotTo(HaveOccurred())
-					got, err := ours.List(ctx, page1)
-					Expect(err).NotTo(HaveOccurred())
-					Expect(got).To(Equal(want))
-					Expect(want.Items).To(HaveLen(100))
-					Expect(want.Continue).NotTo(BeEmpty())
-
-					page2 := metav1.ListOptions{LabelSelector: "set=dec", Limit: 100, Continue: want.Continue}
-					want, err = typed.List(ctx, page2)
-					Expect(err).NotTo(HaveOccurred())
-					got, err = ours.List(ctx, page2)
-					Expect(err).NotTo(HaveOccurred())
-					Expect(got).To(Equal(want))
-
-					// The whole collection, unpaginated: the items are the same
-					// (the list's resourceVersion may move on between the two).
-					whole := metav1.ListOptions{LabelSelector: "set=dec"}
-					want, err = typed.List(ctx, whole)
-					Expect(err).NotTo(HaveOccurred())
-					got, err = ours.List(ctx, whole)
-					Expect(err).NotTo(HaveOccurred())
-					Expect(got.(*corev1.ConfigMapList).Items).To(Equal(want.Items))
-					Expect(want.Items).To(HaveLen(250))
+					expectSameLists(ctx, ours, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+						return typed.List(ctx, o)
+					}, rvN)
 				})
 			}
 
@@ -128,27 +107,12 @@ var _ = Describe("lister.FromClientset and FromDynamicConfig decode lists item b
 				ours, err := lister.FromDynamicConfig(e.cfg, gvr, e.ns)
 				Expect(err).NotTo(HaveOccurred())
 				dyn := dynamic.NewForConfigOrDie(e.cfg).Resource(gvr).Namespace(e.ns)
-				page1 := metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: rvN, Limit: 100}
-				want, err := dyn.List(ctx, page1)
+				expectSameLists(ctx, ours, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return dyn.List(ctx, o)
+				}, rvN)
+				first, err := ours.List(ctx, metav1.ListOptions{LabelSelector: "set=dec", Limit: 1})
 				Expect(err).NotTo(HaveOccurred())
-				got, err := ours.List(ctx, page1)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(got).To(Equal(want))
-				Expect(want.Items).To(HaveLen(100))
-				Expect(want.Items[0].GetKind()).To(Equal("ConfigMap"), "items get the list's kind")
-				page2 := metav1.ListOptions{LabelSelector: "set=dec", Limit: 100, Continue: want.GetContinue()}
-				want, err = dyn.List(ctx, page2)
-				Expect(err).NotTo(HaveOccurred())
-				got, err = ours.List(ctx, page2)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(got).To(Equal(want))
-				whole := metav1.ListOptions{LabelSelector: "set=dec"}
-				want, err = dyn.List(ctx, whole)
-				Expect(err).NotTo(HaveOccurred())
-				got, err = ours.List(ctx, whole)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(got.(*unstructured.UnstructuredList).Items).To(Equal(want.Items))
-				Expect(want.Items).To(HaveLen(250))
+				Expect(first.(*unstructured.UnstructuredList).Items[0].GetKind()).To(Equal("ConfigMap"), "items get the list's kind")
 				bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
 				_, wantErr := dyn.List(ctx, bad)
 				_, gotErr := ours.List(ctx, bad)
@@ -170,6 +134,39 @@ var _ = Describe("lister.FromClientset and FromDynamicConfig decode lists item b
 		})
 	}
 })
+
+// expectSameLists lists the 250 "set=dec" ConfigMaps with ours and with
+// theirs (client-go's own client) and requires the same lists: one page at
+// rvN (a resourceVersion with a limit is exact on every server, KEP-2523's
+// legacy rule), its continuation, and the whole collection unpaginated
+// (the same items; the list's resourceVersion may move on between the two).
+func expectSameLists(ctx context.Context, ours lister.Client, theirs func(context.Context, metav1.ListOptions) (runtime.Object, error), rvN string) {
+	GinkgoHelper()
+	both := func(o metav1.ListOptions) (got, want runtime.Object) {
+		want, err := theirs(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		got, err = ours.List(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		return got, want
+	}
+	got, want := both(metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: rvN, Limit: 100})
+	Expect(got).To(Equal(want))
+	Expect(meta.LenList(want)).To(Equal(100))
+	lm, err := meta.ListAccessor(want)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(lm.GetContinue()).NotTo(BeEmpty())
+
+	got, want = both(metav1.ListOptions{LabelSelector: "set=dec", Limit: 100, Continue: lm.GetContinue()})
+	Expect(got).To(Equal(want))
+
+	got, want = both(metav1.ListOptions{LabelSelector: "set=dec"})
+	gotItems, err := meta.ExtractList(got)
+	Expect(err).NotTo(HaveOccurred())
+	wantItems, err := meta.ExtractList(want)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(gotItems).To(Equal(wantItems))
+	Expect(wantItems).To(HaveLen(250))
+}
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
