@@ -312,13 +312,13 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 		left := end - r.n
 		switch {
 		case num == d.sh.itemsNum && wire == wireLen:
+			i := d.count()
 			b, err := d.field(r, left)
 			if err != nil {
-				return fail(fmt.Sprintf("reading item %d", d.list.Field(d.sh.items).Len()), err)
+				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
-			item := d.appendItem()
-			if err := item.Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
-				return fail(fmt.Sprintf("decoding item %d", d.list.Field(d.sh.items).Len()-1), err)
+			if err := d.appendItem().Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
+				return fail(fmt.Sprintf("decoding item %d", i), err)
 			}
 		case num == d.sh.metaNum && wire == wireLen:
 			b, err := d.field(r, left)
@@ -479,12 +479,13 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 			if err != nil {
 				return fail(fmt.Sprintf("reading item %d", d.count()), err)
 			}
+			i := d.count()
 			raw, err := l.value()
 			if err != nil {
-				return fail(fmt.Sprintf("reading item %d", d.count()), err)
+				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
 			if err := d.jsonItem(raw); err != nil {
-				return fail(fmt.Sprintf("decoding item %d", d.count()), err)
+				return fail(fmt.Sprintf("decoding item %d", i), err)
 			}
 		}
 	}

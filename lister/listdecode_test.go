@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -194,14 +195,13 @@ func TestDecodeListLyingLengths(t *testing.T) {
 		"json trailing":  []byte(`{"items":[]} {}`),
 		"json twice":     []byte(`{"items":[],"items":[]}`),
 	} {
-		var before, after runtimeMem
-		before.read()
+		before := totalAlloc()
 		_, err := decodeList(bytes.NewReader(body), sh)
-		after.read()
+		grew := totalAlloc() - before
 		if !errors.Is(err, ErrListBody) {
 			t.Errorf("%s: %v; want an ErrListBody", name, err)
 		}
-		if grew := after.total - before.total; grew > 16<<20 {
+		if grew > 16<<20 {
 			t.Errorf("%s: allocated %d bytes", name, grew)
 		}
 	}
@@ -338,4 +338,32 @@ func FuzzDecodeListJSON(f *testing.F) {
 			t.Fatalf("item by item %#v; whole body %#v", got, &want)
 		}
 	})
+}
+
+// totalAlloc is the total of bytes allocated so far.
+func totalAlloc() uint64 {
+	var s goruntime.MemStats
+	goruntime.ReadMemStats(&s)
+	return s.TotalAlloc
+}
+
+// An error names the item it failed on by its index, in every decoding.
+func TestDecodeListErrorNamesTheItem(t *testing.T) {
+	body := []byte(`{"kind":"ConfigMapList","items":[{"metadata":{"name":"a"}},{"metadata":7}]}`)
+	_, err := decodeList(bytes.NewReader(body), mustShape(t, &corev1.ConfigMapList{}))
+	if err == nil || !strings.Contains(err.Error(), "decoding item 1") {
+		t.Errorf("typed: %v; want it to name item 1", err)
+	}
+	_, err = decodeUnstructuredList(bytes.NewReader([]byte(`{"kind":"ConfigMapList","items":[{"a":1},{"a":}]}`)))
+	if err == nil || !strings.Contains(err.Error(), "decoding item 1") {
+		t.Errorf("unstructured: %v; want it to name item 1", err)
+	}
+	item, _ := (&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}).Marshal()
+	list := append([]byte{0x12, byte(len(item))}, item...)
+	list = append(list, 0x12, 0x02, 0x0a, 0x05) // item 1: metadata claims 5 bytes, has 0
+	pb := append(append([]byte{}, protoMagic...), 0x12, byte(len(list)))
+	_, err = decodeList(bytes.NewReader(append(pb, list...)), mustShape(t, &corev1.ConfigMapList{}))
+	if err == nil || !strings.Contains(err.Error(), "decoding item 1") {
+		t.Errorf("protobuf: %v; want it to name item 1", err)
+	}
 }
