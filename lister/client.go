@@ -11,9 +11,10 @@ import (
 )
 
 // Client is any list/watch pair for one resource (and namespace). Adapters:
-// FromClientset (typed clientsets) and FromDynamicConfig (custom resources),
-// whose lists are decoded item by item; FromDynamic, FromMetadata, FromFuncs
-// (any list/watch functions).
+// FromClientset (typed clientsets), FromDynamicConfig (custom resources) and
+// FromMetadataConfig (metadata only), whose lists are decoded item by item;
+// FromDynamic, FromMetadata, FromFuncs (any list/watch functions), whose
+// lists are the client's own.
 type Client interface {
 	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
@@ -24,7 +25,8 @@ type Client interface {
 func FromDynamic(ri dynamic.ResourceInterface) Client { return FromFuncs(ri.List, ri.Watch) }
 
 // FromMetadata adapts a metadata client resource. Lists are
-// *metav1.PartialObjectMetadataList.
+// *metav1.PartialObjectMetadataList. FromMetadataConfig sends the same
+// requests and decodes lists item by item.
 func FromMetadata(ri metadata.ResourceInterface) Client { return FromFuncs(ri.List, ri.Watch) }
 
 // FromFuncs adapts a list/watch function pair, e.g. a typed clientset's

@@ -61,17 +61,7 @@ func FromDynamicConfig(cfg *rest.Config, gvr schema.GroupVersionResource, namesp
 	if err != nil {
 		return nil, err
 	}
-	// The dynamic client's path (its makeURLSegments).
-	path := []string{"api"}
-	if gvr.Group != "" {
-		path = []string{"apis", gvr.Group}
-	}
-	path = append(path, gvr.Version)
-	if namespace != "" {
-		path = append(path, "namespaces", namespace)
-	}
-	path = append(path, gvr.Resource)
-	return dynamicClient{ri: ri, rc: rc, path: path}, nil
+	return dynamicClient{ri: ri, rc: rc, path: resourcePath(gvr, namespace)}, nil
 }
 
 // dynamicParameterCodec and versionV1 encode list options as the dynamic

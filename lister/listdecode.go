@@ -71,6 +71,9 @@ type listShape struct {
 	meta, items         int          // field indexes
 	metaJSON, itemsJSON string
 	metaNum, itemsNum   uint64
+	// protoKind, if set, is the only kind a protobuf answer may have (a
+	// Status aside).
+	protoKind string
 }
 
 // protoUnmarshaler is what go-to-protobuf generates for every built-in type.
@@ -256,6 +259,9 @@ func (d *listDecoding) proto(r *countingReader) error {
 			}
 		case num == 2 && wire == wireLen && !sawRaw:
 			sawRaw = true
+			if k := d.sh.protoKind; k != "" && typeMeta.Kind != k && typeMeta.Kind != "Status" {
+				return fail(fmt.Sprintf("a protobuf answer of kind %q, not %q", typeMeta.Kind, k), nil)
+			}
 			if typeMeta.Kind == "Status" {
 				b, err := d.field(r, -1)
 				if err != nil {

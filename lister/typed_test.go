@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -184,7 +185,8 @@ func TestFromClientsetErrors(t *testing.T) {
 }
 
 // answering starts a server that answers every request with the status
-// and JSON body last set through answer, and returns a client config for it
+// and body last set through answer (Content-Type protobuf if the body
+// starts with its magic, else JSON), and returns a client config for it
 // and the last request it received ("GET <path and query> accept=<Accept>").
 func answering(t *testing.T) (cfg *rest.Config, answer func(status int, body string), last func() string) {
 	t.Helper()
@@ -195,7 +197,11 @@ func answering(t *testing.T) (cfg *rest.Config, answer func(status int, body str
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, r.Method+" "+r.URL.String()+" accept="+r.Header.Get("Accept"))
-		w.Header().Set("Content-Type", "application/json")
+		if strings.HasPrefix(body, "k8s\x00") {
+			w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(body))
 	}))

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
@@ -26,10 +27,11 @@ import (
 )
 
 // lister.FromClientset decodes a list response item by item from the body
-// as it arrives; these specs hold it to what client-go's typed client
+// as it arrives (so do FromDynamicConfig and FromMetadataConfig); these
+// specs hold it to what client-go's typed (dynamic, metadata) client
 // decodes from the same real server, in both encodings, whole and page by
 // page, and to the same errors.
-var _ = Describe("lister.FromClientset and FromDynamicConfig decode lists item by item as client-go does", func() {
+var _ = Describe("lister.FromClientset, FromDynamicConfig and FromMetadataConfig decode lists item by item as client-go does", func() {
 	for _, srv := range []struct {
 		version string
 		labels  Labels
@@ -115,6 +117,40 @@ var _ = Describe("lister.FromClientset and FromDynamicConfig decode lists item b
 				Expect(first.(*unstructured.UnstructuredList).Items[0].GetKind()).To(Equal("ConfigMap"), "items get the list's kind")
 				bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
 				_, wantErr := dyn.List(ctx, bad)
+				_, gotErr := ours.List(ctx, bad)
+				Expect(gotErr).To(HaveOccurred())
+				Expect(gotErr.Error()).To(Equal(wantErr.Error()))
+			})
+
+			It("lister.FromMetadataConfig: whole, paginated and continued lists equal the metadata client's, answered in protobuf", func(ctx SpecContext) {
+				gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+				cfg := rest.CopyConfig(e.cfg)
+				var answered sync.Map
+				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+					return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+						resp, err := rt.RoundTrip(r)
+						if err == nil && resp.StatusCode == http.StatusOK {
+							answered.Store(resp.Header.Get("Content-Type"), true)
+						}
+						return resp, err
+					})
+				})
+				ours, err := lister.FromMetadataConfig(cfg, gvr, e.ns)
+				Expect(err).NotTo(HaveOccurred())
+				md := metadata.NewForConfigOrDie(cfg).Resource(gvr).Namespace(e.ns)
+				expectSameLists(ctx, ours, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return md.List(ctx, o)
+				}, rvN)
+				var got []string
+				answered.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
+				Expect(got).To(ConsistOf(HavePrefix("application/vnd.kubernetes.protobuf")), "the server converts to PartialObjectMetadataList in protobuf")
+				first, err := ours.List(ctx, metav1.ListOptions{LabelSelector: "set=dec", Limit: 1})
+				Expect(err).NotTo(HaveOccurred())
+				item := first.(*metav1.PartialObjectMetadataList).Items[0]
+				Expect(item.Name).To(HavePrefix("dec-"))
+				Expect(item.Labels).To(HaveKeyWithValue("set", "dec"))
+				bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
+				_, wantErr := md.List(ctx, bad)
 				_, gotErr := ours.List(ctx, bad)
 				Expect(gotErr).To(HaveOccurred())
 				Expect(gotErr.Error()).To(Equal(wantErr.Error()))

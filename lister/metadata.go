@@ -1,0 +1,117 @@
+package lister
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+)
+
+// metadataListAccept is the Accept header of client-go's metadata client's
+// List (k8s.io/client-go/metadata): PartialObjectMetadataList in protobuf
+// or JSON, or, from a server that cannot convert to it (older than v1.15,
+// or an aggregated API), the resource's own list in JSON.
+const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+// metadataListShape is how *metav1.PartialObjectMetadataList is decoded:
+// a protobuf answer must be one (the Accept header asks for nothing else
+// in protobuf; client-go's metadata client fails on any other protobuf
+// kind, so does this), a JSON answer may be the resource's own list
+// (items decoded as their metadata, as client-go does then; client-go
+// decodes that one case with encoding/json, which also takes keys in
+// another case, "Metadata", where this, like client-go's JSON serializer
+// everywhere else, is case-sensitive).
+var metadataListShape = func() listShape {
+	sh, ok := shapeOf(reflect.TypeFor[*metav1.PartialObjectMetadataList]())
+	if !ok {
+		panic("lister: metav1.PartialObjectMetadataList cannot be decoded item by item")
+	}
+	sh.protoKind = "PartialObjectMetadataList"
+	return sh
+}()
+
+// FromMetadataConfig returns the Client of a metadata client for gvr in
+// namespace ("" for every namespace, and for a cluster-scoped resource),
+// built from cfg: the requests of
+// metadata.NewForConfig(cfg).Resource(gvr).Namespace(namespace), whose lists
+// are *metav1.PartialObjectMetadataList, but each list response is decoded
+// item by item as it arrives instead of being read whole first (see
+// FromClientset; the objects are the metadata client's, field for field).
+// Watches go through the metadata client.
+//
+// Metadata-only informers (controller-runtime's metadata watches, client-go's
+// metadatainformer) are how operators keep large resources such as Secrets
+// out of memory; this keeps their initial list from holding the response
+// body and the decoded list at once, too.
+func FromMetadataConfig(cfg *rest.Config, gvr schema.GroupVersionResource, namespace string) (Client, error) {
+	if gvr.Version == "" || gvr.Resource == "" {
+		return nil, fmt.Errorf("lister: FromMetadataConfig: incomplete resource %q", gvr.String())
+	}
+	if namespace != "" {
+		if msgs := rest.IsValidPathSegmentName(namespace); len(msgs) > 0 {
+			return nil, fmt.Errorf("lister: FromMetadataConfig: invalid namespace %q: %s", namespace, strings.Join(msgs, ", "))
+		}
+	}
+	// As metadata.NewForConfig builds its client: one HTTP client for both.
+	config := metadata.ConfigFor(cfg)
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	var ri metadata.ResourceInterface = md.Resource(gvr)
+	if namespace != "" {
+		ri = md.Resource(gvr).Namespace(namespace)
+	}
+	config.GroupVersion = &schema.GroupVersion{}
+	config.APIPath = "/this-value-should-never-be-sent"
+	rc, err := rest.RESTClientForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return metadataClient{ri: ri, rc: rc, path: resourcePath(gvr, namespace)}, nil
+}
+
+// resourcePath is the path of gvr's collection in namespace, as the dynamic
+// and metadata clients build it (their makeURLSegments).
+func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
+	path := []string{"api"}
+	if gvr.Group != "" {
+		path = []string{"apis", gvr.Group}
+	}
+	path = append(path, gvr.Version)
+	if namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	return append(path, gvr.Resource)
+}
+
+type metadataClient struct {
+	ri   metadata.ResourceInterface
+	rc   rest.Interface
+	path []string
+}
+
+func (c metadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	body, err := c.rc.Get().AbsPath(c.path...).SetHeader("Accept", metadataListAccept).
+		SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return decodeList(body, metadataListShape)
+}
+
+func (c metadataClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return c.ri.Watch(ctx, o)
+}
