@@ -70,7 +70,11 @@ type listShape struct {
 	listType            reflect.Type // *XList
 	meta, items         int          // field indexes
 	metaJSON, itemsJSON string
-	metaNum, itemsNum   uint64
+	// proto: the items have a generated protobuf Unmarshal and both fields
+	// protobuf numbers (every built-in type; a custom resource's Go type
+	// usually has neither, and is then decoded from JSON only).
+	proto             bool
+	metaNum, itemsNum uint64
 	// protoKind, if set, is the only kind a protobuf answer may have (a
 	// Status aside).
 	protoKind string
@@ -81,9 +85,9 @@ type protoUnmarshaler interface{ Unmarshal([]byte) error }
 
 // shapeOf returns the shape of listType (a pointer to a list struct) and
 // whether it can be decoded item by item: a metav1.ListMeta field and an
-// Items slice of structs whose pointers are runtime.Objects with a
-// generated protobuf Unmarshal.
-func shapeOf(listType reflect.Type) (listShape, bool) {
+// Items slice of structs whose pointers are runtime.Objects, both with
+// JSON keys. sh.proto tells whether it can be decoded from protobuf too.
+func shapeOf(listType reflect.Type) (sh listShape, ok bool) {
 	if listType == nil || listType.Kind() != reflect.Pointer || listType.Elem().Kind() != reflect.Struct {
 		return listShape{}, false
 	}
@@ -95,30 +99,42 @@ func shapeOf(listType reflect.Type) (listShape, bool) {
 		return listShape{}, false
 	}
 	ip := reflect.PointerTo(items.Type.Elem())
-	if !ip.Implements(reflect.TypeFor[runtime.Object]()) || !ip.Implements(reflect.TypeFor[protoUnmarshaler]()) {
+	if !ip.Implements(reflect.TypeFor[runtime.Object]()) {
 		return listShape{}, false
 	}
-	sh := listShape{listType: listType, meta: meta.Index[0], items: items.Index[0]}
-	var ok bool
-	if sh.metaJSON, sh.metaNum, ok = tags(meta); !ok {
+	sh = listShape{listType: listType, meta: meta.Index[0], items: items.Index[0]}
+	if sh.metaJSON = jsonTagKey(meta); sh.metaJSON == "" {
 		return listShape{}, false
 	}
-	if sh.itemsJSON, sh.itemsNum, ok = tags(items); !ok {
+	if sh.itemsJSON = jsonTagKey(items); sh.itemsJSON == "" {
 		return listShape{}, false
 	}
+	sh.metaNum, sh.itemsNum = protoNum(meta), protoNum(items)
+	sh.proto = ip.Implements(reflect.TypeFor[protoUnmarshaler]()) && sh.metaNum > 0 && sh.itemsNum > 0 && sh.metaNum != sh.itemsNum
 	return sh, true
 }
 
-// tags reads a field's JSON key and protobuf field number:
-// `json:"items" protobuf:"bytes,2,rep,name=items"`.
-func tags(f reflect.StructField) (key string, num uint64, ok bool) {
-	key, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+// jsonTagKey reads a field's JSON key (`json:"items"`); "" if it has none.
+func jsonTagKey(f reflect.StructField) string {
+	key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if key == "-" {
+		return ""
+	}
+	return key
+}
+
+// protoNum reads a field's protobuf field number
+// (`protobuf:"bytes,2,rep,name=items"`); 0 if it has none.
+func protoNum(f reflect.StructField) uint64 {
 	parts := strings.Split(f.Tag.Get("protobuf"), ",")
-	if key == "" || key == "-" || len(parts) < 2 || parts[0] != "bytes" {
-		return "", 0, false
+	if len(parts) < 2 || parts[0] != "bytes" {
+		return 0
 	}
 	num, err := strconv.ParseUint(parts[1], 10, 32)
-	return key, num, err == nil && num > 0
+	if err != nil {
+		return 0
+	}
+	return num
 }
 
 // decodeList decodes body (a 2xx list response) into a new list of sh's
@@ -132,6 +148,9 @@ func decodeList(body io.Reader, sh listShape) (runtime.Object, error) {
 	list := reflect.New(sh.listType.Elem())
 	d := listDecoding{sh: sh, list: list.Elem()}
 	if proto {
+		if !sh.proto {
+			return nil, &ListBodyError{Encoding: "protobuf", Reason: fmt.Sprintf("a protobuf answer, but %v has no generated protobuf code", sh.listType.Elem())}
+		}
 		err = d.proto(&countingReader{r: br})
 	} else {
 		err = d.json(br)

@@ -249,6 +249,7 @@ func TestShapeOf(t *testing.T) {
 		{nil, false},
 	} {
 		sh, ok := shapeOf(reflect.TypeOf(tc.list))
+		ok = ok && sh.proto
 		if ok != tc.ok {
 			t.Errorf("%T: ok %v; want %v", tc.list, ok, tc.ok)
 		}

@@ -30,7 +30,7 @@ const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObject
 // everywhere else, is case-sensitive).
 var metadataListShape = func() listShape {
 	sh, ok := shapeOf(reflect.TypeFor[*metav1.PartialObjectMetadataList]())
-	if !ok {
+	if !ok || !sh.proto {
 		panic("lister: metav1.PartialObjectMetadataList cannot be decoded item by item")
 	}
 	sh.protoKind = "PartialObjectMetadataList"

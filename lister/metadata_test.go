@@ -59,11 +59,11 @@ func TestFromMetadataConfigMatchesTheMetadataClient(t *testing.T) {
 	cfg, answer, last := answering(t)
 	md := metadata.NewForConfigOrDie(cfg)
 	bodies := map[string]string{
-		"protobuf": encodeMeta(t, partialList()),
-		"JSON":     `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"42","continue":"c","remainingItemCount":3},"items":[{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"ns","uid":"u-1","labels":{"app":"x"},"creationTimestamp":"2023-11-14T22:13:20Z","managedFields":[{"manager":"m","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]}},{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"b"}}]}`,
+		"protobuf":                      encodeMeta(t, partialList()),
+		"JSON":                          `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"42","continue":"c","remainingItemCount":3},"items":[{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"ns","uid":"u-1","labels":{"app":"x"},"creationTimestamp":"2023-11-14T22:13:20Z","managedFields":[{"manager":"m","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]}},{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"b"}}]}`,
 		"JSON, the resource's own list": `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"a","resourceVersion":"7","annotations":{"k":"v"}},"data":{"k":"v"},"binaryData":{"b":"AAE="}},{"metadata":{"name":"b"},"immutable":true}]}`,
-		"JSON, items null": `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":null}`,
-		"JSON, items []":   `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"9"},"items":[]}`,
+		"JSON, items null":              `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":null}`,
+		"JSON, items []":                `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"9"},"items":[]}`,
 	}
 	opts := metav1.ListOptions{LabelSelector: "a=b", FieldSelector: "metadata.name=a", ResourceVersion: "5", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 7, Continue: "c", TimeoutSeconds: ptrTo(int64(30))}
 	for _, gvr := range []schema.GroupVersionResource{{Version: "v1", Resource: "configmaps"}, {Group: "example.com", Version: "v1", Resource: "widgets"}} {

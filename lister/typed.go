@@ -30,8 +30,8 @@ import (
 // fake clientsets), lists go through the typed client unchanged.
 //
 // It fails with an *UnsupportedTypeError when example is not a resource of
-// client-go's typed clientset (a CRD's Go type: use FromDynamic or
-// FromFuncs).
+// client-go's typed clientset (a CRD's Go type: use FromRESTClient with
+// its generated clientset, or FromDynamicConfig).
 func FromClientset(cs kubernetes.Interface, example runtime.Object, namespace string) (Client, error) {
 	t, err := TypedResourceOf(example)
 	if err != nil {
@@ -152,7 +152,7 @@ func (t TypedResource) Client(cs kubernetes.Interface, namespace string) Client 
 		watch: rc.MethodByName("Watch").Interface().(func(context.Context, metav1.ListOptions) (watch.Interface, error)),
 		cs:    cs,
 	}
-	if sh, ok := shapeOf(t.listType); ok {
+	if sh, ok := shapeOf(t.listType); ok && sh.proto {
 		if r, ok := restClientOf(group); ok {
 			// client-gen's resource name is the lower-cased plural its
 			// accessor is named after (TestTypedClientRequestsMatch checks

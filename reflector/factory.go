@@ -63,7 +63,8 @@ type FactoryOptions struct {
 // cannot stream lists is kept, so informers in unit tests list at once).
 // FactoryInformer panics with an *UnsupportedTypeError when exampleObject
 // is not such a type (a CRD's Go type: use NewSharedIndexInformer over a
-// ListerWatcher of its own client); FactoryInformerFunc returns that error
+// ListerWatcher of its own client, lister.FromRESTClient for a generated
+// clientset); FactoryInformerFunc returns that error
 // instead.
 func FactoryInformer(exampleObject runtime.Object, o FactoryOptions) func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 	f, err := FactoryInformerFunc(exampleObject, o)

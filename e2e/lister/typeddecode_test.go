@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -27,11 +28,12 @@ import (
 )
 
 // lister.FromClientset decodes a list response item by item from the body
-// as it arrives (so do FromDynamicConfig and FromMetadataConfig); these
-// specs hold it to what client-go's typed (dynamic, metadata) client
+// as it arrives (so do FromDynamicConfig, FromMetadataConfig and
+// FromRESTClient); these specs hold it to what client-go's typed (dynamic,
+// metadata, generated) client
 // decodes from the same real server, in both encodings, whole and page by
 // page, and to the same errors.
-var _ = Describe("lister.FromClientset, FromDynamicConfig and FromMetadataConfig decode lists item by item as client-go does", func() {
+var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig and FromRESTClient decode lists item by item as client-go does", func() {
 	for _, srv := range []struct {
 		version string
 		labels  Labels
@@ -154,6 +156,36 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig and FromMetadataConfig
 				_, gotErr := ours.List(ctx, bad)
 				Expect(gotErr).To(HaveOccurred())
 				Expect(gotErr.Error()).To(Equal(wantErr.Error()))
+			})
+
+			It("lister.FromRESTClient: a custom resource's generated typed client (a JSON-only Go type): whole, paginated and continued lists equal its own", func(ctx SpecContext) {
+				dyn := dynamic.NewForConfigOrDie(e.cfg)
+				gv := schema.GroupVersion{Group: e.ns + ".e2e.steadywatch.io", Version: "v1"}
+				createWidgetCRD(ctx, dyn, gv)
+				gvr := gv.WithResource("widgets")
+				for i := range 250 {
+					w := &unstructured.Unstructured{Object: map[string]any{
+						"apiVersion": gv.String(), "kind": "Widget",
+						"metadata": map[string]any{"name": fmt.Sprintf("w-%03d", i), "labels": map[string]any{"set": "dec"}},
+						"spec": map[string]any{
+							"size": int64(i), "ratio": float64(i) / 7, "tags": []any{"t", "ünïcode ✓", strings.Repeat("x", i)},
+							"extra": map[string]any{"k": fmt.Sprint(i)},
+							"raw":   map[string]any{"nested": []any{int64(1), 2.5, nil, map[string]any{"deep": true}}},
+						},
+					}}
+					_, err := dyn.Resource(gvr).Namespace(e.ns).Create(ctx, w, metav1.CreateOptions{})
+					Expect(err).NotTo(HaveOccurred())
+				}
+				rc, typed := widgetClient(e.cfg, gv, e.ns)
+				ours, err := lister.FromRESTClient(lister.RESTResource{Client: rc, Resource: "widgets", Namespace: e.ns, List: &widgetList{}})
+				Expect(err).NotTo(HaveOccurred())
+				l, err := typed.List(ctx, metav1.ListOptions{LabelSelector: "set=dec"})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(l.Items).To(HaveLen(250))
+				Expect(l.Items[249].Spec.Ratio).To(BeNumerically("~", 249.0/7))
+				expectSameLists(ctx, ours, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return typed.List(ctx, o)
+				}, l.ResourceVersion)
 			})
 
 			It("a server's error answer is the typed client's error", func(ctx SpecContext) {

@@ -1,0 +1,127 @@
+package lister
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// RESTResource is one resource of a generated clientset (client-gen, e.g.
+// a CRD's typed clientset) for FromRESTClient.
+type RESTResource struct {
+	// Client is the group's REST client: cs.ExampleV1().RESTClient().
+	Client rest.Interface
+	// Resource is the resource's plural name: "widgets".
+	Resource string
+	// Namespace is the namespace; "" for every namespace, and for a
+	// cluster-scoped resource.
+	Namespace string
+	// List is an empty list of the resource's Go type:
+	// &examplev1.WidgetList{}. It must have a metav1.ListMeta field and an
+	// Items slice of the resource's type, with JSON keys (client-gen's
+	// types do).
+	List runtime.Object
+	// PrefersProtobuf: the clientset was generated preferring protobuf
+	// (client-gen --prefers-protobuf; gentype.PrefersProtobuf), so lists
+	// and watches ask for protobuf as its typed client does. Default false:
+	// the REST client's own content types (JSON for a CRD's clientset).
+	// The list type must then have generated protobuf code.
+	PrefersProtobuf bool
+}
+
+// FromRESTClient returns the Client of a generated clientset's typed client
+// (client-gen's, k8s.io/client-go/gentype) for r: the requests of
+// cs.ExampleV1().Widgets(namespace).List and .Watch, sent through the
+// group's REST client, but each list response is decoded item by item as
+// it arrives (see FromClientset; the objects are the typed client's, field
+// for field). This is the adapter for a custom resource's typed clientset,
+// whose Go types have no protobuf code: their lists are JSON, which
+// client-go reads whole and then decodes.
+//
+//	c, err := lister.FromRESTClient(lister.RESTResource{
+//		Client: cs.ExampleV1().RESTClient(), Resource: "widgets", Namespace: ns,
+//		List: &examplev1.WidgetList{},
+//	})
+//
+// It fails with an error matching ErrNotAList for a List that cannot be
+// decoded item by item, and when a field of r is missing.
+func FromRESTClient(r RESTResource) (Client, error) {
+	if r.Client == nil || reflect.ValueOf(r.Client).Kind() == reflect.Pointer && reflect.ValueOf(r.Client).IsNil() {
+		return nil, errors.New("lister: FromRESTClient: no REST client")
+	}
+	if r.Resource == "" {
+		return nil, errors.New("lister: FromRESTClient: no resource")
+	}
+	if msgs := rest.IsValidPathSegmentName(r.Resource); len(msgs) > 0 {
+		return nil, fmt.Errorf("lister: FromRESTClient: invalid resource %q: %s", r.Resource, strings.Join(msgs, ", "))
+	}
+	if r.Namespace != "" {
+		if msgs := rest.IsValidPathSegmentName(r.Namespace); len(msgs) > 0 {
+			return nil, fmt.Errorf("lister: FromRESTClient: invalid namespace %q: %s", r.Namespace, strings.Join(msgs, ", "))
+		}
+	}
+	sh, ok := shapeOf(reflect.TypeOf(r.List))
+	if !ok {
+		return nil, fmt.Errorf("lister: FromRESTClient: %T: %w", r.List, ErrNotAList)
+	}
+	if r.PrefersProtobuf && !sh.proto {
+		return nil, fmt.Errorf("lister: FromRESTClient: %T has no generated protobuf code, but PrefersProtobuf is set", r.List)
+	}
+	return restClient{r: r, shape: sh}, nil
+}
+
+// ErrNotAList is the error of FromRESTClient for a List that is not a
+// pointer to a list struct with a metav1.ListMeta field and an Items slice
+// of objects, both with JSON keys.
+var ErrNotAList = errors.New("not a list type that can be decoded item by item (a pointer to a struct with metav1.ListMeta and Items of objects, with JSON keys)")
+
+type restClient struct {
+	r     RESTResource
+	shape listShape
+}
+
+// request is the typed client's request (k8s.io/client-go/gentype): the
+// list options encoded as every generated clientset's parameter codec
+// encodes metav1.ListOptions.
+func (c restClient) request(o *metav1.ListOptions) (*rest.Request, time.Duration) {
+	var timeout time.Duration
+	if o.TimeoutSeconds != nil {
+		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
+	}
+	return c.r.Client.Get().
+		UseProtobufAsDefaultIfPreferred(c.r.PrefersProtobuf).
+		NamespaceIfScoped(c.r.Namespace, c.r.Namespace != "").
+		Resource(c.r.Resource).
+		SpecificallyVersionedParams(o, dynamicParameterCodec, versionV1).
+		Timeout(timeout), timeout
+}
+
+func (c restClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	req, timeout := c.request(&o)
+	if timeout > 0 {
+		// The timeout covers reading the body too.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return decodeList(body, c.shape)
+}
+
+func (c restClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	o.Watch = true
+	req, _ := c.request(&o)
+	return req.Watch(ctx)
+}
