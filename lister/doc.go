@@ -12,11 +12,13 @@
 // follows it. The package also holds the SDK's one streaming-list guard
 // (AwaitInitialEvents, GuardInitialEvents).
 //
-// Clients: FromClientset (client-go's typed clientset) and FromDynamicConfig
-// (custom resources) decode each list response item by item as it arrives
-// (listdecode.go), so a large list is never held as response bytes and
-// decoded objects at once; FromFuncs, FromDynamic and FromMetadata adapt
-// any list/watch pair as it is.
+// Clients: FromClientset (client-go's typed clientset), FromDynamicConfig
+// (custom resources, unstructured), FromRESTClient (a generated typed
+// clientset, e.g. a custom resource's) and FromMetadataConfig (metadata
+// only) send those clients' own requests and decode each list response item
+// by item as it arrives (listdecode.go), so a large list is never held as
+// response bytes and decoded objects at once; FromFuncs, FromDynamic and
+// FromMetadata adapt any list/watch pair as it is.
 //
 // It is not a cache or a reflector (see package reflector), and it never
 // returns data older than a requested NotOlderThan resourceVersion, nor data
