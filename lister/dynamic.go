@@ -30,13 +30,8 @@ import (
 // With client-go's ClientsAllowCBOR feature gate on, lists go through the
 // dynamic client unchanged (it may then be answered in CBOR).
 func FromDynamicConfig(cfg *rest.Config, gvr schema.GroupVersionResource, namespace string) (Client, error) {
-	if gvr.Version == "" || gvr.Resource == "" {
-		return nil, fmt.Errorf("lister: FromDynamicConfig: incomplete resource %q", gvr.String())
-	}
-	if namespace != "" {
-		if msgs := rest.IsValidPathSegmentName(namespace); len(msgs) > 0 {
-			return nil, fmt.Errorf("lister: FromDynamicConfig: invalid namespace %q: %s", namespace, strings.Join(msgs, ", "))
-		}
+	if err := checkResource("FromDynamicConfig", gvr, namespace); err != nil {
+		return nil, err
 	}
 	config := dynamic.ConfigFor(cfg)
 	httpClient, err := rest.HTTPClientFor(config)
@@ -62,6 +57,41 @@ func FromDynamicConfig(cfg *rest.Config, gvr schema.GroupVersionResource, namesp
 		return nil, err
 	}
 	return dynamicClient{ri: ri, rc: rc, path: resourcePath(gvr, namespace)}, nil
+}
+
+// checkResource refuses what the dynamic and metadata clients would put
+// into a request's path unchecked.
+func checkResource(fn string, gvr schema.GroupVersionResource, namespace string) error {
+	if gvr.Version == "" || gvr.Resource == "" {
+		return fmt.Errorf("lister: %s: incomplete resource %q", fn, gvr.String())
+	}
+	return checkPathSegment(fn, "namespace", namespace)
+}
+
+// checkPathSegment refuses a non-empty path segment that is not a valid
+// name ("a/b", "..").
+func checkPathSegment(fn, what, s string) error {
+	if s == "" {
+		return nil
+	}
+	if msgs := rest.IsValidPathSegmentName(s); len(msgs) > 0 {
+		return fmt.Errorf("lister: %s: invalid %s %q: %s", fn, what, s, strings.Join(msgs, ", "))
+	}
+	return nil
+}
+
+// resourcePath is the path of gvr's collection in namespace, as the dynamic
+// and metadata clients build it (their makeURLSegments).
+func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
+	path := []string{"api"}
+	if gvr.Group != "" {
+		path = []string{"apis", gvr.Group}
+	}
+	path = append(path, gvr.Version)
+	if namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	return append(path, gvr.Resource)
 }
 
 // dynamicParameterCodec and versionV1 encode list options as the dynamic

@@ -1,13 +1,9 @@
 package lister
 
 import (
-	"context"
-	"errors"
-	"net/http"
-	"reflect"
+	"fmt"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -35,22 +31,7 @@ func TestFromDynamicConfigMatchesTheDynamicClient(t *testing.T) {
 			}
 			ri := dyn.Resource(gvr).Namespace(ns)
 			for _, b := range bodies {
-				answer(http.StatusOK, b)
-				ours, err := c.List(context.Background(), opts)
-				if err != nil {
-					t.Fatalf("%s %q: %v", gvr, b, err)
-				}
-				oursReq := last()
-				theirs, err := ri.List(context.Background(), opts)
-				if err != nil {
-					t.Fatalf("%s: dynamic: %v", gvr, err)
-				}
-				if theirsReq := last(); oursReq != theirsReq {
-					t.Errorf("%s ns %q: request\n%s\nwant the dynamic client's\n%s", gvr, ns, oursReq, theirsReq)
-				}
-				if !reflect.DeepEqual(ours, theirs) {
-					t.Errorf("%s body %s:\ndecoded %#v\ndynamic %#v", gvr, b, ours, theirs)
-				}
+				sameList(t, answer, last, fmt.Sprintf("%s ns %q body %s", gvr, ns, b), b, opts, c, ri.List)
 			}
 		}
 	}
@@ -68,16 +49,5 @@ func TestFromDynamicConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer(http.StatusGone, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`)
-	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
-		t.Errorf("410: %v; want a 410 Expired", err)
-	}
-	answer(http.StatusOK, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`)
-	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
-		t.Errorf("a Status in a 200: %v; want its 410 Expired", err)
-	}
-	answer(http.StatusOK, `{"kind":"WidgetList","items":[{"metadata":{"name":"a"}}`)
-	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {
-		t.Errorf("cut body: %v; want an ErrListBody", err)
-	}
+	expectListErrors(t, answer, c, `{"kind":"WidgetList","items":[{"metadata":{"name":"a"}}`)
 }

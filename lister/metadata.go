@@ -2,9 +2,7 @@ package lister
 
 import (
 	"context"
-	"fmt"
 	"reflect"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,13 +49,8 @@ var metadataListShape = func() listShape {
 // out of memory; this keeps their initial list from holding the response
 // body and the decoded list at once, too.
 func FromMetadataConfig(cfg *rest.Config, gvr schema.GroupVersionResource, namespace string) (Client, error) {
-	if gvr.Version == "" || gvr.Resource == "" {
-		return nil, fmt.Errorf("lister: FromMetadataConfig: incomplete resource %q", gvr.String())
-	}
-	if namespace != "" {
-		if msgs := rest.IsValidPathSegmentName(namespace); len(msgs) > 0 {
-			return nil, fmt.Errorf("lister: FromMetadataConfig: invalid namespace %q: %s", namespace, strings.Join(msgs, ", "))
-		}
+	if err := checkResource("FromMetadataConfig", gvr, namespace); err != nil {
+		return nil, err
 	}
 	// As metadata.NewForConfig builds its client: one HTTP client for both.
 	config := metadata.ConfigFor(cfg)
@@ -80,20 +73,6 @@ func FromMetadataConfig(cfg *rest.Config, gvr schema.GroupVersionResource, names
 		return nil, err
 	}
 	return metadataClient{ri: ri, rc: rc, path: resourcePath(gvr, namespace)}, nil
-}
-
-// resourcePath is the path of gvr's collection in namespace, as the dynamic
-// and metadata clients build it (their makeURLSegments).
-func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
-	path := []string{"api"}
-	if gvr.Group != "" {
-		path = []string{"apis", gvr.Group}
-	}
-	path = append(path, gvr.Version)
-	if namespace != "" {
-		path = append(path, "namespaces", namespace)
-	}
-	return append(path, gvr.Resource)
 }
 
 type metadataClient struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,13 +59,11 @@ func FromRESTClient(r RESTResource) (Client, error) {
 	if r.Resource == "" {
 		return nil, errors.New("lister: FromRESTClient: no resource")
 	}
-	if msgs := rest.IsValidPathSegmentName(r.Resource); len(msgs) > 0 {
-		return nil, fmt.Errorf("lister: FromRESTClient: invalid resource %q: %s", r.Resource, strings.Join(msgs, ", "))
+	if err := checkPathSegment("FromRESTClient", "resource", r.Resource); err != nil {
+		return nil, err
 	}
-	if r.Namespace != "" {
-		if msgs := rest.IsValidPathSegmentName(r.Namespace); len(msgs) > 0 {
-			return nil, fmt.Errorf("lister: FromRESTClient: invalid namespace %q: %s", r.Namespace, strings.Join(msgs, ", "))
-		}
+	if err := checkPathSegment("FromRESTClient", "namespace", r.Namespace); err != nil {
+		return nil, err
 	}
 	sh, ok := shapeOf(reflect.TypeOf(r.List))
 	if !ok {

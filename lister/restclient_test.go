@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
-	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,22 +94,7 @@ func TestFromRESTClientMatchesTheGeneratedClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, b := range bodies {
-			answer(http.StatusOK, b)
-			ours, err := c.List(context.Background(), opts)
-			if err != nil {
-				t.Fatalf("%q: %v", b, err)
-			}
-			oursReq := last()
-			theirs, err := typed.List(context.Background(), opts)
-			if err != nil {
-				t.Fatalf("generated client: %v", err)
-			}
-			if theirsReq := last(); oursReq != theirsReq {
-				t.Errorf("ns %q: list request\n%s\nwant the generated client's\n%s", ns, oursReq, theirsReq)
-			}
-			if !reflect.DeepEqual(ours, theirs) {
-				t.Errorf("body %s:\ndecoded   %#v\ngenerated %#v", b, ours, theirs)
-			}
+			sameList(t, answer, last, fmt.Sprintf("ns %q body %s", ns, b), b, opts, c, typed.List)
 		}
 		answer(http.StatusOK, "")
 		w, err := c.Watch(context.Background(), opts)
@@ -134,22 +118,7 @@ func TestFromRESTClientMatchesTheGeneratedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer(http.StatusOK, string(encodeList(t, richConfigMaps(5), true)))
-	ours, err := c.List(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oursReq := last()
-	theirs, err := cs.CoreV1().ConfigMaps("ns").List(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if theirsReq := last(); oursReq != theirsReq {
-		t.Errorf("protobuf: list request\n%s\nwant the typed client's\n%s", oursReq, theirsReq)
-	}
-	if !reflect.DeepEqual(ours, theirs) {
-		t.Errorf("protobuf: decoded %#v\ntyped %#v", ours, theirs)
-	}
+	sameList(t, answer, last, "protobuf", string(encodeList(t, richConfigMaps(5), true)), opts, c, cs.CoreV1().ConfigMaps("ns").List)
 }
 
 func TestFromRESTClientErrors(t *testing.T) {
@@ -174,19 +143,7 @@ func TestFromRESTClientErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expired := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`
-	answer(http.StatusGone, expired)
-	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
-		t.Errorf("410: %v; want a 410 Expired", err)
-	}
-	answer(http.StatusOK, expired)
-	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
-		t.Errorf("a Status in a 200: %v; want its 410 Expired", err)
-	}
-	answer(http.StatusOK, `{"kind":"WidgetList","items":[{"metadata":{"name":"a"}}`)
-	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {
-		t.Errorf("cut body: %v; want an ErrListBody", err)
-	}
+	expectListErrors(t, answer, c, `{"kind":"WidgetList","items":[{"metadata":{"name":"a"}}`)
 	// A protobuf answer for a type without protobuf code.
 	answer(http.StatusOK, string(encodeList(t, richConfigMaps(1), true)))
 	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {

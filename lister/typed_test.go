@@ -216,3 +216,47 @@ func answering(t *testing.T) (cfg *rest.Config, answer func(status int, body str
 			return got[len(got)-1]
 		}
 }
+
+// sameList answers the next requests with body, lists with ours and then
+// with theirs (the client-go client ours sends the requests of), and fails
+// the test unless both sent the same request and returned the same list.
+// It returns ours.
+func sameList[L runtime.Object](t *testing.T, answer func(int, string), last func() string, what, body string, o metav1.ListOptions, ours Client, theirs func(context.Context, metav1.ListOptions) (L, error)) runtime.Object {
+	t.Helper()
+	answer(http.StatusOK, body)
+	got, err := ours.List(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	oursReq := last()
+	want, err := theirs(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%s: client-go: %v", what, err)
+	}
+	if theirsReq := last(); oursReq != theirsReq {
+		t.Errorf("%s: request\n%s\nwant client-go's\n%s", what, oursReq, theirsReq)
+	}
+	if !reflect.DeepEqual(got, runtime.Object(want)) {
+		t.Errorf("%s:\ndecoded   %#v\nclient-go %#v", what, got, want)
+	}
+	return got
+}
+
+// expectListErrors: an error answer is its API error, so is a failed Status
+// in a 200, and a body cut short (cut) is an ErrListBody.
+func expectListErrors(t *testing.T, answer func(int, string), c Client, cut string) {
+	t.Helper()
+	expired := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`
+	answer(http.StatusGone, expired)
+	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("410: %v; want a 410 Expired", err)
+	}
+	answer(http.StatusOK, expired)
+	if _, err := c.List(context.Background(), metav1.ListOptions{}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("a Status in a 200: %v; want its 410 Expired", err)
+	}
+	answer(http.StatusOK, cut)
+	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {
+		t.Errorf("cut body: %v; want an ErrListBody", err)
+	}
+}

@@ -72,28 +72,16 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig an
 
 			for _, contentType := range []string{"", "application/json"} {
 				It(fmt.Sprintf("content type %q: whole, paginated and continued lists equal the typed client's", contentType), func(ctx SpecContext) {
-					cfg := rest.CopyConfig(e.cfg)
+					cfg, answered := recordAnswers(e.cfg)
 					cfg.ContentType = contentType
 					// The encodings the server answered in: protobuf by default,
 					// JSON when the client asks for it.
-					var answered sync.Map
-					cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-						return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-							resp, err := rt.RoundTrip(r)
-							if err == nil {
-								answered.Store(resp.Header.Get("Content-Type"), true)
-							}
-							return resp, err
-						})
-					})
 					defer func() {
 						want := "application/vnd.kubernetes.protobuf"
 						if contentType != "" {
 							want = contentType
 						}
-						var got []string
-						answered.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
-						Expect(got).To(ConsistOf(HavePrefix(want)))
+						Expect(answered()).To(ConsistOf(HavePrefix(want)))
 					}()
 					cs := kubernetes.NewForConfigOrDie(cfg)
 					ours, err := lister.FromClientset(cs, &corev1.ConfigMap{}, e.ns)
@@ -126,26 +114,14 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig an
 
 			It("lister.FromMetadataConfig: whole, paginated and continued lists equal the metadata client's, answered in protobuf", func(ctx SpecContext) {
 				gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
-				cfg := rest.CopyConfig(e.cfg)
-				var answered sync.Map
-				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-					return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-						resp, err := rt.RoundTrip(r)
-						if err == nil && resp.StatusCode == http.StatusOK {
-							answered.Store(resp.Header.Get("Content-Type"), true)
-						}
-						return resp, err
-					})
-				})
+				cfg, answered := recordAnswers(e.cfg)
 				ours, err := lister.FromMetadataConfig(cfg, gvr, e.ns)
 				Expect(err).NotTo(HaveOccurred())
 				md := metadata.NewForConfigOrDie(cfg).Resource(gvr).Namespace(e.ns)
 				expectSameLists(ctx, ours, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 					return md.List(ctx, o)
 				}, rvN)
-				var got []string
-				answered.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
-				Expect(got).To(ConsistOf(HavePrefix("application/vnd.kubernetes.protobuf")), "the server converts to PartialObjectMetadataList in protobuf")
+				Expect(answered()).To(ConsistOf(HavePrefix("application/vnd.kubernetes.protobuf")), "the server converts to PartialObjectMetadataList in protobuf")
 				first, err := ours.List(ctx, metav1.ListOptions{LabelSelector: "set=dec", Limit: 1})
 				Expect(err).NotTo(HaveOccurred())
 				item := first.(*metav1.PartialObjectMetadataList).Items[0]
@@ -234,6 +210,27 @@ func expectSameLists(ctx context.Context, ours lister.Client, theirs func(contex
 	Expect(err).NotTo(HaveOccurred())
 	Expect(gotItems).To(Equal(wantItems))
 	Expect(wantItems).To(HaveLen(250))
+}
+
+// recordAnswers returns a copy of cfg whose clients record the Content-Type
+// of every 200 answer, and the distinct types recorded so far.
+func recordAnswers(cfg *rest.Config) (*rest.Config, func() []string) {
+	cfg = rest.CopyConfig(cfg)
+	var answered sync.Map
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil && resp.StatusCode == http.StatusOK {
+				answered.Store(resp.Header.Get("Content-Type"), true)
+			}
+			return resp, err
+		})
+	})
+	return cfg, func() []string {
+		var got []string
+		answered.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
+		return got
+	}
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
