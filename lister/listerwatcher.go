@@ -371,6 +371,10 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return lw.follow(ctx, w, log, gen, nil), nil
 	}
+	if o.DisableStreamingList {
+		log.V(4).Info("streaming list refused without a request", "reason", "lister.Options.DisableStreamingList")
+		return nil, fmt.Errorf("%w (disabled by lister.Options.DisableStreamingList)", ErrStreamingListUnsupported)
+	}
 	srv := o.Server
 	caps := srv.Capabilities(ctx)
 	if caps.Get(compat.StreamingList) == compat.No {
@@ -640,12 +644,12 @@ func startWatchdog(o Options, log logr.Logger, forwarded *atomic.Uint64, end fun
 // (tools/cache/reflector.go, via util/watchlist) when it is built, and an
 // informer built while it says true never streams for its whole life. So it
 // is true only when the inner Client itself declares it (as client-go's fake
-// clientsets do: tests then list at once instead of waiting for a guard); a
-// belief about the server is decided per request instead, in
-// WatchWithContext, where it can expire and let a long-lived informer
-// stream again.
+// clientsets do: tests then list at once instead of waiting for a guard) or
+// Options.DisableStreamingList is set; a belief about the server is decided
+// per request instead, in WatchWithContext, where it can expire and let a
+// long-lived informer stream again.
 func (lw *ListerWatcher) IsWatchListSemanticsUnSupported() bool {
-	return declaresNoWatchList(lw.l.c)
+	return lw.l.o.DisableStreamingList || declaresNoWatchList(lw.l.c)
 }
 
 func orUnknown(s string) string {

@@ -226,6 +226,43 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 	}
 }
 
+// Options.DisableStreamingList: client-go's reflector over the
+// ListerWatcher lists from its first attempt on a server that streams (it
+// never sends sendInitialEvents), and a streaming watch sent anyway is
+// refused without a request.
+func TestDisableStreamingList(t *testing.T) {
+	srv := staticServer(compat.Yes, compat.Yes)
+	c := newServer(t, steadywatchtest.Faults{}, cm("a", ""), cm("b", ""))
+	lw := NewListerWatcher(c, Options{Server: srv, DisableStreamingList: true})
+	if !lw.IsWatchListSemanticsUnSupported() {
+		t.Fatal("DisableStreamingList does not declare that the ListerWatcher does not stream lists")
+	}
+	if w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true}); w != nil || !errors.Is(err, ErrStreamingListUnsupported) || c.Count(steadywatchtest.VerbWatch) != 0 {
+		t.Fatalf("streaming watch: w %v err %v, %d watches sent", w, err, c.Count(steadywatchtest.VerbWatch))
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(store.List()) != 2 || c.Count(steadywatchtest.VerbWatch) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("reflector did not sync: store %d, lists %d, watches %d", len(store.List()), c.Count(steadywatchtest.VerbList), c.Count(steadywatchtest.VerbWatch))
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	for _, req := range c.Requests() {
+		if o := req.Options.SendInitialEvents; o != nil && *o {
+			t.Fatalf("a streaming list was sent: %+v", req.Options)
+		}
+	}
+	if c.Count(steadywatchtest.VerbList) == 0 {
+		t.Fatal("synced without a list")
+	}
+}
+
 // declaring is a Client that declares it cannot stream lists, as client-go's
 // fake clientsets do.
 type declaring struct{ Client }

@@ -73,6 +73,23 @@ type Options struct {
 	// to a list. Default DefaultInitialEventsTimeout (10s), the same for every
 	// streaming list of the SDK (GuardInitialEvents).
 	InitialEventsTimeout time.Duration
+	// DisableStreamingList makes client-go's informers over this
+	// ListerWatcher list instead of streaming their initial list
+	// (sendInitialEvents), wherever the server supports it: the
+	// ListerWatcher declares it does not support streaming lists
+	// (IsWatchListSemanticsUnSupported, read once when client-go builds its
+	// reflector), and refuses a streaming watch sent anyway
+	// (ErrStreamingListUnsupported, so client-go lists). Default false:
+	// stream where supported. With the apiserver's watch cache a streaming
+	// list costs it about what a list does; without it for the resource
+	// (--watch-cache=false, or --watch-cache-sizes=<resource>#0) every
+	// streaming list reads the whole collection from etcd into the
+	// apiserver's memory at once: 8 informers starting on 244 MiB cost a
+	// v1.37.2 apiserver about 10 GiB more heap than paginated lists did
+	// (docs/benchmarks.md, P5). Set it for resources the watch cache does
+	// not hold. reflector.Options.DisableStreamingList is the same for
+	// reflector.New.
+	DisableStreamingList bool
 	// DisableInitialEventsCount turns off the one limit=1 list the
 	// streaming-list guard sends beside each streaming list to learn how
 	// many objects to expect (ExpectedInitialEvents). Default false: the

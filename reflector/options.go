@@ -144,7 +144,14 @@ type Options struct {
 
 	// DisableStreamingList turns off streaming lists (sendInitialEvents) even
 	// where Server says they are supported. Default false: stream where
-	// supported, which costs the apiserver less memory than a list.
+	// supported. With the apiserver's watch cache a streaming list costs it
+	// about what a list does; without it for the resource
+	// (--watch-cache=false, or --watch-cache-sizes=<resource>#0) every
+	// streaming list reads the whole collection from etcd into the
+	// apiserver's memory at once (8 informers on 244 MiB: about 10 GiB more
+	// apiserver heap than paginated lists, docs/benchmarks.md P5). Set it for
+	// resources the watch cache does not hold (lister.Options has the same
+	// for the drop-in informers).
 	DisableStreamingList bool
 
 	// InitialEventsTimeout bounds how long a streaming list may go without

@@ -416,6 +416,23 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
 		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved), "the guard verified the gate-default belief")
 	})
+
+	It("lister.Options.DisableStreamingList: an informer lists (no sendInitialEvents) where the server would stream from etcd", func(ctx SpecContext) {
+		e.create(ctx, "nostream", 3)
+		det := compat.NewDetector(compat.DetectorOptions{})
+		srv, err := det.ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(srv.Capabilities(ctx).Get(compat.StreamingList)).To(Equal(compat.Yes), "the server streams lists")
+		e.proxy.ResetRequests()
+		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=nostream", DisableStreamingList: true})
+		inf, _ := syncInformer(ctx, lw, 60*time.Second)
+		Expect(inf.GetStore().List()).To(HaveLen(3))
+		Expect(e.requests("list")).NotTo(BeEmpty(), "synced from a list")
+		Eventually(func() []faults.Request { return e.requests("watch") }).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "then watched")
+		for _, r := range e.requests("watch") {
+			Expect(isStreaming(r)).To(BeFalse(), "a streaming list was sent: %s", r.RawQuery)
+		}
+	})
 })
 
 var _ = Describe("lister on a current apiserver behind a fault proxy", Label("conformance", "needs-faults"), Ordered, func() {
