@@ -41,9 +41,15 @@ type contender struct {
 	NoStream bool `json:"no_stream,omitempty"`
 	// NoGzip sets rest.Config.DisableCompression: the apiserver then does
 	// not gzip large list responses (watch streams are never compressed).
-	NoGzip   bool   `json:"no_gzip,omitempty"`
-	PageSize int64  `json:"page_size,omitempty"`
-	Desc     string `json:"desc"`
+	NoGzip   bool  `json:"no_gzip,omitempty"`
+	PageSize int64 `json:"page_size,omitempty"`
+	// Paginate and MaxPageSize: reflector.Options.PaginateLists and
+	// MaxPageSize for Kind sw-reflector.
+	Paginate    bool  `json:"paginate,omitempty"`
+	MaxPageSize int64 `json:"max_page_size,omitempty"`
+	// P5Lever: a lever for P5 (-p5-contenders), not in P1's default set.
+	P5Lever bool   `json:"p5_lever,omitempty"`
+	Desc    string `json:"desc"`
 	// CR: the contender keeps a cache of the bench's custom resources
 	// (crGVR, JSON only: CRs have no protobuf) over a dynamic client.
 	CR bool `json:"cr,omitempty"`
@@ -75,6 +81,14 @@ var contenders = []contender{
 		Desc: "lever: the same with limit 2000"},
 	{Name: "sw-reflector-unpaged-nogzip", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: -1, NoGzip: true,
 		Desc: "lever: sw-reflector-unpaged with DisableCompression"},
+	// Levers for resources the watch cache does not hold (P5 on
+	// v1.37.2/nocache): no streaming list.
+	{Name: "sw-informer-nostream", Kind: "sw-informer", Ours: true, NoStream: true, P5Lever: true,
+		Desc: "lever: sw-informer with lister.Options.DisableStreamingList (client-go's informer lists: resourceVersion 0, limit 500)"},
+	{Name: "sw-reflector-nostream-paged", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, P5Lever: true,
+		Desc: "lever: reflector.New with DisableStreamingList and PaginateLists (pages of 500 growing to MaxPageSize 4000)"},
+	{Name: "sw-reflector-nostream-paged500", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, MaxPageSize: -1, P5Lever: true,
+		Desc: "lever: reflector.New with DisableStreamingList, PaginateLists and MaxPageSize -1 (every page 500)"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.
 	{Name: "stock-cr", Kind: "informer", CR: true,
 		Desc: "client-go v0.37.2 dynamicinformer.NewFilteredDynamicSharedInformerFactory for the CR (JSON), WatchListClient on (streaming list)"},
@@ -90,7 +104,9 @@ var contenders = []contender{
 var crGVR = schema.GroupVersionResource{Group: "bench.steadywatch.dev", Version: "v1", Resource: "benchitems"}
 
 // p1Default are the P1 contenders of a kind (cr: custom resources).
-func p1Default(cr bool) []string { return contenderNames(func(c contender) bool { return c.CR == cr }) }
+func p1Default(cr bool) []string {
+	return contenderNames(func(c contender) bool { return c.CR == cr && !c.P5Lever })
+}
 
 // p1Core is the smaller P1 set run on every server after the first.
 var p1Core = []string{"stock", "stock-json", "stock-list", "sw-informer", "sw-reflector", "sw-reflector-json"}
@@ -211,7 +227,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 		if c.Kind == "sw-informer" {
 			// The README's one-line adoption (examples/informer).
-			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server}}))
+			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server, DisableStreamingList: c.NoStream}}))
 		}
 		inf := f.Core().V1().ConfigMaps().Informer()
 		if _, err := inf.AddEventHandler(handler); err != nil {
@@ -231,6 +247,8 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 			Server:               server,
 			DisableStreamingList: c.NoStream,
 			PageSize:             c.PageSize,
+			PaginateLists:        c.Paginate,
+			MaxPageSize:          c.MaxPageSize,
 		})
 		go r.Run(ctx)
 		in.synced = r.HasSynced
