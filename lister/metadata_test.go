@@ -34,7 +34,7 @@ func partialList() *metav1.PartialObjectMetadataList {
 				CreationTimestamp: ts, Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"n": "é\u2028"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "r", UID: "u-0", Controller: ptrTo(true)}},
 				Finalizers:      []string{"f"},
-				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &ts, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}},
 			},
 		}, {ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}},
 	}
