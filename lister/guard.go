@@ -60,6 +60,17 @@ type GuardOptions struct {
 	// should hold (ExpectedInitialEvents), or is closed without a value when
 	// it cannot be known.
 	Expected <-chan int
+	// FromMostRecent: the stream was opened with resourceVersion unset
+	// (MostRecent). A server that ignores sendInitialEvents then still
+	// sends an ADDED event for every object first (the watch semantics of
+	// an unset resourceVersion, "Get State and Start at Most Recent", API
+	// Concepts), so while a known, non-zero count has not started to
+	// arrive, quiet is a slow server (one reading a large collection from
+	// etcd without its watch cache, under load), not evidence that it does
+	// not stream: BeforeCount applies instead of Timeout. Default false:
+	// a stream from a resourceVersion, which a server that ignores
+	// sendInitialEvents answers with nothing but later changes.
+	FromMostRecent bool
 	// Server receives what the stream proves about streaming lists. Nil: nothing is recorded.
 	Server compat.Server
 	// OnNotStreaming, if set, is called when the guard ends the stream
@@ -178,7 +189,8 @@ const (
 // when the server shows it does not stream lists:
 //
 //   - no end bookmark within Timeout of quiet (BeforeCount while a known
-//     count is not reached), or within AfterCount of quiet once the
+//     count is not reached and some of it arrived, or, from MostRecent,
+//     none of it yet: o.FromMostRecent), or within AfterCount of quiet once the
 //     expected number of initial events arrived (a proxy that drops
 //     bookmarks, gravitational/teleport#64188; a server that ignores
 //     sendInitialEvents, v1.18);
@@ -234,7 +246,10 @@ func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOpti
 			// (The timer is re-armed lazily to the longer bound.) With no
 			// initial event at all the server may be ignoring
 			// sendInitialEvents (an aggregated API on an old library), so
-			// Timeout applies.
+			// Timeout applies, unless the stream is from MostRecent, where
+			// that server would be sending ADDED events too.
+			bound = o.BeforeCount
+		case expected > 0 && o.FromMostRecent:
 			bound = o.BeforeCount
 		}
 		select {

@@ -84,3 +84,53 @@ func TestGuardNoInitialEventAtAllUsesTimeout(t *testing.T) {
 		t.Fatalf("decided after %v: BeforeCount (3x Timeout) applied without any initial event", d)
 	}
 }
+
+// From MostRecent, a known non-zero count but no event yet: a server that
+// ignores sendInitialEvents would be sending ADDED events too, so the quiet
+// is a slow server (8 informers reading 244 MiB from etcd without the watch
+// cache took longer than Timeout, docs/benchmarks.md P5): BeforeCount
+// applies, and the stream is kept when its events come after Timeout.
+func TestGuardFromMostRecentWaitsForTheFirstCountedEvent(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	fw := watch.NewFakeWithChanSize(10, false)
+	expected := make(chan int, 1)
+	expected <- 2
+	close(expected)
+	stop := make(chan struct{})
+	defer close(stop)
+	done := make(chan InitialEventsOutcome, 1)
+	go func() {
+		out, _ := AwaitInitialEvents(stop, fw, GuardOptions{Timeout: timeout, Expected: expected, FromMostRecent: true}, discard(),
+			func(watch.Event) bool { return true })
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		t.Fatalf("decided %v before BeforeCount without a first event", out)
+	case <-time.After(2 * timeout):
+	}
+	fw.Add(cm("a", "5"))
+	fw.Add(cm("b", "6"))
+	fw.Action(watch.Bookmark, endBookmark("7"))
+	select {
+	case out := <-done:
+		if out != InitialEventsEnded {
+			t.Fatalf("outcome %v, want the stream kept to its end", out)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no decision")
+	}
+
+	// And a stream from MostRecent that never sends anything still ends,
+	// at BeforeCount.
+	fw2 := watch.NewFakeWithChanSize(10, false)
+	expected2 := make(chan int, 1)
+	expected2 <- 2
+	close(expected2)
+	start := time.Now()
+	out, _ := AwaitInitialEvents(stop, fw2, GuardOptions{Timeout: timeout, Expected: expected2, FromMostRecent: true}, discard(),
+		func(watch.Event) bool { return true })
+	if d := time.Since(start); out != InitialEventsNotStreaming || d < 3*timeout {
+		t.Fatalf("outcome %v after %v, want not streaming after BeforeCount (%v)", out, d, 3*timeout)
+	}
+}

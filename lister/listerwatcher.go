@@ -403,9 +403,10 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		return nil, err
 	}
 	return lw.follow(ctx, w, log, lw.resetHeld(nil), &GuardOptions{
-		Timeout:  o.InitialEventsTimeout,
-		Expected: lw.l.expectInitialEvents(ctx, options),
-		Server:   srv,
+		Timeout:        o.InitialEventsTimeout,
+		Expected:       lw.l.expectInitialEvents(ctx, options),
+		FromMostRecent: options.ResourceVersion == "",
+		Server:         srv,
 		OnNotStreaming: func(string) {
 			o.Metrics.Fallback(o.Name, string(ReasonStreamingListAbandoned))
 		},

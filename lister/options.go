@@ -65,9 +65,11 @@ type Options struct {
 	// InitialEventsTimeout bounds the quiet time of a streaming list
 	// (sendInitialEvents=true) before its k8s.io/initial-events-end bookmark
 	// while the number of initial events is unknown; while a known count
-	// (ExpectedInitialEvents) is partly delivered the bound is
+	// (ExpectedInitialEvents) is partly delivered, or not started on a
+	// stream from MostRecent (where even a server that ignores
+	// sendInitialEvents sends ADDED events), the bound is
 	// DefaultInitialEventsBeforeCountFactor times it (the server is still
-	// sending: a pause, not a lost bookmark); once every expected event
+	// sending, or slow to start: not a lost bookmark); once every expected event
 	// arrived, the bound is DefaultInitialEventsAfterCount. When it passes, the server is taken not
 	// to stream lists, the watch ends with an error and client-go falls back
 	// to a list. Default DefaultInitialEventsTimeout (10s), the same for every

@@ -157,9 +157,10 @@ type Options struct {
 	// InitialEventsTimeout bounds how long a streaming list may go without
 	// any event before the k8s.io/initial-events-end bookmark arrives while
 	// the number of initial events is unknown or none arrived yet (while a
-	// known count is partly delivered the bound is
-	// lister.DefaultInitialEventsBeforeCountFactor times it: a pause, not a
-	// lost bookmark; once it is reached,
+	// known count is partly delivered, or not started on the initial
+	// MostRecent stream, the bound is
+	// lister.DefaultInitialEventsBeforeCountFactor times it: a pause or a
+	// slow start, not a lost bookmark; once it is reached,
 	// lister.DefaultInitialEventsAfterCount applies). When it passes, the
 	// server is taken to ignore sendInitialEvents (as v1.18 does: it never
 	// sends that bookmark), compat is told so, and the reflector lists

@@ -638,9 +638,10 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		expected = lister.ExpectInitialEvents(ctx, r.client, metav1.ListOptions{})
 	}
 	out, detail := lister.AwaitInitialEvents(stop, w, lister.GuardOptions{
-		Timeout:  r.o.InitialEventsTimeout,
-		Expected: expected,
-		Server:   r.o.Server,
+		Timeout:        r.o.InitialEventsTimeout,
+		Expected:       expected,
+		FromMostRecent: s.query.ResourceVersion == "",
+		Server:         r.o.Server,
 	}, logger, func(ev watch.Event) bool {
 		switch ev.Type {
 		case watch.Added:
