@@ -2,6 +2,7 @@ package lister
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
@@ -102,9 +104,14 @@ func (r *run) loop(q Query, page PageFunc) error {
 
 		// Plan.
 		ra, _ := fallback.RetryAfter(err)
+		var pageBytes int64
+		if err == nil && cont != "" && r.l.o.MaxPageBytes > 0 && r.l.o.MaxPageSize > opts.Limit && opts.Limit > 0 {
+			pageBytes = estimatePageBytes(obj, items)
+		}
 		step := r.plan.Plan(engine.Input{
 			First: first, Sent: cur, Match: match, WireLimit: opts.Limit, Class: class, RetryAfter: ra, Elapsed: dur, Continue: cont,
 			Handed: handed, SnapshotRV: snapshotRV, CanVoidPages: r.cfg.onRestart != nil, CallerContinue: q.Continue != "",
+			PageBytes: pageBytes, Items: items,
 		})
 		if opts.Continue == "" && cur.ResourceVersion != "" {
 			r.observe(step.Situation, fallback.CompareRV(servedRV, cur.ResourceVersion), servedRV, cur)
@@ -378,8 +385,36 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// estimatePageBytes estimates the encoded size of a page's n objects from
+// up to three of them (first, middle, last): their generated protobuf
+// Size where they have one (built-in types), else their JSON length.
+func estimatePageBytes(list runtime.Object, n int) int64 {
+	if n <= 0 {
+		return 0
+	}
+	want := map[int]bool{0: true, n / 2: true, n - 1: true}
+	var sum, sampled int64
+	i := 0
+	_ = meta.EachListItem(list, func(obj runtime.Object) error {
+		if want[i] {
+			if s, ok := obj.(interface{ Size() int }); ok {
+				sum += int64(s.Size())
+			} else if b, err := json.Marshal(obj); err == nil {
+				sum += int64(len(b))
+			}
+			sampled++
+		}
+		i++
+		return nil
+	})
+	if sampled == 0 {
+		return 0
+	}
+	return sum / sampled * int64(n)
+}
+
 func newPlanner(o Options) *engine.Planner {
 	pl := engine.NewPlanner(o.Policy, o.PageSize)
-	pl.GrowPagesTo(o.MaxPageSize)
+	pl.GrowPagesTo(o.MaxPageSize, max(o.MaxPageBytes, 0))
 	return pl
 }

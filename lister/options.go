@@ -13,6 +13,9 @@ import (
 // DefaultStallTimeout is Options.StallTimeout's default.
 const DefaultStallTimeout = 3 * time.Minute
 
+// DefaultMaxPageBytes is Options.MaxPageBytes's default.
+const DefaultMaxPageBytes = 16 << 20
+
 // Options configures a Lister. The zero value is a safe default.
 type Options struct {
 	// Server is what is known about the apiserver (compat.Detector.ForConfig,
@@ -41,6 +44,17 @@ type Options struct {
 	// means pages of at most 500). reflector.New sets it (see
 	// reflector.Options.MaxPageSize).
 	MaxPageSize int64
+	// MaxPageBytes bounds that growth in bytes: a continuation page asks
+	// for more objects than the previous one only while the previous page's
+	// objects (their encoded size, sampled) say the next page stays within
+	// MaxPageBytes. Large objects then keep the query's own limit: 4000
+	// ConfigMaps of 50 KiB are a 195 MiB page, which the apiserver holds in
+	// memory while it builds it (without its watch cache, 8 reflector.New
+	// paginating such a collection cost it +3.1-3.5 GiB heap with growing
+	// pages against +1.1-1.3 GiB with pages of 500; docs/benchmarks.md).
+	// Default DefaultMaxPageBytes (16 MiB: 4000 objects of 4 KiB);
+	// negative: bounded by MaxPageSize only.
+	MaxPageBytes int64
 	// Metrics receives one List per call and one Fallback per event. Default metrics.Nop.
 	Metrics metrics.Recorder
 	// Resource is the group/version/resource listed (ResourceOf derives it
@@ -133,6 +147,9 @@ func (o Options) withDefaults() Options {
 	o.Policy = o.Policy.WithDefaults()
 	if o.PageSize <= 0 {
 		o.PageSize = 500
+	}
+	if o.MaxPageBytes == 0 {
+		o.MaxPageBytes = DefaultMaxPageBytes
 	}
 	o.Metrics = metrics.OrNop(o.Metrics)
 	if o.Name == "" {

@@ -802,6 +802,40 @@ func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
 	}
 }
 
+// Pages grow only while they stay within lister.Options.MaxPageBytes: with
+// objects of about 2 KiB and 1 MiB allowed, every page after the first asks
+// for no more than 1 MiB of them (and never fewer than PageSize).
+func TestInitialListPagesGrowWithinMaxPageBytes(t *testing.T) {
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+	defer srv.Close()
+	data := strings.Repeat("x", 2000)
+	for i := range 3000 {
+		srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i)}, Data: map[string]string{"d": data}})
+	}
+	size := (&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm-00000"}, Data: map[string]string{"d": data}}).Size()
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	o := fastOptions(&recorder{})
+	o.PaginateLists = true
+	o.Lister.MaxPageBytes = 1 << 20
+	r := New(srv, &corev1.ConfigMap{}, store, o)
+	stop := run(t, r)
+	eventually(t, "synced", r.HasSynced)
+	stop()
+	var limits []int64
+	for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
+		limits = append(limits, l.Options.Limit)
+	}
+	within := max(int64(500), int64(1<<20)/int64(size)+1)
+	for i, l := range limits {
+		if l < 500 || l > within {
+			t.Fatalf("page %d asked for %d objects of about %d bytes; want 500..%d (limits %v)", i, l, size, within, limits)
+		}
+	}
+	if len(store.ListKeys()) != 3000 || len(limits) < 4 {
+		t.Fatalf("%d objects in %d pages %v", len(store.ListKeys()), len(limits), limits)
+	}
+}
+
 // By default a MostRecent list is served from the watch cache: without
 // knowing the server, a limit=1 MostRecent read gives the current
 // resourceVersion and the list is NotOlderThan it, in one response (no

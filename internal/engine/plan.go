@@ -32,6 +32,11 @@ type Input struct {
 	Elapsed time.Duration
 	// Continue is the continue token of an answered page ("" on the last page).
 	Continue string
+	// PageBytes estimates the size of the answered page's objects (0:
+	// unknown); with Items it bounds the growth of the next page's limit
+	// (GrowPagesTo).
+	PageBytes int64
+	Items     int
 	// Handed counts the pages of the current snapshot already handed over;
 	// SnapshotRV is that snapshot's resourceVersion.
 	Handed     int
@@ -93,9 +98,10 @@ func (s Step) Failed() bool { return s.Action.IsFailure() }
 // Planner owns one list call's retry budgets and backoff. It is not safe for
 // concurrent use: one per call.
 type Planner struct {
-	policy      fallback.Policy
-	pageSize    int64
-	maxPageSize int64
+	policy       fallback.Policy
+	pageSize     int64
+	maxPageSize  int64
+	maxPageBytes int64
 	used        [numBudgets]int
 	bo          *backoff.ExponentialBackOff
 }
@@ -111,17 +117,28 @@ func NewPlanner(p fallback.Policy, pageSize int64) *Planner {
 }
 
 // GrowPagesTo makes each continuation page ask for twice the previous
-// page's limit, up to max (no growth when max is not above the limit): a
-// large collection then takes a few requests instead of one per limit
-// objects, while the first page stays small and every page stays bounded.
-func (pl *Planner) GrowPagesTo(max int64) { pl.maxPageSize = max }
+// page's limit, up to max objects (no growth when max is not above the
+// limit) and, when maxBytes > 0, only while the previous page's objects
+// say the next page stays within maxBytes: a large collection then takes a
+// few requests instead of one per limit objects, while the first page stays
+// small and every page stays bounded, in objects and in bytes (the
+// apiserver holds a page in memory while it builds it; without its watch
+// cache, from etcd).
+func (pl *Planner) GrowPagesTo(max, maxBytes int64) { pl.maxPageSize, pl.maxPageBytes = max, maxBytes }
 
-// nextLimit is the limit of the page after one sent with limit.
-func (pl *Planner) nextLimit(limit int64) int64 {
+// nextLimit is the limit of the page after one sent with limit whose
+// objects took about pageBytes (0: unknown) for items objects. It never
+// goes below limit.
+func (pl *Planner) nextLimit(limit, pageBytes int64, items int) int64 {
 	if limit <= 0 || pl.maxPageSize <= limit {
 		return limit
 	}
-	return min(2*limit, pl.maxPageSize)
+	next := min(2*limit, pl.maxPageSize)
+	if pl.maxPageBytes > 0 && pageBytes > 0 && items > 0 {
+		per := max(pageBytes/int64(items), 1)
+		next = min(next, max(limit, pl.maxPageBytes/per))
+	}
+	return next
 }
 
 // Policy returns the policy in force (defaults applied).
@@ -176,7 +193,7 @@ func (pl *Planner) Plan(in Input) Step {
 			st.Done = true
 			return st
 		}
-		st.Next = fallback.Query{Semantic: fallback.MostRecent, Limit: pl.nextLimit(in.WireLimit), Continue: in.Continue}
+		st.Next = fallback.Query{Semantic: fallback.MostRecent, Limit: pl.nextLimit(in.WireLimit, in.PageBytes, in.Items), Continue: in.Continue}
 		return st
 	case fallback.Fail, fallback.FailExactUnavailable:
 		return st
