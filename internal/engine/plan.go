@@ -102,8 +102,8 @@ type Planner struct {
 	pageSize     int64
 	maxPageSize  int64
 	maxPageBytes int64
-	used        [numBudgets]int
-	bo          *backoff.ExponentialBackOff
+	used         [numBudgets]int
+	bo           *backoff.ExponentialBackOff
 }
 
 // NewPlanner returns the planner of one list call; p is applied its
