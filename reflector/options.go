@@ -124,8 +124,10 @@ type Options struct {
 	// (rest.Config QPS 5 after a burst of 10 unless set): with fixed pages of
 	// 500, such a list spent about 2 of its 2.05 seconds waiting for that
 	// limiter. The first page stays PageSize and every page stays bounded
-	// (the apiserver builds each response in memory). Default 8 x PageSize
-	// (4000); negative: every page asks for PageSize.
+	// (the apiserver builds each response in memory), in objects and, by
+	// Lister.MaxPageBytes (16 MiB by default), in bytes: large objects keep
+	// PageSize. Default 8 x PageSize (4000); negative: every page asks for
+	// PageSize.
 	MaxPageSize int64
 
 	// InitialListSemantic is the semantic of the first list: fallback.MostRecent
