@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -666,5 +667,35 @@ var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 		expectStoreEqualsTruth(ctx, cs0, run, ns)
 		Expect(run.store.wentBack()).To(BeEmpty(), "the store went back in time")
 		fmt.Fprintf(GinkgoWriter, "relists: %v, watch restarts: %v\n", rec.Relists(), rec.Restarts())
+	})
+})
+
+var _ = Describe("paginated lists on a real server", Label("conformance", "needs-faults"), Ordered, func() {
+	It("pages grow from 500 with small objects and stay at 500 with large ones (lister.Options.MaxPageBytes)", func(ctx SpecContext) {
+		c := suite.Start(ctx, harness.Options{Version: build.Current}).RequireFaults()
+		cs := suite.Clientset(c.RESTConfig())
+		small := populate(ctx, cs, "pages-small", 1200)
+		large := suite.NewNamespace(ctx, cs, "pages-large")
+		blob := strings.Repeat("x", 16<<10)
+		suite.CreateConfigMaps(ctx, cs, large, 1200, func(_ int, cm *corev1.ConfigMap) { cm.Data = map[string]string{"d": blob} })
+		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
+		Expect(err).NotTo(HaveOccurred())
+		o := reflector.Options{PaginateLists: true, DisableStreamingList: true}
+		o.Lister.MaxPageBytes = 4 << 20 // 256 objects of 16 KiB, thousands of small ones
+		for _, ns := range []string{small, large} {
+			r := runReflector(pcfg, ns, o)
+			waitSynced(r.r, 60*time.Second)
+			Expect(r.store.ListKeys()).To(HaveLen(1200))
+			r.stop()
+		}
+		limits := func(ns string) []string {
+			var out []string
+			for _, r := range relists(p, ns) {
+				out = append(out, query(r).Get("limit"))
+			}
+			return out
+		}
+		Expect(limits(small)).To(Equal([]string{"500", "1000"}), "small objects: the second page doubles")
+		Expect(limits(large)).To(Equal([]string{"500", "500", "500"}), "16 KiB objects: 1000 of them would be 16 MiB, over MaxPageBytes")
 	})
 })
