@@ -101,7 +101,7 @@ type Options struct {
 	// (--watch-cache=false, or --watch-cache-sizes=<resource>#0) every
 	// streaming list reads the whole collection from etcd into the
 	// apiserver's memory at once: 8 informers starting on 244 MiB cost a
-	// v1.37.2 apiserver about 10 GiB more heap than paginated lists did
+	// v1.37.2 apiserver about 9 GiB more heap than paginated lists did
 	// (docs/benchmarks.md, P5). Set it for resources the watch cache does
 	// not hold. reflector.Options.DisableStreamingList is the same for
 	// reflector.New.

@@ -150,7 +150,7 @@ type Options struct {
 	// about what a list does; without it for the resource
 	// (--watch-cache=false, or --watch-cache-sizes=<resource>#0) every
 	// streaming list reads the whole collection from etcd into the
-	// apiserver's memory at once (8 informers on 244 MiB: about 10 GiB more
+	// apiserver's memory at once (8 informers on 244 MiB: about 9 GiB more
 	// apiserver heap than paginated lists, docs/benchmarks.md P5). Set it for
 	// resources the watch cache does not hold (lister.Options has the same
 	// for the drop-in informers).
