@@ -197,12 +197,7 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 		return streams, plain
 	}
 	lw := NewListerWatcher(c, Options{Server: srv, InitialEventsTimeout: 150 * time.Millisecond})
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
+	store, r := runClientGoReflector(t, lw)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -240,12 +235,7 @@ func TestDisableStreamingList(t *testing.T) {
 	if w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true}); w != nil || !errors.Is(err, ErrStreamingListUnsupported) || c.Count(steadywatchtest.VerbWatch) != 0 {
 		t.Fatalf("streaming watch: w %v err %v, %d watches sent", w, err, c.Count(steadywatchtest.VerbWatch))
 	}
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
+	store, _ := runClientGoReflector(t, lw)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(store.List()) != 2 || c.Count(steadywatchtest.VerbWatch) == 0 {
 		if time.Now().After(deadline) {
@@ -261,6 +251,18 @@ func TestDisableStreamingList(t *testing.T) {
 	if c.Count(steadywatchtest.VerbList) == 0 {
 		t.Fatal("synced without a list")
 	}
+}
+
+// runClientGoReflector runs client-go's own reflector over lw into a new
+// store until the test ends.
+func runClientGoReflector(t *testing.T, lw cache.ListerWatcher) (cache.Store, *cache.Reflector) {
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.RunWithContext(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return store, r
 }
 
 // declaring is a Client that declares it cannot stream lists, as client-go's
