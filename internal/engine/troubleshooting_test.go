@@ -168,5 +168,17 @@ says why) and the list's own reasons follow in ` + "`steadywatch_fallbacks_total
 follows a relist with no event in between waits a growing, jittered delay (the reflector's
 Options.Backoff).
 
+## The apiserver's memory jumps when my informers start
+
+A streaming list (stock client-go's default since 1.35, and steadywatch's where the server streams) is
+served from the apiserver's watch cache. For a resource the watch cache does not hold
+(` + "`--watch-cache=false`" + `, or ` + "`--watch-cache-sizes=<resource>#0`" + `) the apiserver reads the whole
+collection from etcd into memory for each streaming list: 8 informers starting on 244 MiB cost a
+v1.37.2 apiserver about 10 GiB of heap, 8-9x paginated lists (docs/benchmarks.md, P5). No answer of
+the API says which resources are cached, so set it yourself for those resources:
+` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers; 0.10x stock's apiserver heap there) or
+` + "`reflector.Options.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
+under ` + "`lister.Options.MaxPageBytes`" + ` (16 MiB), so large objects keep pages of 500.
+
 ## What does this reason code mean?
 `
