@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -157,7 +156,7 @@ func (t TypedResource) Client(cs kubernetes.Interface, namespace string) Client 
 			// client-gen's resource name is the lower-cased plural its
 			// accessor is named after (TestTypedClientRequestsMatch checks
 			// every typed client of the clientset).
-			c.rest, c.shape, c.resource, c.namespace = r, sh, strings.ToLower(t.method), namespace
+			c.rest = &restClient{r: RESTResource{Client: r, Resource: strings.ToLower(t.method), Namespace: namespace, PrefersProtobuf: true}, shape: sh}
 		}
 	}
 	return c
@@ -187,10 +186,9 @@ type typedClient struct {
 	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	cs    kubernetes.Interface
 
-	// Set when lists are decoded item by item.
-	rest                rest.Interface
-	shape               listShape
-	resource, namespace string
+	// Set when lists are decoded item by item: the typed client's own
+	// request (client-gen prefers protobuf for every built-in type).
+	rest *restClient
 }
 
 func (c typedClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -201,27 +199,7 @@ func (c typedClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Ob
 		}
 		return out[0].Interface().(runtime.Object), nil
 	}
-	// The request of client-go's typed List (k8s.io/client-go/gentype), read
-	// as a stream. Its timeout covers reading the body too.
-	var timeout time.Duration
-	if o.TimeoutSeconds != nil {
-		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	body, err := c.rest.Get().
-		UseProtobufAsDefault().
-		NamespaceIfScoped(c.namespace, c.namespace != "").
-		Resource(c.resource).
-		VersionedParams(&o, scheme.ParameterCodec).
-		Timeout(timeout).
-		Stream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	return decodeList(body, c.shape)
+	return c.rest.List(ctx, o)
 }
 
 func (c typedClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
