@@ -81,7 +81,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 		// Send.
 		opts := engine.Wire(cur, match, r.base, r.l.o.PageSize)
 		t0 := time.Now()
-		obj, err := r.l.c.List(r.ctx, opts)
+		obj, shared, err := r.send(opts)
 		dur := time.Since(t0)
 
 		// Verify.
@@ -100,7 +100,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 			class = r.verify(first, cur, servedRV, snapshotRV, cont, seen)
 		}
 		r.rec.Requests = append(r.rec.Requests, SentRequest{Purpose: PurposePage, Options: opts, Form: match.Form(), Class: class,
-			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur})
+			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur, Shared: shared})
 
 		// Plan.
 		ra, _ := fallback.RetryAfter(err)
@@ -180,6 +180,37 @@ func (r *run) loop(q Query, page PageFunc) error {
 		}
 	}
 }
+
+// send sends one page request, through Options.ListGate when it may return
+// more than one object: it may wait there for a slot, or be answered by an
+// identical request of another reader (shared).
+func (r *run) send(opts metav1.ListOptions) (obj runtime.Object, shared bool, err error) {
+	if opts.Limit == 1 || r.l.o.ListGate == nil {
+		obj, err = r.l.c.List(r.ctx, opts)
+		return obj, false, err
+	}
+	key := ""
+	if k, ok := r.l.c.(requestKeyer); ok {
+		if id := k.requestKey(); id != "" {
+			if b, jerr := json.Marshal(opts); jerr == nil {
+				key = id + "?" + string(b)
+			}
+		}
+	}
+	// An identical request in flight satisfies resourceVersion "0" (Any),
+	// a given resourceVersion and a continue token (the same snapshot); a
+	// MostRecent read may share only a request sent after it was made.
+	joinable := opts.ResourceVersion != "" || opts.Continue != ""
+	return r.l.o.ListGate.list(r.ctx, key, joinable, r.l.o.Name, r.l.o.Metrics, func(ctx context.Context) (runtime.Object, error) {
+		return r.l.c.List(ctx, opts)
+	})
+}
+
+// requestKeyer is implemented by the Clients whose list request is wholly
+// determined by the client and its ListOptions: requestKey names the
+// client (its REST client instance, and so its credentials; path; content
+// type; list type). ListGate shares answers only between equal keys.
+type requestKeyer interface{ requestKey() string }
 
 func (r *run) matchSupport() engine.MatchSupport {
 	switch r.l.o.Server.Capabilities(r.ctx).Get(compat.ResourceVersionMatch) {

@@ -369,7 +369,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		} else {
 			gen = lw.heldGeneration()
 		}
-		return lw.follow(ctx, w, log, gen, nil), nil
+		return lw.follow(ctx, w, log, gen, nil, nil), nil
 	}
 	if o.DisableStreamingList {
 		log.V(4).Info("streaming list refused without a request", "reason", "lister.Options.DisableStreamingList")
@@ -382,7 +382,16 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		log.V(4).Info("streaming list refused without a request", "reason", why)
 		return nil, fmt.Errorf("%w (%s)", ErrStreamingListUnsupported, orUnknown(why))
 	}
+	// The stream holds a ListGate slot until its initial-events-end
+	// bookmark (or its end): the apiserver is sending the collection.
+	release, err := o.ListGate.Acquire(ctx, o.Name, o.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	w, err := OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
+	if err != nil {
+		release()
+	}
 	if err != nil && options.ResourceVersion != "" && options.ResourceVersion != "0" {
 		switch c := fallback.Classify(err); {
 		case c == fallback.TooLargeRV, c == fallback.ServerError, errors.Is(err, ErrNoWatchResponse):
@@ -402,7 +411,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return nil, err
 	}
-	return lw.follow(ctx, w, log, lw.resetHeld(nil), &GuardOptions{
+	return lw.follow(ctx, w, log, lw.resetHeld(nil), release, &GuardOptions{
 		Timeout:        o.InitialEventsTimeout,
 		Expected:       lw.l.expectInitialEvents(ctx, options),
 		FromMostRecent: options.ResourceVersion == "",
@@ -417,16 +426,21 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 // ends it (closing the channel, so client-go watches again from its
 // resourceVersion) when it delivered nothing for StallTimeout. With guard,
 // w is a streaming list whose initial events AwaitInitialEvents guards
-// first, in the same goroutine: one hop per event, not two.
-func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, gen uint64, guard *GuardOptions) watch.Interface {
+// first, in the same goroutine: one hop per event, not two; release (its
+// ListGate slot) is called once the initial events are over, whatever the
+// outcome.
+func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, gen uint64, release func(), guard *GuardOptions) watch.Interface {
 	f := &followedWatch{newRelay(w)}
-	go f.run(ctx, lw, log, gen, guard)
+	go f.run(ctx, lw, log, gen, release, guard)
 	return f
 }
 
 type followedWatch struct{ relay }
 
-func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, gen uint64, guard *GuardOptions) {
+func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, gen uint64, release func(), guard *GuardOptions) {
+	if release != nil {
+		defer release() // idempotent: also released below when the initial events end
+	}
 	defer close(f.out)
 	in := f.inner.ResultChan()
 	defer func() {
@@ -482,6 +496,9 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 			}
 			return f.send(ev)
 		})
+		if release != nil {
+			release()
+		}
 		switch out {
 		case InitialEventsEnded, InitialEventsError:
 		case InitialEventsNotStreaming, InitialEventsCut:

@@ -123,6 +123,14 @@ type Options struct {
 	// later (it is checked on a tick, not per event). Default 3m (as
 	// reflector.Options.StallTimeout); negative disables it.
 	StallTimeout time.Duration
+	// ListGate, shared among the Listers, ListerWatchers and reflectors of a
+	// process that read from one apiserver, bounds how many collection reads
+	// (list requests that may return more than one object, and streaming
+	// lists up to their initial-events-end bookmark) they have in flight at
+	// once; the others wait in arrival order (see ListGate for the
+	// trade-off: the apiserver's peak memory against the later informers'
+	// sync time). Default nil: no bound, as client-go.
+	ListGate *ListGate
 	// MaxRequests bounds the requests of one list call that deliver no page
 	// (retries, fallbacks, restarts), a safety net over the policy's budgets.
 	// The pages of a paginated list are not counted: a list of any size

@@ -39,6 +39,9 @@ type SentRequest struct {
 	MoreAfter bool
 	// Duration of the request.
 	Duration time.Duration
+	// Shared: another reader's identical request answered this one through
+	// Options.ListGate (its answer copied; no request of its own was sent).
+	Shared bool
 }
 
 // Record is what one list call sent and what it served.

@@ -38,6 +38,19 @@ type Recorder interface {
 	Transition(name, from, to, reason string)
 }
 
+// ListGateRecorder is implemented by a Recorder that also wants to know
+// what a lister.ListGate did (the Recorder interface stays as it is, so
+// existing implementations keep compiling). The Prometheus adapter
+// implements it.
+type ListGateRecorder interface {
+	// ListGateWait is called once per collection read that waited for a
+	// slot, with how long.
+	ListGateWait(name string, waited time.Duration)
+	// ListGateShared is called once per list answered by another reader's
+	// identical request (a copy of its answer, no request of its own).
+	ListGateShared(name string)
+}
+
 // Nop is a Recorder that records nothing.
 type Nop struct{}
 

@@ -71,7 +71,7 @@ type Options struct {
 	List ListFunc
 
 	// Lister configures the default List. Precedence: a field set here wins;
-	// its zero Server, PageSize, MaxPageSize, Metrics, Name and InitialEventsTimeout take
+	// its zero Server, PageSize, MaxPageSize, Metrics, Name, InitialEventsTimeout and ListGate take
 	// this Options' values; LastObservedRV is always the reflector's
 	// LastSyncResourceVersion (rule 1 and list restarts then start from what
 	// the store already reflects). Its Policy.MaxRetryAfter also caps every
@@ -97,6 +97,17 @@ type Options struct {
 	// list (never older than anything served) ends the loop. Default 2;
 	// negative: MostRecent at once.
 	MaxStaleListRetries int
+
+	// ListGate, shared among the reflectors, informers and listers of a
+	// process that read from one apiserver, bounds how many collection
+	// reads they have in flight at once: every list request of more than
+	// one object (each page), and each streaming list until its
+	// initial-events-end bookmark. Reflectors that start together then
+	// cost the apiserver about one or two lists' memory instead of the sum
+	// of theirs, and the later ones sync later (lister.ListGate).
+	// Default nil: no bound. A List of the caller's own is not gated;
+	// its streaming lists are.
+	ListGate *lister.ListGate
 
 	// PaginateLists lists MostRecent page by page (PageSize, growing to
 	// MaxPageSize) from the first attempt. Default false: a MostRecent list

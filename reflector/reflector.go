@@ -177,6 +177,9 @@ func (r *Reflector) listerOptions() lister.Options {
 	if lo.InitialEventsTimeout == 0 {
 		lo.InitialEventsTimeout = r.o.InitialEventsTimeout
 	}
+	if lo.ListGate == nil {
+		lo.ListGate = r.o.ListGate
+	}
 	if lo.Resource.Empty() {
 		lo.Resource = r.o.Resource
 	}
@@ -589,6 +592,13 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       ptrTo(r.watchTimeoutSeconds()),
 	}
+	// The stream holds a ListGate slot until its initial events are over:
+	// the apiserver is sending the collection.
+	release, err := r.listerOptions().ListGate.Acquire(ctx, r.name, r.o.Metrics)
+	if err != nil {
+		return stopped{}, because(ReasonContextDone, "context ended while waiting for a lister.ListGate slot")
+	}
+	defer release()
 	opened := r.o.Clock.Now()
 	w, err := lister.OpenWatch(ctx, r.client, opts, r.o.InitialEventsTimeout)
 	if ctx.Err() != nil {
@@ -598,6 +608,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return stopped{}, because(ReasonContextDone, "context ended while opening a streaming list")
 	}
 	if err != nil {
+		release()
 		class, retryAfter := classify(err)
 		if fallback.RejectsStreamingList(err) {
 			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
@@ -666,6 +677,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		}
 		return true
 	})
+	release()
 	switch out {
 	case lister.InitialEventsStopped:
 		w.Stop()

@@ -158,6 +158,7 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 	// -instances > 1 (P5): that many caches of the same namespace start at
 	// once in this process, over one clientset, as a herd of informers would.
 	ins := make([]*instance, max(1, f.instances))
+	c = c.forProcess()
 	for i := range ins {
 		if ins[i], err = c.start(runCtx, ccfg, cs, server, f.namespace); err != nil {
 			return nil, err
@@ -267,6 +268,7 @@ func childRecover(ctx context.Context, cfg *rest.Config, f childFlags, out *json
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	ins := make([]*instance, f.instances)
+	c = c.forProcess()
 	for i := range ins {
 		if ins[i], err = c.start(runCtx, ccfg, cs, server, f.namespace); err != nil {
 			return err

@@ -53,6 +53,19 @@ type contender struct {
 	// CR: the contender keeps a cache of the bench's custom resources
 	// (crGVR, JSON only: CRs have no protobuf) over a dynamic client.
 	CR bool `json:"cr,omitempty"`
+	// ListGate: the caches of one process share a lister.ListGate of this
+	// many slots (0: none).
+	ListGate int `json:"list_gate,omitempty"`
+	gate     *lister.ListGate
+}
+
+// forProcess returns c with what the caches of one process share: its
+// ListGate.
+func (c contender) forProcess() contender {
+	if c.ListGate > 0 {
+		c.gate = lister.NewListGate(c.ListGate)
+	}
+	return c
 }
 
 // The contenders. Stock = what a client-go v0.37.2 user gets; ours = the
@@ -89,6 +102,16 @@ var contenders = []contender{
 		Desc: "lever: reflector.New with DisableStreamingList and PaginateLists (pages of 500 growing to MaxPageSize 4000)"},
 	{Name: "sw-reflector-nostream-paged500", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, MaxPageSize: -1, P5Lever: true,
 		Desc: "lever: reflector.New with DisableStreamingList, PaginateLists and MaxPageSize -1 (every page 500)"},
+	// A process's initial lists queued through one lister.ListGate (P5 on
+	// servers where stock lists unpaginated).
+	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, P5Lever: true,
+		Desc: "lever: sw-informer with one lister.ListGate of 1 slot shared by the process's informers"},
+	{Name: "sw-informer-gate2", Kind: "sw-informer", Ours: true, ListGate: 2, P5Lever: true,
+		Desc: "lever: sw-informer with one lister.ListGate of 2 slots shared by the process's informers"},
+	{Name: "sw-reflector-gate1", Kind: "sw-reflector", Ours: true, ListGate: 1, P5Lever: true,
+		Desc: "lever: sw-reflector with one lister.ListGate of 1 slot shared by the process's reflectors"},
+	{Name: "sw-reflector-gate2", Kind: "sw-reflector", Ours: true, ListGate: 2, P5Lever: true,
+		Desc: "lever: sw-reflector with one lister.ListGate of 2 slots shared by the process's reflectors"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.
 	{Name: "stock-cr", Kind: "informer", CR: true,
 		Desc: "client-go v0.37.2 dynamicinformer.NewFilteredDynamicSharedInformerFactory for the CR (JSON), WatchListClient on (streaming list)"},
@@ -227,7 +250,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 		if c.Kind == "sw-informer" {
 			// The README's one-line adoption (examples/informer).
-			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server, DisableStreamingList: c.NoStream}}))
+			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server, DisableStreamingList: c.NoStream, ListGate: c.gate}}))
 		}
 		inf := f.Core().V1().ConfigMaps().Informer()
 		if _, err := inf.AddEventHandler(handler); err != nil {
@@ -245,6 +268,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		}
 		r := reflector.New(client, &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, reflector.Options{
 			Server:               server,
+			ListGate:             c.gate,
 			DisableStreamingList: c.NoStream,
 			PageSize:             c.PageSize,
 			PaginateLists:        c.Paginate,
@@ -283,7 +307,7 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 			defer f.Start(ctx.Done())
 		} else {
 			// The drop-in for any ListerWatcher over a dynamic client.
-			lw := lister.NewListerWatcher(client, lister.Options{Server: server, Resource: crGVR})
+			lw := lister.NewListerWatcher(client, lister.Options{Server: server, Resource: crGVR, ListGate: c.gate})
 			inf = cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, indexers)
 			defer func() { go inf.Run(ctx.Done()) }()
 		}
@@ -296,7 +320,7 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
 		r := reflector.New(client, &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, reflector.Options{
-			Server: server, Resource: crGVR, DisableStreamingList: c.NoStream, PageSize: c.PageSize,
+			Server: server, Resource: crGVR, ListGate: c.gate, DisableStreamingList: c.NoStream, PageSize: c.PageSize,
 		})
 		go r.Run(ctx)
 		in.synced = r.HasSynced

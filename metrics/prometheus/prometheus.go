@@ -51,9 +51,15 @@ type Recorder struct {
 	sinceAdvance      *sinceCollector
 	consistencyChecks *prometheus.CounterVec
 	transitions       *prometheus.CounterVec
+	gateWaits         *prometheus.CounterVec
+	gateWaitSeconds   *prometheus.CounterVec
+	gateShared        *prometheus.CounterVec
 }
 
-var _ metrics.Recorder = (*Recorder)(nil)
+var (
+	_ metrics.Recorder         = (*Recorder)(nil)
+	_ metrics.ListGateRecorder = (*Recorder)(nil)
+)
 
 // New creates a Recorder and registers its collectors on reg. A collector
 // that is already registered with an identical description (for example a
@@ -99,6 +105,9 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 		},
 		consistencyChecks: counter("consistency_checks_total", "Consistency checks of a reflector's store against an Exact list, by result (ok, mismatch, error).", "name", "result"),
 		transitions:       counter("transitions_total", "Reflector state machine transitions.", "name", "from", "to", "reason"),
+		gateWaits:         counter("list_gate_waits_total", "Collection reads that waited for a lister.ListGate slot.", "name"),
+		gateWaitSeconds:   counter("list_gate_wait_seconds_total", "Seconds collection reads waited for a lister.ListGate slot.", "name"),
+		gateShared:        counter("list_gate_shared_total", "Lists answered by another reader's identical request through a lister.ListGate.", "name"),
 	}
 	if reg == nil {
 		return r, nil
@@ -118,15 +127,16 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 }
 
 // Collectors returns the Recorder's collectors, one per Recorder method
-// (ResourceVersionAdvanced has two: the timestamp and the seconds-since gauge).
+// (ResourceVersionAdvanced has two: the timestamp and the seconds-since
+// gauge; ListGateWait two: the waits and the seconds waited).
 func (r *Recorder) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lists, r.fallbacks, r.relists, r.watchRestarts, r.bookmarks,
-		r.items, r.rvAdvanced, r.sinceAdvance, r.consistencyChecks, r.transitions}
+		r.items, r.rvAdvanced, r.sinceAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared}
 }
 
 // adopt replaces a freshly created collector by the one already registered.
 func (r *Recorder) adopt(mine, existing prometheus.Collector) {
-	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions} {
+	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions, &r.gateWaits, &r.gateWaitSeconds, &r.gateShared} {
 		if prometheus.Collector(*p) == mine {
 			if e, ok := existing.(*prometheus.CounterVec); ok {
 				*p = e
@@ -153,6 +163,15 @@ func (r *Recorder) adopt(mine, existing prometheus.Collector) {
 func (r *Recorder) List(name, semantic, outcome string) {
 	r.lists.WithLabelValues(name, semantic, outcome).Inc()
 }
+
+// ListGateWait implements metrics.ListGateRecorder.
+func (r *Recorder) ListGateWait(name string, waited time.Duration) {
+	r.gateWaits.WithLabelValues(name).Inc()
+	r.gateWaitSeconds.WithLabelValues(name).Add(waited.Seconds())
+}
+
+// ListGateShared implements metrics.ListGateRecorder.
+func (r *Recorder) ListGateShared(name string) { r.gateShared.WithLabelValues(name).Inc() }
 
 // Fallback implements metrics.Recorder.
 func (r *Recorder) Fallback(name, reason string) { r.fallbacks.WithLabelValues(name, reason).Inc() }

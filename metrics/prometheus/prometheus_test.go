@@ -28,6 +28,9 @@ func TestRecorderExportsEveryMethod(t *testing.T) {
 	r.ResourceVersionAdvanced("v1/configmaps", t0)
 	r.ConsistencyCheck("v1/configmaps", "mismatch")
 	r.Transition("v1/configmaps", "Listing", "Watching", "listed")
+	r.ListGateWait("v1/configmaps", 1500*time.Millisecond)
+	r.ListGateWait("v1/configmaps", 500*time.Millisecond)
+	r.ListGateShared("v1/configmaps")
 
 	expected := `
 # HELP steadywatch_lists_total List calls (all pages of one list), by requested resourceVersion semantic and outcome.
@@ -61,12 +64,21 @@ steadywatch_consistency_checks_total{name="v1/configmaps",result="mismatch"} 1
 # HELP steadywatch_transitions_total Reflector state machine transitions.
 # TYPE steadywatch_transitions_total counter
 steadywatch_transitions_total{from="Listing",name="v1/configmaps",reason="listed",to="Watching"} 1
+# HELP steadywatch_list_gate_waits_total Collection reads that waited for a lister.ListGate slot.
+# TYPE steadywatch_list_gate_waits_total counter
+steadywatch_list_gate_waits_total{name="v1/configmaps"} 2
+# HELP steadywatch_list_gate_wait_seconds_total Seconds collection reads waited for a lister.ListGate slot.
+# TYPE steadywatch_list_gate_wait_seconds_total counter
+steadywatch_list_gate_wait_seconds_total{name="v1/configmaps"} 2
+# HELP steadywatch_list_gate_shared_total Lists answered by another reader's identical request through a lister.ListGate.
+# TYPE steadywatch_list_gate_shared_total counter
+steadywatch_list_gate_shared_total{name="v1/configmaps"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected)); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 11 {
-		t.Fatalf("GatherAndCount = %d, %v; want 11 series", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 14 {
+		t.Fatalf("GatherAndCount = %d, %v; want 14 series", n, err)
 	}
 }
 

@@ -1,0 +1,350 @@
+package lister
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/metrics"
+)
+
+// ListGate bounds how many collection reads the Listers sharing it have in
+// flight at once against one apiserver, and serves identical list requests
+// with one request.
+//
+// Collection reads are list requests that may return more than one object
+// (every page of a list, retries and fallbacks included) and streaming
+// lists (sendInitialEvents) from their request to their initial-events-end
+// bookmark or the stream's end. A read waits, in arrival order, until one
+// of the gate's slots is free; waiting ends early when its context ends.
+// Requests of at most one object (limit=1: the streaming-list guard's
+// count, the newer-resourceVersion probe) and watches that only continue
+// from a resourceVersion take no slot.
+//
+// Identical list requests (the same client: same REST client, resource,
+// namespace and content type, from FromClientset, FromRESTClient,
+// FromDynamicConfig or FromMetadataConfig; and the same parameters) are
+// sent once, and every reader gets its own deep copy of the answer:
+//   - requests that wait for a slot together, whatever their semantic: the
+//     one request is sent after every one of them was made, so even a
+//     MostRecent (resourceVersion unset) read gets data at least as recent
+//     as its own request would have (API Concepts, "Resource versions");
+//   - a request identical to one already in flight when it asks for
+//     resourceVersion "0" (Any), a given resourceVersion (NotOlderThan and
+//     Exact mean the same data for both) or a continue token (the same
+//     snapshot): the in-flight answer satisfies its semantic too.
+//
+// Only successes are shared: when the request fails, each reader sends its
+// own (and takes its own retries and backoff), so one caller's cancelled
+// context never fails another.
+//
+// Why: while it builds a list response the apiserver holds it in memory,
+// and the garbage of every response raises its heap until its next
+// collection, so informers that start at once cost it the sum of their
+// lists (the KEP-3157 scenario; docs/benchmarks.md, P5: 8 informers listing
+// the same 244 MiB cost a v1.33.13 apiserver +725-832 MiB of heap, one of
+// them alone +242-246 MiB).
+//
+// The trade-off: the informers that wait sync later (the last of n after
+// about n lists' time when reads of different collections are large); a
+// slow or stalled read delays the others until its own bounds end it (the
+// request timeout, the streaming-list guard); a shared answer is copied
+// once per reader in the process of the first. Requests are never sent
+// faster because of a gate, and no fallback is taken because of one.
+//
+// Share one gate per apiserver among the Listers, ListerWatchers and
+// reflectors of a process (set it in the lister.Options given to each, in
+// reflector.FactoryOptions.Lister for the informers of a factory, or in
+// reflector.Options.ListGate). A nil *ListGate admits everything at once
+// and shares nothing (the default). A ListGate is safe for concurrent use.
+type ListGate struct {
+	mu       sync.Mutex
+	slots    int
+	inFlight int
+	queue    []*gateWaiter
+	pending  map[string]*flight // identical requests may attach while its sender waits for a slot
+	joinable map[string]*flight // in flight, and its answer satisfies an identical request made now
+	stats    ListGateStats
+}
+
+// ListGateStats says what a ListGate did.
+type ListGateStats struct {
+	// Slots is the gate's size.
+	Slots int
+	// Admitted counts the reads given a slot; Waited those of them that
+	// had to wait for it, for WaitTime in all.
+	Admitted, Waited uint64
+	WaitTime         time.Duration
+	// Shared counts the reads answered by another reader's identical
+	// request (a copy of its answer, no request of their own).
+	Shared uint64
+	// InFlight is the number of reads holding a slot now; MaxInFlight the
+	// most at once so far; Queued the number waiting for one now.
+	InFlight, MaxInFlight, Queued int
+}
+
+type gateWaiter struct {
+	admitted chan struct{} // closed when it holds a slot
+	given    bool          // holds a slot (under ListGate.mu)
+	flight   *flight       // the identical requests attached to this one, if any
+}
+
+// flight is one request that identical requests attach to.
+type flight struct {
+	key       string
+	joinable  bool             // attachable while in flight (not only while queued)
+	closed    bool             // no more attachments (under ListGate.mu)
+	followers int              // attached readers (under ListGate.mu; final once closed)
+	done      chan struct{}    // closed when results is set
+	results   []runtime.Object // one copy per follower; nil when the request failed
+}
+
+// NewListGate returns a gate admitting at most slots collection reads at
+// once. slots < 1 is taken as 1.
+func NewListGate(slots int) *ListGate {
+	slots = max(slots, 1)
+	return &ListGate{slots: slots, pending: map[string]*flight{}, joinable: map[string]*flight{}, stats: ListGateStats{Slots: slots}}
+}
+
+// Stats returns what the gate did so far.
+func (g *ListGate) Stats() ListGateStats {
+	if g == nil {
+		return ListGateStats{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stats
+}
+
+// Acquire waits for a slot for one collection read named name (a lister's
+// or reflector's Name) and returns the function that frees it (idempotent).
+// It returns ctx's error, and holds nothing, when ctx ends first. A read
+// that waited is logged at verbosity 2 with how long, and reported to rec
+// when it implements metrics.ListGateRecorder. A nil gate returns at once.
+func (g *ListGate) Acquire(ctx context.Context, name string, rec metrics.Recorder) (release func(), err error) {
+	if g == nil {
+		return func() {}, nil
+	}
+	g.mu.Lock()
+	if err := g.acquireLocked(ctx, name, rec, nil); err != nil {
+		return func() {}, err
+	}
+	var once sync.Once
+	return func() { once.Do(g.release) }, nil
+}
+
+// list sends one list request through the gate: send, with a slot, unless
+// an identical request (same key, see ListGate) answers it. key "" is
+// never shared; joinable says whether an identical request already in
+// flight may answer it. shared reports that another reader's request did.
+func (g *ListGate) list(ctx context.Context, key string, joinable bool, name string, rec metrics.Recorder,
+	send func(context.Context) (runtime.Object, error)) (obj runtime.Object, shared bool, err error) {
+	if g == nil {
+		obj, err = send(ctx)
+		return obj, false, err
+	}
+	g.mu.Lock()
+	if key != "" {
+		fl := g.pending[key]
+		if fl == nil && joinable {
+			fl = g.joinable[key]
+		}
+		if fl != nil && !fl.closed {
+			i := fl.followers
+			fl.followers++
+			g.mu.Unlock()
+			select {
+			case <-fl.done:
+			case <-ctx.Done():
+				return nil, false, fmt.Errorf("waiting for an identical list request (lister.ListGate): %w", ctx.Err())
+			}
+			if fl.results != nil {
+				g.mu.Lock()
+				g.stats.Shared++
+				g.mu.Unlock()
+				klog.FromContext(ctx).V(4).Info("List answered by an identical request of another reader (lister.ListGate)", "lister", name)
+				if r, ok := rec.(metrics.ListGateRecorder); ok {
+					r.ListGateShared(name)
+				}
+				return fl.results[i], true, nil
+			}
+			// That request failed: this reader sends its own, and sees its
+			// own error if it fails too.
+			g.mu.Lock()
+			key = ""
+		}
+	}
+	var fl *flight
+	if key != "" {
+		fl = &flight{key: key, joinable: joinable, done: make(chan struct{})}
+	}
+	if err := g.acquireLocked(ctx, name, rec, fl); err != nil {
+		return nil, false, err
+	}
+	obj, err = send(ctx)
+	g.mu.Lock()
+	var followers int
+	if fl != nil {
+		if g.joinable[key] == fl {
+			delete(g.joinable, key)
+		}
+		fl.closed = true
+		followers = fl.followers
+	}
+	g.mu.Unlock()
+	g.release() // the answer is read whole: the apiserver holds no more of it
+	if fl != nil {
+		if err == nil && followers > 0 {
+			results := make([]runtime.Object, followers)
+			for i := range results {
+				results[i] = obj.DeepCopyObject()
+			}
+			fl.results = results
+		}
+		close(fl.done)
+	}
+	return obj, false, err
+}
+
+// acquireLocked, called with g.mu held (and returning with it released),
+// takes a slot for a read, waiting in arrival order, and makes fl (if any)
+// attachable: while it waits, and while in flight when fl.joinable.
+func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.Recorder, fl *flight) error {
+	if g.inFlight < g.slots && len(g.queue) == 0 {
+		g.inFlight++
+		g.admitLocked(fl)
+		g.mu.Unlock()
+		return nil
+	}
+	w := &gateWaiter{admitted: make(chan struct{}), flight: fl}
+	g.queue = append(g.queue, w)
+	g.stats.Queued++
+	if fl != nil {
+		g.pending[fl.key] = fl
+	}
+	g.mu.Unlock()
+	start := time.Now()
+	select {
+	case <-w.admitted:
+	case <-ctx.Done():
+		g.mu.Lock()
+		if w.given { // admitted meanwhile: give the slot back
+			g.mu.Unlock()
+			g.release()
+		} else {
+			g.queue = slices.DeleteFunc(g.queue, func(x *gateWaiter) bool { return x == w })
+			g.stats.Queued--
+			g.mu.Unlock()
+		}
+		if fl != nil {
+			g.mu.Lock()
+			if g.pending[fl.key] == fl {
+				delete(g.pending, fl.key)
+			}
+			if g.joinable[fl.key] == fl {
+				delete(g.joinable, fl.key)
+			}
+			fl.closed = true
+			g.mu.Unlock()
+			close(fl.done) // no results: its followers send their own
+		}
+		return fmt.Errorf("waiting for a lister.ListGate slot: %w", ctx.Err())
+	}
+	waited := max(time.Since(start), time.Nanosecond)
+	g.mu.Lock()
+	g.stats.Waited++
+	g.stats.WaitTime += waited
+	g.mu.Unlock()
+	klog.FromContext(ctx).V(2).Info("Collection read waited for a lister.ListGate slot", "lister", name, "waited", waited, "slots", g.slots)
+	if r, ok := rec.(metrics.ListGateRecorder); ok {
+		r.ListGateWait(name, waited)
+	}
+	return nil
+}
+
+// admitLocked records a read given a slot (g.inFlight already counts it):
+// fl stops being pending, and stays attachable while in flight only when
+// joinable (a MostRecent request may answer only those made before it).
+func (g *ListGate) admitLocked(fl *flight) {
+	g.stats.Admitted++
+	g.stats.InFlight = g.inFlight
+	g.stats.MaxInFlight = max(g.stats.MaxInFlight, g.inFlight)
+	if fl == nil {
+		return
+	}
+	if g.pending[fl.key] == fl {
+		delete(g.pending, fl.key)
+	}
+	if fl.joinable {
+		if _, taken := g.joinable[fl.key]; !taken {
+			g.joinable[fl.key] = fl
+			return
+		}
+	}
+	fl.closed = true
+}
+
+// release frees a slot and hands it to the longest-waiting read.
+func (g *ListGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight--
+	for g.inFlight < g.slots && len(g.queue) > 0 {
+		w := g.queue[0]
+		g.queue = g.queue[1:]
+		g.stats.Queued--
+		g.inFlight++
+		w.given = true
+		g.admitLocked(w.flight)
+		close(w.admitted)
+	}
+	g.stats.InFlight = g.inFlight
+}
+
+// clientID names a REST client instance (and so its credentials and
+// transport): answers are shared only between requests of one instance.
+// "" (never shared) for a client that is not a pointer.
+func clientID(rc rest.Interface) string {
+	v := reflect.ValueOf(rc)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return ""
+	}
+	return fmt.Sprintf("%T@%x", rc, v.Pointer())
+}
+
+func (c restClient) requestKey() string {
+	id := clientID(c.r.Client)
+	if id == "" {
+		return ""
+	}
+	return fmt.Sprintf("rest|%s|%s|%s|protobuf=%t|%T", id, c.r.Resource, c.r.Namespace, c.r.PrefersProtobuf, c.r.List)
+}
+
+func (c typedClient) requestKey() string {
+	if c.rest == nil {
+		return "" // a fake clientset's typed client
+	}
+	return c.rest.requestKey()
+}
+
+func (c dynamicClient) requestKey() string {
+	if id := clientID(c.rc); id != "" {
+		return "dynamic|" + id + "|" + strings.Join(c.path, "/")
+	}
+	return ""
+}
+
+func (c metadataClient) requestKey() string {
+	if id := clientID(c.rc); id != "" {
+		return "metadata|" + id + "|" + strings.Join(c.path, "/")
+	}
+	return ""
+}
