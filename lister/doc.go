@@ -20,6 +20,12 @@
 // response bytes and decoded objects at once; FromFuncs, FromDynamic and
 // FromMetadata adapt any list/watch pair as it is.
 //
+// A ListGate shared by the informers, reflectors and listers of a process
+// bounds how many collection reads they have in flight against one
+// apiserver and serves identical list requests once (listgate.go): informers
+// that start together then cost the apiserver about one list instead of the
+// sum of theirs.
+//
 // It is not a cache or a reflector (see package reflector), and it never
 // returns data older than a requested NotOlderThan resourceVersion, nor data
 // at another resourceVersion than a requested Exact one.

@@ -32,7 +32,9 @@ type FactoryOptions struct {
 	TweakListOptions func(*metav1.ListOptions)
 	// Lister configures the lister (Server, Metrics, Policy, ...). Leave
 	// Resource and Name empty: they are derived from the example object
-	// ("v1/configmaps").
+	// ("v1/configmaps"). A ListGate set here is shared by every informer
+	// built from these options; give the same gate to the other
+	// FactoryInformer calls (and reflectors) of the process.
 	Lister lister.Options
 }
 

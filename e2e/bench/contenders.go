@@ -112,6 +112,8 @@ var contenders = []contender{
 		Desc: "lever: sw-reflector with one lister.ListGate of 1 slot shared by the process's reflectors"},
 	{Name: "sw-reflector-gate2", Kind: "sw-reflector", Ours: true, ListGate: 2, P5Lever: true,
 		Desc: "lever: sw-reflector with one lister.ListGate of 2 slots shared by the process's reflectors"},
+	{Name: "sw-reflector-paged-gate1", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, ListGate: 1, P5Lever: true,
+		Desc: "lever: sw-reflector-gate1 with DisableStreamingList and PaginateLists (one shared MostRecent list, page by page, pages within MaxPageBytes)"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.
 	{Name: "stock-cr", Kind: "informer", CR: true,
 		Desc: "client-go v0.37.2 dynamicinformer.NewFilteredDynamicSharedInformerFactory for the CR (JSON), WatchListClient on (streaming list)"},
