@@ -80,9 +80,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 
 		// Send.
 		opts := engine.Wire(cur, match, r.base, r.l.o.PageSize)
-		t0 := time.Now()
-		obj, shared, err := r.send(opts)
-		dur := time.Since(t0)
+		obj, shared, dur, err := r.send(opts)
 
 		// Verify.
 		class := fallback.ClassifyRequest(opts, err)
@@ -183,11 +181,18 @@ func (r *run) loop(q Query, page PageFunc) error {
 
 // send sends one page request, through Options.ListGate when it may return
 // more than one object: it may wait there for a slot, or be answered by an
-// identical request of another reader (shared).
-func (r *run) send(opts metav1.ListOptions) (obj runtime.Object, shared bool, err error) {
+// identical request of another reader (shared). dur is the request's own
+// duration (0 when shared), never the wait for a slot: the planner reads
+// it as the time client-go's REST client spent on hidden retries.
+func (r *run) send(opts metav1.ListOptions) (obj runtime.Object, shared bool, dur time.Duration, err error) {
+	list := func(ctx context.Context) (runtime.Object, error) {
+		t0 := time.Now()
+		defer func() { dur = time.Since(t0) }()
+		return r.l.c.List(ctx, opts)
+	}
 	if opts.Limit == 1 || r.l.o.ListGate == nil {
-		obj, err = r.l.c.List(r.ctx, opts)
-		return obj, false, err
+		obj, err = list(r.ctx)
+		return obj, false, dur, err
 	}
 	key := ""
 	if k, ok := r.l.c.(requestKeyer); ok {
@@ -201,9 +206,8 @@ func (r *run) send(opts metav1.ListOptions) (obj runtime.Object, shared bool, er
 	// a given resourceVersion and a continue token (the same snapshot); a
 	// MostRecent read may share only a request sent after it was made.
 	joinable := opts.ResourceVersion != "" || opts.Continue != ""
-	return r.l.o.ListGate.list(r.ctx, key, joinable, r.l.o.Name, r.l.o.Metrics, func(ctx context.Context) (runtime.Object, error) {
-		return r.l.c.List(ctx, opts)
-	})
+	obj, shared, err = r.l.o.ListGate.list(r.ctx, key, joinable, r.l.o.Name, r.l.o.Metrics, list)
+	return obj, shared, dur, err
 }
 
 // requestKeyer is implemented by the Clients whose list request is wholly

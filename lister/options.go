@@ -127,9 +127,11 @@ type Options struct {
 	// process that read from one apiserver, bounds how many collection reads
 	// (list requests that may return more than one object, and streaming
 	// lists up to their initial-events-end bookmark) they have in flight at
-	// once; the others wait in arrival order (see ListGate for the
-	// trade-off: the apiserver's peak memory against the later informers'
-	// sync time). Default nil: no bound, as client-go.
+	// once; the others wait in arrival order; and it sends identical list
+	// requests of the same client once, each reader getting its own copy
+	// (see ListGate for when, and for the trade-off: the apiserver's work
+	// against the later informers' sync time). Default nil: no bound and
+	// nothing shared, as client-go.
 	ListGate *ListGate
 	// MaxRequests bounds the requests of one list call that deliver no page
 	// (retries, fallbacks, restarts), a safety net over the policy's budgets.

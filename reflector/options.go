@@ -102,11 +102,13 @@ type Options struct {
 	// process that read from one apiserver, bounds how many collection
 	// reads they have in flight at once: every list request of more than
 	// one object (each page), and each streaming list until its
-	// initial-events-end bookmark. Reflectors that start together then
-	// cost the apiserver about one or two lists' memory instead of the sum
-	// of theirs, and the later ones sync later (lister.ListGate).
-	// Default nil: no bound. A List of the caller's own is not gated;
-	// its streaming lists are.
+	// initial-events-end bookmark; and identical list requests of the same
+	// client are sent once (MostRecent ones when they queued together).
+	// Reflectors that start together then cost the apiserver about the
+	// work of one list instead of the sum of theirs, and with different
+	// collections the later ones sync later (lister.ListGate). Default
+	// nil: no bound, nothing shared. A List of the caller's own is not
+	// gated; its streaming lists are.
 	ListGate *lister.ListGate
 
 	// PaginateLists lists MostRecent page by page (PageSize, growing to
