@@ -77,7 +77,7 @@ func (b *blockingLists) counts() (sent, maxInFlight int) {
 	return b.sent, b.maxInFlight
 }
 
-// waitFor polls cond until it holds or a second passes.
+// waitFor polls cond until it holds; it fails the test after 5 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -126,11 +126,7 @@ func TestListGateBoundsConcurrentListRequests(t *testing.T) {
 func TestListGateLeavesSingleObjectReadsAlone(t *testing.T) {
 	c := newBlockingLists()
 	gate := NewListGate(1)
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := New(c, Options{ListGate: gate}).List(context.Background(), MostRecent())
-		done <- err
-	}()
+	done := listAsync(c, gate, MostRecent())
 	<-c.entered // the gate's one slot is held
 	l := New(c, Options{ListGate: gate})
 	if _, _, err := l.CurrentResourceVersion(context.Background()); err != nil {
@@ -146,19 +142,15 @@ func TestListGateLeavesSingleObjectReadsAlone(t *testing.T) {
 		t.Fatalf("limit=1 reads took or waited for a slot: %+v", st)
 	}
 	c.proceed <- struct{}{}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if r := <-done; r.err != nil {
+		t.Fatal(r.err)
 	}
 }
 
 func TestListGateWaitEndsWithTheContextWithoutARequest(t *testing.T) {
 	c := newBlockingLists()
 	gate := NewListGate(1)
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := New(c, Options{ListGate: gate}).List(context.Background(), MostRecent())
-		done <- err
-	}()
+	done := listAsync(c, gate, MostRecent())
 	<-c.entered
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
@@ -176,8 +168,8 @@ func TestListGateWaitEndsWithTheContextWithoutARequest(t *testing.T) {
 		t.Fatalf("%d lists sent; the cancelled one must send none", sent)
 	}
 	c.proceed <- struct{}{}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if r := <-done; r.err != nil {
+		t.Fatal(r.err)
 	}
 	if st := gate.Stats(); st.Queued != 0 || st.InFlight != 0 || st.Admitted != 1 {
 		t.Fatalf("stats %+v", st)
