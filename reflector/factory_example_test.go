@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -38,4 +39,32 @@ func ExampleFactoryInformer() {
 		fmt.Println(cm.Namespace + "/" + cm.Name)
 	}
 	// Output: default/a
+}
+
+// Two controllers of one process, each with an informer factory of its
+// own, share one lister.ListGate: their initial lists reach the apiserver
+// one at a time (with a real clientset, identical lists are sent once).
+func ExampleFactoryInformer_listGate() {
+	cs := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
+	gate := lister.NewListGate(1) // one per apiserver, for the whole process
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var factories []informers.SharedInformerFactory
+	for range 2 {
+		factory := informers.NewSharedInformerFactory(cs, 0)
+		factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Lister: lister.Options{ListGate: gate}}))
+		factory.Core().V1().ConfigMaps().Informer()
+		factory.Start(ctx.Done())
+		factories = append(factories, factory)
+	}
+	for _, factory := range factories {
+		factory.WaitForCacheSync(ctx.Done())
+	}
+	st := gate.Stats()
+	fmt.Println("lists admitted:", st.Admitted, "at most at once:", st.MaxInFlight)
+	cancel()
+	for _, factory := range factories {
+		factory.Shutdown()
+	}
+	// Output: lists admitted: 2 at most at once: 1
 }

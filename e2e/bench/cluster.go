@@ -535,6 +535,7 @@ type processMetrics struct {
 	HeapInuse float64 // go_memstats_heap_inuse_bytes
 	RSS       float64 // process_resident_memory_bytes
 	CPU       float64 // process_cpu_seconds_total
+	Alloc     float64 // go_memstats_alloc_bytes_total
 }
 
 func parseProcessMetrics(text string) processMetrics {
@@ -552,6 +553,8 @@ func parseProcessMetrics(text string) processMetrics {
 			dst = &p.RSS
 		case "process_cpu_seconds_total":
 			dst = &p.CPU
+		case "go_memstats_alloc_bytes_total":
+			dst = &p.Alloc
 		default:
 			continue
 		}

@@ -255,7 +255,7 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 		w("![P5](bench/%s)\n\n", f)
 	}
 	w("%d repetitions per contender, interleaved. ", p0.Count)
-	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every ~100 ms during the run: *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta (scraping `/metrics` costs the same for every contender). *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
+	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every ~100 ms during the run: *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta (scraping `/metrics` costs the same for every contender), *allocated* the `go_memstats_alloc_bytes_total` delta (the memory the lists cost it in all; the peak heap shows it only up to its garbage collector's pacing; runs before session 8 did not record it). *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
 		p0.Informers, p0.Objects, p0.Baseline)
 	for _, p := range r.P5 {
 		w("### P5 on server `%s` (kube-apiserver %s)\n\n", p.Server, p.Version)
@@ -264,19 +264,27 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 		} else {
 			w("`stock` does not stream lists here: it behaves as `stock-list` does (or, where the server ignores `sendInitialEvents`, never syncs).\n\n")
 		}
-		w("| contender | all synced ms (median) | apiserver heap +MiB | heap vs stock | heap vs stock-list | apiserver RSS +MiB | RSS vs stock-list | apiserver CPU s | CPU vs stock-list | etcd lists | client requests (first rep.) | LIST / WATCH at server | client peak heap MiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		w("| contender | all synced ms (median) | apiserver heap +MiB | heap vs stock | heap vs stock-list | apiserver RSS +MiB | RSS vs stock-list | apiserver CPU s | CPU vs stock-list | apiserver allocated MiB | allocated vs stock | etcd lists | client requests (first rep.) | LIST / WATCH at server | client peak heap MiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, name := range p.Contenders {
 			runs := p.Runs[name]
 			if len(runs) == 0 {
 				continue
 			}
-			w("| `%s` | %.0f | %.1f | %s | %s | %.1f | %s | %.2f | %s | %g | %s | %g / %g | %.1f |\n", name,
+			alloc, allocRatio := "–", "–"
+			if a := medP5(runs, func(x p5Run) float64 { return x.AllocBytes }); a > 0 {
+				alloc = fmt.Sprintf("%.0f", mib(uint64(a)))
+				if medP5(p.Runs["stock"], func(x p5Run) float64 { return x.AllocBytes }) > 0 {
+					allocRatio = pairedP5(p, name, "stock", func(x p5Run) float64 { return x.AllocBytes }).String()
+				}
+			}
+			w("| `%s` | %.0f | %.1f | %s | %s | %.1f | %s | %.2f | %s | %s | %s | %g | %s | %g / %g | %.1f |\n", name,
 				medP5(runs, func(x p5Run) float64 { return x.Result.SyncMs }),
 				mib(uint64(max(0, medP5(runs, p5Run.heapDelta)))),
 				pairedP5(p, name, "stock", p5Run.heapDelta), pairedP5(p, name, "stock-list", p5Run.heapDelta),
 				mib(uint64(max(0, medP5(runs, p5Run.rssDelta)))), pairedP5(p, name, "stock-list", p5Run.rssDelta),
 				medP5(runs, func(x p5Run) float64 { return x.CPUSeconds }),
 				pairedP5(p, name, "stock-list", func(x p5Run) float64 { return x.CPUSeconds }),
+				alloc, allocRatio,
 				medP5(runs, func(x p5Run) float64 { return x.Server.etcdLists() }),
 				requestsString(runs[0].Result.Requests),
 				medP5(runs, func(x p5Run) float64 { return x.Server["apiserver_request_total{verb=LIST}"] }),
@@ -284,7 +292,7 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 				mib(uint64(medP5(runs, func(x p5Run) float64 { return float64(x.Result.PeakHeap) }))))
 		}
 		for _, name := range sortedKeys(p.Failures) {
-			w("| `%s` | **did not sync** | | | | | | | | | | | |\n", name)
+			w("| `%s` | **did not sync** | | | | | | | | | | | | | |\n", name)
 		}
 		if len(p.Failures) > 0 {
 			w("\n")
