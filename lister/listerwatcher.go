@@ -438,9 +438,6 @@ func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr
 type followedWatch struct{ relay }
 
 func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, gen uint64, release func(), guard *GuardOptions) {
-	if release != nil {
-		defer release() // idempotent: also released below when the initial events end
-	}
 	defer close(f.out)
 	in := f.inner.ResultChan()
 	defer func() {

@@ -128,7 +128,9 @@ func (g *ListGate) Stats() ListGateStats {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.stats
+	st := g.stats
+	st.InFlight, st.Queued = g.inFlight, len(g.queue)
+	return st
 }
 
 // Acquire waits for a slot for one collection read named name (a lister's
@@ -233,7 +235,6 @@ func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.R
 	}
 	w := &gateWaiter{admitted: make(chan struct{}), flight: fl}
 	g.queue = append(g.queue, w)
-	g.stats.Queued++
 	if fl != nil {
 		g.pending[fl.key] = fl
 	}
@@ -248,7 +249,6 @@ func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.R
 			g.release()
 		} else {
 			g.queue = slices.DeleteFunc(g.queue, func(x *gateWaiter) bool { return x == w })
-			g.stats.Queued--
 			g.mu.Unlock()
 		}
 		if fl != nil {
@@ -282,7 +282,6 @@ func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.R
 // joinable (a MostRecent request may answer only those made before it).
 func (g *ListGate) admitLocked(fl *flight) {
 	g.stats.Admitted++
-	g.stats.InFlight = g.inFlight
 	g.stats.MaxInFlight = max(g.stats.MaxInFlight, g.inFlight)
 	if fl == nil {
 		return
@@ -307,13 +306,11 @@ func (g *ListGate) release() {
 	for g.inFlight < g.slots && len(g.queue) > 0 {
 		w := g.queue[0]
 		g.queue = g.queue[1:]
-		g.stats.Queued--
 		g.inFlight++
 		w.given = true
 		g.admitLocked(w.flight)
 		close(w.admitted)
 	}
-	g.stats.InFlight = g.inFlight
 }
 
 // clientID names a REST client instance (and so its credentials and

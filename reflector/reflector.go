@@ -608,7 +608,6 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return stopped{}, because(ReasonContextDone, "context ended while opening a streaming list")
 	}
 	if err != nil {
-		release()
 		class, retryAfter := classify(err)
 		if fallback.RejectsStreamingList(err) {
 			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
