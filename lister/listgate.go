@@ -60,12 +60,21 @@ import (
 // apiserver's allocations for 8 informers on v1.33.13) and for resources
 // its watch cache does not hold.
 //
+// A read that holds a slot for longer than the gate's hold bound (WithMaxHold,
+// default DefaultListGateMaxHold: the apiserver's own default
+// --request-timeout for a list) stops counting against the slots: the next
+// read is admitted, the late one goes on undisturbed and is counted in
+// ListGateStats.Overdue and logged at verbosity 1. So a list that a proxy
+// or an overloaded server leaves without an answer (a client without a
+// request timeout waits for it forever) delays the informers queued behind
+// it by at most the hold bound instead of blocking them with it.
+//
 // The trade-off: the informers that wait sync later (the last of n after
 // about n lists' time when reads of different collections are large); a
-// slow or stalled read delays the others until its own bounds end it (the
-// request timeout, the streaming-list guard); a shared answer is copied
-// once per reader in the process of the first. Requests are never sent
-// faster because of a gate, and no fallback is taken because of one.
+// slow or stalled read delays the others up to the hold bound; a shared
+// answer is copied once per reader in the process of the first. Requests
+// are never sent faster because of a gate, and no fallback is taken
+// because of one.
 //
 // Share one gate per apiserver among the Listers, ListerWatchers and
 // reflectors of a process (set it in the lister.Options given to each, in
@@ -75,7 +84,9 @@ import (
 type ListGate struct {
 	mu       sync.Mutex
 	slots    int
-	inFlight int
+	maxHold  time.Duration // <= 0: no hold bound
+	inFlight int           // reads holding a slot (within the hold bound)
+	overdue  int           // reads past the hold bound, still running
 	queue    []*gateWaiter
 	pending  map[string]*flight // identical requests may attach while its sender waits for a slot
 	joinable map[string]*flight // in flight, and its answer satisfies an identical request made now
@@ -96,12 +107,50 @@ type ListGateStats struct {
 	// InFlight is the number of reads holding a slot now; MaxInFlight the
 	// most at once so far; Queued the number waiting for one now.
 	InFlight, MaxInFlight, Queued int
+	// Overdue counts the reads that held a slot longer than the gate's hold
+	// bound (WithMaxHold) and so stopped counting against the slots;
+	// OverdueInFlight is the number of them still running now (not in
+	// InFlight).
+	Overdue         uint64
+	OverdueInFlight int
+}
+
+// DefaultListGateMaxHold is a ListGate's hold bound unless WithMaxHold
+// says otherwise: the apiserver's default --request-timeout, which ends a
+// list it serves itself after one minute.
+const DefaultListGateMaxHold = time.Minute
+
+// ListGateOption configures NewListGate.
+type ListGateOption func(*ListGate)
+
+// WithMaxHold sets how long one read may hold a slot before the gate stops
+// counting it and admits the next (see ListGate). 0 keeps
+// DefaultListGateMaxHold; a negative d turns the bound off, so a read
+// without an answer keeps its slot until its own context or timeout ends
+// it.
+func WithMaxHold(d time.Duration) ListGateOption {
+	return func(g *ListGate) {
+		if d != 0 {
+			g.maxHold = d
+		}
+	}
 }
 
 type gateWaiter struct {
 	admitted chan struct{} // closed when it holds a slot
 	given    bool          // holds a slot (under ListGate.mu)
+	hold     *gateHold     // its slot, once given
 	flight   *flight       // the identical requests attached to this one, if any
+}
+
+// gateHold is one read's slot, from admission to release.
+type gateHold struct {
+	name     string
+	rec      metrics.Recorder
+	logger   klog.Logger
+	timer    *time.Timer // the hold bound, when the gate has one
+	overdue  bool        // outlived the hold bound: no longer counted (under ListGate.mu)
+	released bool        // (under ListGate.mu)
 }
 
 // flight is one request that identical requests attach to.
@@ -115,10 +164,15 @@ type flight struct {
 }
 
 // NewListGate returns a gate admitting at most slots collection reads at
-// once. slots < 1 is taken as 1.
-func NewListGate(slots int) *ListGate {
+// once, each for at most DefaultListGateMaxHold unless WithMaxHold says
+// otherwise. slots < 1 is taken as 1.
+func NewListGate(slots int, opts ...ListGateOption) *ListGate {
 	slots = max(slots, 1)
-	return &ListGate{slots: slots, pending: map[string]*flight{}, joinable: map[string]*flight{}, stats: ListGateStats{Slots: slots}}
+	g := &ListGate{slots: slots, maxHold: DefaultListGateMaxHold, pending: map[string]*flight{}, joinable: map[string]*flight{}, stats: ListGateStats{Slots: slots}}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
 }
 
 // Stats returns what the gate did so far.
@@ -129,7 +183,7 @@ func (g *ListGate) Stats() ListGateStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.stats
-	st.InFlight, st.Queued = g.inFlight, len(g.queue)
+	st.InFlight, st.Queued, st.OverdueInFlight = g.inFlight, len(g.queue), g.overdue
 	return st
 }
 
@@ -143,11 +197,11 @@ func (g *ListGate) Acquire(ctx context.Context, name string, rec metrics.Recorde
 		return func() {}, nil
 	}
 	g.mu.Lock()
-	if err := g.acquireLocked(ctx, name, rec, nil); err != nil {
+	h, err := g.acquireLocked(ctx, name, rec, nil)
+	if err != nil {
 		return func() {}, err
 	}
-	var once sync.Once
-	return func() { once.Do(g.release) }, nil
+	return func() { g.release(h) }, nil
 }
 
 // list sends one list request through the gate: send, with a slot, unless
@@ -195,7 +249,8 @@ func (g *ListGate) list(ctx context.Context, key string, joinable bool, name str
 	if key != "" {
 		fl = &flight{key: key, joinable: joinable, done: make(chan struct{})}
 	}
-	if err := g.acquireLocked(ctx, name, rec, fl); err != nil {
+	h, err := g.acquireLocked(ctx, name, rec, fl)
+	if err != nil {
 		return nil, false, err
 	}
 	obj, err = send(ctx)
@@ -209,7 +264,7 @@ func (g *ListGate) list(ctx context.Context, key string, joinable bool, name str
 		followers = fl.followers
 	}
 	g.mu.Unlock()
-	g.release() // the answer is read whole: the apiserver holds no more of it
+	g.release(h) // the answer is read whole: the apiserver holds no more of it
 	if fl != nil {
 		if err == nil && followers > 0 {
 			results := make([]runtime.Object, followers)
@@ -226,14 +281,15 @@ func (g *ListGate) list(ctx context.Context, key string, joinable bool, name str
 // acquireLocked, called with g.mu held (and returning with it released),
 // takes a slot for a read, waiting in arrival order, and makes fl (if any)
 // attachable: while it waits, and while in flight when fl.joinable.
-func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.Recorder, fl *flight) error {
+func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.Recorder, fl *flight) (*gateHold, error) {
+	h := &gateHold{name: name, rec: rec, logger: klog.FromContext(ctx)}
 	if g.inFlight < g.slots && len(g.queue) == 0 {
 		g.inFlight++
-		g.admitLocked(fl)
+		g.admitLocked(h, fl)
 		g.mu.Unlock()
-		return nil
+		return h, nil
 	}
-	w := &gateWaiter{admitted: make(chan struct{}), flight: fl}
+	w := &gateWaiter{admitted: make(chan struct{}), hold: h, flight: fl}
 	g.queue = append(g.queue, w)
 	if fl != nil {
 		g.pending[fl.key] = fl
@@ -246,7 +302,7 @@ func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.R
 		g.mu.Lock()
 		if w.given { // admitted meanwhile: give the slot back
 			g.mu.Unlock()
-			g.release()
+			g.release(h)
 		} else {
 			g.queue = slices.DeleteFunc(g.queue, func(x *gateWaiter) bool { return x == w })
 			g.mu.Unlock()
@@ -263,26 +319,30 @@ func (g *ListGate) acquireLocked(ctx context.Context, name string, rec metrics.R
 			g.mu.Unlock()
 			close(fl.done) // no results: its followers send their own
 		}
-		return fmt.Errorf("waiting for a lister.ListGate slot: %w", ctx.Err())
+		return nil, fmt.Errorf("waiting for a lister.ListGate slot: %w", ctx.Err())
 	}
 	waited := max(time.Since(start), time.Nanosecond)
 	g.mu.Lock()
 	g.stats.Waited++
 	g.stats.WaitTime += waited
 	g.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Collection read waited for a lister.ListGate slot", "lister", name, "waited", waited, "slots", g.slots)
+	h.logger.V(2).Info("Collection read waited for a lister.ListGate slot", "lister", name, "waited", waited, "slots", g.slots)
 	if r, ok := rec.(metrics.ListGateRecorder); ok {
 		r.ListGateWait(name, waited)
 	}
-	return nil
+	return h, nil
 }
 
-// admitLocked records a read given a slot (g.inFlight already counts it):
-// fl stops being pending, and stays attachable while in flight only when
-// joinable (a MostRecent request may answer only those made before it).
-func (g *ListGate) admitLocked(fl *flight) {
+// admitLocked records a read given a slot (g.inFlight already counts it)
+// and starts its hold bound: fl stops being pending, and stays attachable
+// while in flight only when joinable (a MostRecent request may answer only
+// those made before it).
+func (g *ListGate) admitLocked(h *gateHold, fl *flight) {
 	g.stats.Admitted++
 	g.stats.MaxInFlight = max(g.stats.MaxInFlight, g.inFlight)
+	if g.maxHold > 0 {
+		h.timer = time.AfterFunc(g.maxHold, func() { g.overdueHold(h) })
+	}
 	if fl == nil {
 		return
 	}
@@ -298,17 +358,57 @@ func (g *ListGate) admitLocked(fl *flight) {
 	fl.closed = true
 }
 
-// release frees a slot and hands it to the longest-waiting read.
-func (g *ListGate) release() {
+// release frees h's slot (once; nothing when h outlived the hold bound:
+// its slot was handed on then) and hands it to the longest-waiting read.
+func (g *ListGate) release(h *gateHold) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if h.released {
+		return
+	}
+	h.released = true
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	if h.overdue {
+		g.overdue--
+		return
+	}
 	g.inFlight--
+	g.admitWaitersLocked()
+}
+
+// overdueHold runs when h held its slot for the hold bound: h stops
+// counting against the slots (it goes on undisturbed) and the next read
+// is admitted.
+func (g *ListGate) overdueHold(h *gateHold) {
+	g.mu.Lock()
+	if h.released || h.overdue {
+		g.mu.Unlock()
+		return
+	}
+	h.overdue = true
+	g.inFlight--
+	g.overdue++
+	g.stats.Overdue++
+	queued := len(g.queue)
+	g.admitWaitersLocked()
+	g.mu.Unlock()
+	h.logger.V(1).Info("Collection read held a lister.ListGate slot longer than the gate's hold bound: no longer counted, the next read is admitted",
+		"lister", h.name, "maxHold", g.maxHold, "queued", queued)
+	if r, ok := h.rec.(metrics.ListGateRecorder); ok {
+		r.ListGateOverdue(h.name)
+	}
+}
+
+// admitWaitersLocked hands free slots to the longest-waiting reads.
+func (g *ListGate) admitWaitersLocked() {
 	for g.inFlight < g.slots && len(g.queue) > 0 {
 		w := g.queue[0]
 		g.queue = g.queue[1:]
 		g.inFlight++
 		w.given = true
-		g.admitLocked(w.flight)
+		g.admitLocked(w.hold, w.flight)
 		close(w.admitted)
 	}
 }

@@ -247,8 +247,9 @@ func TestListGateReleasedWhenAStreamingListFails(t *testing.T) {
 // gateRecorder records ListGateWait calls (metrics.ListGateRecorder).
 type gateRecorder struct {
 	countingRecorder
-	gmu   sync.Mutex
-	names []string
+	gmu     sync.Mutex
+	names   []string
+	overdue []string
 }
 
 func (r *gateRecorder) ListGateWait(name string, waited time.Duration) {
@@ -260,6 +261,18 @@ func (r *gateRecorder) ListGateWait(name string, waited time.Duration) {
 }
 
 func (r *gateRecorder) ListGateShared(string) {}
+
+func (r *gateRecorder) ListGateOverdue(name string) {
+	r.gmu.Lock()
+	defer r.gmu.Unlock()
+	r.overdue = append(r.overdue, name)
+}
+
+func (r *gateRecorder) overdues() []string {
+	r.gmu.Lock()
+	defer r.gmu.Unlock()
+	return append([]string(nil), r.overdue...)
+}
 
 func (r *gateRecorder) waits() []string {
 	r.gmu.Lock()
@@ -421,6 +434,114 @@ func TestListGateSharesOnlySuccessesAndOnlyBetweenIdenticalRequests(t *testing.T
 		t.Fatalf("c sent %d requests, want 3", sent)
 	}
 	if st := gate.Stats(); st.Shared != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestListGateAdmitsTheNextReadWhenOneOutlivesTheHoldBound(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	gate := NewListGate(1, WithMaxHold(hold))
+	rec := &gateRecorder{}
+	stuck, other := newBlockingLists(), newBlockingLists()
+	list := func(c Client, name string) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			_, _, err := New(c, Options{ListGate: gate, Metrics: rec, Name: name}).List(context.Background(), MostRecent())
+			out <- err
+		}()
+		return out
+	}
+	a := list(stuck, "stuck") // a list the server (or a proxy) leaves without an answer
+	<-stuck.entered
+	start := time.Now()
+	b := list(other, "b")
+	waitFor(t, "b to queue", func() bool { return gate.Stats().Queued == 1 })
+	c := list(other, "c")
+	waitFor(t, "c to queue", func() bool { return gate.Stats().Queued == 2 })
+	// After the hold bound the stuck list no longer counts: b is sent, c
+	// still waits for the one slot (b's).
+	select {
+	case <-other.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b was never admitted while the first list held its slot without an answer")
+	}
+	if waited := time.Since(start); waited < hold-50*time.Millisecond {
+		t.Fatalf("b admitted after %v, before the hold bound %v", waited, hold)
+	}
+	st := gate.Stats()
+	if st.Overdue != 1 || st.OverdueInFlight != 1 || st.InFlight != 1 || st.Queued != 1 {
+		t.Fatalf("stats after the hold bound %+v", st)
+	}
+	if got := rec.overdues(); len(got) != 1 || got[0] != "stuck" {
+		t.Fatalf("ListGateOverdue calls %v, want [stuck]", got)
+	}
+	// The late list ends: its slot was handed on already, so c still waits
+	// for b's.
+	stuck.proceed <- struct{}{}
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	if st := gate.Stats(); st.OverdueInFlight != 0 || st.InFlight != 1 || st.Queued != 1 {
+		t.Fatalf("the late list's end freed a slot it no longer held: %+v", st)
+	}
+	other.proceed <- struct{}{}
+	<-other.entered
+	other.proceed <- struct{}{}
+	for _, ch := range []<-chan error{b, c} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, most := other.counts(); most != 1 {
+		t.Fatalf("%d of b and c in flight at once, want 1", most)
+	}
+	if st := gate.Stats(); st.InFlight != 0 || st.OverdueInFlight != 0 || st.Queued != 0 || st.Overdue != 1 {
+		t.Fatalf("final stats %+v", st)
+	}
+}
+
+func TestListGateHoldBoundAppliesToStreamsAndCanBeTurnedOff(t *testing.T) {
+	if g := NewListGate(1); g.maxHold != DefaultListGateMaxHold {
+		t.Fatalf("default hold bound %v, want %v", g.maxHold, DefaultListGateMaxHold)
+	}
+	if g := NewListGate(1, WithMaxHold(0)); g.maxHold != DefaultListGateMaxHold {
+		t.Fatalf("WithMaxHold(0) gives %v, want the default", g.maxHold)
+	}
+	// Acquire (streaming lists): a stream holding its slot past the bound
+	// lets the next read in; its own release later is harmless.
+	gate := NewListGate(1, WithMaxHold(20*time.Millisecond))
+	release1, err := gate.Acquire(context.Background(), "stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release2, err := gate.Acquire(ctx, "next", nil)
+	if err != nil {
+		t.Fatalf("the next read was not admitted past the hold bound: %v", err)
+	}
+	release1()
+	release1()
+	if st := gate.Stats(); st.InFlight != 1 || st.OverdueInFlight != 0 || st.Overdue < 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	release2()
+	if st := gate.Stats(); st.InFlight != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Turned off: a read holding its slot keeps it.
+	off := NewListGate(1, WithMaxHold(-1))
+	hold, err := off.Acquire(context.Background(), "stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	if _, err := off.Acquire(short, "next", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("without a hold bound the next read got %v, want to wait until its context ended", err)
+	}
+	hold()
+	if st := off.Stats(); st.Overdue != 0 || st.InFlight != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }

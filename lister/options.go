@@ -130,8 +130,9 @@ type Options struct {
 	// once; the others wait in arrival order; and it sends identical list
 	// requests of the same client once, each reader getting its own copy
 	// (see ListGate for when, and for the trade-off: the apiserver's work
-	// against the later informers' sync time). Default nil: no bound and
-	// nothing shared, as client-go.
+	// against the later informers' sync time, and for its hold bound, after
+	// which a stuck read stops holding the others back). Default nil: no
+	// bound and nothing shared, as client-go.
 	ListGate *ListGate
 	// MaxRequests bounds the requests of one list call that deliver no page
 	// (retries, fallbacks, restarts), a safety net over the policy's budgets.

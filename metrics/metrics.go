@@ -49,6 +49,10 @@ type ListGateRecorder interface {
 	// ListGateShared is called once per list answered by another reader's
 	// identical request (a copy of its answer, no request of its own).
 	ListGateShared(name string)
+	// ListGateOverdue is called once per collection read that held a slot
+	// longer than the gate's hold bound (lister.WithMaxHold) and so stopped
+	// counting against the slots: a list or stream that is stuck or slow.
+	ListGateOverdue(name string)
 }
 
 // Nop is a Recorder that records nothing.

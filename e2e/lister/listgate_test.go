@@ -166,6 +166,66 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 		Expect(st.InFlight).To(BeZero(), "every stream freed its slot at its initial-events-end bookmark")
 	})
 
+	It("a list the proxy leaves without an answer holds the gate's slot only for its hold bound: the informer queued behind it syncs", func(ctx SpecContext) {
+		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		const hold = 2 * time.Second
+		gate := lister.NewListGate(1, lister.WithMaxHold(hold))
+		e.proxy.ResetRequests()
+		// A proxy that accepts one informer's list and never answers it:
+		// client-go's REST client has no request timeout by default, so
+		// that list waits for ever.
+		rule := e.proxy.Inject(faults.Rule{Verb: "list", Stall: true, Query: map[string]string{"labelSelector": "stuck=true"}})
+		defer e.proxy.Remove(rule)
+		sctx, stopStuck := context.WithCancel(ctx)
+		defer stopStuck()
+		stuck := runInformer(sctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, Name: "stuck", LabelSelector: "stuck=true",
+			DisableStreamingList: true, ListGate: gate}), &corev1.ConfigMap{})
+		Eventually(func() int { return gate.Stats().InFlight }).WithTimeout(10*time.Second).Should(Equal(1), "the stuck list holds the slot")
+		inf := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, Name: "queued", LabelSelector: "set=" + set,
+			DisableStreamingList: true, ListGate: gate}), &corev1.ConfigMap{})
+		Eventually(inf.HasSynced).WithTimeout(60 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
+		Expect(inf.GetStore().ListKeys()).To(HaveLen(objects))
+		Expect(stuck.HasSynced()).To(BeFalse())
+
+		var stalled, queued []faults.Request
+		for _, r := range e.requests("list") {
+			switch query(r.RawQuery).Get("labelSelector") {
+			case "stuck=true":
+				stalled = append(stalled, r)
+			case "set=" + set:
+				if query(r.RawQuery).Get("limit") != "1" {
+					queued = append(queued, r)
+				}
+			}
+		}
+		Expect(stalled).To(HaveLen(1))
+		Expect(stalled[0].Done).To(BeFalse(), "the stuck list is still without an answer")
+		Expect(queued).To(HaveLen(1))
+		Expect(queued[0].Status).To(Equal(200))
+		// The queued list reached the server only once the stuck one had
+		// held the slot for the hold bound.
+		Expect(queued[0].Time.Sub(stalled[0].Time)).To(BeNumerically(">=", hold-100*time.Millisecond))
+		st := gate.Stats()
+		AddReportEntry("ListGate(1, hold 2s), a stalled list and a queued informer", fmt.Sprintf("%+v", st))
+		Expect(st.Overdue).To(BeNumerically("==", 1))
+		Expect(st.OverdueInFlight).To(Equal(1))
+		Expect(st.Waited).To(BeNumerically("==", 1))
+
+		// The stuck informer stops: its request ends, and the gate forgets it.
+		stopStuck()
+		Eventually(func() bool {
+			for _, r := range e.requests("list") {
+				if r.Seq == stalled[0].Seq {
+					return r.Done
+				}
+			}
+			return false
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		Eventually(func() int { return gate.Stats().OverdueInFlight }).WithTimeout(30 * time.Second).Should(BeZero())
+		Expect(gate.Stats().InFlight).To(BeZero())
+	})
+
 	It("a waiting informer whose context ends leaves the gate without sending a request", func(ctx SpecContext) {
 		gate := lister.NewListGate(1)
 		release, err := gate.Acquire(ctx, "holder", nil)

@@ -54,6 +54,7 @@ type Recorder struct {
 	gateWaits         *prometheus.CounterVec
 	gateWaitSeconds   *prometheus.CounterVec
 	gateShared        *prometheus.CounterVec
+	gateOverdue       *prometheus.CounterVec
 }
 
 var (
@@ -108,6 +109,7 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 		gateWaits:         counter("list_gate_waits_total", "Collection reads that waited for a lister.ListGate slot.", "name"),
 		gateWaitSeconds:   counter("list_gate_wait_seconds_total", "Seconds collection reads waited for a lister.ListGate slot.", "name"),
 		gateShared:        counter("list_gate_shared_total", "Lists answered by another reader's identical request through a lister.ListGate.", "name"),
+		gateOverdue:       counter("list_gate_overdue_total", "Collection reads that held a lister.ListGate slot longer than its hold bound (stuck or slow) and stopped counting against its slots.", "name"),
 	}
 	if reg == nil {
 		return r, nil
@@ -131,12 +133,12 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 // gauge; ListGateWait two: the waits and the seconds waited).
 func (r *Recorder) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lists, r.fallbacks, r.relists, r.watchRestarts, r.bookmarks,
-		r.items, r.rvAdvanced, r.sinceAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared}
+		r.items, r.rvAdvanced, r.sinceAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared, r.gateOverdue}
 }
 
 // adopt replaces a freshly created collector by the one already registered.
 func (r *Recorder) adopt(mine, existing prometheus.Collector) {
-	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions, &r.gateWaits, &r.gateWaitSeconds, &r.gateShared} {
+	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions, &r.gateWaits, &r.gateWaitSeconds, &r.gateShared, &r.gateOverdue} {
 		if prometheus.Collector(*p) == mine {
 			if e, ok := existing.(*prometheus.CounterVec); ok {
 				*p = e
@@ -172,6 +174,9 @@ func (r *Recorder) ListGateWait(name string, waited time.Duration) {
 
 // ListGateShared implements metrics.ListGateRecorder.
 func (r *Recorder) ListGateShared(name string) { r.gateShared.WithLabelValues(name).Inc() }
+
+// ListGateOverdue implements metrics.ListGateRecorder.
+func (r *Recorder) ListGateOverdue(name string) { r.gateOverdue.WithLabelValues(name).Inc() }
 
 // Fallback implements metrics.Recorder.
 func (r *Recorder) Fallback(name, reason string) { r.fallbacks.WithLabelValues(name, reason).Inc() }

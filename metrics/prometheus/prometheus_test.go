@@ -31,6 +31,7 @@ func TestRecorderExportsEveryMethod(t *testing.T) {
 	r.ListGateWait("v1/configmaps", 1500*time.Millisecond)
 	r.ListGateWait("v1/configmaps", 500*time.Millisecond)
 	r.ListGateShared("v1/configmaps")
+	r.ListGateOverdue("v1/configmaps")
 
 	expected := `
 # HELP steadywatch_lists_total List calls (all pages of one list), by requested resourceVersion semantic and outcome.
@@ -73,12 +74,15 @@ steadywatch_list_gate_wait_seconds_total{name="v1/configmaps"} 2
 # HELP steadywatch_list_gate_shared_total Lists answered by another reader's identical request through a lister.ListGate.
 # TYPE steadywatch_list_gate_shared_total counter
 steadywatch_list_gate_shared_total{name="v1/configmaps"} 1
+# HELP steadywatch_list_gate_overdue_total Collection reads that held a lister.ListGate slot longer than its hold bound (stuck or slow) and stopped counting against its slots.
+# TYPE steadywatch_list_gate_overdue_total counter
+steadywatch_list_gate_overdue_total{name="v1/configmaps"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected)); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 14 {
-		t.Fatalf("GatherAndCount = %d, %v; want 14 series", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
+		t.Fatalf("GatherAndCount = %d, %v; want 15 series", n, err)
 	}
 }
 

@@ -67,6 +67,14 @@ type Rule struct {
 	// rule with EmptyWatch matches watch requests only; Status, Reason,
 	// Message, Causes and RetryAfterSeconds are ignored (Status may be 0).
 	EmptyWatch bool
+	// Stall answers nothing: a matching request is held without a response
+	// (no status, no byte) until the client gives up (its context ends or
+	// the connection closes) or the proxy closes, and never reaches the
+	// backend: what a stuck proxy or an apiserver that accepted a request
+	// and never served it looks like to a client without a request
+	// timeout. Status, Reason, Message, Causes and RetryAfterSeconds are
+	// ignored (Status may be 0).
+	Stall bool
 }
 
 type ruleState struct {
@@ -76,9 +84,11 @@ type ruleState struct {
 }
 
 // Inject arms r and returns its id for Remove. It panics if r.Status is not
-// 400-599 (unless r.EmptyWatch) or Count is negative (a test bug).
+// 400-599 (unless r.EmptyWatch or r.Stall) or Count is negative (a test bug).
 func (p *Proxy) Inject(r Rule) (id int) {
-	if r.EmptyWatch {
+	if r.Stall {
+		r.Status = 0
+	} else if r.EmptyWatch {
 		r.Status = http.StatusOK
 	} else if r.Status < 400 || r.Status > 599 {
 		panic(fmt.Sprintf("faults: Rule.Status %d is not 400-599", r.Status))
@@ -202,6 +212,10 @@ func (r *Rule) matches(info requestInfo, q url.Values) bool {
 // header, and returns the fault description for the log.
 func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInfo, id int, r Rule) (status int, fault string) {
 	media := negotiate(req.Header.Get("Accept"))
+	if r.Stall {
+		<-req.Context().Done() // the client went away, or the proxy closed
+		return 0, fmt.Sprintf("rule %d: stalled without an answer", id)
+	}
 	if r.EmptyWatch {
 		w.Header().Set("Content-Type", watchContentType(media))
 		w.Header().Set("Cache-Control", "no-cache, private")

@@ -2,6 +2,8 @@ package faults
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -331,5 +333,32 @@ func TestStreamFaultsPauseAfterEvents(t *testing.T) {
 	}
 	if rec.Fault != "paused 700ms after 2 events" || rec.Events != 5 || rec.InitialEventsEnd.IsZero() {
 		t.Errorf("request log: fault %q events %d initial-events-end %v", rec.Fault, rec.Events, rec.InitialEventsEnd)
+	}
+}
+
+func TestStallRule(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	id := e.proxy.Inject(Rule{Verb: "list", Stall: true, Query: map[string]string{"labelSelector": "stuck=true"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := e.cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: "stuck=true"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a stalled list must end only with the client's context, got %v", err)
+	}
+	// Other lists pass.
+	if _, err := e.cs.CoreV1().ConfigMaps("default").List(ctxT(t, 30*time.Second), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.backends[0].requests()); n != 1 {
+		t.Errorf("%d requests reached the backend, want 1 (the stalled one never does)", n)
+	}
+	var stalled []Request
+	for _, r := range e.proxy.Requests() {
+		if r.Fault != "" {
+			stalled = append(stalled, r)
+		}
+	}
+	if len(stalled) != 1 || stalled[0].Fault != fmt.Sprintf("rule %d: stalled without an answer", id) || stalled[0].Status != 0 || !stalled[0].Done {
+		t.Fatalf("log entries with a fault %+v", stalled)
 	}
 }
