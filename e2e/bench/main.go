@@ -31,7 +31,8 @@
 //     its watch cache is initialised and its RSS is steady; its /metrics is
 //     sampled every ~100 ms for peak heap-in-use and RSS minus that baseline,
 //     CPU seconds, and etcd-reaching lists. -p5-count repetitions (default
-//     -count), on the -p5-servers (default all), with -p5-contenders.
+//     -count), on the -p5-servers (default all), with -p5-contenders;
+//     -p5-ballast-mib adds other ConfigMaps the apiserver holds (not listed).
 //   - P2 and P3 (first server only), before the scaling-only sizes and P5.
 //
 // Objects are created by a pool of 16 workers (no client-side QPS limit),
@@ -84,6 +85,7 @@ type config struct {
 	p5Objects    int
 	p5SizeKB     int
 	p5Count      int
+	p5BallastMiB int
 	p5Contenders []string
 	p5Servers    []string // -servers entries P5 runs on; nil = all
 }
@@ -118,6 +120,8 @@ func main() {
 	p5c := flag.String("p5-contenders", strings.Join(p5Contenders, ","), "P5 contenders (comma-separated)")
 	p5s := flag.String("p5-servers", "", "P5 only on these -servers entries (comma-separated); default: all")
 	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
+	flag.IntVar(&c.p5BallastMiB, "p5-ballast-mib", 0, "P5: MiB of other ConfigMaps (namespace p5-ballast, -p5-size-kb each) the apiserver also holds, "+
+		"as a real cluster's apiserver holds other data: its garbage collector's headroom grows with its live heap (etcd's 2 GiB quota bounds P5 data plus ballast)")
 	unthrottled := flag.Bool("unthrottled", false, "contenders' clients without client-side rate limit (default: client-go's QPS 5, burst 10, what a user who sets nothing gets)")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()

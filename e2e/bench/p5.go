@@ -33,10 +33,30 @@ type p5Run struct {
 	AllocBytes float64 `json:"alloc_bytes,omitempty"`
 	Samples    int     `json:"samples"`
 	SettleMs   float64 `json:"settle_ms"` // restart until the baseline was taken
+	// ScrapeAllocBytes and ScrapeCPUSeconds: what one /metrics scrape cost
+	// the apiserver, measured on the idle server right after the run (21
+	// scrapes back to back). The run's CPU and allocations include its
+	// Samples+1 scrapes (about a third of a core at ~10 a second on
+	// v1.37.2), which cost the longer runs more: netCPU and netAlloc take
+	// them out. 0 in runs before session 9 (not measured).
+	ScrapeAllocBytes float64 `json:"scrape_alloc_bytes,omitempty"`
+	ScrapeCPUSeconds float64 `json:"scrape_cpu_seconds,omitempty"`
 }
 
 func (r p5Run) heapDelta() float64 { return r.HeapPeak - r.HeapBase }
-func (r p5Run) rssDelta() float64  { return r.RSSPeak - r.RSSBase }
+
+// netCPU is the run's apiserver CPU seconds without the bench's own
+// /metrics scrapes (the raw delta where their cost was not measured).
+func (r p5Run) netCPU() float64 {
+	return max(0, r.CPUSeconds-float64(r.Samples+1)*r.ScrapeCPUSeconds)
+}
+
+// netAlloc is the run's apiserver allocated bytes without the bench's own
+// /metrics scrapes (the raw delta where their cost was not measured).
+func (r p5Run) netAlloc() float64 {
+	return max(0, r.AllocBytes-float64(r.Samples+1)*r.ScrapeAllocBytes)
+}
+func (r p5Run) rssDelta() float64 { return r.RSSPeak - r.RSSBase }
 
 type p5Report struct {
 	Server     string             `json:"server"`
@@ -49,7 +69,11 @@ type p5Report struct {
 	Runs       map[string][]p5Run `json:"runs"`
 	Failures   map[string]string  `json:"failures,omitempty"`
 	Baseline   string             `json:"baseline"` // how the baseline was made fair
-	Count      int                `json:"count"`
+	// BallastMiB: MiB of other ConfigMaps (namespace p5-ballast) the
+	// apiserver held during the runs (-p5-ballast-mib); 0 = only the P5
+	// namespace's.
+	BallastMiB int `json:"ballast_mib,omitempty"`
+	Count      int `json:"count"`
 }
 
 // p5Timeout bounds one P5 child (N informers over ~250 MB).
@@ -58,6 +82,11 @@ const p5Timeout = 8 * time.Minute
 func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 	ns := "p5"
 	n := b.c.p5Objects
+	if b.c.p5BallastMiB > 0 {
+		if err := b.populateCM(ctx, "p5-ballast", b.c.p5BallastMiB<<10/b.c.p5SizeKB, b.c.p5SizeKB); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.populateCM(ctx, ns, n, b.c.p5SizeKB); err != nil {
 		return nil, err
 	}
@@ -66,6 +95,10 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 		Baseline: "apiserver restarted (same etcd) before every run; baseline sampled once its watch cache is initialised and its resident memory is steady, right after a forced GC (`/debug/pprof/heap?gc=1`)"}
 	if b.spec.NoCache {
 		rep.Baseline = "apiserver restarted (same etcd) before every run; baseline sampled once its resident memory is steady (no watch cache), right after a forced GC (`/debug/pprof/heap?gc=1`)"
+	}
+	if b.c.p5BallastMiB > 0 {
+		rep.BallastMiB = b.c.p5BallastMiB
+		rep.Baseline += fmt.Sprintf("; the apiserver also holds %d MiB of other ConfigMaps (namespace p5-ballast, not listed by the informers), as a real cluster's apiserver holds other data", b.c.p5BallastMiB)
 	}
 	for _, name := range b.c.p5Contenders {
 		if why, ok := b.failed[name]; ok {
@@ -93,9 +126,11 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 				continue
 			}
 			rep.Runs[name] = append(rep.Runs[name], *run)
-			logf("  %-14s all synced in %7.0f ms; apiserver heap +%6.1f MiB (peak %6.1f), RSS +%6.1f MiB, CPU %5.2f s, allocated %7.1f MiB, etcd lists %g, requests %v",
+			logf("  %-14s all synced in %7.0f ms; apiserver heap +%6.1f MiB (peak %6.1f), RSS +%6.1f MiB, CPU %5.2f s, allocated %7.1f MiB "+
+				"(net of %d /metrics scrapes at %.1f MiB, %.3f CPU s each), etcd lists %g, requests %v",
 				name, run.Result.SyncMs, mib(uint64(max(0, run.heapDelta()))), mib(uint64(run.HeapPeak)), mib(uint64(max(0, run.rssDelta()))),
-				run.CPUSeconds, mib(uint64(max(0, run.AllocBytes))), run.Server.etcdLists(), run.Result.Requests)
+				run.netCPU(), mib(uint64(run.netAlloc())), run.Samples+1, mib(uint64(max(0, run.ScrapeAllocBytes))), run.ScrapeCPUSeconds,
+				run.Server.etcdLists(), run.Result.Requests)
 		}
 	}
 	return rep, nil
@@ -171,8 +206,38 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 	if r > 0 {
 		res.RequestLog = nil
 	}
-	return &p5Run{Rep: r, Result: &res, Server: after.minus(before), HeapBase: base.HeapInuse, HeapPeak: peak.HeapInuse,
-		RSSBase: base.RSS, RSSPeak: peak.RSS, CPUSeconds: last.CPU - base.CPU, AllocBytes: last.Alloc - base.Alloc, Samples: samples, SettleMs: ms(settle)}, nil
+	run := &p5Run{Rep: r, Result: &res, Server: after.minus(before), HeapBase: base.HeapInuse, HeapPeak: peak.HeapInuse,
+		RSSBase: base.RSS, RSSPeak: peak.RSS, CPUSeconds: last.CPU - base.CPU, AllocBytes: last.Alloc - base.Alloc, Samples: samples, SettleMs: ms(settle)}
+	if run.ScrapeAllocBytes, run.ScrapeCPUSeconds, err = scrapeCost(ctx, api); err != nil {
+		logf("  (could not measure the cost of a /metrics scrape: %v)", err)
+	}
+	return run, nil
+}
+
+// scrapeCost measures what one /metrics scrape costs the apiserver
+// (allocated bytes, CPU seconds): 20 scrapes back to back between two
+// readings, i.e. about 21 scrapes' worth, on the server idle after a run.
+func scrapeCost(ctx context.Context, api interface {
+	Metrics(context.Context) (string, error)
+}) (allocBytes, cpuSeconds float64, err error) {
+	read := func() (processMetrics, error) {
+		text, err := api.Metrics(ctx)
+		return parseProcessMetrics(text), err
+	}
+	m0, err := read()
+	if err != nil {
+		return 0, 0, err
+	}
+	for range 20 {
+		if _, err := read(); err != nil {
+			return 0, 0, err
+		}
+	}
+	m1, err := read()
+	if err != nil {
+		return 0, 0, err
+	}
+	return (m1.Alloc - m0.Alloc) / 21, (m1.CPU - m0.CPU) / 21, nil
 }
 
 // settle waits, after an apiserver restart, until the configmaps watch
