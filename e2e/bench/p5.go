@@ -34,29 +34,29 @@ type p5Run struct {
 	Samples    int     `json:"samples"`
 	SettleMs   float64 `json:"settle_ms"` // restart until the baseline was taken
 	// ScrapeAllocBytes and ScrapeCPUSeconds: what one /metrics scrape cost
-	// the apiserver, measured on the idle server right after the run (21
+	// the apiserver, measured on the server right after the run (21
 	// scrapes back to back). The run's CPU and allocations include its
 	// Samples+1 scrapes (about a third of a core at ~10 a second on
-	// v1.37.2), which cost the longer runs more: netCPU and netAlloc take
-	// them out. 0 in runs before session 9 (not measured).
+	// v1.37.2), which cost the longer runs more: p5Report.netCPU and
+	// netAlloc take them out. 0 in runs before session 9 (not measured).
 	ScrapeAllocBytes float64 `json:"scrape_alloc_bytes,omitempty"`
 	ScrapeCPUSeconds float64 `json:"scrape_cpu_seconds,omitempty"`
 }
 
 func (r p5Run) heapDelta() float64 { return r.HeapPeak - r.HeapBase }
+func (r p5Run) rssDelta() float64  { return r.RSSPeak - r.RSSBase }
 
-// netCPU is the run's apiserver CPU seconds without the bench's own
-// /metrics scrapes (the raw delta where their cost was not measured).
-func (r p5Run) netCPU() float64 {
-	return max(0, r.CPUSeconds-float64(r.Samples+1)*r.ScrapeCPUSeconds)
+// netCPU is the run's apiserver CPU seconds without its Samples+1 /metrics
+// scrapes at cpu seconds each.
+func (r p5Run) netCPU(cpu float64) float64 {
+	return max(0, r.CPUSeconds-float64(r.Samples+1)*cpu)
 }
 
-// netAlloc is the run's apiserver allocated bytes without the bench's own
-// /metrics scrapes (the raw delta where their cost was not measured).
-func (r p5Run) netAlloc() float64 {
-	return max(0, r.AllocBytes-float64(r.Samples+1)*r.ScrapeAllocBytes)
+// netAlloc is the run's apiserver allocated bytes without its Samples+1
+// /metrics scrapes at alloc bytes each.
+func (r p5Run) netAlloc(alloc float64) float64 {
+	return max(0, r.AllocBytes-float64(r.Samples+1)*alloc)
 }
-func (r p5Run) rssDelta() float64 { return r.RSSPeak - r.RSSBase }
 
 type p5Report struct {
 	Server     string             `json:"server"`
@@ -74,6 +74,37 @@ type p5Report struct {
 	// namespace's.
 	BallastMiB int `json:"ballast_mib,omitempty"`
 	Count      int `json:"count"`
+}
+
+// scrapeCost is the cost of one /metrics scrape on this report's server:
+// the median of its runs' measurements (one taken right after a run can
+// catch the apiserver collecting that run's garbage; the median of a
+// server's runs cannot be moved by one such). 0, 0 where none was measured.
+func (p *p5Report) scrapeCost() (alloc, cpu float64) {
+	var as, cs []float64
+	for _, runs := range p.Runs {
+		for _, r := range runs {
+			if r.ScrapeCPUSeconds > 0 || r.ScrapeAllocBytes > 0 {
+				as, cs = append(as, r.ScrapeAllocBytes), append(cs, r.ScrapeCPUSeconds)
+			}
+		}
+	}
+	if len(cs) == 0 {
+		return 0, 0
+	}
+	return median(as), median(cs)
+}
+
+// netCPU and netAlloc: a run's apiserver CPU seconds and allocated bytes
+// without the bench's own /metrics scrapes (at the server's scrapeCost).
+func (p *p5Report) netCPU(r p5Run) float64 {
+	_, cpu := p.scrapeCost()
+	return r.netCPU(cpu)
+}
+
+func (p *p5Report) netAlloc(r p5Run) float64 {
+	alloc, _ := p.scrapeCost()
+	return r.netAlloc(alloc)
 }
 
 // p5Timeout bounds one P5 child (N informers over ~250 MB).
@@ -129,7 +160,7 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 			logf("  %-14s all synced in %7.0f ms; apiserver heap +%6.1f MiB (peak %6.1f), RSS +%6.1f MiB, CPU %5.2f s, allocated %7.1f MiB "+
 				"(net of %d /metrics scrapes at %.1f MiB, %.3f CPU s each), etcd lists %g, requests %v",
 				name, run.Result.SyncMs, mib(uint64(max(0, run.heapDelta()))), mib(uint64(run.HeapPeak)), mib(uint64(max(0, run.rssDelta()))),
-				run.netCPU(), mib(uint64(run.netAlloc())), run.Samples+1, mib(uint64(max(0, run.ScrapeAllocBytes))), run.ScrapeCPUSeconds,
+				run.netCPU(run.ScrapeCPUSeconds), mib(uint64(run.netAlloc(run.ScrapeAllocBytes))), run.Samples+1, mib(uint64(max(0, run.ScrapeAllocBytes))), run.ScrapeCPUSeconds,
 				run.Server.etcdLists(), run.Result.Requests)
 		}
 	}

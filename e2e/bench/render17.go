@@ -241,7 +241,7 @@ func (r *report) p5Chart() (chart, bool) {
 			c.Values = append(c.Values, []float64{
 				pairedP5(p, name, "stock-list", p5Run.heapDelta).Median,
 				pairedP5(p, name, "stock-list", p5Run.rssDelta).Median,
-				pairedP5(p, name, "stock-list", p5Run.netCPU).Median,
+				pairedP5(p, name, "stock-list", p.netCPU).Median,
 			})
 		}
 	}
@@ -255,10 +255,13 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 		w("![P5](bench/%s)\n\n", f)
 	}
 	w("%d repetitions per contender, interleaved. ", p0.Count)
-	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every ~100 ms during the run: *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta, *allocated* the `go_memstats_alloc_bytes_total` delta (the memory the lists cost it in all; the peak heap shows it only up to its garbage collector's pacing; runs before session 8 did not record it). CPU and allocated are net of the bench's own sampling where it was measured (since session 9): right after each run the cost of one `/metrics` scrape is measured on the idle server (21 scrapes back to back; about 3.4 MiB and 35 ms of CPU on v1.37.2) and taken out once per scrape of the run, which costs a longer run more (about a third of a core at ~10 scrapes a second); runs before session 9 include it. *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
+	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every ~100 ms during the run: *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta, *allocated* the `go_memstats_alloc_bytes_total` delta (the memory the lists cost it in all; the peak heap shows it only up to its garbage collector's pacing; runs before session 8 did not record it). CPU and allocated are net of the bench's own sampling where it was measured (since session 9): right after each run the cost of one `/metrics` scrape is measured (21 scrapes back to back; about 3 MiB and 30 ms of CPU on v1.37.2), and the median of a server's measurements is taken out once per scrape of each run, which costs a longer run more (about a third of a core at ~10 scrapes a second); runs before session 9 include it. *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
 		p0.Informers, p0.Objects, p0.Baseline)
 	for _, p := range r.P5 {
 		w("### P5 on server `%s` (kube-apiserver %s)\n\n", p.Server, p.Version)
+		if a, c := p.scrapeCost(); c > 0 {
+			w("One `/metrics` scrape cost this apiserver %.1f MiB and %.0f ms of CPU (median of the runs' measurements), taken out of *CPU* and *allocated* once per scrape of each run.\n\n", mib(uint64(a)), c*1000)
+		}
 		if p.BallastMiB > 0 {
 			w("The apiserver also holds %d MiB of other ConfigMaps (namespace p5-ballast, never listed here), as a real cluster's apiserver holds other data: its garbage collector lets about its live heap of garbage accumulate before collecting, so the peak heap of a herd grows with it.\n\n", p.BallastMiB)
 		}
@@ -274,10 +277,10 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 				continue
 			}
 			alloc, allocRatio := "–", "–"
-			if a := medP5(runs, p5Run.netAlloc); a > 0 {
+			if a := medP5(runs, p.netAlloc); a > 0 {
 				alloc = fmt.Sprintf("%.0f", mib(uint64(a)))
-				if medP5(p.Runs["stock"], p5Run.netAlloc) > 0 {
-					allocRatio = pairedP5(p, name, "stock", p5Run.netAlloc).String()
+				if medP5(p.Runs["stock"], p.netAlloc) > 0 {
+					allocRatio = pairedP5(p, name, "stock", p.netAlloc).String()
 				}
 			}
 			w("| `%s` | %.0f | %.1f | %s | %s | %.1f | %s | %.2f | %s | %s | %s | %g | %s | %g / %g | %.1f |\n", name,
@@ -285,8 +288,8 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 				mib(uint64(max(0, medP5(runs, p5Run.heapDelta)))),
 				pairedP5(p, name, "stock", p5Run.heapDelta), pairedP5(p, name, "stock-list", p5Run.heapDelta),
 				mib(uint64(max(0, medP5(runs, p5Run.rssDelta)))), pairedP5(p, name, "stock-list", p5Run.rssDelta),
-				medP5(runs, p5Run.netCPU),
-				pairedP5(p, name, "stock-list", p5Run.netCPU),
+				medP5(runs, p.netCPU),
+				pairedP5(p, name, "stock-list", p.netCPU),
 				alloc, allocRatio,
 				medP5(runs, func(x p5Run) float64 { return x.Server.etcdLists() }),
 				requestsString(runs[0].Result.Requests),
