@@ -29,7 +29,7 @@
 //     on -p5-objects ConfigMaps of -p5-size-kb KiB. The apiserver is
 //     restarted (same etcd) before every run and the baseline is taken once
 //     its watch cache is initialised and its RSS is steady; its /metrics is
-//     sampled every ~100 ms for peak heap-in-use and RSS minus that baseline,
+//     sampled every -p5-sample-ms (100) for peak heap-in-use and RSS minus that baseline,
 //     CPU seconds, and etcd-reaching lists. -p5-count repetitions (default
 //     -count), on the -p5-servers (default all), with -p5-contenders;
 //     -p5-ballast-mib adds other ConfigMaps the apiserver holds (not listed).
@@ -86,6 +86,7 @@ type config struct {
 	p5SizeKB     int
 	p5Count      int
 	p5BallastMiB int
+	p5SampleMs   int
 	p5Contenders []string
 	p5Servers    []string // -servers entries P5 runs on; nil = all
 }
@@ -120,6 +121,8 @@ func main() {
 	p5c := flag.String("p5-contenders", strings.Join(p5Contenders, ","), "P5 contenders (comma-separated)")
 	p5s := flag.String("p5-servers", "", "P5 only on these -servers entries (comma-separated); default: all")
 	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
+	flag.IntVar(&c.p5SampleMs, "p5-sample-ms", 100, "P5: how often the apiserver's /metrics is sampled during a run; each scrape is itself garbage in the heap it measures (2-3 MiB), "+
+		"so a short run's peak heap carries up to 10 scrapes' garbage per second")
 	flag.IntVar(&c.p5BallastMiB, "p5-ballast-mib", 0, "P5: MiB of other ConfigMaps (namespace p5-ballast, -p5-size-kb each) the apiserver also holds, "+
 		"as a real cluster's apiserver holds other data: its garbage collector's headroom grows with its live heap (etcd's 2 GiB quota bounds P5 data plus ballast)")
 	unthrottled := flag.Bool("unthrottled", false, "contenders' clients without client-side rate limit (default: client-go's QPS 5, burst 10, what a user who sets nothing gets)")
@@ -184,6 +187,10 @@ func main() {
 	}
 	if c.p5Informers < 1 || c.p5Informers > 16 {
 		fmt.Fprintln(os.Stderr, "bench: -p5-informers must be 1..16")
+		os.Exit(2)
+	}
+	if c.p5SampleMs < 10 {
+		fmt.Fprintln(os.Stderr, "bench: -p5-sample-ms must be at least 10")
 		os.Exit(2)
 	}
 	c.crObjects = *crObjects

@@ -20,7 +20,7 @@ type p5Run struct {
 	Rep    int         `json:"rep"`
 	Result *syncResult `json:"result"`
 	Server counters    `json:"server"` // configmaps counters, diffed around the run
-	// Apiserver process, from its /metrics sampled every ~100 ms during the
+	// Apiserver process, from its /metrics sampled every SampleMs during the
 	// run: peak minus the value just before the child started.
 	HeapBase   float64 `json:"heap_inuse_base_bytes"`
 	HeapPeak   float64 `json:"heap_inuse_peak_bytes"`
@@ -73,7 +73,10 @@ type p5Report struct {
 	// apiserver held during the runs (-p5-ballast-mib); 0 = only the P5
 	// namespace's.
 	BallastMiB int `json:"ballast_mib,omitempty"`
-	Count      int `json:"count"`
+	// SampleMs: the /metrics sampling period (0 in runs before session 9:
+	// 100 ms).
+	SampleMs int `json:"sample_ms,omitempty"`
+	Count    int `json:"count"`
 }
 
 // scrapeCost is the cost of one /metrics scrape on this report's server:
@@ -122,7 +125,7 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 		return nil, err
 	}
 	rep := &p5Report{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, SizeKB: b.c.p5SizeKB, Informers: b.c.p5Informers,
-		Namespace: ns, Count: b.c.p5Count, Contenders: b.c.p5Contenders, Runs: map[string][]p5Run{}, Failures: map[string]string{},
+		Namespace: ns, Count: b.c.p5Count, SampleMs: b.c.p5SampleMs, Contenders: b.c.p5Contenders, Runs: map[string][]p5Run{}, Failures: map[string]string{},
 		Baseline: "apiserver restarted (same etcd) before every run; baseline sampled once its watch cache is initialised and its resident memory is steady, right after a forced GC (`/debug/pprof/heap?gc=1`)"}
 	if b.spec.NoCache {
 		rep.Baseline = "apiserver restarted (same etcd) before every run; baseline sampled once its resident memory is steady (no watch cache), right after a forced GC (`/debug/pprof/heap?gc=1`)"
@@ -183,7 +186,7 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 	if err != nil {
 		return nil, err
 	}
-	// Sample the apiserver's process metrics every ~100 ms while the herd syncs.
+	// Sample the apiserver's process metrics every -p5-sample-ms while the herd syncs.
 	sctx, stopSampling := context.WithCancel(ctx)
 	var (
 		mu      sync.Mutex
@@ -210,7 +213,7 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(time.Duration(b.c.p5SampleMs) * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {

@@ -174,7 +174,7 @@ A streaming list (stock client-go's default since 1.35, and steadywatch's where 
 served from the apiserver's watch cache. For a resource the watch cache does not hold
 (` + "`--watch-cache=false`" + `, or ` + "`--watch-cache-sizes=<resource>#0`" + `) the apiserver reads the whole
 collection from etcd into memory for each streaming list: 8 informers starting on 244 MiB cost a
-v1.37.2 apiserver about 10 GiB of heap, 8-9x paginated lists (docs/benchmarks.md, P5). No answer of
+v1.37.2 apiserver about 10 GiB of heap, 7-9x paginated lists (docs/benchmarks.md, P5). No answer of
 the API says which resources are cached, so set it yourself for those resources:
 ` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers; 0.10x stock's apiserver heap there) or
 ` + "`reflector.Options.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
@@ -184,9 +184,9 @@ When several informers of one process start together (controllers with informer 
 own), share one ` + "`lister.NewListGate(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
 ` + "`reflector.Options.ListGate`" + `): their collection reads reach the apiserver one at a time, streaming
 lists included, and identical list requests are sent once. Measured with 8 informers on 244 MiB: one
-list instead of eight, 0.13x stock's apiserver allocations and 0.14x its CPU on v1.33.13; +1.5 GiB
-instead of +10.6 GiB of apiserver heap without the watch cache (docs/benchmarks.md, P5). Where the
-server streams lists from its watch cache it only makes informers wait (1.3x the apiserver's CPU). ` + "`steadywatch_list_gate_waits_total`" + `
+list instead of eight, 0.13x stock's apiserver allocations and 0.14x its CPU on v1.33.13; +1.4 GiB
+instead of +10.7 GiB of apiserver heap without the watch cache (docs/benchmarks.md, P5). Where the
+server streams lists from its watch cache it only makes informers wait (1.2x the apiserver's CPU). ` + "`steadywatch_list_gate_waits_total`" + `
 and ` + "`steadywatch_list_gate_shared_total`" + ` show what it did; ` + "`steadywatch_list_gate_overdue_total`" + ` counts
 reads that held a slot longer than the gate's hold bound (1 minute unless ` + "`lister.WithMaxHold`" + ` says
 otherwise: a list a proxy never answers), after which the next informer is let in.
