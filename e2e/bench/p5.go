@@ -242,18 +242,17 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 	}
 	run := &p5Run{Rep: r, Result: &res, Server: after.minus(before), HeapBase: base.HeapInuse, HeapPeak: peak.HeapInuse,
 		RSSBase: base.RSS, RSSPeak: peak.RSS, CPUSeconds: last.CPU - base.CPU, AllocBytes: last.Alloc - base.Alloc, Samples: samples, SettleMs: ms(settle)}
-	if run.ScrapeAllocBytes, run.ScrapeCPUSeconds, err = scrapeCost(ctx, api); err != nil {
+	if run.ScrapeAllocBytes, run.ScrapeCPUSeconds, err = b.measureScrapeCost(ctx); err != nil {
 		logf("  (could not measure the cost of a /metrics scrape: %v)", err)
 	}
 	return run, nil
 }
 
-// scrapeCost measures what one /metrics scrape costs the apiserver
+// measureScrapeCost measures what one /metrics scrape costs the apiserver
 // (allocated bytes, CPU seconds): 20 scrapes back to back between two
 // readings, i.e. about 21 scrapes' worth, on the server idle after a run.
-func scrapeCost(ctx context.Context, api interface {
-	Metrics(context.Context) (string, error)
-}) (allocBytes, cpuSeconds float64, err error) {
+func (b *bench) measureScrapeCost(ctx context.Context) (allocBytes, cpuSeconds float64, err error) {
+	api := b.cluster.APIServers()[0]
 	read := func() (processMetrics, error) {
 		text, err := api.Metrics(ctx)
 		return parseProcessMetrics(text), err
