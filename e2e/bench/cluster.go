@@ -536,6 +536,7 @@ type processMetrics struct {
 	RSS       float64 // process_resident_memory_bytes
 	CPU       float64 // process_cpu_seconds_total
 	Alloc     float64 // go_memstats_alloc_bytes_total
+	GCCycles  float64 // go_gc_duration_seconds_count: garbage collections completed
 }
 
 func parseProcessMetrics(text string) processMetrics {
@@ -555,6 +556,8 @@ func parseProcessMetrics(text string) processMetrics {
 			dst = &p.CPU
 		case "go_memstats_alloc_bytes_total":
 			dst = &p.Alloc
+		case "go_gc_duration_seconds_count":
+			dst = &p.GCCycles
 		default:
 			continue
 		}

@@ -40,7 +40,8 @@ type contender struct {
 	// Reflector options for Kind sw-reflector.
 	NoStream bool `json:"no_stream,omitempty"`
 	// NoGzip sets rest.Config.DisableCompression: the apiserver then does
-	// not gzip large list responses (watch streams are never compressed).
+	// not gzip large list responses, nor (v1.37+, WatchListCompression)
+	// streaming lists.
 	NoGzip   bool  `json:"no_gzip,omitempty"`
 	PageSize int64 `json:"page_size,omitempty"`
 	// Paginate and MaxPageSize: reflector.Options.PaginateLists and
@@ -102,6 +103,17 @@ var contenders = []contender{
 		Desc: "lever: reflector.New with DisableStreamingList and PaginateLists (pages of 500 growing to MaxPageSize 4000)"},
 	{Name: "sw-reflector-nostream-paged500", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, MaxPageSize: -1, P5Lever: true,
 		Desc: "lever: reflector.New with DisableStreamingList, PaginateLists and MaxPageSize -1 (every page 500)"},
+	// Without gzip (rest.Config.DisableCompression): kube-apiserver 1.37
+	// gzips streaming lists (the WatchListCompression feature, beta and on)
+	// for a client that accepts gzip, which Go's transport does by default.
+	{Name: "stock-nogzip", Kind: "informer", NoGzip: true, P5Lever: true,
+		Desc: "lever: stock with rest.Config.DisableCompression (no gzip of lists or streaming lists)"},
+	{Name: "sw-informer-nogzip", Kind: "sw-informer", Ours: true, NoGzip: true, P5Lever: true,
+		Desc: "lever: sw-informer with rest.Config.DisableCompression"},
+	{Name: "sw-reflector-nogzip", Kind: "sw-reflector", Ours: true, NoGzip: true, P5Lever: true,
+		Desc: "lever: sw-reflector with rest.Config.DisableCompression"},
+	{Name: "sw-informer-gate1-nogzip", Kind: "sw-informer", Ours: true, ListGate: 1, NoGzip: true, P5Lever: true,
+		Desc: "lever: sw-informer-gate1 with rest.Config.DisableCompression"},
 	// A process's initial lists queued through one lister.ListGate (P5 on
 	// servers where stock lists unpaginated).
 	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, P5Lever: true,
@@ -123,6 +135,12 @@ var contenders = []contender{
 		Desc: "steadywatch drop-in for a dynamic client: cache.NewSharedIndexInformer over lister.NewListerWatcher(lister.FromDynamicConfig(...)) with a compat Detector (lists decoded item by item)"},
 	{Name: "sw-reflector-cr", Kind: "sw-reflector", CR: true, Ours: true,
 		Desc: "steadywatch reflector.New(lister.FromDynamicConfig(...)) into an Indexer, compat Detector (lists decoded item by item)"},
+	{Name: "stock-cr-nogzip", Kind: "informer", CR: true, NoGzip: true, P5Lever: true,
+		Desc: "lever: stock-cr with rest.Config.DisableCompression"},
+	{Name: "sw-informer-cr-nogzip", Kind: "sw-informer", CR: true, Ours: true, NoGzip: true, P5Lever: true,
+		Desc: "lever: sw-informer-cr with rest.Config.DisableCompression"},
+	{Name: "sw-reflector-cr-nogzip", Kind: "sw-reflector", CR: true, Ours: true, NoGzip: true, P5Lever: true,
+		Desc: "lever: sw-reflector-cr with rest.Config.DisableCompression"},
 }
 
 // crGVR is the bench's custom resource (installed by bench.installCRD).

@@ -81,12 +81,16 @@ type config struct {
 	// p1Contenders overrides the P1 contender set of ConfigMaps ("" = all
 	// on the first server, p1Core on the others).
 	p1Contenders []string
+	// crContenders overrides the P1 contender set of custom resources.
+	crContenders []string
 	p5Informers  int
 	p5Objects    int
 	p5SizeKB     int
 	p5Count      int
 	p5BallastMiB int
 	p5SampleMs   int
+	p5Pprof      string
+	p5PprofSecs  int
 	p5Contenders []string
 	p5Servers    []string // -servers entries P5 runs on; nil = all
 }
@@ -114,6 +118,7 @@ func main() {
 	kinds := flag.String("kinds", "configmaps,cr", "P1 kinds: configmaps and/or cr (custom resources, JSON)")
 	crObjects := flag.Int("cr-objects", 10000, "P1: custom resources per server (-kinds cr)")
 	scaling := flag.String("scaling", "", "comma-separated object counts for the scaling charts (first server; stock, stock-list, sw-informer, sw-reflector). Default: 1000,10000 (small), 1000,10000,50000,100000 (full)")
+	crc := flag.String("cr-contenders", "", "comma-separated P1 custom-resource contenders (default: "+strings.Join(p1Default(true), ",")+")")
 	p1c := flag.String("p1-contenders", "", "comma-separated P1 ConfigMap contenders (default: all on the first server, "+strings.Join(p1Core, ",")+" on the others)")
 	flag.IntVar(&c.p5Informers, "p5-informers", 8, "P5: informers of one contender started at once in one process (up to 16)")
 	flag.IntVar(&c.p5Objects, "p5-objects", 5000, "P5: ConfigMaps in the namespace")
@@ -123,6 +128,9 @@ func main() {
 	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
 	flag.IntVar(&c.p5SampleMs, "p5-sample-ms", 100, "P5: how often the apiserver's /metrics is sampled during a run; each scrape is itself garbage in the heap it measures (2-3 MiB), "+
 		"so a short run's peak heap carries up to 10 scrapes' garbage per second")
+	flag.StringVar(&c.p5Pprof, "p5-pprof", "", "P5: write the apiserver's CPU profile of every run (its /debug/pprof/profile, -p5-pprof-seconds from the child's start) into this directory; "+
+		"the run's measurements then wait for the profile to end before measuring a scrape's cost")
+	flag.IntVar(&c.p5PprofSecs, "p5-pprof-seconds", 45, "P5: length of each apiserver CPU profile (-p5-pprof); longer than the slowest run, or the profile misses its end")
 	flag.IntVar(&c.p5BallastMiB, "p5-ballast-mib", 0, "P5: MiB of other ConfigMaps (namespace p5-ballast, -p5-size-kb each) the apiserver also holds, "+
 		"as a real cluster's apiserver holds other data: its garbage collector's headroom grows with its live heap (etcd's 2 GiB quota bounds P5 data plus ballast)")
 	unthrottled := flag.Bool("unthrottled", false, "contenders' clients without client-side rate limit (default: client-go's QPS 5, burst 10, what a user who sets nothing gets)")
@@ -185,9 +193,30 @@ func main() {
 			c.p1Contenders = append(c.p1Contenders, name)
 		}
 	}
+	if *crc != "" {
+		for _, name := range strings.Split(*crc, ",") {
+			if ct, err := contenderByName(name); err != nil || !ct.CR {
+				fmt.Fprintf(os.Stderr, "bench: -cr-contenders: %q is not a custom-resource contender\n", name)
+				os.Exit(2)
+			}
+			c.crContenders = append(c.crContenders, name)
+		}
+	}
 	if c.p5Informers < 1 || c.p5Informers > 16 {
 		fmt.Fprintln(os.Stderr, "bench: -p5-informers must be 1..16")
 		os.Exit(2)
+	}
+	if c.p5PprofSecs < 1 || c.p5PprofSecs > 55 {
+		// The apiserver ends a request that is not long-running after its
+		// --request-timeout (1 minute by default), profiles included.
+		fmt.Fprintln(os.Stderr, "bench: -p5-pprof-seconds must be 1..55 (the apiserver's request timeout ends longer profiles)")
+		os.Exit(2)
+	}
+	if c.p5Pprof != "" {
+		if err := os.MkdirAll(c.p5Pprof, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -p5-pprof:", err)
+			os.Exit(2)
+		}
 	}
 	if c.p5SampleMs < 10 {
 		fmt.Fprintln(os.Stderr, "bench: -p5-sample-ms must be at least 10")
@@ -322,7 +351,11 @@ func runServer(ctx context.Context, c config, rep *report, i int, sp serverSpec)
 		}
 	}
 	if c.wantKind("cr") && c.want("p1") && c.crObjects > 0 {
-		r, err := b.runP1(ctx, c.crObjects, "cr", p1Default(true), false)
+		crNames := c.crContenders
+		if crNames == nil {
+			crNames = p1Default(true)
+		}
+		r, err := b.runP1(ctx, c.crObjects, "cr", crNames, false)
 		if err != nil {
 			return fmt.Errorf("P1 %d custom resources: %w", c.crObjects, err)
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +43,12 @@ type p5Run struct {
 	// netAlloc take them out. 0 in runs before session 9 (not measured).
 	ScrapeAllocBytes float64 `json:"scrape_alloc_bytes,omitempty"`
 	ScrapeCPUSeconds float64 `json:"scrape_cpu_seconds,omitempty"`
+	// GCCycles: garbage collections the apiserver completed during the run
+	// (go_gc_duration_seconds_count delta; 0 in runs before session 10).
+	GCCycles float64 `json:"apiserver_gc_cycles,omitempty"`
+	// Profile: the apiserver's CPU profile of the run (-p5-pprof), a file
+	// name in that directory.
+	Profile string `json:"profile,omitempty"`
 }
 
 func (r p5Run) heapDelta() float64 { return r.HeapPeak - r.HeapBase }
@@ -161,10 +169,10 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 			}
 			rep.Runs[name] = append(rep.Runs[name], *run)
 			logf("  %-14s all synced in %7.0f ms; apiserver heap +%6.1f MiB (peak %6.1f), RSS +%6.1f MiB, CPU %5.2f s, allocated %7.1f MiB "+
-				"(net of %d /metrics scrapes at %.1f MiB, %.3f CPU s each), etcd lists %g, requests %v",
+				"(net of %d /metrics scrapes at %.1f MiB, %.3f CPU s each), etcd lists %g, requests %v, apiserver GCs %g",
 				name, run.Result.SyncMs, mib(uint64(max(0, run.heapDelta()))), mib(uint64(run.HeapPeak)), mib(uint64(max(0, run.rssDelta()))),
 				run.netCPU(run.ScrapeCPUSeconds), mib(uint64(run.netAlloc(run.ScrapeAllocBytes))), run.Samples+1, mib(uint64(max(0, run.ScrapeAllocBytes))), run.ScrapeCPUSeconds,
-				run.Server.etcdLists(), run.Result.Requests)
+				run.Server.etcdLists(), run.Result.Requests, run.GCCycles)
 		}
 	}
 	return rep, nil
@@ -224,6 +232,23 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 			}
 		}
 	}()
+	// The apiserver's CPU profile of the run (-p5-pprof): started with the
+	// child, it runs -p5-pprof-seconds whatever the child does.
+	var (
+		profile     string
+		profileDone = make(chan error, 1)
+	)
+	if b.c.p5Pprof != "" {
+		profile = fmt.Sprintf("p5-%s-%s-%d.cpu.pprof", strings.ReplaceAll(b.spec.Spec, "/", "-"), name, r)
+		go func() {
+			data, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", strconv.Itoa(b.c.p5PprofSecs)).DoRaw(ctx)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(b.c.p5Pprof, profile), data, 0o644)
+			}
+			profileDone <- err
+		}()
+	}
 	var res syncResult
 	err = b.runChildOnce(ctx, c.Env, &res, "-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns,
 		"-expect", strconv.Itoa(n), "-instances", strconv.Itoa(b.c.p5Informers), "-timeout", p5Timeout.String())
@@ -233,6 +258,13 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 		return nil, err
 	}
 	sample(ctx) // one last sample: the CPU counter after the run
+	if profile != "" {
+		// The scrape-cost measurement below must not land in the profile.
+		if perr := <-profileDone; perr != nil {
+			logf("  (no apiserver CPU profile: %v)", perr)
+			profile = ""
+		}
+	}
 	after, err := b.serverMetrics(ctx)
 	if err != nil {
 		return nil, err
@@ -241,7 +273,8 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 		res.RequestLog = nil
 	}
 	run := &p5Run{Rep: r, Result: &res, Server: after.minus(before), HeapBase: base.HeapInuse, HeapPeak: peak.HeapInuse,
-		RSSBase: base.RSS, RSSPeak: peak.RSS, CPUSeconds: last.CPU - base.CPU, AllocBytes: last.Alloc - base.Alloc, Samples: samples, SettleMs: ms(settle)}
+		RSSBase: base.RSS, RSSPeak: peak.RSS, CPUSeconds: last.CPU - base.CPU, AllocBytes: last.Alloc - base.Alloc, Samples: samples, SettleMs: ms(settle),
+		GCCycles: last.GCCycles - base.GCCycles, Profile: profile}
 	if run.ScrapeAllocBytes, run.ScrapeCPUSeconds, err = b.measureScrapeCost(ctx); err != nil {
 		logf("  (could not measure the cost of a /metrics scrape: %v)", err)
 	}

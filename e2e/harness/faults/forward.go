@@ -32,6 +32,11 @@ type Request struct {
 	Backend        int   // backend that answered; -1 if none (fault, unreachable)
 	Tried          []int // backends tried, in order (Failover tries several)
 	Status         int   // status sent to the client; 0 until headers are sent, and if none were
+	// ContentEncoding is the Content-Encoding of the answer sent to the
+	// client ("" for none): "gzip" where the backend compressed it (lists
+	// over 128 KiB; on v1.37+ streaming lists, WatchListCompression) for a
+	// client that accepts gzip.
+	ContentEncoding string
 	// Fault describes what the proxy did to this request, "" if nothing:
 	// "rule 3: 410 Expired", "... as watch ERROR event", "stalled",
 	// "dropped", "unreachable", joined by "; ".
@@ -431,7 +436,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	headersSent = true
-	p.update(rec, func(rec *Request) { rec.Status = resp.StatusCode })
+	p.update(rec, func(rec *Request) {
+		rec.Status, rec.ContentEncoding = resp.StatusCode, resp.Header.Get("Content-Encoding")
+	})
 	rc := http.NewResponseController(w)
 	if st != nil {
 		_ = rc.Flush()
