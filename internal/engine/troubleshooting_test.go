@@ -191,5 +191,16 @@ and ` + "`steadywatch_list_gate_shared_total`" + ` show what it did; ` + "`stead
 reads that held a slot longer than the gate's hold bound (1 minute unless ` + "`lister.WithMaxHold`" + ` says
 otherwise: a list a proxy never answers), after which the next informer is let in.
 
+## The apiserver's CPU jumps when my informers start
+
+kube-apiserver gzips lists above 128 KiB and, since 1.37, streaming lists (` + "`WatchListCompression`" + `,
+kubernetes/kubernetes#139308) for every client that accepts gzip, which Go's transport does unless
+` + "`rest.Config.DisableCompression`" + ` is set. On a fast network that is most of the work: a profile of 8
+informers streaming 244 MiB from a v1.37.2 apiserver spent 11.75 s of the 13.0 s serving them in gzip;
+with ` + "`DisableCompression`" + ` they synced in 8-10 s instead of 33-37 s at 0.24x the apiserver's CPU
+(docs/bench/notes.md, session 10). It costs wire bytes (1.3-1.7x for the bench's random text, more for
+real objects), so set it for clients on the apiserver's own network, as kube-scheduler and
+kube-controller-manager do (kubernetes/kubernetes#80919), not over slow or metered links.
+
 ## What does this reason code mean?
 `
