@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -17,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -164,6 +169,70 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig an
 				}, l.ResourceVersion)
 			})
 
+			It("lister.FromDynamicConfig: watch events of a custom resource and of ConfigMaps equal the dynamic client's: initial events, changes, an expired resourceVersion", func(ctx SpecContext) {
+				dyn := dynamic.NewForConfigOrDie(e.cfg)
+				gv := schema.GroupVersion{Group: "watch." + e.ns + ".e2e.steadywatch.io", Version: "v1"}
+				createWidgetCRD(ctx, dyn, gv)
+				widgets := gv.WithResource("widgets")
+				for i := range 250 {
+					_, err := dyn.Resource(widgets).Namespace(e.ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+						"apiVersion": gv.String(), "kind": "Widget",
+						"metadata": map[string]any{"name": fmt.Sprintf("w-%03d", i), "labels": map[string]any{"set": "dec"}},
+						"spec": map[string]any{
+							"size": int64(i), "ratio": float64(i) / 7, "tags": []any{"t", "ünïcode ✓", strings.Repeat("x", i)},
+							"raw": map[string]any{"nested": []any{int64(1), 2.5, nil, map[string]any{"deep": true}, int64(1) << 53}},
+						},
+					}}, metav1.CreateOptions{})
+					Expect(err).NotTo(HaveOccurred())
+				}
+				for _, gvr := range []schema.GroupVersionResource{widgets, corev1.SchemeGroupVersion.WithResource("configmaps")} {
+					ours, err := lister.FromDynamicConfig(e.cfg, gvr, e.ns)
+					Expect(err).NotTo(HaveOccurred())
+					theirs := dyn.Resource(gvr).Namespace(e.ns)
+
+					// A watch from "0" starts with every object as ADDED (in
+					// no particular order on old servers: compared by name).
+					from0 := metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: "0"}
+					got, want := watchEvents(ctx, ours.Watch, from0, 250), watchEvents(ctx, theirs.Watch, from0, 250)
+					Expect(byName(got)).To(Equal(byName(want)), "%s: initial events", gvr.Resource)
+
+					// Changes, from the current resourceVersion.
+					l, err := theirs.List(ctx, metav1.ListOptions{LabelSelector: "set=dec", Limit: 1})
+					Expect(err).NotTo(HaveOccurred())
+					fromNow := metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: l.GetResourceVersion()}
+					ow, err := ours.Watch(ctx, fromNow)
+					Expect(err).NotTo(HaveOccurred())
+					tw, err := theirs.Watch(ctx, fromNow)
+					Expect(err).NotTo(HaveOccurred())
+					name := l.Items[0].GetName()
+					patch := `{"metadata":{"annotations":{"changed":"ünïcode ✓"}}}`
+					if gvr == widgets {
+						patch = `{"spec":{"size":100000,"ratio":0.125,"raw":{"nested":[-1,1e3,null]}}}`
+					}
+					_, err = theirs.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+					Expect(err).NotTo(HaveOccurred())
+					Expect(theirs.Delete(ctx, name, metav1.DeleteOptions{})).To(Succeed())
+					got, want = collect(ctx, ow, 2), collect(ctx, tw, 2)
+					Expect(got).To(Equal(want), "%s: a change and a deletion", gvr.Resource)
+					Expect(got[0].Type).To(Equal(watch.Modified))
+					Expect(got[1].Type).To(Equal(watch.Deleted))
+
+					// A resourceVersion long gone: the server's answer (an
+					// ERROR event with its Status, or an error) is the same.
+					expired := metav1.ListOptions{LabelSelector: "set=dec", ResourceVersion: "1"}
+					ow, oerr := ours.Watch(ctx, expired)
+					tw, terr := theirs.Watch(ctx, expired)
+					if terr != nil {
+						Expect(oerr).To(MatchError(terr.Error()))
+						continue
+					}
+					Expect(oerr).NotTo(HaveOccurred())
+					got, want = collect(ctx, ow, 1), collect(ctx, tw, 1)
+					Expect(got).To(Equal(want), "%s: watch from resourceVersion 1", gvr.Resource)
+					AddReportEntry(gvr.Resource+": watch from resourceVersion 1", fmt.Sprintf("%s %T", got[0].Type, got[0].Object))
+				}
+			})
+
 			It("a server's error answer is the typed client's error", func(ctx SpecContext) {
 				ours, err := lister.FromClientset(e.cs, &corev1.ConfigMap{}, e.ns)
 				Expect(err).NotTo(HaveOccurred())
@@ -236,3 +305,41 @@ func recordAnswers(cfg *rest.Config) (*rest.Config, func() []string) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// watchEvents opens a watch and returns its first n events.
+func watchEvents(ctx context.Context, open func(context.Context, metav1.ListOptions) (watch.Interface, error), o metav1.ListOptions, n int) []watch.Event {
+	w, err := open(ctx, o)
+	Expect(err).NotTo(HaveOccurred())
+	return collect(ctx, w, n)
+}
+
+// collect returns w's first n events and stops it.
+func collect(ctx context.Context, w watch.Interface, n int) []watch.Event {
+	defer w.Stop()
+	out := make([]watch.Event, 0, n)
+	deadline := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			Expect(ok).To(BeTrue(), "the watch ended after %d of %d events", len(out), n)
+			out = append(out, ev)
+		case <-deadline:
+			Fail(fmt.Sprintf("%d of %d events in 30s", len(out), n))
+		case <-ctx.Done():
+			Fail("context ended")
+		}
+	}
+	return out
+}
+
+// byName sorts events by their object's name.
+func byName(evs []watch.Event) []watch.Event {
+	name := func(ev watch.Event) string {
+		m, err := meta.Accessor(ev.Object)
+		Expect(err).NotTo(HaveOccurred())
+		return m.GetName()
+	}
+	out := slices.Clone(evs)
+	slices.SortFunc(out, func(a, b watch.Event) int { return strings.Compare(name(a), name(b)) })
+	return out
+}

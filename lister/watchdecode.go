@@ -1,0 +1,147 @@
+package lister
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	kjson "sigs.k8s.io/json"
+)
+
+// JSON watch events of a dynamic client, decoded in fewer passes.
+//
+// client-go's REST client decodes each event of a JSON watch stream in three
+// steps (k8s.io/client-go/rest/watch.Decoder): the frame is split off the
+// stream, decoded into a metav1.WatchEvent whose object stays raw bytes, and
+// the object decoded on its own. With the dynamic client's serializers
+// (k8s.io/client-go/dynamic) that reads each event's bytes about ten times:
+// the frame, the envelope's apiVersion/kind, the envelope (validated, then
+// decoded), the object's apiVersion/kind, then the object into an
+// Unstructured (validated, decoded with json.Number, numbers converted).
+// A profile of a custom resource's streaming list (docs/bench/notes.md,
+// session 10) spent most of the client's time there. The serializers below
+// keep the same three steps and read each event five times: the frame, the
+// envelope (validated, decoded), the object (validated, decoded straight
+// into the Unstructured's map with int64 and float64 numbers, as
+// k8s.io/apimachinery/pkg/util/json does). Anything they do not recognise
+// (an unknown event type, an object without apiVersion or kind, a kind of
+// the meta/v1 scheme such as the Status of an ERROR event, malformed JSON)
+// goes to the dynamic client's own serializer, so its answer and its errors
+// are client-go's (lister/watchdecode_test.go compares both on every such
+// case).
+
+// metaV1Scheme is the scheme of the dynamic client's serializers
+// (k8s.io/client-go/dynamic: meta/v1 under version "v1", and its
+// unversioned kinds such as Status): objects it creates decode into their
+// Go types there, so they go to its serializer.
+var metaV1Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, versionV1)
+	return s
+}()
+
+// fastJSONWatch returns ns with its JSON watch decoding replaced by the
+// fewer-pass decoders (see above); every other media type, and every
+// encoder, is ns's own.
+func fastJSONWatch(ns runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+	infos := slices.Clone(ns.SupportedMediaTypes())
+	for i, info := range infos {
+		if info.MediaType != runtime.ContentTypeJSON || info.StreamSerializer == nil || info.Serializer == nil {
+			continue
+		}
+		ss := *info.StreamSerializer
+		ss.Serializer = watchEventJSON{Serializer: ss.Serializer}
+		infos[i].StreamSerializer = &ss
+		infos[i].Serializer = objectJSON{Serializer: info.Serializer}
+	}
+	return fastNegotiated{NegotiatedSerializer: ns, infos: infos}
+}
+
+type fastNegotiated struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
+}
+
+func (f fastNegotiated) SupportedMediaTypes() []runtime.SerializerInfo { return f.infos }
+
+var watchEventGVK = versionV1.WithKind("WatchEvent")
+
+// watchEventJSON decodes a watch event's envelope into the
+// *metav1.WatchEvent client-go's watch decoder asks for.
+type watchEventJSON struct{ runtime.Serializer }
+
+func (s watchEventJSON) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	ev, ok := into.(*metav1.WatchEvent)
+	if !ok || defaults != nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	// The fast path takes an envelope of exactly "type" and "object", as
+	// the apiserver writes it. Any other key (an "apiVersion" or "kind" in
+	// any case makes the dynamic client's serializer decode another type;
+	// "Type" is not "type" to it) goes to that serializer.
+	var env map[string]json.RawMessage
+	if kjson.UnmarshalCaseSensitivePreserveInts(data, &env) == nil && len(env) == 2 {
+		rawType, okType := env["type"]
+		rawObject, okObject := env["object"]
+		var typ string
+		if okType && okObject && json.Unmarshal(rawType, &typ) == nil {
+			switch watch.EventType(typ) {
+			case watch.Added, watch.Modified, watch.Deleted, watch.Error, watch.Bookmark:
+				ev.Type = typ
+				if string(rawObject) != "null" { // as runtime.RawExtension.UnmarshalJSON
+					ev.Object.Raw = rawObject
+				}
+				gvk := watchEventGVK
+				return ev, &gvk, nil
+			}
+		}
+	}
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// objectJSON decodes a watch event's object into an Unstructured.
+type objectJSON struct{ runtime.Serializer }
+
+func (s objectJSON) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if into != nil || defaults != nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	var m map[string]any
+	if kjson.UnmarshalCaseSensitivePreserveInts(data, &m) != nil || m == nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	apiVersion, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	if apiVersion == "" || kind == "" || otherCaseTypeMeta(m) {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || gv.Version == "" {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	gvk := gv.WithKind(kind)
+	// The kinds the dynamic client's scheme creates (meta/v1's under "v1";
+	// Status and the discovery kinds under any version) decode into their
+	// Go types there.
+	if _, err := metaV1Scheme.New(gvk); err == nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	return &unstructured.Unstructured{Object: m}, &gvk, nil
+}
+
+// otherCaseTypeMeta reports a top-level key that the dynamic client's
+// serializer reads as apiVersion or kind (it matches them in any case) but
+// that is not spelt so.
+func otherCaseTypeMeta(m map[string]any) bool {
+	for k := range m {
+		if k != "apiVersion" && k != "kind" && (strings.EqualFold(k, "apiVersion") || strings.EqualFold(k, "kind")) {
+			return true
+		}
+	}
+	return false
+}

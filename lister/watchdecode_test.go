@@ -1,0 +1,206 @@
+package lister
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	restclientwatch "k8s.io/client-go/rest/watch"
+)
+
+// watchCases are JSON watch streams as a server (or a broken proxy) may send
+// them: what FromDynamicConfig's Watch decodes must be what the dynamic
+// client's Watch decodes from the same bytes, event for event, errors
+// included.
+var watchCases = map[string]string{
+	"custom resources": `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"7","generation":2,"labels":{"a":"b"}},"spec":{"n":1,"f":1.5,"big":9007199254740993,"huge":123456789012345678901234567890,"neg":-3,"exp":1e3,"l":[1,"x",null,{"a":[]}],"t":true,"u":"\u00e9\ud83d\ude00"}}}
+{"type":"MODIFIED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"8"},"spec":{}}}
+{"type":"DELETED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"9"}}}
+`,
+	"built-in kind, bookmarks": `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"ns","resourceVersion":"3"},"data":{"k":"v"}}}
+{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"4","annotations":{"k8s.io/initial-events-end":"true"}}}}
+{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"5"}}}
+`,
+	"ERROR event with a Status (typed, as client-go decodes it)": `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}
+`,
+	"an object with top-level items":      `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"i"},"items":[{"a":1}]}}` + "\n",
+	"pretty-printed, whitespace":          "{\n  \"type\" : \"ADDED\",\n  \"object\" : {\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"p\"}}\n}\n\n",
+	"keys in another order, unknown keys": `{"object":{"kind":"Widget","metadata":{"name":"o"},"apiVersion":"example.com/v1"},"extra":1,"type":"ADDED"}` + "\n",
+	"duplicate keys":                      `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"d"},"spec":{"x":1,"x":2}}}` + "\n",
+	"invalid event type":                  `{"type":"SOMETHING","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"event type in other case":            `{"Type":"ADDED","Object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"object without kind":                 `{"type":"ADDED","object":{"apiVersion":"example.com/v1","metadata":{"name":"x"}}}` + "\n",
+	"object without apiVersion":           `{"type":"ADDED","object":{"kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"object with a bad apiVersion":        `{"type":"ADDED","object":{"apiVersion":"a/b/c","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"kind that is not a string":           `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":7,"metadata":{"name":"x"}}}` + "\n",
+	"null object":                         `{"type":"ADDED","object":null}` + "\n",
+	"no object":                           `{"type":"ADDED"}` + "\n",
+	"object that is not an object":        `{"type":"ADDED","object":[1,2]}` + "\n",
+	"a bare Status, not an event":         `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"boom","code":500}` + "\n",
+	"another meta/v1 kind as the object":  `{"type":"ADDED","object":{"kind":"WatchEvent","apiVersion":"v1","type":"ADDED"}}` + "\n",
+	"malformed object":                    `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"a":tru}}}` + "\n",
+	"truncated stream":                    `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"}}}` + "\n" + `{"type":"ADDED","object":{"apiVersion":"exa`,
+	"not JSON at all":                     "<html>proxy error</html>\n",
+}
+
+func TestFromDynamicConfigWatchMatchesTheDynamicClient(t *testing.T) {
+	cfg, answer, last := answering(t)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	opts := metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "5", AllowWatchBookmarks: true, SendInitialEvents: ptrTo(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, TimeoutSeconds: ptrTo(int64(30))}
+	for _, gvr := range []schema.GroupVersionResource{{Version: "v1", Resource: "configmaps"}, {Group: "example.com", Version: "v1", Resource: "widgets"}} {
+		for _, ns := range []string{"ns", ""} {
+			c, err := FromDynamicConfig(cfg, gvr, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ri := dyn.Resource(gvr).Namespace(ns)
+			for name, body := range watchCases {
+				what := fmt.Sprintf("%s ns %q: %s", gvr, ns, name)
+				answer(200, body)
+				got := drain(t, what, c.Watch, opts)
+				gotReq := last()
+				want := drain(t, what, ri.Watch, opts)
+				if wantReq := last(); gotReq != wantReq {
+					t.Errorf("%s: request\n got  %s\n want %s", what, gotReq, wantReq)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: events\n got  %#v\n want %#v", what, got, want)
+				}
+				if len(want) == 0 {
+					t.Errorf("%s: no event at all: the case tests nothing", what)
+				}
+			}
+		}
+	}
+}
+
+// A watch answered with an error status is the dynamic client's error.
+func TestFromDynamicConfigWatchErrors(t *testing.T) {
+	cfg, answer, _ := answering(t)
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	c, err := FromDynamicConfig(cfg, gvr, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri := dynamic.NewForConfigOrDie(cfg).Resource(gvr).Namespace("ns")
+	for _, status := range []int{400, 403, 410, 500} {
+		answer(status, fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"m%d","code":%d}`, status, status))
+		_, gotErr := c.Watch(context.Background(), metav1.ListOptions{})
+		_, wantErr := ri.Watch(context.Background(), metav1.ListOptions{})
+		if gotErr == nil || wantErr == nil || gotErr.Error() != wantErr.Error() || !reflect.DeepEqual(gotErr, wantErr) {
+			t.Errorf("status %d: got %v, want %v", status, gotErr, wantErr)
+		}
+	}
+}
+
+// drain opens a watch and returns its events until the stream ends.
+func drain(t *testing.T, what string, open func(context.Context, metav1.ListOptions) (watch.Interface, error), o metav1.ListOptions) []watch.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, err := open(ctx, o)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	defer w.Stop()
+	var out []watch.Event
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+		case <-ctx.Done():
+			t.Fatalf("%s: the stream did not end: %d events so far", what, len(out))
+		}
+	}
+}
+
+func TestWatchDecodeFallsBackOnlyWhereItMust(t *testing.T) {
+	// The fast path must decode ordinary events itself: a custom resource
+	// event never reaches the dynamic client's serializer.
+	inner := countingDecoder{}
+	s := objectJSON{Serializer: &inner}
+	obj, gvk, err := s.Decode([]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"n":1}}`), nil, nil)
+	if err != nil || inner.n != 0 {
+		t.Fatalf("fast path not taken: err %v, fallbacks %d", err, inner.n)
+	}
+	if gvk.String() != "example.com/v1, Kind=Widget" || obj.GetObjectKind().GroupVersionKind() != *gvk {
+		t.Errorf("gvk %v, object's %v", gvk, obj.GetObjectKind().GroupVersionKind())
+	}
+	ev := &metav1.WatchEvent{}
+	es := watchEventJSON{Serializer: &inner}
+	if _, _, err := es.Decode([]byte(`{"type":"ADDED","object":{"a":1}}`), nil, ev); err != nil || inner.n != 0 || ev.Type != "ADDED" || string(ev.Object.Raw) != `{"a":1}` {
+		t.Fatalf("envelope fast path not taken: err %v, fallbacks %d, %+v", err, inner.n, ev)
+	}
+	// A Status goes to the dynamic client's serializer (which types it).
+	_, _, _ = s.Decode([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure"}`), nil, nil)
+	if inner.n != 1 {
+		t.Errorf("a Status did not fall back: %d", inner.n)
+	}
+}
+
+// countingDecoder is a runtime.Serializer that counts the decodes it is
+// asked for.
+type countingDecoder struct{ n int }
+
+func (c *countingDecoder) Decode([]byte, *schema.GroupVersionKind, runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	c.n++
+	return nil, nil, errors.New("counted")
+}
+func (c *countingDecoder) Encode(runtime.Object, io.Writer) error { return errors.New("not used") }
+func (c *countingDecoder) Identifier() runtime.Identifier         { return "counting" }
+
+// FuzzJSONWatchStream decodes arbitrary bytes as a JSON watch stream with
+// the dynamic client's serializers and with FromDynamicConfig's: the same
+// events, the same errors, in the same order.
+func FuzzJSONWatchStream(f *testing.F) {
+	for _, body := range watchCases {
+		f.Add([]byte(body))
+	}
+	base := dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer
+	type decoded struct {
+		Type watch.EventType
+		Obj  runtime.Object
+		Err  string
+	}
+	decode := func(ns runtime.NegotiatedSerializer, data []byte) []decoded {
+		obj, ser, framer, err := runtime.NewClientNegotiator(ns, schema.GroupVersion{}).StreamDecoder(runtime.ContentTypeJSON, nil)
+		if err != nil {
+			panic(err)
+		}
+		d := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(data))), ser), obj)
+		var out []decoded
+		for range 64 {
+			typ, o, err := d.Decode()
+			if err != nil {
+				return append(out, decoded{Err: err.Error()})
+			}
+			out = append(out, decoded{Type: typ, Obj: o})
+		}
+		return out
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 {
+			return
+		}
+		want, got := decode(base, data), decode(fastJSONWatch(base), data)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("stream %q:\n got  %#v\n want %#v", data, got, want)
+		}
+	})
+}
