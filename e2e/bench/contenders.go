@@ -106,11 +106,11 @@ var contenders = []contender{
 	// Without gzip (rest.Config.DisableCompression): kube-apiserver 1.37
 	// gzips streaming lists (the WatchListCompression feature, beta and on)
 	// for a client that accepts gzip, which Go's transport does by default.
-	{Name: "stock-nogzip", Kind: "informer", NoGzip: true, P5Lever: true,
+	{Name: "stock-nogzip", Kind: "informer", NoGzip: true,
 		Desc: "lever: stock with rest.Config.DisableCompression (no gzip of lists or streaming lists)"},
-	{Name: "sw-informer-nogzip", Kind: "sw-informer", Ours: true, NoGzip: true, P5Lever: true,
+	{Name: "sw-informer-nogzip", Kind: "sw-informer", Ours: true, NoGzip: true,
 		Desc: "lever: sw-informer with rest.Config.DisableCompression"},
-	{Name: "sw-reflector-nogzip", Kind: "sw-reflector", Ours: true, NoGzip: true, P5Lever: true,
+	{Name: "sw-reflector-nogzip", Kind: "sw-reflector", Ours: true, NoGzip: true,
 		Desc: "lever: sw-reflector with rest.Config.DisableCompression"},
 	{Name: "sw-informer-gate1-nogzip", Kind: "sw-informer", Ours: true, ListGate: 1, NoGzip: true, P5Lever: true,
 		Desc: "lever: sw-informer-gate1 with rest.Config.DisableCompression"},
@@ -135,9 +135,9 @@ var contenders = []contender{
 		Desc: "steadywatch drop-in for a dynamic client: cache.NewSharedIndexInformer over lister.NewListerWatcher(lister.FromDynamicConfig(...)) with a compat Detector (lists decoded item by item)"},
 	{Name: "sw-reflector-cr", Kind: "sw-reflector", CR: true, Ours: true,
 		Desc: "steadywatch reflector.New(lister.FromDynamicConfig(...)) into an Indexer, compat Detector (lists decoded item by item)"},
-	{Name: "stock-cr-nogzip", Kind: "informer", CR: true, NoGzip: true, P5Lever: true,
+	{Name: "stock-cr-nogzip", Kind: "informer", CR: true, NoGzip: true,
 		Desc: "lever: stock-cr with rest.Config.DisableCompression"},
-	{Name: "sw-informer-cr-nogzip", Kind: "sw-informer", CR: true, Ours: true, NoGzip: true, P5Lever: true,
+	{Name: "sw-informer-cr-nogzip", Kind: "sw-informer", CR: true, Ours: true, NoGzip: true,
 		Desc: "lever: sw-informer-cr with rest.Config.DisableCompression"},
 	{Name: "sw-reflector-cr-nogzip", Kind: "sw-reflector", CR: true, Ours: true, NoGzip: true, P5Lever: true,
 		Desc: "lever: sw-reflector-cr with rest.Config.DisableCompression"},

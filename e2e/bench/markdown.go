@@ -323,6 +323,29 @@ func (r *report) summary(w func(string, ...any)) {
 				w("| %s | P1 %s | client peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, h, t.heap, verdict(h.Median <= t.heap))
 			}
 		}
+		// The compression lever (rest.Config.DisableCompression), against
+		// stock as it ships and against stock with the same lever.
+		lever := "sw-informer-nogzip"
+		if p.isCR() {
+			lever = "sw-informer-cr-nogzip"
+		}
+		if len(p.Runs[lever]) > 0 {
+			for _, base := range []string{p.stockListName(), p.stockName() + "-nogzip"} {
+				if len(p.Runs[base]) == 0 {
+					continue
+				}
+				tm := pairedP1(p, lever, base, syncMs)
+				h := pairedP1(p, lever, base, peakHeap)
+				if base != p.stockListName() && streams {
+					// Both stream the same request: no target, for reference.
+					w("| %s | P1 %s | sync time, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, tm)
+					w("| %s | P1 %s | client peak heap, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, h)
+					continue
+				}
+				w("| %s | P1 %s | sync time, %s vs %s (lever: DisableCompression) | %s | <= 1.0x | %s |\n", srv, p.label(), lever, base, tm, verdict(tm.Median <= 1))
+				w("| %s | P1 %s | client peak heap, %s vs %s (lever: DisableCompression) | %s | <= 0.6x | %s |\n", srv, p.label(), lever, base, h, verdict(h.Median <= 0.6))
+			}
+		}
 	}
 	for _, p := range r.P5 {
 		streams := p.stockStreams()
