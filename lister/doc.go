@@ -17,8 +17,10 @@
 // clientset, e.g. a custom resource's) and FromMetadataConfig (metadata
 // only) send those clients' own requests and decode each list response item
 // by item as it arrives (listdecode.go), so a large list is never held as
-// response bytes and decoded objects at once; FromFuncs, FromDynamic and
-// FromMetadata adapt any list/watch pair as it is.
+// response bytes and decoded objects at once; FromDynamicConfig also
+// decodes JSON watch events in half the passes client-go's REST client makes
+// (watchdecode.go), the same events. FromFuncs, FromDynamic and FromMetadata
+// adapt any list/watch pair as it is.
 //
 // A ListGate shared by the informers, reflectors and listers of a process
 // bounds how many collection reads they have in flight against one
