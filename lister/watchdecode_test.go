@@ -35,56 +35,50 @@ var watchCases = map[string]string{
 `,
 	"ERROR event with a Status (typed, as client-go decodes it)": `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}
 `,
-	"an object with top-level items":      `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"i"},"items":[{"a":1}]}}` + "\n",
-	"pretty-printed, whitespace":          "{\n  \"type\" : \"ADDED\",\n  \"object\" : {\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"p\"}}\n}\n\n",
-	"keys in another order, unknown keys": `{"object":{"kind":"Widget","metadata":{"name":"o"},"apiVersion":"example.com/v1"},"extra":1,"type":"ADDED"}` + "\n",
-	"duplicate keys":                      `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"d"},"spec":{"x":1,"x":2}}}` + "\n",
-	"invalid event type":                  `{"type":"SOMETHING","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
-	"event type in other case":            `{"Type":"ADDED","Object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
-	"object without kind":                 `{"type":"ADDED","object":{"apiVersion":"example.com/v1","metadata":{"name":"x"}}}` + "\n",
-	"object without apiVersion":           `{"type":"ADDED","object":{"kind":"Widget","metadata":{"name":"x"}}}` + "\n",
-	"object with a bad apiVersion":        `{"type":"ADDED","object":{"apiVersion":"a/b/c","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
-	"kind that is not a string":           `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":7,"metadata":{"name":"x"}}}` + "\n",
-	"null object":                         `{"type":"ADDED","object":null}` + "\n",
-	"no object":                           `{"type":"ADDED"}` + "\n",
-	"object that is not an object":        `{"type":"ADDED","object":[1,2]}` + "\n",
-	"a bare Status, not an event":         `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"boom","code":500}` + "\n",
-	"another meta/v1 kind as the object":  `{"type":"ADDED","object":{"kind":"WatchEvent","apiVersion":"v1","type":"ADDED"}}` + "\n",
-	"malformed object":                    `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"a":tru}}}` + "\n",
-	"truncated stream":                    `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"}}}` + "\n" + `{"type":"ADDED","object":{"apiVersion":"exa`,
-	"not JSON at all":                     "<html>proxy error</html>\n",
+	"an object with top-level items":       `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"i"},"items":[{"a":1}]}}` + "\n",
+	"pretty-printed, whitespace":           "{\n  \"type\" : \"ADDED\",\n  \"object\" : {\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"p\"}}\n}\n\n",
+	"keys in another order, unknown keys":  `{"object":{"kind":"Widget","metadata":{"name":"o"},"apiVersion":"example.com/v1"},"extra":1,"type":"ADDED"}` + "\n",
+	"duplicate keys":                       `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"d"},"spec":{"x":1,"x":2}}}` + "\n",
+	"invalid event type":                   `{"type":"SOMETHING","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"event type in other case":             `{"Type":"ADDED","Object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"object without kind":                  `{"type":"ADDED","object":{"apiVersion":"example.com/v1","metadata":{"name":"x"}}}` + "\n",
+	"object without apiVersion":            `{"type":"ADDED","object":{"kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"object with a bad apiVersion":         `{"type":"ADDED","object":{"apiVersion":"a/b/c","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"kind that is not a string":            `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":7,"metadata":{"name":"x"}}}` + "\n",
+	"null object":                          `{"type":"ADDED","object":null}` + "\n",
+	"no object":                            `{"type":"ADDED"}` + "\n",
+	"object that is not an object":         `{"type":"ADDED","object":[1,2]}` + "\n",
+	"a bare Status, not an event":          `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"boom","code":500}` + "\n",
+	"a Status under another group/version": `{"type":"ERROR","object":{"kind":"Status","apiVersion":"example.com/v1","status":"Failure","code":500}}` + "\n",
+	"other-case apiVersion key":            `{"type":"ADDED","object":{"ApiVersion":"v1","apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"}}}` + "\n",
+	"another meta/v1 kind as the object":   `{"type":"ADDED","object":{"kind":"WatchEvent","apiVersion":"v1","type":"ADDED"}}` + "\n",
+	"malformed object":                     `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"a":tru}}}` + "\n",
+	"truncated stream":                     `{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"}}}` + "\n" + `{"type":"ADDED","object":{"apiVersion":"exa`,
+	"not JSON at all":                      "<html>proxy error</html>\n",
 }
 
 func TestFromDynamicConfigWatchMatchesTheDynamicClient(t *testing.T) {
 	cfg, answer, last := answering(t)
-	dyn := dynamic.NewForConfigOrDie(cfg)
 	opts := metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "5", AllowWatchBookmarks: true, SendInitialEvents: ptrTo(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, TimeoutSeconds: ptrTo(int64(30))}
-	for _, gvr := range []schema.GroupVersionResource{{Version: "v1", Resource: "configmaps"}, {Group: "example.com", Version: "v1", Resource: "widgets"}} {
-		for _, ns := range []string{"ns", ""} {
-			c, err := FromDynamicConfig(cfg, gvr, ns)
-			if err != nil {
-				t.Fatal(err)
+	eachDynamicResource(t, cfg, func(resource string, c Client, ri dynamic.ResourceInterface) {
+		for name, body := range watchCases {
+			what := resource + ": " + name
+			answer(200, body)
+			got := drain(t, what, c.Watch, opts)
+			gotReq := last()
+			want := drain(t, what, ri.Watch, opts)
+			if wantReq := last(); gotReq != wantReq {
+				t.Errorf("%s: request\n got  %s\n want %s", what, gotReq, wantReq)
 			}
-			ri := dyn.Resource(gvr).Namespace(ns)
-			for name, body := range watchCases {
-				what := fmt.Sprintf("%s ns %q: %s", gvr, ns, name)
-				answer(200, body)
-				got := drain(t, what, c.Watch, opts)
-				gotReq := last()
-				want := drain(t, what, ri.Watch, opts)
-				if wantReq := last(); gotReq != wantReq {
-					t.Errorf("%s: request\n got  %s\n want %s", what, gotReq, wantReq)
-				}
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("%s: events\n got  %#v\n want %#v", what, got, want)
-				}
-				if len(want) == 0 {
-					t.Errorf("%s: no event at all: the case tests nothing", what)
-				}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: events\n got  %#v\n want %#v", what, got, want)
+			}
+			if len(want) == 0 {
+				t.Errorf("%s: no event at all: the case tests nothing", what)
 			}
 		}
-	}
+	})
 }
 
 // A watch answered with an error status is the dynamic client's error.
