@@ -184,9 +184,9 @@ When several informers of one process start together (controllers with informer 
 own), share one ` + "`lister.NewListGate(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
 ` + "`reflector.Options.ListGate`" + `): their collection reads reach the apiserver one at a time, streaming
 lists included, and identical list requests are sent once. Measured with 8 informers on 244 MiB: one
-list instead of eight, 0.13x stock's apiserver allocations and 0.14x its CPU on v1.33.13; +1.4 GiB
-instead of +10.7 GiB of apiserver heap without the watch cache (docs/benchmarks.md, P5). Where the
-server streams lists from its watch cache it only makes informers wait (1.2x the apiserver's CPU). ` + "`steadywatch_list_gate_waits_total`" + `
+list instead of eight, 0.13x stock's apiserver allocations and 0.17x its CPU on v1.33.13; +1.5 GiB
+instead of +10.8 GiB of apiserver heap without the watch cache (docs/benchmarks.md, P5). Where the
+server streams lists from its watch cache it only makes informers wait (more apiserver CPU, a slower sync). ` + "`steadywatch_list_gate_waits_total`" + `
 and ` + "`steadywatch_list_gate_shared_total`" + ` show what it did; ` + "`steadywatch_list_gate_overdue_total`" + ` counts
 reads that held a slot longer than the gate's hold bound (1 minute unless ` + "`lister.WithMaxHold`" + ` says
 otherwise: a list a proxy never answers), after which the next informer is let in.
