@@ -325,12 +325,17 @@ func TestStreamFaultsPauseAfterEvents(t *testing.T) {
 	wantBookmark(t, w, "13", true)
 	e.backends[0].send("ADDED", "d", "14")
 	wantEvent(t, w, "d") // not paused again
+	// The proxy counts an event once it was written to the client, which
+	// may read it first: wait for the count.
 	var rec Request
-	for _, r := range e.proxy.Requests() {
-		if r.Verb == "watch" {
-			rec = r
+	eventually(t, 5*time.Second, "the request log to count 5 events", func() bool {
+		for _, r := range e.proxy.Requests() {
+			if r.Verb == "watch" {
+				rec = r
+			}
 		}
-	}
+		return rec.Events >= 5
+	})
 	if rec.Fault != "paused 700ms after 2 events" || rec.Events != 5 || rec.InitialEventsEnd.IsZero() {
 		t.Errorf("request log: fault %q events %d initial-events-end %v", rec.Fault, rec.Events, rec.InitialEventsEnd)
 	}
