@@ -101,11 +101,7 @@ func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
 // client does (k8s.io/client-go/dynamic/scheme.go).
 var (
 	versionV1             = schema.GroupVersion{Version: "v1"}
-	dynamicParameterCodec = func() runtime.ParameterCodec {
-		s := runtime.NewScheme()
-		metav1.AddToGroupVersion(s, versionV1)
-		return runtime.NewParameterCodec(s)
-	}()
+	dynamicParameterCodec = runtime.NewParameterCodec(metaV1Scheme)
 )
 
 type dynamicClient struct {

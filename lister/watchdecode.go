@@ -35,10 +35,10 @@ import (
 // are client-go's (lister/watchdecode_test.go compares both on every such
 // case).
 
-// metaV1Scheme is the scheme of the dynamic client's serializers
-// (k8s.io/client-go/dynamic: meta/v1 under version "v1", and its
-// unversioned kinds such as Status): objects it creates decode into their
-// Go types there, so they go to its serializer.
+// metaV1Scheme is the scheme of the dynamic client's serializers and
+// parameter codec (k8s.io/client-go/dynamic: meta/v1 under version "v1",
+// and its unversioned kinds such as Status): objects it creates decode into
+// their Go types there, so they go to its serializer.
 var metaV1Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, versionV1)
