@@ -8,11 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
 // BenchmarkJSONWatchEvent decodes a JSON watch stream of custom resources
@@ -33,15 +30,12 @@ func BenchmarkJSONWatchEvent(b *testing.B) {
 		ns   runtime.NegotiatedSerializer
 	}{{"impl=client-go", base}, {"impl=steadywatch", fastJSONWatch(base)}} {
 		b.Run(c.name, func(b *testing.B) {
-			obj, ser, framer, err := runtime.NewClientNegotiator(c.ns, schema.GroupVersion{}).StreamDecoder(runtime.ContentTypeJSON, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			open := jsonWatchDecoders(b, c.ns)
 			b.SetBytes(int64(len(data) / events))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for n := 0; n < b.N; {
-				d := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(data))), ser), obj)
+				d := open(data)
 				for ; n < b.N; n++ {
 					if _, _, err := d.Decode(); err == io.EOF {
 						break

@@ -172,12 +172,9 @@ func FuzzJSONWatchStream(f *testing.F) {
 		Obj  runtime.Object
 		Err  string
 	}
-	decode := func(ns runtime.NegotiatedSerializer, data []byte) []decoded {
-		obj, ser, framer, err := runtime.NewClientNegotiator(ns, schema.GroupVersion{}).StreamDecoder(runtime.ContentTypeJSON, nil)
-		if err != nil {
-			panic(err)
-		}
-		d := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(data))), ser), obj)
+	clientGo, ours := jsonWatchDecoders(f, base), jsonWatchDecoders(f, fastJSONWatch(base))
+	decode := func(open func([]byte) *restclientwatch.Decoder, data []byte) []decoded {
+		d := open(data)
 		var out []decoded
 		for range 64 {
 			typ, o, err := d.Decode()
@@ -192,9 +189,23 @@ func FuzzJSONWatchStream(f *testing.F) {
 		if len(data) > 4096 {
 			return
 		}
-		want, got := decode(base, data), decode(fastJSONWatch(base), data)
+		want, got := decode(clientGo, data), decode(ours, data)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("stream %q:\n got  %#v\n want %#v", data, got, want)
 		}
 	})
+}
+
+// jsonWatchDecoders negotiates ns's JSON stream decoding as client-go's REST
+// client does for a watch (rest.Request.Watch) and returns a function that
+// opens client-go's watch decoder over one stream's bytes.
+func jsonWatchDecoders(tb testing.TB, ns runtime.NegotiatedSerializer) func([]byte) *restclientwatch.Decoder {
+	tb.Helper()
+	obj, ser, framer, err := runtime.NewClientNegotiator(ns, schema.GroupVersion{}).StreamDecoder(runtime.ContentTypeJSON, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func(data []byte) *restclientwatch.Decoder {
+		return restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(bytes.NewReader(data))), ser), obj)
+	}
 }
