@@ -45,6 +45,9 @@ type bench struct {
 	populated map[string]int
 	// failed: contenders that did not sync on this server (P1), by name.
 	failed map[string]string
+	// p5BaseHeap: the lowest heap-in-use baseline a P5 run on this server
+	// has started from (0 before the first); see p5Once.
+	p5BaseHeap float64
 }
 
 // serverSpec is one entry of -servers: a kube-apiserver release and how it

@@ -128,7 +128,8 @@ func main() {
 	flag.IntVar(&c.p5Count, "p5-count", 0, "P5: repetitions per contender (each restarts the apiserver); 0 = -count")
 	flag.IntVar(&c.p5SampleMs, "p5-sample-ms", 100, "P5: how often the apiserver's /metrics is sampled during a run; each scrape is itself garbage in the heap it measures (2-3 MiB), "+
 		"so a short run's peak heap carries up to 10 scrapes' garbage per second")
-	flag.StringVar(&c.p5Pprof, "p5-pprof", "", "P5: write the apiserver's CPU profile of every run (its /debug/pprof/profile, -p5-pprof-seconds from the child's start) into this directory; "+
+	flag.StringVar(&c.p5Pprof, "p5-pprof", "", "P5: write the apiserver's CPU profile of every run (its /debug/pprof/profile, -p5-pprof-seconds from the child's start) and its heap profile at the run's baseline "+
+		"(after the forced GC; the profile's own garbage, about a MiB, then counts in the run's peak heap) into this directory; "+
 		"the run's measurements then wait for the profile to end before measuring a scrape's cost")
 	flag.IntVar(&c.p5PprofSecs, "p5-pprof-seconds", 45, "P5: length of each apiserver CPU profile (-p5-pprof); longer than the slowest run, or the profile misses its end")
 	flag.IntVar(&c.p5BallastMiB, "p5-ballast-mib", 0, "P5: MiB of other ConfigMaps (namespace p5-ballast, -p5-size-kb each) the apiserver also holds, "+
@@ -184,23 +185,13 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if *p1c != "" {
-		for _, name := range strings.Split(*p1c, ",") {
-			if _, err := contenderByName(name); err != nil {
-				fmt.Fprintln(os.Stderr, "bench: -p1-contenders:", err)
-				os.Exit(2)
-			}
-			c.p1Contenders = append(c.p1Contenders, name)
-		}
+	if c.p1Contenders, err = parseContenders("p1-contenders", *p1c, false); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
 	}
-	if *crc != "" {
-		for _, name := range strings.Split(*crc, ",") {
-			if ct, err := contenderByName(name); err != nil || !ct.CR {
-				fmt.Fprintf(os.Stderr, "bench: -cr-contenders: %q is not a custom-resource contender\n", name)
-				os.Exit(2)
-			}
-			c.crContenders = append(c.crContenders, name)
-		}
+	if c.crContenders, err = parseContenders("cr-contenders", *crc, true); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
 	}
 	if c.p5Informers < 1 || c.p5Informers > 16 {
 		fmt.Fprintln(os.Stderr, "bench: -p5-informers must be 1..16")
@@ -223,12 +214,12 @@ func main() {
 		os.Exit(2)
 	}
 	c.crObjects = *crObjects
-	for _, name := range strings.Split(*p5c, ",") {
-		if _, err := contenderByName(name); err != nil || strings.HasSuffix(name, "-cr") {
-			fmt.Fprintf(os.Stderr, "bench: -p5-contenders: %q is not a ConfigMap contender\n", name)
-			os.Exit(2)
-		}
-		c.p5Contenders = append(c.p5Contenders, name)
+	if c.p5Contenders, err = parseContenders("p5-contenders", *p5c, false); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if c.p5Contenders == nil {
+		c.p5Contenders = p5Contenders
 	}
 	for _, sp := range strings.Split(*p5s, ",") {
 		if sp = strings.TrimSpace(sp); sp == "" {
@@ -402,4 +393,29 @@ func logf(format string, args ...any) {
 
 func commandLine() string {
 	return "cd e2e && go run ./bench " + strings.Join(os.Args[1:], " ")
+}
+
+// parseContenders splits a -*-contenders flag's comma-separated list and
+// checks that every name is a known contender of the right kind (custom
+// resources or ConfigMaps). An empty list gives nil: the default set.
+func parseContenders(flagName, list string, cr bool) ([]string, error) {
+	kind := "a ConfigMap"
+	if cr {
+		kind = "a custom-resource"
+	}
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		ct, err := contenderByName(name)
+		if err != nil {
+			return nil, fmt.Errorf("-%s: %w", flagName, err)
+		}
+		if ct.CR != cr {
+			return nil, fmt.Errorf("-%s: %q is not %s contender", flagName, name, kind)
+		}
+		out = append(out, name)
+	}
+	return out, nil
 }

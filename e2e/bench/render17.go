@@ -48,6 +48,38 @@ func pairedP5(p *p5Report, ours, base string, f func(p5Run) float64) spread {
 	return spreadOf(rs)
 }
 
+// pairedP5Heap pairs runs as pairedP5 does, for the apiserver's peak heap,
+// but only runs that started from comparable apiserver heaps
+// (sameBaseline): the collector's room for garbage grows with the live
+// heap, so a pair whose baselines are far apart compares the collector's
+// pacing, not the work. left is how many pairs that leaves out.
+func pairedP5Heap(p *p5Report, ours, base string) (s spread, left int) {
+	var rs []float64
+	o, b := p.Runs[ours], p.Runs[base]
+	for i := 0; i < len(o) && i < len(b); i++ {
+		if !sameBaseline(o[i], b[i]) {
+			left++
+			continue
+		}
+		if d := b[i].heapDelta(); d > 0 {
+			rs = append(rs, o[i].heapDelta()/d)
+		}
+	}
+	return spreadOf(rs), left
+}
+
+// heapVs renders pairedP5Heap for a table cell.
+func heapVs(p *p5Report, ours, base string) string {
+	s, left := pairedP5Heap(p, ours, base)
+	switch {
+	case left == 0:
+		return s.String()
+	case s.N == 0:
+		return fmt.Sprintf("n/a (%d pairs left out: baselines more than %.0f%% apart)", left, (p5BaselineSpread-1)*100)
+	}
+	return fmt.Sprintf("%s (%d of %d pairs left out: baselines more than %.0f%% apart)", s, left, left+s.N, (p5BaselineSpread-1)*100)
+}
+
 func medP5(runs []p5Run, f func(p5Run) float64) float64 {
 	var xs []float64
 	for _, r := range runs {
@@ -240,7 +272,7 @@ func (r *report) p5Chart() (chart, bool) {
 			}
 			c.Rows = append(c.Rows, p.Server+": "+name)
 			c.Values = append(c.Values, []float64{
-				pairedP5(p, name, "stock-list", p5Run.heapDelta).Median,
+				func() float64 { h, _ := pairedP5Heap(p, name, "stock-list"); return h.Median }(),
 				pairedP5(p, name, "stock-list", p5Run.rssDelta).Median,
 				pairedP5(p, name, "stock-list", p.netCPU).Median,
 			})
@@ -287,7 +319,7 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 			w("| `%s` | %.0f | %.1f | %s | %s | %.1f | %s | %.2f | %s | %s | %s | %g | %s | %g / %g | %.1f |\n", name,
 				medP5(runs, func(x p5Run) float64 { return x.Result.SyncMs }),
 				mib(uint64(max(0, medP5(runs, p5Run.heapDelta)))),
-				pairedP5(p, name, "stock", p5Run.heapDelta), pairedP5(p, name, "stock-list", p5Run.heapDelta),
+				heapVs(p, name, "stock"), heapVs(p, name, "stock-list"),
 				mib(uint64(max(0, medP5(runs, p5Run.rssDelta)))), pairedP5(p, name, "stock-list", p5Run.rssDelta),
 				medP5(runs, p.netCPU),
 				pairedP5(p, name, "stock-list", p.netCPU),

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseContenders(t *testing.T) {
+	got, err := parseContenders("p1-contenders", " stock, sw-informer ,", false)
+	if err != nil || strings.Join(got, ",") != "stock,sw-informer" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if got, err := parseContenders("p5-contenders", "", false); err != nil || got != nil {
+		t.Fatalf("empty list: got %v, %v; want nil (the default set)", got, err)
+	}
+	for _, tc := range []struct {
+		list string
+		cr   bool
+		want string
+	}{
+		{"stock,nope", false, `unknown contender "nope"`},
+		{"sw-informer-cr-nogzip", false, "is not a ConfigMap contender"},
+		{"stock-cr,stock", true, `"stock" is not a custom-resource contender`},
+	} {
+		if _, err := parseContenders("x", tc.list, tc.cr); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseContenders(%q, cr=%v) = %v, want an error with %q", tc.list, tc.cr, err, tc.want)
+		}
+	}
+}
+
+func TestPairedP5HeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
+	run := func(base, peak float64) p5Run { return p5Run{HeapBase: base, HeapPeak: peak} }
+	p := &p5Report{Runs: map[string][]p5Run{
+		"stock": {run(600, 1200), run(620, 1240), run(600, 1200)},
+		// The second run started 500 MiB higher: its larger peak is the
+		// collector's room, not the work, so it must not be compared.
+		"ours": {run(610, 910), run(1120, 1880), run(700, 1000)},
+	}}
+	s, left := pairedP5Heap(p, "ours", "stock")
+	if left != 2 || s.N != 1 {
+		t.Fatalf("left out %d, kept %d; want 2 and 1 (the third pair too: 700 > 600*1.15)", left, s.N)
+	}
+	if s.Median != 0.5 {
+		t.Errorf("median %v, want 0.5 (300/600)", s.Median)
+	}
+	if got := heapVs(p, "ours", "stock"); !strings.Contains(got, "2 of 3 pairs left out") {
+		t.Errorf("heapVs = %q", got)
+	}
+	p.Runs["ours"] = []p5Run{run(1120, 1880)}
+	if got := heapVs(p, "ours", "stock"); !strings.HasPrefix(got, "n/a") {
+		t.Errorf("heapVs with no comparable pair = %q, want n/a", got)
+	}
+}
