@@ -58,6 +58,9 @@ type contender struct {
 	// many slots (0: none).
 	ListGate int `json:"list_gate,omitempty"`
 	gate     *lister.ListGate
+	// NoCount: lister.Options.DisableInitialEventsCount (no limit=1 read
+	// beside each streaming list) for Kind sw-informer.
+	NoCount bool `json:"no_count,omitempty"`
 }
 
 // forProcess returns c with what the caches of one process share: its
@@ -116,6 +119,8 @@ var contenders = []contender{
 		Desc: "lever: sw-informer-gate1 with rest.Config.DisableCompression"},
 	// A process's initial lists queued through one lister.ListGate (P5 on
 	// servers where stock lists unpaginated).
+	{Name: "sw-informer-nocount", Kind: "sw-informer", Ours: true, NoCount: true, P5Lever: true,
+		Desc: "lever: sw-informer with lister.Options.DisableInitialEventsCount (no limit=1 count read beside each streaming list)"},
 	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, P5Lever: true,
 		Desc: "lever: sw-informer with one lister.ListGate of 1 slot shared by the process's informers"},
 	{Name: "sw-informer-gate2", Kind: "sw-informer", Ours: true, ListGate: 2, P5Lever: true,
@@ -270,7 +275,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 		if c.Kind == "sw-informer" {
 			// The README's one-line adoption (examples/informer).
-			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server, DisableStreamingList: c.NoStream, ListGate: c.gate}}))
+			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server, DisableStreamingList: c.NoStream, ListGate: c.gate, DisableInitialEventsCount: c.NoCount}}))
 		}
 		inf := f.Core().V1().ConfigMaps().Informer()
 		if _, err := inf.AddEventHandler(handler); err != nil {
