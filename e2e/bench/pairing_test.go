@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,24 @@ func TestPairedP5HeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
 	p.Runs["ours"] = []p5Run{run(1120, 1880)}
 	if got := heapVs(p, "ours", "stock"); !strings.HasPrefix(got, "n/a") {
 		t.Errorf("heapVs with no comparable pair = %q, want n/a", got)
+	}
+}
+
+func TestSummaryReportsOnlyP5ContendersTheRunIncluded(t *testing.T) {
+	run := p5Run{HeapBase: 600, HeapPeak: 1200, Result: &syncResult{Requests: map[string]int{"watch-list": 8}}}
+	r := &report{P5: []*p5Report{{Server: "v1.37.2", Informers: 8, Objects: 5000,
+		Contenders: []string{"stock", "sw-informer", "sw-informer-gate1"},
+		Runs:       map[string][]p5Run{"stock": {run}, "sw-informer": {run}}}}}
+	var b strings.Builder
+	r.summary(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
+	out := b.String()
+	if strings.Contains(out, "sw-reflector | **did not sync**") {
+		t.Errorf("sw-reflector was not in the run but is reported as not synced:\n%s", out)
+	}
+	if !strings.Contains(out, "sw-informer-gate1 | **did not sync**") {
+		t.Errorf("sw-informer-gate1 was in the run without results but is not reported:\n%s", out)
+	}
+	if !strings.Contains(out, "sw-informer vs stock (stock streams: never worse) | 1.00x") {
+		t.Errorf("missing the sw-informer row:\n%s", out)
 	}
 }
