@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -159,19 +160,7 @@ func TestWrapListNotUnstructured(t *testing.T) {
 // collect reads w until it closes, failing after a deadline.
 func collect(t *testing.T, w watch.Interface) []watch.Event {
 	t.Helper()
-	var out []watch.Event
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return out
-			}
-			out = append(out, ev)
-		case <-deadline:
-			t.Fatalf("watch not closed after 5s; got %d events", len(out))
-		}
-	}
+	return testfake.Drain(t, w, 5*time.Second)
 }
 
 func describe(t *testing.T, evs []watch.Event) []string {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
+
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // watchCases are JSON watch streams as a server (or a broken proxy) may send
@@ -103,25 +105,12 @@ func TestFromDynamicConfigWatchErrors(t *testing.T) {
 // drain opens a watch and returns its events until the stream ends.
 func drain(t *testing.T, what string, open func(context.Context, metav1.ListOptions) (watch.Interface, error), o metav1.ListOptions) []watch.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	w, err := open(ctx, o)
+	w, err := open(context.Background(), o)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 	defer w.Stop()
-	var out []watch.Event
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return out
-			}
-			out = append(out, ev)
-		case <-ctx.Done():
-			t.Fatalf("%s: the stream did not end: %d events so far", what, len(out))
-		}
-	}
+	return testfake.Drain(t, w, 10*time.Second)
 }
 
 func TestWatchDecodeFallsBackOnlyWhereItMust(t *testing.T) {
