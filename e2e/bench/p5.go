@@ -424,11 +424,20 @@ func (b *bench) settle(ctx context.Context) (processMetrics, error) {
 	if err != nil {
 		return processMetrics{}, fmt.Errorf("apiserver did not settle after restart: %w", err)
 	}
-	// Force a GC in the apiserver (its pprof heap endpoint runs one with
+	// Force two GCs in the apiserver (its pprof heap endpoint runs one with
 	// gc=1), so the baseline's heap-in-use is live data, not whatever
 	// garbage the last cycle left: the same starting point for every run.
-	if _, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err != nil {
-		logf("  (could not force a GC in the apiserver: %v)", err)
+	// Two, because a sync.Pool keeps its objects through one collection (as
+	// its victim cache): after one, the etcd client's gRPC receive buffers
+	// of the watch cache's initial list (gRPC's mem buffer pools, ~770 MiB
+	// with P5's and 500 MiB of other ConfigMaps on v1.37.2) were still in
+	// the baseline or not, depending on whether a collection had already
+	// run since; heap profiles of a run that settled at 1724 MiB and one at
+	// 966 MiB differ by exactly those (session 11).
+	for i := 0; i < 2; i++ {
+		if _, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err != nil {
+			logf("  (could not force a GC in the apiserver: %v)", err)
+		}
 	}
 	text, err := api.Metrics(ctx)
 	if err != nil {
