@@ -369,12 +369,12 @@ func (r *report) summary(w func(string, ...any)) {
 				case p.unpaginated(base):
 					target, note = 0.5, " (unpaginated list)"
 				}
-				h, _ := pairedP5Heap(p, ours, base)
+				h, left := pairedP5Heap(p, ours, base)
 				v := verdict(h.Median <= target)
 				if h.N == 0 {
 					v = "not comparable"
 				}
-				w("| `%s` | P5 %d informers | apiserver peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", p.Server, p.Informers, ours, base, note, heapVs(p, ours, base), target, v)
+				w("| `%s` | P5 %d informers | apiserver peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", p.Server, p.Informers, ours, base, note, heapCell(h, left), target, v)
 			}
 		}
 	}

@@ -192,19 +192,12 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 	// 620 or 1120 MiB on v1.33.13; 1040 to 1540 MiB on v1.37.2), so find
 	// the lowest before the first run rather than letting the first run
 	// set it.
-	api := b.cluster.APIServers()[0]
 	for i := 0; i < p5CalibrationRestarts; i++ {
-		if err := api.Restart(ctx); err != nil {
-			return nil, fmt.Errorf("restarting the apiserver: %w", err)
-		}
-		base, err := b.settle(ctx)
+		base, _, err := b.restartAndSettle(ctx)
 		if err != nil {
 			return nil, err
 		}
 		rep.CalibrationHeap = append(rep.CalibrationHeap, base.HeapInuse)
-		if b.p5BaseHeap == 0 || base.HeapInuse < b.p5BaseHeap {
-			b.p5BaseHeap = base.HeapInuse
-		}
 	}
 	logf("P5 %s: the apiserver settles at %v MiB after a restart; runs start within %.0f%% of the lowest",
 		b.spec.Spec, mibs(rep.CalibrationHeap), (p5BaselineSpread-1)*100)
@@ -248,35 +241,27 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 		restarts int
 	)
 	for {
-		if err := api.Restart(ctx); err != nil {
-			return nil, fmt.Errorf("restarting the apiserver: %w", err)
-		}
-		var err error
-		if base, err = b.settle(ctx); err != nil {
+		var (
+			ref float64
+			err error
+		)
+		if base, ref, err = b.restartAndSettle(ctx); err != nil {
 			return nil, err
 		}
 		// The same starting point for every run: a settled heap well above
 		// the lowest this server has settled at gives the collector more
 		// room (see p5BaselineSpread), so restart again, a bounded number
 		// of times; the renderer also pairs only runs with close baselines.
-		ref := b.p5BaseHeap
-		if ref == 0 || base.HeapInuse < ref {
-			b.p5BaseHeap = base.HeapInuse
-		}
 		if ref == 0 || base.HeapInuse <= ref*p5BaselineSpread || restarts == p5MaxBaselineRestarts {
 			break
 		}
-		if b.c.p5Pprof != "" {
-			b.saveBaselineHeap(ctx, fmt.Sprintf("p5-%s-%s-%d-baseline-restart%d.heap.pprof", strings.ReplaceAll(b.spec.Spec, "/", "-"), name, r, restarts))
-		}
+		b.saveBaselineHeap(ctx, p5ProfileName(b.spec.Spec, name, r, fmt.Sprintf("-baseline-restart%d.heap", restarts)))
 		restarts++
 		logf("  %-14s apiserver settled at %.0f MiB, above this server's lowest baseline %.0f MiB: restarting it again (%d/%d)",
 			name, mib(uint64(base.HeapInuse)), mib(uint64(ref)), restarts, p5MaxBaselineRestarts)
 	}
 	settle := time.Since(t0)
-	if b.c.p5Pprof != "" {
-		b.saveBaselineHeap(ctx, fmt.Sprintf("p5-%s-%s-%d-baseline.heap.pprof", strings.ReplaceAll(b.spec.Spec, "/", "-"), name, r))
-	}
+	b.saveBaselineHeap(ctx, p5ProfileName(b.spec.Spec, name, r, "-baseline.heap"))
 	before, err := b.serverMetrics(ctx)
 	if err != nil {
 		return nil, err
@@ -326,7 +311,7 @@ func (b *bench) p5Once(ctx context.Context, kc, ns string, n int, name string, r
 		profileDone = make(chan error, 1)
 	)
 	if b.c.p5Pprof != "" {
-		profile = fmt.Sprintf("p5-%s-%s-%d.cpu.pprof", strings.ReplaceAll(b.spec.Spec, "/", "-"), name, r)
+		profile = p5ProfileName(b.spec.Spec, name, r, ".cpu")
 		go func() {
 			data, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 				Param("seconds", strconv.Itoa(b.c.p5PprofSecs)).DoRaw(ctx)
@@ -446,10 +431,37 @@ func (b *bench) settle(ctx context.Context) (processMetrics, error) {
 	return parseProcessMetrics(text), nil
 }
 
+// restartAndSettle restarts the apiserver and waits for it to settle
+// (settle), and keeps the lowest settled heap-in-use of this server in
+// b.p5BaseHeap. ref is that lowest before this restart (0 at the first).
+func (b *bench) restartAndSettle(ctx context.Context) (base processMetrics, ref float64, err error) {
+	if err := b.cluster.APIServers()[0].Restart(ctx); err != nil {
+		return base, 0, fmt.Errorf("restarting the apiserver: %w", err)
+	}
+	if base, err = b.settle(ctx); err != nil {
+		return base, 0, err
+	}
+	ref = b.p5BaseHeap
+	if ref == 0 || base.HeapInuse < ref {
+		b.p5BaseHeap = base.HeapInuse
+	}
+	return base, ref, nil
+}
+
+// p5ProfileName names a profile of P5 run r of contender name on server
+// spec in the -p5-pprof directory; suffix is ".cpu", "-baseline.heap", ...
+func p5ProfileName(spec, name string, r int, suffix string) string {
+	return fmt.Sprintf("p5-%s-%s-%d%s.pprof", strings.ReplaceAll(spec, "/", "-"), name, r, suffix)
+}
+
 // saveBaselineHeap writes the apiserver's heap profile (taken after
-// settle's forced GC and baseline read) into -p5-pprof as name: what the
-// apiserver holds at a run's start, to tell baselines apart.
+// settle's forced GCs and baseline read) into the -p5-pprof directory as
+// name, if it is set: what the apiserver holds at a run's start, to tell
+// baselines apart.
 func (b *bench) saveBaselineHeap(ctx context.Context, name string) {
+	if b.c.p5Pprof == "" {
+		return
+	}
 	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(b.c.p5Pprof, name), raw, 0o644)

@@ -71,3 +71,15 @@ func TestSummaryReportsOnlyP5ContendersTheRunIncluded(t *testing.T) {
 		t.Errorf("missing the sw-informer row:\n%s", out)
 	}
 }
+
+func TestP5ProfileNames(t *testing.T) {
+	for suffix, want := range map[string]string{
+		".cpu":                    "p5-v1.37.2-nocache-stock-1.cpu.pprof",
+		"-baseline.heap":          "p5-v1.37.2-nocache-stock-1-baseline.heap.pprof",
+		"-baseline-restart0.heap": "p5-v1.37.2-nocache-stock-1-baseline-restart0.heap.pprof",
+	} {
+		if got := p5ProfileName("v1.37.2/nocache", "stock", 1, suffix); got != want {
+			t.Errorf("p5ProfileName(%q) = %q, want %q", suffix, got, want)
+		}
+	}
+}

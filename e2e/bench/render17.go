@@ -69,8 +69,10 @@ func pairedP5Heap(p *p5Report, ours, base string) (s spread, left int) {
 }
 
 // heapVs renders pairedP5Heap for a table cell.
-func heapVs(p *p5Report, ours, base string) string {
-	s, left := pairedP5Heap(p, ours, base)
+func heapVs(p *p5Report, ours, base string) string { return heapCell(pairedP5Heap(p, ours, base)) }
+
+// heapCell renders a pairedP5Heap result.
+func heapCell(s spread, left int) string {
 	switch {
 	case left == 0:
 		return s.String()
@@ -271,8 +273,9 @@ func (r *report) p5Chart() (chart, bool) {
 				continue
 			}
 			c.Rows = append(c.Rows, p.Server+": "+name)
+			heap, _ := pairedP5Heap(p, name, "stock-list")
 			c.Values = append(c.Values, []float64{
-				func() float64 { h, _ := pairedP5Heap(p, name, "stock-list"); return h.Median }(),
+				heap.Median,
 				pairedP5(p, name, "stock-list", p5Run.rssDelta).Median,
 				pairedP5(p, name, "stock-list", p.netCPU).Median,
 			})
