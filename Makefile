@@ -100,3 +100,10 @@ bench:
 ## clean-cache: remove built apiservers (the next build is cold).
 clean-cache:
 	rm -rf e2e/.cache
+
+## release: the kubectl plugin for linux/darwin x amd64/arm64 in dist/, with SHA256SUMS and a krew
+## manifest (VERSION defaults to the tag at HEAD).
+VERSION ?=
+.PHONY: release
+release:
+	scripts/release.sh $(VERSION)
