@@ -91,14 +91,15 @@ func FactoryInformerFunc(exampleObject runtime.Object, o FactoryOptions) (func(k
 		indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
 	}
 	return func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		var lw cache.ListerWatcher = lister.NewListerWatcher(p.Client(cs, o.Namespace), lo)
+		slw := lister.NewListerWatcher(p.Client(cs, o.Namespace), lo)
+		var lw cache.ListerWatcher = slw
 		if o.TweakListOptions != nil {
-			lw = tweaked{ListerWatcher: lw.(*lister.ListerWatcher), tweak: o.TweakListOptions}
+			lw = tweaked{ListerWatcher: slw, tweak: o.TweakListOptions}
 		}
-		return cache.NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
+		return adopted(cache.NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync,
 			Indexers:     indexers,
-		})
+		}), PathFactoryInformer, slw.Name())
 	}, nil
 }
 

@@ -52,7 +52,8 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 	if lo.Name == "" && lo.Resource.Empty() && exampleObject != nil {
 		lo.Name = fmt.Sprintf("%T", exampleObject)
 	}
-	return cache.NewSharedIndexInformerWithOptions(lister.Wrap(lw, lo), exampleObject, o)
+	slw := lister.Wrap(lw, lo)
+	return adopted(cache.NewSharedIndexInformerWithOptions(slw, exampleObject, o), PathSharedIndexInformer, slw.Name())
 }
 
 // NewInformerFunc returns a function with exactly the signature of
