@@ -165,3 +165,13 @@ func Adopt(factory InformerForer, exampleObject runtime.Object, o FactoryOptions
 	}
 	return inf, nil
 }
+
+// MustAdopt is Adopt for a program's set-up code, in one line: it panics
+// with Adopt's error (a *NotAdoptedError names the type and the fix).
+func MustAdopt(factory InformerForer, exampleObject runtime.Object, o FactoryOptions) cache.SharedIndexInformer {
+	inf, err := Adopt(factory, exampleObject, o)
+	if err != nil {
+		panic(err)
+	}
+	return inf
+}

@@ -95,3 +95,16 @@ func TestAdoptedInformerSaysSoOnceAtStart(t *testing.T) {
 		t.Fatalf("start line logged %d times, want once; log: %q", n, lines)
 	}
 }
+
+func TestMustAdoptPanicsWithTheReason(t *testing.T) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	_ = factory.Core().V1().ConfigMaps().Lister() // too early
+	defer func() {
+		err, _ := recover().(error)
+		if !errors.Is(err, reflector.ErrNotAdopted) {
+			t.Fatalf("MustAdopt after the accessor: recovered %v, want a *NotAdoptedError", err)
+		}
+	}()
+	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{})
+	t.Fatal("MustAdopt did not panic")
+}

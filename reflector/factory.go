@@ -45,10 +45,13 @@ type FactoryOptions struct {
 // resource, with the namespace index the factory's typed Lister uses for a
 // namespaced resource. Registered before the factory's typed accessor is
 // first used, it is the informer behind that accessor's Informer() and
-// Lister():
+// Lister(). Register it with Adopt or MustAdopt, which fail when the
+// factory already built a stock informer for the type (client-go's factory
+// keeps the first informer per type, so a bare factory.InformerFor call made
+// after the typed accessor was used silently keeps stock client-go):
 //
 //	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns), informers.WithTweakListOptions(tweak))
-//	factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, TweakListOptions: tweak}))
+//	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, TweakListOptions: tweak})
 //	configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() run on steadywatch
 //
 // The factory does not tell a NewInformerFunc its namespace or tweak

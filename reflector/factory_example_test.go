@@ -25,7 +25,7 @@ func ExampleFactoryInformer() {
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" }
 
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"), informers.WithTweakListOptions(tweak))
-	factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: "default", TweakListOptions: tweak}))
+	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: "default", TweakListOptions: tweak})
 	configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() run on steadywatch
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -52,7 +52,7 @@ func ExampleFactoryInformer_listGate() {
 	var factories []informers.SharedInformerFactory
 	for range 2 {
 		factory := informers.NewSharedInformerFactory(cs, 0)
-		factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Lister: lister.Options{ListGate: gate}}))
+		reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Lister: lister.Options{ListGate: gate}})
 		factory.Core().V1().ConfigMaps().Informer()
 		factory.Start(ctx.Done())
 		factories = append(factories, factory)

@@ -116,7 +116,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = c.selector }
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.namespace), informers.WithTweakListOptions(tweak))
-	factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: c.namespace, TweakListOptions: tweak, Lister: lister.Options{Metrics: swprom.New(reg, "")}})) // adopts steadywatch
+	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: c.namespace, TweakListOptions: tweak, Lister: lister.Options{Metrics: swprom.New(reg, "")}}) // adopts steadywatch
 	configMaps := factory.Core().V1().ConfigMaps()
 	inf := configMaps.Informer()
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
