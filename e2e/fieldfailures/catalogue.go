@@ -130,7 +130,7 @@ var Catalogue = []Row{
 				"When the watch cache is more than 3 s behind etcd, consistent LISTs fall back to etcd; during an etcd defragmentation this multiplied apiserver and etcd memory."),
 			gh("kubernetes", "kubernetes", "pull", 138701,
 				"apiserver: add feature gate to skip consistent list storage fallback",
-				"Alpha gate ConsistentListFromCacheSkipTimeoutFallback: kube-apiserver returns HTTP 429 for consistent LIST requests that cannot be served from the watch cache within the timeout window. (Issue 14 cites kubernetes/kubernetes#139766 for this row; it was not found in the search index.)"),
+				"Alpha gate ConsistentListFromCacheSkipTimeoutFallback: kube-apiserver returns HTTP 429 for consistent LIST requests that cannot be served from the watch cache within the timeout window."),
 		},
 		Emulation: "For the first 8 s of the row the proxy answers every consistent read, a list or a streaming list with resourceVersion unset, with 429 TooManyRequests and Retry-After: 1.",
 	},
