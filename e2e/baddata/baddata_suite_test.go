@@ -1,8 +1,8 @@
-// Package baddata_test runs the four bad-server-data faults of the
-// project's issue 19 against a real kube-apiserver (build.Current) behind
-// the harness's fault proxy, each with steadywatch's paths (lister.List,
-// the drop-in informer over lister.NewListerWatcher, reflector.New) beside
-// stock client-go v0.37.2 in the same spec:
+// Package baddata_test runs four bad-server-data faults against a real
+// kube-apiserver (build.Current) behind the harness's fault proxy, each
+// with steadywatch's paths (lister.List, the drop-in informer over
+// lister.NewListerWatcher, reflector.New) beside stock client-go v0.37.2
+// in the same spec:
 //
 //   - a continue token repeated on every page (faults.ListFaults);
 //   - a 429 with Retry-After: 3600 (faults.Rule);

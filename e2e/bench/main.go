@@ -1,5 +1,5 @@
 // Command bench measures steadywatch against stock client-go v0.37.2, side
-// by side in one run on real kube-apiservers (issues 9 and 17): P1 initial
+// by side in one run on real kube-apiservers: P1 initial
 // sync (ConfigMaps and custom resources), scaling of sync time and client
 // heap with the object count, P2 recovery after a watch 410, P3 a herd of
 // informers across an apiserver restart, P4 per-event/per-page overhead (go

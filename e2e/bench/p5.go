@@ -40,18 +40,18 @@ type p5Run struct {
 	// scrapes back to back). The run's CPU and allocations include its
 	// Samples+1 scrapes (about a third of a core at ~10 a second on
 	// v1.37.2), which cost the longer runs more: p5Report.netCPU and
-	// netAlloc take them out. 0 in runs before session 9 (not measured).
+	// netAlloc take them out. 0 in results that did not measure it.
 	ScrapeAllocBytes float64 `json:"scrape_alloc_bytes,omitempty"`
 	ScrapeCPUSeconds float64 `json:"scrape_cpu_seconds,omitempty"`
 	// GCCycles: garbage collections the apiserver completed during the run
-	// (go_gc_duration_seconds_count delta; 0 in runs before session 10).
+	// (go_gc_duration_seconds_count delta; 0 in results that did not record it).
 	GCCycles float64 `json:"apiserver_gc_cycles,omitempty"`
 	// Profile: the apiserver's CPU profile of the run (-p5-pprof), a file
 	// name in that directory.
 	Profile string `json:"profile,omitempty"`
 	// BaselineRestarts: extra apiserver restarts before this run because
 	// its settled heap was more than p5BaselineSpread above the lowest
-	// baseline of the server's earlier runs (0 in runs before session 11).
+	// baseline of the server's earlier runs.
 	BaselineRestarts int `json:"baseline_restarts,omitempty"`
 }
 
@@ -59,9 +59,9 @@ type p5Run struct {
 // apiserver heaps may be for their peak heaps to be compared. The
 // apiserver's collector lets its heap grow in proportion to its live heap
 // (GOGC), so a run that starts from a larger live heap has more room for
-// garbage and shows a larger peak for the same work; the full run of
-// session 10 had v1.33.13 baselines of 620-628 MiB and, after some
-// restarts, 1118-1119 MiB, which made identical lists look 1.2x dearer.
+// garbage and shows a larger peak for the same work. An apiserver can
+// settle at one of a few levels after a restart, far enough apart to make
+// identical lists look markedly dearer from the higher one.
 const p5BaselineSpread = 1.15
 
 // p5MaxBaselineRestarts bounds the extra restarts p5Once makes to start a
@@ -117,11 +117,12 @@ type p5Report struct {
 	// namespace's.
 	BallastMiB int `json:"ballast_mib,omitempty"`
 	// CalibrationHeap: the apiserver's settled heap-in-use after each of
-	// the restarts made before the first run (session 11 on); the lowest
-	// is the baseline every run is started near (p5Once).
+	// the restarts made before the first run (empty in results made
+	// without calibration); the lowest is the baseline every run is
+	// started near (p5Once).
 	CalibrationHeap []float64 `json:"calibration_heap_inuse_bytes,omitempty"`
-	// SampleMs: the /metrics sampling period (0 in runs before session 9:
-	// 100 ms).
+	// SampleMs: the /metrics sampling period (0 in results that did not
+	// record it: 100 ms).
 	SampleMs int `json:"sample_ms,omitempty"`
 	Count    int `json:"count"`
 }
@@ -188,10 +189,9 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 		}
 	}
 	// Calibrate: the apiserver settles at one of a few heap levels after a
-	// restart (seen with P1's and the scaling run's objects in the server:
-	// 620 or 1120 MiB on v1.33.13; 1040 to 1540 MiB on v1.37.2), so find
-	// the lowest before the first run rather than letting the first run
-	// set it.
+	// restart (with P1's and the scaling run's objects in the server), so
+	// find the lowest before the first run rather than letting the first
+	// run set it.
 	for i := 0; i < p5CalibrationRestarts; i++ {
 		base, _, err := b.restartAndSettle(ctx)
 		if err != nil {
@@ -414,11 +414,10 @@ func (b *bench) settle(ctx context.Context) (processMetrics, error) {
 	// garbage the last cycle left: the same starting point for every run.
 	// Two, because a sync.Pool keeps its objects through one collection (as
 	// its victim cache): after one, the etcd client's gRPC receive buffers
-	// of the watch cache's initial list (gRPC's mem buffer pools, ~770 MiB
-	// with P5's and 500 MiB of other ConfigMaps on v1.37.2) were still in
-	// the baseline or not, depending on whether a collection had already
-	// run since; heap profiles of a run that settled at 1724 MiB and one at
-	// 966 MiB differ by exactly those (session 11).
+	// of the watch cache's initial list (gRPC's mem buffer pools, hundreds
+	// of MiB with P5's data) are still in the baseline or not, depending on
+	// whether a collection has already run since; heap profiles of the two
+	// settled levels differ by exactly those buffers.
 	for i := 0; i < 2; i++ {
 		if _, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err != nil {
 			logf("  (could not force a GC in the apiserver: %v)", err)

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Rendering of issue 17's measurements: the P1 overview across servers, the
+// Rendering of the multi-server measurements: the P1 overview across servers, the
 // scaling charts and table, and P5.
 
 func onServer(spec string) string {
@@ -291,7 +291,7 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 		w("![P5](bench/%s)\n\n", f)
 	}
 	w("%d repetitions per contender, interleaved. ", p0.Count)
-	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every %d ms during the run (each scrape's garbage is part of the heap it measures: 2-3 MiB each): *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta, *allocated* the `go_memstats_alloc_bytes_total` delta (the memory the lists cost it in all; the peak heap shows it only up to its garbage collector's pacing; runs before session 8 did not record it). CPU and allocated are net of the bench's own sampling where it was measured (since session 9): right after each run the cost of one `/metrics` scrape is measured (21 scrapes back to back; about 3 MiB and 30 ms of CPU on v1.37.2), and the median of a server's measurements is taken out once per scrape of each run, which costs a longer run more (about a third of a core at ~10 scrapes a second); runs before session 9 include it. *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
+	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every %d ms during the run (each scrape's garbage is part of the heap it measures: 2-3 MiB each): *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta, *allocated* the `go_memstats_alloc_bytes_total` delta (the memory the lists cost it in all; the peak heap shows it only up to its garbage collector's pacing). CPU and allocated are net of the bench's own sampling: right after each run the cost of one `/metrics` scrape is measured (21 scrapes back to back; about 3 MiB and 30 ms of CPU on v1.37.2), and the median of a server's measurements is taken out once per scrape of each run, which costs a longer run more (about a third of a core at ~10 scrapes a second). *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
 		p0.Informers, p0.Objects, cmp.Or(p0.SampleMs, 100), p0.Baseline)
 	for _, p := range r.P5 {
 		w("### P5 on server `%s` (kube-apiserver %s)\n\n", p.Server, p.Version)

@@ -107,7 +107,7 @@ var Catalogue = []Row{
 		Failure: "The watch is closed right after the end bookmark, whose resourceVersion is already too old",
 		Reports: []Report{
 			{Ref: "kubernetes/kubernetes#134837", URL: "https://github.com/kubernetes/kubernetes/issues/134837",
-				Says: "As cited in this project's issue 14: a server closes the watch right after the end bookmark, so the bookmark's resourceVersion is already too old and the next watch is 410. (The report was not found in the search index used to write this page; its title is not quoted.)"},
+				Says: "A server closes the watch right after the end bookmark, so the bookmark's resourceVersion is already too old and the next watch is 410."},
 		},
 		Emulation: "The proxy ends each streaming list cleanly right after its initial-events-end bookmark and answers any later plain watch from that bookmark's resourceVersion with 410 Expired as a watch ERROR event (like the watch cache).",
 	},
@@ -130,7 +130,7 @@ var Catalogue = []Row{
 				"When the watch cache is more than 3 s behind etcd, consistent LISTs fall back to etcd; during an etcd defragmentation this multiplied apiserver and etcd memory."),
 			gh("kubernetes", "kubernetes", "pull", 138701,
 				"apiserver: add feature gate to skip consistent list storage fallback",
-				"Alpha gate ConsistentListFromCacheSkipTimeoutFallback: kube-apiserver returns HTTP 429 for consistent LIST requests that cannot be served from the watch cache within the timeout window. (Issue 14 cites kubernetes/kubernetes#139766 for this row; it was not found in the search index.)"),
+				"Alpha gate ConsistentListFromCacheSkipTimeoutFallback: kube-apiserver returns HTTP 429 for consistent LIST requests that cannot be served from the watch cache within the timeout window."),
 		},
 		Emulation: "For the first 8 s of the row the proxy answers every consistent read, a list or a streaming list with resourceVersion unset, with 429 TooManyRequests and Retry-After: 1.",
 	},

@@ -47,9 +47,9 @@ import (
 //     has left the cache's event window: >=75 s old and pushed out by newer
 //     events (k8s.io/apiserver cacher, DefaultEventFreshDuration).
 //   - The watch cache sends a bookmark to a plain watch about once a minute
-//     (measured: 60.1 s after the last write). A watch that began as a
-//     v1.36 streaming list got one within a second of a write elsewhere
-//     (0.4-0.8 s measured), then about once a minute.
+//     (about 60 s after the last write). A watch that began as a v1.36
+//     streaming list gets one within a second of a write elsewhere, then
+//     about once a minute.
 
 // syncEnv is what the proxy sync specs of one server share: a namespace
 // with 100 ConfigMaps and a fault proxy in front of the server.
