@@ -92,11 +92,11 @@ func mix(z uint64) uint64 {
 
 // SelectorOf is the Selector of the given slices of n over field, with
 // adjacent slices merged into one range: what a member sends for the slices
-// Assign gave it. No slices: a Selector that selects nothing is not
-// expressible, so ok is false.
+// Assign gave it. No slices: the Selector that selects nothing (Field and
+// no Ranges; no shardSelector can say it), and ok is false.
 func SelectorOf(field string, owned []int, n int) (s Selector, ok bool) {
 	if len(owned) == 0 {
-		return Selector{}, false
+		return Selector{Field: field}, false
 	}
 	sorted := slices.Clone(owned)
 	slices.Sort(sorted)

@@ -194,11 +194,18 @@ func (m *Membership) Owns(obj runtime.Object) bool {
 	m.mu.Lock()
 	sel := m.sel
 	m.mu.Unlock()
-	if sel.Empty() {
-		return false
-	}
 	ok, err := sel.Matches(obj)
 	return ok && err == nil
+}
+
+// CacheSelector is the range this member's caches hold: its Desired and
+// Acting slices (during a handoff the old and the new owner both hold the
+// moving objects). Before the first round, and with no slices, it selects
+// nothing.
+func (m *Membership) CacheSelector() Selector {
+	v := m.View()
+	s, _ := SelectorOf(m.o.Field, union(v.Desired, v.Acting), m.o.Slices)
+	return s
 }
 
 // Run takes part in the group until ctx ends, then stops acting and deletes

@@ -45,14 +45,17 @@ func hexBound(v uint64, end bool) string {
 }
 
 // Selector is a parsed shardSelector: the objects whose hashed Field falls
-// in any of Ranges. The zero Selector selects everything and is never sent.
+// in any of Ranges. The zero Selector selects everything and is never sent;
+// a Selector with a Field and no Ranges selects nothing (a member with no
+// slices), which no shardSelector can say: it is filtered on the client.
 type Selector struct {
 	Field  string
 	Ranges []Range
 }
 
-// Empty reports whether s selects everything without a parameter.
-func (s Selector) Empty() bool { return len(s.Ranges) == 0 }
+// Empty reports whether s selects everything without a parameter (the zero
+// Selector).
+func (s Selector) Empty() bool { return s.Field == "" && len(s.Ranges) == 0 }
 
 // String is s in the wire form the apiserver parses and echoes in
 // ListMeta.shardInfo.selector; "" for the empty Selector.
@@ -75,7 +78,7 @@ func Hash(value string) uint64 {
 // MatchesHash reports whether a hash falls in s (every hash, for the empty
 // Selector).
 func (s Selector) MatchesHash(h uint64) bool {
-	if len(s.Ranges) == 0 {
+	if s.Empty() {
 		return true
 	}
 	for _, r := range s.Ranges {
@@ -89,7 +92,7 @@ func (s Selector) MatchesHash(h uint64) bool {
 // Matches reports whether obj is selected by s: the same decision an
 // apiserver that applies the shardSelector makes.
 func (s Selector) Matches(obj runtime.Object) (bool, error) {
-	if len(s.Ranges) == 0 {
+	if s.Empty() {
 		return true, nil
 	}
 	m, err := meta.Accessor(obj)

@@ -1,0 +1,292 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/metrics"
+)
+
+// Capability is what the SDK learns about a server (per API group/version,
+// with compat.ForGroupVersion) from the answers to a shardSelector: Yes when
+// a list's shardInfo echoed it, No when a list came back without shardInfo
+// or a watch delivered an object outside the range.
+const Capability compat.Capability = "shardSelector"
+
+// Reasons reported through metrics.Recorder.Fallback by a sharded
+// ListerWatcher.
+const (
+	// ReasonClientFilter: a list came back without shardInfo (the server
+	// ignored the shardSelector); the objects outside the range were dropped
+	// on the client.
+	ReasonClientFilter = "shard-client-filter"
+	// ReasonEventOutsideRange: a watch delivered an object outside the
+	// range (the server does not filter watches); it was dropped.
+	ReasonEventOutsideRange = "shard-event-outside-range"
+	// ReasonShardInfoMismatch: a list's shardInfo named another selector; the
+	// list was repeated without the parameter and filtered on the client.
+	ReasonShardInfoMismatch = "shard-info-mismatch"
+	// ReasonRangeChanged: the range changed (members joined or left); the
+	// watch ended with 410 Expired so that client-go lists the new range.
+	ReasonRangeChanged = "shard-range-changed"
+)
+
+// WrapOptions configures Wrap.
+type WrapOptions struct {
+	// Selector returns the range to hold, read at every list (a
+	// Membership's CacheSelector, or a fixed Selector). Required. An empty
+	// Selector holds everything and sends no parameter.
+	Selector func() Selector
+	// Server receives what the answers prove (Capability). Nil: nothing is
+	// recorded.
+	Server compat.Server
+	// Metrics and Name: the fallbacks above are counted as
+	// Metrics.Fallback(Name, reason). Default metrics.Nop, "shard".
+	Metrics metrics.Recorder
+	Name    string
+}
+
+// ListerWatcher holds one range of a resource's objects, on every
+// adoption path (it is a cache.ListerWatcher decorator: wrap the drop-in
+// steadywatch ListerWatcher, any client-go ListWatch, or give it to
+// reflector.New through lister.FromListerWatcher):
+//
+//   - every list sends the shardSelector and is verified (Verify); where the
+//     server did not apply it, the same hash filters on the client, so the
+//     result is identical;
+//   - every watch sends the same selector as the list it follows, and every
+//     event is checked (one hash): an object outside the range is dropped
+//     and counted, and proves the server does not filter;
+//   - when the range changes (RangeChanged), the running watches end with
+//     410 Expired, so client-go's reflector lists the new range. Objects
+//     that left the range then leave the cache as deletions: wrap the event
+//     handlers with Handler so controllers are not told a live object was
+//     deleted.
+type ListerWatcher struct {
+	inner cache.ListerWatcherWithContext
+	o     WrapOptions
+
+	mu      sync.Mutex
+	listed  Selector // the selector of the last list
+	mode    Mode
+	changed chan struct{} // closed when the range changes
+	synced  chan struct{} // closed at the next completed list
+}
+
+var (
+	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
+	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+)
+
+// Wrap returns lw holding only o.Selector()'s range.
+func Wrap(lw cache.ListerWatcher, o WrapOptions) *ListerWatcher {
+	if o.Selector == nil {
+		o.Selector = func() Selector { return Selector{} }
+	}
+	o.Metrics = metrics.OrNop(o.Metrics)
+	if o.Name == "" {
+		o.Name = "shard"
+	}
+	return &ListerWatcher{inner: cache.ToListerWatcherWithContext(lw), o: o, changed: make(chan struct{}), synced: make(chan struct{})}
+}
+
+// Mode is where the last list's range was applied ("" before any list).
+func (lw *ListerWatcher) Mode() Mode {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.mode
+}
+
+// Listed returns the selector of the last completed list and a channel
+// closed when the next list completes: a caller waits for the cache to hold
+// a new range by reading Listed until it covers the range (Covers).
+func (lw *ListerWatcher) Listed() (Selector, <-chan struct{}) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.listed, lw.synced
+}
+
+// RangeChanged ends the running watches with 410 Expired, so that
+// client-go's reflector lists again with the Selector's new value.
+func (lw *ListerWatcher) RangeChanged() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	close(lw.changed)
+	lw.changed = make(chan struct{})
+}
+
+// List implements cache.Lister.
+func (lw *ListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// Watch implements cache.Watcher.
+func (lw *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// ListWithContext implements cache.ListerWithContext.
+func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	log := klog.FromContext(ctx).WithValues("lister", lw.o.Name)
+	sel := lw.o.Selector()
+	if sel.Empty() {
+		opts.ShardSelector = ""
+		list, err := lw.inner.ListWithContext(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return lw.done(log, sel, "", list), nil
+	}
+	opts.ShardSelector = sel.String()
+	list, err := lw.inner.ListWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := Verify(list, sel)
+	if errors.Is(err, ErrShardInfoMismatch) {
+		// The server filtered by something else: what it returned is not a
+		// superset of the range. Ask for everything and filter here.
+		lw.o.Metrics.Fallback(lw.o.Name, ReasonShardInfoMismatch)
+		log.Info("The server's shardInfo does not echo the shardSelector sent; listing without it and filtering on the client", "reason", ReasonShardInfoMismatch, "err", err)
+		opts.ShardSelector = ""
+		if list, err = lw.inner.ListWithContext(ctx, opts); err != nil {
+			return nil, err
+		}
+		mode = ModeClient
+	} else if err != nil {
+		return nil, err
+	}
+	if mode == ModeClient {
+		dropped, err := Filter(list, sel)
+		if err != nil {
+			return nil, err
+		}
+		lw.o.Metrics.Fallback(lw.o.Name, ReasonClientFilter)
+		log.V(2).Info("The server ignored the shardSelector; filtered on the client", "reason", ReasonClientFilter, "dropped", dropped)
+	}
+	return lw.done(log, sel, mode, list), nil
+}
+
+// done records a completed list and returns it.
+func (lw *ListerWatcher) done(log klog.Logger, sel Selector, mode Mode, list runtime.Object) runtime.Object {
+	lw.mu.Lock()
+	prev := lw.mode
+	lw.listed, lw.mode = sel, mode
+	close(lw.synced)
+	lw.synced = make(chan struct{})
+	lw.mu.Unlock()
+	if mode != prev && mode != "" {
+		log.Info("Sharded list", "mode", string(mode), "selector", sel.String())
+		support := compat.Yes
+		if mode == ModeClient {
+			support = compat.No
+		}
+		lw.observe(support, "observed: shardSelector applied "+string(mode)+"-side")
+	}
+	return list
+}
+
+func (lw *ListerWatcher) observe(s compat.Support, detail string) {
+	if lw.o.Server != nil {
+		lw.o.Server.Observe(compat.Observation{Capability: Capability, Support: s, Detail: detail})
+	}
+}
+
+// WatchWithContext implements cache.WatcherWithContext.
+func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	lw.mu.Lock()
+	sel, changed := lw.listed, lw.changed
+	lw.mu.Unlock()
+	if cur := lw.o.Selector(); cur.String() != sel.String() {
+		// The range changed since the list this watch follows: list again.
+		lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
+		return nil, rangeChangedError()
+	}
+	opts.ShardSelector = sel.String()
+	w, err := lw.inner.WatchWithContext(ctx, opts)
+	if err != nil || sel.Empty() {
+		return w, err
+	}
+	f := &filteredWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go f.run(klog.FromContext(ctx).WithValues("lister", lw.o.Name), lw, sel, changed)
+	return f, nil
+}
+
+// rangeChangedError is a 410 Expired: client-go's reflector relists.
+func rangeChangedError() *apierrors.StatusError {
+	return apierrors.NewResourceExpired("steadywatch: the shard range changed (" + ReasonRangeChanged + "); relisting")
+}
+
+// filteredWatch forwards the events of a watch whose objects are in the
+// range, and ends with 410 Expired when the range changes.
+type filteredWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func (f *filteredWatch) Stop()                          { f.once.Do(func() { close(f.stop) }) }
+func (f *filteredWatch) ResultChan() <-chan watch.Event { return f.out }
+
+func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, changed <-chan struct{}) {
+	defer close(f.out)
+	defer f.inner.Stop()
+	in := f.inner.ResultChan()
+	send := func(ev watch.Event) bool {
+		select {
+		case f.out <- ev:
+			return true
+		case <-f.stop:
+			return false
+		}
+	}
+	outside := false
+	for {
+		var (
+			ev watch.Event
+			ok bool
+		)
+		select {
+		case <-f.stop:
+			return
+		case <-changed:
+			lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
+			log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", ReasonRangeChanged)
+			st := rangeChangedError().ErrStatus
+			send(watch.Event{Type: watch.Error, Object: &st})
+			return
+		case ev, ok = <-in:
+			if !ok {
+				return
+			}
+		}
+		switch ev.Type {
+		case watch.Added, watch.Modified, watch.Deleted:
+			inRange, err := sel.Matches(ev.Object)
+			if err == nil && !inRange {
+				// One hash per event: an object outside the range proves the
+				// server does not filter this watch.
+				lw.o.Metrics.Fallback(lw.o.Name, ReasonEventOutsideRange)
+				if !outside {
+					outside = true
+					log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange, "type", ev.Type)
+					lw.observe(compat.No, "observed: a watch event outside the shardSelector's range")
+				}
+				continue
+			}
+		}
+		if !send(ev) {
+			return
+		}
+	}
+}

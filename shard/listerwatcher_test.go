@@ -1,0 +1,271 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/shard"
+)
+
+// fakeServer answers lists with its objects, filtered and echoed only when
+// applies is set, and records the shardSelector of every request.
+type fakeServer struct {
+	mu      sync.Mutex
+	applies bool
+	echo    string // shardInfo to echo instead of the selector sent ("" = the one sent)
+	objs    []corev1.ConfigMap
+	sent    []string
+	w       *watch.FakeWatcher
+}
+
+func newFakeServer(n int, applies bool) *fakeServer {
+	s := &fakeServer{applies: applies, w: watch.NewFakeWithChanSize(16, false)}
+	for i := range n {
+		s.objs = append(s.objs, cm(i))
+	}
+	return s
+}
+
+func cm(i int) corev1.ConfigMap {
+	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("cm-", i), UID: types.UID(fmt.Sprint("uid-", i)), ResourceVersion: "5"}}
+}
+
+func (s *fakeServer) lw() *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.sent = append(s.sent, "list:"+o.ShardSelector)
+			l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}
+			sel, err := shard.Parse(o.ShardSelector)
+			if err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			for _, c := range s.objs {
+				if ok, _ := sel.Matches(&c); ok || !s.applies {
+					l.Items = append(l.Items, c)
+				}
+			}
+			if s.applies && o.ShardSelector != "" {
+				echo := o.ShardSelector
+				if s.echo != "" {
+					echo = s.echo
+				}
+				l.ShardInfo = &metav1.ShardInfo{Selector: echo}
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.sent = append(s.sent, "watch:"+o.ShardSelector)
+			return s.w, nil
+		},
+	}
+}
+
+type counting struct {
+	metrics.Nop
+	mu        sync.Mutex
+	fallbacks map[string]int
+}
+
+func (c *counting) Fallback(_, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fallbacks == nil {
+		c.fallbacks = map[string]int{}
+	}
+	c.fallbacks[reason]++
+}
+
+func (c *counting) count(reason string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fallbacks[reason]
+}
+
+var lowHalf = shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{Start: 0, End: 1 << 63}}}
+
+func inLowHalf(n int) int {
+	k := 0
+	for i := range n {
+		c := cm(i)
+		if ok, _ := lowHalf.Matches(&c); ok {
+			k++
+		}
+	}
+	return k
+}
+
+func TestWrapListsTheRangeWhetherTheServerFiltersOrNot(t *testing.T) {
+	for _, applies := range []bool{true, false} {
+		srv := newFakeServer(60, applies)
+		rec := &counting{}
+		lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
+		obj, err := lw.List(metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := obj.(*corev1.ConfigMapList).Items
+		want := shard.ModeServer
+		if !applies {
+			want = shard.ModeClient
+		}
+		if len(items) != inLowHalf(60) || lw.Mode() != want || srv.sent[0] != "list:"+lowHalf.String() {
+			t.Fatalf("server applies=%v: %d items (want %d), mode %q (want %q), sent %q", applies, len(items), inLowHalf(60), lw.Mode(), want, srv.sent)
+		}
+		if got := rec.count(shard.ReasonClientFilter); (got == 1) != !applies {
+			t.Fatalf("server applies=%v: %d client-filter fallbacks", applies, got)
+		}
+	}
+}
+
+func TestWrapListsAgainWithoutTheParameterOnAMismatchedEcho(t *testing.T) {
+	srv := newFakeServer(60, true)
+	srv.echo = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
+	rec := &counting{}
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
+	obj, err := lw.List(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(obj.(*corev1.ConfigMapList).Items); n != inLowHalf(60) || lw.Mode() != shard.ModeClient ||
+		len(srv.sent) != 2 || srv.sent[1] != "list:" || rec.count(shard.ReasonShardInfoMismatch) != 1 {
+		t.Fatalf("%d items, mode %q, sent %q, mismatches %d", n, lw.Mode(), srv.sent, rec.count(shard.ReasonShardInfoMismatch))
+	}
+}
+
+func TestWrapWatchDropsEventsOutsideTheRangeAndEndsWhenItChanges(t *testing.T) {
+	srv := newFakeServer(0, false)
+	rec := &counting{}
+	var mu sync.Mutex
+	sel := lowHalf
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { mu.Lock(); defer mu.Unlock(); return sel }, Metrics: rec})
+	if _, err := lw.List(metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.Watch(metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out corev1.ConfigMap
+	for i := 0; in.Name == "" || out.Name == ""; i++ {
+		c := cm(i)
+		if ok, _ := lowHalf.Matches(&c); ok {
+			in = c
+		} else {
+			out = c
+		}
+	}
+	srv.w.Add(&out)
+	srv.w.Add(&in)
+	select {
+	case ev := <-w.ResultChan():
+		if ev.Object.(*corev1.ConfigMap).Name != in.Name {
+			t.Fatalf("first event delivered is %s, want %s (the one outside the range dropped)", ev.Object.(*corev1.ConfigMap).Name, in.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event delivered")
+	}
+	if rec.count(shard.ReasonEventOutsideRange) != 1 {
+		t.Fatalf("outside-range fallbacks: %d", rec.count(shard.ReasonEventOutsideRange))
+	}
+	mu.Lock()
+	sel = shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{Start: 1 << 63, End: 0}}}
+	mu.Unlock()
+	lw.RangeChanged()
+	ev, ok := <-w.ResultChan()
+	if !ok || ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+		t.Fatalf("after RangeChanged: %v %+v, want a 410 Expired error event", ok, ev)
+	}
+	if _, ok := <-w.ResultChan(); ok {
+		t.Fatal("the watch did not end after its 410")
+	}
+	if _, err := lw.Watch(metav1.ListOptions{ResourceVersion: "5"}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("a watch after the range changed, before a list: %v, want 410 Expired", err)
+	}
+}
+
+type recordingHandler struct{ adds, deletes []string }
+
+func (r *recordingHandler) OnAdd(obj any, _ bool) {
+	r.adds = append(r.adds, obj.(*corev1.ConfigMap).Name)
+}
+func (r *recordingHandler) OnUpdate(_, _ any) {}
+func (r *recordingHandler) OnDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	r.deletes = append(r.deletes, obj.(*corev1.ConfigMap).Name)
+}
+
+func TestHandlerDoesNotReportAnObjectThatLeftTheRangeAsDeleted(t *testing.T) {
+	rec := &recordingHandler{}
+	h := shard.Handler(rec, func() shard.Selector { return lowHalf })
+	var in, out corev1.ConfigMap
+	for i := 0; in.Name == "" || out.Name == ""; i++ {
+		c := cm(i)
+		if ok, _ := lowHalf.Matches(&c); ok {
+			in = c
+		} else {
+			out = c
+		}
+	}
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/" + out.Name, Obj: &out})
+	h.OnDelete(&in)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/" + in.Name, Obj: &in})
+	if len(rec.deletes) != 2 || rec.deletes[0] != in.Name || rec.deletes[1] != in.Name {
+		t.Fatalf("deletes delivered %v, want only %s twice", rec.deletes, in.Name)
+	}
+}
+
+func TestWaitCoversWaitsForAListOfTheRange(t *testing.T) {
+	srv := newFakeServer(10, true)
+	var mu sync.Mutex
+	sel := lowHalf
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { mu.Lock(); defer mu.Unlock(); return sel }})
+	if _, err := lw.List(metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	whole := shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{Start: 0, End: 0}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := shard.WaitCovers(ctx, lw, whole); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitCovers before the list of the whole range: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- shard.WaitCovers(context.Background(), lw, whole) }()
+	mu.Lock()
+	sel = whole
+	mu.Unlock()
+	if _, err := lw.List(metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitCovers after the list: %v", err)
+	}
+}
+
+func TestWrapWithNoSlicesHoldsNothing(t *testing.T) {
+	srv := newFakeServer(20, true)
+	nothing, ok := shard.SelectorOf(shard.FieldUID, nil, 24)
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return nothing }})
+	obj, err := lw.List(metav1.ListOptions{})
+	if ok || err != nil || len(obj.(*corev1.ConfigMapList).Items) != 0 {
+		t.Fatalf("no slices: ok %v, err %v, %d items held", ok, err, len(obj.(*corev1.ConfigMapList).Items))
+	}
+}
