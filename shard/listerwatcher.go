@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -201,23 +202,30 @@ func (lw *ListerWatcher) observe(s compat.Support, detail string) {
 	}
 }
 
-// WatchWithContext implements cache.WatcherWithContext.
+// WatchWithContext implements cache.WatcherWithContext. A streaming list
+// (sendInitialEvents) is a list: it takes the current range, and the range
+// counts as listed when its initial-events-end bookmark passes. A plain
+// watch follows the last list and takes its range; if the range changed
+// since, it is refused with 410 Expired, so client-go lists again.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	streaming := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	cur := lw.o.Selector()
 	lw.mu.Lock()
 	sel, changed := lw.listed, lw.changed
 	lw.mu.Unlock()
-	if cur := lw.o.Selector(); cur.String() != sel.String() {
-		// The range changed since the list this watch follows: list again.
+	if streaming {
+		sel = cur
+	} else if !cur.Equal(sel) {
 		lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
 		return nil, rangeChangedError()
 	}
 	opts.ShardSelector = sel.String()
 	w, err := lw.inner.WatchWithContext(ctx, opts)
-	if err != nil || sel.Empty() {
+	if err != nil || (sel.Empty() && !streaming) {
 		return w, err
 	}
 	f := &filteredWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
-	go f.run(klog.FromContext(ctx).WithValues("lister", lw.o.Name), lw, sel, changed)
+	go f.run(klog.FromContext(ctx).WithValues("lister", lw.o.Name), lw, sel, changed, streaming)
 	return f, nil
 }
 
@@ -238,7 +246,7 @@ type filteredWatch struct {
 func (f *filteredWatch) Stop()                          { f.once.Do(func() { close(f.stop) }) }
 func (f *filteredWatch) ResultChan() <-chan watch.Event { return f.out }
 
-func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, changed <-chan struct{}) {
+func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, changed <-chan struct{}, streaming bool) {
 	defer close(f.out)
 	defer f.inner.Stop()
 	in := f.inner.ResultChan()
@@ -271,6 +279,16 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 			}
 		}
 		switch ev.Type {
+		case watch.Bookmark:
+			if streaming && isInitialEventsEnd(ev.Object) {
+				// The stream's initial state is complete: the range is listed.
+				streaming = false
+				mode := lw.Mode()
+				if outside {
+					mode = ModeClient
+				}
+				lw.done(log, sel, mode, nil)
+			}
 		case watch.Added, watch.Modified, watch.Deleted:
 			inRange, err := sel.Matches(ev.Object)
 			if err == nil && !inRange {
@@ -289,4 +307,22 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 			return
 		}
 	}
+}
+
+// CacheRange is the current value of WrapOptions.Selector, spelled out
+// (compare two values to see whether the range changed).
+func (lw *ListerWatcher) CacheRange() string {
+	s := lw.o.Selector()
+	if !s.Empty() && len(s.Ranges) == 0 {
+		return "nothing (" + s.Field + ")"
+	}
+	return s.String()
+}
+
+// isInitialEventsEnd reports whether a bookmark ends a streaming list's
+// initial events (annotation k8s.io/initial-events-end, API Concepts,
+// "Streaming lists").
+func isInitialEventsEnd(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 }

@@ -269,3 +269,46 @@ func TestWrapWithNoSlicesHoldsNothing(t *testing.T) {
 		t.Fatalf("no slices: ok %v, err %v, %d items held", ok, err, len(obj.(*corev1.ConfigMapList).Items))
 	}
 }
+
+func TestWrapStreamingListTakesTheCurrentRangeAndCountsAsListed(t *testing.T) {
+	srv := newFakeServer(0, false)
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }})
+	yes := true
+	w, err := lw.Watch(metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.sent[0]; got != "watch:"+lowHalf.String() {
+		t.Fatalf("streaming list sent %q, want the current range", got)
+	}
+	var in, out corev1.ConfigMap
+	for i := 0; in.Name == "" || out.Name == ""; i++ {
+		c := cm(i)
+		if ok, _ := lowHalf.Matches(&c); ok {
+			in = c
+		} else {
+			out = c
+		}
+	}
+	srv.w.Add(&out)
+	srv.w.Add(&in)
+	end := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "6", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	srv.w.Action(watch.Bookmark, end)
+	listed, next := lw.Listed()
+	if ev := <-w.ResultChan(); ev.Object.(*corev1.ConfigMap).Name != in.Name {
+		t.Fatalf("first streamed event %s, want %s", ev.Object.(*corev1.ConfigMap).Name, in.Name)
+	}
+	if ev := <-w.ResultChan(); ev.Type != watch.Bookmark {
+		t.Fatalf("then %v, want the end bookmark", ev.Type)
+	}
+	if !listed.Equal(lowHalf) {
+		select {
+		case <-next:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the streaming list never counted as listed")
+		}
+	}
+	if got, _ := lw.Listed(); !got.Equal(lowHalf) || lw.Mode() != shard.ModeClient {
+		t.Fatalf("after the end bookmark: listed %q, mode %q", got.String(), lw.Mode())
+	}
+}

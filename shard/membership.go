@@ -69,10 +69,19 @@ type MembershipOptions struct {
 	// renew our own), jittered by up to 20%. Default 2s.
 	RetryPeriod time.Duration
 	// WaitReady, if set, is called before newly assigned slices are acted on,
-	// with the Selector of every slice this member will then act on; the
-	// sharded cache lists its new ranges there ("list before acting"). An
-	// error leaves the slices unacted on this round.
+	// with the Selector of every slice this member will then act on, and at
+	// most RenewDeadline/2 to return; the sharded cache lists its new ranges
+	// there ("list before acting": WaitCovers). The new slices are in
+	// Desired (and so in CacheSelector) before it is called. An error leaves
+	// the slices unacted on this round.
 	WaitReady func(ctx context.Context, acting Selector) error
+	// Release, if set, is called after this member stopped acting on slices
+	// (Owns is already false for their objects) and before its claim on
+	// them goes, with their Selector and at most RenewDeadline/2 to return:
+	// the controller waits there for its reconciles of those objects that
+	// are still running. Until it returns nil the slices stay claimed, so no
+	// other member starts on them.
+	Release func(ctx context.Context, released Selector) error
 	// OnChange, if set, is called with each new View (from Run's goroutine).
 	OnChange func(View)
 	// Field is the hashed field of the Selectors this membership produces.
@@ -126,6 +135,7 @@ type Membership struct {
 
 	seen      map[string]observed // other members' Leases, by name
 	lastRenew time.Time           // start of our last successful renew
+	releasing []int               // slices no longer acted on, still claimed until Release returns nil
 }
 
 type observed struct {
@@ -237,15 +247,23 @@ func (m *Membership) round(ctx context.Context) {
 	live, others := m.observe(leases, start)
 	desired := Assign(append(live, m.o.Identity), m.o.Slices)[m.o.Identity]
 	cur := m.View()
-	// Stop acting on what is no longer ours before the claim goes.
+	members := append(slices.Clone(live), m.o.Identity)
+	slices.Sort(members)
+	members = slices.Compact(members)
+	// Stop acting on what is no longer ours before the claim goes, and let
+	// the cache start listing what is newly ours (Desired) before we act
+	// on it.
 	keep := intersect(cur.Acting, desired)
+	why := "assignment changed"
 	if len(keep) != len(cur.Acting) {
-		m.publish(log, View{Members: cur.Members, Desired: desired, Acting: keep}, "slices moved to other members")
+		why = "slices moved to other members"
 	}
+	m.publish(log, View{Members: members, Desired: desired, Acting: keep}, why)
+	m.release(ctx, log, union(m.releasing, slices.DeleteFunc(slices.Clone(cur.Acting), func(s int) bool { return slices.Contains(keep, s) })))
 	candidates := slices.DeleteFunc(slices.Clone(desired), func(s int) bool {
-		return slices.Contains(keep, s) || others[s]
+		return slices.Contains(keep, s) || others[s] || slices.Contains(m.releasing, s)
 	})
-	claims := union(keep, candidates)
+	claims := union(union(keep, candidates), m.releasing)
 	if err := m.renew(ctx, claims); err != nil {
 		log.V(2).Info("Renewing the member Lease failed", "err", err)
 		m.checkDeadline(log, start)
@@ -274,9 +292,23 @@ func (m *Membership) round(ctx context.Context) {
 			}
 		}
 	}
-	members := append(slices.Clone(live), m.o.Identity)
-	slices.Sort(members)
-	m.publish(log, View{Members: slices.Compact(members), Desired: desired, Acting: acting}, "round")
+	m.publish(log, View{Members: members, Desired: desired, Acting: acting}, "claims confirmed")
+}
+
+// release calls Release for slices this member no longer acts on; the ones
+// it does not confirm stay claimed (m.releasing) until a later round.
+func (m *Membership) release(ctx context.Context, log klog.Logger, released []int) {
+	m.releasing = nil
+	if len(released) == 0 || m.o.Release == nil {
+		return
+	}
+	sel, _ := SelectorOf(m.o.Field, released, m.o.Slices)
+	ctx, cancel := context.WithTimeout(ctx, m.o.RenewDeadline/2)
+	defer cancel()
+	if err := m.o.Release(ctx, sel); err != nil {
+		log.V(2).Info("Released slices still busy; keeping their claim this round", "slices", FormatSlices(released), "err", err)
+		m.releasing = released
+	}
 }
 
 // ready calls WaitReady for the slices about to be acted on.
@@ -285,6 +317,10 @@ func (m *Membership) ready(ctx context.Context, log klog.Logger, acting []int) b
 		return true
 	}
 	sel, _ := SelectorOf(m.o.Field, acting, m.o.Slices)
+	// Bounded: a cache that is slow to list is asked again next round, and
+	// the round's renewal is not held up past the renew deadline.
+	ctx, cancel := context.WithTimeout(ctx, m.o.RenewDeadline/2)
+	defer cancel()
 	if err := m.o.WaitReady(ctx, sel); err != nil {
 		log.V(2).Info("New slices not ready; not acting on them this round", "err", err)
 		return false

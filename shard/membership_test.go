@@ -258,3 +258,29 @@ func TestNewMembershipRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestMembershipKeepsTheClaimUntilReleaseConfirms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	g := newGroup(t)
+	a := g.join("a")
+	busy := true
+	a.o.Release = func(context.Context, Selector) error {
+		if busy {
+			return errors.New("a reconcile is still running")
+		}
+		return nil
+	}
+	g.rounds(rng, 2, "a")
+	g.join("b")
+	for range 4 {
+		g.rounds(rng, 1, "a", "b")
+		if got := g.members["b"].View().Acting; len(got) > 0 {
+			t.Fatalf("b acts on %v while a's Release has not confirmed", got)
+		}
+	}
+	busy = false
+	g.rounds(rng, 4, "a", "b")
+	if n := g.check("released"); n != DefaultMembershipSlices || len(g.members["b"].View().Acting) == 0 {
+		t.Fatalf("after Release confirmed: %d slices acted on, b acts on %v", n, g.members["b"].View().Acting)
+	}
+}

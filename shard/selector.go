@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,13 @@ func hexBound(v uint64, end bool) string {
 type Selector struct {
 	Field  string
 	Ranges []Range
+}
+
+// Equal reports whether s and o select the same ranges of the same field
+// (the Selector that selects nothing differs from the one that selects
+// everything, though neither sends a parameter).
+func (s Selector) Equal(o Selector) bool {
+	return s.Field == o.Field && slices.Equal(s.Ranges, o.Ranges)
 }
 
 // Empty reports whether s selects everything without a parameter (the zero
