@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -104,11 +103,7 @@ func designImports(path string) (map[arrow]bool, map[string]bool, error) {
 // is in and their imports of each other (non-test imports only).
 func moduleImports(t *testing.T) (map[arrow]bool, map[string]bool) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goTool, "list", "-f", `{{.Module.Path}} {{.ImportPath}} {{join .Imports " "}}`, "./...")
+	cmd := exec.Command("go", "list", "-f", `{{.Module.Path}} {{.ImportPath}} {{join .Imports " "}}`, "./...")
 	cmd.Dir = filepath.Join("..", "..")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
