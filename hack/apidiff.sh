@@ -6,6 +6,9 @@
 #
 #   APIDIFF_BASE=<ref>   compare against another tag or commit instead of the last tag
 #   APIDIFF_VERSION=...  the golang.org/x/exp version apidiff is built from
+#
+# Offline, once the tool and the module's dependencies are in the module cache:
+#   GOPROXY=file://$(go env GOMODCACHE)/cache/download GOSUMDB=off hack/apidiff.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
