@@ -20,7 +20,8 @@ all: test
 ## test: everything CI runs: lint, unit tests (race), real-apiserver builds, e2e suites.
 test: lint unit build-apiservers e2e
 
-## lint: gofmt, tidy go.mod files, go vet and staticcheck on every module; actionlint on the workflows.
+## lint: gofmt, tidy go.mod files, go vet and staticcheck on every module; actionlint on the workflows;
+## the SDK's API against the last release tag (hack/apidiff.sh: fails on incompatible changes).
 lint:
 	@echo "==> gofmt"; out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -28,6 +29,7 @@ lint:
 	@for m in $(MODULES); do echo "==> go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do echo "==> staticcheck ($$m)"; (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...); done
 	@echo "==> actionlint"; $(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yaml
+	@echo "==> apidiff"; GO=$(GO) hack/apidiff.sh
 
 ## unit: unit tests with the race detector (SDK, examples, plugin; e2e's pure packages run in `e2e`).
 unit:

@@ -1,7 +1,8 @@
 // Package canonical makes every custom resource an informer sees arrive in
 // one shape: the newest shape the controller understands.
 //
-// the Gateway API versioning guide ("API Versioning") explains why this is needed. The apiserver does
+// The Gateway API versioning guide ("API Versioning") explains why this is
+// needed. The apiserver does
 // not version stored custom resources: apiVersion names the schema that
 // processed the request, not what is stored, and with
 // x-kubernetes-preserve-unknown-fields every stored field comes back whatever

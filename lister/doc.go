@@ -7,7 +7,7 @@
 // around any cache.ListerWatcher in one call).
 //
 // What to do when a server answers in a way that needs a fallback is not
-// decided here: the executor (exec.go) asks the SDK's decision engine
+// decided here: the executor asks the SDK's decision engine
 // (internal/engine, shown row by row in docs/rules.md) for the next step and
 // follows it. The package also holds the SDK's one streaming-list guard
 // (AwaitInitialEvents, GuardInitialEvents).
@@ -16,17 +16,17 @@
 // (custom resources, unstructured), FromRESTClient (a generated typed
 // clientset, e.g. a custom resource's) and FromMetadataConfig (metadata
 // only) send those clients' own requests and decode each list response item
-// by item as it arrives (listdecode.go), so a large list is never held as
+// by item as it arrives, so a large list is never held as
 // response bytes and decoded objects at once; FromDynamicConfig also
-// decodes JSON watch events in half the passes client-go's REST client makes
-// (watchdecode.go), the same events. FromFuncs, FromDynamic and FromMetadata
+// decodes JSON watch events in half the passes client-go's REST client makes,
+// the same events. FromFuncs, FromDynamic and FromMetadata
 // adapt any list/watch pair as it is.
 //
-// A ListGate shared by the informers, reflectors and listers of a process
-// bounds how many collection reads they have in flight against one
-// apiserver and serves identical list requests once (listgate.go): informers
-// that start together then cost the apiserver about one list instead of the
-// sum of theirs.
+// A listgate.Gate set as Options.ListGate and shared by the informers,
+// reflectors and listers of a process bounds how many collection reads they
+// have in flight against one apiserver and serves identical list requests
+// once: informers that start together then cost the apiserver about one
+// list instead of the sum of theirs.
 //
 // It is not a cache or a reflector (see package reflector), and it never
 // returns data older than a requested NotOlderThan resourceVersion, nor data

@@ -179,42 +179,21 @@ func (r *run) loop(q Query, page PageFunc) error {
 	}
 }
 
-// send sends one page request, through Options.ListGate when it may return
-// more than one object: it may wait there for a slot, or be answered by an
-// identical request of another reader (shared). dur is the request's own
-// duration (0 when shared), never the wait for a slot: the planner reads
-// it as the time client-go's REST client spent on hidden retries.
+// send sends one page request, through Options.ListGate (which lets
+// requests of at most one object pass at once): it may wait there for a
+// slot, or be answered by an identical request of another reader (shared).
+// dur is the request's own duration (0 when shared), never the wait for a
+// slot: the planner reads it as the time client-go's REST client spent on
+// hidden retries.
 func (r *run) send(opts metav1.ListOptions) (obj runtime.Object, shared bool, dur time.Duration, err error) {
 	list := func(ctx context.Context) (runtime.Object, error) {
 		t0 := time.Now()
 		defer func() { dur = time.Since(t0) }()
 		return r.l.c.List(ctx, opts)
 	}
-	if opts.Limit == 1 || r.l.o.ListGate == nil {
-		obj, err = list(r.ctx)
-		return obj, false, dur, err
-	}
-	key := ""
-	if k, ok := r.l.c.(requestKeyer); ok {
-		if id := k.requestKey(); id != "" {
-			if b, jerr := json.Marshal(opts); jerr == nil {
-				key = id + "?" + string(b)
-			}
-		}
-	}
-	// An identical request in flight satisfies resourceVersion "0" (Any),
-	// a given resourceVersion and a continue token (the same snapshot); a
-	// MostRecent read may share only a request sent after it was made.
-	joinable := opts.ResourceVersion != "" || opts.Continue != ""
-	obj, shared, err = r.l.o.ListGate.list(r.ctx, key, joinable, r.l.o.Name, r.l.o.Metrics, list)
+	obj, shared, err = r.l.o.ListGate.List(r.ctx, r.l.o.Name, r.l.o.Metrics, r.l.c, opts, list)
 	return obj, shared, dur, err
 }
-
-// requestKeyer is implemented by the Clients whose list request is wholly
-// determined by the client and its ListOptions: requestKey names the
-// client (its REST client instance, and so its credentials; path; content
-// type; list type). ListGate shares answers only between equal keys.
-type requestKeyer interface{ requestKey() string }
 
 func (r *run) matchSupport() engine.MatchSupport {
 	switch r.l.o.Server.Capabilities(r.ctx).Get(compat.ResourceVersionMatch) {

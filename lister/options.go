@@ -7,6 +7,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -129,11 +130,11 @@ type Options struct {
 	// lists up to their initial-events-end bookmark) they have in flight at
 	// once; the others wait in arrival order; and it sends identical list
 	// requests of the same client once, each reader getting its own copy
-	// (see ListGate for when, and for the trade-off: the apiserver's work
+	// (see listgate.Gate for when, and for the trade-off: the apiserver's work
 	// against the later informers' sync time, and for its hold bound, after
 	// which a stuck read stops holding the others back). Default nil: no
 	// bound and nothing shared, as client-go.
-	ListGate *ListGate
+	ListGate *listgate.Gate
 	// MaxRequests bounds the requests of one list call that deliver no page
 	// (retries, fallbacks, restarts), a safety net over the policy's budgets.
 	// The pages of a paginated list are not counted: a list of any size

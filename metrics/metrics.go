@@ -39,7 +39,7 @@ type Recorder interface {
 }
 
 // ListGateRecorder is implemented by a Recorder that also wants to know
-// what a lister.ListGate did (the Recorder interface stays as it is, so
+// what a listgate.Gate did (the Recorder interface stays as it is, so
 // existing implementations keep compiling). The Prometheus adapter
 // implements it.
 type ListGateRecorder interface {
@@ -50,7 +50,7 @@ type ListGateRecorder interface {
 	// identical request (a copy of its answer, no request of its own).
 	ListGateShared(name string)
 	// ListGateOverdue is called once per collection read that held a slot
-	// longer than the gate's hold bound (lister.WithMaxHold) and so stopped
+	// longer than the gate's hold bound (listgate.WithMaxHold) and so stopped
 	// counting against the slots: a list or stream that is stuck or slow.
 	ListGateOverdue(name string)
 }

@@ -31,6 +31,6 @@
 // SharedInformerFactory (factory.InformerFor), NewSharedIndexInformer and
 // NewInformerFunc for controller-runtime's cache.Options.NewInformer or in
 // place of cache.NewSharedIndexInformer. It does not decide the
-// KEP-2523 list fallbacks itself: package fallback decides, package lister
-// executes (Options.List).
+// KEP-2523 list fallbacks itself: package lister executes every list
+// (Options.List), following the SDK's decision table (docs/rules.md).
 package reflector

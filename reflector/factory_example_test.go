@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -42,11 +43,11 @@ func ExampleFactoryInformer() {
 }
 
 // Two controllers of one process, each with an informer factory of its
-// own, share one lister.ListGate: their initial lists reach the apiserver
+// own, share one listgate.Gate: their initial lists reach the apiserver
 // one at a time (with a real clientset, identical lists are sent once).
 func ExampleFactoryInformer_listGate() {
 	cs := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
-	gate := lister.NewListGate(1) // one per apiserver, for the whole process
+	gate := listgate.New(1) // one per apiserver, for the whole process
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var factories []informers.SharedInformerFactory

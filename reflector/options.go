@@ -11,6 +11,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -106,10 +107,10 @@ type Options struct {
 	// client are sent once (MostRecent ones when they queued together).
 	// Reflectors that start together then cost the apiserver about the
 	// work of one list instead of the sum of theirs, and with different
-	// collections the later ones sync later (lister.ListGate). Default
+	// collections the later ones sync later (listgate.Gate). Default
 	// nil: no bound, nothing shared. A List of the caller's own is not
 	// gated; its streaming lists are.
-	ListGate *lister.ListGate
+	ListGate *listgate.Gate
 
 	// PaginateLists lists MostRecent page by page (PageSize, growing to
 	// MaxPageSize) from the first attempt. Default false: a MostRecent list

@@ -596,7 +596,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	// the apiserver is sending the collection.
 	release, err := r.listerOptions().ListGate.Acquire(ctx, r.name, r.o.Metrics)
 	if err != nil {
-		return stopped{}, because(ReasonContextDone, "context ended while waiting for a lister.ListGate slot")
+		return stopped{}, because(ReasonContextDone, "context ended while waiting for a listgate.Gate slot")
 	}
 	defer release()
 	opened := r.o.Clock.Now()

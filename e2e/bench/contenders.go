@@ -23,6 +23,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -54,10 +55,10 @@ type contender struct {
 	// CR: the contender keeps a cache of the bench's custom resources
 	// (crGVR, JSON only: CRs have no protobuf) over a dynamic client.
 	CR bool `json:"cr,omitempty"`
-	// ListGate: the caches of one process share a lister.ListGate of this
+	// ListGate: the caches of one process share a listgate.Gate of this
 	// many slots (0: none).
 	ListGate int `json:"list_gate,omitempty"`
-	gate     *lister.ListGate
+	gate     *listgate.Gate
 	// NoCount: lister.Options.DisableInitialEventsCount (no limit=1 read
 	// beside each streaming list) for Kind sw-informer.
 	NoCount bool `json:"no_count,omitempty"`
@@ -67,7 +68,7 @@ type contender struct {
 // ListGate.
 func (c contender) forProcess() contender {
 	if c.ListGate > 0 {
-		c.gate = lister.NewListGate(c.ListGate)
+		c.gate = listgate.New(c.ListGate)
 	}
 	return c
 }
@@ -117,18 +118,18 @@ var contenders = []contender{
 		Desc: "lever: sw-reflector with rest.Config.DisableCompression"},
 	{Name: "sw-informer-gate1-nogzip", Kind: "sw-informer", Ours: true, ListGate: 1, NoGzip: true, P5Lever: true,
 		Desc: "lever: sw-informer-gate1 with rest.Config.DisableCompression"},
-	// A process's initial lists queued through one lister.ListGate (P5 on
+	// A process's initial lists queued through one listgate.Gate (P5 on
 	// servers where stock lists unpaginated).
 	{Name: "sw-informer-nocount", Kind: "sw-informer", Ours: true, NoCount: true, P5Lever: true,
 		Desc: "lever: sw-informer with lister.Options.DisableInitialEventsCount (no limit=1 count read beside each streaming list)"},
 	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, P5Lever: true,
-		Desc: "lever: sw-informer with one lister.ListGate of 1 slot shared by the process's informers"},
+		Desc: "lever: sw-informer with one listgate.Gate of 1 slot shared by the process's informers"},
 	{Name: "sw-informer-gate2", Kind: "sw-informer", Ours: true, ListGate: 2, P5Lever: true,
-		Desc: "lever: sw-informer with one lister.ListGate of 2 slots shared by the process's informers"},
+		Desc: "lever: sw-informer with one listgate.Gate of 2 slots shared by the process's informers"},
 	{Name: "sw-reflector-gate1", Kind: "sw-reflector", Ours: true, ListGate: 1, P5Lever: true,
-		Desc: "lever: sw-reflector with one lister.ListGate of 1 slot shared by the process's reflectors"},
+		Desc: "lever: sw-reflector with one listgate.Gate of 1 slot shared by the process's reflectors"},
 	{Name: "sw-reflector-gate2", Kind: "sw-reflector", Ours: true, ListGate: 2, P5Lever: true,
-		Desc: "lever: sw-reflector with one lister.ListGate of 2 slots shared by the process's reflectors"},
+		Desc: "lever: sw-reflector with one listgate.Gate of 2 slots shared by the process's reflectors"},
 	{Name: "sw-reflector-paged-gate1", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, ListGate: 1, P5Lever: true,
 		Desc: "lever: sw-reflector-gate1 with DisableStreamingList and PaginateLists (one shared MostRecent list, page by page, pages within MaxPageBytes)"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.

@@ -18,10 +18,11 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-var _ = Describe("lister.ListGate: informers that start together read their collections one at a time on a real apiserver", Label("conformance", "needs-faults"), Ordered, func() {
+var _ = Describe("listgate.Gate: informers that start together read their collections one at a time on a real apiserver", Label("conformance", "needs-faults"), Ordered, func() {
 	var e *env
 	const set, objects = "gate", 300
 	BeforeAll(func(ctx SpecContext) {
@@ -54,7 +55,7 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 	It("six drop-in informers listing different selections (DisableStreamingList) with a gate of one slot: no two list responses overlap at the server", func(ctx SpecContext) {
 		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
-		gate := lister.NewListGate(1)
+		gate := listgate.New(1)
 		e.proxy.ResetRequests()
 		var infs []cache.SharedIndexInformer
 		for i := range 6 {
@@ -96,21 +97,21 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 		client := e.client(true) // one clientset: one REST client, so its answers may be shared
 		for _, tc := range []struct {
 			what  string
-			start func(gate *lister.ListGate) (synced func() bool, store cache.Store)
+			start func(gate *listgate.Gate) (synced func() bool, store cache.Store)
 			n     int
 		}{
-			{"drop-in informers (client-go lists resourceVersion 0: identical requests in flight are shared too)", func(gate *lister.ListGate) (func() bool, cache.Store) {
+			{"drop-in informers (client-go lists resourceVersion 0: identical requests in flight are shared too)", func(gate *listgate.Gate) (func() bool, cache.Store) {
 				inf := runInformer(ctx, lister.NewListerWatcher(client, lister.Options{Server: srv, LabelSelector: "set=" + set, DisableStreamingList: true, ListGate: gate}), &corev1.ConfigMap{})
 				return inf.HasSynced, inf.GetStore()
 			}, 6},
-			{"reflector.New (MostRecent: only requests queued together are shared)", func(gate *lister.ListGate) (func() bool, cache.Store) {
+			{"reflector.New (MostRecent: only requests queued together are shared)", func(gate *listgate.Gate) (func() bool, cache.Store) {
 				// The namespace holds only the set: no selector needed.
 				r, store := runReflector(ctx, client, &corev1.ConfigMap{}, reflector.Options{Server: srv, DisableStreamingList: true, ListGate: gate})
 				return r.HasSynced, store
 			}, 4},
 		} {
 			By(tc.what)
-			gate := lister.NewListGate(1)
+			gate := listgate.New(1)
 			e.proxy.ResetRequests()
 			var synced []func() bool
 			var stores []cache.Store
@@ -141,7 +142,7 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(srv.Capabilities(ctx).Get(compat.StreamingList)).To(Equal(compat.Yes), "the server streams lists")
-		gate := lister.NewListGate(1)
+		gate := listgate.New(1)
 		e.proxy.ResetRequests()
 		var synced []func() bool
 		var stores []cache.Store
@@ -170,7 +171,7 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
 		const hold = 2 * time.Second
-		gate := lister.NewListGate(1, lister.WithMaxHold(hold))
+		gate := listgate.New(1, listgate.WithMaxHold(hold))
 		e.proxy.ResetRequests()
 		// A proxy that accepts one informer's list and never answers it:
 		// client-go's REST client has no request timeout by default, so
@@ -227,7 +228,7 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 	})
 
 	It("a waiting informer whose context ends leaves the gate without sending a request", func(ctx SpecContext) {
-		gate := lister.NewListGate(1)
+		gate := listgate.New(1)
 		release, err := gate.Acquire(ctx, "holder", nil)
 		Expect(err).NotTo(HaveOccurred())
 		defer release()

@@ -181,14 +181,14 @@ the API says which resources are cached, so set it yourself for those resources:
 under ` + "`lister.Options.MaxPageBytes`" + ` (16 MiB), so large objects keep pages of 500.
 
 When several informers of one process start together (controllers with informer factories of their
-own), share one ` + "`lister.NewListGate(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
+own), share one ` + "`listgate.New(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
 ` + "`reflector.Options.ListGate`" + `): their collection reads reach the apiserver one at a time, streaming
 lists included, and identical list requests are sent once. Measured with 8 informers on 244 MiB: one
 list instead of eight, 0.13x stock's apiserver allocations and 0.17x its CPU on v1.33.13; +1.5 GiB
 instead of +10.8 GiB of apiserver heap without the watch cache (docs/benchmarks.md, P5). Where the
 server streams lists from its watch cache it only makes informers wait (more apiserver CPU, a slower sync). ` + "`steadywatch_list_gate_waits_total`" + `
 and ` + "`steadywatch_list_gate_shared_total`" + ` show what it did; ` + "`steadywatch_list_gate_overdue_total`" + ` counts
-reads that held a slot longer than the gate's hold bound (1 minute unless ` + "`lister.WithMaxHold`" + ` says
+reads that held a slot longer than the gate's hold bound (1 minute unless ` + "`listgate.WithMaxHold`" + ` says
 otherwise: a list a proxy never answers), after which the next informer is let in.
 
 ## The apiserver's CPU jumps when my informers start

@@ -106,10 +106,10 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 		},
 		consistencyChecks: counter("consistency_checks_total", "Consistency checks of a reflector's store against an Exact list, by result (ok, mismatch, error).", "name", "result"),
 		transitions:       counter("transitions_total", "Reflector state machine transitions.", "name", "from", "to", "reason"),
-		gateWaits:         counter("list_gate_waits_total", "Collection reads that waited for a lister.ListGate slot.", "name"),
-		gateWaitSeconds:   counter("list_gate_wait_seconds_total", "Seconds collection reads waited for a lister.ListGate slot.", "name"),
-		gateShared:        counter("list_gate_shared_total", "Lists answered by another reader's identical request through a lister.ListGate.", "name"),
-		gateOverdue:       counter("list_gate_overdue_total", "Collection reads that held a lister.ListGate slot longer than its hold bound (stuck or slow) and stopped counting against its slots.", "name"),
+		gateWaits:         counter("list_gate_waits_total", "Collection reads that waited for a listgate.Gate slot.", "name"),
+		gateWaitSeconds:   counter("list_gate_wait_seconds_total", "Seconds collection reads waited for a listgate.Gate slot.", "name"),
+		gateShared:        counter("list_gate_shared_total", "Lists answered by another reader's identical request through a listgate.Gate.", "name"),
+		gateOverdue:       counter("list_gate_overdue_total", "Collection reads that held a listgate.Gate slot longer than its hold bound (stuck or slow) and stopped counting against its slots.", "name"),
 	}
 	if reg == nil {
 		return r, nil

@@ -65,16 +65,16 @@ steadywatch_consistency_checks_total{name="v1/configmaps",result="mismatch"} 1
 # HELP steadywatch_transitions_total Reflector state machine transitions.
 # TYPE steadywatch_transitions_total counter
 steadywatch_transitions_total{from="Listing",name="v1/configmaps",reason="listed",to="Watching"} 1
-# HELP steadywatch_list_gate_waits_total Collection reads that waited for a lister.ListGate slot.
+# HELP steadywatch_list_gate_waits_total Collection reads that waited for a listgate.Gate slot.
 # TYPE steadywatch_list_gate_waits_total counter
 steadywatch_list_gate_waits_total{name="v1/configmaps"} 2
-# HELP steadywatch_list_gate_wait_seconds_total Seconds collection reads waited for a lister.ListGate slot.
+# HELP steadywatch_list_gate_wait_seconds_total Seconds collection reads waited for a listgate.Gate slot.
 # TYPE steadywatch_list_gate_wait_seconds_total counter
 steadywatch_list_gate_wait_seconds_total{name="v1/configmaps"} 2
-# HELP steadywatch_list_gate_shared_total Lists answered by another reader's identical request through a lister.ListGate.
+# HELP steadywatch_list_gate_shared_total Lists answered by another reader's identical request through a listgate.Gate.
 # TYPE steadywatch_list_gate_shared_total counter
 steadywatch_list_gate_shared_total{name="v1/configmaps"} 1
-# HELP steadywatch_list_gate_overdue_total Collection reads that held a lister.ListGate slot longer than its hold bound (stuck or slow) and stopped counting against its slots.
+# HELP steadywatch_list_gate_overdue_total Collection reads that held a listgate.Gate slot longer than its hold bound (stuck or slow) and stopped counting against its slots.
 # TYPE steadywatch_list_gate_overdue_total counter
 steadywatch_list_gate_overdue_total{name="v1/configmaps"} 1
 `

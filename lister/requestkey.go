@@ -1,0 +1,69 @@
+package lister
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/listgate"
+)
+
+// The clients whose list request is wholly determined by the client and its
+// ListOptions name it, so that a listgate.Gate may answer identical
+// requests once.
+var (
+	_ listgate.RequestKeyer = restClient{}
+	_ listgate.RequestKeyer = typedClient{}
+	_ listgate.RequestKeyer = dynamicClient{}
+	_ listgate.RequestKeyer = metadataClient{}
+)
+
+// clientID names a REST client instance (and so its credentials and
+// transport): answers are shared only between requests of one instance.
+// "" (never shared) for a client that is not a pointer.
+func clientID(rc rest.Interface) string {
+	v := reflect.ValueOf(rc)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return ""
+	}
+	return fmt.Sprintf("%T@%x", rc, v.Pointer())
+}
+
+// RequestKey implements listgate.RequestKeyer: REST client instance,
+// resource, namespace, content type and list type.
+func (c restClient) RequestKey() string {
+	id := clientID(c.r.Client)
+	if id == "" {
+		return ""
+	}
+	return fmt.Sprintf("rest|%s|%s|%s|protobuf=%t|%T", id, c.r.Resource, c.r.Namespace, c.r.PrefersProtobuf, c.r.List)
+}
+
+// RequestKey implements listgate.RequestKeyer: the typed client's own
+// request when lists are decoded item by item; "" for a fake clientset's.
+func (c typedClient) RequestKey() string {
+	if c.rest == nil {
+		return ""
+	}
+	return c.rest.RequestKey()
+}
+
+// RequestKey implements listgate.RequestKeyer: REST client instance and
+// path.
+func (c dynamicClient) RequestKey() string {
+	if id := clientID(c.rc); id != "" {
+		return "dynamic|" + id + "|" + strings.Join(c.path, "/")
+	}
+	return ""
+}
+
+// RequestKey implements listgate.RequestKeyer: REST client instance and
+// path.
+func (c metadataClient) RequestKey() string {
+	if id := clientID(c.rc); id != "" {
+		return "metadata|" + id + "|" + strings.Join(c.path, "/")
+	}
+	return ""
+}
