@@ -105,7 +105,7 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 			}, 6},
 			{"reflector.New (MostRecent: only requests queued together are shared)", func(gate *lister.ListGate) (func() bool, cache.Store) {
 				// The namespace holds only the set: no selector needed.
-				r, store := runReflector(ctx, client, &corev1.ConfigMap{}, reflector.Options{Server: srv, DisableStreamingList: true, ListGate: gate})
+				r, store := runReflector(ctx, client, &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, DisableStreamingList: true, ListGate: gate}})
 				return r.HasSynced, store
 			}, 4},
 		} {
@@ -147,7 +147,7 @@ var _ = Describe("lister.ListGate: informers that start together read their coll
 		var stores []cache.Store
 		for i := range 2 {
 			r, store := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set="+set), &corev1.ConfigMap{},
-				reflector.Options{Server: srv, Name: fmt.Sprintf("gated-%d", i), ListGate: gate})
+				reflector.Options{Lister: lister.Options{Server: srv, Name: fmt.Sprintf("gated-%d", i), ListGate: gate}})
 			synced, stores = append(synced, r.HasSynced), append(stores, store)
 			inf := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=" + set, ListGate: gate}), &corev1.ConfigMap{})
 			synced, stores = append(synced, inf.HasSynced), append(stores, inf.GetStore())
