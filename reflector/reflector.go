@@ -47,7 +47,7 @@ func ListFromLister(l *lister.Lister) ListFunc {
 type Reflector struct {
 	client       Client
 	list         ListFunc
-	lister       *lister.Lister // nil when the list function was supplied
+	lister       *lister.Lister // the default List's, and planList's probe
 	store        cache.ReflectorStore
 	expectedType reflect.Type
 	expectedGVK  *schema.GroupVersionKind
@@ -129,8 +129,10 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 	}
 	r.o = resolve(o, expectedType)
 	r.name = r.o.Name
+	// The lister sends the default lists, and planList's limit=1 probe
+	// also when List is the caller's own.
+	r.lister = lister.New(c, r.listerOptions())
 	if r.list == nil {
-		r.lister = lister.New(c, r.listerOptions())
 		r.list = ListFromLister(r.lister)
 	}
 	b := r.o.Backoff.New() // never stops by itself: a reflector retries until its context ends
@@ -185,7 +187,7 @@ func (r *Reflector) listerOptions() lister.Options {
 	return lo
 }
 
-// Name returns the reflector's name (Options.Name or its default).
+// Name returns the reflector's name (Options.Lister.Name, resolved: lister.Options.Resolve).
 func (r *Reflector) Name() string { return r.name }
 
 // LastSyncResourceVersion returns the last resourceVersion the store
@@ -331,9 +333,6 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		return q.WithLimit(r.o.pageSize), q, nil
 	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(compat.ConsistentListFromCache) == compat.Yes:
 		return q, q, nil
-	}
-	if r.lister == nil {
-		return q.WithLimit(r.o.pageSize), q, nil
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list
 	// through the lister (which would follow its continue token to the end).

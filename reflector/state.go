@@ -143,7 +143,7 @@ const (
 	// instead of a 410); backing off, then relisting after
 	// Options.MaxShortWatches of them.
 	ReasonShortWatch = "short-watch"
-	// ReasonStalled: no event or bookmark for Options.StallTimeout (a proxy
+	// ReasonStalled: no event or bookmark for Options.Lister.StallTimeout (a proxy
 	// holding a dead connection); the watch was restarted from the last
 	// resourceVersion.
 	ReasonStalled = "stalled"
