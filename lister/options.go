@@ -189,7 +189,8 @@ type Options struct {
 //     caller's own is used as given.
 //   - every other zero field: its documented default.
 //
-// Resolving resolved options again changes nothing.
+// Resolving resolved options again gives options that behave the same (a
+// scoped Server is scoped again to the same group/version).
 func (o Options) Resolve(exampleObject runtime.Object) Options {
 	if o.Resource.Empty() && exampleObject != nil {
 		o.Resource, _ = ResourceOf(exampleObject)
