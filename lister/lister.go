@@ -25,9 +25,10 @@ type Lister struct {
 	o Options
 }
 
-// New returns a Lister. The zero Options are safe defaults.
+// New returns a Lister. The zero Options are safe defaults; o is resolved
+// with no example object (Options.Resolve).
 func New(c Client, o Options) *Lister {
-	return &Lister{c: c, o: o.withDefaults()}
+	return &Lister{c: c, o: o.Resolve(nil)}
 }
 
 // PageFunc receives one page (a list object with its items). It must not
@@ -216,7 +217,7 @@ func oneNamed(items []runtime.Object, name, rv string, rec *Record) (runtime.Obj
 }
 
 func (l *Lister) baseOptions() metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: l.o.LabelSelector, FieldSelector: l.o.FieldSelector}
+	return l.o.withSelectors(metav1.ListOptions{})
 }
 
 // appendItems moves src's items to the end of dst's. Typed, unstructured and

@@ -180,12 +180,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 	log := klog.FromContext(ctx).WithValues("lister", o.Name)
 	base := options
 	base.ResourceVersion, base.ResourceVersionMatch, base.Limit, base.Continue = "", "", 0, ""
-	if base.LabelSelector == "" {
-		base.LabelSelector = o.LabelSelector
-	}
-	if base.FieldSelector == "" {
-		base.FieldSelector = o.FieldSelector
-	}
+	base = o.withSelectors(base)
 	lw.mu.Lock()
 	delivered, paginates, unserved := lw.delivered, lw.paginates, lw.unserved
 	lw.unserved = ""
@@ -344,12 +339,7 @@ func relistError(detail string, reason fallback.ReasonCode) watch.Event {
 // WatchWithContext implements cache.WatcherWithContext.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	o := lw.l.o
-	if options.LabelSelector == "" {
-		options.LabelSelector = o.LabelSelector
-	}
-	if options.FieldSelector == "" {
-		options.FieldSelector = o.FieldSelector
-	}
+	options = o.withSelectors(options)
 	log := klog.FromContext(ctx).WithValues("lister", o.Name)
 	lw.mu.Lock()
 	lw.watches++

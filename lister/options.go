@@ -1,8 +1,11 @@
 package lister
 
 import (
+	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/steadywatch/steadywatch/compat"
@@ -11,26 +14,42 @@ import (
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
-// DefaultStallTimeout is Options.StallTimeout's default.
-const DefaultStallTimeout = 3 * time.Minute
+// Defaults of Options: the values Resolve gives a zero field.
+const (
+	DefaultPageSize     int64 = 500
+	DefaultMaxPageBytes int64 = 16 << 20
+	DefaultStallTimeout       = 3 * time.Minute
+	DefaultMaxRequests        = 64
+)
 
-// DefaultMaxPageBytes is Options.MaxPageBytes's default.
-const DefaultMaxPageBytes = 16 << 20
-
-// Options configures a Lister. The zero value is a safe default.
+// Options configures a Lister, and every adoption path built on one: the
+// drop-in ListerWatcher (NewListerWatcher, Wrap), the informer constructors
+// of package reflector, and reflector.New (as reflector.Options.Lister, the
+// only place the reflector takes these settings from). The zero value is a
+// safe default. Each path resolves the derived values (Resource, Name, the
+// capability scope) once, with Resolve; a path either honours a field or
+// rejects it with an error (reflector.Options.Validate): none is ignored.
 type Options struct {
 	// Server is what is known about the apiserver (compat.Detector.ForConfig,
 	// compat.Static). Nil: learn from behaviour only. The lister starts with
 	// Unknown support, sends resourceVersionMatch (the Match wire form) and
 	// verifies every answer; what it observes is kept for this Lister.
+	// reflector.New streams lists only where Server says the server supports
+	// them, so give it a Detector's Server to use streaming lists there.
 	Server compat.Server
-	// Policy configures the fallbacks; the zero value is fallback's safe default.
+	// Policy configures the fallbacks; the zero value is fallback's safe
+	// default. Its MaxRetryAfter also caps every Retry-After reflector.New
+	// honours between its own attempts.
 	Policy fallback.Policy
 	// PageSize is the limit the executor uses when it must choose one: rule 2
 	// (an Exact list retried with a limit) and Exact on a server that ignores
-	// resourceVersionMatch. Default 500. It does not paginate queries on its
-	// own: Query.Limit 0 means one unpaginated request; use Query.WithLimit for
-	// bounded memory.
+	// resourceVersionMatch. Default DefaultPageSize (500, client-go's pager
+	// default). It does not paginate queries on its own: Query.Limit 0 means
+	// one unpaginated request; use Query.WithLimit for bounded memory.
+	// reflector.New also uses it as the page size of its MostRecent, Any and
+	// Exact lists; there a negative PageSize means unpaginated lists (one
+	// response holds everything: fewer round trips, unbounded memory on both
+	// sides), and the executor's own limit stays 500.
 	PageSize int64
 	// MaxPageSize, when larger than a paginated query's limit, makes each
 	// continuation page ask for twice the previous page's limit, up to
@@ -40,42 +59,51 @@ type Options struct {
 	// second after a burst of 10 unless set), and a paginated list of a
 	// large collection otherwise spends most of its time waiting for that
 	// limiter. The trade-off: a page costs the apiserver (and this client)
-	// memory in proportion to its size, so MaxPageSize bounds it. Default 0:
-	// every page asks for the query's own limit (a caller's WithLimit(500)
-	// means pages of at most 500). reflector.New sets it (see
-	// reflector.Options.MaxPageSize).
+	// memory in proportion to its size, so MaxPageSize (and MaxPageBytes)
+	// bound it. Default 0: every page asks for the query's own limit (a
+	// caller's WithLimit(500) means pages of at most 500). reflector.New
+	// defaults it to DefaultMaxPageSizeFactor x PageSize; negative: every
+	// page asks for the query's own limit there too.
 	MaxPageSize int64
 	// MaxPageBytes bounds that growth in bytes: a continuation page asks
 	// for more objects than the previous one only while the previous page's
 	// objects (their encoded size, sampled) say the next page stays within
-	// MaxPageBytes. Large objects then keep the query's own limit: 4000
-	// ConfigMaps of 50 KiB are a 195 MiB page, which the apiserver holds in
-	// memory while it builds it (without its watch cache, 8 reflector.New
-	// paginating such a collection cost it +3.1-3.5 GiB heap with growing
-	// pages against +1.1-1.3 GiB with pages of 500; docs/benchmarks.md).
-	// Default DefaultMaxPageBytes (16 MiB: 4000 objects of 4 KiB);
-	// negative: bounded by MaxPageSize only.
+	// MaxPageBytes. Large objects then keep the query's own limit. The
+	// trade-off: the apiserver holds each page in memory while it builds it,
+	// so larger pages cost it more heap, most of all without its watch cache
+	// (docs/benchmarks.md measures it). Default DefaultMaxPageBytes (16 MiB:
+	// 4000 objects of 4 KiB); negative: bounded by MaxPageSize only.
 	MaxPageBytes int64
-	// Metrics receives one List per call and one Fallback per event. Default metrics.Nop.
+	// Metrics receives one List per call and one Fallback per event (and,
+	// on reflector.New, its transitions). Default metrics.Nop.
 	Metrics metrics.Recorder
-	// Resource is the group/version/resource listed (ResourceOf derives it
-	// from an example object). It scopes what the lister learns about the
-	// server to that API group/version (compat.ForGroupVersion: an aggregated
-	// API or a CRD that ignores a parameter says nothing about core
-	// resources) and names logs and metrics. Default: unknown (evidence is
-	// host-wide, Name "lister").
+	// Resource is the group/version/resource listed. It scopes what is
+	// learned about the server to that API group/version
+	// (compat.ForGroupVersion: an aggregated API or a CRD that ignores a
+	// parameter says nothing about core resources) and names logs and
+	// metrics. Default: derived from the example object where the path has
+	// one (ResourceOf: the informer constructors, reflector.New); else
+	// unknown (evidence is host-wide). Wrap and NewListerWatcher cannot
+	// derive it: set it there.
 	Resource schema.GroupVersionResource
 	// Name labels logs and metrics. Default: Resource as "v1/configmaps" or
-	// "apps/v1/deployments", else "lister". Keep it low-cardinality.
+	// "apps/v1/deployments"; else the example object's Go type (e.g.
+	// "*v1.Widget") where the path has one; else "lister". Keep it
+	// low-cardinality.
 	Name string
-	// LabelSelector and FieldSelector are sent with every request.
+	// LabelSelector and FieldSelector are sent with every request: each
+	// list page, retry and fallback, each watch and streaming list. Where
+	// client-go's own ListOptions carry a selector too (a factory's
+	// TweakListOptions), both apply (they are joined with ",", which
+	// selects objects matching both).
 	LabelSelector, FieldSelector string
 	// LastObservedRV, if set, returns the newest resourceVersion the caller has
 	// observed (e.g. a reflector's last bookmark). Rule 1 and list restarts use
 	// it as the newer resourceVersion when it is newer than the requested one
 	// and has not been tried yet; otherwise they send a cheap MostRecent list
 	// with limit=1 and use its ListMeta.resourceVersion (always available: a
-	// quorum read of at most one item).
+	// quorum read of at most one item). reflector.New owns it (its
+	// LastSyncResourceVersion) and rejects one set by the caller.
 	LastObservedRV func() string
 	// InitialEventsTimeout bounds the quiet time of a streaming list
 	// (sendInitialEvents=true) before its k8s.io/initial-events-end bookmark
@@ -86,26 +114,27 @@ type Options struct {
 	// DefaultInitialEventsBeforeCountFactor times it (the server is still
 	// sending, or slow to start: not a lost bookmark); once every expected event
 	// arrived, the bound is DefaultInitialEventsAfterCount. When it passes, the server is taken not
-	// to stream lists, the watch ends with an error and client-go falls back
-	// to a list. Default DefaultInitialEventsTimeout (10s), the same for every
-	// streaming list of the SDK (GuardInitialEvents).
+	// to stream lists (compat is told so) and the streaming list is
+	// abandoned: the drop-in ListerWatcher ends the watch with an error and
+	// client-go falls back to a list; reflector.New lists. Default
+	// DefaultInitialEventsTimeout (10s), the same for every streaming list
+	// of the SDK (GuardInitialEvents). Shorter: faster recovery from a wrong
+	// capability; longer: tolerates a server that pauses mid-stream.
 	InitialEventsTimeout time.Duration
-	// DisableStreamingList makes client-go's informers over this
-	// ListerWatcher list instead of streaming their initial list
-	// (sendInitialEvents), wherever the server supports it: the
-	// ListerWatcher declares it does not support streaming lists
-	// (IsWatchListSemanticsUnSupported, read once when client-go builds its
-	// reflector), and refuses a streaming watch sent anyway
-	// (ErrStreamingListUnsupported, so client-go lists). Default false:
-	// stream where supported. With the apiserver's watch cache a streaming
-	// list costs it about what a list does; without it for the resource
+	// DisableStreamingList turns off streaming lists (sendInitialEvents)
+	// wherever the server supports them. On the drop-in ListerWatcher,
+	// client-go's informers list instead: the ListerWatcher declares it does
+	// not support streaming lists (IsWatchListSemanticsUnSupported, read once
+	// when client-go builds its reflector), and refuses a streaming watch
+	// sent anyway (ErrStreamingListUnsupported, so client-go lists).
+	// reflector.New lists instead. Default false: stream where supported.
+	// The trade-off: with the apiserver's watch cache a streaming list costs
+	// it about what a list does; without it for the resource
 	// (--watch-cache=false, or --watch-cache-sizes=<resource>#0) every
 	// streaming list reads the whole collection from etcd into the
-	// apiserver's memory at once: 8 informers starting on 244 MiB cost a
-	// v1.37.2 apiserver about 9 GiB more heap than paginated lists did
-	// (docs/benchmarks.md, P5). Set it for resources the watch cache does
-	// not hold. reflector.Options.DisableStreamingList is the same for
-	// reflector.New.
+	// apiserver's memory at once, where paginated lists read it a page at a
+	// time (docs/benchmarks.md measures it). Set it for resources the watch
+	// cache does not hold.
 	DisableStreamingList bool
 	// DisableInitialEventsCount turns off the one limit=1 list the
 	// streaming-list guard sends beside each streaming list to learn how
@@ -116,13 +145,16 @@ type Options struct {
 	// quorum read of at most one object before). Filtered lists (selectors)
 	// never send it: the server does not count their remaining items.
 	DisableInitialEventsCount bool
-	// StallTimeout ends a watch served through ListerWatcher that delivered
-	// no event and no bookmark for this long; client-go's reflector then
-	// watches again from its resourceVersion (no relist). It must exceed the
-	// server's bookmark interval (about a minute). The watch ends
-	// StallTimeout after the last event, and at most min(StallTimeout/4, 1s)
-	// later (it is checked on a tick, not per event). Default 3m (as
-	// reflector.Options.StallTimeout); negative disables it.
+	// StallTimeout ends a watch that delivered no event and no bookmark for
+	// this long: through the drop-in ListerWatcher, client-go's reflector
+	// then watches again from its resourceVersion; reflector.New restarts
+	// its watch from the last resourceVersion. Neither relists. It must
+	// exceed the server's bookmark interval (about a minute), else quiet
+	// watches restart needlessly. The watch ends StallTimeout after the last
+	// event, and at most min(StallTimeout/4, 1s) later (it is checked on a
+	// tick, not per event). Default DefaultStallTimeout (3m); negative
+	// disables it (a half-open connection is then only noticed at the watch
+	// timeout).
 	StallTimeout time.Duration
 	// ListGate, shared among the Listers, ListerWatchers and reflectors of a
 	// process that read from one apiserver, bounds how many collection reads
@@ -132,8 +164,10 @@ type Options struct {
 	// requests of the same client once, each reader getting its own copy
 	// (see listgate.Gate for when, and for the trade-off: the apiserver's work
 	// against the later informers' sync time, and for its hold bound, after
-	// which a stuck read stops holding the others back). Default nil: no
-	// bound and nothing shared, as client-go.
+	// which a stuck read stops holding the others back). A
+	// reflector.Options.List of the caller's own is not gated; its
+	// streaming lists are. Default nil: no bound and nothing shared, as
+	// client-go.
 	ListGate *listgate.Gate
 	// MaxRequests bounds the requests of one list call that deliver no page
 	// (retries, fallbacks, restarts), a safety net over the policy's budgets.
@@ -142,31 +176,52 @@ type Options struct {
 	MaxRequests int
 }
 
-func (o Options) withDefaults() Options {
+// Resolve returns o with every default applied and the derived values
+// resolved, as every adoption path does before it sends anything (New,
+// NewListerWatcher and Wrap with no example; the informer constructors and
+// reflector.New with theirs):
+//
+//   - Resource: when empty, ResourceOf(exampleObject) (nil: none).
+//   - Name: when empty, Resource as "v1/configmaps"; else the example's Go
+//     type ("*v1.Widget"); else "lister".
+//   - Server: nil is compat.Static with every capability Unknown; a
+//     Detector or Static server (compat.ScopedServer) is scoped to
+//     Resource's group/version (compat.ForGroupVersion), a Server of the
+//     caller's own is used as given.
+//   - every other zero field: its documented default.
+//
+// Resolving resolved options again gives options that behave the same (a
+// scoped Server is scoped again to the same group/version).
+func (o Options) Resolve(exampleObject runtime.Object) Options {
+	if o.Resource.Empty() && exampleObject != nil {
+		o.Resource, _ = ResourceOf(exampleObject)
+	}
+	if o.Name == "" {
+		switch {
+		case !o.Resource.Empty():
+			o.Name = ResourceName(o.Resource)
+		case exampleObject != nil:
+			o.Name = fmt.Sprintf("%T", exampleObject)
+		default:
+			o.Name = "lister"
+		}
+	}
 	if o.Server == nil {
 		o.Server = compat.Static(compat.Capabilities{})
 	}
-	if !o.Resource.Empty() {
-		if _, scoped := o.Server.(compat.ScopedServer); scoped {
-			// Detector and Static servers keep evidence per group/version; a
-			// Server of the caller's own is used as given.
-			o.Server = compat.ForGroupVersion(o.Server, o.Resource.GroupVersion())
-		}
-		if o.Name == "" {
-			o.Name = ResourceName(o.Resource)
-		}
+	if _, scoped := o.Server.(compat.ScopedServer); scoped && !o.Resource.Empty() {
+		// Detector and Static servers keep evidence per group/version (a
+		// view scoped again to the same group/version is the same scope).
+		o.Server = compat.ForGroupVersion(o.Server, o.Resource.GroupVersion())
 	}
 	o.Policy = o.Policy.WithDefaults()
 	if o.PageSize <= 0 {
-		o.PageSize = 500
+		o.PageSize = DefaultPageSize
 	}
 	if o.MaxPageBytes == 0 {
 		o.MaxPageBytes = DefaultMaxPageBytes
 	}
 	o.Metrics = metrics.OrNop(o.Metrics)
-	if o.Name == "" {
-		o.Name = "lister"
-	}
 	if o.InitialEventsTimeout <= 0 {
 		o.InitialEventsTimeout = DefaultInitialEventsTimeout
 	}
@@ -174,7 +229,25 @@ func (o Options) withDefaults() Options {
 		o.StallTimeout = DefaultStallTimeout
 	}
 	if o.MaxRequests <= 0 {
-		o.MaxRequests = 64
+		o.MaxRequests = DefaultMaxRequests
 	}
 	return o
+}
+
+// withSelectors returns base with o's selectors joined to its own (both
+// apply: "," selects objects matching both).
+func (o Options) withSelectors(base metav1.ListOptions) metav1.ListOptions {
+	base.LabelSelector = joinSelectors(base.LabelSelector, o.LabelSelector)
+	base.FieldSelector = joinSelectors(base.FieldSelector, o.FieldSelector)
+	return base
+}
+
+func joinSelectors(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "":
+		return a
+	}
+	return a + "," + b
 }

@@ -15,10 +15,10 @@
 //     applied (StaleListError); it asks again with NotOlderThan;
 //   - a streaming list is used only where compat says the server honours it,
 //     and a server that silently ignores sendInitialEvents (v1.18) is
-//     detected (no end bookmark within Options.InitialEventsTimeout, or a
+//     detected (no end bookmark within Options.Lister.InitialEventsTimeout, or a
 //     plain bookmark/MODIFIED during the initial events) and listed instead;
 //   - a watch that delivers nothing, not even a bookmark, for
-//     Options.StallTimeout is restarted from the last resourceVersion;
+//     Options.Lister.StallTimeout is restarted from the last resourceVersion;
 //   - an optional consistency checker compares the store with an Exact list
 //     at a bookmark's resourceVersion.
 //

@@ -139,7 +139,7 @@ func Example_relistCause() {
 
 	h := history{events: make(chan string, 10)}
 	r := reflector.New(lister.FromFuncs(cms.List, cms.Watch), &corev1.ConfigMap{},
-		cache.NewStore(cache.MetaNamespaceKeyFunc), reflector.Options{Name: "configmaps", Metrics: h})
+		cache.NewStore(cache.MetaNamespaceKeyFunc), reflector.Options{Lister: lister.Options{Name: "configmaps", Metrics: h}})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	done := make(chan struct{})

@@ -30,10 +30,12 @@ type FactoryOptions struct {
 	// (each page, retry and fallback) and a limit it sets paginates. Default
 	// nil: none.
 	TweakListOptions func(*metav1.ListOptions)
-	// Lister configures the lister (Server, Metrics, Policy, ...). Leave
-	// Resource and Name empty: they are derived from the example object
-	// ("v1/configmaps"). A ListGate set here is shared by every informer
-	// built from these options; give the same gate to the other
+	// Lister configures the lister (Server, Metrics, Policy, ...); every
+	// field is honoured. It is resolved with the example object
+	// (lister.Options.Resolve): leave Resource and Name empty and they are
+	// derived from it ("v1/configmaps"). Its selectors apply together with
+	// any TweakListOptions sets. A ListGate set here is shared by every
+	// informer built from these options; give the same gate to the other
 	// FactoryInformer calls (and reflectors) of the process.
 	Lister lister.Options
 }
@@ -85,10 +87,7 @@ func FactoryInformerFunc(exampleObject runtime.Object, o FactoryOptions) (func(k
 	if err != nil {
 		return nil, err
 	}
-	lo := o.Lister
-	if lo.Resource.Empty() {
-		lo.Resource, _ = lister.ResourceOf(exampleObject)
-	}
+	lo := o.Lister.Resolve(exampleObject)
 	indexers := cache.Indexers{}
 	if p.Namespaced() {
 		indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc

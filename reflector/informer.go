@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,14 +44,12 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 
 // NewSharedIndexInformerWithOptions is NewSharedIndexInformer with client-go's
 // informer options and the lister's options (Server, Metrics, Name, ...).
+//
+// lo is resolved with exampleObject (lister.Options.Resolve): an empty
+// Resource and Name are derived from it, and the Server is scoped to its
+// group/version. Every field of lo is honoured.
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options) cache.SharedIndexInformer {
-	if lo.Resource.Empty() {
-		lo.Resource, _ = lister.ResourceOf(exampleObject)
-	}
-	if lo.Name == "" && lo.Resource.Empty() && exampleObject != nil {
-		lo.Name = fmt.Sprintf("%T", exampleObject)
-	}
-	slw := lister.Wrap(lw, lo)
+	slw := lister.Wrap(lw, lo.Resolve(exampleObject))
 	return adopted(cache.NewSharedIndexInformerWithOptions(slw, exampleObject, o), PathSharedIndexInformer, slw.Name())
 }
 
@@ -66,9 +63,10 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 // Each informer it builds is NewSharedIndexInformerWithOptions over the
 // ListerWatcher controller-runtime hands it, with o. Leave o.Name and
 // o.Resource empty: each informer derives them from its example object
-// (lister.ResourceOf: "v1/configmaps"; a type outside client-go's scheme
-// without apiVersion/kind is named by its Go type, e.g. "*v1.Widget"), so
-// the logs and metrics of different resources stay apart. With the zero
+// (lister.Options.Resolve: "v1/configmaps"; a type outside client-go's
+// scheme without apiVersion/kind is named by its Go type, e.g.
+// "*v1.Widget"), so the logs and metrics of different resources stay apart;
+// set, they apply to every informer the function builds. With the zero
 // lister.Options, NewSharedIndexInformer itself has that signature:
 // cache.Options{NewInformer: reflector.NewSharedIndexInformer}.
 func NewInformerFunc(o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {

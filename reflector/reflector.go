@@ -47,12 +47,14 @@ func ListFromLister(l *lister.Lister) ListFunc {
 type Reflector struct {
 	client       Client
 	list         ListFunc
-	lister       *lister.Lister // nil when the list function was supplied
+	lister       *lister.Lister // the default List's, and planList's probe
 	store        cache.ReflectorStore
 	expectedType reflect.Type
 	expectedGVK  *schema.GroupVersionKind
 	name         string
-	o            Options
+	o            settings
+	// invalid is Options.Validate's error: Run reports it and returns.
+	invalid error
 
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
@@ -94,6 +96,8 @@ type Reflector struct {
 // New returns a reflector that fills store with objects of expectedType
 // listed and watched through c. expectedType may be nil (no type check); for
 // *unstructured.Unstructured with apiVersion and kind set, the GVK is checked.
+// It is also the example object from which o.Lister's Resource and Name are
+// derived (lister.Options.Resolve).
 //
 // store may be any cache.ReflectorStore: a cache.Store/cache.Indexer, a
 // DeltaFIFO or RealFIFO (so a SharedIndexInformer-style processing loop or
@@ -102,14 +106,16 @@ type Reflector struct {
 // through Bookmark where the store is a cache.ReflectorBookmarkStore; every
 // resourceVersion advance through UpdateResourceVersion where it is a
 // cache.ResourceVersionUpdater.
+//
+// Options that o.Validate rejects make Run log the error and return without
+// sending a request (see Validate).
 func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Options) *Reflector {
-	o = o.withDefaults()
 	r := &Reflector{
-		client: c,
-		list:   o.List,
-		store:  store,
-		o:      o,
-		known:  map[string]*storedRV{},
+		client:  c,
+		list:    o.List,
+		store:   store,
+		invalid: o.Validate(),
+		known:   map[string]*storedRV{},
 	}
 	r.rvUpdater, _ = store.(cache.ResourceVersionUpdater)
 	r.bookmarkStore, _ = store.(cache.ReflectorBookmarkStore)
@@ -121,73 +127,67 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 			}
 		}
 	}
-	if o.Resource.Empty() {
-		o.Resource, _ = lister.ResourceOf(expectedType)
-	}
-	if _, scoped := o.Server.(compat.ScopedServer); scoped && !o.Resource.Empty() {
-		// Detector and Static servers keep evidence per group/version; a
-		// Server of the caller's own is used as given.
-		o.Server = compat.ForGroupVersion(o.Server, o.Resource.GroupVersion())
-	}
-	r.o = o
-	r.name = o.Name
-	if r.name == "" && !o.Resource.Empty() {
-		r.name = lister.ResourceName(o.Resource)
-	}
-	if r.name == "" {
-		switch {
-		case r.expectedGVK != nil:
-			r.name = r.expectedGVK.String()
-		case r.expectedType != nil:
-			r.name = r.expectedType.String()
-		default:
-			r.name = "reflector"
-		}
-	}
+	r.o = resolve(o, expectedType)
+	r.name = r.o.Name
+	// The lister sends the default lists, and planList's limit=1 probe
+	// also when List is the caller's own.
+	r.lister = lister.New(c, r.listerOptions())
 	if r.list == nil {
-		r.lister = lister.New(c, r.listerOptions())
 		r.list = ListFromLister(r.lister)
 	}
-	b := o.Backoff.New() // never stops by itself: a reflector retries until its context ends
-	b.Clock = o.Clock
+	b := r.o.Backoff.New() // never stops by itself: a reflector retries until its context ends
+	b.Clock = r.o.Clock
 	b.Reset()
 	r.backoff = b
-	r.status = Status{Phase: PhaseNotStarted, Since: o.Clock.Now()}
+	r.status = Status{Phase: PhaseNotStarted, Since: r.o.Clock.Now()}
 	return r
 }
 
-// listerOptions is Options.Lister with the precedence documented there.
-func (r *Reflector) listerOptions() lister.Options {
-	lo := r.o.Lister
-	if lo.Server == nil {
-		lo.Server = r.o.Server
+// settings are Options as New resolved them, once: the reflector's own
+// fields with their defaults (Options), and Options.Lister resolved with the
+// expected type as example (lister.Options: Resource, Name, the scoped
+// Server and every other shared setting, read as r.o.Server, r.o.Name, ...).
+// Options.Lister holds the same resolved values.
+type settings struct {
+	Options
+	listerSettings
+	// pageSize is the page size of the reflector's own MostRecent, Any and
+	// Exact lists: Lister.PageSize, 0 (unpaginated) when it is negative.
+	pageSize int64
+}
+
+// listerSettings names lister.Options where settings embeds it.
+type listerSettings = lister.Options
+
+// resolve returns o's settings for a reflector of expectedType.
+func resolve(o Options, expectedType runtime.Object) settings {
+	o = o.withDefaults()
+	pageSize := o.Lister.PageSize
+	switch {
+	case pageSize == 0:
+		pageSize = DefaultPageSize
+	case pageSize < 0:
+		pageSize = 0
 	}
-	if lo.PageSize == 0 {
-		lo.PageSize = r.o.PageSize
-	}
+	lo := o.Lister.Resolve(expectedType)
 	if lo.MaxPageSize == 0 {
-		lo.MaxPageSize = r.o.MaxPageSize
+		lo.MaxPageSize = DefaultMaxPageSizeFactor * pageSize
 	}
-	if lo.Metrics == nil {
-		lo.Metrics = r.o.Metrics
-	}
-	if lo.Name == "" {
-		lo.Name = r.name
-	}
-	if lo.InitialEventsTimeout == 0 {
-		lo.InitialEventsTimeout = r.o.InitialEventsTimeout
-	}
-	if lo.ListGate == nil {
-		lo.ListGate = r.o.ListGate
-	}
-	if lo.Resource.Empty() {
-		lo.Resource = r.o.Resource
-	}
+	o.Lister = lo
+	return settings{Options: o, listerSettings: lo, pageSize: pageSize}
+}
+
+// listerOptions are the options of the reflector's default lister: the
+// resolved Options.Lister, with LastObservedRV the reflector's
+// LastSyncResourceVersion (rule 1 and list restarts then start from what the
+// store already reflects).
+func (r *Reflector) listerOptions() lister.Options {
+	lo := r.o.Options.Lister
 	lo.LastObservedRV = r.LastSyncResourceVersion
 	return lo
 }
 
-// Name returns the reflector's name (Options.Name or its default).
+// Name returns the reflector's name (Options.Lister.Name, resolved: lister.Options.Resolve).
 func (r *Reflector) Name() string { return r.name }
 
 // LastSyncResourceVersion returns the last resourceVersion the store
@@ -223,6 +223,11 @@ func (r *Reflector) Run(ctx context.Context) {
 		return
 	}
 	ctx = klog.NewContext(ctx, logger)
+	if r.invalid != nil {
+		logger.Error(r.invalid, "Reflector not started: its options cannot be honoured")
+		r.transition(ctx, stopped{}, stopped{}, because(ReasonInvalidOptions, "%v", r.invalid))
+		return
+	}
 	defer r.checks.Wait()
 	if r.o.ResyncPeriod > 0 {
 		done := make(chan struct{})
@@ -324,13 +329,10 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 	switch {
 	case q.Semantic == fallback.NotOlderThan:
 		return q, q, nil
-	case q.Semantic != fallback.MostRecent || q.Continue != "" || s.attempt > 0 || r.o.PaginateLists || r.o.PageSize <= 0:
-		return q.WithLimit(r.o.PageSize), q, nil
+	case q.Semantic != fallback.MostRecent || q.Continue != "" || s.attempt > 0 || r.o.PaginateLists || r.o.pageSize <= 0:
+		return q.WithLimit(r.o.pageSize), q, nil
 	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(compat.ConsistentListFromCache) == compat.Yes:
 		return q, q, nil
-	}
-	if r.lister == nil {
-		return q.WithLimit(r.o.PageSize), q, nil
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list
 	// through the lister (which would follow its continue token to the end).
@@ -340,7 +342,7 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		return q, probe, err
 	}
 	if rv == "" || rv == "0" {
-		return q.WithLimit(r.o.PageSize), q, nil
+		return q.WithLimit(r.o.pageSize), q, nil
 	}
 	klog.FromContext(ctx).V(4).Info("Listing from the watch cache, not older than the current resourceVersion", "resourceVersion", rv)
 	return fallback.NotOlderThanQuery(rv), q, nil
@@ -356,7 +358,7 @@ func relistQuery(rv string) fallback.Query {
 }
 
 // delay returns the next backoff delay, or the server's Retry-After when it
-// is longer; a Retry-After is capped by Lister.Policy.MaxRetryAfter (a proxy
+// is longer; a Retry-After is capped by Options.Lister.Policy.MaxRetryAfter (a proxy
 // answering "Retry-After: 3600" does not park the reflector for an hour).
 func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	now := r.o.Clock.Now()
@@ -367,7 +369,7 @@ func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	// The jitter spreads the delay over [0.5, 1.5] times the current
 	// interval; Options.Backoff.Max is a cap on the delay itself.
 	d := min(r.backoff.NextBackOff(), r.o.Backoff.Max)
-	return max(d, min(retryAfter, r.o.Lister.Policy.MaxRetryAfter))
+	return max(d, min(retryAfter, r.o.Policy.MaxRetryAfter))
 }
 
 // relist returns the state that refills the store after a failed watch. A
@@ -586,6 +588,8 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt + 1} // the same (re)list, another way
 	opts := metav1.ListOptions{
+		LabelSelector:        r.o.LabelSelector,
+		FieldSelector:        r.o.FieldSelector,
 		ResourceVersion:      s.query.ResourceVersion,
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		SendInitialEvents:    ptrTo(true),
@@ -594,7 +598,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 	// The stream holds a ListGate slot until its initial events are over:
 	// the apiserver is sending the collection.
-	release, err := r.listerOptions().ListGate.Acquire(ctx, r.name, r.o.Metrics)
+	release, err := r.o.ListGate.Acquire(ctx, r.name, r.o.Metrics)
 	if err != nil {
 		return stopped{}, because(ReasonContextDone, "context ended while waiting for a listgate.Gate slot")
 	}
@@ -644,8 +648,8 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	stop := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(stop) })()
 	var expected <-chan int
-	if !r.o.Lister.DisableInitialEventsCount {
-		expected = lister.ExpectInitialEvents(ctx, r.client, metav1.ListOptions{})
+	if !r.o.DisableInitialEventsCount {
+		expected = lister.ExpectInitialEvents(ctx, r.client, metav1.ListOptions{LabelSelector: r.o.LabelSelector, FieldSelector: r.o.FieldSelector})
 	}
 	out, detail := lister.AwaitInitialEvents(stop, w, lister.GuardOptions{
 		Timeout:        r.o.InitialEventsTimeout,
@@ -740,6 +744,8 @@ func (r *Reflector) watchTimeoutSeconds() int64 {
 
 func (r *Reflector) stepStartWatch(ctx context.Context, s startingWatch) (state, why) {
 	opts := metav1.ListOptions{
+		LabelSelector:       r.o.LabelSelector,
+		FieldSelector:       r.o.FieldSelector,
 		ResourceVersion:     s.rv,
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      ptrTo(r.watchTimeoutSeconds()),

@@ -26,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -128,8 +129,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // limit=1 probe) has tests of its own (TestInitialListFromWatchCache...).
 func fastOptions(rec *recorder) Options {
 	return Options{
-		Name:          "test",
-		Metrics:       rec,
+		Lister:        lister.Options{Name: "test", Metrics: rec},
 		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
 		PaginateLists: true,
 	}
@@ -239,7 +239,7 @@ func stallWatch(t *testing.T, stall time.Duration) (*fakeClient, *recorder, *Ref
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	o := fastOptions(rec)
-	o.StallTimeout = stall
+	o.Lister.StallTimeout = stall
 	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	return fc, rec, r, w
 }
@@ -523,7 +523,7 @@ func TestStreamingListWhereSupported(t *testing.T) {
 	}}
 	srv := streamingServer()
 	o := fastOptions(&recorder{})
-	o.Server = srv
+	o.Lister.Server = srv
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r, w := startWatching(t, fc, store, o)
 	wo := fc.Watches()[0]
@@ -561,8 +561,8 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	}}
 	srv := streamingServer()
 	o := fastOptions(&recorder{})
-	o.Server = srv
-	o.InitialEventsTimeout = 150 * time.Millisecond
+	o.Lister.Server = srv
+	o.Lister.InitialEventsTimeout = 150 * time.Millisecond
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(fc, &corev1.ConfigMap{}, store, o)
 	start := time.Now()
@@ -592,8 +592,8 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("20")}
 	o := fastOptions(&recorder{})
-	o.Server = streamingServer()
-	o.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
+	o.Lister.Server = streamingServer()
+	o.Lister.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("19", false))
@@ -683,7 +683,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 	}}
 	rec := &recorder{}
 	o := fastOptions(rec)
-	o.Server = &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.Yes}}}
+	o.Lister.Server = &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.Yes}}}
 	o.ConsistencyCheckInterval = time.Millisecond
 	rep := consistencyAt15(t, fc, o)
 	if rep.Result() != "mismatch" || !slices.Equal(rep.Missing, []string{"ns/c"}) ||
@@ -786,7 +786,7 @@ func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
 		}
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 		o := fastOptions(&recorder{})
-		o.MaxPageSize = c.max
+		o.Lister.MaxPageSize = c.max
 		r := New(srv, &corev1.ConfigMap{}, store, o)
 		stop := run(t, r)
 		eventually(t, "synced", r.HasSynced)
@@ -850,7 +850,7 @@ func TestInitialListFromWatchCache(t *testing.T) {
 	}{
 		{"server unknown", func(*Options) {}, []string{"/1", "7500/0"}},
 		{"consistent lists from cache", func(o *Options) {
-			o.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ConsistentListFromCache: compat.Yes}})
+			o.Lister.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ConsistentListFromCache: compat.Yes}})
 		}, []string{"/0"}},
 		{"PaginateLists", func(o *Options) { o.PaginateLists = true }, []string{"/500", "/1000", "/2000", "/4000"}},
 	} {
@@ -861,7 +861,7 @@ func TestInitialListFromWatchCache(t *testing.T) {
 				srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i)}})
 			}
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			o := Options{Name: "test", Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+			o := Options{Lister: lister.Options{Name: "test"}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
 			c.o(&o)
 			r := New(srv, &corev1.ConfigMap{}, store, o)
 			stop := run(t, r)
@@ -891,7 +891,7 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 		}
 		return cmList("12", cm("a", "5")), nil
 	}}
-	o := Options{Name: "test", Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+	o := Options{Lister: lister.Options{Name: "test"}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
 	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	eventually(t, "synced", r.HasSynced)

@@ -143,7 +143,7 @@ const (
 	// instead of a 410); backing off, then relisting after
 	// Options.MaxShortWatches of them.
 	ReasonShortWatch = "short-watch"
-	// ReasonStalled: no event or bookmark for Options.StallTimeout (a proxy
+	// ReasonStalled: no event or bookmark for Options.Lister.StallTimeout (a proxy
 	// holding a dead connection); the watch was restarted from the last
 	// resourceVersion.
 	ReasonStalled = "stalled"
@@ -201,6 +201,10 @@ const (
 	ReasonContextDone = "context-done"
 	// ReasonInitial: the first list or streaming list after Run.
 	ReasonInitial = "initial"
+	// ReasonInvalidOptions: Run was called on a reflector whose Options
+	// Validate rejects (an option it cannot honour, named in the log line);
+	// it stopped without sending a request. Fix the option.
+	ReasonInvalidOptions = "invalid-options"
 )
 
 // Reasons returns every reason code of the reflector, in a stable order.
@@ -208,5 +212,5 @@ func Reasons() []string {
 	return []string{ReasonStart, ReasonListed, ReasonStreamed, ReasonWatchOpened, ReasonWatchClosed, ReasonShortWatch,
 		ReasonStalled, ReasonWatchGone, ReasonListGone, ReasonTooLargeRV, ReasonStaleList, ReasonStaleEvent, ReasonBadResourceVersion, ReasonRetry,
 		ReasonWatchError, ReasonListError, ReasonStreamIgnored, ReasonStreamRejected, ReasonStreamFailed,
-		ReasonBackoffDone, ReasonContextDone, ReasonInitial}
+		ReasonBackoffDone, ReasonContextDone, ReasonInitial, ReasonInvalidOptions}
 }

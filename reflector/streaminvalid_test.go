@@ -71,7 +71,7 @@ func TestStreamingListInvalidForCallerIsNotEvidence(t *testing.T) {
 	ns := srv.InNamespace("default")
 	server := currentServer()
 	r := reflector.New(withSelector(ns, "app in ("), &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc),
-		reflector.Options{Name: "configmaps", Server: server})
+		reflector.Options{Lister: lister.Options{Name: "configmaps", Server: server}})
 	runUntil(t, r, func() bool {
 		return srv.Count(steadywatchtest.VerbWatch) >= 1 && srv.Count(steadywatchtest.VerbList) >= 1
 	})
@@ -100,7 +100,7 @@ func TestStreamingListRefusedByServerIsEvidence(t *testing.T) {
 	defer srv.Close()
 	server := currentServer()
 	r := reflector.New(srv.InNamespace("default"), &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc),
-		reflector.Options{Name: "configmaps", Server: server})
+		reflector.Options{Lister: lister.Options{Name: "configmaps", Server: server}})
 	runUntil(t, r, r.HasSynced)
 	if got := streamingBelief(server); got != compat.No {
 		t.Fatalf("StreamingList belief = %v after a 422 naming sendInitialEvents; want No", got)

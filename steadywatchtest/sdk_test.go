@@ -291,7 +291,7 @@ func TestReflectorStreamingList(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := history(t, steadywatchtest.Options{Faults: tc.faults})
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			r := runReflector(t, s, store, reflector.Options{Server: streams, InitialEventsTimeout: 20 * time.Millisecond})
+			r := runReflector(t, s, store, reflector.Options{Lister: lister.Options{Server: streams, InitialEventsTimeout: 20 * time.Millisecond}})
 			eventually(t, "reflector synced", r.HasSynced)
 			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
 				t.Errorf("store %s, want ns/a,ns/c", keys)

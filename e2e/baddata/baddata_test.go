@@ -190,8 +190,8 @@ func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy fallba
 		Expect(err).NotTo(HaveOccurred())
 		store := seeingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), w: w}
 		w.store = store
-		r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Name: path, Server: srv, Metrics: w.rec,
-			Lister: lister.Options{Policy: policy}})
+		r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{
+			Lister: lister.Options{Name: path, Server: srv, Metrics: w.rec, Policy: policy}})
 		go func() { defer GinkgoRecover(); defer close(done); r.Run(rctx) }()
 		synced = r.HasSynced
 	default:

@@ -293,12 +293,14 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 			return nil, err
 		}
 		r := reflector.New(client, &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, reflector.Options{
-			Server:               server,
-			ListGate:             c.gate,
-			DisableStreamingList: c.NoStream,
-			PageSize:             c.PageSize,
-			PaginateLists:        c.Paginate,
-			MaxPageSize:          c.MaxPageSize,
+			Lister: lister.Options{
+				Server:               server,
+				ListGate:             c.gate,
+				DisableStreamingList: c.NoStream,
+				PageSize:             c.PageSize,
+				MaxPageSize:          c.MaxPageSize,
+			},
+			PaginateLists: c.Paginate,
 		})
 		go r.Run(ctx)
 		in.synced = r.HasSynced
@@ -346,7 +348,7 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
 		r := reflector.New(client, &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, reflector.Options{
-			Server: server, Resource: crGVR, ListGate: c.gate, DisableStreamingList: c.NoStream, PageSize: c.PageSize,
+			Lister: lister.Options{Server: server, Resource: crGVR, ListGate: c.gate, DisableStreamingList: c.NoStream, PageSize: c.PageSize},
 		})
 		go r.Run(ctx)
 		in.synced = r.HasSynced

@@ -440,9 +440,9 @@ var _ = Describe("chaos: writer churning, replayable fault schedule (-chaos.conf
 		srv, err := compat.NewDetector(compat.DetectorOptions{Metrics: counters}).ForConfig(cfgOurs)
 		Expect(err).NotTo(HaveOccurred())
 		r := reflector.New(suite.ConfigMaps(suite.Clientset(cfgOurs), ns), &corev1.ConfigMap{}, oursStore, reflector.Options{
-			Name: "chaos-ours", Server: srv, Metrics: counters,
-			// Stalls last 1-12 s: some outlast this, so stall detection is exercised.
-			StallTimeout: 10 * time.Second,
+			Lister: lister.Options{Name: "chaos-ours", Server: srv, Metrics: counters,
+				// Stalls last 1-12 s: some outlast this, so stall detection is exercised.
+				StallTimeout: 10 * time.Second},
 		})
 		oursCtx, oursCancel := context.WithCancel(ctx)
 		oursDone := make(chan struct{})

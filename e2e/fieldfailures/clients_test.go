@@ -243,7 +243,7 @@ func startClientOn(res resource, name string, p *faults.Proxy, cfg *rest.Config,
 	case fieldfailures.Reflector:
 		c.counts = newCounts()
 		store := regressionStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), c: c}
-		r := reflector.New(res.client(cfg, ns), res.example, store, reflector.Options{Server: server, Name: name, Metrics: c.counts, Resource: res.gvr})
+		r := reflector.New(res.client(cfg, ns), res.example, store, reflector.Options{Lister: lister.Options{Server: server, Name: name, Metrics: c.counts, Resource: res.gvr}})
 		c.hasSynced, c.lastRV, c.objects = r.HasSynced, r.LastSyncResourceVersion, store.List
 		wg.Add(1)
 		go func() { defer GinkgoRecover(); defer wg.Done(); r.Run(ctx) }()

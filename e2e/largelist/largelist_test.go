@@ -109,7 +109,7 @@ func start(kind string, cfg *rest.Config, ns string) *client {
 		go func() { defer GinkgoRecover(); defer close(done); inf.RunWithContext(ctx) }()
 	case reflectorNew:
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-		r := reflector.New(lc, &corev1.ConfigMap{}, store, reflector.Options{Server: srv, Name: kind, Metrics: rec})
+		r := reflector.New(lc, &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{Server: srv, Name: kind, Metrics: rec}})
 		c.hasSynced, c.items = r.HasSynced, func() int { return len(store.ListKeys()) }
 		go func() { defer GinkgoRecover(); defer close(done); r.Run(ctx) }()
 	}

@@ -136,7 +136,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		// Both adoption paths with the caller's own bad selector.
 		runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: bad, Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
 		badClient := configMapsWithSelector(e.pcs, e.ns, bad)
-		runReflector(ctx, badClient, &corev1.ConfigMap{}, reflector.Options{Server: srv, Name: "bad-selector"})
+		runReflector(ctx, badClient, &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, Name: "bad-selector"}})
 		// Each sent its streaming list and got the real server's own 400.
 		Eventually(func() int { return len(e.streamingLists("configmaps", bad)) }).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 2))
 		Eventually(func() int {
@@ -158,7 +158,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		good := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=sel", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
 		Eventually(good.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Expect(good.GetStore().List()).To(HaveLen(3))
-		r, _ := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=sel"), &corev1.ConfigMap{}, reflector.Options{Server: srv, Name: "good-selector"})
+		r, _ := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=sel"), &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, Name: "good-selector"}})
 		Eventually(r.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		streamed := e.streamingLists("configmaps", "set=sel")
 		Expect(len(streamed)).To(BeNumerically(">=", 2), "the drop-in informer and the reflector with a good selector both sent sendInitialEvents=true")
@@ -187,13 +187,13 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		dinf := runInformer(ctx, lister.NewListerWatcher(dc, lister.Options{Server: srv, Resource: appsv1.SchemeGroupVersion.WithResource("deployments")}), &appsv1.Deployment{})
 		Eventually(dinf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Expect(dinf.GetStore().List()).To(HaveLen(2))
-		dr, _ := runReflector(ctx, dc, &appsv1.Deployment{}, reflector.Options{Server: srv})
+		dr, _ := runReflector(ctx, dc, &appsv1.Deployment{}, reflector.Options{Lister: lister.Options{Server: srv}})
 		Eventually(dr.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Expect(belief(srv, appsV1)).To(Equal(compat.No), "the 422 naming sendInitialEvents is evidence for apps/v1")
 
 		cinf := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=gv", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
 		Eventually(cinf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
-		cr, _ := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=gv"), &corev1.ConfigMap{}, reflector.Options{Server: srv})
+		cr, _ := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=gv"), &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv}})
 		Eventually(cr.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		streamed := e.streamingLists("configmaps", "set=gv")
 		Expect(len(streamed)).To(BeNumerically(">=", 2), "core v1: the drop-in informer and the reflector streamed their lists")

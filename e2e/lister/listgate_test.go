@@ -106,7 +106,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 			}, 6},
 			{"reflector.New (MostRecent: only requests queued together are shared)", func(gate *listgate.Gate) (func() bool, cache.Store) {
 				// The namespace holds only the set: no selector needed.
-				r, store := runReflector(ctx, client, &corev1.ConfigMap{}, reflector.Options{Server: srv, DisableStreamingList: true, ListGate: gate})
+				r, store := runReflector(ctx, client, &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, DisableStreamingList: true, ListGate: gate}})
 				return r.HasSynced, store
 			}, 4},
 		} {
@@ -148,7 +148,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 		var stores []cache.Store
 		for i := range 2 {
 			r, store := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set="+set), &corev1.ConfigMap{},
-				reflector.Options{Server: srv, Name: fmt.Sprintf("gated-%d", i), ListGate: gate})
+				reflector.Options{Lister: lister.Options{Server: srv, Name: fmt.Sprintf("gated-%d", i), ListGate: gate}})
 			synced, stores = append(synced, r.HasSynced), append(stores, store)
 			inf := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=" + set, ListGate: gate}), &corev1.ConfigMap{})
 			synced, stores = append(synced, inf.HasSynced), append(stores, inf.GetStore())

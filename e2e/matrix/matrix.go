@@ -194,7 +194,7 @@ func startInformer(ctx context.Context, client string, cs kubernetes.Interface, 
 	ctx, cancel := context.WithCancel(ctx)
 	if client == Ours {
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-		r := reflector.New(configMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Name: "matrix", Server: srv})
+		r := reflector.New(configMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{Name: "matrix", Server: srv}})
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(ctx) }()
 		return informer{

@@ -144,11 +144,11 @@ func detectorServer(cfg *rest.Config) compat.Server {
 }
 
 // runReflector starts a ConfigMap reflector on ns through cfg, with a compat
-// Detector's Server unless o.Server is set; it is stopped (and waited for)
+// Detector's Server unless o.Lister.Server is set; it is stopped (and waited for)
 // at cleanup.
 func runReflector(cfg *rest.Config, ns string, o reflector.Options) *running {
-	if o.Server == nil {
-		o.Server = detectorServer(cfg)
+	if o.Lister.Server == nil {
+		o.Lister.Server = detectorServer(cfg)
 	}
 	store := newRVLog()
 	r := reflector.New(suite.ConfigMaps(suite.Clientset(cfg), ns), &corev1.ConfigMap{}, store, o)

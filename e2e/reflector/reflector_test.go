@@ -67,7 +67,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 
 	It("syncs 100 ConfigMaps with a compat Detector, streaming only where the server streams", func() {
 		start := time.Now()
-		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-" + version})
+		run := runReflector(env.pcfg, env.ns, reflector.Options{Lister: lister.Options{Name: "sync-" + version}})
 		waitSynced(run.r, 60*time.Second)
 		suite.Timing("reflector sync (Detector) on "+version, time.Since(start))
 		Expect(run.store.ListKeys()).To(HaveLen(100))
@@ -94,7 +94,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 	})
 
 	It("lists from the watch cache in one response where it does not stream (no pages read from etcd)", func() {
-		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-cache-" + version, DisableStreamingList: true})
+		run := runReflector(env.pcfg, env.ns, reflector.Options{Lister: lister.Options{Name: "sync-cache-" + version, DisableStreamingList: true}})
 		waitSynced(run.r, 60*time.Second)
 		Expect(run.store.ListKeys()).To(HaveLen(100))
 		fills := relists(env.p, env.ns)
@@ -117,7 +117,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 	It("syncs even when told (wrongly, for v1.18) that streaming lists work", func() {
 		srv := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
 		start := time.Now()
-		run := runReflector(env.pcfg, env.ns, reflector.Options{Name: "sync-stream-" + version, Server: srv, InitialEventsTimeout: 2 * time.Second})
+		run := runReflector(env.pcfg, env.ns, reflector.Options{Lister: lister.Options{Name: "sync-stream-" + version, Server: srv, InitialEventsTimeout: 2 * time.Second}})
 		waitSynced(run.r, 60*time.Second)
 		suite.Timing("reflector sync (StreamingList=Yes, InitialEventsTimeout 2s) on "+version, time.Since(start))
 		Expect(run.store.ListKeys()).To(HaveLen(100))
@@ -193,7 +193,7 @@ var _ = Describe("sync", Ordered, func() {
 				cs := suite.Clientset(t.RESTConfig())
 				ns := populate(ctx, cs, "follow", 50)
 				start := time.Now()
-				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "follow"})
+				run := runReflector(t.RESTConfig(), ns, reflector.Options{Lister: lister.Options{Name: "follow"}})
 				waitSynced(run.r, 60*time.Second)
 				suite.Timing("reflector sync (Detector) on "+t.Version(), time.Since(start))
 				for i := 0; i < 50; i++ {
@@ -250,7 +250,7 @@ var _ = Describe("sync", Ordered, func() {
 				Eventually(goroutines).WithTimeout(10*time.Second).Should(BeEmpty(), "left over by earlier specs")
 				cs := suite.Clientset(t.RESTConfig())
 				ns := populate(ctx, cs, "stop", 3)
-				run := runReflector(t.RESTConfig(), ns, reflector.Options{Name: "stop", ResyncPeriod: time.Second})
+				run := runReflector(t.RESTConfig(), ns, reflector.Options{Lister: lister.Options{Name: "stop"}, ResyncPeriod: time.Second})
 				waitSynced(run.r, 60*time.Second)
 				Eventually(func() reflector.Phase { return run.r.State().Phase }).WithTimeout(30 * time.Second).Should(Equal(reflector.PhaseWatching))
 				Expect(goroutines()).NotTo(BeEmpty())
@@ -296,7 +296,7 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 	Expect(err).NotTo(HaveOccurred())
 	rec := &recorder{}
 	name := fmt.Sprintf("gone-%s-stream=%v", version, stream)
-	run := runReflector(pcfg, ns, reflector.Options{Name: name, Metrics: rec, DisableStreamingList: !stream})
+	run := runReflector(pcfg, ns, reflector.Options{Lister: lister.Options{Name: name, Metrics: rec, DisableStreamingList: !stream}})
 	waitSynced(run.r, 60*time.Second)
 	Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
 	last := run.r.LastSyncResourceVersion()
@@ -387,9 +387,9 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		// A: the default (on v1.36 its watch is the streaming list's);
 		// P: a plain list then a plain watch; B: a plain watch without bookmarks.
 		recA, recP, recB := &recorder{}, &recorder{}, &recorder{}
-		a := runReflector(cfgA, ns, reflector.Options{Name: "bookmarks", Metrics: recA})
-		pl := runReflector(cfgP, ns, reflector.Options{Name: "bookmarks-plain", Metrics: recP, DisableStreamingList: true})
-		b := runReflector(cfgB, ns, reflector.Options{Name: "no-bookmarks", Metrics: recB, DisableStreamingList: true})
+		a := runReflector(cfgA, ns, reflector.Options{Lister: lister.Options{Name: "bookmarks", Metrics: recA}})
+		pl := runReflector(cfgP, ns, reflector.Options{Lister: lister.Options{Name: "bookmarks-plain", Metrics: recP, DisableStreamingList: true}})
+		b := runReflector(cfgB, ns, reflector.Options{Lister: lister.Options{Name: "no-bookmarks", Metrics: recB, DisableStreamingList: true}})
 		for _, r := range []*running{a, pl, b} {
 			waitSynced(r.r, 60*time.Second)
 		}
@@ -483,7 +483,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 			p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 			Expect(err).NotTo(HaveOccurred())
 			rec := &recorder{}
-			run := runReflector(pcfg, ns, reflector.Options{Name: fault, Metrics: rec})
+			run := runReflector(pcfg, ns, reflector.Options{Lister: lister.Options{Name: fault, Metrics: rec}})
 			waitSynced(run.r, 60*time.Second)
 			Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
 			suite.CreateConfigMap(ctx, cs, ns, "before", nil)
@@ -516,7 +516,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
 		rec := &recorder{}
-		run := runReflector(pcfg, ns, reflector.Options{Name: "stall", Metrics: rec, StallTimeout: 3 * time.Second})
+		run := runReflector(pcfg, ns, reflector.Options{Lister: lister.Options{Name: "stall", Metrics: rec, StallTimeout: 3 * time.Second}})
 		waitSynced(run.r, 60*time.Second)
 		Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
 		last := run.r.LastSyncResourceVersion()
@@ -547,7 +547,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 		ns := populate(ctx, cs, "leak", 2)
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
-		run := runReflector(pcfg, ns, reflector.Options{Name: "leak", ConsistencyCheckInterval: time.Second, ResyncPeriod: time.Second})
+		run := runReflector(pcfg, ns, reflector.Options{Lister: lister.Options{Name: "leak"}, ConsistencyCheckInterval: time.Second, ResyncPeriod: time.Second})
 		waitSynced(run.r, 60*time.Second)
 		Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
 		Expect(p.DropWatches()).To(Equal(1))
@@ -582,7 +582,7 @@ var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 		ns := populate(ctx, cs0, "ha", 10)
 		bal.Pin(0)
 		rec := &recorder{}
-		run := runReflector(c.RESTConfig(), ns, reflector.Options{Name: "ha", Metrics: rec})
+		run := runReflector(c.RESTConfig(), ns, reflector.Options{Lister: lister.Options{Name: "ha", Metrics: rec}})
 		waitSynced(run.r, 60*time.Second)
 		DeferCleanup(a1.Resume)
 
@@ -680,7 +680,7 @@ var _ = Describe("paginated lists on a real server", Label("conformance", "needs
 		suite.CreateConfigMaps(ctx, cs, large, 1200, func(_ int, cm *corev1.ConfigMap) { cm.Data = map[string]string{"d": blob} })
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
-		o := reflector.Options{PaginateLists: true, DisableStreamingList: true}
+		o := reflector.Options{Lister: lister.Options{DisableStreamingList: true}, PaginateLists: true}
 		o.Lister.MaxPageBytes = 4 << 20 // 256 objects of 16 KiB, thousands of small ones
 		for _, ns := range []string{small, large} {
 			r := runReflector(pcfg, ns, o)

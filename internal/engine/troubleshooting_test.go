@@ -177,12 +177,12 @@ collection from etcd into memory for each streaming list: 8 informers starting o
 v1.37.2 apiserver about 10 GiB of heap, 7-9x paginated lists (docs/benchmarks.md, P5). No answer of
 the API says which resources are cached, so set it yourself for those resources:
 ` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers; 0.10x stock's apiserver heap there) or
-` + "`reflector.Options.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
+` + "`reflector.Options.Lister.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
 under ` + "`lister.Options.MaxPageBytes`" + ` (16 MiB), so large objects keep pages of 500.
 
 When several informers of one process start together (controllers with informer factories of their
 own), share one ` + "`listgate.New(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
-` + "`reflector.Options.ListGate`" + `): their collection reads reach the apiserver one at a time, streaming
+` + "`reflector.Options.Lister.ListGate`" + `): their collection reads reach the apiserver one at a time, streaming
 lists included, and identical list requests are sent once. Measured with 8 informers on 244 MiB: one
 list instead of eight, 0.13x stock's apiserver allocations and 0.17x its CPU on v1.33.13; +1.5 GiB
 instead of +10.8 GiB of apiserver heap without the watch cache (docs/benchmarks.md, P5). Where the

@@ -258,12 +258,14 @@ func startOurs(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Conf
 		return nil, err
 	}
 	r := reflector.New(client, &corev1.ConfigMap{}, store, reflector.Options{
-		Name:    "ours",
-		Server:  srv,
-		Metrics: recorder{s: s},
-		// Above the apiserver's bookmark interval (about a minute), shorter
-		// than the default 3m.
-		StallTimeout: 75 * time.Second,
+		Lister: lister.Options{
+			Name:    "ours",
+			Server:  srv,
+			Metrics: recorder{s: s},
+			// Above the apiserver's bookmark interval (about a minute), shorter
+			// than the default 3m.
+			StallTimeout: 75 * time.Second,
+		},
 	})
 	s.hasSynced = r.HasSynced
 	s.list = store.List
