@@ -35,6 +35,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -499,7 +500,7 @@ type env struct {
 	srv    *cmServer
 	client *faultClient
 	rec    *traceRecorder
-	gate   *lister.ListGate
+	gate   *listgate.Gate
 	// rv0 is the resourceVersion after the first objects, rv the current one.
 	rv0, rv string
 
@@ -517,7 +518,7 @@ func newEnv(t *testing.T, pr *probe) *env {
 		half := map[bool]string{true: "yes", false: "no"}[i%2 == 0]
 		srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{"half": half}}})
 	}
-	e := &env{t: t, srv: srv, rec: &traceRecorder{}, gate: lister.NewListGate(1), rv0: srv.ResourceVersion()}
+	e := &env{t: t, srv: srv, rec: &traceRecorder{}, gate: listgate.New(1), rv0: srv.ResourceVersion()}
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"}})
 	e.rv = srv.ResourceVersion()
 	e.client = &faultClient{Client: srv.InNamespace("ns"), e: e}
