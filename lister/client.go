@@ -2,12 +2,17 @@ package lister
 
 import (
 	"context"
+	"net/http"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // Client is any list/watch pair for one resource (and namespace). Adapters:
@@ -18,6 +23,36 @@ import (
 type Client interface {
 	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// The SDK's own adapters (FromClientset, FromRESTClient, FromDynamicConfig,
+// FromMetadataConfig) send every request once: client-go's REST client
+// makes no retry of its own inside it (fallback.NoHiddenRetries lists the
+// retries it would make), so each request on the wire is one the lister or
+// reflector counts, and each wait is one it caps (Policy.MaxRetryAfter).
+// The adapters of functions (FromFuncs, FromDynamic, FromMetadata,
+// FromListerWatcher) send what those functions send: build their clients
+// from fallback.NoHiddenRetries(cfg) for the same.
+
+// once is a request of the SDK's own adapters: no retry inside client-go.
+func once(r *rest.Request) *rest.Request { return r.MaxRetries(0) }
+
+// emptyWatchType is the type of client-go's watch.NewEmptyWatch(), which
+// rest.Request.Watch returns, with no error, for a connection that failed
+// with EOF or a timeout once its retries are spent.
+var emptyWatchType = reflect.TypeOf(watch.NewEmptyWatch())
+
+// watchOnce sends a watch request once (no retry inside client-go) and
+// turns client-go's empty watch for a failed connection into a
+// *fallback.ConnectionLostError, so that the caller sees the failure and
+// counts it, instead of a watch that ends at once without an error.
+func watchOnce(ctx context.Context, r *rest.Request) (watch.Interface, error) {
+	w, err := once(r).Watch(ctx)
+	if err == nil && reflect.TypeOf(w) == emptyWatchType {
+		w.Stop()
+		return nil, &fallback.ConnectionLostError{Method: http.MethodGet, URL: r.URL().Redacted()}
+	}
+	return w, err
 }
 
 // FromDynamic adapts a dynamic client resource, e.g.
