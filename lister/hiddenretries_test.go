@@ -228,4 +228,3 @@ func TestWatchRetryAfterSentOnce(t *testing.T) {
 		}
 	}
 }
-
