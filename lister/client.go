@@ -3,7 +3,11 @@ package lister
 import (
 	"context"
 	"net/http"
+	"net/http/httptrace"
 	"reflect"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,6 +57,29 @@ func watchOnce(ctx context.Context, r *rest.Request) (watch.Interface, error) {
 		return nil, &fallback.ConnectionLostError{Method: http.MethodGet, URL: r.URL().Redacted()}
 	}
 	return w, err
+}
+
+// wireTally counts the HTTP requests written on the wire under a context,
+// whoever sends them: client-go's REST client composes its own trace with
+// the context's (httptrace.WithClientTrace), so its retries inside one
+// request are counted too.
+type wireTally struct{ written, taken atomic.Int32 }
+
+// trace returns ctx with the tally's HTTP trace.
+func (t *wireTally) trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { t.written.Add(1) }})
+}
+
+// take returns the requests written since the last take, and logs when
+// there was more than one (a retry inside client-go).
+func (t *wireTally) take(log logr.Logger) int {
+	n := t.written.Load()
+	n -= t.taken.Swap(n)
+	if n > 1 {
+		log.V(2).Info("client-go's REST client retried a request on its own; counted (build the client from fallback.NoHiddenRetries to leave every retry to the lister)",
+			"wireRequests", n)
+	}
+	return int(n)
 }
 
 // FromDynamic adapts a dynamic client resource, e.g.

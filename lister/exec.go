@@ -29,6 +29,7 @@ type run struct {
 	cfg   *pageConfig
 	plan  *engine.Planner
 	tried map[string]bool // newer resourceVersions already tried
+	wire  wireTally       // requests written on the wire under ctx
 }
 
 func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
@@ -38,6 +39,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		l: l, ctx: ctx, log: klog.FromContext(ctx).WithValues("lister", l.o.Name), rec: rec, base: base, cfg: cfg,
 		plan: newPlanner(l.o), tried: map[string]bool{},
 	}
+	r.ctx = r.wire.trace(ctx)
 	err := r.loop(q, page)
 	rec.Duration = time.Since(start)
 	outcome := "ok"
@@ -98,7 +100,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 			class = r.verify(first, cur, servedRV, snapshotRV, cont, seen)
 		}
 		r.rec.Requests = append(r.rec.Requests, SentRequest{Purpose: PurposePage, Options: opts, Form: match.Form(), Class: class,
-			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur, Shared: shared})
+			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur, Shared: shared, WireRequests: r.wire.take(r.log)})
 
 		// Plan.
 		ra, _ := fallback.RetryAfter(err)
@@ -337,6 +339,7 @@ func (r *run) probe() (string, error) {
 			sr.ServedResourceVersion, sr.Items = lm.GetResourceVersion(), meta.LenList(obj)
 		}
 	}
+	sr.WireRequests = r.wire.take(r.log)
 	r.rec.Requests = append(r.rec.Requests, sr)
 	if err != nil {
 		return "", err

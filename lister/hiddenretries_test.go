@@ -228,3 +228,36 @@ func TestWatchRetryAfterSentOnce(t *testing.T) {
 		}
 	}
 }
+
+// The retries client-go still makes, inside the functions of a client the
+// SDK did not build (FromFuncs over a typed client built the usual way),
+// are counted: Record.Requests says how many requests each one took on the
+// wire, and they add up to what the server saw.
+func TestHiddenRetriesOfUsersClientsAreCounted(t *testing.T) {
+	cfg, n := wireServer(t, false, answer(http.StatusTooManyRequests, "0"))
+	cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
+	opts := quick
+	opts.Policy.Backoff.MaxRetries = 1
+	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
+	if !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("error %v; want the 429", err)
+	}
+	total := 0
+	for _, r := range rec.Requests {
+		if r.WireRequests != 11 {
+			t.Errorf("WireRequests %d; want 11 (client-go's 1 + 10 retries)", r.WireRequests)
+		}
+		total += r.WireRequests
+	}
+	if got := int(n.Load()); got != total || len(rec.Requests) != 2 {
+		t.Fatalf("server saw %d requests, Record counts %d in %d; want equal, in 2", got, total, len(rec.Requests))
+	}
+
+	// Through NoHiddenRetries there is one request on the wire per request.
+	n.Store(0)
+	cms = kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
+	_, rec, _ = lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
+	if got := n.Load(); got != 2 || rec.Requests[0].WireRequests != 1 || rec.Requests[1].WireRequests != 1 {
+		t.Fatalf("NoHiddenRetries: %d on the wire, Record %+v; want 2, 1 each", got, rec.Requests)
+	}
+}
