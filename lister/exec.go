@@ -99,8 +99,9 @@ func (r *run) loop(q Query, page PageFunc) error {
 			items = meta.LenList(obj)
 			class = r.verify(first, cur, servedRV, snapshotRV, cont, seen)
 		}
+		wire := r.wire.take(r.log)
 		r.rec.Requests = append(r.rec.Requests, SentRequest{Purpose: PurposePage, Options: opts, Form: match.Form(), Class: class,
-			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur, Shared: shared, WireRequests: r.wire.take(r.log)})
+			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur, Shared: shared, WireRequests: wire})
 
 		// Plan.
 		ra, _ := fallback.RetryAfter(err)
@@ -109,7 +110,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 			pageBytes = estimatePageBytes(obj, items)
 		}
 		step := r.plan.Plan(engine.Input{
-			First: first, Sent: cur, Match: match, WireLimit: opts.Limit, Class: class, RetryAfter: ra, Elapsed: dur, Continue: cont,
+			First: first, Sent: cur, Match: match, WireLimit: opts.Limit, Class: class, RetryAfter: ra, Elapsed: dur, WireRequests: wire, Continue: cont,
 			Handed: handed, SnapshotRV: snapshotRV, CanVoidPages: r.cfg.onRestart != nil, CallerContinue: q.Continue != "",
 			PageBytes: pageBytes, Items: items,
 		})
