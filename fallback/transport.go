@@ -70,13 +70,18 @@ const maxOwnedErrorBody = 1 << 20
 // follows up to 10 redirects (client-go sets no CheckRedirect), and its
 // transport resends an idempotent request whose reused connection closed
 // before the request was written (HTTP/2: a stream the server refused);
-// neither is a retry of an answered request.
+// neither is a retry of an answered request. Two waits come before a
+// request rather than after an answer, and stay: the client's rate limiter
+// (rest.Config.QPS and Burst; Request.tryThrottle) and, only when the
+// KUBE_CLIENT_BACKOFF_BASE environment variable is set, its per-URL backoff
+// (rest/urlbackoff.go); both end with the request's context.
 //
-// The SDK's own clients (lister.FromClientset, FromRESTClient,
-// FromDynamicConfig, FromMetadataConfig, compat.Detector.ForConfig) set
-// rest.Request.MaxRetries(0) on every request they build, which ends all
-// three, and turn client-go's empty watch into a *ConnectionLostError.
-// NoHiddenRetries does the same for any client built from its config,
+// The SDK's own list and watch clients (lister.FromClientset, and so
+// reflector.FactoryInformer; FromRESTClient, FromDynamicConfig,
+// FromMetadataConfig) set rest.Request.MaxRetries(0) on every request they
+// build, which ends all three, and turn client-go's empty watch into a
+// *ConnectionLostError; compat.Detector.ForConfig builds its discovery
+// client from NoHiddenRetries. NoHiddenRetries does the same for any client built from its config,
 // through the transport: it wraps it with OwnRetryAfter, which takes the
 // Retry-After header away from client-go (leaving the server's delay in the
 // error the caller sees, Status details.retryAfterSeconds, read by
@@ -89,6 +94,11 @@ const maxOwnedErrorBody = 1 << 20
 // requests the SDK does not build:
 //
 //	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+//
+// Without it those retries stay: the lister counts each list's requests on
+// the wire (lister.SentRequest.WireRequests, redirects included) and charges
+// client-go's retries to Policy.Backoff, but it cannot shorten the sleep
+// client-go takes before each.
 //
 // A nil cfg returns nil.
 func NoHiddenRetries(cfg *rest.Config) *rest.Config {
