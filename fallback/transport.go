@@ -146,7 +146,7 @@ func (t *ownRetryAfter) WrappedRoundTripper() http.RoundTripper { return t.rt }
 func (t *ownRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
 	if err != nil {
-		if req.Method == http.MethodGet && RetriedByClientGo(err) {
+		if req.Method == http.MethodGet && retriedByClientGo(err, isWatch(req)) {
 			klog.FromContext(req.Context()).V(4).Info("Connection failure taken from client-go's REST client: the caller counts and retries",
 				"path", req.URL.Path, "err", err)
 			return nil, &ConnectionLostError{Method: req.Method, URL: req.URL.Redacted(), Err: err}
@@ -252,7 +252,7 @@ var ErrConnectionLost = errors.New("connection lost before the server's answer")
 // ConnectionLostError is the error of a GET whose connection failed before
 // the server's answer in a way client-go's REST client would retry on its
 // own (EOF, connection reset, HTTP/2 connection lost or GOAWAY, a network
-// timeout; see NoHiddenRetries), returned instead so that the caller counts
+// timeout on a watch; see NoHiddenRetries), returned instead so that the caller counts
 // and retries it with its own budget. It is a net.Error that is not a
 // timeout, and its message names the failure in words client-go does not
 // match, so client-go passes it on at once. errors.Is matches
@@ -288,15 +288,30 @@ func (e *ConnectionLostError) Timeout() bool { return false }
 func (e *ConnectionLostError) Temporary() bool { return false }
 
 // RetriedByClientGo reports whether client-go's REST client retries a GET
-// that failed with err on its own (rest/request.go Request.request and
-// Request.Watch: net.IsConnectionReset, net.IsProbableEOF,
-// net.IsHTTP2ConnectionLost, net.IsTimeout), leaving out the caller's own
-// cancellation, which client-go does not retry.
-func RetriedByClientGo(err error) bool {
+// or a watch that failed with err on its own (rest/request.go
+// Request.request: net.IsConnectionReset, net.IsProbableEOF,
+// net.IsHTTP2ConnectionLost; Request.Watch: net.IsProbableEOF,
+// net.IsTimeout), leaving out the caller's own cancellation, which
+// client-go does not retry.
+func RetriedByClientGo(err error) bool { return retriedByClientGo(err, true) }
+
+// retriedByClientGo is RetriedByClientGo for a watch (timeouts included)
+// or another GET (timeouts are not retried there).
+func retriedByClientGo(err error, watch bool) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	return utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err) || utilnet.IsTimeout(err)
+	return utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err) || (watch && utilnet.IsTimeout(err))
+}
+
+// isWatch reports whether req is a watch as client-go sends one (the
+// watch parameter; the apiserver's legacy /watch/ path prefix).
+func isWatch(req *http.Request) bool {
+	switch req.URL.Query().Get("watch") {
+	case "true", "1":
+		return true
+	}
+	return strings.Contains(req.URL.Path, "/watch/")
 }
 
 // connectionFailureWords rewrites the phrases client-go's retry predicates
