@@ -252,10 +252,10 @@ var ErrConnectionLost = errors.New("connection lost before the server's answer")
 // ConnectionLostError is the error of a GET whose connection failed before
 // the server's answer in a way client-go's REST client would retry on its
 // own (EOF, connection reset, HTTP/2 connection lost or GOAWAY, a network
-// timeout on a watch; see NoHiddenRetries), returned instead so that the caller counts
-// and retries it with its own budget. It is a net.Error that is not a
-// timeout, and its message names the failure in words client-go does not
-// match, so client-go passes it on at once. errors.Is matches
+// timeout on a watch; see NoHiddenRetries), returned instead so that the
+// caller counts and retries it with its own budget. It is a net.Error that
+// is not a timeout, and its message names the failure in words client-go
+// does not match, so client-go passes it on at once. errors.Is matches
 // ErrConnectionLost and whatever Err matches (io.EOF,
 // syscall.ECONNRESET, ...); Classify reads it as Transport.
 type ConnectionLostError struct {
