@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -117,5 +118,31 @@ func (f funcClient[L]) List(ctx context.Context, o metav1.ListOptions) (runtime.
 }
 
 func (f funcClient[L]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return f.watch(ctx, o)
+	return watchObserved(ctx, o, f.watch)
+}
+
+// watchObserved calls a watch function the SDK did not build, with an HTTP
+// trace on its context: more than one request written is a retry inside
+// client-go's REST client, which it logs with the count; client-go's empty
+// watch after a last request that got no answer is a lost connection,
+// which it returns as a *fallback.ConnectionLostError (as the SDK's own
+// adapters do) instead of a watch that ends at once without an error.
+func watchObserved(ctx context.Context, o metav1.ListOptions, watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) (watch.Interface, error) {
+	var wrote atomic.Int32
+	var answered atomic.Bool // the last request written got an answer
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteHeaders:         func() { wrote.Add(1); answered.Store(false) },
+		GotFirstResponseByte: func() { answered.Store(true) },
+	})
+	w, err := watchFn(tctx, o)
+	n := wrote.Load()
+	if n > 1 {
+		klog.FromContext(ctx).V(2).Info("client-go's REST client retried a watch request on its own (build the client from fallback.NoHiddenRetries to leave every retry to steadywatch)",
+			"wireRequests", n, "resourceVersion", o.ResourceVersion)
+	}
+	if err == nil && n > 0 && !answered.Load() && reflect.TypeOf(w) == emptyWatchType {
+		w.Stop()
+		return nil, &fallback.ConnectionLostError{Method: http.MethodGet, URL: "(watch)"}
+	}
+	return w, err
 }

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -262,5 +263,37 @@ func TestHiddenRetriesOfUsersClientsAreCounted(t *testing.T) {
 	_, rec, _ = lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
 	if got := n.Load(); got != 2 || rec.Requests[0].WireRequests != 1 || rec.Requests[1].WireRequests != 1 {
 		t.Fatalf("NoHiddenRetries: %d on the wire, Record %+v; want 2, 1 each", got, rec.Requests)
+	}
+}
+
+// A watch through a user's client whose connection fails: client-go's REST
+// client retries it on its own (11 requests, 1s apart; only
+// fallback.NoHiddenRetries removes them) and then returns an empty watch
+// and no error; the lister turns that into a *fallback.ConnectionLostError.
+// A function that returns an empty watch without any HTTP is left alone.
+func TestUsersWatchLostConnectionIsAnError(t *testing.T) {
+	cfg, n := wireServer(t, false, hangUp)
+	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
+	begin := time.Now()
+	_, err := lister.FromFuncs(cms.List, cms.Watch).Watch(context.Background(), metav1.ListOptions{ResourceVersion: "1"})
+	if got := n.Load(); got != 1 || !errors.Is(err, fallback.ErrConnectionLost) || time.Since(begin) > 2*time.Second {
+		t.Fatalf("NoHiddenRetries: %d requests, %v; want 1 and a *fallback.ConnectionLostError at once", got, err)
+	}
+	if testing.Short() {
+		t.Skip("client-go's 10 retries 1s apart")
+	}
+	n.Store(0)
+	cms = kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
+	_, err = lister.FromFuncs(cms.List, cms.Watch).Watch(context.Background(), metav1.ListOptions{ResourceVersion: "1"})
+	if got := n.Load(); got != 11 || !errors.Is(err, fallback.ErrConnectionLost) {
+		t.Fatalf("plain client: %d requests, %v; want client-go's 11 and a *fallback.ConnectionLostError", got, err)
+	}
+
+	empty := func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil }
+	list := func(context.Context, metav1.ListOptions) (*corev1.ConfigMapList, error) {
+		return &corev1.ConfigMapList{}, nil
+	}
+	if w, err := lister.FromFuncs(list, empty).Watch(context.Background(), metav1.ListOptions{}); err != nil || w == nil {
+		t.Fatalf("a function's own empty watch: %v, %v; want it unchanged", w, err)
 	}
 }
