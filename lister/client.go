@@ -37,7 +37,12 @@ type Client interface {
 // reflector counts, and each wait is one it caps (Policy.MaxRetryAfter).
 // The adapters of functions (FromFuncs, FromDynamic, FromMetadata,
 // FromListerWatcher) send what those functions send: build their clients
-// from fallback.NoHiddenRetries(cfg) for the same.
+// from fallback.NoHiddenRetries(cfg) for the same. Otherwise client-go's
+// retries inside them stay, and client-go sleeps what the server asks
+// before each (until the caller's context ends): the lister counts them
+// (SentRequest.WireRequests, charged to Policy.Backoff), logs those of
+// watches, and turns client-go's empty watch after a lost connection into
+// a *fallback.ConnectionLostError, but cannot shorten the sleep.
 
 // once is a request of the SDK's own adapters: no retry inside client-go.
 func once(r *rest.Request) *rest.Request { return r.MaxRetries(0) }
