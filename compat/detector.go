@@ -135,8 +135,9 @@ func (d *Detector) For(host string, version func(ctx context.Context) (string, e
 // ForConfig returns the Server for cfg.Host, fetching the version through
 // discovery (GET /version) with cfg's transport, TLS settings and credentials,
 // without client-go's hidden retries (fallback.NoHiddenRetries): a 429/5xx
-// with Retry-After is one answer, and the version is read again after
-// expiry. It fails only when no discovery client can be built from cfg.
+// with any Retry-After, and a connection that ends without an answer (EOF,
+// reset, HTTP/2 connection lost), is one request and one answer, and the
+// version is read again after expiry. It fails only when no discovery client can be built from cfg.
 func (d *Detector) ForConfig(cfg *rest.Config) (Server, error) {
 	if cfg == nil {
 		return nil, errors.New("compat: ForConfig: nil rest.Config")

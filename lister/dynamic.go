@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // FromDynamicConfig returns the Client of a dynamic client for gvr in
@@ -26,7 +28,8 @@ import (
 // little more than the objects themselves (docs/benchmarks.md). Watch
 // events in JSON are decoded in half the passes client-go's decoder makes
 // over each event (watchdecode.go). The objects and events returned are the
-// dynamic client's, field for field.
+// dynamic client's, field for field. Every request is sent once: client-go's
+// REST client makes no retry of its own inside it (see Client).
 //
 // With client-go's ClientsAllowCBOR feature gate on, lists go through the
 // dynamic client unchanged (it may then be answered in CBOR).
@@ -34,6 +37,9 @@ func FromDynamicConfig(cfg *rest.Config, gvr schema.GroupVersionResource, namesp
 	if err := checkResource("FromDynamicConfig", gvr, namespace); err != nil {
 		return nil, err
 	}
+	// Also the dynamic client's own requests (with ClientsAllowCBOR) are
+	// sent once: no retry inside client-go's REST client.
+	cfg = fallback.NoHiddenRetries(cfg)
 	config := dynamic.ConfigFor(cfg)
 	httpClient, err := rest.HTTPClientFor(config)
 	if err != nil {
@@ -110,7 +116,7 @@ type dynamicClient struct {
 }
 
 func (c dynamicClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	body, err := c.rc.Get().AbsPath(c.path...).SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
+	body, err := once(c.rc.Get()).AbsPath(c.path...).SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -123,5 +129,5 @@ func (c dynamicClient) List(ctx context.Context, o metav1.ListOptions) (runtime.
 // events are decoded in fewer passes: the same events, field for field.
 func (c dynamicClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	o.Watch = true
-	return c.rc.Get().AbsPath(c.path...).SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Watch(ctx)
+	return watchOnce(ctx, c.rc.Get().AbsPath(c.path...).SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1))
 }

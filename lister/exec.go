@@ -29,6 +29,7 @@ type run struct {
 	cfg   *pageConfig
 	plan  *engine.Planner
 	tried map[string]bool // newer resourceVersions already tried
+	wire  wireTally       // requests written on the wire under ctx
 }
 
 func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
@@ -38,6 +39,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		l: l, ctx: ctx, log: klog.FromContext(ctx).WithValues("lister", l.o.Name), rec: rec, base: base, cfg: cfg,
 		plan: newPlanner(l.o), tried: map[string]bool{},
 	}
+	r.ctx = r.wire.trace(ctx)
 	err := r.loop(q, page)
 	rec.Duration = time.Since(start)
 	outcome := "ok"
@@ -97,8 +99,9 @@ func (r *run) loop(q Query, page PageFunc) error {
 			items = meta.LenList(obj)
 			class = r.verify(first, cur, servedRV, snapshotRV, cont, seen)
 		}
+		wire := r.wire.take(r.log)
 		r.rec.Requests = append(r.rec.Requests, SentRequest{Purpose: PurposePage, Options: opts, Form: match.Form(), Class: class,
-			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur, Shared: shared})
+			Err: err, ServedResourceVersion: servedRV, Items: items, MoreAfter: cont != "", Duration: dur, Shared: shared, WireRequests: wire})
 
 		// Plan.
 		ra, _ := fallback.RetryAfter(err)
@@ -107,7 +110,7 @@ func (r *run) loop(q Query, page PageFunc) error {
 			pageBytes = estimatePageBytes(obj, items)
 		}
 		step := r.plan.Plan(engine.Input{
-			First: first, Sent: cur, Match: match, WireLimit: opts.Limit, Class: class, RetryAfter: ra, Elapsed: dur, Continue: cont,
+			First: first, Sent: cur, Match: match, WireLimit: opts.Limit, Class: class, RetryAfter: ra, Elapsed: dur, WireRequests: wire, Continue: cont,
 			Handed: handed, SnapshotRV: snapshotRV, CanVoidPages: r.cfg.onRestart != nil, CallerContinue: q.Continue != "",
 			PageBytes: pageBytes, Items: items,
 		})
@@ -316,6 +319,7 @@ func (r *run) probe() (string, error) {
 			sr.ServedResourceVersion, sr.Items = lm.GetResourceVersion(), meta.LenList(obj)
 		}
 	}
+	sr.WireRequests = r.wire.take(r.log)
 	r.rec.Requests = append(r.rec.Requests, sr)
 	if err != nil {
 		return "", err

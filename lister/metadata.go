@@ -3,6 +3,7 @@ package lister
 import (
 	"context"
 	"reflect"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // metadataListAccept is the Accept header of client-go's metadata client's
@@ -42,7 +45,8 @@ var metadataListShape = func() listShape {
 // are *metav1.PartialObjectMetadataList, but each list response is decoded
 // item by item as it arrives instead of being read whole first (see
 // FromClientset; the objects are the metadata client's, field for field).
-// Watches go through the metadata client.
+// Watches send the metadata client's request. Every request is sent once:
+// client-go's REST client makes no retry of its own inside it (see Client).
 //
 // Metadata-only informers (controller-runtime's metadata watches, client-go's
 // metadatainformer) are how operators keep large resources such as Secrets
@@ -52,19 +56,11 @@ func FromMetadataConfig(cfg *rest.Config, gvr schema.GroupVersionResource, names
 	if err := checkResource("FromMetadataConfig", gvr, namespace); err != nil {
 		return nil, err
 	}
-	// As metadata.NewForConfig builds its client: one HTTP client for both.
-	config := metadata.ConfigFor(cfg)
+	// As metadata.NewForConfigAndClient builds its REST client.
+	config := metadata.ConfigFor(fallback.NoHiddenRetries(cfg))
 	httpClient, err := rest.HTTPClientFor(config)
 	if err != nil {
 		return nil, err
-	}
-	md, err := metadata.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return nil, err
-	}
-	var ri metadata.ResourceInterface = md.Resource(gvr)
-	if namespace != "" {
-		ri = md.Resource(gvr).Namespace(namespace)
 	}
 	config.GroupVersion = &schema.GroupVersion{}
 	config.APIPath = "/this-value-should-never-be-sent"
@@ -72,17 +68,16 @@ func FromMetadataConfig(cfg *rest.Config, gvr schema.GroupVersionResource, names
 	if err != nil {
 		return nil, err
 	}
-	return metadataClient{ri: ri, rc: rc, path: resourcePath(gvr, namespace)}, nil
+	return metadataClient{rc: rc, path: resourcePath(gvr, namespace)}, nil
 }
 
 type metadataClient struct {
-	ri   metadata.ResourceInterface
 	rc   rest.Interface
 	path []string
 }
 
 func (c metadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	body, err := c.rc.Get().AbsPath(c.path...).SetHeader("Accept", metadataListAccept).
+	body, err := once(c.rc.Get()).AbsPath(c.path...).SetHeader("Accept", metadataListAccept).
 		SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
 	if err != nil {
 		return nil, err
@@ -91,6 +86,18 @@ func (c metadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime
 	return decodeList(body, metadataListShape)
 }
 
+// metadataWatchAccept is the Accept header of client-go's metadata client's
+// Watch.
+const metadataWatchAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
+// Watch sends the metadata client's watch request (its Watch: same path,
+// Accept header, parameters and timeout, through the same REST client), once.
 func (c metadataClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return c.ri.Watch(ctx, o)
+	var timeout time.Duration
+	if o.TimeoutSeconds != nil {
+		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
+	}
+	o.Watch = true
+	return watchOnce(ctx, c.rc.Get().AbsPath(c.path...).SetHeader("Accept", metadataWatchAccept).
+		SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Timeout(timeout))
 }

@@ -42,6 +42,13 @@ type SentRequest struct {
 	// Shared: another reader's identical request answered this one through
 	// Options.ListGate (its answer copied; no request of its own was sent).
 	Shared bool
+	// WireRequests is how many HTTP requests this one took on the wire:
+	// 1, or more when client-go's REST client retried it on its own (a
+	// client of FromFuncs, FromDynamic, FromMetadata or FromListerWatcher
+	// not built from fallback.NoHiddenRetries; see there), or when net/http
+	// followed redirects; 0 when Shared, or when the client sent nothing
+	// over net/http (a fake).
+	WireRequests int
 }
 
 // Record is what one list call sent and what it served.

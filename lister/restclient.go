@@ -41,7 +41,8 @@ type RESTResource struct {
 // cs.ExampleV1().Widgets(namespace).List and .Watch, sent through the
 // group's REST client, but each list response is decoded item by item as
 // it arrives (see FromClientset; the objects are the typed client's, field
-// for field). This is the adapter for a custom resource's typed clientset,
+// for field). Lists and watches are sent once: client-go's REST client
+// makes no retry of its own inside them (see Client). This is the adapter for a custom resource's typed clientset,
 // whose Go types have no protobuf code: their lists are JSON, which
 // client-go reads whole and then decodes.
 //
@@ -93,7 +94,7 @@ func (c restClient) request(o *metav1.ListOptions) (*rest.Request, time.Duration
 	if o.TimeoutSeconds != nil {
 		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
 	}
-	return c.r.Client.Get().
+	return once(c.r.Client.Get()).
 		UseProtobufAsDefaultIfPreferred(c.r.PrefersProtobuf).
 		NamespaceIfScoped(c.r.Namespace, c.r.Namespace != "").
 		Resource(c.r.Resource).
@@ -120,5 +121,5 @@ func (c restClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Obj
 func (c restClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	o.Watch = true
 	req, _ := c.request(&o)
-	return req.Watch(ctx)
+	return watchOnce(ctx, req)
 }

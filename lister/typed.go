@@ -18,15 +18,18 @@ import (
 // FromClientset returns the Client of cs's typed client for example's
 // resource (&corev1.ConfigMap{}: cs.CoreV1().ConfigMaps(namespace)); a
 // cluster-scoped resource ignores namespace, and namespace "" lists every
-// namespace. Watches go through the typed client. Lists send the typed
-// client's own request (same path, parameters and content types, through
-// the group's REST client, so its rate limiter, retries and transport
-// apply) and decode the response item by item as it arrives instead of
-// reading it whole first: the objects are the same, but the client never
-// holds the whole response body and the decoded list at once (on 50,000
-// ConfigMaps the response body is about 40% of client-go's peak heap; see
-// docs/benchmarks.md). When cs has no REST client for the group (client-go's
-// fake clientsets), lists go through the typed client unchanged.
+// namespace. Lists and watches send the typed client's own requests (same
+// path, parameters and content types, through the group's REST client, so
+// its rate limiter and transport apply), each once: client-go's REST client
+// makes no retry of its own inside them (fallback.NoHiddenRetries lists the
+// retries it would make), so every request on the wire is one the lister
+// or reflector counts, and every server-asked wait one it caps
+// (Policy.MaxRetryAfter). Lists decode the response item by item as it
+// arrives instead of reading it whole first: the objects are the same, but
+// the client never holds the whole response body and the decoded list at
+// once (on 50,000 ConfigMaps the response body is about 40% of client-go's
+// peak heap; see docs/benchmarks.md). When cs has no REST client for the group (client-go's
+// fake clientsets), lists and watches go through the typed client unchanged.
 //
 // It fails with an *UnsupportedTypeError when example is not a resource of
 // client-go's typed clientset (a CRD's Go type: use FromRESTClient with
@@ -202,7 +205,13 @@ func (c typedClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Ob
 	return c.rest.List(ctx, o)
 }
 
+// Watch sends the typed client's watch request through the group's REST
+// client, once (no retry inside client-go), or calls the typed client when
+// there is no REST client (client-go's fake clientsets).
 func (c typedClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	if c.rest != nil {
+		return c.rest.Watch(ctx, o)
+	}
 	return c.watch(ctx, o)
 }
 

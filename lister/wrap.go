@@ -58,5 +58,5 @@ func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Objec
 }
 
 func (c lwClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return c.lw.WatchWithContext(ctx, o)
+	return watchObserved(ctx, o, c.lw.WatchWithContext)
 }

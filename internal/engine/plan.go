@@ -30,6 +30,11 @@ type Input struct {
 	// are charged to the budget so that retries inside retries do not
 	// multiply it.
 	Elapsed time.Duration
+	// WireRequests is how many HTTP requests the answer took on the wire,
+	// counted (0: not known, e.g. a fake client or a shared answer). When
+	// known, its retries inside client-go (WireRequests-1) are charged
+	// instead of the estimate from Elapsed.
+	WireRequests int
 	// Continue is the continue token of an answered page ("" on the last page).
 	Continue string
 	// PageBytes estimates the size of the answered page's objects (0:
@@ -174,7 +179,10 @@ func (pl *Planner) capped(ra time.Duration) time.Duration { return min(ra, pl.po
 func (pl *Planner) Plan(in Input) Step {
 	s := in.situation()
 	b := budgetFor(s.normalize().Class)
-	if b != noBudget && in.RetryAfter > 0 {
+	switch {
+	case b != noBudget && in.WireRequests > 1:
+		pl.used[b] += in.WireRequests - 1
+	case b != noBudget && in.WireRequests == 0 && in.RetryAfter > 0:
 		// One hidden attempt costs at least its Retry-After; a too-large
 		// answer also waits in the watch cache (up to 3s) before it is sent.
 		per := in.RetryAfter

@@ -27,6 +27,20 @@ func TestHiddenRetriesAreCharged(t *testing.T) {
 	}
 }
 
+// Counted requests on the wire replace the estimate: a slow answer that
+// took one request charges nothing, one that took 11 charges 10.
+func TestCountedHiddenRetriesAreCharged(t *testing.T) {
+	first := fallback.NotOlderThanQuery("10")
+	in := Input{First: first, Sent: first, Class: fallback.TooLargeRV, RetryAfter: time.Second, Elapsed: 40 * time.Second, WireRequests: 1}
+	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.WaitRetryAfter {
+		t.Fatalf("one request, however slow: %v, want WaitRetryAfter", st.Action)
+	}
+	in.Elapsed, in.WireRequests = time.Second, 11
+	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.FallbackMostRecent {
+		t.Fatalf("11 requests on the wire: %v (%s), want FallbackMostRecent", st.Action, st.Reason)
+	}
+}
+
 // After a continue-token expiry with pages handed over, the restart's floor
 // is the handed snapshot, and an Any list restarts as NotOlderThan it.
 func TestRestartFloorIsTheHandedSnapshot(t *testing.T) {

@@ -1,0 +1,84 @@
+package baddata_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// A server's Retry-After is capped by Policy.MaxRetryAfter on a clientset
+// built the usual way (kubernetes.NewForConfig(cfg), no
+// fallback.NoHiddenRetries): the SDK's adapters send each request once, so
+// client-go's REST client never sleeps the hour behind the lister's back.
+var _ = Describe("server-asked waits on a clientset built the usual way", Label("conformance", "needs-faults"), Ordered, func() {
+	var e *env
+	BeforeAll(func(ctx SpecContext) {
+		c := suite.StartHarness(ctx, harness.Options{Version: build.Current},
+			"needs the harness's fault proxy (injected 429 with Retry-After)")
+		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
+		Expect(err).NotTo(HaveOccurred())
+		e = &env{p: p, pcfg: pcfg, pcs: kubernetes.NewForConfigOrDie(pcfg), cs: kubernetes.NewForConfigOrDie(c.RESTConfig())}
+		Eventually(func(g Gomega) {
+			_, err := e.cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+		}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	})
+	AfterEach(func() { e.p.ClearRules(); e.p.ResetRequests() })
+
+	It("a 429 with Retry-After: 3600: lister.List and FactoryInformer wait Policy.MaxRetryAfter, one request each time", func(ctx SpecContext) {
+		const fault = "429 Retry-After 3600, plain clientset"
+		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
+
+		// lister.List over FromClientset.
+		ns := e.newNS(ctx, "ra-plain", 3)
+		e.p.ResetRequests()
+		e.p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
+		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		start := time.Now()
+		obj, rec, err := lister.New(suite.ConfigMaps(e.pcs, ns), lister.Options{Name: "ra-plain", Policy: policy}).List(lctx, lister.MostRecent())
+		took := time.Since(start)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))
+		Expect(took).To(BeNumerically("<", policy.MaxRetryAfter+3*time.Second), "waited the cap, not the hour")
+		lists, _ := e.wire(ns, true)
+		Expect(lists).To(Equal(2), "the 429 and the retry: no request of client-go's own")
+		Expect(rec.Requests).To(HaveLen(2))
+		for _, r := range rec.Requests {
+			Expect(r.WireRequests).To(Equal(1))
+		}
+		record(result{Fault: fault, Path: "lister.List (FromClientset, MaxRetryAfter 2 s)", Lists: lists, Seconds: took.Seconds(), Outcome: "listed after one capped wait"})
+
+		// The README's informer-factory line, on the same plain clientset:
+		// its first request (a list or a streaming list) is answered 429.
+		ns = e.newNS(ctx, "ra-factory", 3)
+		e.p.ResetRequests()
+		e.p.Inject(faults.Rule{Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
+		factory := informers.NewSharedInformerFactoryWithOptions(e.pcs, 0, informers.WithNamespace(ns))
+		inf := factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Policy: policy}}))
+		fctx, fcancel := context.WithCancel(context.Background())
+		DeferCleanup(func() { fcancel(); factory.Shutdown() })
+		start = time.Now()
+		factory.Start(fctx.Done())
+		Eventually(inf.HasSynced).WithTimeout(policy.MaxRetryAfter + 8*time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		took = time.Since(start)
+		Expect(inf.GetStore().ListKeys()).To(HaveLen(3))
+		lists, watches := e.wire(ns, false)
+		Expect(lists+watches).To(BeNumerically("<=", 4), "no hidden retries: the 429, then what the informer itself sends")
+		record(result{Fault: fault, Path: "reflector.FactoryInformer (MaxRetryAfter 2 s)", Lists: lists, Watches: watches, Seconds: took.Seconds(), Outcome: "synced"})
+	})
+})

@@ -1,0 +1,299 @@
+package lister_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/lister"
+)
+
+// Every retry client-go's REST client makes inside one request (the list in
+// fallback.NoHiddenRetries), against a server that counts the requests on
+// the wire, through the SDK's own adapters built the usual way (no
+// NoHiddenRetries): each request is sent once, each one the lister sends is
+// in Record.Requests, and the caller gets a fast, typed error.
+
+// wireServer serves h over HTTP (over TLS with HTTP/2 when h2) and counts
+// the requests that reach it.
+func wireServer(t *testing.T, h2 bool, h http.HandlerFunc) (*rest.Config, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h(w, r)
+	}))
+	s.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
+	cfg := &rest.Config{}
+	if h2 {
+		s.EnableHTTP2 = true
+		s.StartTLS()
+		cfg.TLSClientConfig.Insecure = true
+	} else {
+		s.Start()
+	}
+	t.Cleanup(s.Close)
+	cfg.Host = s.URL
+	return cfg, &n
+}
+
+type connKey struct{}
+
+// answer answers with code and, unless ra is "", a Retry-After header.
+func answer(code int, ra string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		st := apierrors.NewGenericServerResponse(code, "GET", schema.GroupResource{Resource: "configmaps"}, "", "busy", 0, true).ErrStatus
+		st.Kind, st.APIVersion = "Status", "v1"
+		_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":%q,"reason":%q,"code":%d}`, st.Message, st.Reason, code)
+	}
+}
+
+// hangUp closes the connection without an answer: the client reads EOF.
+func hangUp(w http.ResponseWriter, r *http.Request) {
+	if hj, ok := w.(http.Hijacker); ok {
+		c, _, err := hj.Hijack()
+		if err == nil {
+			_ = c.Close()
+		}
+		return
+	}
+	// HTTP/2: the whole connection goes (the client loses it mid-stream).
+	_ = r.Context().Value(connKey{}).(net.Conn).Close()
+}
+
+// reset aborts the connection with a TCP RST: "connection reset by peer".
+func reset(w http.ResponseWriter, _ *http.Request) {
+	c, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
+// adapters builds each of the SDK's own Clients for ConfigMaps from cfg,
+// with clients built the usual way.
+func adapters(t *testing.T, cfg *rest.Config) map[string]lister.Client {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	typed, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := lister.FromRESTClient(lister.RESTResource{Client: cs.CoreV1().RESTClient(), Resource: "configmaps", Namespace: "default", List: &corev1.ConfigMapList{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := lister.FromDynamicConfig(cfg, gvr, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := lister.FromMetadataConfig(cfg, gvr, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]lister.Client{"FromClientset": typed, "FromRESTClient": rc, "FromDynamicConfig": dyn, "FromMetadataConfig": md}
+}
+
+// quick is a Policy whose own retries are fast: two retries, 1ms apart, and
+// a server's Retry-After capped at 50ms.
+var quick = lister.Options{Policy: fallback.Policy{
+	MaxRetryAfter: 50 * time.Millisecond,
+	Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: 2},
+}}
+
+// A 429 or 5xx with any Retry-After client-go parses (zero, negative,
+// huge) is retried by client-go up to 10 times inside one request (11 on
+// the wire per request, the huge one sleeping until the caller's deadline).
+// The lister's own retries are the only ones: 3 requests, all in
+// Record.Requests, each wait capped by Policy.MaxRetryAfter.
+func TestListSendsEachRequestOnce(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		ra   string
+		is   func(error) bool
+	}{
+		{429, "0", apierrors.IsTooManyRequests},
+		{503, "-1", apierrors.IsServiceUnavailable},
+		{429, "3600", apierrors.IsTooManyRequests},
+		{500, "1", apierrors.IsInternalError},
+	} {
+		cfg, n := wireServer(t, false, answer(c.code, c.ra))
+		for name, client := range adapters(t, cfg) {
+			t.Run(fmt.Sprintf("%d Retry-After %s/%s", c.code, c.ra, name), func(t *testing.T) {
+				n.Store(0)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				begin := time.Now()
+				_, rec, err := lister.New(client, quick).List(ctx, lister.MostRecent())
+				took := time.Since(begin)
+				if got, sent := int(n.Load()), len(rec.Requests); got != 3 || sent != 3 {
+					t.Fatalf("%d requests on the wire, %d in Record.Requests; want 3 and 3 (the lister's own retries only)", got, sent)
+				}
+				var le *lister.Error
+				if !errors.As(err, &le) || !c.is(err) || errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("error %v (%T); want a *lister.Error wrapping the server's %d", err, err, c.code)
+				}
+				if took > 3*time.Second {
+					t.Fatalf("took %v: a wait was not capped", took)
+				}
+			})
+		}
+	}
+}
+
+// A watch whose connection fails (EOF; a TCP reset; HTTP/2 connection lost
+// mid-request) is retried by client-go up to 10 times 1s apart, after which
+// it returns an empty watch and no error. The SDK's adapters send it once
+// and fail with a *fallback.ConnectionLostError.
+func TestWatchConnectionFailureSentOnce(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h2   bool
+		h    http.HandlerFunc
+	}{
+		{"EOF", false, hangUp},
+		{"connection reset", false, reset},
+		{"HTTP/2 connection lost", true, hangUp},
+	} {
+		cfg, n := wireServer(t, c.h2, c.h)
+		for name, client := range adapters(t, cfg) {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				n.Store(0)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				begin := time.Now()
+				w, err := client.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+				if w != nil {
+					w.Stop()
+				}
+				if got := n.Load(); got != 1 {
+					t.Fatalf("%d requests on the wire; want 1", got)
+				}
+				if !errors.Is(err, fallback.ErrConnectionLost) || fallback.Classify(err) != fallback.Transport {
+					t.Fatalf("watch = %v, %v; want a *fallback.ConnectionLostError (class transport)", w, err)
+				}
+				if took := time.Since(begin); took > 2*time.Second {
+					t.Fatalf("took %v", took)
+				}
+			})
+		}
+	}
+}
+
+// A watch answered 429 or 5xx with a Retry-After is not retried inside
+// client-go either; the caller gets the server's error at once.
+func TestWatchRetryAfterSentOnce(t *testing.T) {
+	for _, ra := range []string{"0", "-1", "3600"} {
+		cfg, n := wireServer(t, false, answer(http.StatusTooManyRequests, ra))
+		for name, client := range adapters(t, cfg) {
+			t.Run("Retry-After "+ra+"/"+name, func(t *testing.T) {
+				n.Store(0)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				begin := time.Now()
+				_, err := client.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+				if got := n.Load(); got != 1 || !apierrors.IsTooManyRequests(err) {
+					t.Fatalf("%d requests, error %v; want 1 and the 429", got, err)
+				}
+				if took := time.Since(begin); took > 2*time.Second {
+					t.Fatalf("took %v", took)
+				}
+			})
+		}
+	}
+}
+
+// The retries client-go still makes, inside the functions of a client the
+// SDK did not build (FromFuncs over a typed client built the usual way),
+// are counted: Record.Requests says how many requests each one took on the
+// wire, they add up to what the server saw, and they are charged to the
+// lister's retry budget.
+func TestHiddenRetriesOfUsersClientsAreCounted(t *testing.T) {
+	cfg, n := wireServer(t, false, answer(http.StatusTooManyRequests, "0"))
+	cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
+	opts := quick
+	opts.Policy.Backoff.MaxRetries = 1
+	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
+	if !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("error %v; want the 429", err)
+	}
+	total := 0
+	for _, r := range rec.Requests {
+		if r.WireRequests != 11 {
+			t.Errorf("WireRequests %d; want 11 (client-go's 1 + 10 retries)", r.WireRequests)
+		}
+		total += r.WireRequests
+	}
+	// The 10 retries client-go made are charged to the lister's budget
+	// (Policy.Backoff.MaxRetries 1): it sends no request of its own after.
+	if got := int(n.Load()); got != total || len(rec.Requests) != 1 {
+		t.Fatalf("server saw %d requests, Record counts %d in %d; want equal, in 1 (the budget spent by client-go's retries)", got, total, len(rec.Requests))
+	}
+
+	// Through NoHiddenRetries there is one request on the wire per request.
+	n.Store(0)
+	cms = kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
+	_, rec, _ = lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
+	if got := n.Load(); got != 2 || rec.Requests[0].WireRequests != 1 || rec.Requests[1].WireRequests != 1 {
+		t.Fatalf("NoHiddenRetries: %d on the wire, Record %+v; want 2, 1 each", got, rec.Requests)
+	}
+}
+
+// A watch through a user's client whose connection fails: client-go's REST
+// client retries it on its own (11 requests, 1s apart; only
+// fallback.NoHiddenRetries removes them) and then returns an empty watch
+// and no error; the lister turns that into a *fallback.ConnectionLostError.
+// A function that returns an empty watch without any HTTP is left alone.
+func TestUsersWatchLostConnectionIsAnError(t *testing.T) {
+	cfg, n := wireServer(t, false, hangUp)
+	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
+	begin := time.Now()
+	_, err := lister.FromFuncs(cms.List, cms.Watch).Watch(context.Background(), metav1.ListOptions{ResourceVersion: "1"})
+	if got := n.Load(); got != 1 || !errors.Is(err, fallback.ErrConnectionLost) || time.Since(begin) > 2*time.Second {
+		t.Fatalf("NoHiddenRetries: %d requests, %v; want 1 and a *fallback.ConnectionLostError at once", got, err)
+	}
+	if testing.Short() {
+		t.Skip("client-go's 10 retries 1s apart")
+	}
+	n.Store(0)
+	cms = kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
+	_, err = lister.FromFuncs(cms.List, cms.Watch).Watch(context.Background(), metav1.ListOptions{ResourceVersion: "1"})
+	if got := n.Load(); got != 11 || !errors.Is(err, fallback.ErrConnectionLost) {
+		t.Fatalf("plain client: %d requests, %v; want client-go's 11 and a *fallback.ConnectionLostError", got, err)
+	}
+
+	empty := func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil }
+	list := func(context.Context, metav1.ListOptions) (*corev1.ConfigMapList, error) {
+		return &corev1.ConfigMapList{}, nil
+	}
+	if w, err := lister.FromFuncs(list, empty).Watch(context.Background(), metav1.ListOptions{}); err != nil || w == nil {
+		t.Fatalf("a function's own empty watch: %v, %v; want it unchanged", w, err)
+	}
+}
