@@ -249,7 +249,7 @@ func (f *inflight) add(d int) {
 	if f.n == 0 && d > 0 {
 		f.idle = make(chan struct{})
 	}
-	if f.n += d; f.n == 0 {
+	if f.n += d; f.n == 0 && d < 0 {
 		close(f.idle)
 	}
 }
