@@ -15,9 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
@@ -185,14 +183,14 @@ var _ = DescribeTableSubtree("three replicas of examples/sharded as separate pro
 				Expect(len(s.Cache)).To(BeNumerically("<", replicaObjs), "a replica holds less than everything")
 			}
 
-			// Stock client-go beside it: each replica would hold everything.
-			stock := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything()), &corev1.ConfigMap{}, 0, nil)
-			sctx, scancel := context.WithCancel(ctx)
-			go stock.RunWithContext(sctx)
-			Expect(cache.WaitForCacheSync(sctx.Done(), stock.HasSynced)).To(BeTrue())
-			AddReportEntry("stock client-go informer holds", fmt.Sprintf("%d of %d objects", len(stock.GetStore().List()), replicaObjs))
-			Expect(stock.GetStore().List()).To(HaveLen(replicaObjs))
-			scancel()
+			// Stock client-go beside it: an unsharded informer's list holds
+			// everything, on every replica (a stock v0.37 informer never syncs
+			// on v1.18.19 at all: its streaming list waits for a bookmark that
+			// server never sends, so its list is shown).
+			all, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			AddReportEntry("stock client-go (unsharded), per replica", fmt.Sprintf("%d of %d objects", len(all.Items), replicaObjs))
+			Expect(all.Items).To(HaveLen(replicaObjs))
 
 			// kill -9 one replica, then write every object while the others take over.
 			Expect(rs[2].cmd.Process.Kill()).To(Succeed())
