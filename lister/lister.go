@@ -55,6 +55,11 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // type (all pages, one snapshot, no continue token), and its Record. Items
 // are moved from each page into the result as the page arrives, so pages are
 // not held twice.
+//
+// Memory follows the items that have arrived, never a number the server
+// claims: the result grows as pages are appended, to at most twice the items
+// received so far (as append does); the server's remainingItemCount only
+// trims that growth so the last pages fit without one more reallocation.
 func (l *Lister) List(ctx context.Context, q Query) (runtime.Object, *Record, error) {
 	return l.list(ctx, q, l.baseOptions())
 }
@@ -64,9 +69,6 @@ func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (ru
 	rec, err := l.run(ctx, q, base, func(page runtime.Object) error {
 		if acc == nil {
 			acc = page
-			if lm, err := meta.ListAccessor(page); err == nil && lm.GetRemainingItemCount() != nil {
-				reserve(acc, *lm.GetRemainingItemCount())
-			}
 			return nil
 		}
 		return appendItems(acc, page)
@@ -221,10 +223,17 @@ func (l *Lister) baseOptions() metav1.ListOptions {
 
 // appendItems moves src's items to the end of dst's. Typed, unstructured and
 // metadata lists keep their items in an Items slice of values: appending the
-// slice copies each item once and lets src's backing array go.
+// slice copies each item once and lets src's backing array go. When dst's
+// slice must grow, its new capacity follows the items that have arrived
+// (growCap), never the server's remainingItemCount alone.
 func appendItems(dst, src runtime.Object) error {
 	dv, sv := itemsField(dst), itemsField(src)
 	if dv.IsValid() && sv.IsValid() && dv.Type() == sv.Type() {
+		if need := dv.Len() + sv.Len(); need > dv.Cap() {
+			grown := reflect.MakeSlice(dv.Type(), dv.Len(), growCap(need, remainingOf(src)))
+			reflect.Copy(grown, dv)
+			dv.Set(grown)
+		}
 		dv.Set(reflect.AppendSlice(dv, sv))
 		sv.Set(reflect.Zero(sv.Type()))
 		return nil
@@ -240,17 +249,25 @@ func appendItems(dst, src runtime.Object) error {
 	return meta.SetList(dst, append(a, b...))
 }
 
-// reserve grows obj's Items capacity by n (bounded), so that the following
-// pages are appended without repeated reallocation.
-func reserve(obj runtime.Object, n int64) {
-	const maxReserve = 1 << 20
-	f := itemsField(obj)
-	if !f.IsValid() || n <= 0 || n > maxReserve {
-		return
+// growCap is the capacity of a result that must hold
+// need (the items that have arrived): twice need, as append grows, trimmed
+// to need+remaining when the server says fewer remain. The server's number
+// never raises it: at most 2*need items are allocated, whatever
+// remainingItemCount claims (it is untrusted input).
+func growCap(need int, remaining int64) int {
+	c := 2 * need
+	if remaining >= 0 && int64(c-need) > remaining {
+		c = need + int(remaining)
 	}
-	grown := reflect.MakeSlice(f.Type(), f.Len(), f.Len()+int(n))
-	reflect.Copy(grown, f)
-	f.Set(grown)
+	return c
+}
+
+// remainingOf is page's remainingItemCount, or -1 when it has none.
+func remainingOf(page runtime.Object) int64 {
+	if lm, err := meta.ListAccessor(page); err == nil && lm.GetRemainingItemCount() != nil && *lm.GetRemainingItemCount() >= 0 {
+		return *lm.GetRemainingItemCount()
+	}
+	return -1
 }
 
 func itemsField(obj runtime.Object) reflect.Value {
