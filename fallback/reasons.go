@@ -122,6 +122,11 @@ const (
 	// behind on was listed MostRecent instead (a consistent read is never
 	// older than asked), as Policy.TooLargeAfterBudget allows.
 	ReasonTooLargeFallbackMostRecent ReasonCode = "too-large-rv-fallback-most-recent"
+	// ReasonTooLargeCheckRV: the first "too large resource version" of a
+	// list with a resourceVersion: a consistent limit=1 read says whether
+	// that version exists at all before any wait; a version newer than the
+	// server's current one fails at once (ReasonRVNewerThanServer).
+	ReasonTooLargeCheckRV ReasonCode = "too-large-rv-check-exists"
 )
 
 // Reasons the executor adds around the table: conditions of the call itself
@@ -158,7 +163,7 @@ func ListReasons() []ReasonCode {
 		ReasonContinueExpiredFail, ReasonContinueExpiredExhausted, ReasonContinueRepeated,
 		ReasonRule2RetryWithLimit, ReasonRule2MismatchWithLimit, ReasonUnexpectedObservation,
 		ReasonServedOlderRetry, ReasonServedOlderExhausted, ReasonRVNewerThanServer, ReasonTooLargeWait, ReasonTooLargeExhausted,
-		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent,
+		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent, ReasonTooLargeCheckRV,
 		ReasonMaxRequests, ReasonRestartNotAllowed, ReasonNewerRVProbeFailed, ReasonNewerRVProbeRetry,
 		ReasonNotAList, ReasonGetExactScan,
 	}

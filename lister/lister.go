@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 )
 
 // Lister runs list calls with explicit semantics against one Client. It is
@@ -110,16 +111,17 @@ func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, e
 	start := time.Now()
 	q := fallback.MostRecentQuery().WithLimit(1)
 	rec := &Record{Requested: q}
-	// run.probe reads only the client, the context, the base options and
-	// the record: no planner, no budget.
-	r := &run{l: l, ctx: ctx, rec: rec, base: l.baseOptions()}
-	rv, err := r.probe()
-	if errors.Is(err, errNoListResourceVersion) {
-		err = nil // "" says it: the caller decides
+	_, ans, sr := l.send(ctx, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
+	if sr != nil {
+		sr.Class = fallback.Classify(ans.Err)
+		rec.Requests = append(rec.Requests, *sr)
 	}
 	rec.Duration = time.Since(start)
-	rec.ServedResourceVersion = rv
-	return rv, rec, err
+	if ans.Err != nil {
+		return "", rec, ans.Err
+	}
+	rec.ServedResourceVersion = ans.ServedRV // "" says it: the caller decides
+	return ans.ServedRV, rec, nil
 }
 
 // ReasonGetExactScan is the reason of the Event GetExact records when the
