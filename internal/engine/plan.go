@@ -67,7 +67,7 @@ type Config struct {
 	// PageSize is rule 2's limit (and the legacy Exact limit); MaxPageSize
 	// and MaxPageBytes bound the growth of continuation pages.
 	PageSize, MaxPageSize, MaxPageBytes int64
-	// MaxRequests bounds the requests that deliver no page.
+	// MaxRequests bounds the requests that deliver no page (0: no bound).
 	MaxRequests int
 	// Base carries the selectors every request keeps.
 	Base metav1.ListOptions
@@ -182,6 +182,11 @@ func Start(q fallback.Query, cfg Config) (*Call, Request, error) {
 	c := &Call{cfg: cfg, p: p, bo: p.Backoff.New(), requested: q, seen: map[string]bool{}, tried: map[string]bool{}}
 	c.limits = [numBudgets]int{newerRVBudget: max(p.MaxNewerRVRetries, 0), restartBudget: max(p.MaxListRestarts, 0),
 		tooLargeBudget: max(p.MaxTooLargeRetries, 0), backoffBudget: max(p.Backoff.MaxRetries, 0)}
+	if f := cfg.LastObserved; f != nil && q.ResourceVersion != "" {
+		// A version the caller has seen is known to exist: no check needed.
+		h := f()
+		c.rvChecked = h != "" && (fallback.CompareRV(h, q.ResourceVersion) == fallback.Newer || fallback.CompareRV(h, q.ResourceVersion) == fallback.Same)
+	}
 	return c, c.request(PurposePage, q, 0, true), nil
 }
 
@@ -361,7 +366,7 @@ func (c *Call) Next(a Answer) Step {
 		}
 		st.Done, st.Event, st.Served, st.SnapshotRV = true, &ev, c.first, c.snapshot
 		return st
-	case c.futile >= max(c.cfg.MaxRequests, 1):
+	case c.cfg.MaxRequests > 0 && c.futile >= c.cfg.MaxRequests:
 		ev.Reason, ev.Action, ev.Detail = fallback.ReasonMaxRequests, fallback.Fail, fmt.Sprintf("%d requests delivered no page (Options.MaxRequests)", c.futile)
 		st.Action, st.Reason, st.Row, st.Done, st.Event = fallback.Fail, fallback.ReasonMaxRequests, -1, true, &ev
 		return st
