@@ -64,7 +64,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			rec.Pages++
 			rec.Items += ans.Items
 		}
-		if step.Failed() {
+		if step.Action.IsFailure() {
 			err = l.fail(step, rec, ans)
 		}
 		if ev := step.Event; ev != nil {
@@ -174,7 +174,7 @@ func (l *Lister) send(ctx context.Context, req engine.Request) (obj runtime.Obje
 		}
 		ans.ServedRV, ans.Continue, ans.Items = lm.GetResourceVersion(), lm.GetContinue(), meta.LenList(obj)
 		sr.ServedResourceVersion, sr.Items, sr.MoreAfter = ans.ServedRV, ans.Items, ans.Continue != ""
-		if ans.Continue != "" && l.o.MaxPageBytes > 0 {
+		if ans.Continue != "" && l.o.MaxPageBytes > 0 && l.o.MaxPageSize > opts.Limit && opts.Limit > 0 {
 			n := ans.Items
 			ans.PageBytes = func() int64 { return estimatePageBytes(obj, n) }
 		}

@@ -62,7 +62,7 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // received so far (as append does); the server's remainingItemCount only
 // trims that growth so the last pages fit without one more reallocation.
 func (l *Lister) List(ctx context.Context, q Query) (runtime.Object, *Record, error) {
-	return l.list(ctx, q, l.baseOptions())
+	return l.list(ctx, q, metav1.ListOptions{LabelSelector: l.o.LabelSelector, FieldSelector: l.o.FieldSelector})
 }
 
 func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (runtime.Object, *Record, error) {

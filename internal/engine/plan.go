@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -212,11 +213,15 @@ func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttem
 	if (q.Continue == "" || c.requests == 0) && c.learned != MatchUnknown {
 		c.match = c.learned // this call's own evidence is the newest
 	}
-	opts := q.ApplyTo(c.cfg.Base, c.match.Form())
-	if c.match.Form() == fallback.Legacy && q.Semantic == fallback.Exact && q.Continue == "" && q.Limit == 0 {
+	form := fallback.Match
+	if c.match == MatchIgnored {
+		form = fallback.Legacy
+	}
+	opts := q.ApplyTo(c.cfg.Base, form)
+	if form == fallback.Legacy && q.Semantic == fallback.Exact && q.Continue == "" && q.Limit == 0 {
 		opts.Limit = c.cfg.PageSize
 	}
-	c.sent = Request{Purpose: PurposePage, Query: q, Form: c.match.Form(), Options: opts, Wait: wait}
+	c.sent = Request{Purpose: PurposePage, Query: q, Form: form, Options: opts, Wait: wait}
 	return c.sent
 }
 
@@ -309,7 +314,7 @@ func (c *Call) Next(a Answer) Step {
 			next := c.after
 			next.ResourceVersion = rv
 			st.Action, st.Reason, ev = c.afterEvent.Action, c.afterEvent.Reason, c.afterEvent
-			ev.Detail = joinDetail("newer resourceVersion "+rv+" from "+where, ev.Detail)
+			ev.Detail = strings.TrimSuffix("newer resourceVersion "+rv+" from "+where+"; "+ev.Detail, "; ")
 			st.Next = c.request(PurposePage, next, c.afterWait, c.afterAttempt)
 		case st.Action == fallback.Backoff || st.Action == fallback.WaitRetryAfter:
 			c.used[b]++
@@ -325,7 +330,8 @@ func (c *Call) Next(a Answer) Step {
 		if st.Next.Purpose != PurposePage {
 			ev.Reason, ev.Action = fallback.ReasonNewerRVProbeRetry, fallback.Backoff
 		}
-		st.Done, st.Event = st.Failed(), &ev
+		e := ev
+		st.Done, st.Event = st.Failed(), &e
 		return st
 	}
 
@@ -364,11 +370,13 @@ func (c *Call) Next(a Answer) Step {
 		case fallback.ReasonContinueRepeated:
 			ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s were handed over before the repeat", c.handed, c.snapshot)
 		}
-		st.Done, st.Event, st.Served, st.SnapshotRV = true, &ev, c.first, c.snapshot
+		e := ev
+		st.Done, st.Event, st.Served, st.SnapshotRV = true, &e, c.first, c.snapshot
 		return st
 	case c.cfg.MaxRequests > 0 && c.futile >= c.cfg.MaxRequests:
 		ev.Reason, ev.Action, ev.Detail = fallback.ReasonMaxRequests, fallback.Fail, fmt.Sprintf("%d requests delivered no page (Options.MaxRequests)", c.futile)
-		st.Action, st.Reason, st.Row, st.Done, st.Event = fallback.Fail, fallback.ReasonMaxRequests, -1, true, &ev
+		e := ev
+		st.Action, st.Reason, st.Row, st.Done, st.Event = fallback.Fail, fallback.ReasonMaxRequests, -1, true, &e
 		return st
 	}
 	c.used[b]++
@@ -388,7 +396,8 @@ func (c *Call) Next(a Answer) Step {
 	if refuse != "" {
 		st.Action, st.Reason, st.Row, st.Done = fallback.Fail, fallback.ReasonRestartNotAllowed, -1, true
 		ev.Action, ev.Reason, ev.Detail = st.Action, st.Reason, refuse
-		st.Event = &ev
+		e := ev
+		st.Event = &e
 		return st
 	}
 
@@ -437,7 +446,8 @@ func (c *Call) Next(a Answer) Step {
 		// The table never pairs these (TestTableExhaustive): Exact never leaves its snapshot.
 		st.Action, st.Reason, st.Source, st.Row, st.Done = fallback.Fail, fallback.ReasonUnexpectedObservation, "no follow-up request exists for this action and semantic", -1, true
 		ev.Action, ev.Reason = st.Action, st.Reason
-		st.Event = &ev
+		e := ev
+		st.Event = &e
 		return st
 	}
 
@@ -449,7 +459,8 @@ func (c *Call) Next(a Answer) Step {
 		ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
 		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
 		ev.After = st.Next.Query
-		st.Event = &ev
+		e := ev
+		st.Event = &e
 		return st
 	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
 		if f := c.cfg.LastObserved; f != nil {
@@ -475,7 +486,8 @@ func (c *Call) Next(a Answer) Step {
 	if wait > 0 {
 		ev.Detail = joinDetail(ev.Detail, fmt.Sprintf("waiting %s", wait.Round(time.Millisecond)))
 	}
-	st.Event = &ev
+	e := ev
+	st.Event = &e
 	return st
 }
 
