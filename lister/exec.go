@@ -31,11 +31,11 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		CanVoidPages: cfg.onRestart != nil,
 	})
 	for err == nil {
-		obj, ans, sr := l.send(ctx, req)
+		obj, ans, sr, sent := l.send(ctx, req)
 		step := call.Next(ans)
-		if sr != nil {
+		if sent {
 			sr.Class = step.Class
-			rec.Requests = append(rec.Requests, *sr)
+			rec.Requests = append(rec.Requests, sr)
 		}
 		if step.Evidence != engine.NoEvidence {
 			o := compat.Observation{Capability: compat.ResourceVersionMatch, Support: compat.No,
@@ -120,9 +120,9 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 // answered by an identical request of another reader (Shared). The
 // answer's Elapsed is the request's own duration (0 when shared), never
 // the wait for a slot: the engine reads it as the time client-go's REST
-// client spent on hidden retries. sr is nil when the context ended before
-// the request was sent.
-func (l *Lister) send(ctx context.Context, req engine.Request) (obj runtime.Object, ans engine.Answer, sr *SentRequest) {
+// client spent on hidden retries. sent is false when the context ended
+// before the request was sent.
+func (l *Lister) send(ctx context.Context, req engine.Request) (obj runtime.Object, ans engine.Answer, sr SentRequest, sent bool) {
 	if req.Wait > 0 {
 		t := time.NewTimer(req.Wait)
 		select {
@@ -132,7 +132,7 @@ func (l *Lister) send(ctx context.Context, req engine.Request) (obj runtime.Obje
 		t.Stop()
 	}
 	if ans.Err = ctx.Err(); ans.Err != nil {
-		return nil, ans, nil
+		return nil, ans, sr, false
 	}
 	opts := req.Options
 	list := func(ctx context.Context) (runtime.Object, error) {
@@ -165,21 +165,20 @@ func (l *Lister) send(ctx context.Context, req engine.Request) (obj runtime.Obje
 	if req.Purpose != engine.PurposePage {
 		purpose = PurposeNewerRVProbe
 	}
-	sr = &SentRequest{Purpose: purpose, Options: opts, Form: req.Form, Err: ans.Err, Duration: ans.Elapsed, Shared: shared}
+	sr = SentRequest{Purpose: purpose, Options: opts, Form: req.Form, Err: ans.Err, Duration: ans.Elapsed, Shared: shared}
 	if ans.Err == nil {
 		lm, aerr := meta.ListAccessor(obj)
 		if aerr != nil {
 			ans.NotAList, ans.Err, sr.Err = true, aerr, aerr
-			return obj, ans, sr
+			return obj, ans, sr, true
 		}
 		ans.ServedRV, ans.Continue, ans.Items = lm.GetResourceVersion(), lm.GetContinue(), meta.LenList(obj)
 		sr.ServedResourceVersion, sr.Items, sr.MoreAfter = ans.ServedRV, ans.Items, ans.Continue != ""
 		if ans.Continue != "" && l.o.MaxPageBytes > 0 && l.o.MaxPageSize > opts.Limit && opts.Limit > 0 {
-			n := ans.Items
-			ans.PageBytes = func() int64 { return estimatePageBytes(obj, n) }
+			ans.PageBytes = estimatePageBytes(obj, ans.Items) // bounds the next page's growth
 		}
 	}
-	return obj, ans, sr
+	return obj, ans, sr, true
 }
 
 // requestKeyer is implemented by the Clients whose list request is wholly

@@ -58,9 +58,9 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // not held twice.
 //
 // Memory follows the items that have arrived, never a number the server
-// claims: the result grows as pages are appended, to at most twice the items
-// received so far (as append does); the server's remainingItemCount only
-// trims that growth so the last pages fit without one more reallocation.
+// claims: the result grows as pages are appended, to at most four times the
+// items received so far; within that cap the server's remainingItemCount
+// sizes the growth so the last pages fit without more reallocations.
 func (l *Lister) List(ctx context.Context, q Query) (runtime.Object, *Record, error) {
 	return l.list(ctx, q, metav1.ListOptions{LabelSelector: l.o.LabelSelector, FieldSelector: l.o.FieldSelector})
 }
@@ -111,10 +111,10 @@ func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, e
 	start := time.Now()
 	q := fallback.MostRecentQuery().WithLimit(1)
 	rec := &Record{Requested: q}
-	_, ans, sr := l.send(ctx, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
-	if sr != nil {
+	_, ans, sr, sent := l.send(ctx, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
+	if sent {
 		sr.Class = fallback.Classify(ans.Err)
-		rec.Requests = append(rec.Requests, *sr)
+		rec.Requests = append(rec.Requests, sr)
 	}
 	rec.Duration = time.Since(start)
 	if ans.Err != nil {
@@ -251,18 +251,25 @@ func appendItems(dst, src runtime.Object) error {
 	return meta.SetList(dst, append(a, b...))
 }
 
-// growCap is the capacity of a result that must hold
-// need (the items that have arrived): twice need, as append grows, trimmed
-// to need+remaining when the server says fewer remain. The server's number
-// never raises it: at most 2*need items are allocated, whatever
-// remainingItemCount claims (it is untrusted input).
+// growCap is the capacity of a result that must hold need items (the items
+// that have arrived). Without a claim from the server it doubles, as append
+// does. With one (remaining >= 0, the page's remainingItemCount) it makes
+// room for exactly need+remaining, but never more than maxGrowth times
+// need: the server's number is untrusted input and can only guide growth
+// within that cap, never size memory on its own.
 func growCap(need int, remaining int64) int {
-	c := 2 * need
-	if remaining >= 0 && int64(c-need) > remaining {
-		c = need + int(remaining)
+	if remaining < 0 {
+		return 2 * need
 	}
-	return c
+	if remaining > int64(maxGrowth-1)*int64(need) {
+		return maxGrowth * need
+	}
+	return need + int(remaining)
 }
+
+// maxGrowth caps how far a server's remainingItemCount may grow List's
+// result past the items that have arrived.
+const maxGrowth = 4
 
 // remainingOf is page's remainingItemCount, or -1 when it has none.
 func remainingOf(page runtime.Object) int64 {

@@ -56,9 +56,9 @@ type Answer struct {
 	// are charged to the budget so that retries inside retries do not
 	// multiply it.
 	Elapsed time.Duration
-	// PageBytes estimates the size of the page's objects (nil: unknown). It
-	// is called only when the next page's limit may grow by bytes.
-	PageBytes func() int64
+	// PageBytes estimates the size of the page's objects (0: unknown); the
+	// executor fills it only when the next page's limit may grow.
+	PageBytes int64
 }
 
 // Config is what one list call knows before its first request.
@@ -180,7 +180,7 @@ func Start(q fallback.Query, cfg Config) (*Call, Request, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = fallback.DefaultLegacyExactLimit
 	}
-	c := &Call{cfg: cfg, p: p, bo: p.Backoff.New(), requested: q, seen: map[string]bool{}, tried: map[string]bool{}}
+	c := &Call{cfg: cfg, p: p, requested: q, seen: map[string]bool{}}
 	c.limits = [numBudgets]int{newerRVBudget: max(p.MaxNewerRVRetries, 0), restartBudget: max(p.MaxListRestarts, 0),
 		tooLargeBudget: max(p.MaxTooLargeRetries, 0), backoffBudget: max(p.Backoff.MaxRetries, 0)}
 	if f := cfg.LastObserved; f != nil && q.ResourceVersion != "" {
@@ -275,6 +275,9 @@ func (c *Call) Next(a Answer) Step {
 		}
 		c.used[b] += min(int(a.Elapsed/per), 10)
 	}
+	if b != noBudget && c.bo == nil {
+		c.bo = c.p.Backoff.New() // the call's one backoff sequence, made at its first failure
+	}
 	s.AttemptsLeft = b != noBudget && c.used[b] < c.limits[b] &&
 		(b != backoffBudget || c.bo.GetElapsedTime() < c.p.Backoff.MaxElapsedTime)
 	d := decide(s, c.p)
@@ -309,6 +312,9 @@ func (c *Call) Next(a Answer) Step {
 			rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
 			if c.floor != "" && fallback.CompareRV(rv, c.floor) == fallback.Older {
 				rv, where = c.floor, "the floor (newest "+rv+" is older)" // never back in time
+			}
+			if c.tried == nil {
+				c.tried = map[string]bool{}
 			}
 			c.tried[rv] = true
 			next := c.after
@@ -354,10 +360,8 @@ func (c *Call) Next(a Answer) Step {
 		limit := sent.Options.Limit
 		if limit > 0 && c.cfg.MaxPageSize > limit {
 			next := min(2*limit, c.cfg.MaxPageSize)
-			if c.cfg.MaxPageBytes > 0 && a.PageBytes != nil && a.Items > 0 {
-				if pb := a.PageBytes(); pb > 0 {
-					next = min(next, max(limit, c.cfg.MaxPageBytes/max(pb/int64(a.Items), 1)))
-				}
+			if c.cfg.MaxPageBytes > 0 && a.PageBytes > 0 && a.Items > 0 {
+				next = min(next, max(limit, c.cfg.MaxPageBytes/max(a.PageBytes/int64(a.Items), 1)))
 			}
 			limit = next
 		}
@@ -465,6 +469,9 @@ func (c *Call) Next(a Answer) Step {
 	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
 		if f := c.cfg.LastObserved; f != nil {
 			if h := f(); h != "" && !c.tried[h] && (floor == "" || fallback.CompareRV(h, floor) == fallback.Newer) {
+				if c.tried == nil {
+					c.tried = map[string]bool{}
+				}
 				c.tried[h] = true
 				next.ResourceVersion = h
 				ev.Detail = joinDetail("newer resourceVersion "+h+" from the caller's last observed resourceVersion", ev.Detail)
