@@ -358,7 +358,10 @@ func (c *Call) Next(a Answer) Step {
 		// up to MaxPageSize objects and, when MaxPageBytes > 0, only while
 		// the previous page's objects say the next stays within it.
 		limit := sent.Options.Limit
-		if limit > 0 && c.cfg.MaxPageSize > limit {
+		if limit <= 0 {
+			limit = c.cfg.PageSize // a continue token on an unlimited list: a continue request needs a limit
+		}
+		if c.cfg.MaxPageSize > limit {
 			next := min(2*limit, c.cfg.MaxPageSize)
 			if c.cfg.MaxPageBytes > 0 && a.PageBytes > 0 && a.Items > 0 {
 				next = min(next, max(limit, c.cfg.MaxPageBytes/max(a.PageBytes/int64(a.Items), 1)))

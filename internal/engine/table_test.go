@@ -204,7 +204,8 @@ func checkSafety(t *testing.T, s Situation, p Policy, d decision) {
 		}
 	}
 	// The follow-up requests (their floors, their continue tokens) are
-	// built by Call.Next: TestCallFollowUpsKeepTheFloor drives them.
+	// built by Call.Next: TestCallFollowUpsAreSafe and
+	// TestCallFollowUpsKeepTheFloor drive them.
 }
 
 func TestTableRowsCiteSources(t *testing.T) {
