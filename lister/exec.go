@@ -27,8 +27,17 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	log := klog.FromContext(ctx).WithValues("lister", l.o.Name)
 	call, req, err := engine.Start(q, engine.Config{
 		Policy: l.o.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.MaxPageSize, MaxPageBytes: max(l.o.MaxPageBytes, 0),
-		MaxRequests: l.o.MaxRequests, Base: base, Belief: l.matchSupport(ctx), LastObserved: l.o.LastObservedRV,
-		CanVoidPages: cfg.onRestart != nil,
+		MaxRequests: l.o.MaxRequests, Base: base, LastObserved: l.o.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
+		// The belief about resourceVersionMatch, read before each first page.
+		Belief: func() engine.MatchSupport {
+			switch l.o.Server.Capabilities(ctx).Get(compat.ResourceVersionMatch) {
+			case compat.Yes:
+				return engine.MatchHonoured
+			case compat.No:
+				return engine.MatchIgnored
+			}
+			return engine.MatchUnknown
+		},
 	})
 	for err == nil {
 		obj, ans, sr, sent := l.send(ctx, req)
@@ -186,20 +195,6 @@ func (l *Lister) send(ctx context.Context, req engine.Request) (obj runtime.Obje
 // client (its REST client instance, and so its credentials; path; content
 // type; list type). ListGate shares answers only between equal keys.
 type requestKeyer interface{ requestKey() string }
-
-// matchSupport returns the belief about resourceVersionMatch support that
-// the engine reads before each first page.
-func (l *Lister) matchSupport(ctx context.Context) func() engine.MatchSupport {
-	return func() engine.MatchSupport {
-		switch l.o.Server.Capabilities(ctx).Get(compat.ResourceVersionMatch) {
-		case compat.Yes:
-			return engine.MatchHonoured
-		case compat.No:
-			return engine.MatchIgnored
-		}
-		return engine.MatchUnknown
-	}
-}
 
 // fail turns a failing step into the call's *Error, with a message that says
 // what the server did wrong where it did.

@@ -305,8 +305,9 @@ func (c *Call) Next(a Answer) Step {
 			// The requested version exists: a lagging member; wait and resend.
 			c.rvChecked = true
 			st.Action, st.Reason, ev = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait, c.afterEvent
-			ev.Detail = joinDetail(fmt.Sprintf("resourceVersion %s exists (the server's current is %s)", c.after.ResourceVersion, a.ServedRV),
-				joinDetail(ev.Detail, fmt.Sprintf("waiting %s", c.afterWait.Round(time.Millisecond))))
+			ev.Detail = strings.TrimPrefix(fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s; waiting %s",
+				c.after.ResourceVersion, a.ServedRV, ev.Detail, c.afterWait.Round(time.Millisecond)), "; ")
+			ev.Detail = strings.Replace(ev.Detail, "; ; ", "; ", 1)
 			st.Next = c.request(PurposePage, c.after, c.afterWait, false)
 		case st.Action == fallback.Accept:
 			rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
@@ -337,7 +338,7 @@ func (c *Call) Next(a Answer) Step {
 			ev.Reason, ev.Action = fallback.ReasonNewerRVProbeRetry, fallback.Backoff
 		}
 		e := ev
-		st.Done, st.Event = st.Failed(), &e
+		st.Done, st.Event = st.Action.IsFailure(), &e
 		return st
 	}
 
@@ -370,7 +371,7 @@ func (c *Call) Next(a Answer) Step {
 		}
 		st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: limit, Continue: a.Continue}, 0, false)
 		return st
-	case st.Failed():
+	case st.Action.IsFailure():
 		switch st.Reason {
 		case fallback.ReasonServedOlderExhausted:
 			ev.Detail = fmt.Sprintf("served %s, requested not older than %s", a.ServedRV, c.requested.ResourceVersion)
@@ -443,7 +444,7 @@ func (c *Call) Next(a Answer) Step {
 			wait = max(min(c.bo.NextBackOff(), c.p.Backoff.Max), wait)
 		}
 		if d.Action != fallback.Backoff && ra > 0 {
-			ev.Detail = joinDetail(ev.Detail, fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter))
+			ev.Detail = strings.TrimPrefix(ev.Detail+"; "+fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter), "; ")
 		}
 	}
 	newAttempt := d.Action != fallback.WaitRetryAfter && d.Action != fallback.Backoff && d.Action != fallback.CheckRVExists
@@ -477,7 +478,7 @@ func (c *Call) Next(a Answer) Step {
 				}
 				c.tried[h] = true
 				next.ResourceVersion = h
-				ev.Detail = joinDetail("newer resourceVersion "+h+" from the caller's last observed resourceVersion", ev.Detail)
+				ev.Detail = strings.TrimSuffix("newer resourceVersion "+h+" from the caller's last observed resourceVersion; "+ev.Detail, "; ")
 				break
 			}
 		}
@@ -485,7 +486,7 @@ func (c *Call) Next(a Answer) Step {
 			// The probe is a request of its own; the event waits for its answer.
 			c.after, c.afterWait, c.afterEvent, c.floor, c.afterAttempt = next, 0, ev, floor, newAttempt
 			if wait > 0 {
-				c.afterEvent.Detail = joinDetail(c.afterEvent.Detail, fmt.Sprintf("waited %s", wait.Round(time.Millisecond)))
+				c.afterEvent.Detail = strings.TrimPrefix(c.afterEvent.Detail+"; waited "+wait.Round(time.Millisecond).String(), "; ")
 			}
 			st.Next = c.request(PurposeNewerRV, fallback.Query{}, wait, false)
 			return st
@@ -494,21 +495,11 @@ func (c *Call) Next(a Answer) Step {
 	st.Next = c.request(PurposePage, next, wait, newAttempt)
 	ev.After = next
 	if wait > 0 {
-		ev.Detail = joinDetail(ev.Detail, fmt.Sprintf("waiting %s", wait.Round(time.Millisecond)))
+		ev.Detail = strings.TrimPrefix(ev.Detail+"; waiting "+wait.Round(time.Millisecond).String(), "; ")
 	}
 	e := ev
 	st.Event = &e
 	return st
-}
-
-func joinDetail(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
 }
 
 // Evidence is what a response proves about resourceVersionMatch support.
