@@ -73,3 +73,19 @@ func TestMostRecentOlderThanFloorFailsAtOnce(t *testing.T) {
 		t.Fatalf("err %v after %d requests", err, len(s.calls()))
 	}
 }
+
+// A resourceVersion just ahead of the server's (a write in flight, a lagging
+// member) is within reach: the call waits the Retry-After and asks again,
+// and is served once the server gets there.
+func TestNearFutureResourceVersionIsWaitedFor(t *testing.T) {
+	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(tooLarge(0)), page("40", "", "a"), page("61", "", "a")}}
+	p := fastPolicy()
+	_, rec, err := New(s, Options{Policy: p}).List(context.Background(), NotOlderThan("60"))
+	if err != nil || rec.ServedResourceVersion != "61" || len(s.calls()) != 3 {
+		t.Fatalf("err %v served %q after %d requests", err, rec.ServedResourceVersion, len(s.calls()))
+	}
+	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait}
+	if got := reasons(rec); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("reasons %v, want %v", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,6 +118,13 @@ func (s Step) Failed() bool { return s.Action.IsFailure() }
 
 // ErrNoListResourceVersion: a probe's ListMeta has no resourceVersion.
 var ErrNoListResourceVersion = errors.New("limit=1 list returned no resourceVersion")
+
+// maxRevisionsPerSecond bounds how fast any cluster's resourceVersion can
+// grow: etcd's own benchmarks reach tens of thousands of writes a second
+// (etcd docs, "Performance"). A requested resourceVersion further ahead of
+// the server's current one than this rate allows within the rest of the
+// too-large budget cannot be reached by waiting: the call fails at once.
+const maxRevisionsPerSecond = 100_000
 
 // watchCacheTooLargeWait is how long an apiserver's watch cache waits for a
 // resourceVersion it has not reached before answering "too large" (3s in
@@ -249,6 +257,16 @@ func (c *Call) Next(a Answer) Step {
 		class = fallback.ServedNewerThanExact
 	case q.Semantic == fallback.NotOlderThan && fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Older:
 		class = fallback.ServedOlder
+	case sent.Purpose == PurposeCurrentRV:
+		// The server's current resourceVersion, from a consistent read: the
+		// requested one is out of reach when no server could write up to it
+		// within the rest of the too-large budget (maxRevisionsPerSecond).
+		cur, cerr := strconv.ParseUint(a.ServedRV, 10, 64)
+		want, werr := strconv.ParseUint(c.after.ResourceVersion, 10, 64)
+		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.afterWait + watchCacheTooLargeWait)
+		if cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond) {
+			class = fallback.ServedOlder
+		}
 	case c.requested.Semantic != fallback.Any && c.requested.ResourceVersion != "" && q.Semantic != fallback.Exact &&
 		fallback.CompareRV(a.ServedRV, c.requested.ResourceVersion) == fallback.Older:
 		class = fallback.ServedOlder // a fallback or a probe never goes below the caller's floor
