@@ -139,10 +139,11 @@ const (
 	// caller's own continue token, whose first page is unknown.
 	ReasonRestartNotAllowed ReasonCode = "restart-not-allowed"
 	// ReasonNewerRVProbeFailed: the limit=1 list that finds a newer
-	// resourceVersion failed after its retries.
+	// resourceVersion (or checks that a requested one exists) failed after
+	// its retries.
 	ReasonNewerRVProbeFailed ReasonCode = "newer-rv-probe-failed"
-	// ReasonNewerRVProbeRetry: that probe failed transiently and is retried
-	// after a backoff.
+	// ReasonNewerRVProbeRetry: that limit=1 list failed transiently and is
+	// retried after a backoff.
 	ReasonNewerRVProbeRetry ReasonCode = "newer-rv-probe-retry"
 	// ReasonNotAList: a 200 whose body is not a list.
 	ReasonNotAList ReasonCode = "not-a-list"

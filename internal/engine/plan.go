@@ -318,7 +318,7 @@ func (c *Call) Next(a Answer) Step {
 		switch {
 		case st.Action == fallback.Accept && a.ServedRV == "":
 			st.Action, st.Reason, st.Row, ev.Err = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1, ErrNoListResourceVersion
-			ev.Detail = "finding a newer resourceVersion failed: " + ErrNoListResourceVersion.Error()
+			ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
 		case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
 			// The requested version exists: a lagging member; wait and resend.
 			c.rvChecked = true
@@ -349,7 +349,7 @@ func (c *Call) Next(a Answer) Step {
 			ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
 		case st.Reason != fallback.ReasonRVNewerThanServer:
 			st.Action, st.Reason, st.Row = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1
-			ev.Detail = fmt.Sprintf("finding a newer resourceVersion failed (%s)", class)
+			ev.Detail = fmt.Sprintf("the limit=1 read of the current resourceVersion failed (%s)", class)
 		}
 		ev.Reason, ev.Action, ev.After = st.Reason, st.Action, st.Next.Query
 		if st.Next.Purpose != PurposePage {
