@@ -32,6 +32,15 @@ const (
 	RestartListUnpaginated
 	// Fail returns the error to the caller.
 	Fail
+	// CheckRVExists reads the server's current resourceVersion (a limit=1
+	// MostRecent list, a consistent read) after a "too large resource
+	// version": a requested resourceVersion newer than it was never handed
+	// out, so the call fails at once; otherwise the same request is sent
+	// again after the server's Retry-After (a lagging member catches up).
+	CheckRVExists
+	// Relist refills a reflector's store with a list not older than the
+	// resourceVersion it holds (NotOlderThan, served from the watch cache).
+	Relist
 
 	numActions
 )
@@ -40,7 +49,7 @@ var actionNames = [...]string{
 	Accept: "Accept", RetryNewerRV: "RetryNewerRV", FallbackMostRecent: "FallbackMostRecent",
 	RetryWithLimit: "RetryWithLimit", FailExactUnavailable: "FailExactUnavailable",
 	WaitRetryAfter: "WaitRetryAfter", Backoff: "Backoff", RestartListNewerRV: "RestartListNewerRV",
-	RestartListUnpaginated: "RestartListUnpaginated", Fail: "Fail",
+	RestartListUnpaginated: "RestartListUnpaginated", Fail: "Fail", CheckRVExists: "CheckRVExists", Relist: "Relist",
 }
 
 func (a Action) String() string {
@@ -64,7 +73,7 @@ func Actions() []Action {
 // (Backoff, WaitRetryAfter) are logged but are not fallbacks.
 func (a Action) IsFallback() bool {
 	switch a {
-	case RetryNewerRV, FallbackMostRecent, RetryWithLimit, RestartListNewerRV, RestartListUnpaginated:
+	case RetryNewerRV, FallbackMostRecent, RetryWithLimit, RestartListNewerRV, RestartListUnpaginated, CheckRVExists, Relist:
 		return true
 	}
 	return false

@@ -122,6 +122,11 @@ const (
 	// behind on was listed MostRecent instead (a consistent read is never
 	// older than asked), as Policy.TooLargeAfterBudget allows.
 	ReasonTooLargeFallbackMostRecent ReasonCode = "too-large-rv-fallback-most-recent"
+	// ReasonTooLargeCheckRV: the first "too large resource version" of a
+	// list with a resourceVersion: a consistent limit=1 read says whether
+	// that version exists at all before any wait; a version newer than the
+	// server's current one fails at once (ReasonRVNewerThanServer).
+	ReasonTooLargeCheckRV ReasonCode = "too-large-rv-check-exists"
 )
 
 // Reasons the executor adds around the table: conditions of the call itself
@@ -134,10 +139,11 @@ const (
 	// caller's own continue token, whose first page is unknown.
 	ReasonRestartNotAllowed ReasonCode = "restart-not-allowed"
 	// ReasonNewerRVProbeFailed: the limit=1 list that finds a newer
-	// resourceVersion failed after its retries.
+	// resourceVersion (or checks that a requested one exists) failed after
+	// its retries.
 	ReasonNewerRVProbeFailed ReasonCode = "newer-rv-probe-failed"
-	// ReasonNewerRVProbeRetry: that probe failed transiently and is retried
-	// after a backoff.
+	// ReasonNewerRVProbeRetry: that limit=1 list failed transiently and is
+	// retried after a backoff.
 	ReasonNewerRVProbeRetry ReasonCode = "newer-rv-probe-retry"
 	// ReasonNotAList: a 200 whose body is not a list.
 	ReasonNotAList ReasonCode = "not-a-list"
@@ -158,7 +164,7 @@ func ListReasons() []ReasonCode {
 		ReasonContinueExpiredFail, ReasonContinueExpiredExhausted, ReasonContinueRepeated,
 		ReasonRule2RetryWithLimit, ReasonRule2MismatchWithLimit, ReasonUnexpectedObservation,
 		ReasonServedOlderRetry, ReasonServedOlderExhausted, ReasonRVNewerThanServer, ReasonTooLargeWait, ReasonTooLargeExhausted,
-		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent,
+		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent, ReasonTooLargeCheckRV,
 		ReasonMaxRequests, ReasonRestartNotAllowed, ReasonNewerRVProbeFailed, ReasonNewerRVProbeRetry,
 		ReasonNotAList, ReasonGetExactScan,
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 )
 
 // Lister runs list calls with explicit semantics against one Client. It is
@@ -56,8 +57,13 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // type (all pages, one snapshot, no continue token), and its Record. Items
 // are moved from each page into the result as the page arrives, so pages are
 // not held twice.
+//
+// Memory follows the items that have arrived, never a number the server
+// claims: the result grows as pages are appended, to at most four times the
+// items received so far; within that cap the server's remainingItemCount
+// sizes the growth so the last pages fit without more reallocations.
 func (l *Lister) List(ctx context.Context, q Query) (runtime.Object, *Record, error) {
-	return l.list(ctx, q, l.baseOptions())
+	return l.list(ctx, q, metav1.ListOptions{LabelSelector: l.o.LabelSelector, FieldSelector: l.o.FieldSelector})
 }
 
 func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (runtime.Object, *Record, error) {
@@ -65,9 +71,6 @@ func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (ru
 	rec, err := l.run(ctx, q, base, func(page runtime.Object) error {
 		if acc == nil {
 			acc = page
-			if lm, err := meta.ListAccessor(page); err == nil && lm.GetRemainingItemCount() != nil {
-				reserve(acc, *lm.GetRemainingItemCount())
-			}
 			return nil
 		}
 		return appendItems(acc, page)
@@ -109,16 +112,18 @@ func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, e
 	start := time.Now()
 	q := fallback.MostRecentQuery().WithLimit(1)
 	rec := &Record{Requested: q}
-	// run.probe reads only the client, the context, the base options and
-	// the record: no planner, no budget.
-	r := &run{l: l, ctx: ctx, rec: rec, base: l.baseOptions()}
-	rv, err := r.probe()
-	if errors.Is(err, errNoListResourceVersion) {
-		err = nil // "" says it: the caller decides
+	var wire wireTally
+	_, ans, sr, sent := l.send(wire.trace(ctx), &wire, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
+	if sent {
+		sr.Class = fallback.Classify(ans.Err)
+		rec.Requests = append(rec.Requests, sr)
 	}
 	rec.Duration = time.Since(start)
-	rec.ServedResourceVersion = rv
-	return rv, rec, err
+	if ans.Err != nil {
+		return "", rec, ans.Err
+	}
+	rec.ServedResourceVersion = ans.ServedRV // "" says it: the caller decides
+	return ans.ServedRV, rec, nil
 }
 
 // ReasonGetExactScan is the reason of the Event GetExact records when the
@@ -222,10 +227,17 @@ func (l *Lister) baseOptions() metav1.ListOptions {
 
 // appendItems moves src's items to the end of dst's. Typed, unstructured and
 // metadata lists keep their items in an Items slice of values: appending the
-// slice copies each item once and lets src's backing array go.
+// slice copies each item once and lets src's backing array go. When dst's
+// slice must grow, its new capacity follows the items that have arrived
+// (growCap), never the server's remainingItemCount alone.
 func appendItems(dst, src runtime.Object) error {
 	dv, sv := itemsField(dst), itemsField(src)
 	if dv.IsValid() && sv.IsValid() && dv.Type() == sv.Type() {
+		if need := dv.Len() + sv.Len(); need > dv.Cap() {
+			grown := reflect.MakeSlice(dv.Type(), dv.Len(), growCap(need, remainingOf(src)))
+			reflect.Copy(grown, dv)
+			dv.Set(grown)
+		}
 		dv.Set(reflect.AppendSlice(dv, sv))
 		sv.Set(reflect.Zero(sv.Type()))
 		return nil
@@ -241,17 +253,32 @@ func appendItems(dst, src runtime.Object) error {
 	return meta.SetList(dst, append(a, b...))
 }
 
-// reserve grows obj's Items capacity by n (bounded), so that the following
-// pages are appended without repeated reallocation.
-func reserve(obj runtime.Object, n int64) {
-	const maxReserve = 1 << 20
-	f := itemsField(obj)
-	if !f.IsValid() || n <= 0 || n > maxReserve {
-		return
+// growCap is the capacity of a result that must hold need items (the items
+// that have arrived). Without a claim from the server it doubles, as append
+// does. With one (remaining >= 0, the page's remainingItemCount) it makes
+// room for exactly need+remaining, but never more than maxGrowth times
+// need: the server's number is untrusted input and can only guide growth
+// within that cap, never size memory on its own.
+func growCap(need int, remaining int64) int {
+	if remaining < 0 {
+		return 2 * need
 	}
-	grown := reflect.MakeSlice(f.Type(), f.Len(), f.Len()+int(n))
-	reflect.Copy(grown, f)
-	f.Set(grown)
+	if remaining > int64(maxGrowth-1)*int64(need) {
+		return maxGrowth * need
+	}
+	return need + int(remaining)
+}
+
+// maxGrowth caps how far a server's remainingItemCount may grow List's
+// result past the items that have arrived.
+const maxGrowth = 4
+
+// remainingOf is page's remainingItemCount, or -1 when it has none.
+func remainingOf(page runtime.Object) int64 {
+	if lm, err := meta.ListAccessor(page); err == nil && lm.GetRemainingItemCount() != nil && *lm.GetRemainingItemCount() >= 0 {
+		return *lm.GetRemainingItemCount()
+	}
+	return -1
 }
 
 func itemsField(obj runtime.Object) reflect.Value {

@@ -107,10 +107,9 @@ func TestRule1ExhaustedFallsBackToMostRecentButNeverOlder(t *testing.T) {
 	if !errors.Is(err, ErrTooLargeResourceVersion) || handed != 0 {
 		t.Fatalf("err %v handed %d", err, handed)
 	}
-	// 410, then the consistent MostRecent read older than the floor, retried
-	// twice (a write may be in flight), then: the floor is newer than
-	// anything the server has.
-	if n := len(c.calls()); n != 4 {
+	// 410, then the consistent MostRecent read older than the floor: it
+	// proves the floor newer than anything the server has; no retry.
+	if n := len(c.calls()); n != 2 {
 		t.Fatalf("%d calls", n)
 	}
 }
@@ -264,7 +263,7 @@ func TestContinuePageFromAnotherSnapshotIsNotStitched(t *testing.T) {
 
 func TestTooLargeHonoursRetryAfterThenFallsBack(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		fail(tooLarge(1)), fail(tooLarge(1)), page("95", "", "a"),
+		fail(tooLarge(1)), page("95", "", "p"), fail(tooLarge(1)), page("95", "", "a"),
 	}}
 	p := fastPolicy()
 	p.MaxRetryAfter = 60 * time.Millisecond // the server asks for 1s; the cap bounds it
@@ -278,12 +277,14 @@ func TestTooLargeHonoursRetryAfterThenFallsBack(t *testing.T) {
 		t.Fatalf("waited %v, want the capped Retry-After of 60ms", el)
 	}
 	calls := c.calls()
-	if calls[0] != calls[1] || calls[2] != (metav1.ListOptions{}) {
+	// The first 504 is checked by a consistent limit=1 read: 95 >= 90, so
+	// the version exists and the request is sent again after Retry-After.
+	if calls[0] != calls[2] || calls[1].Limit != 1 || calls[1].ResourceVersion != "" || calls[3] != (metav1.ListOptions{}) {
 		t.Fatalf("calls %+v", calls)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeWait, fallback.ReasonTooLargeFallbackMostRecent}
-	if !slices.Equal(reasons(r), want) || !strings.Contains(r.Fallbacks[0].Detail, "Retry-After 1s") {
-		t.Fatalf("%v %q", reasons(r), r.Fallbacks[0].Detail)
+	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeFallbackMostRecent}
+	if !slices.Equal(reasons(r), want) || !strings.Contains(r.Fallbacks[1].Detail, "Retry-After 1s") {
+		t.Fatalf("%v %q", reasons(r), r.Fallbacks[1].Detail)
 	}
 	// Exact never falls back.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(tooLarge(0))}}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -439,37 +440,30 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 func (s listing) retry() listing { s.attempt++; return s }
 
 func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query, err error) (state, why) {
-	logger := klog.FromContext(ctx)
-	if stale := (*StaleListError)(nil); errors.As(err, &stale) {
-		// Never go back in time: ask again for NotOlderThan(last); a lagging
-		// server (HA) catches up, or a request lands on a fresher one.
-		logger.Info("Rejected a list older than the store", "query", q.String(), "served", stale.Served, "required", stale.Required)
-		// After MaxStaleListRetries stale answers, a consistent MostRecent read
-		// (which cannot be older than anything already served) ends the loop.
-		next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		if s.attempt >= max(r.o.MaxStaleListRetries, 0) {
-			next.query = fallback.MostRecentQuery()
-		}
-		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", err)
-	}
+	// The choice is a row of the one decision table (OpRelist).
 	class, retryAfter := classify(err)
-	logger.V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
-	switch class {
-	case fallback.Gone:
-		if q.Semantic == fallback.NotOlderThan || q.Semantic == fallback.Exact {
-			// NotOlderThan(last) is unavailable (compacted and not in the
-			// cache): only now fall back to a consistent MostRecent list.
-			next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return next, because(ReasonListGone, "%s is gone (410): listing MostRecent", q)
-		}
-	case fallback.TooLargeRV:
-		// The server has not caught up with the resourceVersion: honour its
-		// Retry-After, then ask for the most recent state (a consistent read
-		// cannot be older than what we have).
-		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(retryAfter), next: next}, because(ReasonTooLargeRV, "%s: too large resource version (Retry-After %v)", q, retryAfter)
+	required := ""
+	if stale := (*StaleListError)(nil); errors.As(err, &stale) {
+		// Never go back in time: the list was older than the store.
+		class, required = fallback.ServedOlder, stale.Required
+		klog.FromContext(ctx).Info("Rejected a list older than the store", "query", q.String(), "served", stale.Served, "required", stale.Required)
+	} else {
+		klog.FromContext(ctx).V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
 	}
-	return backingOff{delay: r.delay(retryAfter), next: s.retry()}, because(ReasonListError, "%s failed (%s): %v", q, class, err)
+	d := engine.Decide(engine.Situation{Op: engine.OpRelist, Semantic: q.Semantic, Class: class,
+		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}, r.o.Lister.Policy)
+	next := s.retry()
+	switch d.Action {
+	case fallback.Relist:
+		next.query = relistQuery(required)
+	case fallback.FallbackMostRecent:
+		next.query = fallback.MostRecentQuery()
+	}
+	w := because(string(d.Reason), "%s failed (%s): %v; listing %s", q, class, err, next.query)
+	if d.Wait == engine.WaitNone {
+		return next, w
+	}
+	return backingOff{delay: r.delay(retryAfter), next: next}, w
 }
 
 // checkNotStale rejects a list older than the store or than the NotOlderThan asked.
@@ -767,34 +761,25 @@ func (r *Reflector) stepStartWatch(ctx context.Context, s startingWatch) (state,
 // watchFailed decides what follows a failed watch (at start or as an ERROR
 // event): the heart of KEP-2523 recovery.
 func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err error) (state, why) {
+	// The choice is a row of the one decision table (OpWatch).
 	class, retryAfter := classify(err)
 	klog.FromContext(ctx).V(2).Info("Watch failed", "resourceVersion", rv, "class", class.String(), "err", err)
-	switch class {
-	case fallback.Gone:
-		// The watch's resourceVersion fell out of the server's window. A
-		// NotOlderThan(rv) list is served from the watch cache and cannot go
-		// back in time; MostRecent comes only if that too is gone.
-		return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonWatchGone), 0), because(ReasonWatchGone, "watch from %q: 410 Gone; relisting %s", rv, relistQuery(rv))
-	case fallback.TooLargeRV:
-		// This server's cache is behind rv (HA): wait as told and try again;
-		// after MaxTooLargeWatchRetries tries, relist MostRecent.
-		if attempt < max(r.o.MaxTooLargeWatchRetries, 0) {
-			r.o.Metrics.WatchRestart(r.name, ReasonTooLargeRV)
-			return backingOff{delay: r.delay(retryAfter), next: startingWatch{rv: rv, attempt: attempt + 1}},
-				because(ReasonTooLargeRV, "watch from %q: too large resource version (Retry-After %v)", rv, retryAfter)
-		}
-		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, fallback.MostRecentQuery(), false, ReasonTooLargeRV)},
-			because(ReasonTooLargeRV, "watch from %q: too large resource version %d times; relisting MostRecent", rv, attempt+1)
-	case fallback.Throttled, fallback.ServerError, fallback.Transport:
-		// The server is busy or unreachable: the resourceVersion is still
-		// good, so back off and watch again from it, without a relist.
-		r.o.Metrics.WatchRestart(r.name, ReasonRetry)
-		return backingOff{delay: r.delay(retryAfter), next: startingWatch{rv: rv, attempt: attempt + 1}},
-			because(ReasonRetry, "watch from %q failed (%s): %v", rv, class, err)
+	d := engine.Decide(engine.Situation{Op: engine.OpWatch, Class: class,
+		AttemptsLeft: attempt < max(r.o.MaxTooLargeWatchRetries, 0)}, r.o.Lister.Policy)
+	var next state = startingWatch{rv: rv, attempt: attempt + 1}
+	switch d.Action {
+	case fallback.Relist:
+		next = r.syncState(ctx, relistQuery(rv), false, string(d.Reason))
+	case fallback.FallbackMostRecent:
+		next = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason))
 	default:
-		return backingOff{delay: r.delay(retryAfter), next: r.syncState(ctx, relistQuery(rv), false, ReasonWatchError)},
-			because(ReasonWatchError, "watch from %q failed (%s): %v; relisting", rv, class, err)
+		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
+	w := because(string(d.Reason), "watch from %q failed (%s, Retry-After %v): %v; next %s", rv, class, retryAfter, err, d.Action)
+	if d.Wait == engine.WaitIfRepeated {
+		return r.relist(next, 0), w
+	}
+	return backingOff{delay: r.delay(retryAfter), next: next}, w
 }
 
 func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {

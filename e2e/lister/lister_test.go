@@ -486,16 +486,19 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, RetryAfterSeconds: 2, Count: 1, Causes: tooLarge})
 		_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=ra2"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rec.Requests).To(HaveLen(2))
+		// The 504, the consistent limit=1 read that shows rv exists, then the same list after Retry-After.
+		Expect(rec.Requests).To(HaveLen(3))
 		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeWait))
-		Expect(rec.Fallbacks[0].Detail).To(ContainSubstring("Retry-After 2s honoured"))
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait))
+		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("Retry-After 2s honoured"))
 		lists := e.requests("list")
-		Expect(lists).To(HaveLen(2))
+		Expect(lists).To(HaveLen(3))
 		Expect(lists[0].Status).To(Equal(504))
 		Expect(lists[0].Fault).NotTo(BeEmpty())
 		Expect(lists[1].Status).To(Equal(200))
-		Expect(lists[1].Time.Sub(lists[0].Time)).To(BeNumerically(">=", 2*time.Second), "the lister waited the server's Retry-After")
+		Expect(query(lists[1].RawQuery).Get("limit")).To(Equal("1"))
+		Expect(lists[2].Status).To(Equal(200))
+		Expect(lists[2].Time.Sub(lists[0].Time)).To(BeNumerically(">=", 2*time.Second), "the lister waited the server's Retry-After")
 		rvAtLeast(rec.ServedResourceVersion, rv)
 	})
 
@@ -545,7 +548,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, Count: 2, Causes: tooLarge})
 		_, rec, err := lister.New(e.client(true), lister.Options{LabelSelector: "set=tl"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeWait, fallback.ReasonTooLargeWait))
+		// The two injected 504s answer the list and the consistent read that checks rv exists; that read is
+		// retried with backoff, then the list is sent again.
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeCheckRV, fallback.ReasonNewerRVProbeRetry, fallback.ReasonTooLargeWait))
 		rvAtLeast(rec.ServedResourceVersion, rv)
 	})
 
@@ -582,7 +587,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		ra, ok := fallback.RetryAfter(first.Err)
 		Expect(ok).To(BeTrue())
 		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
-		Expect(reasons(res.rec)).To(HaveEach(fallback.ReasonTooLargeWait))
+		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
+		Expect(reasons(res.rec)[0]).To(Equal(fallback.ReasonTooLargeCheckRV))
+		Expect(reasons(res.rec)[1:]).To(HaveEach(fallback.ReasonTooLargeWait))
 		rvAtLeast(res.rec.ServedResourceVersion, future)
 		for _, r := range e.requests("list") {
 			Expect(r.Fault).To(BeEmpty(), "every answer came from the real server")
@@ -780,7 +787,9 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		first := res.rec.Requests[0]
 		Expect(first.Class).To(Equal(fallback.TooLargeRV))
 		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
-		Expect(reasons(res.rec)).To(HaveEach(fallback.ReasonTooLargeWait))
+		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
+		Expect(reasons(res.rec)[0]).To(Equal(fallback.ReasonTooLargeCheckRV))
+		Expect(reasons(res.rec)[1:]).To(HaveEach(fallback.ReasonTooLargeWait))
 		rvAtLeast(res.rec.ServedResourceVersion, future)
 	})
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,10 +29,14 @@ const (
 func TestDocsAreGenerated(t *testing.T) {
 	var tb bytes.Buffer
 	fmt.Fprintln(&tb, beginTable)
-	fmt.Fprintln(&tb, "| # | when | action | reason | source |")
-	fmt.Fprintln(&tb, "|---|---|---|---|---|")
+	fmt.Fprintln(&tb, "| # | when | action | wait | reason | source |")
+	fmt.Fprintln(&tb, "|---|---|---|---|---|---|")
+	reflectorReasons := reflector.Reasons()
 	for i, r := range engine.Rows() {
-		fmt.Fprintf(&tb, "| %d | %s | %s | `%s` | %s |\n", i, r.Pattern(), r.Action, r.Reason, strings.ReplaceAll(r.Source, "|", `\|`))
+		fmt.Fprintf(&tb, "| %d | %s | %s | %s | `%s` | %s |\n", i, r.Pattern(), r.Action, r.Wait, r.Reason, strings.ReplaceAll(r.Source, "|", `\|`))
+		if r.Wait != engine.WaitByAction && !slices.Contains(reflectorReasons, string(r.Reason)) {
+			t.Errorf("row %d: reason %q is not one of package reflector's", i, r.Reason)
+		}
 	}
 	fmt.Fprint(&tb, endTable)
 	rules := readDoc(t, "rules.md")

@@ -1,28 +1,55 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
 )
 
-// Input is one answered request, as the executor saw it after verifying it.
-type Input struct {
-	// First is the first page of the current list attempt (no continue token).
-	First fallback.Query
-	// Sent is the request that was answered (First, or a continue page).
-	Sent fallback.Query
-	// Match is the belief about resourceVersionMatch support when Sent was sent.
-	Match MatchSupport
-	// WireLimit is the limit actually sent (the legacy Exact limit included).
-	WireLimit int64
-	// Class is the verified class of the answer.
-	Class fallback.Class
-	// RetryAfter is the server's Retry-After (0 if none).
-	RetryAfter time.Duration
+// Purpose says why a request is sent.
+type Purpose int
+
+const (
+	// PurposePage: a page of the list (a first page, a continue page, a retry).
+	PurposePage Purpose = iota
+	// PurposeNewerRV: a limit=1 MostRecent list whose ListMeta.resourceVersion
+	// becomes the next first page's resourceVersion (rule 1, list restarts).
+	PurposeNewerRV
+	// PurposeCurrentRV: the same list, read to learn whether the requested
+	// resourceVersion exists at all (CheckRVExists).
+	PurposeCurrentRV
+)
+
+// Request is the finished next request: what is asked, its wire form, and
+// how long to wait before sending it.
+type Request struct {
+	Purpose Purpose
+	// Query is what is asked (for a probe, MostRecent with limit 1).
+	Query fallback.Query
+	// Form and Options are the wire form; Options carries Config.Base's selectors.
+	Form    fallback.WireForm
+	Options metav1.ListOptions
+	// Wait is how long to wait before sending.
+	Wait time.Duration
+}
+
+// Answer is what one request returned, as the executor read it. Every field
+// is the server's and untrusted.
+type Answer struct {
+	// Err is the request's error (nil for a 200).
+	Err error
+	// NotAList: a 200 whose body has no ListMeta.
+	NotAList bool
+	// ServedRV and Continue are ListMeta's; Items counts the page's objects.
+	ServedRV, Continue string
+	Items              int
 	// Elapsed is how long the request took. client-go's REST client retries
 	// a 429/5xx that carries a Retry-After up to 10 times inside one request,
 	// waiting Retry-After each time; an answer that took Elapsed with
@@ -35,306 +62,507 @@ type Input struct {
 	// known, its retries inside client-go (WireRequests-1) are charged
 	// instead of the estimate from Elapsed.
 	WireRequests int
-	// Continue is the continue token of an answered page ("" on the last page).
-	Continue string
-	// PageBytes estimates the size of the answered page's objects (0:
-	// unknown); with Items it bounds the growth of the next page's limit
-	// (GrowPagesTo).
+	// PageBytes estimates the size of the page's objects (0: unknown); the
+	// executor fills it only when the next page's limit may grow.
 	PageBytes int64
-	Items     int
-	// Handed counts the pages of the current snapshot already handed over;
-	// SnapshotRV is that snapshot's resourceVersion.
-	Handed     int
-	SnapshotRV string
-	// CanVoidPages: the caller accepts a restart after pages were handed over.
-	CanVoidPages bool
-	// CallerContinue: the list began at the caller's own continue token, so
-	// its first page is unknown and it cannot restart.
-	CallerContinue bool
 }
 
-func (in Input) situation() Situation {
-	sem := in.Sent.Semantic
-	if in.Sent.Continue != "" {
-		sem = in.First.Semantic
-	}
-	return Situation{Semantic: sem, HasLimit: in.WireLimit > 0, HasContinue: in.Sent.Continue != "", Match: in.Match, Class: in.Class}
+// Config is what one list call knows before its first request.
+type Config struct {
+	// Policy is applied its defaults.
+	Policy fallback.Policy
+	// PageSize is rule 2's limit (and the legacy Exact limit); MaxPageSize
+	// and MaxPageBytes bound the growth of continuation pages.
+	PageSize, MaxPageSize, MaxPageBytes int64
+	// MaxRequests bounds the requests that deliver no page (0: no bound).
+	MaxRequests int
+	// Base carries the selectors every request keeps.
+	Base metav1.ListOptions
+	// Belief returns the belief about resourceVersionMatch support; it is
+	// read before each first page.
+	Belief func() MatchSupport
+	// LastObserved, if set, returns a resourceVersion the caller has seen,
+	// tried before a probe when a newer one is needed.
+	LastObserved func() string
+	// CanVoidPages: the caller accepts a restart after pages were handed over.
+	CanVoidPages bool
 }
+
+// Step is the engine's one decision about an answer: the row, and either the
+// end of the call or the finished next request.
+type Step struct {
+	// Action and Reason are the decision; Source cites the rule; Row is the
+	// table row (-1 for the call's own conditions).
+	Action fallback.Action
+	Reason fallback.ReasonCode
+	Source string
+	Row    int
+	// Situation is what the row matched; Class is the verified class.
+	Situation Situation
+	Class     fallback.Class
+	// Accept: hand the answered page over.
+	Accept bool
+	// Done: the call ends here, with an error when Failed.
+	Done bool
+	// Next is the request to send next (zero when Done).
+	Next Request
+	// VoidPages: the pages handed over so far are void (a restart).
+	VoidPages bool
+	// Event is the decision as users see it (nil for Accept and for a
+	// decision whose event waits for the probe it sends).
+	Event *fallback.Event
+	// Evidence is what the answer proved about resourceVersionMatch.
+	Evidence Evidence
+	// Served and SnapshotRV name the snapshot handed over.
+	Served     fallback.Query
+	SnapshotRV string
+}
+
+// Failed reports whether the step ends the call with an error.
+func (s Step) Failed() bool { return s.Action.IsFailure() }
+
+// ErrNoListResourceVersion: a probe's ListMeta has no resourceVersion.
+var ErrNoListResourceVersion = errors.New("limit=1 list returned no resourceVersion")
+
+// maxRevisionsPerSecond bounds how fast any cluster's resourceVersion can
+// grow: etcd's own benchmarks reach tens of thousands of writes a second
+// (etcd docs, "Performance"). A requested resourceVersion further ahead of
+// the server's current one than this rate allows within the rest of the
+// too-large budget cannot be reached by waiting: the call fails at once.
+const maxRevisionsPerSecond = 100_000
 
 // watchCacheTooLargeWait is how long an apiserver's watch cache waits for a
 // resourceVersion it has not reached before answering "too large" (3s in
 // k8s.io/apiserver's cacher): part of each hidden attempt's cost.
 const watchCacheTooLargeWait = 3 * time.Second
 
-// Step is everything the executor does next. The loop reads:
-//
-//	send -> verify -> Plan -> (Done | Fail | [probe Floor] -> wait Wait -> send Next)
-type Step struct {
-	// Action and Reason are the decision; Source cites the rule; Row is the
-	// table row (-1 for the executor's own conditions).
-	Action fallback.Action
-	Reason fallback.ReasonCode
-	Source string
-	Row    int
-	// Situation is what the row matched.
-	Situation Situation
-	// Done: the list is complete (Accept of the last page).
-	Done bool
-	// Next is the request to send next (zero when Done or failing).
-	Next fallback.Query
-	// NewAttempt: Next is the first page of a new attempt (a new snapshot).
-	NewAttempt bool
-	// ProbeNewerRV: Next.ResourceVersion must be set to a resourceVersion
-	// newer than Floor (the caller's last observed, or a limit=1 list's)
-	// before sending.
-	ProbeNewerRV bool
-	Floor        string
-	// Wait is how long to wait before sending Next.
-	Wait time.Duration
-	// VoidPages: the pages handed over so far are void (a restart).
-	VoidPages bool
-	// Detail explains the wait and the restart for logs and Events.
-	Detail string
+// budget names the retry budget that decides Situation.AttemptsLeft for a class.
+type budget int
+
+const (
+	noBudget       budget = iota // never retried
+	newerRVBudget                // Policy.MaxNewerRVRetries (rule 1)
+	restartBudget                // Policy.MaxListRestarts (continue-token expiry)
+	tooLargeBudget               // Policy.MaxTooLargeRetries
+	backoffBudget                // Policy.Backoff (429, 5xx, transport, served-older, probe failures)
+	numBudgets
+)
+
+// budgetOf is the budget of each class.
+var budgetOf = map[fallback.Class]budget{
+	fallback.Gone: newerRVBudget, fallback.ContinueExpired: restartBudget, fallback.TooLargeRV: tooLargeBudget,
+	fallback.Throttled: backoffBudget, fallback.ServerError: backoffBudget, fallback.Transport: backoffBudget, fallback.ServedOlder: backoffBudget,
 }
 
-// Failed reports whether the step ends the call with an error.
-func (s Step) Failed() bool { return s.Action.IsFailure() }
-
-// Planner owns one list call's retry budgets and backoff. It is not safe for
+// Call is one list call's state: its budgets, its backoff, the snapshot
+// being handed over and the request in flight. It is not safe for
 // concurrent use: one per call.
-type Planner struct {
-	policy       fallback.Policy
-	pageSize     int64
-	maxPageSize  int64
-	maxPageBytes int64
-	used         [numBudgets]int
-	bo           *backoff.ExponentialBackOff
+type Call struct {
+	cfg       Config
+	p         fallback.Policy
+	limits    [numBudgets]int
+	used      [numBudgets]int
+	bo        *backoff.ExponentialBackOff
+	requested fallback.Query
+	first     fallback.Query // the current attempt's first page
+	sent      Request        // the request in flight
+	match     MatchSupport   // belief when first was sent
+	snapshot  string         // resourceVersion of the snapshot being handed over
+	handed    int            // pages of it handed over
+	seen      map[string]bool
+	tried     map[string]bool
+	requests  int
+	futile    int // page answers that delivered no page
+	rvChecked bool
+	learned   MatchSupport // what this call's answers proved
+	// after is the page a probe serves: its resourceVersion comes from the
+	// probe (PurposeNewerRV) or it is resent as is (PurposeCurrentRV).
+	after        fallback.Query
+	afterEvent   fallback.Event
+	floor        string
+	afterWait    time.Duration
+	afterAttempt bool
 }
 
-// NewPlanner returns the planner of one list call; p is applied its
-// defaults; pageSize is the limit of rule 2's retry.
-func NewPlanner(p fallback.Policy, pageSize int64) *Planner {
-	p = p.WithDefaults()
-	if pageSize <= 0 {
-		pageSize = fallback.DefaultLegacyExactLimit
+// Start validates q and returns the call and its first request.
+func Start(q fallback.Query, cfg Config) (*Call, Request, error) {
+	if err := q.Validate(); err != nil {
+		return nil, Request{}, err
 	}
-	return &Planner{policy: p, pageSize: pageSize}
+	p := cfg.Policy.WithDefaults()
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = fallback.DefaultLegacyExactLimit
+	}
+	c := &Call{cfg: cfg, p: p, requested: q, seen: map[string]bool{}}
+	c.limits = [numBudgets]int{newerRVBudget: max(p.MaxNewerRVRetries, 0), restartBudget: max(p.MaxListRestarts, 0),
+		tooLargeBudget: max(p.MaxTooLargeRetries, 0), backoffBudget: max(p.Backoff.MaxRetries, 0)}
+	if f := cfg.LastObserved; f != nil && q.ResourceVersion != "" {
+		// A version the caller has seen is known to exist: no check needed.
+		h := f()
+		c.rvChecked = h != "" && (fallback.CompareRV(h, q.ResourceVersion) == fallback.Newer || fallback.CompareRV(h, q.ResourceVersion) == fallback.Same)
+	}
+	return c, c.request(PurposePage, q, 0, true), nil
 }
 
-// GrowPagesTo makes each continuation page ask for twice the previous
-// page's limit, up to max objects (no growth when max is not above the
-// limit) and, when maxBytes > 0, only while the previous page's objects
-// say the next page stays within maxBytes: a large collection then takes a
-// few requests instead of one per limit objects, while the first page stays
-// small and every page stays bounded, in objects and in bytes (the
-// apiserver holds a page in memory while it builds it; without its watch
-// cache, from etcd).
-func (pl *Planner) GrowPagesTo(max, maxBytes int64) { pl.maxPageSize, pl.maxPageBytes = max, maxBytes }
-
-// nextLimit is the limit of the page after one sent with limit whose
-// objects took about pageBytes (0: unknown) for items objects. It never
-// goes below limit.
-func (pl *Planner) nextLimit(limit, pageBytes int64, items int) int64 {
-	if limit <= 0 || pl.maxPageSize <= limit {
-		return limit
+// request finishes a request: its wire form for the belief in force (read
+// before each first page), and, for a new attempt, a new snapshot. It is
+// the one place that knows the legacy Exact rule: a server that ignores
+// resourceVersionMatch serves resourceVersion=N at exactly N only with a
+// limit (KEP-2523, Backward Compatibility), so an Exact first page without
+// one gets PageSize.
+func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttempt bool) Request {
+	if p != PurposePage {
+		q = fallback.MostRecentQuery().WithLimit(1)
+		c.sent = Request{Purpose: p, Query: q, Form: fallback.Match, Options: q.ApplyTo(c.cfg.Base, fallback.Match), Wait: wait}
+		return c.sent
 	}
-	next := min(2*limit, pl.maxPageSize)
-	if pl.maxPageBytes > 0 && pageBytes > 0 && items > 0 {
-		per := max(pageBytes/int64(items), 1)
-		next = min(next, max(limit, pl.maxPageBytes/per))
+	if newAttempt {
+		c.first, c.snapshot, c.handed = q, "", 0
+		clear(c.seen)
 	}
-	return next
+	if (q.Continue == "" || c.requests == 0) && c.cfg.Belief != nil {
+		c.match = c.cfg.Belief()
+	}
+	if (q.Continue == "" || c.requests == 0) && c.learned != MatchUnknown {
+		c.match = c.learned // this call's own evidence is the newest
+	}
+	form := fallback.Match
+	if c.match == MatchIgnored {
+		form = fallback.Legacy
+	}
+	opts := q.ApplyTo(c.cfg.Base, form)
+	if form == fallback.Legacy && q.Semantic == fallback.Exact && q.Continue == "" && q.Limit == 0 {
+		opts.Limit = c.cfg.PageSize
+	}
+	c.sent = Request{Purpose: PurposePage, Query: q, Form: form, Options: opts, Wait: wait}
+	return c.sent
 }
 
-// Policy returns the policy in force (defaults applied).
-func (pl *Planner) Policy() fallback.Policy { return pl.policy }
+// Next decides what follows the answer to the request in flight: it
+// verifies the answer, charges the budget, looks the situation up in the
+// table, and returns the end of the call or the finished next request.
+//
+//	send -> Next -> (Done | hand the page over | wait Next.Wait -> send Next.Next)
+func (c *Call) Next(a Answer) Step {
+	c.requests++
+	sent, q := c.sent, c.sent.Query
 
-func (pl *Planner) left(b budget) bool {
-	p := pl.policy
-	switch b {
-	case newerRVBudget:
-		return pl.used[b] < max(p.MaxNewerRVRetries, 0)
-	case restartBudget:
-		return pl.used[b] < max(p.MaxListRestarts, 0)
-	case tooLargeBudget:
-		return pl.used[b] < max(p.MaxTooLargeRetries, 0)
-	case backoffBudget:
-		return pl.used[b] < max(p.Backoff.MaxRetries, 0) && (pl.bo == nil || pl.bo.GetElapsedTime() < p.Backoff.MaxElapsedTime)
-	}
-	return false
-}
-
-// delay returns the next backoff delay (the one backoff sequence of the call).
-func (pl *Planner) delay() time.Duration {
-	if pl.bo == nil {
-		pl.bo = pl.policy.Backoff.New()
-	}
-	return min(pl.bo.NextBackOff(), pl.policy.Backoff.Max)
-}
-
-// capped returns the server's Retry-After capped by Policy.MaxRetryAfter.
-func (pl *Planner) capped(ra time.Duration) time.Duration { return min(ra, pl.policy.MaxRetryAfter) }
-
-// Plan decides what follows one answered request and charges the budget.
-func (pl *Planner) Plan(in Input) Step {
-	s := in.situation()
-	b := budgetFor(s.normalize().Class)
+	// Verify: every field is the server's.
+	class := fallback.ClassifyRequest(sent.Options, a.Err)
 	switch {
-	case b != noBudget && in.WireRequests > 1:
-		pl.used[b] += in.WireRequests - 1
-	case b != noBudget && in.WireRequests == 0 && in.RetryAfter > 0:
-		// One hidden attempt costs at least its Retry-After; a too-large
-		// answer also waits in the watch cache (up to 3s) before it is sent.
-		per := in.RetryAfter
-		if s.Class == fallback.TooLargeRV {
+	case a.Err != nil:
+	case a.NotAList:
+		class = fallback.Other
+	case a.Continue != "" && (c.seen[a.Continue] || a.Continue == q.Continue):
+		class = fallback.ContinueRepeated
+	case q.Continue != "" && c.snapshot != "" && a.ServedRV != c.snapshot:
+		class = fallback.ContinueExpired // never stitch two snapshots
+	case q.Continue != "":
+	case q.Semantic == fallback.Exact && a.ServedRV != q.ResourceVersion:
+		class = fallback.ServedNewerThanExact
+	case q.Semantic == fallback.NotOlderThan && fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Older:
+		class = fallback.ServedOlder
+	case sent.Purpose == PurposeCurrentRV:
+		// The server's current resourceVersion, from a consistent read: the
+		// requested one is out of reach when no server could write up to it
+		// within the rest of the too-large budget (maxRevisionsPerSecond).
+		cur, cerr := strconv.ParseUint(a.ServedRV, 10, 64)
+		want, werr := strconv.ParseUint(c.after.ResourceVersion, 10, 64)
+		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.afterWait + watchCacheTooLargeWait)
+		if cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond) {
+			class = fallback.ServedOlder
+		}
+	case c.requested.Semantic != fallback.Any && c.requested.ResourceVersion != "" && q.Semantic != fallback.Exact &&
+		fallback.CompareRV(a.ServedRV, c.requested.ResourceVersion) == fallback.Older:
+		class = fallback.ServedOlder // a fallback or a probe never goes below the caller's floor
+	}
+
+	// Look up: the situation, with the budget charged for hidden retries.
+	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
+	if q.Continue != "" {
+		s.Semantic = c.first.Semantic
+	}
+	if sent.Purpose != PurposePage {
+		s.Match = MatchHonoured
+	}
+	b := budgetOf[class]
+	if s.HasContinue && class == fallback.Gone {
+		b = restartBudget
+	}
+	if ra, _ := fallback.RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
+		// Counted: client-go's retries inside this request.
+		c.used[b] += a.WireRequests - 1
+	} else if b != noBudget && a.WireRequests == 0 && ra > 0 {
+		// Not counted: one hidden attempt costs at least its Retry-After; a
+		// too-large answer also waits in the watch cache (up to 3s) before
+		// it is sent.
+		per := ra
+		if class == fallback.TooLargeRV {
 			per += watchCacheTooLargeWait
 		}
-		pl.used[b] += min(int(in.Elapsed/per), 10)
+		c.used[b] += min(int(a.Elapsed/per), 10)
 	}
-	s.AttemptsLeft = pl.left(b)
-	d := decide(s, pl.policy)
-	st := Step{Action: d.Action, Reason: d.Reason, Source: d.Source, Row: d.index, Situation: s}
+	if b != noBudget && c.bo == nil {
+		c.bo = c.p.Backoff.New() // the call's one backoff sequence, made at its first failure
+	}
+	s.AttemptsLeft = b != noBudget && c.used[b] < c.limits[b] &&
+		(b != backoffBudget || c.bo.GetElapsedTime() < c.p.Backoff.MaxElapsedTime)
+	d := decide(s, c.p)
+	st := Step{Action: d.Action, Reason: d.Reason, Source: d.Source, Row: d.index, Situation: s, Class: class}
+	ev := fallback.Event{Reason: d.Reason, Action: d.Action, Attempt: c.requests, Class: class, Before: q, Err: a.Err}
+	if sent.Purpose == PurposePage && q.Continue == "" && q.ResourceVersion != "" {
+		st.Evidence = EvidenceOf(s, fallback.CompareRV(a.ServedRV, q.ResourceVersion))
+		c.learned = map[Evidence]MatchSupport{EvidenceIgnored: MatchIgnored, EvidenceHonoured: MatchHonoured, NoEvidence: c.learned}[st.Evidence]
+	}
+	if a.NotAList {
+		st.Action, st.Reason, st.Row, ev.Action, ev.Reason = fallback.Fail, fallback.ReasonNotAList, -1, fallback.Fail, fallback.ReasonNotAList
+	}
+	if sent.Purpose == PurposePage && st.Action != fallback.Accept {
+		c.futile++
+	}
 
-	switch d.Action {
-	case fallback.Accept:
-		if in.Continue == "" {
+	// Act: the answer of a probe.
+	if sent.Purpose != PurposePage {
+		ev.Before = c.after
+		switch {
+		case st.Action == fallback.Accept && a.ServedRV == "":
+			st.Action, st.Reason, st.Row, ev.Err = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1, ErrNoListResourceVersion
+			ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
+		case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
+			// The requested version exists: a lagging member; wait and resend.
+			c.rvChecked = true
+			st.Action, st.Reason, ev = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait, c.afterEvent
+			ev.Detail = strings.TrimPrefix(fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s; waiting %s",
+				c.after.ResourceVersion, a.ServedRV, ev.Detail, c.afterWait.Round(time.Millisecond)), "; ")
+			ev.Detail = strings.Replace(ev.Detail, "; ; ", "; ", 1)
+			st.Next = c.request(PurposePage, c.after, c.afterWait, false)
+		case st.Action == fallback.Accept:
+			rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
+			if c.floor != "" && fallback.CompareRV(rv, c.floor) == fallback.Older {
+				rv, where = c.floor, "the floor (newest "+rv+" is older)" // never back in time
+			}
+			if c.tried == nil {
+				c.tried = map[string]bool{}
+			}
+			c.tried[rv] = true
+			next := c.after
+			next.ResourceVersion = rv
+			st.Action, st.Reason, ev = c.afterEvent.Action, c.afterEvent.Reason, c.afterEvent
+			ev.Detail = strings.TrimSuffix("newer resourceVersion "+rv+" from "+where+"; "+ev.Detail, "; ")
+			st.Next = c.request(PurposePage, next, c.afterWait, c.afterAttempt)
+		case st.Action == fallback.Backoff || st.Action == fallback.WaitRetryAfter:
+			c.used[b]++
+			ra, _ := fallback.RetryAfter(a.Err)
+			wait := max(min(c.bo.NextBackOff(), c.p.Backoff.Max), min(ra, c.p.MaxRetryAfter))
+			st.Next = c.request(sent.Purpose, fallback.Query{}, wait, false)
+			ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
+		case st.Reason != fallback.ReasonRVNewerThanServer:
+			st.Action, st.Reason, st.Row = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1
+			ev.Detail = fmt.Sprintf("the limit=1 read of the current resourceVersion failed (%s)", class)
+		}
+		ev.Reason, ev.Action, ev.After = st.Reason, st.Action, st.Next.Query
+		if st.Next.Purpose != PurposePage {
+			ev.Reason, ev.Action = fallback.ReasonNewerRVProbeRetry, fallback.Backoff
+		}
+		e := ev
+		st.Done, st.Event = st.Action.IsFailure(), &e
+		return st
+	}
+
+	// Act: a page.
+	switch {
+	case st.Action == fallback.Accept:
+		if c.snapshot == "" {
+			c.snapshot = a.ServedRV
+		}
+		c.handed++
+		st.Accept, st.Served, st.SnapshotRV = true, c.first, c.snapshot
+		if a.Continue == "" {
 			st.Done = true
 			return st
 		}
-		st.Next = fallback.Query{Semantic: fallback.MostRecent, Limit: pl.nextLimit(in.WireLimit, in.PageBytes, in.Items), Continue: in.Continue}
+		c.seen[a.Continue] = true
+		// Each continuation page asks for twice the previous page's limit,
+		// up to MaxPageSize objects and, when MaxPageBytes > 0, only while
+		// the previous page's objects say the next stays within it.
+		limit := sent.Options.Limit
+		if limit <= 0 {
+			limit = c.cfg.PageSize // a continue token on an unlimited list: a continue request needs a limit
+		}
+		if c.cfg.MaxPageSize > limit {
+			next := min(2*limit, c.cfg.MaxPageSize)
+			if c.cfg.MaxPageBytes > 0 && a.PageBytes > 0 && a.Items > 0 {
+				next = min(next, max(limit, c.cfg.MaxPageBytes/max(a.PageBytes/int64(a.Items), 1)))
+			}
+			limit = next
+		}
+		st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: limit, Continue: a.Continue}, 0, false)
 		return st
-	case fallback.Fail, fallback.FailExactUnavailable:
+	case st.Action.IsFailure():
+		switch st.Reason {
+		case fallback.ReasonServedOlderExhausted:
+			ev.Detail = fmt.Sprintf("served %s, requested not older than %s", a.ServedRV, c.requested.ResourceVersion)
+		case fallback.ReasonContinueRepeated:
+			ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s were handed over before the repeat", c.handed, c.snapshot)
+		}
+		e := ev
+		st.Done, st.Event, st.Served, st.SnapshotRV = true, &e, c.first, c.snapshot
+		return st
+	case c.cfg.MaxRequests > 0 && c.futile >= c.cfg.MaxRequests:
+		ev.Reason, ev.Action, ev.Detail = fallback.ReasonMaxRequests, fallback.Fail, fmt.Sprintf("%d requests delivered no page (Options.MaxRequests)", c.futile)
+		e := ev
+		st.Action, st.Reason, st.Row, st.Done, st.Event = fallback.Fail, fallback.ReasonMaxRequests, -1, true, &e
 		return st
 	}
-	pl.used[b]++
+	c.used[b]++
 
+	// A restart voids the pages handed over, if the caller allows it.
 	restart := d.Action == fallback.RestartListNewerRV || d.Action == fallback.RestartListUnpaginated
-	if restart && in.CallerContinue {
-		return pl.refuse(st, "the caller's continue token expired; its first page is unknown, so the list cannot restart")
-	}
-	if restart && in.Handed > 0 {
+	refuse := ""
+	switch {
+	case restart && c.requested.Continue != "":
+		refuse = "the caller's continue token expired; its first page is unknown, so the list cannot restart"
+	case restart && c.handed > 0 && !c.cfg.CanVoidPages:
+		refuse = fmt.Sprintf("%d page(s) of snapshot %s were handed over and the caller did not allow a restart (OnRestart)", c.handed, c.snapshot)
+	case restart && c.handed > 0:
 		st.VoidPages = true
-		if !in.CanVoidPages {
-			return pl.refuse(st, fmt.Sprintf("%d page(s) of snapshot %s were handed over and the caller did not allow a restart (OnRestart)", in.Handed, in.SnapshotRV))
-		}
-		st.Detail = fmt.Sprintf("%d page(s) of snapshot %s voided", in.Handed, in.SnapshotRV)
+		ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s voided", c.handed, c.snapshot)
 	}
-
-	// The floor below which no fallback may go: the requested resourceVersion,
-	// raised to the snapshot already handed over (a restart never serves an
-	// older snapshot than pages the caller saw).
-	floor := in.First.ResourceVersion
-	if in.Handed > 0 && fallback.CompareRV(in.SnapshotRV, floor) == fallback.Newer || floor == "" && in.Handed > 0 {
-		floor = in.SnapshotRV
-	}
-	next, ok := nextQuery(d.Action, in.Sent, in.First, pl.pageSize)
-	if !ok {
-		st.Action, st.Reason, st.Source, st.Row = fallback.Fail, fallback.ReasonUnexpectedObservation, "no follow-up request exists for this action and semantic", -1
+	if refuse != "" {
+		st.Action, st.Reason, st.Row, st.Done = fallback.Fail, fallback.ReasonRestartNotAllowed, -1, true
+		ev.Action, ev.Reason, ev.Detail = st.Action, st.Reason, refuse
+		e := ev
+		st.Event = &e
 		return st
 	}
-	if restart && d.Action == fallback.RestartListNewerRV && in.Handed > 0 && next.Semantic == fallback.Any && floor != "" {
-		// Any may be served older than the pages already handed over.
-		next = fallback.Query{Semantic: fallback.NotOlderThan, Limit: next.Limit}
-	}
-	if next.Semantic == fallback.NotOlderThan && (d.Action == fallback.RetryNewerRV || d.Action == fallback.RestartListNewerRV) {
-		st.ProbeNewerRV, st.Floor = true, floor
-	}
-	st.Next = next
-	st.NewAttempt = d.Action != fallback.WaitRetryAfter && d.Action != fallback.Backoff
 
+	// The next request. The floor below which no fallback may go is the
+	// requested resourceVersion, raised to the snapshot already handed over
+	// (a restart never serves an older snapshot than pages the caller saw).
+	first := c.first
+	floor := first.ResourceVersion
+	if c.handed > 0 && (floor == "" || fallback.CompareRV(c.snapshot, floor) == fallback.Newer) {
+		floor = c.snapshot
+	}
+	var next fallback.Query
 	switch d.Action {
-	case fallback.WaitRetryAfter:
-		if in.RetryAfter > 0 {
-			st.Wait = pl.capped(in.RetryAfter)
-			st.Detail = join(st.Detail, fmt.Sprintf("Retry-After %s honoured (cap %s)", in.RetryAfter, pl.policy.MaxRetryAfter))
-		} else {
-			st.Wait = pl.delay()
+	case fallback.WaitRetryAfter, fallback.Backoff, fallback.CheckRVExists:
+		next = q
+	case fallback.RetryNewerRV, fallback.RestartListNewerRV:
+		next = fallback.Query{Semantic: first.Semantic, Limit: first.Limit}
+		if d.Action == fallback.RetryNewerRV || first.Semantic == fallback.NotOlderThan || first.Semantic == fallback.Any && c.handed > 0 && floor != "" {
+			// Any may be served older than the pages already handed over.
+			next.Semantic = fallback.NotOlderThan
 		}
-	case fallback.Backoff:
-		st.Wait = max(pl.delay(), pl.capped(in.RetryAfter))
-	case fallback.RetryNewerRV:
-		st.Wait = pl.delay()
-	}
-	if st.Wait > 0 {
-		st.Detail = join(st.Detail, fmt.Sprintf("waiting %s", st.Wait.Round(time.Millisecond)))
-	}
-	return st
-}
-
-func (pl *Planner) refuse(st Step, why string) Step {
-	st.Action, st.Reason, st.Row, st.Detail = fallback.Fail, fallback.ReasonRestartNotAllowed, -1, join(st.Detail, why)
-	st.Next, st.VoidPages = fallback.Query{}, false
-	return st
-}
-
-// ProbeFailed decides whether a failed newer-resourceVersion probe (the
-// limit=1 MostRecent list) is retried: transient failures (429, 5xx,
-// transport, too large) back off like any request, within the call's backoff
-// budget; anything else fails the call.
-func (pl *Planner) ProbeFailed(class fallback.Class, retryAfter time.Duration) (retry bool, wait time.Duration) {
-	switch class {
-	case fallback.Throttled, fallback.ServerError, fallback.Transport, fallback.TooLargeRV:
-	default:
-		return false, 0
-	}
-	if !pl.left(backoffBudget) {
-		return false, 0
-	}
-	pl.used[backoffBudget]++
-	return true, max(pl.delay(), pl.capped(retryAfter))
-}
-
-func join(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
-}
-
-// nextQuery returns the request to send after action a:
-//
-//	cur      the request just answered (possibly a continue page)
-//	first    the first page of the current list attempt (no continue token)
-//	pageSize the limit for RetryWithLimit when first has none
-//
-// A NotOlderThan query it returns for RetryNewerRV and RestartListNewerRV
-// has no resourceVersion yet: the executor fills it (Step.ProbeNewerRV).
-// ok is false for Accept, Fail and FailExactUnavailable, and for actions that
-// do not apply to the semantic (the table never pairs them).
-func nextQuery(a fallback.Action, cur, first fallback.Query, pageSize int64) (q fallback.Query, ok bool) {
-	switch a {
-	case fallback.WaitRetryAfter, fallback.Backoff:
-		return cur, true
-	case fallback.RetryNewerRV:
-		if first.Semantic != fallback.NotOlderThan {
-			return fallback.Query{}, false
-		}
-		return fallback.Query{Semantic: fallback.NotOlderThan, Limit: first.Limit}, true
 	case fallback.FallbackMostRecent:
-		if first.Semantic == fallback.Exact {
-			return fallback.Query{}, false
-		}
-		return fallback.Query{Semantic: fallback.MostRecent, Limit: first.Limit}, true
+		next = fallback.Query{Semantic: fallback.MostRecent, Limit: first.Limit}
 	case fallback.RetryWithLimit:
-		if first.Semantic != fallback.Exact {
-			return fallback.Query{}, false
-		}
-		return first.WithLimit(pageSize), true
-	case fallback.RestartListNewerRV:
-		switch first.Semantic {
-		case fallback.NotOlderThan:
-			return fallback.Query{Semantic: fallback.NotOlderThan, Limit: first.Limit}, true
-		case fallback.MostRecent, fallback.Any:
-			return fallback.Query{Semantic: first.Semantic, Limit: first.Limit}, true
-		}
-		return fallback.Query{}, false
+		next = first.WithLimit(c.cfg.PageSize)
 	case fallback.RestartListUnpaginated:
-		if first.Semantic == fallback.Exact {
-			return fallback.Query{}, false
-		}
-		q := first
-		q.Limit, q.Continue = 0, ""
-		return q, true
+		next = first
+		next.Limit, next.Continue = 0, ""
 	}
-	return fallback.Query{}, false
+	var wait time.Duration
+	switch d.Action {
+	case fallback.WaitRetryAfter, fallback.Backoff, fallback.RetryNewerRV, fallback.CheckRVExists:
+		ra, _ := fallback.RetryAfter(a.Err)
+		wait = min(ra, c.p.MaxRetryAfter)
+		if d.Action != fallback.WaitRetryAfter || ra <= 0 {
+			wait = max(min(c.bo.NextBackOff(), c.p.Backoff.Max), wait)
+		}
+		if d.Action != fallback.Backoff && ra > 0 {
+			ev.Detail = strings.TrimPrefix(ev.Detail+"; "+fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter), "; ")
+		}
+	}
+	newAttempt := d.Action != fallback.WaitRetryAfter && d.Action != fallback.Backoff && d.Action != fallback.CheckRVExists
+	leaves := d.Action == fallback.FallbackMostRecent || d.Action == fallback.RestartListNewerRV || d.Action == fallback.RestartListUnpaginated
+	if first.Semantic == fallback.Exact && leaves || d.Action == fallback.RetryNewerRV && first.Semantic != fallback.NotOlderThan ||
+		d.Action == fallback.RetryWithLimit && first.Semantic != fallback.Exact {
+		// The table never pairs these (TestTableExhaustive): Exact never leaves its snapshot.
+		st.Action, st.Reason, st.Source, st.Row, st.Done = fallback.Fail, fallback.ReasonUnexpectedObservation, "no follow-up request exists for this action and semantic", -1, true
+		ev.Action, ev.Reason = st.Action, st.Reason
+		e := ev
+		st.Event = &e
+		return st
+	}
+
+	switch {
+	case d.Action == fallback.CheckRVExists:
+		// Read the current resourceVersion at once; the wait comes after.
+		c.after, c.afterWait, c.afterEvent = q, wait, ev
+		c.afterEvent.Action, c.afterEvent.Reason = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait
+		ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
+		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
+		ev.After = st.Next.Query
+		e := ev
+		st.Event = &e
+		return st
+	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
+		if f := c.cfg.LastObserved; f != nil {
+			if h := f(); h != "" && !c.tried[h] && (floor == "" || fallback.CompareRV(h, floor) == fallback.Newer) {
+				if c.tried == nil {
+					c.tried = map[string]bool{}
+				}
+				c.tried[h] = true
+				next.ResourceVersion = h
+				ev.Detail = strings.TrimSuffix("newer resourceVersion "+h+" from the caller's last observed resourceVersion; "+ev.Detail, "; ")
+				break
+			}
+		}
+		if next.ResourceVersion == "" {
+			// The probe is a request of its own; the event waits for its answer.
+			c.after, c.afterWait, c.afterEvent, c.floor, c.afterAttempt = next, 0, ev, floor, newAttempt
+			if wait > 0 {
+				c.afterEvent.Detail = strings.TrimPrefix(c.afterEvent.Detail+"; waited "+wait.Round(time.Millisecond).String(), "; ")
+			}
+			st.Next = c.request(PurposeNewerRV, fallback.Query{}, wait, false)
+			return st
+		}
+	}
+	st.Next = c.request(PurposePage, next, wait, newAttempt)
+	ev.After = next
+	if wait > 0 {
+		ev.Detail = strings.TrimPrefix(ev.Detail+"; waiting "+wait.Round(time.Millisecond).String(), "; ")
+	}
+	e := ev
+	st.Event = &e
+	return st
+}
+
+// Evidence is what a response proves about resourceVersionMatch support.
+type Evidence int
+
+const (
+	// NoEvidence: the response proves nothing.
+	NoEvidence Evidence = iota
+	// EvidenceIgnored: the server ignored resourceVersionMatch.
+	EvidenceIgnored
+	// EvidenceHonoured: the server honoured resourceVersionMatch.
+	EvidenceHonoured
+)
+
+// EvidenceOf returns what s proves about resourceVersionMatch support.
+// served compares ListMeta.resourceVersion with the requested one
+// (Incomparable when there is none). Only requests that carried the match
+// (s.Match != MatchIgnored) and no continue token are evidence:
+//
+//   - Exact(N) without limit served at another RV: ignored (KEP-2523: "verify that the
+//     ResourceVersion in the ListMeta ... matches").
+//   - NotOlderThan(N) with a limit answered 410: ignored (a server honouring the
+//     match serves NotOlderThan, which is never 410; legacy applies Exact).
+//   - NotOlderThan(N) with a limit served at an RV newer than N: honoured (a legacy
+//     server applies Exact with a limit and serves exactly N).
+func EvidenceOf(s Situation, served fallback.Comparison) Evidence {
+	if s.Match == MatchIgnored || s.HasContinue {
+		return NoEvidence
+	}
+	switch {
+	case s.Semantic == fallback.Exact && !s.HasLimit && s.Class == fallback.ServedNewerThanExact:
+		return EvidenceIgnored
+	case s.Semantic == fallback.NotOlderThan && s.HasLimit && s.Class == fallback.Gone:
+		return EvidenceIgnored
+	case s.Semantic == fallback.NotOlderThan && s.HasLimit && s.Class == fallback.OK && served == fallback.Newer:
+		return EvidenceHonoured
+	}
+	return NoEvidence
 }

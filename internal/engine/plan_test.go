@@ -4,62 +4,110 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/steadywatch/steadywatch/fallback"
 )
 
+func tooLarge(retry int) error {
+	err := apierrors.NewTimeoutError("Too large resource version: 90, current: 40", retry)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
+}
+
+func gone() error { return apierrors.NewResourceExpired("too old resource version") }
+
+func start(t *testing.T, q fallback.Query, cfg Config) *Call {
+	t.Helper()
+	c, _, err := Start(q, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // client-go's REST client retries a 504 with Retry-After 1s up to 10 times
 // inside one request: an answer that took 40s (10 x (3s cache wait + 1s)) stands for those attempts and
-// spends the too-large budget (3), so the list falls back at once instead of
-// multiplying 10 hidden retries by 3 of its own (issue: retries inside retries).
+// spends the too-large budget (2), so the list falls back at once instead of
+// multiplying 10 hidden retries by its own.
 func TestHiddenRetriesAreCharged(t *testing.T) {
-	first := fallback.NotOlderThanQuery("10")
-	in := Input{First: first, Sent: first, Class: fallback.TooLargeRV, RetryAfter: time.Second}
-	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.WaitRetryAfter {
-		t.Fatalf("a quick answer: %v, want WaitRetryAfter", st.Action)
+	q := fallback.NotOlderThanQuery("10")
+	if st := start(t, q, Config{}).Next(Answer{Err: tooLarge(1)}); st.Action != fallback.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
+		t.Fatalf("a quick answer: %v %+v, want CheckRVExists at once", st.Action, st.Next)
 	}
-	in.Elapsed = 3500 * time.Millisecond // one attempt the watch cache held for 3s: nothing hidden
-	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.WaitRetryAfter {
-		t.Fatalf("one slow answer: %v, want WaitRetryAfter", st.Action)
+	if st := start(t, q, Config{}).Next(Answer{Err: tooLarge(1), Elapsed: 3500 * time.Millisecond}); st.Action != fallback.CheckRVExists {
+		t.Fatalf("one slow answer: %v, want CheckRVExists", st.Action)
 	}
-	in.Elapsed = 40 * time.Second // 10 hidden attempts of 3s + 1s
-	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.FallbackMostRecent {
+	if st := start(t, q, Config{}).Next(Answer{Err: tooLarge(1), Elapsed: 40 * time.Second}); st.Action != fallback.FallbackMostRecent {
 		t.Fatalf("an answer after 10 hidden retries: %v (%s), want FallbackMostRecent", st.Action, st.Reason)
 	}
 }
 
-// Counted requests on the wire replace the estimate: a slow answer that
-// took one request charges nothing, one that took 11 charges 10.
-func TestCountedHiddenRetriesAreCharged(t *testing.T) {
-	first := fallback.NotOlderThanQuery("10")
-	in := Input{First: first, Sent: first, Class: fallback.TooLargeRV, RetryAfter: time.Second, Elapsed: 40 * time.Second, WireRequests: 1}
-	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.WaitRetryAfter {
-		t.Fatalf("one request, however slow: %v, want WaitRetryAfter", st.Action)
+// A 410 on NotOlderThan+limit (rule 1) is answered by a probe, a request of
+// its own; its answer gives the next page its resourceVersion, in the wire
+// form the 410 proved (legacy: the server ignored the match).
+func TestRule1ProbeIsARequest(t *testing.T) {
+	c, first, err := Start(fallback.NotOlderThanQuery("10").WithLimit(500), Config{})
+	if err != nil || first.Options.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || first.Options.Limit != 500 {
+		t.Fatalf("%v %+v", err, first.Options)
 	}
-	in.Elapsed, in.WireRequests = time.Second, 11
-	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.FallbackMostRecent {
-		t.Fatalf("11 requests on the wire: %v (%s), want FallbackMostRecent", st.Action, st.Reason)
+	st := c.Next(Answer{Err: gone()})
+	if st.Action != fallback.RetryNewerRV || st.Evidence != EvidenceIgnored || st.Next.Purpose != PurposeNewerRV || st.Next.Options.Limit != 1 || st.Event != nil {
+		t.Fatalf("%+v", st)
+	}
+	st = c.Next(Answer{ServedRV: "70", Items: 1})
+	o := st.Next.Options
+	if st.Action != fallback.RetryNewerRV || st.Event == nil || st.Next.Purpose != PurposePage || o.ResourceVersion != "70" || o.ResourceVersionMatch != "" || o.Limit != 500 {
+		t.Fatalf("%v %+v", st.Action, o)
+	}
+	if st = c.Next(Answer{ServedRV: "70", Items: 3}); !st.Accept || !st.Done || st.SnapshotRV != "70" {
+		t.Fatalf("%+v", st)
 	}
 }
 
 // After a continue-token expiry with pages handed over, the restart's floor
 // is the handed snapshot, and an Any list restarts as NotOlderThan it.
-func TestRestartFloorIsTheHandedSnapshot(t *testing.T) {
-	for _, first := range []fallback.Query{fallback.NotOlderThanQuery("10").WithLimit(2), fallback.AnyQuery().WithLimit(2)} {
-		in := Input{First: first, Sent: fallback.Query{Semantic: fallback.MostRecent, Limit: 2, Continue: "c"}, WireLimit: 2,
-			Class: fallback.Gone, Handed: 1, SnapshotRV: "50", CanVoidPages: true}
-		st := NewPlanner(fallback.Policy{}, 0).Plan(in)
-		if st.Action != fallback.RestartListNewerRV || !st.VoidPages || !st.ProbeNewerRV || st.Floor != "50" || st.Next.Semantic != fallback.NotOlderThan {
-			t.Fatalf("%v: %+v", first, st)
+func TestCallFollowUpsKeepTheFloor(t *testing.T) {
+	for _, q := range []fallback.Query{fallback.NotOlderThanQuery("10").WithLimit(2), fallback.AnyQuery().WithLimit(2)} {
+		c := start(t, q, Config{CanVoidPages: true})
+		if st := c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2}); !st.Accept || st.Next.Query.Continue != "c" {
+			t.Fatalf("%v: %+v", q, st)
+		}
+		st := c.Next(Answer{Err: gone()})
+		if st.Action != fallback.RestartListNewerRV || !st.VoidPages || st.Next.Purpose != PurposeNewerRV {
+			t.Fatalf("%v: %+v", q, st)
+		}
+		st = c.Next(Answer{ServedRV: "40"}) // a probe older than the handed snapshot
+		if st.Next.Query.Semantic != fallback.NotOlderThan || st.Next.Query.ResourceVersion != "50" || st.Next.Query.Continue != "" {
+			t.Fatalf("%v: restart sent %v, want NotOlderThan(50)", q, st.Next.Query)
 		}
 	}
 }
 
 // A restart that would void pages the caller cannot discard is refused.
 func TestRestartRefusedWithoutOnRestart(t *testing.T) {
-	first := fallback.MostRecentQuery().WithLimit(2)
-	in := Input{First: first, Sent: fallback.Query{Semantic: fallback.MostRecent, Limit: 2, Continue: "c"}, WireLimit: 2,
-		Class: fallback.Gone, Handed: 1, SnapshotRV: "50"}
-	if st := NewPlanner(fallback.Policy{}, 0).Plan(in); st.Action != fallback.Fail || st.Reason != fallback.ReasonRestartNotAllowed {
+	c := start(t, fallback.MostRecentQuery().WithLimit(2), Config{})
+	c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2})
+	if st := c.Next(Answer{Err: gone()}); st.Action != fallback.Fail || st.Reason != fallback.ReasonRestartNotAllowed || !st.Done {
 		t.Fatalf("%+v", st)
+	}
+}
+
+// Counted requests on the wire replace the estimate: a slow answer that
+// took one request charges nothing, one that took 11 charges 10 (more than
+// the backoff budget holds).
+func TestCountedHiddenRetriesAreCharged(t *testing.T) {
+	throttled := apierrors.NewTooManyRequests("slow down", 1)
+	c, _, err := Start(fallback.MostRecentQuery(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Next(Answer{Err: throttled, Elapsed: 40 * time.Second, WireRequests: 1}); st.Failed() {
+		t.Fatalf("one request, however slow: %v (%s), want a retry", st.Action, st.Reason)
+	}
+	c, _, _ = Start(fallback.MostRecentQuery(), Config{})
+	if st := c.Next(Answer{Err: throttled, Elapsed: time.Second, WireRequests: 11}); !st.Failed() {
+		t.Fatalf("11 requests on the wire: %v (%s), want the budget spent", st.Action, st.Reason)
 	}
 }

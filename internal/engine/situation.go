@@ -37,8 +37,32 @@ func (m MatchSupport) Form() fallback.WireForm {
 	return fallback.Match
 }
 
+// Op names whose answer a situation describes.
+type Op int
+
+const (
+	// OpPage: one request of a list call (the lister's executor), a probe included.
+	OpPage Op = iota
+	// OpRelist: a reflector's list call failed (after the lister's own rules).
+	OpRelist
+	// OpWatch: a reflector's watch failed.
+	OpWatch
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpRelist:
+		return "relist"
+	case OpWatch:
+		return "watch"
+	}
+	return "page"
+}
+
 // Situation is everything a row of the table matches on.
 type Situation struct {
+	// Op is whose answer it is (zero: a list request).
+	Op Op
 	// Semantic of the request as sent (after earlier fallbacks); for a
 	// continue page, the semantic of the list's first page.
 	Semantic fallback.Semantic
@@ -53,18 +77,12 @@ type Situation struct {
 	Class fallback.Class
 	// AttemptsLeft: the budget of Class (budgetFor) is not spent yet.
 	AttemptsLeft bool
+	// RVChecked: a consistent read in this call already showed that the
+	// requested resourceVersion exists (it is not newer than the server's).
+	RVChecked bool
 }
 
 func (s Situation) String() string {
-	return fmt.Sprintf("{%s limit=%t continue=%t match=%s class=%s attemptsLeft=%t}",
-		s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft)
-}
-
-// normalize applies the one rewrite done before lookup: a 410 on a continue
-// request is ContinueExpired.
-func (s Situation) normalize() Situation {
-	if s.Class == fallback.Gone && s.HasContinue {
-		s.Class = fallback.ContinueExpired
-	}
-	return s
+	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t}",
+		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked)
 }

@@ -9,38 +9,70 @@ import (
 	. "github.com/steadywatch/steadywatch/fallback"
 )
 
-// cond is a three-valued pattern over a bool.
-type cond int
-
-const (
-	either cond = iota // matches true and false
-	yes                // matches true
-	no                 // matches false
+// yes and no are the values a pattern over a bool allows; nil allows both.
+var (
+	yes = []bool{true}
+	no  = []bool{false}
 )
 
-func (c cond) matches(b bool) bool { return c == either || (c == yes) == b }
-
-// when is a pattern over (Situation, Policy). Nil slices match everything.
+// when is a pattern over (Situation, Policy). Nil slices match everything;
+// op must be equal (its zero value is OpPage).
 type when struct {
+	op           Op
 	classes      []Class
 	semantics    []Semantic
-	limit        cond
-	cont         cond
-	attemptsLeft cond
+	limit        []bool
+	cont         []bool
+	attemptsLeft []bool
+	rvChecked    []bool
 	// mostRecentFallback matches !Policy.DisableMostRecentFallback.
-	mostRecentFallback cond
+	mostRecentFallback []bool
 	continueExpired    []ContinueExpiredPolicy
 	tooLarge           []TooLargePolicy
 }
 
 func (w when) matches(s Situation, p Policy) bool {
-	return (w.classes == nil || slices.Contains(w.classes, s.Class)) &&
+	return w.op == s.Op &&
+		(w.classes == nil || slices.Contains(w.classes, s.Class)) &&
 		(w.semantics == nil || slices.Contains(w.semantics, s.Semantic)) &&
-		w.limit.matches(s.HasLimit) && w.cont.matches(s.HasContinue) &&
-		w.attemptsLeft.matches(s.AttemptsLeft) &&
-		w.mostRecentFallback.matches(!p.DisableMostRecentFallback) &&
+		(w.limit == nil || slices.Contains(w.limit, s.HasLimit)) &&
+		(w.cont == nil || slices.Contains(w.cont, s.HasContinue)) &&
+		(w.attemptsLeft == nil || slices.Contains(w.attemptsLeft, s.AttemptsLeft)) &&
+		(w.rvChecked == nil || slices.Contains(w.rvChecked, s.RVChecked)) &&
+		(w.mostRecentFallback == nil || slices.Contains(w.mostRecentFallback, !p.DisableMostRecentFallback)) &&
 		(w.continueExpired == nil || slices.Contains(w.continueExpired, p.ContinueExpired)) &&
 		(w.tooLarge == nil || slices.Contains(w.tooLarge, p.TooLargeAfterBudget))
+}
+
+// Wait says whether a reflector waits before the request a row leads to
+// (rows of OpRelist and OpWatch; the list executor's waits follow the action).
+type Wait int
+
+const (
+	// WaitByAction: a list executor's row; the wait follows the action
+	// (Retry-After or backoff for retries, none for fallbacks).
+	WaitByAction Wait = iota
+	// WaitBackoff: the next backoff delay, or the server's Retry-After when
+	// longer (capped by Policy.MaxRetryAfter).
+	WaitBackoff
+	// WaitNone: at once.
+	WaitNone
+	// WaitIfRepeated: at once, unless the previous (re)fill saw no watch
+	// event since (then a backoff delay): a server that answers every watch
+	// with 410 does not get list+watch pairs as fast as it answers them.
+	WaitIfRepeated
+)
+
+func (w Wait) String() string {
+	switch w {
+	case WaitNone:
+		return "at once"
+	case WaitIfRepeated:
+		return "at once, backoff if repeated"
+	case WaitBackoff:
+		return "after backoff"
+	}
+	return "by action"
 }
 
 // Row is one rule: pattern, action, reason code and the public text it implements.
@@ -50,6 +82,8 @@ type Row struct {
 	Reason ReasonCode
 	// Source quotes the public text the row implements.
 	Source string
+	// Wait is read by the reflector only (OpRelist and OpWatch rows).
+	Wait Wait
 }
 
 var (
@@ -59,6 +93,7 @@ var (
 	onlyExact   = []Semantic{Exact}
 	cls         = func(c ...Class) []Class { return c }
 	restarting  = []ContinueExpiredPolicy{RestartNewerRV, RestartUnpaginated}
+	withRV      = []Semantic{NotOlderThan, Exact}
 
 	srcRule1    = SourceKEP2523 + ", Backward Compatibility; " + SourceResourceVersions + `: "When using resourceVersionMatch=NotOlderThan and limit is set, clients must handle HTTP 410 "Gone" responses. For example, the client might retry with a newer resourceVersion or fall back to resourceVersion=""."`
 	srcRule2    = SourceKEP2523 + ", Backward Compatibility; " + SourceResourceVersions + `: "When using resourceVersionMatch=Exact and limit is unset, clients must verify that the collection's .metadata.resourceVersion matches the requested resourceVersion ... the client might fall back to a request with limit set."`
@@ -66,6 +101,8 @@ var (
 	srcContinue = SourceChunks + `: "a continue token will expire ... and return a 410 Gone ... the client will need to start from the beginning or omit the limit parameter."`
 	srcTooLarge = SourceResourceVersions + `, Unavailable resource versions: "timeout with a 504 (Gateway Timeout) ... respond with a Retry-After response header"`
 	srcNOT      = SourceResourceVersions + `, Not older than: "guarantees that the collection's .metadata.resourceVersion is not older than the requested resourceVersion"`
+	srcWatch410 = SourceResourceVersions + `, and "Efficient detection of changes": "the API server may return 410 Gone ... clearing their local cache, performing a new get or list operation, and starting the watch from the resourceVersion that was returned."`
+	srcRelist   = "the lister already applied its own rules to this list; the reflector lists again after a backoff, as client-go's Reflector.ListAndWatch does (kubernetes/kubernetes#86430)"
 	srcRepeated = SourceChunks + ": each continue token names the next chunk; a token handed out twice is a loop (apache/iceberg-go#1484, boto/botocore#3778)"
 )
 
@@ -75,57 +112,90 @@ var (
 // read through Rows (a copy): nothing outside this file can change it.
 var table = []Row{
 	// Success and errors that are never retried.
-	{when{classes: cls(OK)}, Accept, ReasonOK, SourceResourceVersions + ", Semantics for get and list"},
-	{when{classes: cls(Canceled)}, Fail, ReasonContextDone, "the caller's context ended; never retried"},
-	{when{classes: cls(Invalid)}, Fail, ReasonInvalid, SourceResourceVersions + ", list table: Invalid, HTTP 400 Bad Request"},
-	{when{classes: cls(Forbidden, NotFound, Other)}, Fail, ReasonNotRetriable, "not a resourceVersion condition; never retried"},
+	{when{classes: cls(OK)}, Accept, ReasonOK, SourceResourceVersions + ", Semantics for get and list", WaitByAction},
+	{when{classes: cls(Canceled)}, Fail, ReasonContextDone, "the caller's context ended; never retried", WaitByAction},
+	{when{classes: cls(Invalid)}, Fail, ReasonInvalid, SourceResourceVersions + ", list table: Invalid, HTTP 400 Bad Request", WaitByAction},
+	{when{classes: cls(Forbidden, NotFound, Other)}, Fail, ReasonNotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
 
 	// 429 / 5xx / transport: bounded jittered backoff.
-	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, ReasonThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)"},
-	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, ReasonServerErrorBackoff, "5xx (Retry-After honoured, capped by Policy.MaxRetryAfter)"},
-	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, ReasonTransportBackoff, "connection refused/reset, EOF, timeout"},
-	{when{classes: cls(Throttled, ServerError, Transport), attemptsLeft: no}, Fail, ReasonRetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)"},
+	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, ReasonThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, ReasonServerErrorBackoff, "5xx (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, ReasonTransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction},
+	{when{classes: cls(Throttled, ServerError, Transport), attemptsLeft: no}, Fail, ReasonRetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
 
 	// Rule 1: NotOlderThan answered 410 (the server ignored the match and applied legacy Exact).
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, ReasonRule1RetryNewerRV, srcRule1},
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: yes}, FallbackMostRecent, ReasonRule1FallbackMostRecent, srcRule1},
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: no}, Fail, ReasonRule1Exhausted, srcRule1},
-	{when{classes: cls(Gone), cont: no, semantics: onlyExact}, FailExactUnavailable, ReasonExactGone, srcExact410},
-	{when{classes: cls(Gone), cont: no, semantics: noRV}, Fail, ReasonGoneUnexpected, SourceResourceVersions + ": MostRecent and Any are not answered with 410"},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, ReasonRule1RetryNewerRV, srcRule1, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: yes}, FallbackMostRecent, ReasonRule1FallbackMostRecent, srcRule1, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: no}, Fail, ReasonRule1Exhausted, srcRule1, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyExact}, FailExactUnavailable, ReasonExactGone, srcExact410, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: noRV}, Fail, ReasonGoneUnexpected, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitByAction},
 
 	// Continue-token expiry: never stitch pages from two snapshots.
-	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, ReasonContinueExpiredExact, srcContinue},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartNewerRV}}, RestartListNewerRV, ReasonContinueExpiredRestart, srcContinue},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartUnpaginated}}, RestartListUnpaginated, ReasonContinueExpiredUnpaginated, srcContinue},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, ReasonContinueExpiredExhausted, srcContinue},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []ContinueExpiredPolicy{FailOnContinueExpired}}, Fail, ReasonContinueExpiredFail, srcContinue},
+	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, ReasonContinueExpiredExact, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartNewerRV}}, RestartListNewerRV, ReasonContinueExpiredRestart, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartUnpaginated}}, RestartListUnpaginated, ReasonContinueExpiredUnpaginated, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, ReasonContinueExpiredExhausted, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []ContinueExpiredPolicy{FailOnContinueExpired}}, Fail, ReasonContinueExpiredFail, srcContinue, WaitByAction},
 
 	// A continue token the server already handed out: broken pagination, never followed.
-	{when{classes: cls(ContinueRepeated)}, Fail, ReasonContinueRepeated, srcRepeated},
+	{when{classes: cls(ContinueRepeated)}, Fail, ReasonContinueRepeated, srcRepeated, WaitByAction},
 
 	// Rule 2: Exact answered at another resourceVersion.
-	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: no}, RetryWithLimit, ReasonRule2RetryWithLimit, srcRule2},
-	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: yes}, FailExactUnavailable, ReasonRule2MismatchWithLimit, srcRule2},
-	{when{classes: cls(ServedNewerThanExact), semantics: allButExact}, Fail, ReasonUnexpectedObservation, "the executor flags this only for Exact"},
+	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: no}, RetryWithLimit, ReasonRule2RetryWithLimit, srcRule2, WaitByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: yes}, FailExactUnavailable, ReasonRule2MismatchWithLimit, srcRule2, WaitByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: allButExact}, Fail, ReasonUnexpectedObservation, "the executor flags this only for Exact", WaitByAction},
 
 	// Served older than the NotOlderThan floor: never accepted.
-	{when{classes: cls(ServedOlder), semantics: onlyExact}, Fail, ReasonUnexpectedObservation, "the executor reports Exact mismatches as ServedNewerThanExact"},
-	{when{classes: cls(ServedOlder), semantics: allButExact, attemptsLeft: yes}, Backoff, ReasonServedOlderRetry, srcNOT},
-	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: no}, Fail, ReasonServedOlderExhausted, srcNOT},
-	// A consistent (MostRecent) read is the newest state: still older than
-	// the floor after the retries means the requested resourceVersion is
-	// newer than anything the server has; say so.
-	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}, attemptsLeft: no}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`},
+	{when{classes: cls(ServedOlder), semantics: onlyExact}, Fail, ReasonUnexpectedObservation, "the executor reports Exact mismatches as ServedNewerThanExact", WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: yes}, Backoff, ReasonServedOlderRetry, srcNOT, WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: no}, Fail, ReasonServedOlderExhausted, srcNOT, WaitByAction},
+	// A consistent (MostRecent) read is the newest state: older than the
+	// floor proves the requested resourceVersion newer than anything the
+	// server has ever handed out. No retry can succeed; say so at once.
+	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`, WaitByAction},
 
 	// 504 "Too large resource version".
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, ReasonTooLargeExhausted, srcTooLarge},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, ReasonTooLargeExhausted, srcTooLarge},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, ReasonTooLargeExactUnavailable, srcTooLarge + "; " + srcExact410},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, ReasonTooLargeExhausted, srcTooLarge},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFail}}, Fail, ReasonTooLargeExhausted, srcTooLarge},
+	// The first one on a request with a resourceVersion: does that version
+	// exist at all? A consistent read answers it in one request.
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: no}, CheckRVExists, ReasonTooLargeCheckRV, srcTooLarge + "; " + srcNOT, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, ReasonTooLargeExactUnavailable, srcTooLarge + "; " + srcExact410, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFail}}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
+
+	// The reflector's list call failed (OpRelist), after the lister's own
+	// rules above: what refills the store next.
+	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: yes}, Relist, reasonStaleList, srcNOT + "; a lagging member catches up, or the request lands on a fresher one", WaitBackoff},
+	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: no}, FallbackMostRecent, reasonStaleList, SourceResourceVersions + `, Most recent: a consistent read is never older than anything the server served`, WaitBackoff},
+	{when{op: OpRelist, classes: cls(Gone), semantics: withRV}, FallbackMostRecent, reasonListGone, srcWatch410, WaitNone},
+	{when{op: OpRelist, classes: cls(Gone), semantics: noRV}, Backoff, reasonListError, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitBackoff},
+	{when{op: OpRelist, classes: cls(TooLargeRV)}, FallbackMostRecent, reasonTooLargeRV, srcTooLarge + "; a consistent read is never older than the store", WaitBackoff},
+	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reasonListError, srcRelist, WaitBackoff},
+
+	// The reflector's watch failed (OpWatch).
+	{when{op: OpWatch, classes: cls(Gone)}, Relist, reasonWatchGone, srcWatch410 + "; NotOlderThan the held resourceVersion is served from the watch cache and never goes back in time", WaitIfRepeated},
+	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: yes}, WaitRetryAfter, reasonTooLargeRV, srcTooLarge + "; this member's watch cache is behind the held resourceVersion (HA)", WaitBackoff},
+	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: no}, FallbackMostRecent, reasonTooLargeRV, srcTooLarge, WaitBackoff},
+	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport)}, Backoff, reasonRetry, "the server is busy or unreachable: the held resourceVersion is still good; watch again from it after a backoff", WaitBackoff},
+	{when{op: OpWatch, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact, ServedOlder)}, Relist, reasonWatchError, srcWatch410 + "; any other failure: relist not older than the held resourceVersion", WaitBackoff},
 }
+
+// The reflector's reason codes for its rows (package reflector exports the
+// same strings; docs_test checks they agree).
+const (
+	reasonStaleList  ReasonCode = "stale-list"
+	reasonListGone   ReasonCode = "list-gone"
+	reasonTooLargeRV ReasonCode = "too-large-rv"
+	reasonListError  ReasonCode = "list-error"
+	reasonWatchGone  ReasonCode = "watch-gone"
+	reasonRetry      ReasonCode = "retry"
+	reasonWatchError ReasonCode = "watch-error"
+)
 
 // Rows returns a copy of the table, for docs and tests.
 func Rows() []Row { return slices.Clone(table) }
@@ -137,9 +207,12 @@ type decision struct {
 }
 
 // decide returns the one row matching s under p (only p's enum and bool
-// fields are read).
+// fields are read). A 410 on a list request with a continue token is
+// ContinueExpired before lookup.
 func decide(s Situation, p Policy) decision {
-	s = s.normalize()
+	if s.Op == OpPage && s.Class == Gone && s.HasContinue {
+		s.Class = ContinueExpired
+	}
 	for i, r := range table {
 		if r.when.matches(s, p) {
 			return decision{Row: r, index: i}
@@ -148,30 +221,19 @@ func decide(s Situation, p Policy) decision {
 	return decision{Row: Row{Action: Fail, Reason: ReasonNotRetriable, Source: "no row matched"}, index: -1}
 }
 
-// budget names the retry budget that decides Situation.AttemptsLeft for a class.
-type budget int
+// Decision is a row's answer for the reflector (OpRelist, OpWatch).
+type Decision struct {
+	Action Action
+	Reason ReasonCode
+	Wait   Wait
+	Row    int
+}
 
-const (
-	noBudget       budget = iota // never retried
-	newerRVBudget                // Policy.MaxNewerRVRetries (rule 1)
-	restartBudget                // Policy.MaxListRestarts (continue-token expiry)
-	tooLargeBudget               // Policy.MaxTooLargeRetries
-	backoffBudget                // Policy.Backoff (429, 5xx, transport, served-older, probe failures)
-	numBudgets
-)
-
-func budgetFor(c Class) budget {
-	switch c {
-	case Gone:
-		return newerRVBudget
-	case ContinueExpired:
-		return restartBudget
-	case TooLargeRV:
-		return tooLargeBudget
-	case Throttled, ServerError, Transport, ServedOlder:
-		return backoffBudget
-	}
-	return noBudget
+// Decide returns the row for one of the reflector's situations (s.Op is
+// OpRelist or OpWatch); the list executor's situations go through Call.
+func Decide(s Situation, p Policy) Decision {
+	d := decide(s, p)
+	return Decision{Action: d.Action, Reason: d.Reason, Wait: d.Wait, Row: d.index}
 }
 
 // Pattern renders the row's pattern for docs: "class=gone semantic=NotOlderThan continue=no attemptsLeft=yes".
@@ -183,19 +245,22 @@ func (r Row) Pattern() string {
 			parts = append(parts, name+"="+strings.Join(vals, "|"))
 		}
 	}
-	cond := func(name string, c cond) {
-		switch c {
-		case yes:
+	cond := func(name string, c []bool) {
+		if len(c) == 1 && c[0] {
 			parts = append(parts, name+"=yes")
-		case no:
+		} else if len(c) == 1 {
 			parts = append(parts, name+"=no")
 		}
+	}
+	if w.op != OpPage {
+		parts = append(parts, "op="+w.op.String())
 	}
 	list("class", names(w.classes))
 	list("semantic", names(w.semantics))
 	cond("limit", w.limit)
 	cond("continue", w.cont)
 	cond("attemptsLeft", w.attemptsLeft)
+	cond("rvChecked", w.rvChecked)
 	cond("mostRecentFallbackAllowed", w.mostRecentFallback)
 	list("Policy.ContinueExpired", names(w.continueExpired))
 	list("Policy.TooLargeAfterBudget", names(w.tooLarge))

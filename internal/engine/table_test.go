@@ -12,6 +12,27 @@ import (
 // flow (not as patterns), that the table must agree with cell by cell.
 func expected(s Situation, p Policy) Action {
 	c := s.Class
+	switch s.Op {
+	case OpRelist: // the reflector's list call failed
+		switch {
+		case c == ServedOlder && s.AttemptsLeft:
+			return Relist
+		case c == ServedOlder, c == Gone && (s.Semantic == NotOlderThan || s.Semantic == Exact), c == TooLargeRV:
+			return FallbackMostRecent
+		}
+		return Backoff
+	case OpWatch: // the reflector's watch failed
+		switch c {
+		case TooLargeRV:
+			if s.AttemptsLeft {
+				return WaitRetryAfter
+			}
+			return FallbackMostRecent
+		case Throttled, ServerError, Transport:
+			return Backoff
+		}
+		return Relist
+	}
 	if c == Gone && s.HasContinue {
 		c = ContinueExpired
 	}
@@ -61,11 +82,16 @@ func expected(s Situation, p Policy) Action {
 		}
 		return RetryWithLimit
 	case ServedOlder: // API Concepts: NotOlderThan guarantees ListMeta not older
-		if s.Semantic == Exact || !s.AttemptsLeft {
+		// A MostRecent read is the newest: older than the floor proves the
+		// floor was never handed out.
+		if s.Semantic == Exact || s.Semantic == MostRecent || !s.AttemptsLeft {
 			return Fail
 		}
 		return Backoff
 	case TooLargeRV: // API Concepts: 504 + Retry-After
+		if s.AttemptsLeft && !s.HasContinue && (s.Semantic == NotOlderThan || s.Semantic == Exact) && !s.RVChecked {
+			return CheckRVExists // does the version exist at all?
+		}
 		if s.AttemptsLeft {
 			return WaitRetryAfter
 		}
@@ -87,13 +113,17 @@ func expected(s Situation, p Policy) Action {
 
 func allSituations() []Situation {
 	var out []Situation
-	for sem := MostRecent; sem <= Exact; sem++ {
-		for _, lim := range []bool{false, true} {
-			for _, cont := range []bool{false, true} {
-				for m := MatchUnknown; m <= MatchIgnored; m++ {
-					for _, c := range Classes() {
-						for _, left := range []bool{false, true} {
-							out = append(out, Situation{Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c, AttemptsLeft: left})
+	for op := OpPage; op <= OpWatch; op++ {
+		for sem := MostRecent; sem <= Exact; sem++ {
+			for _, lim := range []bool{false, true} {
+				for _, cont := range []bool{false, true} {
+					for m := MatchUnknown; m <= MatchIgnored; m++ {
+						for _, c := range Classes() {
+							for _, left := range []bool{false, true} {
+								for _, checked := range []bool{false, true} {
+									out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c, AttemptsLeft: left, RVChecked: checked})
+								}
+							}
 						}
 					}
 				}
@@ -124,7 +154,10 @@ func TestTableExhaustive(t *testing.T) {
 	for _, p := range allPolicies() {
 		for _, s := range allSituations() {
 			n++
-			ns := s.normalize()
+			ns := s
+			if ns.Op == OpPage && ns.Class == Gone && ns.HasContinue {
+				ns.Class = ContinueExpired
+			}
 			var matched []int
 			for i, r := range table {
 				if r.when.matches(ns, p) {
@@ -150,7 +183,7 @@ func TestTableExhaustive(t *testing.T) {
 			t.Errorf("row %d (%s) never matches: dead rule", i, table[i].Reason)
 		}
 	}
-	if n != 4*2*2*3*len(Classes())*2*12 {
+	if n != 3*4*2*2*3*len(Classes())*2*2*12 {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -160,67 +193,19 @@ func checkSafety(t *testing.T, s Situation, p Policy, d decision) {
 	t.Helper()
 	// Only a plain OK is ever accepted: never a mismatched Exact, never data
 	// older than requested, never an error.
-	if d.Action == Accept && s.Class != OK {
+	if d.Action == Accept && s.Class != OK || s.Op != OpPage && d.Action.IsFailure() {
 		t.Errorf("%v: accepts class %v", s, s.Class)
 	}
 	// Exact never falls back to another semantic or snapshot.
-	if s.Semantic == Exact {
+	if s.Op == OpPage && s.Semantic == Exact {
 		switch d.Action {
 		case RetryNewerRV, FallbackMostRecent, RestartListNewerRV, RestartListUnpaginated:
 			t.Errorf("%v: Exact leaves its snapshot via %v", s, d.Action)
 		}
 	}
-	// A NotOlderThan list never falls back to Any (which may serve older data).
-	// Every follow-up request keeps the floor: build it and check.
-	const floor, newer = "100", "150"
-	first := Query{Semantic: s.Semantic, Limit: 0}
-	switch s.Semantic {
-	case NotOlderThan, Exact:
-		first.ResourceVersion = floor
-	}
-	if s.HasLimit {
-		first.Limit = 10
-	}
-	cur := first
-	if s.HasContinue {
-		cur = Query{Semantic: MostRecent, Limit: 10, Continue: "tok"}
-	}
-	next, ok := nextQuery(d.Action, cur, first, 50)
-	if ok && next.Semantic == NotOlderThan && next.ResourceVersion == "" {
-		next.ResourceVersion = newer // the executor fills it from a probe (Step.ProbeNewerRV)
-	}
-	wantsNext := d.Action != Accept && d.Action != Fail && d.Action != FailExactUnavailable
-	if ok != wantsNext {
-		t.Fatalf("%v: nextQuery(%v) ok=%v, want %v", s, d.Action, ok, wantsNext)
-	}
-	if !ok {
-		return
-	}
-	if err := next.Validate(); err != nil {
-		t.Errorf("%v: %v produces an invalid query: %v", s, d.Action, err)
-	}
-	if s.Semantic == NotOlderThan && next.Continue == "" {
-		switch next.Semantic {
-		case MostRecent: // consistent read: newest
-		case NotOlderThan:
-			if CompareRV(next.ResourceVersion, floor) == Older {
-				t.Errorf("%v: %v lowers the floor to %s", s, d.Action, next.ResourceVersion)
-			}
-		default:
-			t.Errorf("%v: %v turns NotOlderThan into %v", s, d.Action, next.Semantic)
-		}
-	}
-	if d.Action == RestartListNewerRV || d.Action == RestartListUnpaginated || d.Action == RetryNewerRV || d.Action == FallbackMostRecent {
-		if next.Continue != "" {
-			t.Errorf("%v: %v keeps a continue token of the old snapshot", s, d.Action)
-		}
-	}
-	for _, form := range []WireForm{Match, Legacy} {
-		o := next.ListOptions(form)
-		if o.Continue != "" && (o.ResourceVersion != "" || o.ResourceVersionMatch != "") {
-			t.Errorf("%v: %v sends RV/match with continue: %+v", s, d.Action, o)
-		}
-	}
+	// The follow-up requests (their floors, their continue tokens) are
+	// built by Call.Next: TestCallFollowUpsAreSafe and
+	// TestCallFollowUpsKeepTheFloor drive them.
 }
 
 func TestTableRowsCiteSources(t *testing.T) {
@@ -228,6 +213,12 @@ func TestTableRowsCiteSources(t *testing.T) {
 	for i, r := range table {
 		if r.Reason == "" || r.Source == "" {
 			t.Errorf("row %d has no reason or source", i)
+		}
+		if r.Action != Accept && r.Action.IsFallback() != (r.Action != Fail && r.Action != FailExactUnavailable && r.Action != Backoff && r.Action != WaitRetryAfter) {
+			t.Errorf("row %d: %v is not classified as a fallback consistently", i, r.Action)
+		}
+		if (r.when.op == OpPage) != (r.Wait == WaitByAction) {
+			t.Errorf("row %d: a list row's wait follows its action; a reflector row states its wait", i)
 		}
 		if len(r.when.classes) == 0 {
 			t.Errorf("row %d matches every class", i)
