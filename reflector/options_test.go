@@ -606,6 +606,9 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 // informerListerWatcher returns the ListerWatcher client-go's informer
 // holds (its unexported listerWatcher field): the one its reflector calls.
 func informerListerWatcher(t *testing.T, inf cache.SharedIndexInformer) cache.ListerWatcherWithContext {
+	if a, ok := inf.(*adoptedInformer); ok {
+		inf = a.SharedIndexInformer // steadywatch's marker around client-go's informer
+	}
 	v := reflect.ValueOf(inf).Elem().FieldByName("listerWatcher")
 	if !v.IsValid() {
 		t.Fatalf("client-go's %T has no listerWatcher field any more: update informerListerWatcher", inf)
