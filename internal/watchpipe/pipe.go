@@ -395,3 +395,14 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 // Unreadable marks the list as one whose items could not all be read:
 // nothing is compared until the next list.
 func (l *Loader) Unreadable() { l.opaque = true }
+
+// Unparsable reports whether rv does not parse while this server's
+// versions do (a resourceVersion that must never become a resume point).
+func (p *Pipeline) Unparsable(rv string) bool {
+	if _, ok := ParseRV(rv); ok {
+		return false
+	}
+	p.lock()
+	defer p.unlock()
+	return p.versionsParseLocked()
+}
