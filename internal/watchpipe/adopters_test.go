@@ -30,6 +30,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -50,7 +51,15 @@ type pipeCase struct {
 	stall bool
 	want  []string
 	end   string
+	// counted is the fallback reason counted (metrics.Recorder.Fallback),
+	// once; "" for none.
+	counted string
 }
+
+const (
+	stale      = "event-older-than-store"      // lister.ReasonStaleEvent, reflector.ReasonStaleEvent
+	unparsable = "unparsable-resource-version" // lister.ReasonBadResourceVersion, reflector.ReasonBadResourceVersion
+)
 
 var pipeCases = []pipeCase{
 	{
@@ -58,12 +67,12 @@ var pipeCases = []pipeCase{
 		// MODIFIED brought the deleted object back.
 		name:   "a deleted object does not come back from an older event",
 		events: []string{"DELETED b 13", "MODIFIED b 9"},
-		want:   []string{"DELETED b 13"}, end: relists,
+		want:   []string{"DELETED b 13"}, end: relists, counted: stale,
 	},
 	{
 		name:   "an event at the version of the object's deletion is rejected (tombstone)",
 		events: []string{"DELETED b 13", "MODIFIED b 13"},
-		want:   []string{"DELETED b 13"}, end: relists,
+		want:   []string{"DELETED b 13"}, end: relists, counted: stale,
 	},
 	{
 		name:   "a repeated DELETED at the same version passes",
@@ -80,22 +89,22 @@ var pipeCases = []pipeCase{
 		// passed, and the resume point went back with it.
 		name:   "an ADDED older than the watch's snapshot, for an object not held, is rejected",
 		events: []string{"ADDED c 3"},
-		end:    relists,
+		end:    relists, counted: stale,
 	},
 	{
 		name:   "an ADDED at the watch's snapshot resourceVersion is rejected",
 		events: []string{"ADDED c 12"},
-		end:    relists,
+		end:    relists, counted: stale,
 	},
 	{
 		name:   "an event older than the object held is rejected",
 		events: []string{"MODIFIED a 5"},
-		end:    relists,
+		end:    relists, counted: stale,
 	},
 	{
 		name:   "an event older than the newest event the watch delivered is rejected",
 		events: []string{"MODIFIED a 15", "ADDED c 14"},
-		want:   []string{"MODIFIED a 15"}, end: relists,
+		want:   []string{"MODIFIED a 15"}, end: relists, counted: stale,
 	},
 	{
 		name:   "objects changed at one resourceVersion (one transaction) are delivered",
@@ -105,17 +114,17 @@ var pipeCases = []pipeCase{
 	{
 		name:   "an event whose resourceVersion does not parse, on a server whose versions do, ends the watch",
 		events: []string{"MODIFIED a 13", "MODIFIED a garbage"},
-		want:   []string{"MODIFIED a 13"}, end: relists,
+		want:   []string{"MODIFIED a 13"}, end: relists, counted: unparsable,
 	},
 	{
 		name:   "a bookmark whose resourceVersion does not parse is dropped",
 		events: []string{"BOOKMARK abc", "MODIFIED a 13"},
-		want:   []string{"MODIFIED a 13"}, end: delivering,
+		want:   []string{"MODIFIED a 13"}, end: delivering, counted: unparsable,
 	},
 	{
 		name:   "a bookmark is delivered and raises the floor",
 		events: []string{"BOOKMARK 20", "MODIFIED a 21", "MODIFIED b 18"},
-		want:   []string{"BOOKMARK 20", "MODIFIED a 21"}, end: relists,
+		want:   []string{"BOOKMARK 20", "MODIFIED a 21"}, end: relists, counted: stale,
 	},
 	{
 		name:   "opaque versions compare nothing and drop nothing",
@@ -133,7 +142,7 @@ var pipeCases = []pipeCase{
 // adopter runs one case and returns what it delivered and how it went on.
 type adopter struct {
 	name string
-	run  func(t *testing.T, c pipeCase, client *testfake.Client) (delivered []string, end string)
+	run  func(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) (delivered []string, end string)
 }
 
 var adopters = []adopter{
@@ -146,9 +155,17 @@ func TestPipelineGuaranteesOnEveryAdopter(t *testing.T) {
 		for _, c := range pipeCases {
 			t.Run(a.name+"/"+c.name, func(t *testing.T) {
 				client := &testfake.Client{T: t, ListFn: testfake.Answers(testfake.Returns(c.list(), nil))}
-				got, end := a.run(t, c, client)
+				rec := &fallbacks{}
+				got, end := a.run(t, c, client, rec)
 				if !slices.Equal(got, c.want) || end != c.end {
 					t.Fatalf("delivered %q and %s; want %q and %s", got, end, c.want, c.end)
+				}
+				var want []string
+				if c.counted != "" {
+					want = []string{c.counted}
+				}
+				if got := rec.get(); !slices.Equal(got, want) {
+					t.Fatalf("fallbacks counted %q, want %q", got, want)
 				}
 			})
 		}
@@ -206,8 +223,8 @@ func describe(t watch.EventType, obj runtime.Object) string {
 
 // runListerWatcher drives the drop-in ListerWatcher as client-go's
 // reflector does: a list, then a watch from its resourceVersion.
-func runListerWatcher(t *testing.T, c pipeCase, client *testfake.Client) ([]string, string) {
-	o := lister.Options{StallTimeout: -1}
+func runListerWatcher(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
+	o := lister.Options{StallTimeout: -1, Metrics: rec}
 	if c.stall {
 		o.StallTimeout = 50 * time.Millisecond
 	}
@@ -262,9 +279,15 @@ func (s *recordingStore) record(t watch.EventType, obj any) {
 	s.mu.Unlock()
 }
 
-func (s *recordingStore) Add(obj any) error    { s.record(watch.Added, obj); return s.Store.Add(obj) }
-func (s *recordingStore) Update(obj any) error { s.record(watch.Modified, obj); return s.Store.Update(obj) }
-func (s *recordingStore) Delete(obj any) error { s.record(watch.Deleted, obj); return s.Store.Delete(obj) }
+func (s *recordingStore) Add(obj any) error { s.record(watch.Added, obj); return s.Store.Add(obj) }
+func (s *recordingStore) Update(obj any) error {
+	s.record(watch.Modified, obj)
+	return s.Store.Update(obj)
+}
+func (s *recordingStore) Delete(obj any) error {
+	s.record(watch.Deleted, obj)
+	return s.Store.Delete(obj)
+}
 func (s *recordingStore) Bookmark(rv string) error {
 	s.record(watch.Bookmark, cm("", rv))
 	return nil
@@ -276,13 +299,14 @@ func (s *recordingStore) snapshot() []string {
 	return slices.Clone(s.ops)
 }
 
-func runReflector(t *testing.T, c pipeCase, client *testfake.Client) ([]string, string) {
+func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
 	store := &recordingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	o := reflector.Options{
 		Name:          "test",
 		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
 		PaginateLists: true,
 		StallTimeout:  -1,
+		Metrics:       rec,
 	}
 	if c.stall {
 		o.StallTimeout = 50 * time.Millisecond
@@ -293,6 +317,8 @@ func runReflector(t *testing.T, c pipeCase, client *testfake.Client) ([]string, 
 	go func() { defer close(done); r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	feed(t, c, client)
+	// The outcome is read once it shows; cancelling then waits for Run, so
+	// what was counted is complete.
 	deadline := time.Now().Add(10 * time.Second)
 	for tick := time.NewTicker(time.Millisecond); ; <-tick.C {
 		ops := store.snapshot()
@@ -316,4 +342,27 @@ func listRV(obj runtime.Object) string {
 		return ""
 	}
 	return m.GetResourceVersion()
+}
+
+// fallbacks counts the watch pipeline's fallback reasons an adopter
+// reports (not the list's, of the relist that follows).
+type fallbacks struct {
+	metrics.Nop
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (f *fallbacks) Fallback(_, reason string) {
+	if reason != stale && reason != unparsable {
+		return
+	}
+	f.mu.Lock()
+	f.reasons = append(f.reasons, reason)
+	f.mu.Unlock()
+}
+
+func (f *fallbacks) get() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reasons)
 }
