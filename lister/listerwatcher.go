@@ -53,22 +53,23 @@ import (
 //     ErrStreamingListUnsupported while the API group/version is believed
 //     not to stream lists (client-go's reflector then lists); otherwise it is
 //     guarded by GuardInitialEvents.
-//   - Never an event older than the object already delivered: where
-//     resourceVersions compare as numbers (etcd-backed servers), a watch
-//     event for namespace/name whose resourceVersion is older than the one
-//     this ListerWatcher last delivered for that object (a watch cache
-//     re-delivering history, kubernetes/kubernetes#73845; streams mixed by
-//     a proxy, linkerd/linkerd#1680) is not delivered. It is counted and
-//     logged with both versions (reason ReasonStaleEvent), and the watch
-//     ends with a 410 Expired error event, so client-go's reflector relists
-//     NotOlderThan its last synced resourceVersion (after its own jittered
-//     backoff) instead of applying it. The last resourceVersion per object
-//     is one entry per object (a list or streaming list resets it, DELETED
-//     removes the entry; heldVersions keeps the initial state unindexed
-//     until an event could be older than it). Where a list carries a
-//     resourceVersion that does not parse as a number (aggregated APIs with
-//     opaque versions), nothing is compared until a list whose versions all
-//     parse.
+//   - Never an event older than what was already delivered: every event
+//     passes the SDK's one watch pipeline (shared with reflector.New). Where
+//     resourceVersions compare as numbers (etcd-backed servers), an event
+//     older than the object this ListerWatcher last delivered, at or below
+//     the object's deletion, at or below the resourceVersion the watch
+//     started from, or older than the newest event the watch delivered (a
+//     watch cache re-delivering history, kubernetes/kubernetes#73845; streams
+//     mixed by a proxy, linkerd/linkerd#1680) is not delivered. It is
+//     counted and logged with both versions (reason ReasonStaleEvent), and
+//     the watch ends with a 410 Expired error event, so client-go's
+//     reflector relists NotOlderThan its last synced resourceVersion (after
+//     its own jittered backoff) instead of applying it. The versions are one
+//     entry per object, and deletions are remembered (at most 4096, the
+//     oldest forgotten first) until a list or streaming list replaces them.
+//     Where a list carries a resourceVersion that does not parse as a number
+//     (aggregated APIs with opaque versions), nothing is compared until a
+//     list whose versions all parse.
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
@@ -116,7 +117,8 @@ const (
 	// goes back in time.
 	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
 	// ReasonStaleEvent: a watch event's resourceVersion was older than the
-	// one this ListerWatcher already delivered for the same object (a watch
+	// one this ListerWatcher already delivered for the same object (or than
+	// its deletion, or the watch's starting resourceVersion) (a watch
 	// cache re-delivering history, kubernetes/kubernetes#73845, or a proxy
 	// mixing streams, linkerd/linkerd#1680); it was not delivered, the watch
 	// ended with 410 Expired and client-go's reflector relists NotOlderThan
