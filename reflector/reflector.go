@@ -930,7 +930,8 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *wat
 				logger.Error(err, "Store rejected a bookmark", "resourceVersion", rv)
 			}
 		}
-		r.setRV(logger, rv, false, time.Time{})
+		n, ok := pw.LastParsed()
+		r.setParsedRV(logger, rv, n, ok, false, time.Time{})
 		r.maybeCheckConsistency(ctx, rv)
 		return
 	}
@@ -974,7 +975,8 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *wat
 		r.o.Metrics.Items(r.name, items)
 	}
 	if pw.Following() {
-		r.setRV(logger, rv, false, time.Time{})
+		n, ok := pw.LastParsed()
+		r.setParsedRV(logger, rv, n, ok, false, time.Time{})
 	}
 }
 

@@ -192,10 +192,15 @@ func (p *Pipeline) Advance(rv string) {
 }
 
 func (p *Pipeline) advanceLocked(rv string) {
+	n, ok := ParseRV(rv)
+	p.advanceParsedLocked(rv, n, ok)
+}
+
+// advanceParsedLocked is advanceLocked with rv parsed (ok: it is n).
+func (p *Pipeline) advanceParsedLocked(rv string, n uint64, ok bool) {
 	if rv == "" {
 		return
 	}
-	n, ok := ParseRV(rv)
 	if p.newest == "" || (ok && p.newestNum && n > p.newestN) {
 		// The first, or newer. Versions that do not compare (opaque ones)
 		// never replace the first.
@@ -268,7 +273,15 @@ type Watch struct {
 	// initialMax: the newest version among the initial events; the floor
 	// once they end.
 	initialMax uint64
+	// lastN, lastOK: the last event's resourceVersion, parsed (LastParsed).
+	lastN  uint64
+	lastOK bool
 }
+
+// LastParsed is the resourceVersion of the last event passed to Event or
+// Bookmark, as parsed there (ok: it parses), so that an adopter does not
+// parse it again.
+func (w *Watch) LastParsed() (n uint64, ok bool) { return w.lastN, w.lastOK }
 
 // Watch begins a watch sent with resourceVersion from. From "" or "0" (the
 // synthetic ADDED events of the current state come first) the per-object
@@ -322,11 +335,12 @@ func (w *Watch) follow() {
 // initial events of a watch from "" or "0" and raises the floor.
 func (w *Watch) Bookmark(rv string, initialEventsEnd bool) Verdict {
 	n, ok := ParseRV(rv)
+	w.lastN, w.lastOK = n, ok
 	p := w.p
 	p.lock()
 	bad := !ok && p.versionsParseLocked()
-	if !bad && rv != "" {
-		p.advanceLocked(rv)
+	if !bad {
+		p.advanceParsedLocked(rv, n, ok)
 	}
 	p.unlock()
 	switch {
@@ -354,6 +368,7 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 	}
 	rv := m.GetResourceVersion()
 	n, ok := ParseRV(rv)
+	w.lastN, w.lastOK = n, ok
 	p := w.p
 	p.lock()
 	defer p.unlock()
@@ -388,7 +403,7 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 	default:
 		w.initialMax = max(w.initialMax, n)
 	}
-	p.advanceLocked(rv)
+	p.advanceParsedLocked(rv, n, ok)
 	return v, 0
 }
 
