@@ -2,7 +2,6 @@ package lister
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,17 +86,4 @@ func GuardInitialEvents(ctx context.Context, w watch.Interface, o GuardOptions, 
 // the server shows it does not stream lists.
 func AwaitInitialEvents(stop <-chan struct{}, w watch.Interface, o GuardOptions, log logr.Logger, each func(watch.Event) bool) (InitialEventsOutcome, string) {
 	return watchpipe.AwaitInitialEvents(stop, w, o, log, each)
-}
-
-// OpenWatch sends a watch through c and bounds the wait for its response by
-// d (ErrNoWatchResponse).
-func OpenWatch(ctx context.Context, c Client, opts metav1.ListOptions, d time.Duration) (watch.Interface, error) {
-	return watchpipe.OpenWatch(ctx, c, opts, d)
-}
-
-// StallCheckInterval is how often a watch is checked for a stall for a
-// given StallTimeout: min(StallTimeout/4, 1s), at least 1ms; 1s when stall
-// detection is off. The drop-in ListerWatcher and reflector.New both use it.
-func StallCheckInterval(stallTimeout time.Duration) time.Duration {
-	return watchpipe.StallCheckInterval(stallTimeout)
 }

@@ -290,7 +290,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	if err != nil {
 		return nil, err
 	}
-	w, err := OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
+	w, err := watchpipe.OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
 	if err != nil {
 		release()
 	}
