@@ -67,6 +67,9 @@ type Reflector struct {
 	// rvAdvanced: the resourceVersion advanced since the watch loop last
 	// reported it (Metrics.ResourceVersionAdvanced, once per tick).
 	rvAdvanced bool
+	// moved: the resourceVersion advanced since the watch began (the watch
+	// made progress; set by setParsedRV, cleared when a watch begins).
+	moved bool
 	// quiet: the store was (re)filled and no watch event has arrived since.
 	// A relist decided while quiet backs off first, so a server that answers
 	// every watch with 410 is not hammered with list+watch pairs.
@@ -384,14 +387,20 @@ func (r *Reflector) relist(next state, retryAfter time.Duration) state {
 	return next
 }
 
-// progress records that the server delivered something (a watch event or
-// bookmark): failures before it and after it are not consecutive, so the
+// progress records that a watch adopted a newer resourceVersion (an event
+// or a bookmark did): failures before it and after it are not consecutive, so the
 // next failure backs off from Backoff.Initial again. Without this, a few
 // dropped watches within ResetAfter (each healthy, delivering events, then
 // cut by the network) left the reflector waiting the maximum delay (30s)
 // before watching again, observed against a real HA pair in e2e/reflector.
 func (r *Reflector) progress() {
 	r.quiet = false
+	r.resetBackoff()
+}
+
+// resetBackoff starts the backoff afresh: the next failure waits
+// Backoff.Initial.
+func (r *Reflector) resetBackoff() {
 	r.shortWatches = 0
 	if r.lastFailure.IsZero() {
 		return
@@ -558,6 +567,7 @@ func (r *Reflector) setParsedRV(logger logr.Logger, rv string, n uint64, nOK, fo
 		r.rvUpdater.UpdateResourceVersion(rv)
 	}
 	if prev != rv {
+		r.moved = true
 		if now.IsZero() {
 			r.rvAdvanced = true
 		} else {
@@ -714,6 +724,8 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", &StaleListError{Required: last, Served: endRV})
 	}
+	prev := r.LastSyncResourceVersion()
+	advanced := prev == "" || isOlder(prev, endRV)
 	if err := r.replace(ctx, items, endRV); err != nil {
 		w.Stop()
 		return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store.Replace failed: %v", err)
@@ -722,6 +734,12 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		if err := r.bookmarkStore.Bookmark(endRV); err != nil {
 			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", endRV)
 		}
+	}
+	if advanced {
+		// A completed streaming list that adopted a newer resourceVersion
+		// is progress: the backoff starts afresh. (The store stays quiet: a
+		// relist decided before the next watch event still backs off.)
+		r.resetBackoff()
 	}
 	return watching{rv: endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", len(items), endRV)
 }
@@ -827,6 +845,12 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	defer r.reportRVAdvanced()
 	events := 0
 	ch := s.w.ResultChan()
+	// progressed: the watch adopted a newer resourceVersion. Only that is
+	// progress: events that adopt nothing (a bookmark whose version does
+	// not parse) do not reset the backoff, and a watch that ends without it
+	// is a failure, however it ended.
+	progressed := false
+	r.moved = false
 	for {
 		var (
 			ev watch.Event
@@ -863,22 +887,29 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 		{
 			if !ok {
 				rv := r.LastSyncResourceVersion()
-				if events == 0 && r.o.Clock.Since(s.opened) < r.o.ShortWatch {
+				if progressed {
+					r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
+					return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+				}
+				// No progress, no hurry: a watch that adopted nothing is a
+				// failure for the backoff, however it ended.
+				if r.o.Clock.Since(s.opened) < r.o.ShortWatch {
 					r.shortWatches++
 					if r.shortWatches > max(r.o.MaxShortWatches, 0) {
 						// Watches from rv keep ending at once with nothing: a
 						// server whose history is gone but never says 410
-						// (kubernetes/kubernetes#104171). Relist, as client-go
-						// does after a "very short watch".
+						// (kubernetes/kubernetes#104171, #137089). Relist, as
+						// client-go does after a "very short watch", and back
+						// off first, as after a 410.
 						r.shortWatches = 0
-						return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch), 0),
-							because(ReasonShortWatch, "%d watches from %q closed at once without any event; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
+						return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch)},
+							because(ReasonShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
 					}
 					r.o.Metrics.WatchRestart(r.name, ReasonShortWatch)
-					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v without any event", r.o.Clock.Since(s.opened))
+					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
 				}
 				r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
-				return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+				return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonWatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
 			}
 			if ev.Type == watch.Error {
 				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
@@ -896,8 +927,11 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 					because(code, "%s; relisting %s", detail, relistQuery(rv))
 			}
 			if events == 1 {
-				r.progress()
 				r.reportRVAdvanced() // the first event of a watch at once, later ones on the tick
+			}
+			if !progressed && r.moved {
+				progressed = true
+				r.progress()
 			}
 		}
 	}
