@@ -488,7 +488,7 @@ func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.W
 		o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
 		log.Info("Ignoring a watch event older than what was already delivered; ending the watch so client-go relists",
 			"reason", string(ReasonStaleEvent), "type", ev.Type, "object", obj, "event", rv, "delivered", strconv.FormatUint(held, 10))
-		f.Send(relistError(fmt.Sprintf("%s %s at resourceVersion %s is older than the %d already delivered", ev.Type, obj, rv, held), ReasonStaleEvent))
+		f.Send(relistError(fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already delivered", ev.Type, obj, rv, held), ReasonStaleEvent))
 		return watch.Event{}, false
 	case watchpipe.EndUnparsable:
 		// client-go would adopt it as its resume point and fail every

@@ -977,7 +977,7 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *wat
 	case watchpipe.EndStale:
 		r.o.Metrics.Fallback(r.name, ReasonStaleEvent)
 		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-		r.ended, r.endedCode = fmt.Sprintf("%s %s at resourceVersion %s is older than the %d already applied", ev.Type, obj, rv, held), ReasonStaleEvent
+		r.ended, r.endedCode = fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already applied", ev.Type, obj, rv, held), ReasonStaleEvent
 		logger.Info("Ignoring a watch event older than what the store already reflects", "type", ev.Type, "object", obj, "event", rv, "applied", held)
 		return
 	case watchpipe.EndUnparsable:

@@ -268,8 +268,9 @@ type Watch struct {
 	gen   uint64
 	phase phase
 	// min: an object event must be at least this (the snapshot + 1, then
-	// the newest event delivered); 0 while nothing is known.
-	min uint64
+	// the newest event delivered, or a bookmark + 1); 0 while nothing is
+	// known. floor is the resourceVersion that set it, for the logs.
+	min, floor uint64
 	// initialMax: the newest version among the initial events; the floor
 	// once they end.
 	initialMax uint64
@@ -301,7 +302,7 @@ func (p *Pipeline) Watch(from string, streaming bool) *Watch {
 	w.gen = p.Generation()
 	w.phase = following
 	if n, ok := ParseRV(from); ok {
-		w.min = n + 1
+		w.raise(n, n+1)
 	}
 	return w
 }
@@ -310,22 +311,20 @@ func (p *Pipeline) Watch(from string, streaming bool) *Watch {
 // resourceVersions are a resume point.
 func (w *Watch) Following() bool { return w.phase == following }
 
-// EndInitial ends the initial events of a streaming list at its
-// initial-events-end bookmark's rv.
-func (w *Watch) EndInitial(rv string) {
-	w.follow()
-	if n, ok := ParseRV(rv); ok {
-		w.min = max(w.min, n+1)
-	}
-	w.p.Advance(rv)
-}
-
 // follow ends the initial events: from now on every event is compared, and
 // none may be older than the newest initial event.
 func (w *Watch) follow() {
 	if w.phase == initialEvents {
 		w.phase = following
-		w.min = max(w.min, w.initialMax)
+		w.raise(w.initialMax, w.initialMax)
+	}
+}
+
+// raise sets the floor to min, set by the resourceVersion rv, unless it is
+// higher already.
+func (w *Watch) raise(rv, min uint64) {
+	if min > w.min {
+		w.min, w.floor = min, rv
 	}
 }
 
@@ -351,7 +350,7 @@ func (w *Watch) Bookmark(rv string, initialEventsEnd bool) Verdict {
 	}
 	w.follow()
 	if ok {
-		w.min = max(w.min, n+1)
+		w.raise(n, n+1)
 	}
 	return Deliver
 }
@@ -380,7 +379,7 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 	}
 	compare := w.phase == following
 	if compare && ok && n < w.min {
-		return EndStale, w.min
+		return EndStale, w.floor
 	}
 	if p.held != nil && p.gen == w.gen {
 		if !ok && !p.held.isIndexed() {
@@ -399,7 +398,7 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 	switch {
 	case !ok:
 	case compare:
-		w.min = max(w.min, n)
+		w.raise(n, n)
 	default:
 		w.initialMax = max(w.initialMax, n)
 	}
