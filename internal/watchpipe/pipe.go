@@ -368,12 +368,6 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 	rv := m.GetResourceVersion()
 	n, ok := ParseRV(rv)
 	w.lastN, w.lastOK = n, ok
-	p := w.p
-	p.lock()
-	defer p.unlock()
-	if !ok && rv != "" && p.versionsParseLocked() {
-		return EndUnparsable, 0
-	}
 	if t != watch.Added {
 		w.follow() // the backlog of a watch from "" or "0" ended
 	}
@@ -381,20 +375,32 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 	if compare && ok && n < w.min {
 		return EndStale, w.floor
 	}
+	p := w.p
+	p.lock()
+	if !ok && rv != "" && p.versionsParseLocked() {
+		p.unlock()
+		return EndUnparsable, 0
+	}
 	if p.held != nil && p.gen == w.gen {
 		if !ok && !p.held.isIndexed() {
 			p.held = nil // opaque versions: nothing is compared until the next list
 		} else {
 			k := objectKey{m.GetNamespace(), m.GetName()}
-			var stale bool
 			if !compare {
 				p.held.initial(k, rv, n, ok)
 				p.heldNum = p.heldNum || ok
-			} else if held, stale = p.held.event(k, rv, n, ok, t, true); stale {
+			} else if held, stale := p.held.event(k, rv, n, ok, t, true); stale {
+				p.unlock()
 				return EndStale, held
 			}
 		}
 	}
+	if compare {
+		// The initial events (in no order) are not a resume point; their
+		// end (a bookmark, or the first later event) advances it.
+		p.advanceParsedLocked(rv, n, ok)
+	}
+	p.unlock()
 	switch {
 	case !ok:
 	case compare:
@@ -402,7 +408,6 @@ func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint6
 	default:
 		w.initialMax = max(w.initialMax, n)
 	}
-	p.advanceParsedLocked(rv, n, ok)
 	return v, 0
 }
 
