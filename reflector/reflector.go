@@ -58,7 +58,7 @@ type Reflector struct {
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
-	// shortWatches counts consecutive watches that closed at once without an event.
+	// shortWatches counts consecutive watches that closed at once without progress.
 	shortWatches int
 	// ended, when set, says why the watch pipeline ended the watch (an
 	// event older than what the store holds, or a resourceVersion that does
