@@ -117,8 +117,8 @@ const (
 	// goes back in time.
 	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
 	// ReasonStaleEvent: a watch event's resourceVersion was older than the
-	// one this ListerWatcher already delivered for the same object (or than
-	// its deletion, or the watch's starting resourceVersion) (a watch
+	// one this ListerWatcher already delivered for the same object, than the
+	// object's deletion, or than the watch's starting resourceVersion (a watch
 	// cache re-delivering history, kubernetes/kubernetes#73845, or a proxy
 	// mixing streams, linkerd/linkerd#1680); it was not delivered, the watch
 	// ended with 410 Expired and client-go's reflector relists NotOlderThan
