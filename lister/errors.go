@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // Sentinel errors, matched with errors.Is on the *Error a call returns.
@@ -30,7 +31,7 @@ var (
 	// ErrStreamingListUnsupported: a watch with sendInitialEvents=true was asked
 	// of a server that does not stream lists. Not retriable by client-go, whose
 	// reflector then falls back to a list.
-	ErrStreamingListUnsupported = errors.New("streaming list (sendInitialEvents) not supported by the server")
+	ErrStreamingListUnsupported = watchpipe.ErrStreamingListUnsupported
 )
 
 // Error is a failed list call. It unwraps to one of the sentinel errors (when

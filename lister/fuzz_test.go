@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // fuzzAnswer turns 4 bytes into one server answer: every ListMeta field the
@@ -127,7 +129,7 @@ func FuzzInitialEvents(f *testing.F) {
 		var last watch.Event
 		out, _ := AwaitInitialEvents(nil, fw, GuardOptions{Timeout: 50 * time.Millisecond}, discard(), func(ev watch.Event) bool { last = ev; return true })
 		fw.Stop()
-		if out == InitialEventsEnded && (last.Type != watch.Bookmark || !isInitialEventsEnd(last.Object)) {
+		if out == InitialEventsEnded && (last.Type != watch.Bookmark || !watchpipe.IsInitialEventsEnd(last.Object)) {
 			t.Fatalf("ended on %v", last.Type)
 		}
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // ListerWatcher adapts a Lister to client-go: it implements
@@ -52,40 +53,37 @@ import (
 //     ErrStreamingListUnsupported while the API group/version is believed
 //     not to stream lists (client-go's reflector then lists); otherwise it is
 //     guarded by GuardInitialEvents.
-//   - Never an event older than the object already delivered: where
-//     resourceVersions compare as numbers (etcd-backed servers), a watch
-//     event for namespace/name whose resourceVersion is older than the one
-//     this ListerWatcher last delivered for that object (a watch cache
-//     re-delivering history, kubernetes/kubernetes#73845; streams mixed by
-//     a proxy, linkerd/linkerd#1680) is not delivered. It is counted and
-//     logged with both versions (reason ReasonStaleEvent), and the watch
-//     ends with a 410 Expired error event, so client-go's reflector relists
-//     NotOlderThan its last synced resourceVersion (after its own jittered
-//     backoff) instead of applying it. The last resourceVersion per object
-//     is one entry per object (a list or streaming list resets it, DELETED
-//     removes the entry; heldVersions keeps the initial state unindexed
-//     until an event could be older than it). Where a list carries a
-//     resourceVersion that does not parse as a number (aggregated APIs with
-//     opaque versions), nothing is compared until a list whose versions all
-//     parse.
+//   - Never an event older than what was already delivered: every event
+//     passes the SDK's one watch pipeline (shared with reflector.New). Where
+//     resourceVersions compare as numbers (etcd-backed servers), an event
+//     older than the object this ListerWatcher last delivered, at or below
+//     the object's deletion, at or below the resourceVersion the watch
+//     started from, or older than the newest event the watch delivered (a
+//     watch cache re-delivering history, kubernetes/kubernetes#73845; streams
+//     mixed by a proxy, linkerd/linkerd#1680) is not delivered. It is
+//     counted and logged with both versions (reason ReasonStaleEvent), and
+//     the watch ends with a 410 Expired error event, so client-go's
+//     reflector relists NotOlderThan its last synced resourceVersion (after
+//     its own jittered backoff) instead of applying it. The versions are one
+//     entry per object, and deletions are remembered (at most 4096, the
+//     oldest forgotten first) until a list or streaming list replaces them.
+//     Where a list carries a resourceVersion that does not parse as a number
+//     (aggregated APIs with opaque versions), nothing is compared until a
+//     list whose versions all parse.
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
 	l *Lister
 
+	// pipe is the watch pipeline every event passes: the versions
+	// delivered per object and the newest one delivered.
+	pipe *watchpipe.Pipeline
+
 	mu        sync.Mutex
-	delivered string // newest resourceVersion delivered (lists, events, bookmarks)
 	lists     int    // lists served, for the relist count
 	watches   int    // watches opened, for the restart count
 	paginates bool   // a list of this server came back in pages
 	unserved  string // a resourceVersion a streaming list just could not be served at
-
-	// held is the resourceVersion last delivered per object (nil: not
-	// compared, the last list's versions did not all parse); heldGen counts
-	// its resets, so a watch still draining after client-go stopped it
-	// cannot write into the map of a later list.
-	held    *heldVersions
-	heldGen uint64
 }
 
 var (
@@ -119,7 +117,8 @@ const (
 	// goes back in time.
 	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
 	// ReasonStaleEvent: a watch event's resourceVersion was older than the
-	// one this ListerWatcher already delivered for the same object (a watch
+	// one this ListerWatcher already delivered for the same object, than the
+	// object's deletion, or than the watch's starting resourceVersion (a watch
 	// cache re-delivering history, kubernetes/kubernetes#73845, or a proxy
 	// mixing streams, linkerd/linkerd#1680); it was not delivered, the watch
 	// ended with 410 Expired and client-go's reflector relists NotOlderThan
@@ -143,7 +142,9 @@ func ListerWatcherReasons() []string {
 }
 
 // ListerWatcher returns the client-go adapter of l.
-func (l *Lister) ListerWatcher() *ListerWatcher { return &ListerWatcher{l: l} }
+func (l *Lister) ListerWatcher() *ListerWatcher {
+	return &ListerWatcher{l: l, pipe: watchpipe.New(watchpipe.Config{Shared: true})}
+}
 
 // NewListerWatcher is New(c, o).ListerWatcher().
 func NewListerWatcher(c Client, o Options) *ListerWatcher { return New(c, o).ListerWatcher() }
@@ -158,18 +159,6 @@ func (lw *ListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, err
 	return lw.WatchWithContext(context.Background(), options)
 }
 
-// advance records rv as delivered when it is newer.
-func (lw *ListerWatcher) advance(rv string) {
-	if rv == "" {
-		return
-	}
-	lw.mu.Lock()
-	if lw.delivered == "" || fallback.CompareRV(rv, lw.delivered) == fallback.Newer {
-		lw.delivered = rv
-	}
-	lw.mu.Unlock()
-}
-
 // ListWithContext implements cache.ListerWithContext.
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 	q, err := fallback.FromListOptions(options)
@@ -181,8 +170,9 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 	base := options
 	base.ResourceVersion, base.ResourceVersionMatch, base.Limit, base.Continue = "", "", 0, ""
 	base = o.withSelectors(base)
+	delivered := lw.pipe.Newest()
 	lw.mu.Lock()
-	delivered, paginates, unserved := lw.delivered, lw.paginates, lw.unserved
+	paginates, unserved := lw.paginates, lw.unserved
 	lw.unserved = ""
 	lw.lists++
 	relist := lw.lists > 1 || lw.watches > 0 // a list after a streaming list is a relist too
@@ -221,108 +211,26 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		lw.paginates = true
 		lw.mu.Unlock()
 	}
-	lw.advance(rec.ServedResourceVersion)
-	lw.resetHeld(obj)
+	lw.replaceHeld(obj, rec.ServedResourceVersion)
 	o.Metrics.Items(o.Name, rec.Items)
 	return obj, nil
 }
 
-// resetHeld starts the per-object resourceVersions afresh: from the items
-// of list, or empty when list is nil (a streaming list or a watch from
-// resourceVersion "" or "0", whose initial events fill it). It returns the
-// generation a watch that follows must present to track.
-func (lw *ListerWatcher) resetHeld(list runtime.Object) uint64 {
-	held := newHeldVersions()
-	if list != nil {
-		if err := meta.EachListItem(list, func(obj runtime.Object) error {
-			m, err := meta.Accessor(obj)
-			if err != nil {
-				return err
-			}
-			n, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
-			if err != nil {
-				return err
-			}
-			held.initial(objectKey{m.GetNamespace(), m.GetName()}, n)
-			return nil
-		}); err != nil {
-			held = nil // opaque (or unreadable) versions: nothing is compared
+// replaceHeld starts the per-object resourceVersions afresh from the items
+// of list, served at rv.
+func (lw *ListerWatcher) replaceHeld(list runtime.Object, rv string) {
+	ld := lw.pipe.Load(0)
+	if err := meta.EachListItem(list, func(obj runtime.Object) error {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return err
 		}
+		ld.Add(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
+		return nil
+	}); err != nil {
+		ld.Unreadable() // nothing is compared until the next list
 	}
-	lw.mu.Lock()
-	lw.held = held
-	lw.heldGen++
-	gen := lw.heldGen
-	lw.mu.Unlock()
-	return gen
-}
-
-// heldGeneration is the generation of the current per-object versions.
-func (lw *ListerWatcher) heldGeneration() uint64 {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	return lw.heldGen
-}
-
-// track records that an event of type t for m at rv is delivered, or, when
-// compare is set and rv is older than what was last delivered for m,
-// reports it stale with the version held. A version that does not parse
-// ends the comparison until the next list; watches of an older generation
-// neither compare nor record.
-func (lw *ListerWatcher) track(gen uint64, t watch.EventType, m metav1.Object, rv string, compare bool) (held uint64, stale bool) {
-	n, err := strconv.ParseUint(rv, 10, 64)
-	return lw.trackParsed(gen, t, m, n, err == nil, compare)
-}
-
-// trackParsed is track with rv already parsed (parses: it is a number n).
-func (lw *ListerWatcher) trackParsed(gen uint64, t watch.EventType, m metav1.Object, n uint64, parses, compare bool) (held uint64, stale bool) {
-	if !parses {
-		// Opaque versions (or a server's garbage): stop comparing until the
-		// next list whose versions all parse.
-		lw.mu.Lock()
-		if lw.heldGen == gen {
-			lw.held = nil
-		}
-		lw.mu.Unlock()
-		return 0, false
-	}
-	k := objectKey{m.GetNamespace(), m.GetName()}
-	lw.mu.Lock()
-	if lw.held == nil || lw.heldGen != gen {
-		lw.mu.Unlock()
-		return 0, false
-	}
-	if !compare && t == watch.Added {
-		lw.held.initial(k, n)
-		lw.mu.Unlock()
-		return 0, false
-	}
-	held, stale = lw.held.event(k, n, t, compare)
-	lw.mu.Unlock()
-	return held, stale
-}
-
-// unparsableHere reports whether rv does not parse as a number while this
-// server's versions do: an object's version was tracked (only numbers are),
-// or the newest version delivered parses.
-func (lw *ListerWatcher) unparsableHere(rv string) bool {
-	if _, err := strconv.ParseUint(rv, 10, 64); err == nil {
-		return false
-	}
-	return lw.versionsParse()
-}
-
-// versionsParse reports whether this server's versions parse as numbers: an
-// object's version was tracked (only numbers are), or the newest version
-// delivered parses.
-func (lw *ListerWatcher) versionsParse() bool {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	if lw.held != nil && lw.held.size() > 0 {
-		return true
-	}
-	_, err := strconv.ParseUint(lw.delivered, 10, 64)
-	return err == nil
+	lw.pipe.Replace(ld, rv)
 }
 
 // relistError is the error event that ends a watch instead of an event
@@ -353,13 +261,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		if err != nil {
 			return nil, err
 		}
-		var gen uint64
-		if options.ResourceVersion == "" || options.ResourceVersion == "0" {
-			gen = lw.resetHeld(nil) // synthetic ADDED events of the current state first
-		} else {
-			gen = lw.heldGeneration()
-		}
-		return lw.follow(ctx, w, log, gen, nil, nil), nil
+		return lw.follow(ctx, w, log, lw.pipe.Watch(options.ResourceVersion, false), nil, nil), nil
 	}
 	if o.DisableStreamingList {
 		log.V(4).Info("streaming list refused without a request", "reason", "lister.Options.DisableStreamingList")
@@ -378,7 +280,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	if err != nil {
 		return nil, err
 	}
-	w, err := OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
+	w, err := watchpipe.OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
 	if err != nil {
 		release()
 	}
@@ -401,7 +303,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return nil, err
 	}
-	return lw.follow(ctx, w, log, lw.resetHeld(nil), release, &GuardOptions{
+	return lw.follow(ctx, w, log, lw.pipe.Watch(options.ResourceVersion, true), release, &GuardOptions{
 		Timeout:        o.InitialEventsTimeout,
 		Expected:       lw.l.expectInitialEvents(ctx, options),
 		FromMostRecent: options.ResourceVersion == "",
@@ -412,28 +314,27 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	}), nil
 }
 
-// follow forwards w, recording delivered resourceVersions and bookmarks, and
-// ends it (closing the channel, so client-go watches again from its
-// resourceVersion) when it delivered nothing for StallTimeout. With guard,
-// w is a streaming list whose initial events AwaitInitialEvents guards
-// first, in the same goroutine: one hop per event, not two; release (its
-// ListGate slot) is called once the initial events are over, whatever the
-// outcome.
-func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, gen uint64, release func(), guard *GuardOptions) watch.Interface {
-	f := &followedWatch{newRelay(w)}
-	go f.run(ctx, lw, log, gen, release, guard)
+// follow forwards w through the watch pipeline pw, and ends it (closing the
+// channel, so client-go watches again from its resourceVersion) when it
+// delivered nothing for StallTimeout. With guard, w is a streaming list
+// whose initial events AwaitInitialEvents guards first, in the same
+// goroutine: one hop per event, not two; release (its ListGate slot) is
+// called once the initial events are over, whatever the outcome.
+func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, pw *watchpipe.Watch, release func(), guard *GuardOptions) watch.Interface {
+	f := &followedWatch{watchpipe.NewRelay(w)}
+	go f.run(ctx, lw, log, pw, release, guard)
 	return f
 }
 
-type followedWatch struct{ relay }
+type followedWatch struct{ *watchpipe.Relay }
 
-func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, gen uint64, release func(), guard *GuardOptions) {
-	defer close(f.out)
-	in := f.inner.ResultChan()
+func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, release func(), guard *GuardOptions) {
+	defer f.Close()
+	in := f.Inner().ResultChan()
 	defer func() {
 		// Stop the inner watch and wait (bounded) for it to end, so that when
 		// our channel closes, nothing of this watch runs any more.
-		f.inner.Stop()
+		f.Inner().Stop()
 		t := time.NewTimer(time.Second)
 		defer t.Stop()
 		for {
@@ -449,39 +350,29 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 	}()
 	defer context.AfterFunc(ctx, f.Stop)()
 	o := lw.l.o
-	// The newest resourceVersion delivered is published when the watch ends
-	// and at bookmarks, not per event: client-go relists only after it
-	// stopped its watch.
-	lastRV := ""
-	defer func() { lw.advance(lastRV) }()
 	if guard != nil {
-		out, detail := AwaitInitialEvents(f.stop, f.inner, *guard, log, func(ev watch.Event) bool {
+		out, detail := watchpipe.AwaitInitialEvents(f.Stopped(), f.Inner(), *guard, log, func(ev watch.Event) bool {
+			// The guard hands over ADDED events, an ERROR, and the
+			// initial-events-end bookmark last.
 			if ev.Type == watch.Bookmark {
 				rv := resourceVersionOf(ev.Object)
-				if isInitialEventsEnd(ev.Object) && lw.unparsableHere(rv) {
+				if pw.Bookmark(rv, true) == watchpipe.AbandonStream {
 					// client-go would adopt it as its resume point (and
 					// fail every watch and relist from it): the streaming
 					// list is abandoned instead, and client-go lists.
 					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
 					log.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
 						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
-					f.send(notStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
+					f.Send(watchpipe.NotStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
 					return false
 				}
-				if lw.unparsableHere(rv) {
-					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
-					log.Info("Dropping a bookmark whose resourceVersion does not parse on a server whose versions do",
-						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
-					return true
-				}
-				lastRV = rv
-			} else if ev.Type != watch.Error {
-				// The initial events are the state the map starts from.
-				if m, err := meta.Accessor(ev.Object); err == nil {
-					lw.track(gen, ev.Type, m, m.GetResourceVersion(), false)
-				}
+				return f.Send(ev)
 			}
-			return f.send(ev)
+			ev, ok := f.pass(lw, log, pw, ev)
+			if ev.Type == "" {
+				return ok // dropped, or the watch ends
+			}
+			return f.Send(ev)
 		})
 		if release != nil {
 			release()
@@ -489,7 +380,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		switch out {
 		case InitialEventsEnded, InitialEventsError:
 		case InitialEventsNotStreaming, InitialEventsCut:
-			f.send(notStreamingEvent(detail))
+			f.Send(watchpipe.NotStreamingEvent(detail))
 			return
 		default:
 			return
@@ -497,9 +388,17 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 	}
 	// Stall detection and the resourceVersion-advanced metric run beside
 	// the loop (watchdog), which only counts what it forwards: per event,
-	// one receive, one atomic add and one send (BenchmarkP4WatchEvent).
+	// one receive, the pipeline's verdict, one atomic add and one send
+	// (BenchmarkP4WatchEvent).
 	var forwarded atomic.Uint64
-	defer startWatchdog(o, log, &forwarded, f.Stop)()
+	defer watchpipe.StartWatchdog(o.StallTimeout, &forwarded,
+		func(at time.Time) { o.Metrics.ResourceVersionAdvanced(o.Name, at) },
+		func() {
+			o.Metrics.WatchRestart(o.Name, ReasonWatchStalled)
+			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
+				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
+			f.Stop() // the loop ends and stops the watchdog
+		})()
 	for {
 		// Fast path: an event that is already there is taken without the
 		// select below.
@@ -516,7 +415,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		default:
 		}
 		select {
-		case <-f.stop:
+		case <-f.Stopped():
 			return
 		case ev, ok = <-in:
 			if !ok {
@@ -524,55 +423,13 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 			}
 		}
 	event:
-		if ev.Type != watch.Error {
-			if m, err := meta.Accessor(ev.Object); err == nil {
-				rv := m.GetResourceVersion()
-				n, perr := strconv.ParseUint(rv, 10, 64)
-				parses := perr == nil
-				if ev.Type != watch.Bookmark && rv != "" && !parses && lw.versionsParse() {
-					// client-go would adopt it as its resume point and fail
-					// every watch from it; the object's state comes with the
-					// relist instead, so nothing is lost.
-					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
-					obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-					log.Info("Ending the watch at an event whose resourceVersion does not parse on a server whose versions do; client-go relists",
-						"reason", string(ReasonBadResourceVersion), "type", ev.Type, "object", obj, "resourceVersion", rv, "last", lastRV)
-					f.send(relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do",
-						ev.Type, obj, rv), ReasonBadResourceVersion))
-					return
-				}
-				if ev.Type != watch.Bookmark {
-					if held, stale := lw.trackParsed(gen, ev.Type, m, n, parses, true); stale {
-						o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
-						detail := fmt.Sprintf("%s %s at resourceVersion %s is older than the %d already delivered for it",
-							ev.Type, cache.NewObjectName(m.GetNamespace(), m.GetName()), rv, held)
-						log.Info("Ignoring a watch event older than the object already delivered; ending the watch so client-go relists",
-							"reason", string(ReasonStaleEvent), "type", ev.Type, "object", cache.NewObjectName(m.GetNamespace(), m.GetName()),
-							"event", rv, "delivered", strconv.FormatUint(held, 10))
-						f.send(relistError(detail, ReasonStaleEvent))
-						return
-					}
-				}
-				if ev.Type == watch.Bookmark && !parses && lw.versionsParse() {
-					// A bookmark's only content is its resourceVersion: one
-					// that does not parse, on a server whose versions do,
-					// would become client-go's resume point and fail every
-					// watch from it (400), so it is not forwarded.
-					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
-					log.Info("Dropping a bookmark whose resourceVersion does not parse on a server whose versions do",
-						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv, "last", lastRV)
-					continue
-				}
-				if rv != "" {
-					lastRV = rv
-				}
-			}
-			if ev.Type == watch.Bookmark {
-				o.Metrics.Bookmark(o.Name)
-				lw.advance(lastRV)
-			}
+		if ev, ok = f.pass(lw, log, pw, ev); !ok {
+			return
 		}
-		if !f.send(ev) {
+		if ev.Type == "" {
+			continue // dropped
+		}
+		if !f.Send(ev) {
 			return
 		}
 		if forwarded.Add(1) == 1 {
@@ -583,66 +440,59 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 	}
 }
 
-// StallCheckInterval is how often a watch is checked for a stall (and its
-// resourceVersion-advanced metric reported) for a given StallTimeout:
-// min(StallTimeout/4, 1s), at least 1ms; 1s when stall detection is off
-// (StallTimeout <= 0). A stalled watch ends between StallTimeout and one
-// interval later. The drop-in ListerWatcher and reflector.New both use it.
-func StallCheckInterval(stallTimeout time.Duration) time.Duration {
-	const most = time.Second
-	if stallTimeout <= 0 {
-		return most
-	}
-	return min(most, max(stallTimeout/4, time.Millisecond))
-}
-
-// startWatchdog checks every StallCheckInterval(StallTimeout) whether the
-// watch forwarded anything since the last check: if it did, it reports the
-// resourceVersion as advanced (Metrics.ResourceVersionAdvanced, at the time
-// of the check); if nothing was forwarded for StallTimeout, it counts and
-// logs the stall and calls end (client-go then watches again from its
-// resourceVersion). It returns the function that stops it.
-func startWatchdog(o Options, log logr.Logger, forwarded *atomic.Uint64, end func()) (stop func()) {
-	tick := StallCheckInterval(o.StallTimeout)
-	var (
-		mu      sync.Mutex
-		stopped bool
-		seen    uint64
-		quiet   time.Duration
-		t       *time.Timer
-	)
-	check := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
+// pass runs ev through the pipeline and acts on its verdict: it returns the
+// event to forward (Type "" when it is dropped), or false when the watch
+// ends (after the 410 error event that makes client-go relist was sent).
+func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, ev watch.Event) (watch.Event, bool) {
+	o := lw.l.o
+	switch ev.Type {
+	case watch.Error:
+		return ev, true
+	case watch.Bookmark:
+		rv := resourceVersionOf(ev.Object)
+		if pw.Bookmark(rv, false) == watchpipe.Drop {
+			// A bookmark's only content is its resourceVersion: one that
+			// does not parse, on a server whose versions do, would become
+			// client-go's resume point and fail every watch from it (400),
+			// so it is not forwarded.
+			o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+			log.Info("Dropping a bookmark whose resourceVersion does not parse on a server whose versions do",
+				"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
+			return watch.Event{}, true
 		}
-		if n := forwarded.Load(); n != seen {
-			seen, quiet = n, 0
-			o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
-		} else if quiet += tick; o.StallTimeout > 0 && quiet >= o.StallTimeout {
-			o.Metrics.WatchRestart(o.Name, ReasonWatchStalled)
-			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
-				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
-			stopped = true
-			end() // closes a channel; the loop ends and stops the watchdog
-			return
-		}
-		t.Reset(tick)
+		o.Metrics.Bookmark(o.Name)
+		return ev, true
 	}
-	mu.Lock()
-	t = time.AfterFunc(tick, check)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		n := forwarded.Load()
-		mu.Unlock()
-		if n != seen {
-			o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
-		}
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return ev, true
 	}
+	switch v, held := pw.Event(ev.Type, m); v {
+	case watchpipe.DeliverAsDeleted:
+		ev.Type = watch.Deleted
+	case watchpipe.Drop:
+		return watch.Event{}, true
+	case watchpipe.EndStale:
+		rv := m.GetResourceVersion()
+		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
+		o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
+		log.Info("Ignoring a watch event older than what was already delivered; ending the watch so client-go relists",
+			"reason", string(ReasonStaleEvent), "type", ev.Type, "object", obj, "event", rv, "delivered", strconv.FormatUint(held, 10))
+		f.Send(relistError(fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already delivered", ev.Type, obj, rv, held), ReasonStaleEvent))
+		return watch.Event{}, false
+	case watchpipe.EndUnparsable:
+		// client-go would adopt it as its resume point and fail every
+		// watch from it; the object's state comes with the relist instead,
+		// so nothing is lost.
+		rv := m.GetResourceVersion()
+		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
+		o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+		log.Info("Ending the watch at an event whose resourceVersion does not parse on a server whose versions do; client-go relists",
+			"reason", string(ReasonBadResourceVersion), "type", ev.Type, "object", obj, "resourceVersion", rv)
+		f.Send(relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), ReasonBadResourceVersion))
+		return watch.Event{}, false
+	}
+	return ev, true
 }
 
 // IsWatchListSemanticsUnSupported is read once by client-go's reflector

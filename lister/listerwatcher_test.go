@@ -270,19 +270,3 @@ func runClientGoReflector(t *testing.T, lw cache.ListerWatcher) (cache.Store, *c
 type declaring struct{ Client }
 
 func (declaring) IsWatchListSemanticsUnSupported() bool { return true }
-
-func TestStallCheckInterval(t *testing.T) {
-	for _, tc := range []struct{ stall, want time.Duration }{
-		{0, time.Second},
-		{-1, time.Second},
-		{time.Nanosecond, time.Millisecond},
-		{2 * time.Millisecond, time.Millisecond},
-		{400 * time.Millisecond, 100 * time.Millisecond},
-		{4 * time.Second, time.Second},
-		{5 * time.Minute, time.Second},
-	} {
-		if got := StallCheckInterval(tc.stall); got != tc.want {
-			t.Errorf("StallCheckInterval(%v) = %v, want %v", tc.stall, got, tc.want)
-		}
-	}
-}

@@ -13,10 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/lister"
@@ -155,126 +152,6 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 	}
 }
 
-// scriptedWatch answers one list and then the given watch.
-type scriptedWatch struct {
-	list *corev1.ConfigMapList
-	w    watch.Interface
-}
-
-func (s scriptedWatch) List(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	return s.list.DeepCopy(), nil
-}
-
-func (s scriptedWatch) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	return s.w, nil
-}
-
-func cmAt(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
-
-// drain reads w's events until it closes, or until n were read.
-func drain(t *testing.T, w watch.Interface, n int) []watch.Event {
-	t.Helper()
-	var out []watch.Event
-	timeout := time.After(10 * time.Second)
-	for len(out) < n {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return out
-			}
-			out = append(out, ev)
-		case <-timeout:
-			t.Fatalf("only %d events within 10s: %v", len(out), out)
-		}
-	}
-	return out
-}
-
-// The watch-level contract: the stale event is replaced by a 410 Expired
-// error (client-go relists, it does not just watch again), a DELETED
-// forgets the object, and an older event for an object the list did not
-// hold passes.
-func TestListerWatcherEndsTheWatchAtAStaleEvent(t *testing.T) {
-	fw, w, rec := listThenWatch(t, "12", cmAt("a", "10"), cmAt("b", "11"))
-	fw.Delete(cmAt("b", "13"))
-	fw.Modify(cmAt("b", "9")) // b was forgotten at its deletion: nothing to compare
-	fw.Add(cmAt("c", "3"))    // never seen
-	fw.Modify(cmAt("a", "10"))
-	fw.Modify(cmAt("a", "5")) // older than the 10 delivered
-	fw.Modify(cmAt("a", "14"))
-	got := drain(t, w, 10)
-	want := []string{"DELETED b 13", "MODIFIED b 9", "ADDED c 3", "MODIFIED a 10", "ERROR"}
-	if len(got) != len(want) {
-		t.Fatalf("got %d events %v, want %v", len(got), got, want)
-	}
-	for i, ev := range got[:4] {
-		m := ev.Object.(*corev1.ConfigMap)
-		if s := string(ev.Type) + " " + m.Name + " " + m.ResourceVersion; s != want[i] {
-			t.Errorf("event %d is %s, want %s", i, s, want[i])
-		}
-	}
-	if got[4].Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(got[4].Object)) {
-		t.Fatalf("last event %+v, want a 410 Expired error", got[4])
-	}
-	if n := rec.fallback(string(lister.ReasonStaleEvent)); n != 1 {
-		t.Fatalf("%d stale events counted, want 1", n)
-	}
-}
-
-// Where a list's resourceVersions do not parse as numbers (aggregated APIs
-// with opaque versions), nothing is compared and nothing is dropped.
-func TestListerWatcherComparesNothingForOpaqueVersions(t *testing.T) {
-	fw, w, rec := listThenWatch(t, "zz", cmAt("a", "10"), cmAt("b", "x7"))
-	fw.Modify(cmAt("a", "5"))
-	fw.Action(watch.Bookmark, cmAt("", "opaque-bookmark"))
-	got := drain(t, w, 2)
-	if len(got) != 2 || got[0].Type != watch.Modified || got[1].Type != watch.Bookmark {
-		t.Fatalf("got %v, want the MODIFIED and the BOOKMARK unchanged", got)
-	}
-	if n := rec.fallback(string(lister.ReasonStaleEvent)) + rec.fallback(string(lister.ReasonBadResourceVersion)); n != 0 {
-		t.Fatalf("%d fallbacks counted, want none", n)
-	}
-}
-
-// The fault 4 on the drop-in path: a bookmark at "abc" on a server
-// whose versions parse is not forwarded (client-go would resume every watch
-// from it, and each would fail with 400); it is counted.
-func TestListerWatcherDropsUnparsableBookmark(t *testing.T) {
-	fw, w, rec := listThenWatch(t, "12", cmAt("a", "10"))
-	fw.Action(watch.Bookmark, cmAt("", "abc"))
-	fw.Action(watch.Bookmark, cmAt("", "15"))
-	got := drain(t, w, 1)
-	if len(got) != 1 || got[0].Type != watch.Bookmark || got[0].Object.(*corev1.ConfigMap).ResourceVersion != "15" {
-		t.Fatalf("got %v, want only the bookmark at 15", got)
-	}
-	if n := rec.fallback(string(lister.ReasonBadResourceVersion)); n != 1 {
-		t.Fatalf("%d unparsable versions counted, want 1", n)
-	}
-}
-
-// An event (not a bookmark) whose version does not parse, on a server whose
-// versions do, is not delivered (client-go would resume from it): the watch
-// ends with 410 Expired first, so client-go relists; it is counted, and an
-// event before it passes.
-func TestListerWatcherEndsTheWatchAtAnUnparsableEvent(t *testing.T) {
-	fw, w, rec := listThenWatch(t, "12", cmAt("a", "10"))
-	fw.Modify(cmAt("a", "13"))
-	fw.Modify(cmAt("a", "garbage"))
-	fw.Modify(cmAt("a", "14"))
-	got := drain(t, w, 5)
-	if len(got) != 2 || got[0].Type != watch.Modified || got[1].Type != watch.Error {
-		t.Fatalf("got %v, want MODIFIED a@13 then the 410 that makes client-go relist", got)
-	}
-	if !apierrors.IsResourceExpired(apierrors.FromObject(got[1].Object)) {
-		t.Fatalf("last event %+v, want a 410 Expired error", got[1])
-	}
-	if n := rec.fallback(string(lister.ReasonBadResourceVersion)); n != 1 {
-		t.Fatalf("%d unparsable versions counted, want 1", n)
-	}
-}
-
 // The fault 4 through the drop-in informer on the fake server: every
 // bookmark (the one that ends a streaming list included) carries a
 // resourceVersion that is not one. The informer syncs, never sends a
@@ -314,28 +191,4 @@ func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
 			t.Fatalf("a request from the unparsable version: %+v", r)
 		}
 	}
-}
-
-// listThenWatch lists items at rv through a drop-in ListerWatcher (as
-// client-go's reflector does first) and opens its watch from rv; the fake
-// watch feeds that watch, and rec counts the reasons.
-func listThenWatch(t *testing.T, rv string, items ...*corev1.ConfigMap) (*watch.RaceFreeFakeWatcher, watch.Interface, *reasonCounter) {
-	t.Helper()
-	fw := watch.NewRaceFreeFake()
-	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
-	for _, it := range items {
-		list.Items = append(list.Items, *it)
-	}
-	rec := newReasonCounter()
-	lw := lister.NewListerWatcher(scriptedWatch{list: list, w: fw}, lister.Options{Metrics: rec})
-	ctx := context.Background()
-	if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	return fw, w, rec
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
@@ -69,10 +70,10 @@ func (r *Reflector) maybeCheckConsistency(ctx context.Context, rv string) {
 		return
 	}
 	r.lastCheck = now
-	snapshot := make(map[string]string, len(r.known))
-	for k, v := range r.known {
-		snapshot[k] = v.rv // a copy: the Run goroutine updates the values in place
-	}
+	snapshot := make(map[string]string, r.items)
+	r.pipe.EachLive(func(namespace, name, rv string) {
+		snapshot[cache.NewObjectName(namespace, name).String()] = rv
+	})
 	r.checks.Add(1)
 	go func() {
 		defer r.checks.Done()

@@ -17,8 +17,14 @@
 //     and a server that silently ignores sendInitialEvents (v1.18) is
 //     detected (no end bookmark within Options.Lister.InitialEventsTimeout, or a
 //     plain bookmark/MODIFIED during the initial events) and listed instead;
+//   - a watch event older than what the store holds (for its object, its
+//     deletion, or the watch's start) is never applied: the watch ends and
+//     the reflector relists (the watch pipeline it shares with the drop-in
+//     ListerWatcher);
 //   - a watch that delivers nothing, not even a bookmark, for
 //     Options.Lister.StallTimeout is restarted from the last resourceVersion;
+//     one that ends without adopting a newer resourceVersion is a failure,
+//     and the next request waits a growing backoff;
 //   - an optional consistency checker compares the store with an Exact list
 //     at a bookmark's resourceVersion.
 //

@@ -87,21 +87,6 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 	}
 }
 
-// A bookmark whose resourceVersion does not parse, on a server whose versions
-// do, is not adopted: every watch from it would fail.
-func TestUnparsableBookmarkIsNotAdopted(t *testing.T) {
-	fc := &fakeClient{ListFn: emptyAt("10")}
-	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
-	w.Action(watch.Bookmark, bookmark("abc", false))
-	w.Add(cm("b", "11"))
-	eventually(t, "RV 11", func() bool { return r.LastSyncResourceVersion() == "11" })
-	for _, o := range fc.Watches() {
-		if o.ResourceVersion == "abc" {
-			t.Fatalf("watched from %q", o.ResourceVersion)
-		}
-	}
-}
-
 // A server's Retry-After is capped: "Retry-After: 3600" from a proxy does
 // not park the reflector for an hour.
 func TestRetryAfterIsCapped(t *testing.T) {

@@ -81,7 +81,8 @@ type Options struct {
 	MaxTooLargeWatchRetries int
 
 	// MaxShortWatches is how many consecutive watches from one
-	// resourceVersion may close at once without any event (each restarted
+	// resourceVersion may close at once without progress (no newer
+	// resourceVersion adopted; each restarted
 	// after a backoff) before the reflector relists NotOlderThan that
 	// resourceVersion: a server whose history is gone but never answers 410
 	// (kubernetes/kubernetes#104171). Default 2; negative: relist at the
@@ -126,9 +127,11 @@ type Options struct {
 	// raised to Min.
 	WatchTimeoutMin, WatchTimeoutMax time.Duration
 
-	// ShortWatch is the duration under which a watch that closed without any
-	// event counts as short-lived: it is restarted only after a backoff, so a
-	// server that closes watches at once is not hammered. Default 1s.
+	// ShortWatch is the duration under which a watch that closed without
+	// progress (no newer resourceVersion adopted) counts as short-lived
+	// (MaxShortWatches); every watch without progress is restarted only
+	// after a backoff, so a server that closes watches at once is not
+	// hammered. Default 1s.
 	ShortWatch time.Duration
 
 	// Backoff configures the jittered exponential backoff between failed

@@ -26,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -60,23 +61,27 @@ type Reflector struct {
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
-	// shortWatches counts consecutive watches that closed at once without an event.
+	// shortWatches counts consecutive watches that closed at once without progress.
 	shortWatches int
-	// staleEvent, when set, says which event was older than the store: the
-	// watch ends and the reflector re-syncs.
-	staleEvent string
+	// ended, when set, says why the watch pipeline ended the watch (an
+	// event older than what the store holds, or a resourceVersion that does
+	// not parse): the reflector re-syncs. endedCode is its reason code.
+	ended, endedCode string
 	// rvAdvanced: the resourceVersion advanced since the watch loop last
 	// reported it (Metrics.ResourceVersionAdvanced, once per tick).
 	rvAdvanced bool
+	// moved: the resourceVersion advanced since the watch began (the watch
+	// made progress; set by setParsedRV, cleared when a watch begins).
+	moved bool
 	// quiet: the store was (re)filled and no watch event has arrived since.
 	// A relist decided while quiet backs off first, so a server that answers
 	// every watch with 410 is not hammered with list+watch pairs.
 	quiet bool
-	// known maps key -> object resourceVersion: what the store reflects. The
-	// values are pointers so that a watch event for a known key updates it
-	// without allocating the key string (see handleEvent).
-	known     map[string]*storedRV
-	keyBuf    []byte // scratch for building a key without allocating
+	// pipe is the watch pipeline every event passes (shared with the
+	// drop-in ListerWatcher): what the store reflects per object, recent
+	// deletions, and the verdict on each event.
+	pipe      *watchpipe.Pipeline
+	items     int // objects the store reflects, as last reported
 	lastCheck time.Time
 	rvNum     uint64 // status.ResourceVersion parsed, valid if rvNumOK (setRV's cache)
 	rvNumOK   bool
@@ -116,7 +121,7 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		list:    o.List,
 		store:   store,
 		invalid: o.Validate(),
-		known:   map[string]*storedRV{},
+		pipe:    watchpipe.New(watchpipe.Config{Indexed: true}),
 	}
 	r.rvUpdater, _ = store.(cache.ResourceVersionUpdater)
 	r.bookmarkStore, _ = store.(cache.ReflectorBookmarkStore)
@@ -385,14 +390,20 @@ func (r *Reflector) relist(next state, retryAfter time.Duration) state {
 	return next
 }
 
-// progress records that the server delivered something (a watch event or
-// bookmark): failures before it and after it are not consecutive, so the
+// progress records that a watch adopted a newer resourceVersion (an event
+// or a bookmark did): failures before it and after it are not consecutive, so the
 // next failure backs off from Backoff.Initial again. Without this, a few
 // dropped watches within ResetAfter (each healthy, delivering events, then
 // cut by the network) left the reflector waiting the maximum delay (30s)
 // before watching again, observed against a real HA pair in e2e/reflector.
 func (r *Reflector) progress() {
 	r.quiet = false
+	r.resetBackoff()
+}
+
+// resetBackoff starts the backoff afresh: the next failure waits
+// Backoff.Initial.
+func (r *Reflector) resetBackoff() {
 	r.shortWatches = 0
 	if r.lastFailure.IsZero() {
 		return
@@ -490,28 +501,27 @@ func listRV(obj runtime.Object) string {
 // replace swaps the store's contents for items at rv.
 func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv string) error {
 	found := make([]any, 0, len(items))
-	known := make(map[string]*storedRV, len(items))
-	rvs := make([]storedRV, len(items)) // one allocation backs every value of known
-	for i, it := range items {
+	held := r.pipe.Load(len(items))
+	for _, it := range items {
 		if !r.typeOK(ctx, it) {
 			continue
 		}
 		found = append(found, it)
-		if k, orv, ok := keyRV(it); ok {
-			rvs[i].set(orv)
-			known[k] = &rvs[i]
+		if m, err := meta.Accessor(it); err == nil {
+			held.Add(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
 		}
 	}
 	if err := r.store.Replace(found, rv); err != nil {
 		return err
 	}
-	r.known = known
+	r.pipe.Replace(held, rv)
+	r.items = max(r.pipe.Live(), 0)
 	r.quiet = true
 	r.mu.Lock()
 	r.status.Synced = true
-	r.status.Items = len(known)
+	r.status.Items = r.items
 	r.mu.Unlock()
-	r.o.Metrics.Items(r.name, len(known))
+	r.o.Metrics.Items(r.name, r.items)
 	r.setRV(klog.FromContext(ctx), rv, true, r.o.Clock.Now())
 	return nil
 }
@@ -553,6 +563,7 @@ func (r *Reflector) setParsedRV(logger logr.Logger, rv string, n uint64, nOK, fo
 		r.rvUpdater.UpdateResourceVersion(rv)
 	}
 	if prev != rv {
+		r.moved = true
 		if now.IsZero() {
 			r.rvAdvanced = true
 		} else {
@@ -581,15 +592,12 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		r.o.Metrics.Relist(r.name, s.cause)
 	}
 	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt + 1} // the same (re)list, another way
-	opts := metav1.ListOptions{
-		LabelSelector:        r.o.LabelSelector,
-		FieldSelector:        r.o.FieldSelector,
-		ResourceVersion:      s.query.ResourceVersion,
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		SendInitialEvents:    ptrTo(true),
-		AllowWatchBookmarks:  true,
-		TimeoutSeconds:       ptrTo(r.watchTimeoutSeconds()),
-	}
+	opts := r.selectors()
+	opts.ResourceVersion = s.query.ResourceVersion
+	opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	opts.SendInitialEvents = ptrTo(true)
+	opts.AllowWatchBookmarks = true
+	opts.TimeoutSeconds = ptrTo(r.watchTimeoutSeconds())
 	// The stream holds a ListGate slot until its initial events are over:
 	// the apiserver is sending the collection.
 	release, err := r.o.ListGate.Acquire(ctx, r.name, r.o.Metrics)
@@ -598,7 +606,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 	defer release()
 	opened := r.o.Clock.Now()
-	w, err := lister.OpenWatch(ctx, r.client, opts, r.o.InitialEventsTimeout)
+	w, err := watchpipe.OpenWatch(ctx, r.client, opts, r.o.InitialEventsTimeout)
 	if ctx.Err() != nil {
 		if err == nil {
 			w.Stop()
@@ -616,7 +624,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 			// about the server. The list says the same to the caller.
 			return asList, because(ReasonStreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
 		}
-		if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, lister.ErrNoWatchResponse) {
+		if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, watchpipe.ErrNoWatchResponse) {
 			// The open itself hung (a proxy holding the stream, or the REST
 			// client's own retries of a 504 inside it): list MostRecent, which
 			// cannot be older than anything already served.
@@ -643,9 +651,9 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	defer context.AfterFunc(ctx, func() { close(stop) })()
 	var expected <-chan int
 	if !r.o.DisableInitialEventsCount {
-		expected = lister.ExpectInitialEvents(ctx, r.client, metav1.ListOptions{LabelSelector: r.o.LabelSelector, FieldSelector: r.o.FieldSelector})
+		expected = watchpipe.ExpectInitialEvents(ctx, r.client, r.selectors())
 	}
-	out, detail := lister.AwaitInitialEvents(stop, w, lister.GuardOptions{
+	out, detail := watchpipe.AwaitInitialEvents(stop, w, watchpipe.GuardOptions{
 		Timeout:        r.o.InitialEventsTimeout,
 		Expected:       expected,
 		FromMostRecent: s.query.ResourceVersion == "",
@@ -676,13 +684,13 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	})
 	release()
 	switch out {
-	case lister.InitialEventsStopped:
+	case watchpipe.InitialEventsStopped:
 		w.Stop()
 		return stopped{}, because(ReasonContextDone, "context ended during a streaming list")
-	case lister.InitialEventsClosed, lister.InitialEventsCut:
+	case watchpipe.InitialEventsClosed, watchpipe.InitialEventsCut:
 		w.Stop()
 		return backingOff{delay: r.delay(0), next: asList}, because(ReasonStreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
-	case lister.InitialEventsError:
+	case watchpipe.InitialEventsError:
 		w.Stop()
 		class, retryAfter := classify(failed)
 		if class == fallback.Gone {
@@ -690,7 +698,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 			return backingOff{delay: r.delay(0), next: next}, because(ReasonListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 		}
 		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list error (%s): %v; listing instead", class, failed)
-	case lister.InitialEventsNotStreaming:
+	case watchpipe.InitialEventsNotStreaming:
 		// A server that silently ignores sendInitialEvents (v1.18) sends plain
 		// ADDED events and never the end bookmark: the guard recorded it, so
 		// the next sync lists without waiting.
@@ -698,11 +706,22 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		logger.Info("Server ignores streaming lists; listing instead", "detail", detail)
 		return asList, because(ReasonStreamIgnored, "streaming list ignored: %s; listing instead", detail)
 	}
+	if r.pipe.Unparsable(endRV) {
+		// Every watch from it would fail: the streaming list is abandoned
+		// and the same sync is made with a list.
+		w.Stop()
+		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+		logger.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
+			"reason", ReasonBadResourceVersion, "resourceVersion", endRV)
+		return backingOff{delay: r.delay(0), next: asList}, because(ReasonBadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", endRV)
+	}
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(endRV, last) {
 		w.Stop()
 		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", &StaleListError{Required: last, Served: endRV})
 	}
+	prev := r.LastSyncResourceVersion()
+	advanced := prev == "" || isOlder(prev, endRV)
 	if err := r.replace(ctx, items, endRV); err != nil {
 		w.Stop()
 		return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store.Replace failed: %v", err)
@@ -711,6 +730,12 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		if err := r.bookmarkStore.Bookmark(endRV); err != nil {
 			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", endRV)
 		}
+	}
+	if advanced {
+		// A completed streaming list that adopted a newer resourceVersion
+		// is progress: the backoff starts afresh. (The store stays quiet: a
+		// relist decided before the next watch event still backs off.)
+		r.resetBackoff()
 	}
 	return watching{rv: endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", len(items), endRV)
 }
@@ -722,6 +747,13 @@ func (r *Reflector) observeStreaming(s compat.Support, detail string) {
 }
 
 // ---- watch ----
+
+// selectors are the label and field selectors every request of the
+// reflector sends (lists, watches, streaming lists and the count beside a
+// streaming list), so that nothing outside them enters the store.
+func (r *Reflector) selectors() metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: r.o.Lister.LabelSelector, FieldSelector: r.o.Lister.FieldSelector}
+}
 
 func (r *Reflector) watchTimeoutSeconds() int64 {
 	lo, hi := r.o.WatchTimeoutMin, r.o.WatchTimeoutMax
@@ -737,13 +769,10 @@ func (r *Reflector) watchTimeoutSeconds() int64 {
 }
 
 func (r *Reflector) stepStartWatch(ctx context.Context, s startingWatch) (state, why) {
-	opts := metav1.ListOptions{
-		LabelSelector:       r.o.LabelSelector,
-		FieldSelector:       r.o.FieldSelector,
-		ResourceVersion:     s.rv,
-		AllowWatchBookmarks: true,
-		TimeoutSeconds:      ptrTo(r.watchTimeoutSeconds()),
-	}
+	opts := r.selectors()
+	opts.ResourceVersion = s.rv
+	opts.AllowWatchBookmarks = true
+	opts.TimeoutSeconds = ptrTo(r.watchTimeoutSeconds())
 	opened := r.o.Clock.Now()
 	w, err := r.client.Watch(ctx, opts)
 	if ctx.Err() != nil {
@@ -785,26 +814,30 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	defer s.w.Stop()
 	logger := klog.FromContext(ctx)
-	// A watch started at "" or "0" begins with synthetic ADDED events in no
-	// particular order: their resourceVersions must not advance ours until
-	// an event that is not an ADDED (or a bookmark) shows the backlog ended.
-	propagate := s.rv != "" && s.rv != "0"
+	// Every event passes the watch pipeline, which decides whether it is
+	// applied. A watch started at "" or "0" begins with synthetic ADDED
+	// events in no particular order: their resourceVersions do not advance
+	// ours until the pipeline follows (an event that is not an ADDED, or a
+	// bookmark, shows the backlog ended).
+	pw := r.pipe.Watch(s.rv, false)
 	// Stall detection and the resourceVersion-advanced metric run on a
-	// ticker (every lister.StallCheckInterval(StallTimeout)), not per
-	// event: an event only counts itself. A tick that sees no new event adds its period to the
-	// quiet time; the watch counts as stalled once that reaches
-	// StallTimeout, so a restart comes no earlier than StallTimeout after
-	// the last event and at most one period later.
-	tick := lister.StallCheckInterval(r.o.StallTimeout)
+	// timer (every watchpipe.StallCheckInterval(StallTimeout)), not per
+	// event: an event only counts itself.
+	stall := watchpipe.NewStall(r.o.StallTimeout)
+	tick := stall.Interval()
 	// A timer re-armed at each tick, not a Ticker: a stopped fake-clock
 	// Ticker still counts as a waiter (k8s.io/utils/clock/testing).
 	ticker := r.o.Clock.NewTimer(tick)
 	defer ticker.Stop()
 	defer r.reportRVAdvanced()
-	var quiet time.Duration
-	seen := 0
 	events := 0
 	ch := s.w.ResultChan()
+	// progressed: the watch adopted a newer resourceVersion. Only that is
+	// progress: events that adopt nothing (a bookmark whose version does
+	// not parse) do not reset the backoff, and a watch that ends without it
+	// is a failure, however it ended.
+	progressed := false
+	r.moved = false
 	for {
 		var (
 			ev watch.Event
@@ -826,67 +859,76 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			return stopped{}, because(ReasonContextDone, "context ended while watching")
 		case <-ticker.C():
 			ticker.Reset(tick)
-			if events != seen {
-				seen, quiet = events, 0
+			switch stall.Check(uint64(events)) {
+			case watchpipe.Advanced:
 				r.reportRVAdvanced()
-				continue
+			case watchpipe.Stalled:
+				rv := r.LastSyncResourceVersion()
+				r.o.Metrics.WatchRestart(r.name, ReasonStalled)
+				return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
 			}
-			if quiet += tick; r.o.StallTimeout <= 0 || quiet < r.o.StallTimeout {
-				continue
-			}
-			rv := r.LastSyncResourceVersion()
-			r.o.Metrics.WatchRestart(r.name, ReasonStalled)
-			return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+			continue
 		case ev, ok = <-ch:
 		}
 	received:
 		{
 			if !ok {
 				rv := r.LastSyncResourceVersion()
-				if events == 0 && r.o.Clock.Since(s.opened) < r.o.ShortWatch {
+				if progressed {
+					r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
+					return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+				}
+				// No progress, no hurry: a watch that adopted nothing is a
+				// failure for the backoff, however it ended.
+				if r.o.Clock.Since(s.opened) < r.o.ShortWatch {
 					r.shortWatches++
 					if r.shortWatches > max(r.o.MaxShortWatches, 0) {
 						// Watches from rv keep ending at once with nothing: a
 						// server whose history is gone but never says 410
-						// (kubernetes/kubernetes#104171). Relist, as client-go
-						// does after a "very short watch".
+						// (kubernetes/kubernetes#104171, #137089). Relist, as
+						// client-go does after a "very short watch", and back
+						// off first, as after a 410.
 						r.shortWatches = 0
-						return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch), 0),
-							because(ReasonShortWatch, "%d watches from %q closed at once without any event; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
+						return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch)},
+							because(ReasonShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
 					}
 					r.o.Metrics.WatchRestart(r.name, ReasonShortWatch)
-					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v without any event", r.o.Clock.Since(s.opened))
+					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
 				}
 				r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
-				return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+				return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonWatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
 			}
 			if ev.Type == watch.Error {
 				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
 			}
 			events++
-			r.handleEvent(ctx, logger, ev, &propagate)
-			if r.staleEvent != "" {
+			r.handleEvent(ctx, logger, pw, ev)
+			if r.ended != "" {
 				// Never back in time: re-sync with a list not older than the
 				// store. A rejected event is not progress: a server that
 				// re-delivers it after every relist meets a growing backoff.
-				detail := r.staleEvent
-				r.staleEvent = ""
+				detail, code := r.ended, r.endedCode
+				r.ended, r.endedCode = "", ""
 				rv := r.LastSyncResourceVersion()
-				return r.relist(r.syncState(ctx, relistQuery(rv), false, ReasonStaleEvent), 0),
-					because(ReasonStaleEvent, "%s; relisting %s", detail, relistQuery(rv))
+				return r.relist(r.syncState(ctx, relistQuery(rv), false, code), 0),
+					because(code, "%s; relisting %s", detail, relistQuery(rv))
 			}
 			if events == 1 {
-				r.progress()
 				r.reportRVAdvanced() // the first event of a watch at once, later ones on the tick
+			}
+			if !progressed && r.moved {
+				progressed = true
+				r.progress()
 			}
 		}
 	}
 }
 
-// handleEvent applies one watch event to the store. It runs once per event:
-// the common case (an event for a known key) allocates nothing of its own,
+// handleEvent passes one watch event through the pipeline pw and applies it
+// to the store when the verdict says so. It runs once per event: the
+// common case (an event for a known object) allocates nothing of its own,
 // reads no clock and takes the status lock once.
-func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watch.Event, propagate *bool) {
+func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *watchpipe.Watch, ev watch.Event) {
 	if ev.Type != watch.Bookmark && !r.typeOK(ctx, ev.Object) {
 		return
 	}
@@ -896,116 +938,67 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, ev watc
 		return
 	}
 	rv := m.GetResourceVersion()
-	n, err := strconv.ParseUint(rv, 10, 64)
-	nOK := err == nil
-	// One key and one map lookup per event: the stored version (if any) is
-	// compared with the event's and then updated in place.
-	var (
-		stored *storedRV
-		key    []byte // valid until the next r.key call
-	)
-	if ev.Type != watch.Bookmark {
-		key = r.key(m)
-		stored = r.known[string(key)]
-		if *propagate && r.olderThanStored(logger, ev.Type, m, stored, rv, n, nOK) {
+	if ev.Type == watch.Bookmark {
+		if pw.Bookmark(rv, false) == watchpipe.Drop {
+			// Every watch from it would fail: not adopted.
+			r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+			logger.Info("Ignoring a bookmark whose resourceVersion does not parse on a server whose versions do", "resourceVersion", rv, "current", r.LastSyncResourceVersion())
 			return
 		}
+		r.o.Metrics.Bookmark(r.name)
+		if r.bookmarkStore != nil {
+			if err := r.bookmarkStore.Bookmark(rv); err != nil {
+				logger.Error(err, "Store rejected a bookmark", "resourceVersion", rv)
+			}
+		}
+		n, ok := pw.LastParsed()
+		r.setParsedRV(logger, rv, n, ok, false, time.Time{})
+		r.maybeCheckConsistency(ctx, rv)
+		return
 	}
-	before := len(r.known)
+	switch v, held := pw.Event(ev.Type, m); v {
+	case watchpipe.Drop:
+		return
+	case watchpipe.DeliverAsDeleted:
+		ev.Type = watch.Deleted
+	case watchpipe.EndStale:
+		r.o.Metrics.Fallback(r.name, ReasonStaleEvent)
+		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
+		r.ended, r.endedCode = fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already applied", ev.Type, obj, rv, held), ReasonStaleEvent
+		logger.Info("Ignoring a watch event older than what the store already reflects", "type", ev.Type, "object", obj, "event", rv, "applied", held)
+		return
+	case watchpipe.EndUnparsable:
+		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
+		r.ended, r.endedCode = fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), ReasonBadResourceVersion
+		logger.Info("Ignoring a watch event whose resourceVersion does not parse on a server whose versions do", "type", ev.Type, "object", obj, "resourceVersion", rv)
+		return
+	}
 	switch ev.Type {
 	case watch.Added:
 		err = r.store.Add(ev.Object)
-		r.remember(key, stored, rv, n, nOK)
 	case watch.Modified:
-		*propagate = true
 		err = r.store.Update(ev.Object)
-		r.remember(key, stored, rv, n, nOK)
 	case watch.Deleted:
-		*propagate = true
 		err = r.store.Delete(ev.Object)
-		if stored != nil {
-			delete(r.known, string(key))
-		}
-	case watch.Bookmark:
-		*propagate = true
-		r.o.Metrics.Bookmark(r.name)
-		if r.bookmarkStore != nil {
-			err = r.bookmarkStore.Bookmark(rv)
-		}
 	default:
 		logger.Info("Ignoring unknown watch event type", "type", ev.Type)
 		return
 	}
 	if err != nil {
-		logger.Error(err, "Store rejected a watch event", "type", ev.Type, "key", string(r.key(m)))
+		logger.Error(err, "Store rejected a watch event", "type", ev.Type, "object", cache.NewObjectName(m.GetNamespace(), m.GetName()))
 	}
-	if items := len(r.known); items != before {
+	if items := r.pipe.Live(); items != r.items && items >= 0 {
+		r.items = items
 		r.mu.Lock()
 		r.status.Items = items
 		r.mu.Unlock()
 		r.o.Metrics.Items(r.name, items)
 	}
-	if *propagate {
-		r.setParsedRV(logger, rv, n, nOK, false, time.Time{})
+	if pw.Following() {
+		n, ok := pw.LastParsed()
+		r.setParsedRV(logger, rv, n, ok, false, time.Time{})
 	}
-	if ev.Type == watch.Bookmark && *propagate {
-		r.maybeCheckConsistency(ctx, rv)
-	}
-}
-
-// olderThanStored reports (and counts, and logs with both versions) an event
-// whose resourceVersion is older than the object the store already holds: a
-// watch cache re-delivering history (kubernetes/kubernetes#73845), or a proxy
-// or balancer mixing streams (linkerd/linkerd#1680). Such an event is never
-// applied, and the reflector re-syncs. It only applies where resource
-// versions compare as numbers (etcd-backed servers); opaque versions
-// (some aggregated APIs) are never compared.
-func (r *Reflector) olderThanStored(logger logr.Logger, t watch.EventType, m metav1.Object, stored *storedRV, rv string, got uint64, gotOK bool) bool {
-	if stored == nil || !stored.num || !gotOK || got >= stored.n {
-		return false
-	}
-	r.o.Metrics.Fallback(r.name, ReasonStaleEvent)
-	key := string(r.key(m))
-	r.staleEvent = fmt.Sprintf("%s %s at resourceVersion %s is older than the stored object at %s", t, key, rv, stored.rv)
-	logger.Info("Ignoring a watch event older than the stored object", "type", t, "key", key, "event", rv, "stored", stored.rv)
-	return true
-}
-
-// storedRV is the resourceVersion the store reflects for one object, parsed
-// once when it is recorded (num: it parses, as n).
-type storedRV struct {
-	rv  string
-	n   uint64
-	num bool
-}
-
-func (s *storedRV) set(rv string) {
-	n, err := strconv.ParseUint(rv, 10, 64)
-	*s = storedRV{rv: rv, n: n, num: err == nil}
-}
-
-// key builds m's store key (cache.MetaNamespaceKeyFunc's "namespace/name",
-// or "name" when cluster-scoped) in r.keyBuf. The result is valid until the
-// next call; string(r.key(m)) used as a map index does not allocate.
-func (r *Reflector) key(m metav1.Object) []byte {
-	b := r.keyBuf[:0]
-	if ns := m.GetNamespace(); ns != "" {
-		b = append(append(b, ns...), '/')
-	}
-	b = append(b, m.GetName()...)
-	r.keyBuf = b
-	return b
-}
-
-// remember records that the store reflects the object with key at rv
-// (parsed: n, nOK). stored is its entry when the key is already known: it is
-// updated in place, so no key string is allocated.
-func (r *Reflector) remember(key []byte, stored *storedRV, rv string, n uint64, nOK bool) {
-	if stored != nil {
-		*stored = storedRV{rv: rv, n: n, num: nOK}
-		return
-	}
-	r.known[string(key)] = &storedRV{rv: rv, n: n, num: nOK}
 }
 
 // typeOK reports whether obj has the expected type (and GVK for unstructured).

@@ -164,13 +164,16 @@ const (
 	// after a backoff, then MostRecent after Options.MaxStaleListRetries.
 	ReasonStaleList = "stale-list"
 	// ReasonStaleEvent: a watch event's resourceVersion is older than the
-	// stored object's (a watch cache re-delivering events,
+	// stored object's, than the object's deletion, or than the watch's
+	// starting resourceVersion (a watch cache re-delivering events,
 	// kubernetes/kubernetes#73845, or a proxy mixing streams); not applied,
 	// counted, and the store re-synced with a list not older than it.
 	ReasonStaleEvent = "event-older-than-store"
 	// ReasonBadResourceVersion: a bookmark or event carried a
 	// resourceVersion that does not parse on a server whose versions do; it
-	// was not adopted as the watch position.
+	// was not adopted as the watch position (an event was not applied: the
+	// watch ended and the store re-synced; a streaming list whose end
+	// bookmark carried it was replaced by a list).
 	ReasonBadResourceVersion = "unparsable-resource-version"
 	// ReasonRetry: a watch failed with a transient error (429, 5xx,
 	// connection); retrying the watch after a backoff, without a relist.
