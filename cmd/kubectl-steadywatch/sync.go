@@ -78,6 +78,9 @@ func (a *app) runSync(cmd *cobra.Command, o *syncOptions) error {
 	if o.timeout < 0 {
 		return usagef("--timeout must be >= 0")
 	}
+	if err := errors.Join(checkResourceArg(o.resource), checkSelector(o.selector)); err != nil {
+		return err
+	}
 	parent := cmd.Context()
 	start := time.Now()
 	ctx, cancel := context.WithCancel(parent)
