@@ -46,6 +46,7 @@ type side struct {
 	fallbacks map[string]int // ours: lister fallback reasons (metrics.Recorder.Fallback)
 	relists   map[string]int // ours: reflector relist causes (metrics.Recorder.Relist)
 	printed   map[int]bool   // proxy request Seq already on the timeline
+	exp       expected       // faults the scene causes on purpose
 	wg        sync.WaitGroup
 }
 
@@ -99,7 +100,7 @@ func (s *side) printNew() {
 		s.printed[r.Seq] = true
 		s.mu.Unlock()
 		if !seen {
-			s.t.sayAt(r.Time, s.who, "sent          %s", describeRequest(r))
+			s.t.sayRequest(s.who, r)
 		}
 	}
 }
@@ -144,7 +145,8 @@ func startStock(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Con
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().ConfigMaps().Informer()
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		t.say("stock", "watch error   %v", err)
+		text, _ := s.exp.label(err.Error())
+		t.say("stock", "watch error   %s", text)
 	}); err != nil {
 		return nil, err
 	}
@@ -267,7 +269,7 @@ func startOurs(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Conf
 	})
 	s.hasSynced = r.HasSynced
 	s.list = store.List
-	lctx := klog.NewContext(ctx, logr.New(&logSink{t: t, who: "ours"}))
+	lctx := klog.NewContext(ctx, logr.New(&logSink{t: t, who: "ours", exp: &s.exp}))
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); r.Run(lctx) }()
 	s.follow(ctx)
