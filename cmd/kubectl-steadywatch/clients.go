@@ -47,6 +47,9 @@ const versionTimeout = 15 * time.Second
 // --request-timeout applied per request by requestTimeout (a watch's stream
 // is not cut by it).
 func (a *app) restConfig() (*rest.Config, error) {
+	if err := checkRequestTimeout(*a.flags.Timeout); err != nil {
+		return nil, err
+	}
 	if err := a.checkKubeconfig(); err != nil {
 		return nil, err
 	}
@@ -88,6 +91,9 @@ func (a *app) clients(ctx context.Context) (*clients, error) {
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("stopped before %s answered /version: %w", hostOf(cfg), ctx.Err())
+		}
+		if vctx.Err() != nil {
+			return nil, fmt.Errorf("%w: GET %s/version: no answer within %s", ErrUnreachable, hostOf(cfg), versionTimeout)
 		}
 		return nil, fmt.Errorf("%w: GET %s/version: %s", ErrUnreachable, hostOf(cfg), cleanTransportError(err))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -18,6 +19,23 @@ const defaultRequestTimeout = "30s"
 // ErrRequestTimeout is matched by the error of a request that got no answer
 // within --request-timeout.
 var ErrRequestTimeout = errors.New("no answer within --request-timeout")
+
+// checkRequestTimeout accepts what kubectl accepts for --request-timeout (a
+// duration, or an integer number of seconds), and nothing negative.
+func checkRequestTimeout(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, aerr := strconv.Atoi(v)
+		if aerr != nil {
+			return usagef("--request-timeout %q: want a duration such as 30s or 2m (0 = no bound)", v)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		return usagef("--request-timeout %q: must not be negative", v)
+	}
+	return nil
+}
 
 // requestTimeout bounds every request of the plugin's clients by
 // --request-timeout: a watch (watch=true: a watch or a streaming list) until
