@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // connRecorder is a listener that accepts connections, counts them and never
@@ -337,5 +339,32 @@ func TestServerRefusesListExit2Once(t *testing.T) {
 	}
 	if lists.Load() == 0 {
 		t.Error("no list reached the server")
+	}
+}
+
+// A sync that cannot list exits 1 with one error line that carries the
+// server's reason; client-go's default handler no longer logs every retry.
+func TestSyncNotSyncedOneError(t *testing.T) {
+	var klogOut bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&klogOut)
+	defer klog.LogToStderr(true)
+	srv := fakeAPIServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"configmaps is forbidden: User \"u\" cannot list resource \"configmaps\"","reason":"Forbidden","code":403}`)
+	})
+	kc := writeKubeconfig(t, srv.URL)
+	r := runPlugin(t, "--kubeconfig", kc, "--cache-dir", t.TempDir(), "sync", "--timeout", "1s")
+	if r.code != exitFailure {
+		t.Errorf("exit %d, want %d", r.code, exitFailure)
+	}
+	oneErrorLine(t, "sync forbidden", r, `configmaps not synced within --timeout 1s; last error: `)
+	if !strings.Contains(r.errOut, `cannot list resource \"configmaps\"`) && !strings.Contains(r.errOut, `cannot list resource "configmaps"`) {
+		t.Errorf("the error line lacks the server's reason: %s", r.errOut)
+	}
+	klog.Flush()
+	if strings.Contains(klogOut.String(), "forbidden") {
+		t.Errorf("the list error was also logged:\n%s", klogOut.String())
 	}
 }
