@@ -226,6 +226,9 @@ func runScene(ctx context.Context, t *timeline, sc scene, cfg config, progress i
 	})
 	var results []result
 	for _, s := range []*side{stock, ours} {
+		s.printNew() // every request answered so far, before the verdict
+	}
+	for _, s := range []*side{stock, ours} {
 		r := result{scene: sc.name, who: s.who, syncs: s.syncs(), requests: len(s.requests()), backward: s.backward.Load()}
 		r.syncedIn, r.synced = s.synced()
 		s.mu.Lock()

@@ -66,7 +66,9 @@ func (s *side) requests() []faults.Request {
 	return out
 }
 
-// follow prints every request as the proxy answers it, and notes the sync.
+// follow prints every request as the proxy answers it (polling; the
+// reflector's log lines and the scene's verdict flush it too), and notes the
+// sync.
 func (s *side) follow(ctx context.Context) {
 	s.wg.Add(1)
 	go func() {
@@ -269,7 +271,7 @@ func startOurs(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Conf
 	})
 	s.hasSynced = r.HasSynced
 	s.list = store.List
-	lctx := klog.NewContext(ctx, logr.New(&logSink{t: t, who: "ours", exp: &s.exp}))
+	lctx := klog.NewContext(ctx, logr.New(&logSink{t: t, who: "ours", exp: &s.exp, flush: s.printNew}))
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); r.Run(lctx) }()
 	s.follow(ctx)

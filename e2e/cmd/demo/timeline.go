@@ -123,6 +123,9 @@ type logSink struct {
 	t   *timeline
 	who string
 	exp *expected
+	// flush writes the side's requests answered so far, so that a line
+	// about what the reflector did with an answer follows the request.
+	flush func()
 }
 
 var _ logr.LogSink = (*logSink)(nil)
@@ -132,11 +135,13 @@ func (s *logSink) Enabled(level int) bool         { return level <= 2 }
 func (s *logSink) WithValues(...any) logr.LogSink { return s }
 func (s *logSink) WithName(string) logr.LogSink   { return s }
 func (s *logSink) Error(err error, msg string, kv ...any) {
+	s.flush()
 	text, _ := s.exp.label(fmt.Sprintf("%s: %v %s", msg, err, kvString(kv)))
 	s.t.say(s.who, "error: %s", text)
 }
 
 func (s *logSink) Info(_ int, msg string, kv ...any) {
+	s.flush()
 	m := kvMap(kv)
 	switch msg {
 	case "Reflector transition":
