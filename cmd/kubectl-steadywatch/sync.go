@@ -132,6 +132,9 @@ func (a *app) runSync(cmd *cobra.Command, o *syncOptions) error {
 		errLogger = klog.FromContext(parent)
 	)
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		if ctx.Err() != nil {
+			return // stopping: --timeout or interrupted
+		}
 		errLogger.V(1).Info("List or watch failed; the informer retries", "err", err)
 		errMu.Lock()
 		defer errMu.Unlock()
