@@ -10,6 +10,9 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 )
 
+// stampRE matches a timeline line's time stamp.
+var stampRE = regexp.MustCompile(`^\[(\d\d:\d\d\.\d)\] `)
+
 func TestBadFlagsExit2(t *testing.T) {
 	for _, args := range [][]string{{"--scenes", "nope"}, {"--scenes", ","}, {"--timeout", "-1s"}, {"--no-such-flag"}} {
 		var out, errb bytes.Buffer
@@ -51,6 +54,23 @@ func TestScenes(t *testing.T) {
 	// watch cache in one response (no limit).
 	if !regexp.MustCompile(`ours   sent          LIST rv=[0-9]+ -> 200`).MatchString(s) {
 		t.Errorf("output lacks our list NotOlderThan the current resourceVersion (LIST rv=<n> without limit)")
+	}
+	// Lines in time order; the deliberate drops shown as expected faults,
+	// never as client-go's bare INTERNAL_ERROR text.
+	last := ""
+	for _, line := range strings.Split(s, "\n") {
+		if m := stampRE.FindStringSubmatch(line); m != nil {
+			if m[1] < last {
+				t.Errorf("line out of time order (after %s): %s", last, line)
+			}
+			last = m[1]
+		}
+		if strings.Contains(line, "INTERNAL_ERROR; received from peer") {
+			t.Errorf("a deliberate drop shown as client-go's error text: %s", line)
+		}
+	}
+	if !strings.Contains(s, "connection dropped by the demo (expected fault") {
+		t.Error("no drop is labelled as an expected fault")
 	}
 	rows := map[string][]string{} // "scene/side" -> summary fields
 	for _, line := range strings.Split(s, "\n") {
