@@ -53,7 +53,7 @@ func writeUsage(w io.Writer, c *cobra.Command, global *pflag.FlagSet) error {
 		}
 	}
 	if c.Annotations[annotationOffline] == "" {
-		fmt.Fprintf(&b, "\nConnection flags (every command):\n%s", conn.FlagUsages())
+		fmt.Fprintf(&b, "\nConnection flags:\n%s", conn.FlagUsages())
 		fmt.Fprintf(&b, "\nUse \"%s options\" for every global flag (kubeconfig, authentication, impersonation, TLS).\n", c.Root().CommandPath())
 	}
 	if c.HasAvailableSubCommands() {
