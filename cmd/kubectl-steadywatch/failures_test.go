@@ -185,6 +185,20 @@ func TestNoKubeconfig(t *testing.T) {
 	}
 	oneErrorLine(t, "empty --kubeconfig", r, "no kubeconfig found: looked at --kubeconfig "+empty+" (no cluster in it), in-cluster (")
 
+	// A kubeconfig with a cluster but no current-context (client-go would
+	// try http://localhost:8080): refused, naming its contexts.
+	rec0 := newConnRecorder(t)
+	noCtx := strings.Replace(readFile(t, writeKubeconfig(t, rec0.url())), "current-context: c\n", "", 1)
+	noCtxPath := filepath.Join(dir, "no-context")
+	if err := os.WriteFile(noCtxPath, []byte(noCtx), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runPlugin(t, "list", "--kubeconfig", noCtxPath)
+	if r.code != exitUsage || rec0.n.Load() != 0 {
+		t.Errorf("no current-context: exit %d, %d connection(s); want %d and none", r.code, rec0.n.Load(), exitUsage)
+	}
+	oneErrorLine(t, "no current-context", r, "kubeconfig "+noCtxPath+": no current-context; pass --context NAME (contexts: c)")
+
 	// --server alone is enough to connect (here to a listener that counts).
 	rec := newConnRecorder(t)
 	r = runPlugin(t, "list", "--server", rec.url(), "--request-timeout", "200ms")
@@ -367,4 +381,13 @@ func TestSyncNotSyncedOneError(t *testing.T) {
 	if strings.Contains(klogOut.String(), "forbidden") {
 		t.Errorf("the list error was also logged:\n%s", klogOut.String())
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // ErrNoKubeconfig is matched (errors.Is) by the error a command returns when
@@ -48,10 +51,10 @@ func (a *app) checkKubeconfig() error {
 	if err != nil {
 		return usagef("kubeconfig: %w", err)
 	}
-	if len(raw.Clusters) > 0 {
-		return nil
-	}
 	icc, inCluster := inClusterState()
+	if len(raw.Clusters) > 0 && !inCluster {
+		return checkContext(raw, loader.ConfigAccess().GetLoadingPrecedence(), a.flags)
+	}
 	if inCluster {
 		return nil
 	}
@@ -76,6 +79,34 @@ func (a *app) checkKubeconfig() error {
 	}
 	looked = append(looked, "in-cluster ("+icc+")")
 	return &usageError{&NoKubeconfigError{Looked: looked}}
+}
+
+// checkContext refuses a kubeconfig whose context names nothing: outside a
+// pod client-go would fall back to http://localhost:8080 for it.
+func checkContext(raw clientcmdapi.Config, files []string, f *genericclioptions.ConfigFlags) error {
+	if f.ClusterName != nil && *f.ClusterName != "" {
+		return nil
+	}
+	name := raw.CurrentContext
+	if f.Context != nil && *f.Context != "" {
+		name = *f.Context
+	}
+	names := make([]string, 0, len(raw.Contexts))
+	for n := range raw.Contexts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	where := strings.Join(files, string(filepath.ListSeparator))
+	if p := f.KubeConfig; p != nil && *p != "" {
+		where = *p
+	}
+	switch {
+	case name == "":
+		return usagef("kubeconfig %s: no current-context; pass --context NAME (contexts: %s)", where, strings.Join(names, ", "))
+	case raw.Contexts[name] == nil:
+		return usagef("kubeconfig %s: no context %q (contexts: %s)", where, name, strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // fileState describes a kubeconfig file that named no cluster.
