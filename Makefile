@@ -39,9 +39,23 @@ unit:
 build-apiservers:
 	cd e2e && $(GO) run ./cmd/build-apiservers
 
-## e2e: the Ginkgo suites against real kube-apiservers started by the harness (one package at a time).
+## e2e: the Ginkgo suites against real kube-apiservers started by the harness, one package at a time,
+## with a line as each starts and ends (E2E_PKGS picks packages, e.g. E2E_PKGS=./plugin; E2E_TIMEOUT
+## bounds each package; E2E_FLAGS' -ginkgo.* flags go only to packages with a Ginkgo suite). Exits
+## non-zero if any package failed, after running them all.
+E2E_PKGS ?= ./...
 e2e:
-	cd e2e && $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) ./... $(E2E_FLAGS)
+	@cd e2e && pkgs=$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}:{{range .TestImports}}{{if eq . "github.com/onsi/ginkgo/v2"}}ginkgo{{end}}{{end}}{{range .XTestImports}}{{if eq . "github.com/onsi/ginkgo/v2"}}ginkgo{{end}}{{end}}{{end}}' $(E2E_PKGS)); \
+	  all=( $(E2E_FLAGS) ); plain=(); for f in "$${all[@]}"; do case "$$f" in -ginkgo.*|--ginkgo.*) ;; *) plain+=("$$f");; esac; done; \
+	  n=$$(echo "$$pkgs" | grep -c . || true); i=0; failed=""; t0=$$(date +%s); \
+	  for entry in $$pkgs; do i=$$((i+1)); pkg=$${entry%%:*}; short=$${pkg#github.com/steadywatch/steadywatch/e2e/}; s=$$(date +%s); \
+	    if [ -n "$${entry#*:}" ]; then flags=("$${all[@]}"); else flags=("$${plain[@]}"); fi; \
+	    echo "==> e2e [$$i/$$n] $$short: started $$(date +%H:%M:%S)"; \
+	    if $(GO) test -count=1 -timeout $(E2E_TIMEOUT) $$pkg "$${flags[@]}"; then res=ok; else res=FAILED; failed="$$failed $$short"; fi; \
+	    echo "==> e2e [$$i/$$n] $$short: $$res at $$(date +%H:%M:%S) after $$(( $$(date +%s) - s ))s"; \
+	  done; \
+	  echo "==> e2e: $$n package(s) in $$(( $$(date +%s) - t0 ))s"; \
+	  if [ -n "$$failed" ]; then echo "==> e2e FAILED:$$failed"; exit 1; fi
 
 ## e2e-slow: the specs labelled "slow" (skipped by `make e2e`): 50k-object streaming lists through a
 ## 10s mid-stream pause and with bookmarks dropped (LARGELIST_OBJECTS, LARGELIST_PAUSE change the size).

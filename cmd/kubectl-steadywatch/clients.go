@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -42,10 +43,31 @@ type clients struct {
 // reported promptly.
 const versionTimeout = 15 * time.Second
 
-func (a *app) clients(ctx context.Context) (*clients, error) {
+// restConfig is the kubeconfig's, refused when nothing names a cluster, with
+// --request-timeout applied per request by requestTimeout (a watch's stream
+// is not cut by it).
+func (a *app) restConfig() (*rest.Config, error) {
+	if err := checkRequestTimeout(*a.flags.Timeout); err != nil {
+		return nil, err
+	}
+	if err := a.checkKubeconfig(); err != nil {
+		return nil, err
+	}
 	cfg, err := a.flags.ToRESTConfig()
 	if err != nil {
 		return nil, usagef("kubeconfig: %w", err)
+	}
+	if d := cfg.Timeout; d > 0 {
+		cfg.Timeout = 0
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &requestTimeout{rt: rt, d: d} })
+	}
+	return cfg, nil
+}
+
+func (a *app) clients(ctx context.Context) (*clients, error) {
+	cfg, err := a.restConfig()
+	if err != nil {
+		return nil, err
 	}
 	ns, explicit, err := a.flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
@@ -69,6 +91,9 @@ func (a *app) clients(ctx context.Context) (*clients, error) {
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("stopped before %s answered /version: %w", hostOf(cfg), ctx.Err())
+		}
+		if vctx.Err() != nil {
+			return nil, fmt.Errorf("%w: GET %s/version: no answer within %s", ErrUnreachable, hostOf(cfg), versionTimeout)
 		}
 		return nil, fmt.Errorf("%w: GET %s/version: %s", ErrUnreachable, hostOf(cfg), cleanTransportError(err))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -9,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
@@ -64,6 +67,9 @@ func queryFromFlags(match, rv string, limit int64) (fallback.Query, error) {
 		}
 	}
 	var q fallback.Query
+	if err := checkResourceVersion(rv); err != nil {
+		return q, err
+	}
 	switch strings.ToLower(match) {
 	case "mostrecent":
 		if rv != "" {
@@ -90,6 +96,42 @@ func queryFromFlags(match, rv string, limit int64) (fallback.Query, error) {
 		return q, &usageError{err}
 	}
 	return q, nil
+}
+
+// checkResourceVersion refuses an --rv that is not a resourceVersion before
+// anything is sent (sent as it is, "abc" costs a request and comes back as a
+// 400). Since KEP-5504 (Comparable Resource Version, stable in v1.35) a
+// resourceVersion is a positive decimal integer without leading zeros; "0" is
+// the list tables' "any".
+func checkResourceVersion(rv string) error {
+	if rv == "" || rv == "0" {
+		return nil
+	}
+	ok := rv[0] != '0'
+	for _, c := range rv {
+		ok = ok && c >= '0' && c <= '9'
+	}
+	if !ok {
+		return usagef("--rv %q: not a resourceVersion (a decimal integer such as the metadata.resourceVersion of a list, or 0)", rv)
+	}
+	return nil
+}
+
+// checkSelector parses a label selector before anything is sent.
+func checkSelector(sel string) error {
+	if _, err := labels.Parse(sel); err != nil {
+		return usagef("--selector %q: %w", sel, err)
+	}
+	return nil
+}
+
+// checkResourceArg refuses an empty --resource before anything is sent (the
+// resource itself is resolved through discovery).
+func checkResourceArg(arg string) error {
+	if strings.TrimSpace(arg) == "" {
+		return usagef("--resource is required")
+	}
+	return nil
 }
 
 // listReport is the JSON of `list -o json` (schemaVersion 1, see README.md).
@@ -174,6 +216,9 @@ func (a *app) runList(cmd *cobra.Command, o *listOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := errors.Join(checkResourceArg(o.resource), checkSelector(o.selector)); err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	c, err := a.clients(ctx)
 	if err != nil {
@@ -241,7 +286,12 @@ func (a *app) runList(cmd *cobra.Command, o *listOptions) error {
 		printListReport(a.out, rep)
 	}
 	if lerr != nil {
-		return fmt.Errorf("list %s %s: %w", rep.Resource, q, lerr)
+		err := fmt.Errorf("list %s: %w", rep.Resource, lerr)
+		if apierrors.IsBadRequest(lerr) || apierrors.IsInvalid(lerr) {
+			// The server refused the request as given (400, 422): a usage error.
+			return &usageError{err}
+		}
+		return err
 	}
 	return nil
 }
@@ -266,7 +316,8 @@ func printListReport(w io.Writer, r listReport) {
 		fmt.Fprintf(w, "served:        %s at resourceVersion %s\n", r.Served, r.ServedResourceVersion)
 		fmt.Fprintf(w, "items:         %d in %d page(s)\n", r.Items, r.Pages)
 	} else {
-		fmt.Fprintf(w, "failed:        %s\n", r.Error)
+		// The error itself is the command's error line on stderr.
+		fmt.Fprintf(w, "served:        nothing, the list failed (error on stderr)\n")
 	}
 	fmt.Fprintf(w, "requests:      %d\n", len(r.Requests))
 	for i, q := range r.Requests {

@@ -9,14 +9,18 @@
 //   - list: one list with an explicit semantic through package lister, with
 //     the served resourceVersion and the fallbacks taken;
 //   - sync: an informer backed by the SDK that prints one JSON line when synced
-//     and one per event.
+//     and one per event;
+//   - version: the plugin's, the SDK's, client-go's and Go's versions;
+//   - options: every global (kubeconfig) flag; a command's help shows its own
+//     flags first.
 //
 // It is its own Go module so that the SDK's dependency graph does not inherit
 // cobra and k8s.io/cli-runtime. It is a diagnostic and demonstration tool, not a
 // controller runtime: it keeps nothing between runs.
 //
 // Exit codes: 0 success, 1 runtime failure (server unreachable, missing
-// right, list failed, not synced in time, interrupted), 2 usage error.
+// right, list failed, not synced in time, interrupted), 2 usage error (bad
+// flag or argument, no kubeconfig, a request the server refuses as given).
 package main
 
 import (

@@ -177,9 +177,12 @@ func (a *app) runProbe(cmd *cobra.Command, o *probeOptions) (err error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cleanupTimeout)
 		defer cancel()
 		if cerr := cleanup(cctx, cs, env, createNS); cerr != nil {
-			fmt.Fprintf(a.errOut, "probe: cleanup failed: %s\n", oneLine(cerr.Error()))
+			// Printed once: as the command's error, or here when another
+			// error is the command's.
 			if err == nil {
-				err = cerr
+				err = fmt.Errorf("probe: cleanup failed: %w", cerr)
+			} else {
+				fmt.Fprintf(a.errOut, "probe: cleanup failed: %s\n", oneLine(cerr.Error()))
 			}
 			return
 		}

@@ -85,7 +85,8 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 and lists and watches through the steadywatch SDK.
 
 Exit codes: 0 success, 1 runtime failure (server unreachable, missing right,
-list failed, not synced in time, interrupted), 2 usage error.`,
+list failed, not synced in time, interrupted), 2 usage error (bad flag or
+argument, no kubeconfig, a request the server refuses as given).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -95,15 +96,25 @@ list failed, not synced in time, interrupted), 2 usage error.`,
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	a.flags.AddFlags(root.PersistentFlags())
+	root.Version = readBuildVersion().Plugin
+	// --version prints what `version` prints.
+	root.SetVersionTemplate(readBuildVersion().String())
+	// The kubeconfig flags (kubectl's), with a non-zero request timeout.
+	timeout := defaultRequestTimeout
+	a.flags.Timeout = &timeout
+	global := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	a.flags.AddFlags(global)
 	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(gofs)
 	// Only the verbosity is useful here; the other klog flags stay at their defaults.
-	root.PersistentFlags().AddGoFlag(gofs.Lookup("v"))
+	global.AddGoFlag(gofs.Lookup("v"))
+	global.Lookup("request-timeout").Usage = "bound on each request to the server (0 = none); a watch is bounded until its response starts, its stream is not cut"
+	root.PersistentFlags().AddFlagSet(global)
+	root.SetUsageFunc(func(c *cobra.Command) error { return writeUsage(c.OutOrStderr(), c, global) })
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		cmd.SetContext(klog.NewContext(cmd.Context(), klog.Background()))
 	}
-	root.AddCommand(newProbeCommand(a), newListCommand(a), newSyncCommand(a))
+	root.AddCommand(newProbeCommand(a), newListCommand(a), newSyncCommand(a), newVersionCommand(out), newOptionsCommand(out, global))
 	return root
 }
 

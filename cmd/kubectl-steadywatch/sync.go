@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -78,6 +80,9 @@ func (a *app) runSync(cmd *cobra.Command, o *syncOptions) error {
 	if o.timeout < 0 {
 		return usagef("--timeout must be >= 0")
 	}
+	if err := errors.Join(checkResourceArg(o.resource), checkSelector(o.selector)); err != nil {
+		return err
+	}
 	parent := cmd.Context()
 	start := time.Now()
 	ctx, cancel := context.WithCancel(parent)
@@ -116,6 +121,41 @@ func (a *app) runSync(cmd *cobra.Command, o *syncOptions) error {
 	inf := reflector.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{},
 		lister.Options{Server: c.server, Name: m.Resource.String()})
 
+	// List and watch errors: before the sync, the last one is part of the
+	// command's error (not synced); after it, each distinct one is one
+	// warning line. client-go's default handler would log every retry.
+	var (
+		errMu     sync.Mutex
+		lastErr   error
+		synced    bool
+		warned    = map[string]bool{}
+		errLogger = klog.FromContext(parent)
+	)
+	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		if ctx.Err() != nil {
+			return // stopping: --timeout or interrupted
+		}
+		errLogger.V(1).Info("List or watch failed; the informer retries", "err", err)
+		errMu.Lock()
+		defer errMu.Unlock()
+		lastErr = err
+		if msg := oneLine(err.Error()); synced && !warned[msg] {
+			warned[msg] = true
+			fmt.Fprintf(a.errOut, "kubectl-steadywatch: warning: %s (retrying)\n", msg)
+		}
+	}); err != nil {
+		return fmt.Errorf("informer: %w", err)
+	}
+	notSynced := func(format string, args ...any) error {
+		errMu.Lock()
+		defer errMu.Unlock()
+		err := fmt.Errorf(format, args...)
+		if lastErr != nil {
+			return fmt.Errorf("%w; last error: %w", err, lastErr)
+		}
+		return err
+	}
+
 	events := make(chan eventLine, 1024)
 	emit := func(t watch.EventType, obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -149,10 +189,13 @@ func (a *app) runSync(cmd *cobra.Command, o *syncOptions) error {
 	enc.SetEscapeHTML(false)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		if parent.Err() != nil {
-			return fmt.Errorf("interrupted before the %s informer synced", resourceName(m))
+			return notSynced("interrupted before the %s informer synced", resourceName(m))
 		}
-		return fmt.Errorf("%w: %s not synced within --timeout %s", ErrNotSynced, resourceName(m), o.timeout)
+		return notSynced("%w: %s not synced within --timeout %s", ErrNotSynced, resourceName(m), o.timeout)
 	}
+	errMu.Lock()
+	synced = true
+	errMu.Unlock()
 	if err := enc.Encode(syncedLine{Synced: true, Items: len(inf.GetStore().ListKeys()), ResourceVersion: inf.LastSyncResourceVersion(), Seconds: roundSeconds(time.Since(start))}); err != nil {
 		return err
 	}

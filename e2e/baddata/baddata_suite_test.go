@@ -22,7 +22,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-var flagResults = flag.String("baddata.results", "", "write the measured results as JSON to this file (default: a file in the temp dir)")
+var flagResults = flag.String("baddata.results", "", "write the measured results as JSON to this file (default: not kept; the RESULT report entries carry them)")
 
 func TestBadData(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -70,12 +69,15 @@ var _ = AfterSuite(func() {
 	if len(results.rows) == 0 {
 		return
 	}
-	path := *flagResults
-	if path == "" {
-		path = filepath.Join(os.TempDir(), fmt.Sprintf("steadywatch-bad-data-%d.json", os.Getpid()))
-	}
 	b, err := json.MarshalIndent(map[string]any{"date": time.Now().UTC().Format(time.RFC3339), "results": results.rows}, "", "  ")
 	Expect(err).NotTo(HaveOccurred())
+	path := *flagResults
+	if path == "" {
+		// The RESULT report entries above carry every row; without the flag
+		// the run leaves no file behind.
+		fmt.Fprintln(GinkgoWriter, "bad data results not kept (-baddata.results=FILE keeps them)")
+		return
+	}
 	Expect(os.WriteFile(path, append(b, '\n'), 0o644)).To(Succeed())
 	fmt.Fprintf(GinkgoWriter, "bad data results: %s\n", path)
 	AddReportEntry("bad data results", path)

@@ -37,7 +37,7 @@ import (
 )
 
 var (
-	flagResults = flag.String("fieldfailures.results", "", "write the run's Results JSON to this path (default: a temporary file, path printed)")
+	flagResults = flag.String("fieldfailures.results", "", "write the run's Results JSON to this path (default: not kept)")
 	flagVersion = flag.String("fieldfailures.version", "", "kube-apiserver release to run against (default: build.Current)")
 )
 
@@ -123,7 +123,14 @@ var _ = AfterSuite(func() {
 	slices.SortFunc(run.r.Rows, func(a, b fieldfailures.RowResult) int { return order(a.ID) - order(b.ID) })
 	path := *flagResults
 	if path == "" {
-		path = filepath.Join(os.TempDir(), fmt.Sprintf("steadywatch-field-failures-%d.json", os.Getpid()))
+		// Saved all the same (a failing Save fails the suite), in a directory
+		// removed at once: without the flag the run leaves nothing behind.
+		dir, err := os.MkdirTemp("", "steadywatch-field-failures-")
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = os.RemoveAll(dir) }()
+		Expect(run.r.Save(filepath.Join(dir, "results.json"))).To(Succeed())
+		fmt.Fprintln(GinkgoWriter, "field failures results not kept (-fieldfailures.results=FILE keeps them)")
+		return
 	}
 	Expect(run.r.Save(path)).To(Succeed())
 	fmt.Fprintf(GinkgoWriter, "field failures results: %s\n", path)

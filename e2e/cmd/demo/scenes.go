@@ -57,6 +57,7 @@ var scenes = []scene{
 				return err
 			}
 			e.t.say("demo", "etcd compacted at revision %d: every resourceVersion the clients hold is gone", rev)
+			e.expectDuring("etcd compacted")
 			dropWatches(e)
 			// Wait for our relist after the 410 (it is what the scene is about).
 			return waitFor(ctx, 30*time.Second, func() bool {
@@ -86,6 +87,7 @@ var scenes = []scene{
 		trouble: func(ctx context.Context, e *env) error {
 			member := e.c.APIServers()[1]
 			e.t.say("demo", "restarting %s: its watch cache starts again from etcd; requests routed to it fail until it is ready", member.Name())
+			e.expectDuring(member.Name() + " restarting")
 			restarted := make(chan error, 1)
 			go func() { restarted <- member.Restart(ctx) }()
 			var errs []error
@@ -97,6 +99,7 @@ var scenes = []scene{
 				time.Sleep(200 * time.Millisecond) // pacing the writes over the restart, not synchronisation
 			}
 			err := <-restarted
+			e.expectDuring("")
 			if err == nil {
 				e.t.say("demo", "%s is ready again", member.Name())
 			}
@@ -223,6 +226,9 @@ func runScene(ctx context.Context, t *timeline, sc scene, cfg config, progress i
 	})
 	var results []result
 	for _, s := range []*side{stock, ours} {
+		s.printNew() // every request answered so far, before the verdict
+	}
+	for _, s := range []*side{stock, ours} {
 		r := result{scene: sc.name, who: s.who, syncs: s.syncs(), requests: len(s.requests()), backward: s.backward.Load()}
 		r.syncedIn, r.synced = s.synced()
 		s.mu.Lock()
@@ -302,9 +308,20 @@ func has(s *side, name string) bool {
 	return ok
 }
 
+// dropWatches resets every watch stream of both sides (expected faults: the
+// sides' reports of them are labelled so).
 func dropWatches(e *env) {
 	n, m := e.stock.p.DropWatches(), e.ours.p.DropWatches()
-	e.t.say("demo", "dropped the watch connections (stock: %d, ours: %d)", n, m)
+	e.stock.exp.dropped(n)
+	e.ours.exp.dropped(m)
+	e.t.say("demo", "dropped the watch connections (stock: %d, ours: %d): an expected fault", n, m)
+}
+
+// expectDuring marks both sides' errors as expected for why, until called
+// with "".
+func (e *env) expectDuring(why string) {
+	e.stock.exp.during(why)
+	e.ours.exp.during(why)
 }
 
 func create(ctx context.Context, e *env, name string) error {

@@ -46,6 +46,7 @@ type side struct {
 	fallbacks map[string]int // ours: lister fallback reasons (metrics.Recorder.Fallback)
 	relists   map[string]int // ours: reflector relist causes (metrics.Recorder.Relist)
 	printed   map[int]bool   // proxy request Seq already on the timeline
+	exp       expected       // faults the scene causes on purpose
 	wg        sync.WaitGroup
 }
 
@@ -65,7 +66,9 @@ func (s *side) requests() []faults.Request {
 	return out
 }
 
-// follow prints every request as the proxy answers it, and notes the sync.
+// follow prints every request as the proxy answers it (polling; the
+// reflector's log lines and the scene's verdict flush it too), and notes the
+// sync.
 func (s *side) follow(ctx context.Context) {
 	s.wg.Add(1)
 	go func() {
@@ -99,7 +102,7 @@ func (s *side) printNew() {
 		s.printed[r.Seq] = true
 		s.mu.Unlock()
 		if !seen {
-			s.t.sayAt(r.Time, s.who, "sent          %s", describeRequest(r))
+			s.t.sayRequest(s.who, r)
 		}
 	}
 }
@@ -144,7 +147,8 @@ func startStock(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Con
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().ConfigMaps().Informer()
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		t.say("stock", "watch error   %v", err)
+		text, _ := s.exp.label(err.Error())
+		t.say("stock", "watch error   %s", text)
 	}); err != nil {
 		return nil, err
 	}
@@ -269,7 +273,7 @@ func startOurs(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Conf
 	})
 	s.hasSynced = r.HasSynced
 	s.list = store.List
-	lctx := klog.NewContext(ctx, logr.New(&logSink{t: t, who: "ours"}))
+	lctx := klog.NewContext(ctx, logr.New(&logSink{t: t, who: "ours", exp: &s.exp, flush: s.printNew}))
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); r.Run(lctx) }()
 	s.follow(ctx)

@@ -13,14 +13,22 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 )
 
-// timeline prints numbered-by-time lines: "[01:12.3] ours   relist ...".
+// timeline prints lines stamped with the time since the demo started:
+// "[01:12.3] ours   relist ...". Lines come from both sides, the scene and
+// the sides' request followers concurrently; each is stamped when it is
+// written, under the lock, so the stamps never go backwards. (A line about a
+// request is written once its answer is known; when that is well after the
+// request was sent, the line says when it was sent.)
 type timeline struct {
 	start time.Time
+	now   func() time.Time
 	mu    sync.Mutex
 	out   io.Writer
 }
 
-func newTimeline(out io.Writer) *timeline { return &timeline{start: time.Now(), out: out} }
+func newTimeline(out io.Writer) *timeline {
+	return &timeline{start: time.Now(), now: time.Now, out: out}
+}
 
 func (t *timeline) stamp(at time.Time) string {
 	d := at.Sub(t.start)
@@ -30,17 +38,28 @@ func (t *timeline) stamp(at time.Time) string {
 	return fmt.Sprintf("%02d:%04.1f", int(d.Minutes()), d.Seconds()-60*float64(int(d.Minutes())))
 }
 
-// say prints one line for who ("stock", "ours", "demo", ...).
+// say prints one line for who ("stock", "ours", "demo", ...), stamped now.
 func (t *timeline) say(who, format string, args ...any) {
-	t.sayAt(time.Now(), who, format, args...)
-}
-
-// sayAt is say stamped with the time something happened (e.g. when a
-// request was sent), which may be a little before the line is printed.
-func (t *timeline) sayAt(at time.Time, who, format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Fprintf(t.out, "[%s] %-6s %s\n", t.stamp(at), who, fmt.Sprintf(format, args...))
+	fmt.Fprintf(t.out, "[%s] %-6s %s\n", t.stamp(t.now()), who, fmt.Sprintf(format, args...))
+}
+
+// sentLag is how long after its arrival at the proxy a request's line may be
+// written before the line also says when it was sent.
+const sentLag = 250 * time.Millisecond
+
+// sayRequest prints a request once its answer is known: stamped now, with
+// the time it was sent when that is more than sentLag ago.
+func (t *timeline) sayRequest(who string, r faults.Request) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	line := describeRequest(r)
+	if now.Sub(r.Time) > sentLag {
+		line += fmt.Sprintf(" (sent at %s)", t.stamp(r.Time))
+	}
+	fmt.Fprintf(t.out, "[%s] %-6s sent          %s\n", t.stamp(now), who, line)
 }
 
 // raw prints a line without a timestamp (headers, tables).
@@ -103,6 +122,10 @@ func isSync(r faults.Request) bool {
 type logSink struct {
 	t   *timeline
 	who string
+	exp *expected
+	// flush writes the side's requests answered so far, so that a line
+	// about what the reflector did with an answer follows the request.
+	flush func()
 }
 
 var _ logr.LogSink = (*logSink)(nil)
@@ -112,10 +135,13 @@ func (s *logSink) Enabled(level int) bool         { return level <= 2 }
 func (s *logSink) WithValues(...any) logr.LogSink { return s }
 func (s *logSink) WithName(string) logr.LogSink   { return s }
 func (s *logSink) Error(err error, msg string, kv ...any) {
-	s.t.say(s.who, "error: %s: %v %s", msg, err, kvString(kv))
+	s.flush()
+	text, _ := s.exp.label(fmt.Sprintf("%s: %v %s", msg, err, kvString(kv)))
+	s.t.say(s.who, "error: %s", text)
 }
 
 func (s *logSink) Info(_ int, msg string, kv ...any) {
+	s.flush()
 	m := kvMap(kv)
 	switch msg {
 	case "Reflector transition":
@@ -123,7 +149,17 @@ func (s *logSink) Info(_ int, msg string, kv ...any) {
 		case "backoff-done", "start":
 			return
 		}
-		s.t.say(s.who, "%-13s %s", m["to"], m["detail"])
+		detail := m["detail"]
+		if errorReasons[m["reason"]] {
+			detail, _ = s.exp.label(detail)
+		}
+		s.t.say(s.who, "%-13s %s", m["to"], detail)
+	case "Watch failed":
+		// The transition that follows says the same with its consequence;
+		// this line is kept only for a failure that is not expected.
+		if _, ok := s.exp.label(m["err"]); !ok {
+			s.t.say(s.who, "%s %s", msg, kvString(kv))
+		}
 	case "list fallback":
 		s.t.say(s.who, "fallback %s %s", m["reason"], kvString(kv))
 	case "server behaviour observed":
