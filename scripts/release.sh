@@ -16,7 +16,7 @@ for p in $platforms; do
   echo "==> $name"
   mkdir -p "$dist/$name"
   (cd cmd/kubectl-steadywatch && CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath \
-     -ldflags "-s -w -X main.version=$version" -o "../../$dist/$name/kubectl-steadywatch" .)
+     -ldflags "-s -w -X main.releaseVersion=$version" -o "../../$dist/$name/kubectl-steadywatch" .)
   cp LICENSE "$dist/$name/"
   # Reproducible archives: fixed owner, order and modification time.
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='1970-01-01 00:00Z' \

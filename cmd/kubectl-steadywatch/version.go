@@ -27,6 +27,11 @@ type buildVersion struct {
 	Platform      string
 }
 
+// releaseVersion is stamped by release builds (scripts/release.sh:
+// -ldflags "-X main.releaseVersion=v0.1.0"); it wins over the build
+// information, which says "(devel)" for a binary built in this repository.
+var releaseVersion = ""
+
 const (
 	sdkModule      = "github.com/steadywatch/steadywatch"
 	clientGoModule = "k8s.io/client-go"
@@ -41,6 +46,7 @@ func readBuildVersion() buildVersion {
 	if bi.Main.Version != "" {
 		v.Plugin = bi.Main.Version
 	}
+
 	for _, d := range bi.Deps {
 		switch d.Path {
 		case sdkModule:
@@ -60,6 +66,12 @@ func readBuildVersion() buildVersion {
 	}
 	if v.Revision != "" && dirty {
 		v.Revision += "+dirty"
+	}
+	if releaseVersion != "" {
+		v.Plugin = releaseVersion
+		if v.SDK == "(devel)" {
+			v.SDK = releaseVersion // the SDK of this repository, released with it from one tag
+		}
 	}
 	return v
 }
