@@ -162,15 +162,7 @@ func TestWrapWatchDropsEventsOutsideTheRangeAndEndsWhenItChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in, out corev1.ConfigMap
-	for i := 0; in.Name == "" || out.Name == ""; i++ {
-		c := cm(i)
-		if ok, _ := lowHalf.Matches(&c); ok {
-			in = c
-		} else {
-			out = c
-		}
-	}
+	in, out := oneInOneOut()
 	srv.w.Add(&out)
 	srv.w.Add(&in)
 	select {
@@ -216,15 +208,7 @@ func (r *recordingHandler) OnDelete(obj any) {
 func TestHandlerDoesNotReportAnObjectThatLeftTheRangeAsDeleted(t *testing.T) {
 	rec := &recordingHandler{}
 	h := shard.Handler(rec, func() shard.Selector { return lowHalf })
-	var in, out corev1.ConfigMap
-	for i := 0; in.Name == "" || out.Name == ""; i++ {
-		c := cm(i)
-		if ok, _ := lowHalf.Matches(&c); ok {
-			in = c
-		} else {
-			out = c
-		}
-	}
+	in, out := oneInOneOut()
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/" + out.Name, Obj: &out})
 	h.OnDelete(&in)
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/" + in.Name, Obj: &in})
@@ -281,15 +265,7 @@ func TestWrapStreamingListTakesTheCurrentRangeAndCountsAsListed(t *testing.T) {
 	if got := srv.sent[0]; got != "watch:"+lowHalf.String() {
 		t.Fatalf("streaming list sent %q, want the current range", got)
 	}
-	var in, out corev1.ConfigMap
-	for i := 0; in.Name == "" || out.Name == ""; i++ {
-		c := cm(i)
-		if ok, _ := lowHalf.Matches(&c); ok {
-			in = c
-		} else {
-			out = c
-		}
-	}
+	in, out := oneInOneOut()
 	srv.w.Add(&out)
 	srv.w.Add(&in)
 	end := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "6", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
@@ -311,4 +287,17 @@ func TestWrapStreamingListTakesTheCurrentRangeAndCountsAsListed(t *testing.T) {
 	if got, _ := lw.Listed(); !got.Equal(lowHalf) || lw.Mode() != shard.ModeClient {
 		t.Fatalf("after the end bookmark: listed %q, mode %q", got.String(), lw.Mode())
 	}
+}
+
+// oneInOneOut returns a ConfigMap inside lowHalf and one outside it.
+func oneInOneOut() (in, out corev1.ConfigMap) {
+	for i := 0; in.Name == "" || out.Name == ""; i++ {
+		c := cm(i)
+		if ok, _ := lowHalf.Matches(&c); ok {
+			in = c
+		} else {
+			out = c
+		}
+	}
+	return in, out
 }
