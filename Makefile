@@ -123,3 +123,9 @@ VERSION ?=
 .PHONY: release
 release:
 	scripts/release.sh $(VERSION)
+
+## check-release: a module outside the repository that requires the SDK at VERSION (served from a local
+## module proxy built from the tag) builds the README's quick start.
+.PHONY: check-release
+check-release:
+	scripts/check-release.sh $(VERSION)
