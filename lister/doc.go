@@ -10,7 +10,7 @@
 // decided here: the executor asks the SDK's decision engine
 // (internal/engine, shown row by row in docs/rules.md) for the next step and
 // follows it. The package also holds the SDK's one streaming-list guard
-// (AwaitInitialEvents, GuardInitialEvents).
+// (AwaitInitialEvents).
 //
 // Clients: FromClientset (client-go's typed clientset), FromDynamicConfig
 // (custom resources, unstructured), FromRESTClient (a generated typed

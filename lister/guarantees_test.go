@@ -16,6 +16,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -179,7 +180,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	expected <- 2
 	close(expected)
 	srv := compat.Static(compat.Capabilities{})
-	w := GuardInitialEvents(context.Background(), fw, GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
+	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(cm("a", "5"))
 	fw.Add(cm("b", "6"))
@@ -202,7 +203,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 func TestGuardCutStreamIsNoEvidence(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	srv := compat.Static(compat.Capabilities{})
-	w := GuardInitialEvents(context.Background(), fw, GuardOptions{Server: srv}, discard())
+	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(cm("a", "5"))
 	recv(t, w, time.Second)

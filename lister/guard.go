@@ -33,7 +33,7 @@ const (
 // guarded streaming list ends with.
 const StatusReasonStreamingListUnsupported = watchpipe.StatusReasonStreamingListUnsupported
 
-// GuardOptions configures GuardInitialEvents and AwaitInitialEvents.
+// GuardOptions configures AwaitInitialEvents.
 type GuardOptions = watchpipe.GuardOptions
 
 // InitialEventsOutcome is how the initial events of a streaming list ended.
@@ -60,25 +60,13 @@ func ExpectedInitialEvents(ctx context.Context, c Client, base metav1.ListOption
 	return watchpipe.ExpectedInitialEvents(ctx, c, base)
 }
 
-// ExpectInitialEvents runs ExpectedInitialEvents beside a streaming list and
-// returns the channel GuardOptions.Expected reads.
-func ExpectInitialEvents(ctx context.Context, c Client, base metav1.ListOptions) <-chan int {
-	return watchpipe.ExpectInitialEvents(ctx, c, base)
-}
-
-// expectInitialEvents is ExpectInitialEvents unless Options.DisableInitialEventsCount.
+// expectInitialEvents counts the objects a streaming list should send
+// (beside it, one limit=1 list) unless Options.DisableInitialEventsCount.
 func (l *Lister) expectInitialEvents(ctx context.Context, base metav1.ListOptions) <-chan int {
 	if l.o.DisableInitialEventsCount {
 		return nil
 	}
-	return ExpectInitialEvents(ctx, l.c, base)
-}
-
-// GuardInitialEvents wraps a streaming list so that it never hangs (see
-// AwaitInitialEvents); after the end bookmark the watch is forwarded
-// unchanged.
-func GuardInitialEvents(ctx context.Context, w watch.Interface, o GuardOptions, log logr.Logger) watch.Interface {
-	return watchpipe.GuardInitialEvents(ctx, w, o, log)
+	return watchpipe.ExpectInitialEvents(ctx, l.c, base)
 }
 
 // AwaitInitialEvents is the one streaming-list guard of the SDK: it reads

@@ -52,7 +52,7 @@ import (
 //     (SendInitialEvents=true) is refused at once with
 //     ErrStreamingListUnsupported while the API group/version is believed
 //     not to stream lists (client-go's reflector then lists); otherwise it is
-//     guarded by GuardInitialEvents.
+//     guarded by the streaming-list guard (AwaitInitialEvents).
 //   - Never an event older than what was already delivered: every event
 //     passes the SDK's one watch pipeline (shared with reflector.New). Where
 //     resourceVersions compare as numbers (etcd-backed servers), an event

@@ -118,7 +118,7 @@ type Options struct {
 	// abandoned: the drop-in ListerWatcher ends the watch with an error and
 	// client-go falls back to a list; reflector.New lists. Default
 	// DefaultInitialEventsTimeout (10s), the same for every streaming list
-	// of the SDK (GuardInitialEvents). Shorter: faster recovery from a wrong
+	// of the SDK (AwaitInitialEvents). Shorter: faster recovery from a wrong
 	// capability; longer: tolerates a server that pauses mid-stream.
 	InitialEventsTimeout time.Duration
 	// DisableStreamingList turns off streaming lists (sendInitialEvents)
