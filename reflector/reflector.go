@@ -795,16 +795,23 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	klog.FromContext(ctx).V(2).Info("Watch failed", "resourceVersion", rv, "class", class.String(), "err", err)
 	d := engine.Decide(engine.Situation{Op: engine.OpWatch, Class: class,
 		AttemptsLeft: attempt < max(r.o.MaxTooLargeWatchRetries, 0)}, r.o.Lister.Policy)
-	var next state = startingWatch{rv: rv, attempt: attempt + 1}
+	var (
+		next state = startingWatch{rv: rv, attempt: attempt + 1}
+		then       = "watching again from " + strconv.Quote(rv)
+	)
 	switch d.Action {
 	case fallback.Relist:
-		next = r.syncState(ctx, relistQuery(rv), false, string(d.Reason))
+		next, then = r.syncState(ctx, relistQuery(rv), false, string(d.Reason)), "relisting "+relistQuery(rv).String()
 	case fallback.FallbackMostRecent:
-		next = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason))
+		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason)), "relisting "+fallback.MostRecentQuery().String()
 	default:
 		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
-	w := because(string(d.Reason), "watch from %q failed (%s, Retry-After %v): %v; next %s", rv, class, retryAfter, err, d.Action)
+	what := fmt.Sprintf("failed (%s, Retry-After %v)", class, retryAfter)
+	if class == fallback.Gone {
+		what = "410 Gone"
+	}
+	w := because(string(d.Reason), "watch from %q: %s; %s (%v)", rv, what, then, err)
 	if d.Wait == engine.WaitIfRepeated {
 		return r.relist(next, 0), w
 	}
