@@ -469,15 +469,18 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(rec.Requests[0].WireRequests).To(Equal(2), "and the lister counted both")
 		Expect(rec.Fallbacks).To(BeEmpty())
 
-		// lister.FromClientset: one request per request; the wait is the lister's.
+		// lister.FromClientset: one request per request; the wait is the lister's
+		// (after the consistent limit=1 read that shows rv exists).
 		e.proxy.ResetRequests()
 		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 504, RetryAfterSeconds: 1, Count: 1, Causes: tooLarge})
 		_, rec, err = lister.New(e.client(true), lister.Options{LabelSelector: "set=ra"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(e.requests("list")).To(HaveLen(2))
-		Expect(rec.Requests).To(HaveLen(2))
-		Expect(rec.Requests[0].WireRequests).To(Equal(1))
-		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeWait))
+		Expect(e.requests("list")).To(HaveLen(3))
+		Expect(rec.Requests).To(HaveLen(3))
+		for _, r := range rec.Requests {
+			Expect(r.WireRequests).To(Equal(1), "each request once on the wire")
+		}
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait))
 	})
 
 	It("Retry-After that client-go does not absorb is honoured by the lister (504 too-large, client-go retries off)", func(ctx SpecContext) {
