@@ -154,10 +154,21 @@ func (s *Server[T]) startWatch(w *serverWatch, o metav1.ListOptions, req *Reques
 	}
 	// Catch up: changes after start that the store already has (a watch from
 	// an older resourceVersion, or a lagging cache).
-	for _, c := range s.history {
+	first := len(s.history)
+	for i, c := range s.history {
 		if c.rv > start {
+			first = i
+			break
+		}
+	}
+	if n := f.ReplayWatchEvents; n > 0 && !initial {
+		// Faults.ReplayWatchEvents: history the client already has, again.
+		for _, c := range s.history[max(0, first-n):first] {
 			w.deliver(c)
 		}
+	}
+	for _, c := range s.history[first:] {
+		w.deliver(c)
 	}
 	return nil
 }
@@ -278,6 +289,9 @@ func (w *serverWatch) deliver(c change) {
 		return
 	}
 	w.push(item{ev: ev})
+	if w.faults.DuplicateEvents {
+		w.push(item{ev: watch.Event{Type: ev.Type, Object: ev.Object.DeepCopyObject()}})
+	}
 	if w.faults.StaleEvent && ev.Type == watch.Modified {
 		w.push(item{ev: watch.Event{Type: watch.Modified, Object: c.prev.DeepCopyObject()}})
 	}
@@ -318,7 +332,11 @@ func (w *serverWatch) run(ctx context.Context, timeout <-chan time.Time, every t
 		ticks = t.C
 	}
 	var pending *watch.Event
+	sent := 0
 	for {
+		if cut := w.faults.CutWatchesAfter; cut > 0 && sent >= cut {
+			return // Faults.CutWatchesAfter: a clean close
+		}
 		if pending == nil {
 			if it, ok := w.pop(); ok {
 				if it.close {
@@ -335,6 +353,7 @@ func (w *serverWatch) run(ctx context.Context, timeout <-chan time.Time, every t
 		select {
 		case out <- ev:
 			pending = nil
+			sent++
 		case <-w.notify:
 		case <-ticks:
 			tick(w)
