@@ -221,9 +221,10 @@ type serverWatch struct {
 	newObj    func() runtime.Object
 	stopTimer func() bool
 
-	mu     sync.Mutex
-	queue  []item
-	closed bool // a close item is queued: nothing more is
+	mu      sync.Mutex
+	queue   []item
+	closed  bool // a close item is queued: nothing more is
+	holding bool // run popped an event the consumer has not received
 
 	notify   chan struct{}
 	stop     chan struct{}
@@ -251,6 +252,28 @@ func (w *serverWatch) push(items ...item) {
 	case w.notify <- struct{}{}:
 	default:
 	}
+}
+
+// queued is the number of items the consumer has not received, the end
+// of the stream included (while it is ending, at least 1).
+func (w *serverWatch) queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.queue)
+	if w.holding {
+		n++
+	}
+	if w.closed && n == 0 {
+		n = 1
+	}
+	return n
+}
+
+// hold records whether run holds a popped event not yet received.
+func (w *serverWatch) hold(h bool) {
+	w.mu.Lock()
+	w.holding = h
+	w.mu.Unlock()
 }
 
 func (w *serverWatch) pop() (item, bool) {
@@ -343,6 +366,7 @@ func (w *serverWatch) run(ctx context.Context, timeout <-chan time.Time, every t
 					return
 				}
 				pending = &it.ev
+				w.hold(true)
 			}
 		}
 		var out chan<- watch.Event // nil (never ready) while nothing is pending
@@ -353,6 +377,7 @@ func (w *serverWatch) run(ctx context.Context, timeout <-chan time.Time, every t
 		select {
 		case out <- ev:
 			pending = nil
+			w.hold(false)
 			sent++
 		case <-w.notify:
 		case <-ticks:
