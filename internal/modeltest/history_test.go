@@ -182,11 +182,16 @@ func generate(seed uint64, idx int) history {
 				name := faultNames[f]
 				switch name {
 				case "lag", "replay", "cut":
-					name += "=" + strconv.Itoa(1+r.IntN(3))
+					name += "=" + strconv.Itoa(1+r.IntN(4))
 				}
 				spec = append(spec, name)
 			}
 			h.steps = append(h.steps, faults(strings.Join(spec, ",")))
+			if r.IntN(2) == 0 {
+				// Faults reach the watches opened after them: cut the open
+				// ones so that every client meets them at once.
+				h.steps = append(h.steps, cut())
+			}
 		}
 	}
 	return h

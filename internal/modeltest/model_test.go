@@ -17,10 +17,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// The default number of histories of a run, and under the race detector.
+const (
+	defaultHistories     = 1000
+	defaultHistoriesRace = 200
+)
+
 // Flags; each has an environment variable of the same meaning (the flag wins).
 var (
 	flagSeed      = flag.Uint64("model.seed", 0, "seed of the histories (env MODEL_SEED; default 1; \"random\" in the env picks one)")
-	flagHistories = flag.Int("model.histories", 0, "number of histories (env MODEL_HISTORIES; default 1000)")
+	flagHistories = flag.Int("model.histories", 0, "number of histories (env MODEL_HISTORIES; default 1000, 200 with -race)")
 	flagDuration  = flag.Duration("model.duration", 0, "run histories for this long instead of a number (env MODEL_DURATION)")
 	flagHistory   = flag.Int("model.history", -1, "play only this history of the seed (env MODEL_HISTORY)")
 	flagParallel  = flag.Int("model.parallel", 0, "histories played at once (env MODEL_PARALLEL; default 64)")
@@ -92,7 +98,10 @@ func readConfig(t *testing.T) config {
 	dur("MODEL_DURATION", &c.duration)
 	dur("MODEL_SHRINK", &c.shrink)
 	if c.histories <= 0 {
-		c.histories = 1000
+		c.histories = defaultHistories
+		if raceEnabled {
+			c.histories = defaultHistoriesRace
+		}
 	}
 	if c.parallel <= 0 {
 		c.parallel = 64
