@@ -18,6 +18,7 @@ const (
 	kindOutside      = "outside-selector" // an object outside the selector or namespace held
 	kindNotConverged = "not-converged"    // not the server's state within the bound after the last fault
 	kindRequests     = "requests"         // more requests than stock's plus requestSlack
+	kindHotLoop      = "hot-loop"         // more than hotLoopBase + hotLoopPerSecond requests a second
 )
 
 type violation struct {
@@ -62,6 +63,12 @@ func newChecker(client string, sc scope, step *atomic.Int64, notify func(), ende
 	return &checker{client: client, scope: sc, step: step, notify: notify, ended: ended, held: map[string]uint64{}, tombs: map[string]uint64{}}
 }
 
+func (c *checker) debug(format string, args ...any) {
+	if *flagTrace {
+		fmt.Printf(c.client+" "+format+"\n", args...)
+	}
+}
+
 func (c *checker) violate(kind, format string, args ...any) {
 	c.violations = append(c.violations, violation{client: c.client, kind: kind, detail: fmt.Sprintf(format, args...), step: int(c.step.Load())})
 }
@@ -83,6 +90,7 @@ func object(obj any) (key string, rv uint64, ns string, lbls map[string]string, 
 // in a replaced list).
 func (c *checker) put(obj any, how string) {
 	key, rv, ns, lbls, err := object(obj)
+	c.debug("put %s %s@%d", how, key, rv)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.changed()
@@ -117,6 +125,7 @@ func (c *checker) remove(obj any, how string) {
 		return
 	}
 	key, rv, _, _, err := object(obj)
+	c.debug("remove %s %s@%d", how, key, rv)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.changed()
@@ -163,6 +172,7 @@ func (c *checker) removeUnknown(obj any, how string) {
 // cache (reflector.New's store).
 func (c *checker) replace(items []any, rv string, how string) {
 	listRV, _ := strconv.ParseUint(rv, 10, 64)
+	c.debug("replace %s at %s with %d items", how, rv, len(items))
 	in := map[string]bool{}
 	for _, it := range items {
 		if k, _, _, _, err := object(it); err == nil {

@@ -30,6 +30,7 @@ var (
 	flagDuration  = flag.Duration("model.duration", 0, "run histories for this long instead of a number (env MODEL_DURATION)")
 	flagHistory   = flag.Int("model.history", -1, "play only this history of the seed (env MODEL_HISTORY)")
 	flagParallel  = flag.Int("model.parallel", 0, "histories played at once (env MODEL_PARALLEL; default 64)")
+	flagTrace     = flag.Bool("model.trace", false, "print every request and cache change (with -model.history)")
 	flagShrink    = flag.Duration("model.shrink", 0, "time spent shrinking each failure (env MODEL_SHRINK; default 60s)")
 )
 
@@ -243,7 +244,7 @@ func (s *summary) report() string {
 		fmt.Fprintf(&b, "history duration p50 %v, p99 %v, max %v\n", took[len(took)/2].Round(time.Millisecond),
 			took[min(len(took)-1, len(took)*99/100)].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	}
-	kinds := []string{kindBackInTime, kindReappeared, kindOutside, kindNotConverged, kindRequests}
+	kinds := []string{kindBackInTime, kindReappeared, kindOutside, kindNotConverged, kindRequests, kindHotLoop}
 	fmt.Fprintf(&b, "histories violating each invariant (of %d):\n%-10s", s.histories, "client")
 	for _, k := range kinds {
 		fmt.Fprintf(&b, " %16s", k)
@@ -279,8 +280,11 @@ func shrink(h history, v violation, budget time.Duration) history {
 	if v.kind == kindRequests {
 		clients = []string{clientStock, v.client}
 	}
+	if v.client == clientStock {
+		clients = []string{clientStock}
+	}
 	var stopAt *violation
-	if v.kind != kindNotConverged && v.kind != kindRequests {
+	if v.kind != kindNotConverged && v.kind != kindRequests && v.kind != kindHotLoop {
 		stopAt = &v
 	}
 	fails := func(c history) bool {

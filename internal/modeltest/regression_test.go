@@ -28,6 +28,23 @@ var regressions = []history{
 			del("a", "x"), set("a", "x", "green"), advance(1),
 		},
 	},
+	{
+		// A server that answers every watch with a 410 ERROR event:
+		// client-go's streaming list (watchList) retries a 410 at once,
+		// without backoff, so an informer over it loops.
+		name: "410 on every watch, held for 2s", namespace: "", selector: "",
+		steps: []step{
+			faults("gone-watch"), cut(), wait(), wait(),
+			wait(), wait(), wait(), wait(),
+			wait(), wait(),
+		},
+	},
+	{
+		name: "seed 1 history 61, shrunk: reflector requests", namespace: "", selector: "",
+		steps: []step{
+			set("b", "x", "blue"), cut(), faults("gone-watch,replay=2"), wait(),
+		},
+	},
 }
 
 func TestRegressions(t *testing.T) {

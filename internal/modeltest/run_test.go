@@ -51,6 +51,13 @@ const (
 	// list and watch of reflector.New, and the drop-in informer's limit=1
 	// count beside its streaming list).
 	requestSlack = 4
+	// hotLoopBase and hotLoopPerSecond bound any client's requests in a
+	// history absolutely, stock client-go's too: a client that backs off
+	// (800ms doubling, client-go's and reflector.New's default) stays far
+	// below; one that retries without a delay does not (a persistent fault
+	// makes "no more than stock" meaningless when stock itself loops).
+	hotLoopBase      = 10
+	hotLoopPerSecond = 10
 	// maxFaultWindows bounds the fault switches of a generated history, so
 	// client-go's backoff (doubling from 800ms) stays short.
 	maxFaultWindows = 2
@@ -111,6 +118,9 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 	}
 	for _, c := range clients {
 		r.servers[c] = steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+		// A real apiserver's resourceVersion is never "0" (etcd's revision
+		// counts every resource's writes); an empty steadywatchtest server's is.
+		r.servers[c].Advance(1)
 		r.checks[c] = newChecker(c, r.sc, &r.step, r.notify, r.ended)
 	}
 	defer r.stop()
@@ -175,15 +185,26 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 	if slices.Contains(clients, clientStock) {
 		r.waitUntil(func() bool { return r.convergedAll([]string{clientStock}, healed, res.converge) }, time.Since(healed)+stockGrace)
 	}
+	if *flagTrace {
+		for _, c := range clients {
+			for _, q := range r.servers[c].Requests() {
+				fmt.Printf("%s %s %s %d rv=%q match=%q limit=%d sie=%v -> %s items=%d\n", c, q.Verb, q.Served, q.Code, q.Options.ResourceVersion, q.Options.ResourceVersionMatch, q.Options.Limit, q.Options.SendInitialEvents != nil, q.ResourceVersion, q.Items)
+			}
+		}
+	}
 	for _, c := range clients {
 		if _, ok := res.converge[c]; !ok {
 			res.violations = append(res.violations, violation{client: c, kind: kindNotConverged, step: -1,
 				detail: fmt.Sprintf("after %v: holds %s, the server %s", time.Since(healed).Round(time.Millisecond), render(r.checks[c].snapshot()), render(r.visible()))})
 		}
+		if limit := hotLoopBase + int(hotLoopPerSecond*res.window.Seconds()); res.requests[c] > limit {
+			res.violations = append(res.violations, violation{client: c, kind: kindHotLoop, step: -1,
+				detail: fmt.Sprintf("%d requests in %v (bound %d): %s", res.requests[c], res.window.Round(time.Millisecond), limit, head(trace(r.servers[c].Requests()), 400))})
+		}
 		if c != clientStock && slices.Contains(clients, clientStock) && res.requests[c] > res.requests[clientStock]+requestSlack {
 			res.violations = append(res.violations, violation{client: c, kind: kindRequests, step: -1,
 				detail: fmt.Sprintf("%d requests, stock %d (slack %d) in %v: %s; stock: %s", res.requests[c], res.requests[clientStock], requestSlack,
-					res.window.Round(time.Millisecond), trace(r.servers[c].Requests()), trace(r.servers[clientStock].Requests()))})
+					res.window.Round(time.Millisecond), head(trace(r.servers[c].Requests()), 600), head(trace(r.servers[clientStock].Requests()), 300))})
 		}
 		res.violations = append(res.violations, r.checks[c].found()...)
 	}
@@ -277,6 +298,14 @@ func trace(reqs []steadywatchtest.Request) string {
 		out = append(out, s)
 	}
 	return strings.Join(out, " ")
+}
+
+// head shortens s to about n bytes.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + " ..."
 }
 
 func mapsEqual(a, b map[string]uint64) bool {
