@@ -21,6 +21,25 @@ var regressions = []history{
 		},
 	},
 	{
+		// The same, shrunk by TestModel: b deleted, then a watch from the
+		// deletion's resourceVersion re-delivers its ADDED.
+		name: "seed 1 history 74, shrunk: dropin reappeared", namespace: "", selector: "",
+		steps: []step{
+			set("a", "y", "blue"), del("a", "y"), faults("replay=3"), cut(),
+			wait(),
+		},
+	},
+	{
+		// Re-delivered older events on every watch: reflector.New relists
+		// and watches again without a delay (the stale events counted as
+		// progress), thousands of requests a second.
+		name: "seed 1 history 222, shrunk: reflector hot-loop", namespace: "", selector: "",
+		steps: []step{
+			set("a", "y", "blue"), compact(), faults("replay=3,stale"), cut(),
+			set("a", "y", "green"), wait(),
+		},
+	},
+	{
 		// reflector.New with Options.Lister.LabelSelector: an object
 		// outside the selector arrives on the watch.
 		name: "seed 1 history 0, shrunk: reflector outside-selector", namespace: "", selector: "tier=blue",
