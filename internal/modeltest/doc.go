@@ -14,9 +14,11 @@
 // versions": resourceVersions of one object only grow), that a deleted
 // object never reappears from an event older than its deletion, and that
 // nothing outside the label selector or namespace is held. After the last
-// fault, each cache must equal the server's state within a stated bound, and
-// the requests a client sent (from the server's own request log) must not
-// exceed stock client-go's by more than a small constant.
+// fault, each cache must equal the server's state within a stated bound, the
+// requests a client sent (from the server's own request log) must not exceed
+// stock client-go's by more than a small constant, and no client may send
+// requests in a loop without a delay (an absolute bound per second, which
+// stock client-go is held to as well).
 //
 // A failing history is shrunk to a minimal one and printed as a Go table
 // literal for regression_test.go. The package has only tests; run

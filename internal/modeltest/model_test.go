@@ -31,7 +31,7 @@ var (
 	flagHistory   = flag.Int("model.history", -1, "play only this history of the seed (env MODEL_HISTORY)")
 	flagParallel  = flag.Int("model.parallel", 0, "histories played at once (env MODEL_PARALLEL; default 64)")
 	flagTrace     = flag.Bool("model.trace", false, "print every request and cache change (with -model.history)")
-	flagShrink    = flag.Duration("model.shrink", 0, "time spent shrinking each failure (env MODEL_SHRINK; default 60s)")
+	flagShrink    = flag.Duration("model.shrink", 0, "time spent shrinking, shared by the failures (env MODEL_SHRINK; default 2m)")
 )
 
 func TestMain(m *testing.M) {
@@ -108,7 +108,7 @@ func readConfig(t *testing.T) config {
 		c.parallel = 64
 	}
 	if c.shrink <= 0 {
-		c.shrink = 60 * time.Second
+		c.shrink = 2 * time.Minute
 	}
 	return c
 }
@@ -218,6 +218,12 @@ func TestModel(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	ours := 0
+	for _, k := range keys {
+		if c := s.first[k].v.client; c != clientStock && c != "model" {
+			ours++
+		}
+	}
 	for _, k := range keys {
 		f := s.first[k]
 		if f.v.client == clientStock {
@@ -228,7 +234,7 @@ func TestModel(t *testing.T) {
 			t.Errorf("model error in %s: %s", f.h.name, f.v)
 			continue
 		}
-		small := shrink(f.h, f.v, cfg.shrink)
+		small := shrink(f.h, f.v, cfg.shrink/time.Duration(ours))
 		t.Errorf("%s: %s (%d of %d histories), first in %s: %s\nminimal history (for regression_test.go):\n%#v\nreplay: go test ./internal/modeltest -run TestModel -model.seed=%d -model.history=%d -v",
 			f.v.client, f.v.kind, s.failing[f.v.client][f.v.kind], s.histories, f.h.name, f.v, small, cfg.seed, f.idx)
 	}
