@@ -17,7 +17,12 @@ type history struct {
 	name      string
 	namespace string // "" watches all namespaces
 	selector  string // label selector, "" for everything
-	steps     []step
+	// fromZero starts the servers at resourceVersion "0", as an empty
+	// steadywatchtest server is and no real apiserver ever is (etcd's
+	// revision counts the writes of every resource); generated histories
+	// start at "1".
+	fromZero bool
+	steps    []step
 }
 
 // op is a step's kind.
@@ -74,7 +79,11 @@ func (s step) GoString() string {
 // GoString renders the history as an element of regression_test.go's table.
 func (h history) GoString() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "{\n\tname: %q, namespace: %q, selector: %q,\n\tsteps: []step{", h.name, h.namespace, h.selector)
+	fmt.Fprintf(&b, "{\n\tname: %q, namespace: %q, selector: %q,", h.name, h.namespace, h.selector)
+	if h.fromZero {
+		b.WriteString(" fromZero: true,")
+	}
+	b.WriteString("\n\tsteps: []step{")
 	for i, s := range h.steps {
 		if i%4 == 0 {
 			b.WriteString("\n\t\t")
@@ -143,6 +152,7 @@ func generate(seed uint64, idx int) history {
 	if r.IntN(2) == 0 {
 		h.selector = "tier=blue"
 	}
+	h.fromZero = r.IntN(16) == 0
 	namespaces := []string{"a", "b"}
 	names := []string{"x", "y", "z"}
 	tiers := []string{"blue", "green"}

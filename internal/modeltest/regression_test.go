@@ -64,6 +64,18 @@ var regressions = []history{
 			set("b", "x", "blue"), cut(), faults("gone-watch,replay=2"), wait(),
 		},
 	},
+	{
+		// A list answered at resourceVersion "0" (no real apiserver does;
+		// any server's answer is untrusted input): reflector.New watches
+		// from "0", and after the watch is cut watches from "0" again,
+		// whose synthetic ADDED events never delete a/y: it is held for
+		// ever.
+		name: "list at resourceVersion 0, then a cut watch", namespace: "", selector: "", fromZero: true,
+		steps: []step{
+			start(), set("a", "y", "blue"), faults("gone-watch"), cut(),
+			set("b", "y", "green"), set("b", "x", "green"), del("a", "y"),
+		},
+	},
 }
 
 func TestRegressions(t *testing.T) {
