@@ -70,6 +70,13 @@ import (
 //     Where a list carries a resourceVersion that does not parse as a number
 //     (aggregated APIs with opaque versions), nothing is compared until a
 //     list whose versions all parse.
+//   - No request loop without a delay: a streaming list or plain watch that
+//     ends, or fails to open, without delivering anything newer than where
+//     it started (a server answering every watch 410 Expired, which
+//     client-go's streaming list retries at once) delays the next watch by
+//     a growing, jittered backoff (800ms doubling to 30s), reset by progress
+//     or a successful list; a retry goes without the limit=1 count list.
+//     Counted and logged (reason ReasonNoProgressBackoff).
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
