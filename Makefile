@@ -81,6 +81,16 @@ CHAOS_CONFIG ?= ha
 chaos:
 	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.config=$(CHAOS_CONFIG) -chaos.duration=$(CHAOS_DURATION) -chaos.schedule=$(CHAOS_SCHEDULE) -ginkgo.v
 
+## soak: the model test (internal/modeltest) for longer: random histories of writes and faults against
+## stock client-go, the drop-in informer and reflector.New (MODEL_HISTORIES, or MODEL_DURATION=30m;
+## MODEL_SEED=N replays a run, random by default).
+MODEL_HISTORIES ?= 100000
+MODEL_SEED ?= random
+.PHONY: soak
+soak:
+	MODEL_HISTORIES=$(MODEL_HISTORIES) MODEL_SEED=$(MODEL_SEED) MODEL_DURATION=$(MODEL_DURATION) \
+	  $(GO) test -count=1 -timeout 0 ./internal/modeltest -run 'TestModel$$' -v
+
 ## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS: servers; MATRIX_MIXED:
 ## mixed-version HA pairs "old+new"); missing kube-apiservers are built first, one at a time, cached.
 MATRIX_VERSIONS ?= v1.16.15,v1.17.17,v1.18.19,v1.19.16,v1.26.15,v1.27.16,v1.30.14,v1.32.13,v1.33.13,v1.34.12,v1.35.8,v1.36.3,v1.37.2

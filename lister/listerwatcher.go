@@ -70,6 +70,13 @@ import (
 //     Where a list carries a resourceVersion that does not parse as a number
 //     (aggregated APIs with opaque versions), nothing is compared until a
 //     list whose versions all parse.
+//   - No request loop without a delay: a streaming list or plain watch that
+//     ends, or fails to open, without delivering anything newer than where
+//     it started (a server answering every watch 410 Expired, which
+//     client-go's streaming list retries at once) delays the next watch by
+//     a growing, jittered backoff (800ms doubling to 30s), reset by progress
+//     or a successful list; a retry goes without the limit=1 count list.
+//     Counted and logged (reason ReasonNoProgressBackoff).
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
@@ -84,6 +91,7 @@ type ListerWatcher struct {
 	watches   int    // watches opened, for the restart count
 	paginates bool   // a list of this server came back in pages
 	unserved  string // a resourceVersion a streaming list just could not be served at
+	gate      progressGate
 }
 
 var (
@@ -132,18 +140,25 @@ const (
 	// object from the list. For the bookmark that ends a streaming list, the
 	// streaming list was abandoned instead and client-go lists.
 	ReasonBadResourceVersion fallback.ReasonCode = "unparsable-resource-version"
+	// ReasonNoProgressBackoff: a watch (a streaming list or a plain watch)
+	// was delayed because the previous ones ended without progress — nothing
+	// newer than where they started, such as a server answering every watch
+	// with 410 Expired, which client-go's streaming list retries at once.
+	// The delay grows from 800ms to 30s, jittered, and resets on progress.
+	ReasonNoProgressBackoff fallback.ReasonCode = "no-progress-backoff"
 )
 
 // ListerWatcherReasons returns every reason code the ListerWatcher reports,
 // in a stable order (for docs and exhaustive tests).
 func ListerWatcherReasons() []string {
 	return []string{ReasonClientGoRelist, ReasonClientGoRewatch, ReasonWatchStalled, string(ReasonStaleListReasked),
-		string(ReasonStaleEvent), string(ReasonBadResourceVersion), string(ReasonStreamingListAbandoned), string(ReasonUnservedRVMostRecent)}
+		string(ReasonStaleEvent), string(ReasonBadResourceVersion), string(ReasonStreamingListAbandoned), string(ReasonUnservedRVMostRecent),
+		string(ReasonNoProgressBackoff)}
 }
 
 // ListerWatcher returns the client-go adapter of l.
 func (l *Lister) ListerWatcher() *ListerWatcher {
-	return &ListerWatcher{l: l, pipe: watchpipe.New(watchpipe.Config{Shared: true})}
+	return &ListerWatcher{l: l, pipe: watchpipe.New(watchpipe.Config{Shared: true}), gate: newProgressGate()}
 }
 
 // NewListerWatcher is New(c, o).ListerWatcher().
@@ -212,6 +227,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		lw.mu.Unlock()
 	}
 	lw.replaceHeld(obj, rec.ServedResourceVersion)
+	lw.noteProgress()
 	o.Metrics.Items(o.Name, rec.Items)
 	return obj, nil
 }
@@ -257,11 +273,15 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		o.Metrics.WatchRestart(o.Name, ReasonClientGoRewatch)
 	}
 	if options.SendInitialEvents == nil || !*options.SendInitialEvents {
-		w, err := lw.l.c.Watch(ctx, options)
-		if err != nil {
+		if _, err := lw.awaitProgressGate(ctx, log); err != nil {
 			return nil, err
 		}
-		return lw.follow(ctx, w, log, lw.pipe.Watch(options.ResourceVersion, false), nil, nil), nil
+		w, err := lw.l.c.Watch(ctx, options)
+		if err != nil {
+			lw.openFailed(ctx, log, err)
+			return nil, err
+		}
+		return lw.follow(ctx, w, log, options.ResourceVersion, lw.pipe.Watch(options.ResourceVersion, false), nil, nil), nil
 	}
 	if o.DisableStreamingList {
 		log.V(4).Info("streaming list refused without a request", "reason", "lister.Options.DisableStreamingList")
@@ -273,6 +293,12 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		why := caps.Reasons[compat.StreamingList]
 		log.V(4).Info("streaming list refused without a request", "reason", why)
 		return nil, fmt.Errorf("%w (%s)", ErrStreamingListUnsupported, orUnknown(why))
+	}
+	// After a streaming list that ended without progress (client-go retries
+	// a 410 at once), wait; the retry does without the limit=1 count list.
+	retry, err := lw.awaitProgressGate(ctx, log)
+	if err != nil {
+		return nil, err
 	}
 	// The stream holds a ListGate slot until its initial-events-end
 	// bookmark (or its end): the apiserver is sending the collection.
@@ -301,11 +327,16 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 			srv.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.No, Detail: "observed: sendInitialEvents watch rejected: " + err.Error()})
 			return nil, fmt.Errorf("%w: %w", ErrStreamingListUnsupported, err)
 		}
+		lw.openFailed(ctx, log, err)
 		return nil, err
 	}
-	return lw.follow(ctx, w, log, lw.pipe.Watch(options.ResourceVersion, true), release, &GuardOptions{
+	var expected <-chan int
+	if !retry {
+		expected = lw.l.expectInitialEvents(ctx, options)
+	}
+	return lw.follow(ctx, w, log, options.ResourceVersion, lw.pipe.Watch(options.ResourceVersion, true), release, &GuardOptions{
 		Timeout:        o.InitialEventsTimeout,
-		Expected:       lw.l.expectInitialEvents(ctx, options),
+		Expected:       expected,
 		FromMostRecent: options.ResourceVersion == "",
 		Server:         srv,
 		OnNotStreaming: func(string) {
@@ -314,22 +345,78 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	}), nil
 }
 
+// openFailed records a watch that could not be opened as an attempt
+// without progress (unless ctx ended: the caller gave up).
+func (lw *ListerWatcher) openFailed(ctx context.Context, log logr.Logger, err error) {
+	if ctx.Err() == nil {
+		lw.noteNoProgress(log, "watch not opened: "+err.Error())
+	}
+}
+
 // follow forwards w through the watch pipeline pw, and ends it (closing the
 // channel, so client-go watches again from its resourceVersion) when it
 // delivered nothing for StallTimeout. With guard, w is a streaming list
 // whose initial events AwaitInitialEvents guards first, in the same
 // goroutine: one hop per event, not two; release (its ListGate slot) is
 // called once the initial events are over, whatever the outcome.
-func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, pw *watchpipe.Watch, release func(), guard *GuardOptions) watch.Interface {
-	f := &followedWatch{watchpipe.NewRelay(w)}
+func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, from string, pw *watchpipe.Watch, release func(), guard *GuardOptions) watch.Interface {
+	f := &followedWatch{Relay: watchpipe.NewRelay(w), from: from}
 	go f.run(ctx, lw, log, pw, release, guard)
 	return f
 }
 
-type followedWatch struct{ *watchpipe.Relay }
+type followedWatch struct {
+	*watchpipe.Relay
+	from    string // the resourceVersion the watch started from
+	settled bool   // progress or its absence is recorded (by run's goroutine only)
+}
+
+// progressed records that the watch delivered something newer than where it
+// started; the watch attempts' backoff resets.
+func (f *followedWatch) progressed(lw *ListerWatcher) {
+	if !f.settled {
+		f.settled = true
+		lw.noteProgress()
+	}
+}
+
+// failed records that the watch ends (an error event, its close) without
+// progress, before client-go can see it and watch again.
+func (f *followedWatch) failed(lw *ListerWatcher, log logr.Logger, why string) {
+	if !f.settled {
+		f.settled = true
+		lw.noteNoProgress(log, why)
+	}
+}
+
+// forward sends ev to client-go, recording progress first: an event, a
+// bookmark newer than the watch's start, or an error that ends a watch
+// without either.
+func (f *followedWatch) forward(lw *ListerWatcher, log logr.Logger, ev watch.Event, initial bool) bool {
+	switch ev.Type {
+	case watch.Error:
+		f.failed(lw, log, "error event before any progress")
+	case watch.Bookmark:
+		if rv := resourceVersionOf(ev.Object); f.from == "" || fallback.CompareRV(rv, f.from) == fallback.Newer {
+			f.progressed(lw)
+		}
+	default:
+		if !initial {
+			f.progressed(lw)
+		}
+	}
+	return f.Send(ev)
+}
 
 func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, release func(), guard *GuardOptions) {
 	defer f.Close()
+	defer func() {
+		// Recorded before the channel closes, so client-go's next attempt
+		// sees it; a watch its caller gave up on is not a failure.
+		if ctx.Err() == nil {
+			f.failed(lw, log, "watch ended without progress")
+		}
+	}()
 	in := f.Inner().ResultChan()
 	defer func() {
 		// Stop the inner watch and wait (bounded) for it to end, so that when
@@ -363,16 +450,20 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
 					log.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
 						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
+					f.settled = true // client-go lists instead: not a retry of this request
 					f.Send(watchpipe.NotStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
 					return false
 				}
+				// The initial-events-end bookmark: a completed streaming
+				// list is progress.
+				f.progressed(lw)
 				return f.Send(ev)
 			}
 			ev, ok := f.pass(lw, log, pw, ev)
 			if ev.Type == "" {
 				return ok // dropped, or the watch ends
 			}
-			return f.Send(ev)
+			return f.forward(lw, log, ev, true)
 		})
 		if release != nil {
 			release()
@@ -380,6 +471,11 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		switch out {
 		case InitialEventsEnded, InitialEventsError:
 		case InitialEventsNotStreaming, InitialEventsCut:
+			if out == InitialEventsNotStreaming {
+				f.settled = true // the server does not stream lists: client-go lists instead
+			} else {
+				f.failed(lw, log, "streaming list cut before its initial-events-end bookmark")
+			}
 			f.Send(watchpipe.NotStreamingEvent(detail))
 			return
 		default:
@@ -429,7 +525,7 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		if ev.Type == "" {
 			continue // dropped
 		}
-		if !f.Send(ev) {
+		if !f.forward(lw, log, ev, false) {
 			return
 		}
 		if forwarded.Add(1) == 1 {
@@ -478,7 +574,7 @@ func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.W
 		o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
 		log.Info("Ignoring a watch event older than what was already delivered; ending the watch so client-go relists",
 			"reason", string(ReasonStaleEvent), "type", ev.Type, "object", obj, "event", rv, "delivered", strconv.FormatUint(held, 10))
-		f.Send(relistError(fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already delivered", ev.Type, obj, rv, held), ReasonStaleEvent))
+		f.forward(lw, log, relistError(fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already delivered", ev.Type, obj, rv, held), ReasonStaleEvent), false)
 		return watch.Event{}, false
 	case watchpipe.EndUnparsable:
 		// client-go would adopt it as its resume point and fail every
@@ -489,7 +585,7 @@ func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.W
 		o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
 		log.Info("Ending the watch at an event whose resourceVersion does not parse on a server whose versions do; client-go relists",
 			"reason", string(ReasonBadResourceVersion), "type", ev.Type, "object", obj, "resourceVersion", rv)
-		f.Send(relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), ReasonBadResourceVersion))
+		f.forward(lw, log, relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), ReasonBadResourceVersion), false)
 		return watch.Event{}, false
 	}
 	return ev, true

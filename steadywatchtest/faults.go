@@ -101,6 +101,36 @@ type Faults struct {
 	// object's previous state (an older resourceVersion), so the watcher
 	// goes back in time: the watch cache bug fixed in kubernetes/kubernetes#73845.
 	StaleEvent bool
+
+	// GoneOnLists answers every list that names a resourceVersion (anything
+	// but "" and "0"), and every continue request, with 410 Expired, as an
+	// apiserver reading from etcd does once that resourceVersion is compacted
+	// ("too old resource version"; Kubernetes API Concepts, "410 Gone
+	// responses"). A client recovers only with a list without a
+	// resourceVersion ("") or at "0".
+	GoneOnLists bool
+
+	// ReplayWatchEvents > 0 makes a watch from a resourceVersion first
+	// re-deliver up to this many changes at or before that resourceVersion
+	// (those still in the history), then continue as usual: a lagging HA
+	// member or a watch cache re-delivering history the client already has
+	// (kubernetes/kubernetes#73845). Each re-delivered event carries its own,
+	// older resourceVersion; a client that applies them goes back in time,
+	// and a deleted object can reappear.
+	ReplayWatchEvents int
+
+	// DuplicateEvents delivers every watch event of a change twice in a row
+	// (the initial events of a streaming list or of a watch from "" or "0"
+	// once). No public report is cited: it probes that applying an event is
+	// idempotent.
+	DuplicateEvents bool
+
+	// CutWatchesAfter > 0 ends every watch cleanly (the stream closes, no
+	// error) once it delivered this many events, bookmarks and initial
+	// events included, as a proxy or load balancer that cuts long-lived
+	// streams does. A streaming list with more initial events than this
+	// ends before its k8s.io/initial-events-end bookmark.
+	CutWatchesAfter int
 }
 
 // V118 returns the faults of a v1.18 apiserver, the last minor before

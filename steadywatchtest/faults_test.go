@@ -212,6 +212,50 @@ func TestFaults(t *testing.T) {
 			},
 			good: "MODIFIED c@6,MODIFIED a@7", bad: "MODIFIED c@6,MODIFIED c@3,MODIFIED a@7",
 		},
+		{
+			name: "GoneOnLists: a list at a resourceVersion is 410", faults: steadywatchtest.Faults{GoneOnLists: true},
+			check: listObs(metav1.ListOptions{ResourceVersion: "4", ResourceVersionMatch: nop}),
+			good:  "rv 5: a@4 c@3", bad: "error too old resource version: 4",
+		},
+		{
+			name: "GoneOnLists: Any and MostRecent still served", faults: steadywatchtest.Faults{GoneOnLists: true},
+			check: func(t *testing.T, s *cmServer) string {
+				return listObs(metav1.ListOptions{ResourceVersion: "0"})(t, s) + "; " + listObs(metav1.ListOptions{})(t, s)
+			},
+			good: "rv 5: a@4 c@3; rv 5: a@4 c@3", bad: "rv 5: a@4 c@3; rv 5: a@4 c@3",
+		},
+		{
+			name: "ReplayWatchEvents: a watch re-delivers history before its resourceVersion", faults: steadywatchtest.Faults{ReplayWatchEvents: 2},
+			check: streamObs(metav1.ListOptions{ResourceVersion: "5"}),
+			good:  "MODIFIED c@6", bad: "MODIFIED a@4,DELETED b@5,MODIFIED c@6",
+		},
+		{
+			name: "ReplayWatchEvents: not on a watch from 0", faults: steadywatchtest.Faults{ReplayWatchEvents: 2},
+			check: streamObs(metav1.ListOptions{ResourceVersion: "0"}),
+			good:  "ADDED a@4,ADDED c@3,MODIFIED c@6", bad: "ADDED a@4,ADDED c@3,MODIFIED c@6",
+		},
+		{
+			name: "DuplicateEvents", faults: steadywatchtest.Faults{DuplicateEvents: true},
+			check: func(t *testing.T, s *cmServer) string {
+				w := watchOf(t, s, metav1.ListOptions{ResourceVersion: "5"})
+				touch(t, s, "c")
+				touch(t, s, "a")
+				s.Close()
+				return strings.Join(take(t, w, 6), ",")
+			},
+			good: "MODIFIED c@6,MODIFIED a@7,CLOSED", bad: "MODIFIED c@6,MODIFIED c@6,MODIFIED a@7,MODIFIED a@7,CLOSED",
+		},
+		{
+			name: "CutWatchesAfter: a clean close after n events", faults: steadywatchtest.Faults{CutWatchesAfter: 1},
+			check: func(t *testing.T, s *cmServer) string {
+				w := watchOf(t, s, metav1.ListOptions{ResourceVersion: "5"})
+				touch(t, s, "c")
+				touch(t, s, "a")
+				s.Close()
+				return strings.Join(take(t, w, 3), ",")
+			},
+			good: "MODIFIED c@6,MODIFIED a@7,CLOSED", bad: "MODIFIED c@6,CLOSED",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, run := range []struct {

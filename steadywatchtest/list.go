@@ -76,6 +76,10 @@ func (s *Server[T]) listLocked(ns string, o metav1.ListOptions, req *Request) (r
 	if err != nil {
 		return nil, err
 	}
+	if s.faults.GoneOnLists && (o.Continue != "" || (o.ResourceVersion != "" && o.ResourceVersion != "0")) {
+		req.Served = ServedRejected
+		return nil, apierrors.NewResourceExpired("too old resource version: " + o.ResourceVersion)
+	}
 	if o.Continue != "" {
 		return s.listContinue(ns, o, sel, req)
 	}

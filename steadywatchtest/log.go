@@ -93,3 +93,17 @@ func (s *Server[T]) Watches() int {
 	defer s.mu.Unlock()
 	return len(s.watchers)
 }
+
+// QueuedEvents returns how many events the open watches have queued that
+// their consumers have not received yet, counting a watch that is ending
+// (Close, a fault, a timeout) as one until it is gone. A test that waits for
+// it to be 0 knows every client has received everything sent so far.
+func (s *Server[T]) QueuedEvents() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for w := range s.watchers {
+		n += w.queued()
+	}
+	return n
+}

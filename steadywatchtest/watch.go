@@ -154,10 +154,21 @@ func (s *Server[T]) startWatch(w *serverWatch, o metav1.ListOptions, req *Reques
 	}
 	// Catch up: changes after start that the store already has (a watch from
 	// an older resourceVersion, or a lagging cache).
-	for _, c := range s.history {
+	first := len(s.history)
+	for i, c := range s.history {
 		if c.rv > start {
+			first = i
+			break
+		}
+	}
+	if n := f.ReplayWatchEvents; n > 0 && !initial {
+		// Faults.ReplayWatchEvents: history the client already has, again.
+		for _, c := range s.history[max(0, first-n):first] {
 			w.deliver(c)
 		}
+	}
+	for _, c := range s.history[first:] {
+		w.deliver(c)
 	}
 	return nil
 }
@@ -210,9 +221,10 @@ type serverWatch struct {
 	newObj    func() runtime.Object
 	stopTimer func() bool
 
-	mu     sync.Mutex
-	queue  []item
-	closed bool // a close item is queued: nothing more is
+	mu      sync.Mutex
+	queue   []item
+	closed  bool // a close item is queued: nothing more is
+	holding bool // run popped an event the consumer has not received
 
 	notify   chan struct{}
 	stop     chan struct{}
@@ -240,6 +252,28 @@ func (w *serverWatch) push(items ...item) {
 	case w.notify <- struct{}{}:
 	default:
 	}
+}
+
+// queued is the number of items the consumer has not received, the end
+// of the stream included (while it is ending, at least 1).
+func (w *serverWatch) queued() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.queue)
+	if w.holding {
+		n++
+	}
+	if w.closed && n == 0 {
+		n = 1
+	}
+	return n
+}
+
+// hold records whether run holds a popped event not yet received.
+func (w *serverWatch) hold(h bool) {
+	w.mu.Lock()
+	w.holding = h
+	w.mu.Unlock()
 }
 
 func (w *serverWatch) pop() (item, bool) {
@@ -278,6 +312,9 @@ func (w *serverWatch) deliver(c change) {
 		return
 	}
 	w.push(item{ev: ev})
+	if w.faults.DuplicateEvents {
+		w.push(item{ev: watch.Event{Type: ev.Type, Object: ev.Object.DeepCopyObject()}})
+	}
 	if w.faults.StaleEvent && ev.Type == watch.Modified {
 		w.push(item{ev: watch.Event{Type: watch.Modified, Object: c.prev.DeepCopyObject()}})
 	}
@@ -318,13 +355,18 @@ func (w *serverWatch) run(ctx context.Context, timeout <-chan time.Time, every t
 		ticks = t.C
 	}
 	var pending *watch.Event
+	sent := 0
 	for {
+		if cut := w.faults.CutWatchesAfter; cut > 0 && sent >= cut {
+			return // Faults.CutWatchesAfter: a clean close
+		}
 		if pending == nil {
 			if it, ok := w.pop(); ok {
 				if it.close {
 					return
 				}
 				pending = &it.ev
+				w.hold(true)
 			}
 		}
 		var out chan<- watch.Event // nil (never ready) while nothing is pending
@@ -335,6 +377,8 @@ func (w *serverWatch) run(ctx context.Context, timeout <-chan time.Time, every t
 		select {
 		case out <- ev:
 			pending = nil
+			w.hold(false)
+			sent++
 		case <-w.notify:
 		case <-ticks:
 			tick(w)

@@ -1,0 +1,30 @@
+// Package modeltest checks steadywatch's guarantees against a model: it
+// generates random histories of writes and server faults, plays each one on
+// in-memory apiservers (steadywatchtest) and runs three clients side by side
+// on it, one server each:
+//
+//   - "stock": client-go's cache.NewSharedIndexInformer over a plain
+//     cache.ListWatch;
+//   - "dropin": the same informer over lister.NewListerWatcher (the drop-in
+//     adoption path);
+//   - "reflector": reflector.New over a cache.Store, on a fake clock.
+//
+// After every change a client makes to its cache it checks that no object is
+// older than the version already held (Kubernetes API Concepts, "Resource
+// versions": resourceVersions of one object only grow), that a deleted
+// object never reappears from an event older than its deletion, and that
+// nothing outside the label selector or namespace is held. After the last
+// fault, each cache must equal the server's state within a stated bound, the
+// requests a client sent (from the server's own request log) must not exceed
+// stock client-go's by more than a small constant, and no client may send
+// requests in a loop without a delay (an absolute bound per second, which
+// stock client-go is held to as well).
+//
+// A failing history is shrunk to a minimal one and printed as a Go table
+// literal for regression_test.go. The package has only tests; run
+//
+//	go test ./internal/modeltest -run TestModel -v
+//
+// and see model_test.go for the flags and environment variables (seed,
+// number of histories, duration) that replay or lengthen a run.
+package modeltest

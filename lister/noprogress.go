@@ -1,0 +1,113 @@
+package lister
+
+import (
+	"context"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
+
+	"github.com/steadywatch/steadywatch/fallback"
+)
+
+// noProgressBackoff is the delay between watch attempts (streaming lists and
+// plain watches) that end without progress: client-go's reflector defaults
+// (tools/cache/reflector.go: 800ms doubling to 30s), jittered +/-50%, and
+// started afresh after two minutes without such a failure.
+func noProgressBackoff() fallback.BackoffPolicy {
+	return fallback.BackoffPolicy{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
+}
+
+// progressGate spaces out watch attempts that make no progress. client-go's
+// reflector retries a streaming list answered 410 Expired (or "too large
+// resource version") at once, without a delay (tools/cache/reflector.go,
+// watchList), so a server that answers every watch that way would see a
+// request loop. A watch that ends — cleanly or with an error, opened or
+// not — without delivering anything newer than where it started (the
+// initial-events-end bookmark of a streaming list, an event, a bookmark at
+// a newer resourceVersion) is a failure; the next watch attempt is not sent
+// before a growing, jittered delay after it. Progress, or a list that
+// succeeds, resets the delay. The delay counts from the failure, so a wait
+// client-go already made (its own backoff between relists) is not repeated.
+type progressGate struct {
+	policy    fallback.BackoffPolicy
+	bo        *backoff.ExponentialBackOff
+	failures  int       // consecutive attempts without progress
+	lastFail  time.Time // when the last of them ended
+	notBefore time.Time // the next attempt waits until then
+}
+
+func newProgressGate() progressGate {
+	p := noProgressBackoff()
+	return progressGate{policy: p, bo: p.New()}
+}
+
+// progress records an attempt that made progress (lw.mu held).
+func (g *progressGate) progress() {
+	if g.failures > 0 {
+		g.bo.Reset()
+	}
+	g.failures, g.notBefore = 0, time.Time{}
+}
+
+// fail records an attempt that ended without progress at now and returns
+// the delay before the next one (lw.mu held).
+func (g *progressGate) fail(now time.Time) time.Duration {
+	if g.failures > 0 && now.Sub(g.lastFail) > g.policy.ResetAfter {
+		g.failures = 0
+		g.bo.Reset()
+	}
+	g.failures++
+	g.lastFail = now
+	d := g.bo.NextBackOff()
+	if d > g.policy.Max {
+		d = g.policy.Max
+	}
+	g.notBefore = now.Add(d)
+	return d
+}
+
+// noteProgress records that a watch delivered something newer than where it
+// started, or that a list succeeded.
+func (lw *ListerWatcher) noteProgress() {
+	lw.mu.Lock()
+	lw.gate.progress()
+	lw.mu.Unlock()
+}
+
+// noteNoProgress records a watch attempt that ended (or failed to open)
+// without progress; the next attempt waits.
+func (lw *ListerWatcher) noteNoProgress(log logr.Logger, why string) {
+	lw.mu.Lock()
+	d := lw.gate.fail(time.Now())
+	n := lw.gate.failures
+	lw.mu.Unlock()
+	log.V(2).Info("watch ended without progress; the next watch waits", "reason", string(ReasonNoProgressBackoff),
+		"detail", why, "failures", n, "delay", d)
+}
+
+// awaitProgressGate waits (honouring ctx) until the next watch attempt may
+// be sent; retry reports whether the previous attempt failed without
+// progress. A delayed attempt is counted and logged.
+func (lw *ListerWatcher) awaitProgressGate(ctx context.Context, log logr.Logger) (retry bool, err error) {
+	lw.mu.Lock()
+	retry = lw.gate.failures > 0
+	wait := time.Until(lw.gate.notBefore)
+	n := lw.gate.failures
+	lw.mu.Unlock()
+	if !retry || wait <= 0 {
+		return retry, nil
+	}
+	o := lw.l.o
+	o.Metrics.Fallback(o.Name, string(ReasonNoProgressBackoff))
+	log.V(2).Info("delaying a watch: the last ones ended without progress", "reason", string(ReasonNoProgressBackoff),
+		"failures", n, "delay", wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return retry, ctx.Err()
+	case <-t.C:
+		return retry, nil
+	}
+}
