@@ -175,6 +175,15 @@ func resolve(o Options, expectedType runtime.Object) settings {
 	case pageSize < 0:
 		pageSize = 0
 	}
+	if o.Lister.Policy.MaxNewerRVRetries == 0 {
+		// The reflector's lists at a resourceVersion are unpaginated
+		// NotOlderThan lists (planList, relistQuery); a 410 on one is not
+		// the legacy-Exact answer to a paginated list that rule 1's retries
+		// at a newer resourceVersion (KEP-2523) are for. Each retry costs a
+		// limit=1 read and a list; the MostRecent fallback is one list that
+		// is never older than the store.
+		o.Lister.Policy.MaxNewerRVRetries = -1
+	}
 	lo := o.Lister.Resolve(expectedType)
 	if lo.MaxPageSize == 0 {
 		lo.MaxPageSize = DefaultMaxPageSizeFactor * pageSize

@@ -938,3 +938,37 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 		t.Fatalf("relists = %v; want [%s]", got, ReasonNoResumeVersion)
 	}
 }
+
+// Through the default lister, a 410 on the relist NotOlderThan(rv) falls
+// back to one MostRecent list at once: no limit=1 read and NotOlderThan
+// retry at a newer resourceVersion (rule 1 of KEP-2523 is for paginated
+// lists a legacy server answered as Exact; the reflector's lists at a
+// resourceVersion are unpaginated).
+func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
+	fc := &fakeClient{ListFn: testfake.Answers(
+		testfake.Returns(cmList("10", cm("a", "5")), nil),
+		testfake.Returns(nil, gone()), // NotOlderThan(15)
+		testfake.Returns(cmList("30", cm("a", "25")), nil),
+	)}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	run(t, r)
+	w := watcherOf(t, fc, 0)
+	w.Action(watch.Bookmark, bookmark("15", false))
+	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
+	w.Error(&gone().ErrStatus)
+	watcherOf(t, fc, 1)
+
+	lists := fc.Lists()
+	if len(lists) != 3 {
+		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan(15), MostRecent)", lists)
+	}
+	if lists[1].ResourceVersion != "15" {
+		t.Fatalf("first relist = %+v; want NotOlderThan(15)", lists[1])
+	}
+	if lists[2].ResourceVersion != "" || lists[2].Limit != 0 {
+		t.Fatalf("after its 410: %+v; want one unpaginated MostRecent list", lists[2])
+	}
+	if got := fc.Watches()[1].ResourceVersion; got != "30" {
+		t.Fatalf("watch after relist from %q; want 30", got)
+	}
+}
