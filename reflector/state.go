@@ -167,7 +167,8 @@ const (
 	// stored object's, than the object's deletion, or than the watch's
 	// starting resourceVersion (a watch cache re-delivering events,
 	// kubernetes/kubernetes#73845, or a proxy mixing streams); not applied,
-	// counted, and the store re-synced with a list not older than it.
+	// counted, and the store re-synced, after a backoff delay, with a list
+	// not older than it.
 	ReasonStaleEvent = "event-older-than-store"
 	// ReasonBadResourceVersion: a bookmark or event carried a
 	// resourceVersion that does not parse on a server whose versions do; it
