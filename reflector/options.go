@@ -56,9 +56,12 @@ type Options struct {
 	// lister.Options.Resolve and the expected type as example object
 	// (Resource and Name derived from it, Server scoped to its
 	// group/version); the godoc of each lister.Options field says what it
-	// does on reflector.New. Two defaults differ from a plain Lister's:
-	// MaxPageSize is DefaultMaxPageSizeFactor x PageSize, and a negative
-	// PageSize makes the reflector's own lists unpaginated.
+	// does on reflector.New. Three defaults differ from a plain Lister's:
+	// MaxPageSize is DefaultMaxPageSizeFactor x PageSize, a negative
+	// PageSize makes the reflector's own lists unpaginated, and
+	// Policy.MaxNewerRVRetries is none (a 410 on the reflector's
+	// unpaginated NotOlderThan list falls back to one MostRecent list at
+	// once; set it to retry at a newer resourceVersion first).
 	// LastObservedRV is the reflector's own (its LastSyncResourceVersion:
 	// rule 1 and list restarts start from what the store reflects), so one
 	// set here is rejected (Validate). With List set, the fields that only

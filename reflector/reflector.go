@@ -175,6 +175,15 @@ func resolve(o Options, expectedType runtime.Object) settings {
 	case pageSize < 0:
 		pageSize = 0
 	}
+	if o.Lister.Policy.MaxNewerRVRetries == 0 {
+		// The reflector's lists at a resourceVersion are unpaginated
+		// NotOlderThan lists (planList, relistQuery); a 410 on one is not
+		// the legacy-Exact answer to a paginated list that rule 1's retries
+		// at a newer resourceVersion (KEP-2523) are for. Each retry costs a
+		// limit=1 read and a list; the MostRecent fallback is one list that
+		// is never older than the store.
+		o.Lister.Policy.MaxNewerRVRetries = -1
+	}
 	lo := o.Lister.Resolve(expectedType)
 	if lo.MaxPageSize == 0 {
 		lo.MaxPageSize = DefaultMaxPageSizeFactor * pageSize
@@ -799,11 +808,16 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		next state = startingWatch{rv: rv, attempt: attempt + 1}
 		then       = "watching again from " + strconv.Quote(rv)
 	)
-	switch d.Action {
-	case fallback.Relist:
+	switch {
+	case d.Action == fallback.Relist:
 		next, then = r.syncState(ctx, relistQuery(rv), false, string(d.Reason)), "relisting "+relistQuery(rv).String()
-	case fallback.FallbackMostRecent:
+	case d.Action == fallback.FallbackMostRecent:
 		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason)), "relisting "+fallback.MostRecentQuery().String()
+	case !resumable(rv):
+		// A watch from "" or "0" resumes nothing (resumable): list.
+		next = r.syncState(ctx, fallback.MostRecentQuery(), false, ReasonNoResumeVersion)
+		return backingOff{delay: r.delay(retryAfter), next: next},
+			because(ReasonNoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, fallback.MostRecentQuery())
 	default:
 		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
@@ -816,6 +830,26 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		return r.relist(next, 0), w
 	}
 	return backingOff{delay: r.delay(retryAfter), next: next}, w
+}
+
+// resumable reports whether a watch can resume from rv. A watch from "" or
+// "0" is "get state and start at most recent" (Kubernetes API Concepts,
+// "Resource versions"): it begins with synthetic ADDED events for what
+// exists now and never sends a DELETED for an object the store still holds
+// and the server no longer has. No real apiserver lists at "0", but a
+// server's answer is untrusted input: the reflector never resumes a watch
+// from there, it lists.
+func resumable(rv string) bool { return rv != "" && rv != "0" }
+
+// noResume is the state after a watch ended (how: detail) while the store's
+// resourceVersion is rv, which no watch can resume from (resumable): a
+// MostRecent (re)list after a backoff delay. The watch made no progress
+// (progress adopts a resourceVersion other than "" and "0"), so the delay
+// grows as after any failure.
+func (r *Reflector) noResume(ctx context.Context, rv, detail string) (state, why) {
+	q := fallback.MostRecentQuery()
+	return backingOff{delay: r.delay(0), next: r.syncState(ctx, q, false, ReasonNoResumeVersion)},
+		because(ReasonNoResumeVersion, "watch from %q %s; a watch cannot resume from there, listing %s", rv, detail, q)
 }
 
 func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
@@ -871,6 +905,9 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 				r.reportRVAdvanced()
 			case watchpipe.Stalled:
 				rv := r.LastSyncResourceVersion()
+				if !resumable(rv) {
+					return r.noResume(ctx, rv, "stalled")
+				}
 				r.o.Metrics.WatchRestart(r.name, ReasonStalled)
 				return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
 			}
@@ -881,6 +918,9 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 		{
 			if !ok {
 				rv := r.LastSyncResourceVersion()
+				if !resumable(rv) {
+					return r.noResume(ctx, rv, fmt.Sprintf("closed after %d events", events))
+				}
 				if progressed {
 					r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
 					return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
@@ -917,8 +957,8 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 				detail, code := r.ended, r.endedCode
 				r.ended, r.endedCode = "", ""
 				rv := r.LastSyncResourceVersion()
-				return r.relist(r.syncState(ctx, relistQuery(rv), false, code), 0),
-					because(code, "%s; relisting %s", detail, relistQuery(rv))
+				return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, code)},
+					because(code, "%s; relisting %s after a backoff delay", detail, relistQuery(rv))
 			}
 			if events == 1 {
 				r.reportRVAdvanced() // the first event of a watch at once, later ones on the tick

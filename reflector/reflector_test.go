@@ -905,3 +905,70 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 		t.Fatalf("lists %v at %q; want %v at 12", got, r.LastSyncResourceVersion(), want)
 	}
 }
+
+// A list answered at resourceVersion "0" leaves nothing to resume a watch
+// from: a watch from "0" is "get state and start at most recent" (Kubernetes
+// API Concepts, "Resource versions") and never deletes an object the store
+// holds and the server no longer has. When the watch ends, the reflector
+// lists again (after a backoff delay) instead of watching from "0" again.
+func TestWatchFromZeroIsNeverResumed(t *testing.T) {
+	fc := &fakeClient{ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+		if n == 0 {
+			return cmList("0", cm("gone", "1")), nil
+		}
+		return cmList("7", cm("kept", "3")), nil
+	}}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	rec := &recorder{}
+	_, w := startWatching(t, fc, store, fastOptions(rec))
+	w.Add(cm("kept", "3")) // synthetic ADDED: "gone" was deleted meanwhile
+	eventually(t, "kept held", func() bool { return len(store.ListKeys()) == 2 })
+	w.Stop() // the watch from "0" is cut
+	watcherOf(t, fc, 1)
+	if n := len(fc.Lists()); n != 2 {
+		t.Fatalf("lists = %d; want a relist before the second watch", n)
+	}
+	if got := fc.Watches()[1].ResourceVersion; got != "7" {
+		t.Fatalf("second watch from %q; want 7 (the relist's)", got)
+	}
+	if got := store.ListKeys(); !slices.Equal(got, []string{"ns/kept"}) {
+		t.Fatalf("store holds %v; want [ns/kept]", got)
+	}
+	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonNoResumeVersion}) {
+		t.Fatalf("relists = %v; want [%s]", got, ReasonNoResumeVersion)
+	}
+}
+
+// Through the default lister, a 410 on the relist NotOlderThan(rv) falls
+// back to one MostRecent list at once: no limit=1 read and NotOlderThan
+// retry at a newer resourceVersion (rule 1 of KEP-2523 is for paginated
+// lists a legacy server answered as Exact; the reflector's lists at a
+// resourceVersion are unpaginated).
+func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
+	fc := &fakeClient{ListFn: testfake.Answers(
+		testfake.Returns(cmList("10", cm("a", "5")), nil),
+		testfake.Returns(nil, gone()), // NotOlderThan(15)
+		testfake.Returns(cmList("30", cm("a", "25")), nil),
+	)}
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	run(t, r)
+	w := watcherOf(t, fc, 0)
+	w.Action(watch.Bookmark, bookmark("15", false))
+	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
+	w.Error(&gone().ErrStatus)
+	watcherOf(t, fc, 1)
+
+	lists := fc.Lists()
+	if len(lists) != 3 {
+		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan(15), MostRecent)", lists)
+	}
+	if lists[1].ResourceVersion != "15" {
+		t.Fatalf("first relist = %+v; want NotOlderThan(15)", lists[1])
+	}
+	if lists[2].ResourceVersion != "" || lists[2].Limit != 0 {
+		t.Fatalf("after its 410: %+v; want one unpaginated MostRecent list", lists[2])
+	}
+	if got := fc.Watches()[1].ResourceVersion; got != "30" {
+		t.Fatalf("watch after relist from %q; want 30", got)
+	}
+}

@@ -167,7 +167,8 @@ const (
 	// stored object's, than the object's deletion, or than the watch's
 	// starting resourceVersion (a watch cache re-delivering events,
 	// kubernetes/kubernetes#73845, or a proxy mixing streams); not applied,
-	// counted, and the store re-synced with a list not older than it.
+	// counted, and the store re-synced, after a backoff delay, with a list
+	// not older than it.
 	ReasonStaleEvent = "event-older-than-store"
 	// ReasonBadResourceVersion: a bookmark or event carried a
 	// resourceVersion that does not parse on a server whose versions do; it
@@ -175,6 +176,13 @@ const (
 	// watch ended and the store re-synced; a streaming list whose end
 	// bookmark carried it was replaced by a list).
 	ReasonBadResourceVersion = "unparsable-resource-version"
+	// ReasonNoResumeVersion: a watch ended while the store's resourceVersion
+	// was "" or "0" (a list answered there). A watch from "" or "0" is "get
+	// state and start at most recent" (Kubernetes API Concepts, "Resource
+	// versions"): its synthetic ADDED events never delete an object the
+	// store holds and the server no longer has, so it resumes nothing; the
+	// store is refilled with a list after a backoff delay instead.
+	ReasonNoResumeVersion = "no-resume-version"
 	// ReasonRetry: a watch failed with a transient error (429, 5xx,
 	// connection); retrying the watch after a backoff, without a relist.
 	ReasonRetry = "retry"
@@ -213,7 +221,7 @@ const (
 // Reasons returns every reason code of the reflector, in a stable order.
 func Reasons() []string {
 	return []string{ReasonStart, ReasonListed, ReasonStreamed, ReasonWatchOpened, ReasonWatchClosed, ReasonShortWatch,
-		ReasonStalled, ReasonWatchGone, ReasonListGone, ReasonTooLargeRV, ReasonStaleList, ReasonStaleEvent, ReasonBadResourceVersion, ReasonRetry,
+		ReasonStalled, ReasonWatchGone, ReasonListGone, ReasonTooLargeRV, ReasonStaleList, ReasonStaleEvent, ReasonBadResourceVersion, ReasonNoResumeVersion, ReasonRetry,
 		ReasonWatchError, ReasonListError, ReasonStreamIgnored, ReasonStreamRejected, ReasonStreamFailed,
 		ReasonBackoffDone, ReasonContextDone, ReasonInitial, ReasonInvalidOptions}
 }

@@ -17,7 +17,7 @@ const (
 	kindReappeared   = "reappeared"       // a deleted object back from an event older than its deletion
 	kindOutside      = "outside-selector" // an object outside the selector or namespace held
 	kindNotConverged = "not-converged"    // not the server's state within the bound after the last fault
-	kindRequests     = "requests"         // more requests than stock's plus requestSlack
+	kindRequests     = "requests"         // more requests than stock's plus requestSlack (reflectorRequestSlack)
 	kindHotLoop      = "hot-loop"         // more than hotLoopBase + hotLoopPerSecond requests a second
 )
 

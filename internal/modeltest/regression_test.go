@@ -65,6 +65,15 @@ var regressions = []history{
 		},
 	},
 	{
+		// A re-delivered older event, then a 410 on the relist: the relist
+		// waits a backoff delay, and its 410 is followed by one MostRecent
+		// list (no limit=1 read and retry at a newer resourceVersion).
+		name: "seed 1 history 2, shrunk: reflector requests", namespace: "", selector: "",
+		steps: []step{
+			set("a", "y", "blue"), faults("replay=1,gone-list"), cut(), wait(),
+		},
+	},
+	{
 		// A list answered at resourceVersion "0" (no real apiserver does;
 		// any server's answer is untrusted input): reflector.New watches
 		// from "0", and after the watch is cut watches from "0" again,
