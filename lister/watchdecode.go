@@ -23,8 +23,8 @@ import (
 // the frame, the envelope's apiVersion/kind, the envelope (validated, then
 // decoded), the object's apiVersion/kind, then the object into an
 // Unstructured (validated, decoded with json.Number, numbers converted).
-// A profile of a custom resource's streaming list (docs/bench/notes.md,
-// session 10) spent most of the client's time there. The serializers below
+// A profile of a custom resource's streaming list spends most of the
+// client's time there (docs/benchmarks.md, custom resources). The serializers below
 // keep the same three steps and read each event five times: the frame, the
 // envelope (validated, decoded), the object (validated, decoded straight
 // into the Unstructured's map with int64 and float64 numbers, as

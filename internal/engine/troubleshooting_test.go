@@ -173,19 +173,18 @@ Options.Backoff).
 A streaming list (stock client-go's default since 1.35, and steadywatch's where the server streams) is
 served from the apiserver's watch cache. For a resource the watch cache does not hold
 (` + "`--watch-cache=false`" + `, or ` + "`--watch-cache-sizes=<resource>#0`" + `) the apiserver reads the whole
-collection from etcd into memory for each streaming list: 8 informers starting on 244 MiB cost a
-v1.37.2 apiserver about 10 GiB of heap, 7-9x paginated lists (docs/benchmarks.md, P5). No answer of
+collection from etcd into memory for each streaming list, several times what paginated lists cost it
+(docs/benchmarks.md, P5). No answer of
 the API says which resources are cached, so set it yourself for those resources:
-` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers; 0.10x stock's apiserver heap there) or
+` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers) or
 ` + "`reflector.Options.Lister.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
 under ` + "`lister.Options.MaxPageBytes`" + ` (16 MiB), so large objects keep pages of 500.
 
 When several informers of one process start together (controllers with informer factories of their
 own), share one ` + "`listgate.New(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
 ` + "`reflector.Options.Lister.ListGate`" + `): their collection reads reach the apiserver one at a time, streaming
-lists included, and identical list requests are sent once. Measured with 8 informers on 244 MiB: one
-list instead of eight, 0.13x stock's apiserver allocations and 0.17x its CPU on v1.33.13; +1.5 GiB
-instead of +10.8 GiB of apiserver heap without the watch cache (docs/benchmarks.md, P5). Where the
+lists included, and identical list requests are sent once: informers that start together cost the
+apiserver about one list instead of one each (docs/benchmarks.md, P5). Where the
 server streams lists from its watch cache it only makes informers wait (more apiserver CPU, a slower sync). ` + "`steadywatch_list_gate_waits_total`" + `
 and ` + "`steadywatch_list_gate_shared_total`" + ` show what it did; ` + "`steadywatch_list_gate_overdue_total`" + ` counts
 reads that held a slot longer than the gate's hold bound (1 minute unless ` + "`listgate.WithMaxHold`" + ` says
@@ -195,11 +194,10 @@ otherwise: a list a proxy never answers), after which the next informer is let i
 
 kube-apiserver gzips lists above 128 KiB and, since 1.37, streaming lists (` + "`WatchListCompression`" + `,
 kubernetes/kubernetes#139308) for every client that accepts gzip, which Go's transport does unless
-` + "`rest.Config.DisableCompression`" + ` is set. On a fast network that is most of the work: a profile of 8
-informers streaming 244 MiB from a v1.37.2 apiserver spent 11.75 s of the 13.0 s serving them in gzip;
-with ` + "`DisableCompression`" + ` they synced in 8-10 s instead of 33-37 s at 0.24x the apiserver's CPU
-(docs/bench/notes.md, session 10). It costs wire bytes (1.3-1.7x for the bench's random text, more for
-real objects), so set it for clients on the apiserver's own network, as kube-scheduler and
+` + "`rest.Config.DisableCompression`" + ` is set. On a fast network gzip is most of the apiserver's work for
+a sync, and ` + "`DisableCompression`" + ` makes the sync faster at a fraction of the apiserver's CPU
+(docs/benchmarks.md, the no-compression rows). It costs wire bytes (more for real objects than for the
+bench's random text), so set it for clients on the apiserver's own network, as kube-scheduler and
 kube-controller-manager do (kubernetes/kubernetes#80919), not over slow or metered links.
 
 ## What does this reason code mean?
