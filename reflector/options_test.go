@@ -769,6 +769,28 @@ func (e *env) onReplace() {
 	}
 }
 
+// withCountList adds to the requests of a first sync made by a streaming
+// list the count list (limit=1) sent beside that stream, when it answered
+// after the sync: it belongs to the sync, only its timing varies.
+func withCountList(frozen, all []steadywatchtest.Request) []steadywatchtest.Request {
+	streamed := false
+	for _, q := range frozen {
+		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 {
+			return frozen // already in
+		}
+		streamed = streamed || (q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents)
+	}
+	if !streamed {
+		return frozen
+	}
+	for _, q := range all[len(frozen):] {
+		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 {
+			return append(slices.Clone(frozen), q)
+		}
+	}
+	return frozen
+}
+
 // trace is what a run observed: the requests and metrics (a reflector's up
 // to its first sync, later ones depend on timing), then the outcomes.
 func (e *env) trace() string {
@@ -777,6 +799,8 @@ func (e *env) trace() string {
 	e.mu.Unlock()
 	if e.replaces.Load() == 0 {
 		reqs = e.srv.Requests()
+	} else {
+		reqs = withCountList(reqs, e.srv.Requests())
 	}
 	var lines []string
 	for _, q := range reqs {
