@@ -83,12 +83,12 @@ chaos:
 
 ## soak: the model test (internal/modeltest) for longer: random histories of writes and faults against
 ## stock client-go, the drop-in informer and reflector.New (MODEL_HISTORIES, or MODEL_DURATION=30m;
-## MODEL_SEED=N replays a run, random by default).
+## MODEL_STREAM=N replays a run, random by default).
 MODEL_HISTORIES ?= 100000
-MODEL_SEED ?= random
+MODEL_STREAM ?= random
 .PHONY: soak
 soak:
-	MODEL_HISTORIES=$(MODEL_HISTORIES) MODEL_SEED=$(MODEL_SEED) MODEL_DURATION=$(MODEL_DURATION) \
+	MODEL_HISTORIES=$(MODEL_HISTORIES) MODEL_STREAM=$(MODEL_STREAM) MODEL_DURATION=$(MODEL_DURATION) \
 	  $(GO) test -count=1 -timeout 0 ./internal/modeltest -run 'TestModel$$' -v
 
 ## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS: servers; MATRIX_MIXED:

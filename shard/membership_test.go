@@ -183,8 +183,8 @@ func TestMembershipWaitsUntilNewSlicesAreReady(t *testing.T) {
 }
 
 func TestMembershipRandomJoinsAndLeavesNeverShareASlice(t *testing.T) {
-	for seed := range uint64(4) {
-		randomJoinsAndLeaves(t, rand.New(rand.NewPCG(12, seed)))
+	for stream := range uint64(4) {
+		randomJoinsAndLeaves(t, rand.New(rand.NewPCG(12, stream)))
 	}
 }
 

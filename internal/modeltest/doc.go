@@ -25,6 +25,6 @@
 //
 //	go test ./internal/modeltest -run TestModel -v
 //
-// and see model_test.go for the flags and environment variables (seed,
+// and see model_test.go for the flags and environment variables (random stream,
 // number of histories, duration) that replay or lengthen a run.
 package modeltest

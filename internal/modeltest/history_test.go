@@ -141,11 +141,11 @@ func parseFaults(spec string) (steadywatchtest.Faults, error) {
 // faultNames are the faults a history draws from (parseFaults).
 var faultNames = []string{"gone-watch", "gone-list", "empty", "stale", "dup", "lag", "replay", "cut"}
 
-// generate draws history number idx of a run with seed: the same pair
+// generate draws history number idx of the run whose random stream is stream: the same pair
 // always gives the same history.
-func generate(seed uint64, idx int) history {
-	r := rand.New(rand.NewPCG(seed, uint64(idx)))
-	h := history{name: fmt.Sprintf("seed %d history %d", seed, idx)}
+func generate(stream uint64, idx int) history {
+	r := rand.New(rand.NewPCG(stream, uint64(idx)))
+	h := history{name: fmt.Sprintf("stream %d history %d", stream, idx)}
 	if r.IntN(3) == 0 {
 		h.namespace = "a"
 	}

@@ -25,10 +25,10 @@ const (
 
 // Flags; each has an environment variable of the same meaning (the flag wins).
 var (
-	flagSeed      = flag.Uint64("model.seed", 0, "seed of the histories (env MODEL_SEED; default 1; \"random\" in the env picks one)")
+	flagStream    = flag.Uint64("model.stream", 0, "random stream of the histories (env MODEL_STREAM; default 1; \"random\" in the env picks one)")
 	flagHistories = flag.Int("model.histories", 0, "number of histories (env MODEL_HISTORIES; default 1000, 200 with -race)")
 	flagDuration  = flag.Duration("model.duration", 0, "run histories for this long instead of a number (env MODEL_DURATION)")
-	flagHistory   = flag.Int("model.history", -1, "play only this history of the seed (env MODEL_HISTORY)")
+	flagHistory   = flag.Int("model.history", -1, "play only this history of the stream (env MODEL_HISTORY)")
 	flagParallel  = flag.Int("model.parallel", 0, "histories played at once (env MODEL_PARALLEL; default 64)")
 	flagTrace     = flag.Bool("model.trace", false, "print every request and cache change (with -model.history)")
 	flagShrink    = flag.Duration("model.shrink", 0, "time spent shrinking, shared by the failures (env MODEL_SHRINK; default 2m)")
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 type config struct {
-	seed      uint64
+	stream    uint64
 	histories int
 	duration  time.Duration
 	only      int
@@ -50,20 +50,20 @@ type config struct {
 }
 
 func readConfig(t *testing.T) config {
-	c := config{seed: *flagSeed, histories: *flagHistories, duration: *flagDuration, only: *flagHistory, parallel: *flagParallel, shrink: *flagShrink}
+	c := config{stream: *flagStream, histories: *flagHistories, duration: *flagDuration, only: *flagHistory, parallel: *flagParallel, shrink: *flagShrink}
 	env := func(name string) string { return os.Getenv(name) }
-	if c.seed == 0 {
-		switch s := env("MODEL_SEED"); s {
+	if c.stream == 0 {
+		switch s := env("MODEL_STREAM"); s {
 		case "":
-			c.seed = 1
+			c.stream = 1
 		case "random":
-			c.seed = uint64(time.Now().UnixNano())
+			c.stream = uint64(time.Now().UnixNano())
 		default:
 			n, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				t.Fatalf("MODEL_SEED=%q: %v", s, err)
+				t.Fatalf("MODEL_STREAM=%q: %v", s, err)
 			}
-			c.seed = n
+			c.stream = n
 		}
 	}
 	atoi := func(name string, into *int) {
@@ -167,8 +167,8 @@ func (s *summary) add(idx int, h history, res result) {
 // violation of steadywatch's clients, printing each one's minimal history.
 // Stock client-go's violations are reported beside them.
 //
-// Replay one history: go test ./internal/modeltest -run TestModel -model.seed=S -model.history=N -v
-// Soak: MODEL_HISTORIES=100000 (or MODEL_DURATION=30m) MODEL_SEED=random (make soak).
+// Replay one history: go test ./internal/modeltest -run TestModel -model.stream=S -model.history=N -v
+// Soak: MODEL_HISTORIES=100000 (or MODEL_DURATION=30m) MODEL_STREAM=random (make soak).
 func TestModel(t *testing.T) {
 	cfg := readConfig(t)
 	s := &summary{failing: map[string]map[string]int{}, first: map[string]firstFailure{}, requests: map[string]int{}, converge: map[string][]time.Duration{}}
@@ -203,14 +203,14 @@ func TestModel(t *testing.T) {
 				if !ok {
 					return
 				}
-				h := generate(cfg.seed, idx)
+				h := generate(cfg.stream, idx)
 				s.add(idx, h, play(h, allClients, nil))
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	t.Logf("seed %d: %d histories in %v (%d at once)", cfg.seed, s.histories, elapsed.Round(time.Millisecond), cfg.parallel)
+	t.Logf("stream %d: %d histories in %v (%d at once)", cfg.stream, s.histories, elapsed.Round(time.Millisecond), cfg.parallel)
 	t.Log(s.report())
 
 	var keys []string
@@ -235,8 +235,8 @@ func TestModel(t *testing.T) {
 			continue
 		}
 		small := shrink(f.h, f.v, cfg.shrink/time.Duration(ours))
-		t.Errorf("%s: %s (%d of %d histories), first in %s: %s\nminimal history (for regression_test.go):\n%#v\nreplay: go test ./internal/modeltest -run TestModel -model.seed=%d -model.history=%d -v",
-			f.v.client, f.v.kind, s.failing[f.v.client][f.v.kind], s.histories, f.h.name, f.v, small, cfg.seed, f.idx)
+		t.Errorf("%s: %s (%d of %d histories), first in %s: %s\nminimal history (for regression_test.go):\n%#v\nreplay: go test ./internal/modeltest -run TestModel -model.stream=%d -model.history=%d -v",
+			f.v.client, f.v.kind, s.failing[f.v.client][f.v.kind], s.histories, f.h.name, f.v, small, cfg.stream, f.idx)
 	}
 }
 

@@ -23,7 +23,7 @@ var regressions = []history{
 	{
 		// The same, shrunk by TestModel: b deleted, then a watch from the
 		// deletion's resourceVersion re-delivers its ADDED.
-		name: "seed 1 history 74, shrunk: dropin reappeared", namespace: "", selector: "",
+		name: "stream 1 history 74, shrunk: dropin reappeared", namespace: "", selector: "",
 		steps: []step{
 			set("a", "y", "blue"), del("a", "y"), faults("replay=3"), cut(),
 			wait(),
@@ -33,7 +33,7 @@ var regressions = []history{
 		// Re-delivered older events on every watch: reflector.New relists
 		// and watches again without a delay (the stale events counted as
 		// progress), thousands of requests a second.
-		name: "seed 1 history 222, shrunk: reflector hot-loop", namespace: "", selector: "",
+		name: "stream 1 history 222, shrunk: reflector hot-loop", namespace: "", selector: "",
 		steps: []step{
 			set("a", "y", "blue"), compact(), faults("replay=3,stale"), cut(),
 			set("a", "y", "green"), wait(),
@@ -42,7 +42,7 @@ var regressions = []history{
 	{
 		// reflector.New with Options.Lister.LabelSelector: an object
 		// outside the selector arrives on the watch.
-		name: "seed 1 history 0, shrunk: reflector outside-selector", namespace: "", selector: "tier=blue",
+		name: "stream 1 history 0, shrunk: reflector outside-selector", namespace: "", selector: "tier=blue",
 		steps: []step{
 			del("a", "x"), set("a", "x", "green"), advance(1),
 		},
@@ -59,7 +59,7 @@ var regressions = []history{
 		},
 	},
 	{
-		name: "seed 1 history 61, shrunk: reflector requests", namespace: "", selector: "",
+		name: "stream 1 history 61, shrunk: reflector requests", namespace: "", selector: "",
 		steps: []step{
 			set("b", "x", "blue"), cut(), faults("gone-watch,replay=2"), wait(),
 		},
@@ -68,7 +68,7 @@ var regressions = []history{
 		// A re-delivered older event, then a 410 on the relist: the relist
 		// waits a backoff delay, and its 410 is followed by one MostRecent
 		// list (no limit=1 read and retry at a newer resourceVersion).
-		name: "seed 1 history 2, shrunk: reflector requests", namespace: "", selector: "",
+		name: "stream 1 history 2, shrunk: reflector requests", namespace: "", selector: "",
 		steps: []step{
 			set("a", "y", "blue"), faults("replay=1,gone-list"), cut(), wait(),
 		},
