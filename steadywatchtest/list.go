@@ -51,7 +51,7 @@ func serve[T runtime.Object, R any](ctx context.Context, s *Server[T], verb, ns 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	req := Request{Verb: verb, Namespace: ns, Options: o, Served: ServedRejected}
+	req := Request{Verb: verb, Namespace: ns, Options: o, Served: ServedRejected, Faulted: s.faults != Faults{}}
 	r, err := fn(&req)
 	req.answer(err)
 	s.log = append(s.log, req)

@@ -47,6 +47,9 @@ type Request struct {
 	Continue string
 	// Err is the error returned, if any.
 	Err error
+	// Faulted: the server held faults (SetFaults) when the request arrived,
+	// so its answer may be one of them.
+	Faulted bool
 }
 
 func (r *Request) answer(err error) {

@@ -3,6 +3,7 @@ package modeltest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -62,6 +63,16 @@ const (
 	// immediate, as client-go's), so the few seconds a generated history
 	// holds its faults (maxFaultWindows) fit at most 4: 2 + 4 x 2.
 	reflectorRequestSlack = 10
+	// faultedRequestCost: the slack grows by this much for every request of
+	// a client that a fault spoiled (see spoiled), beyond the number of
+	// stock's. Fault windows are steps of the history, not of a
+	// client's requests, so which requests a window spoils depends on each
+	// client's timing (under load a drop-in streaming list can meet
+	// IgnoreSendInitialEvents where stock's met none, and its fallback list
+	// GoneOnLists). A spoiled request costs at most two more: the read of
+	// the current resourceVersion and the retried request. The hot-loop
+	// bound below stays absolute.
+	faultedRequestCost = 2
 	// hotLoopBase and hotLoopPerSecond bound any client's requests in a
 	// history absolutely, stock client-go's too: a client that backs off
 	// (800ms doubling, client-go's and reflector.New's default) stays far
@@ -190,8 +201,15 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 	r.waitUntil(func() bool { return r.convergedAll(ours, healed, res.converge) }, bound)
 	res.window = time.Since(r.started)
 	res.requests = map[string]int{}
+	faulted := map[string]int{}
 	for _, c := range clients {
-		res.requests[c] = len(r.servers[c].Requests())
+		reqs := r.servers[c].Requests()
+		res.requests[c] = len(reqs)
+		for _, q := range reqs {
+			if spoiled(q) {
+				faulted[c]++
+			}
+		}
 	}
 	if slices.Contains(clients, clientStock) {
 		r.waitUntil(func() bool { return r.convergedAll([]string{clientStock}, healed, res.converge) }, time.Since(healed)+stockGrace)
@@ -216,14 +234,28 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 		if c == clientReflector {
 			slack = reflectorRequestSlack
 		}
+		if extra := faulted[c] - faulted[clientStock]; extra > 0 {
+			slack += faultedRequestCost * extra
+		}
 		if c != clientStock && slices.Contains(clients, clientStock) && res.requests[c] > res.requests[clientStock]+slack {
 			res.violations = append(res.violations, violation{client: c, kind: kindRequests, step: -1,
-				detail: fmt.Sprintf("%d requests, stock %d (slack %d) in %v: %s; stock: %s", res.requests[c], res.requests[clientStock], slack,
+				detail: fmt.Sprintf("%d requests, stock %d (slack %d; faulted answers %d, stock %d) in %v: %s; stock: %s", res.requests[c], res.requests[clientStock], slack, faulted[c], faulted[clientStock],
 					res.window.Round(time.Millisecond), head(trace(r.servers[c].Requests()), 600), head(trace(r.servers[clientStock].Requests()), 300))})
 		}
 		res.violations = append(res.violations, r.checks[c].found()...)
 	}
 	return res
+}
+
+// spoiled reports whether a fault visibly changed a request's answer: an
+// error, or a streaming list served as a plain watch. Requests a fault
+// answered with 200 as asked (a watch closed early, a dropped bookmark) are
+// not counted: a client that repeats them must stay within stock's count.
+func spoiled(q steadywatchtest.Request) bool {
+	if !q.Faulted {
+		return false
+	}
+	return q.Code != http.StatusOK || (q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents && q.Served != steadywatchtest.ServedStreamingList)
 }
 
 func (r *run) notify() {
