@@ -34,9 +34,15 @@
 //     -count), on the -p5-servers (default all), with -p5-contenders;
 //     -p5-ballast-mib adds other ConfigMaps the apiserver holds (not listed).
 //   - P2 and P3 (first server only), before the scaling-only sizes and P5.
+//   - P6, relist memory (first server only, after P3; p6.go): each typed
+//     adoption path beside stock syncs through a fault proxy, then for
+//     -p6-window every plain watch gets 410 while it holds its cache; peak
+//     heap of the initial sync and of the window, at -p6-objects, with
+//     streaming lists refused and/or served (-p6-streaming). -only p6 alone
+//     (make bench-relist) adds its section to the existing benchmarks.md.
 //
 // Objects are created by a pool of 16 workers (no client-side QPS limit),
-// with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,
+// with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,p6,
 // scaling); -count repetitions run interleaved (ABAB...).
 //
 // It writes <out>/benchmarks.md, <out>/bench/results-<size>.json and the
