@@ -123,6 +123,11 @@ BENCH_SIZE ?= small
 bench:
 	cd e2e && $(GO) run ./bench -size $(BENCH_SIZE) -out ../docs
 
+## bench-relist: only P6 (relist memory: peak heap while every watch gets 410, steadywatch's adoption paths vs stock); adds its section to docs/benchmarks.md (BENCH_SIZE=full: 10k and 50k, streaming lists off and on, 3 repetitions).
+.PHONY: bench-relist
+bench-relist:
+	cd e2e && $(GO) run ./bench -only p6 -size $(BENCH_SIZE) -out ../docs
+
 ## clean-cache: remove built apiservers (the next build is cold).
 clean-cache:
 	rm -rf e2e/.cache

@@ -83,7 +83,7 @@ type recoveryResult struct {
 func runChild(args []string) error {
 	fs := flag.NewFlagSet("child", flag.ContinueOnError)
 	var f childFlags
-	fs.StringVar(&f.mode, "mode", "", "sync, decode or recover")
+	fs.StringVar(&f.mode, "mode", "", "sync, decode, recover or relist")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the server (or proxy)")
 	fs.StringVar(&f.contender, "contender", "", "contender name")
 	fs.StringVar(&f.namespace, "namespace", "", "namespace of the ConfigMaps")
@@ -117,6 +117,8 @@ func runChild(args []string) error {
 		return out.Encode(r)
 	case "recover":
 		return childRecover(ctx, cfg, f, out)
+	case "relist":
+		return childRelist(ctx, cfg, f, out)
 	}
 	return fmt.Errorf("unknown child mode %q", f.mode)
 }

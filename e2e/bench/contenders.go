@@ -62,6 +62,9 @@ type contender struct {
 	// NoCount: lister.Options.DisableInitialEventsCount (no limit=1 read
 	// beside each streaming list) for Kind sw-informer.
 	NoCount bool `json:"no_count,omitempty"`
+	// Relist: an adoption path run in P6 only (relist memory), not in
+	// P1's default set.
+	Relist bool `json:"relist,omitempty"`
 }
 
 // forProcess returns c with what the caches of one process share: its
@@ -132,6 +135,11 @@ var contenders = []contender{
 		Desc: "lever: sw-reflector with one listgate.Gate of 2 slots shared by the process's reflectors"},
 	{Name: "sw-reflector-paged-gate1", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, ListGate: 1, P5Lever: true,
 		Desc: "lever: sw-reflector-gate1 with DisableStreamingList and PaginateLists (one shared MostRecent list, page by page, pages within MaxPageBytes)"},
+	// P6 (relist memory): the adoption paths P1 does not run (p6.go).
+	{Name: "sw-dropin-listwatch", Kind: "sw-dropin", Ours: true, Relist: true,
+		Desc: "steadywatch drop-in: reflector.NewSharedIndexInformerWithOptions over a typed cache.ListWatch (cs.CoreV1().ConfigMaps(ns) List/Watch), what controller-runtime's NewInformer hook (reflector.NewInformerFunc) and lister.Wrap receive; same clientset defaults"},
+	{Name: "sw-reflector-funcs", Kind: "sw-reflector-funcs", Ours: true, Relist: true,
+		Desc: "steadywatch reflector.New(lister.FromFuncs(cms.List, cms.Watch)) into an Indexer, compat Detector (lists decoded whole by the typed client); same clientset defaults"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.
 	{Name: "stock-cr", Kind: "informer", CR: true,
 		Desc: "client-go v0.37.2 dynamicinformer.NewFilteredDynamicSharedInformerFactory for the CR (JSON), WatchListClient on (streaming list)"},
@@ -154,7 +162,7 @@ var crGVR = schema.GroupVersionResource{Group: "bench.steadywatch.dev", Version:
 
 // p1Default are the P1 contenders of a kind (cr: custom resources).
 func p1Default(cr bool) []string {
-	return contenderNames(func(c contender) bool { return c.CR == cr && !c.P5Lever })
+	return contenderNames(func(c contender) bool { return c.CR == cr && !c.P5Lever && !c.Relist })
 }
 
 // p1Core is the smaller P1 set run on every server after the first.
@@ -306,6 +314,8 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		in.synced = r.HasSynced
 		in.size = func() int { return len(idx.ListKeys()) }
 		in.state = reflectorState(r)
+	case "sw-dropin", "sw-reflector-funcs":
+		return c.startRelistPath(ctx, cs, server, ns, in, handler)
 	default:
 		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
 	}

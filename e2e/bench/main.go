@@ -34,9 +34,15 @@
 //     -count), on the -p5-servers (default all), with -p5-contenders;
 //     -p5-ballast-mib adds other ConfigMaps the apiserver holds (not listed).
 //   - P2 and P3 (first server only), before the scaling-only sizes and P5.
+//   - P6, relist memory (first server only, after P3; p6.go): each typed
+//     adoption path beside stock syncs through a fault proxy, then for
+//     -p6-window every plain watch gets 410 while it holds its cache; peak
+//     heap of the initial sync and of the window, at -p6-objects, with
+//     streaming lists refused and/or served (-p6-streaming). -only p6 alone
+//     (make bench-relist) adds its section to the existing benchmarks.md.
 //
 // Objects are created by a pool of 16 workers (no client-side QPS limit),
-// with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,
+// with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,p6,
 // scaling); -count repetitions run interleaved (ABAB...).
 //
 // It writes <out>/benchmarks.md, <out>/bench/results-<size>.json and the
@@ -93,6 +99,13 @@ type config struct {
 	p5PprofSecs  int
 	p5Contenders []string
 	p5Servers    []string // -servers entries P5 runs on; nil = all
+	// P6 (p6.go): object counts, streaming lists off (false) and/or on
+	// (true), repetitions, the relist window, contenders.
+	p6Objects    []int
+	p6Streaming  []bool
+	p6Count      int
+	p6Window     time.Duration
+	p6Contenders []string
 }
 
 func main() {
@@ -108,7 +121,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "../docs", "directory for benchmarks.md; JSON and PNGs go to <out>/bench")
 	flag.StringVar(&c.root, "root", "..", "the SDK module root (for P4's go test -bench)")
 	flag.IntVar(&c.count, "count", 5, "repetitions per contender (interleaved)")
-	flag.StringVar(&c.only, "only", "p1,p2,p3,p4,p5,scaling", "comma-separated subset of p1,p2,p3,p4,p5,scaling")
+	flag.StringVar(&c.only, "only", "p1,p2,p3,p4,p5,p6,scaling", "comma-separated subset of p1,p2,p3,p4,p5,p6,scaling (-only p6 alone adds its section to the existing benchmarks.md)")
 	flag.IntVar(&c.herd, "herd", 50, "informers per contender in P3")
 	flag.StringVar(&c.profile, "profile", "", "P1: write a CPU profile of each contender's first repetition into this directory (perturbs that repetition)")
 	flag.StringVar(&c.benchtime, "benchtime", "1s", "P4 -benchtime")
@@ -134,6 +147,11 @@ func main() {
 	flag.IntVar(&c.p5PprofSecs, "p5-pprof-seconds", 45, "P5: length of each apiserver CPU profile (-p5-pprof); longer than the slowest run, or the profile misses its end")
 	flag.IntVar(&c.p5BallastMiB, "p5-ballast-mib", 0, "P5: MiB of other ConfigMaps (namespace p5-ballast, -p5-size-kb each) the apiserver also holds, "+
 		"as a real cluster's apiserver holds other data: its garbage collector's headroom grows with its live heap (etcd's 2 GiB quota bounds P5 data plus ballast)")
+	p6Objects := flag.String("p6-objects", "", "P6 (relist memory): comma-separated ConfigMap counts (default: 10000 small, 10000,50000 full)")
+	p6Streaming := flag.String("p6-streaming", "", "P6: streaming lists off (the proxy refuses them with 422) and/or on: off, on or off,on (default: off small, off,on full)")
+	flag.IntVar(&c.p6Count, "p6-count", 0, "P6: repetitions per contender (default: 1 small, 3 full)")
+	flag.DurationVar(&c.p6Window, "p6-window", 10*time.Second, "P6: how long every plain watch is answered 410 while each client holds its cache")
+	p6c := flag.String("p6-contenders", strings.Join(p6Contenders, ","), "P6 contenders (comma-separated)")
 	unthrottled := flag.Bool("unthrottled", false, "contenders' clients without client-side rate limit (default: client-go's QPS 5, burst 10, what a user who sets nothing gets)")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
@@ -148,12 +166,14 @@ func main() {
 		return
 	}
 	defServers, defScaling := "v1.37.2", "1000,10000"
+	defP6Objects, defP6Streaming, defP6Count := "10000", "off", 1
 	switch c.size {
 	case "small":
 		c.p1Sizes, c.p2Size, c.herdObjs = []int{10000}, 10000, 1000
 	case "full":
 		c.p1Sizes, c.p2Size, c.herdObjs = []int{10000, 50000}, 10000, 5000
 		defServers, defScaling = "v1.37.2,v1.37.2/nocache,v1.33.13,v1.18.19", "1000,10000,50000,100000"
+		defP6Objects, defP6Streaming, defP6Count = "10000,50000", "off,on", 3
 	default:
 		fmt.Fprintln(os.Stderr, "bench: -size must be small or full")
 		os.Exit(2)
@@ -234,6 +254,10 @@ func main() {
 	if c.p5Count <= 0 {
 		c.p5Count = c.count
 	}
+	if err := c.p6Flags(*p6Objects, defP6Objects, *p6Streaming, defP6Streaming, defP6Count, *p6c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if *objects > 0 {
 		c.p1Sizes, c.p2Size, c.crObjects = []int{*objects}, *objects, *objects
 	}
@@ -287,11 +311,15 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("P4: %w", err)
 		}
 	}
-	if !c.want("p1") && !c.want("p2") && !c.want("p3") && !c.want("p5") && !c.want("scaling") {
+	if !c.want("p1") && !c.want("p2") && !c.want("p3") && !c.want("p5") && !c.want("p6") && !c.want("scaling") {
 		return finish(rep, c, start)
 	}
+	servers := c.servers
+	if !c.want("p1") && !c.want("p5") {
+		servers = servers[:1] // P2, P3, P6 and scaling run on the first server only
+	}
 	var versions []string
-	for i, sp := range c.servers {
+	for i, sp := range servers {
 		if err := runServer(ctx, c, rep, i, sp); err != nil {
 			return fmt.Errorf("server %s: %w", sp.Spec, err)
 		}
@@ -363,6 +391,13 @@ func runServer(ctx context.Context, c config, rep *report, i int, sp serverSpec)
 			return fmt.Errorf("P3: %w", err)
 		}
 		rep.P3.Server = sp.Spec
+	}
+	if i == 0 && c.want("p6") {
+		p, err := b.runP6(ctx)
+		if err != nil {
+			return fmt.Errorf("P6: %w", err)
+		}
+		rep.P6 = append(rep.P6, p...)
 	}
 	if i == 0 && c.want("scaling") {
 		for _, n := range c.scaling {

@@ -171,6 +171,9 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string) stri
 	if len(r.P5) > 0 {
 		r.p5Section(w, charts)
 	}
+	if len(r.P6) > 0 {
+		w("%s", r.p6Section(jsonName))
+	}
 	if r.P2 != nil {
 		r.p2Section(w)
 	}

@@ -24,6 +24,7 @@ type report struct {
 	P3      *recoveryReport `json:"p3,omitempty"`
 	P4      *p4Report       `json:"p4,omitempty"`
 	P5      []*p5Report     `json:"p5,omitempty"`
+	P6      []*p6Report     `json:"p6,omitempty"`
 	// Servers: each -servers entry in the order run, with the apiserver's
 	// real version ("" in results from before -servers).
 	Servers []serverRun `json:"servers,omitempty"`
@@ -137,6 +138,9 @@ func median(xs []float64) float64 {
 }
 
 func (r *report) write(out string) error {
+	if r.p6Only() {
+		return r.writeP6Only(out)
+	}
 	dir := filepath.Join(out, "bench")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -1,0 +1,703 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// P6: relist memory. A client that relists holds its cache and the new
+// list at once; running out of memory during relists is among the most
+// reported informer failures (kubernetes/client-go#1224,
+// kubernetes-sigs/aws-load-balancer-controller#3919). Each contender syncs
+// a cache of ConfigMaps through a fault proxy; then, for a fixed window, the
+// proxy answers every plain watch with 410 Expired (as a watch ERROR event,
+// as the watch cache does for a resourceVersion it no longer holds) and
+// ends the open watches, so the client relists again and again while it
+// holds its cache. With streaming lists off the proxy refuses every
+// streaming list with the 422 of a server whose WatchList gate is off (for
+// the whole run, the initial sync included); with them on it also ends each
+// streaming list right after its initial-events-end bookmark during the
+// window (otherwise the stream stays open as the watch and nothing is
+// relisted). The child samples its heap every millisecond during the
+// initial sync and during the window.
+
+// p6Contenders: stock client-go and every adoption path of steadywatch
+// over a typed clientset (the dynamic and metadata shapes are P1's CR
+// contenders, on custom resources).
+var p6Contenders = []string{"stock", "sw-informer", "sw-reflector", "sw-dropin-listwatch", "sw-reflector-funcs"}
+
+// p6Labels name the adoption paths as the README does.
+var p6Labels = map[string]string{
+	"stock":               "stock client-go informer (`SharedInformerFactory`)",
+	"sw-informer":         "`FactoryInformer`",
+	"sw-reflector":        "`reflector.New` over `lister.FromClientset`",
+	"sw-dropin-listwatch": "drop-in informer over a typed `cache.ListWatch` (what controller-runtime's `NewInformer` hook and `lister.Wrap` receive)",
+	"sw-reflector-funcs":  "`reflector.New` over `lister.FromFuncs`",
+}
+
+// p6Phase is what one child measured in one phase (the initial sync or the
+// relist window).
+type p6Phase struct {
+	Ms float64 `json:"ms"`
+	// PeakHeap: peak of /memory/classes/heap/objects:bytes (live objects
+	// plus garbage not yet swept; MemStats.HeapAlloc), sampled every
+	// millisecond. PeakLive: peak of /gc/heap/live:bytes (the heap the last
+	// completed GC cycle marked live: no garbage). BaseHeap: heap objects
+	// right after the forced GC that starts the phase.
+	PeakHeap   uint64          `json:"peak_heap_bytes"`
+	PeakLive   uint64          `json:"peak_live_bytes"`
+	BaseHeap   uint64          `json:"base_heap_bytes"`
+	GCCycles   uint64          `json:"gc_cycles"`
+	Objects    int             `json:"objects"` // cache size at the phase's end
+	Relists    int             `json:"relists"` // lists and streaming lists answered 200 (first pages, no limit=1 count reads)
+	WireIn     int64           `json:"wire_in_bytes"`
+	Requests   map[string]int  `json:"requests"`
+	RequestLog []requestRecord `json:"request_log,omitempty"`
+}
+
+func (p p6Phase) requests() int {
+	n := 0
+	for _, v := range p.Requests {
+		n += v
+	}
+	return n
+}
+
+type p6Result struct {
+	Contender string  `json:"contender"`
+	Initial   p6Phase `json:"initial"`
+	Window    p6Phase `json:"window"`
+}
+
+type p6Run struct {
+	Rep    int       `json:"rep"`
+	Result *p6Result `json:"result"`
+	// Faults: what the proxy did during the window, by kind, with counts.
+	Faults map[string]int `json:"faults,omitempty"`
+}
+
+type p6Report struct {
+	Server     string             `json:"server"`
+	Version    string             `json:"version"`
+	Objects    int                `json:"objects"`
+	Namespace  string             `json:"namespace"`
+	Streaming  bool               `json:"streaming"`
+	WindowS    float64            `json:"window_s"`
+	Count      int                `json:"count"`
+	Contenders []string           `json:"contenders"`
+	Runs       map[string][]p6Run `json:"runs"`
+	Failures   map[string]string  `json:"failures,omitempty"`
+}
+
+// p6Timeout bounds one P6 child (initial sync of 50k objects on a loaded
+// machine, the window, and the report).
+const p6Timeout = 5 * time.Minute
+
+func (b *bench) runP6(ctx context.Context) ([]*p6Report, error) {
+	var out []*p6Report
+	for _, n := range b.c.p6Objects {
+		ns := "p1-" + strconv.Itoa(n) // P1's objects, created once
+		if err := b.populate(ctx, ns, n); err != nil {
+			return nil, err
+		}
+		for _, streaming := range b.c.p6Streaming {
+			rep, err := b.runP6Mode(ctx, ns, n, streaming)
+			if err != nil {
+				return nil, fmt.Errorf("%d objects, streaming lists %s: %w", n, p6OnOff(streaming), err)
+			}
+			out = append(out, rep)
+		}
+	}
+	return out, nil
+}
+
+func (b *bench) runP6Mode(ctx context.Context, ns string, n int, streaming bool) (*p6Report, error) {
+	proxy, pcfg, err := b.cluster.NewProxy(ctx, b.cluster.APIServers()[0])
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.Close()
+	kc, err := b.writeKubeconfig(pcfg, "bench-p6-proxy.kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+	if !streaming {
+		// A server with the WatchList gate off (1.27+), for the whole run.
+		proxy.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Query: map[string]string{"sendInitialEvents": "true"},
+			Status: 422, Message: faults.SendInitialEventsForbiddenMessage})
+	}
+	rep := &p6Report{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, Namespace: ns, Streaming: streaming,
+		WindowS: b.c.p6Window.Seconds(), Count: b.c.p6Count, Contenders: b.c.p6Contenders, Runs: map[string][]p6Run{}, Failures: map[string]string{}}
+	for r := 0; r < b.c.p6Count; r++ {
+		seq := slices.Clone(b.c.p6Contenders)
+		if r%2 == 1 {
+			slices.Reverse(seq) // ABAB...BABA: no contender always runs first
+		}
+		logf("P6 %d objects, streaming lists %s: repetition %d/%d", n, p6OnOff(streaming), r+1, b.c.p6Count)
+		for _, name := range seq {
+			if _, failed := rep.Failures[name]; failed {
+				continue
+			}
+			run, err := b.p6Once(ctx, proxy, kc, ns, n, name, r, streaming)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				rep.Failures[name] = fmt.Sprintf("repetition %d: %v", r+1, err)
+				logf("  %-20s FAILED: %v", name, err)
+				continue
+			}
+			rep.Runs[name] = append(rep.Runs[name], *run)
+			res := run.Result
+			logf("  %-20s initial sync %6.0f ms, peak heap %6.1f MiB; %g s of relists: peak heap %6.1f MiB (marked live %6.1f), %d relists, requests %v; proxy %v",
+				name, res.Initial.Ms, mib(res.Initial.PeakHeap), rep.WindowS, mib(res.Window.PeakHeap), mib(res.Window.PeakLive),
+				res.Window.Relists, res.Window.Requests, run.Faults)
+		}
+	}
+	return rep, nil
+}
+
+// p6Event is a child's progress line ("synced", "armed").
+type p6Event struct {
+	Event string `json:"event"`
+}
+
+func (b *bench) p6Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, n int, name string, r int, streaming bool) (*p6Run, error) {
+	c, _ := contenderByName(name)
+	ctx, cancel := context.WithTimeout(ctx, p6Timeout)
+	defer cancel()
+	proxy.ResetRequests()
+	ch, err := b.spawn(ctx, c.Env, "-mode", "relist", "-kubeconfig", kc, "-contender", name, "-namespace", ns,
+		"-expect", strconv.Itoa(n), "-timeout", p6Timeout.String())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = ch.cmd.Process.Kill() }() // on an error path; a no-op once it exited
+	var ev p6Event
+	if err := ch.next(ctx, &ev); err != nil {
+		return nil, err
+	}
+	if ev.Event != "synced" {
+		return nil, fmt.Errorf("child said %q, want synced", ev.Event)
+	}
+	// HasSynced can be true before the watch that follows a list is open;
+	// ending watches then would end nothing. Wait for it on the proxy.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	err = pollUntil(wctx, 5*time.Millisecond, func() bool {
+		for _, q := range proxy.Requests() {
+			if q.Verb == "watch" && q.Resource == "configmaps" && q.Status == 200 && q.Fault == "" && !q.Done {
+				return true
+			}
+		}
+		return false
+	})
+	wcancel()
+	if err != nil {
+		return nil, fmt.Errorf("no watch open after sync: %w", err)
+	}
+	proxy.ResetRequests()
+	if err := ch.send("go"); err != nil {
+		return nil, err
+	}
+	if err := ch.next(ctx, &ev); err != nil {
+		return nil, err
+	}
+	if ev.Event != "armed" {
+		return nil, fmt.Errorf("child said %q, want armed", ev.Event)
+	}
+	rule := proxy.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true,
+		Message: "too old resource version (injected by bench)", Match: func(q url.Values) bool { return q.Get("sendInitialEvents") != "true" }})
+	if streaming {
+		proxy.SetStreamFaults(faults.StreamFaults{CloseAfterInitialEventsEnd: true})
+	}
+	proxy.EndWatches()
+	// The window is the measurement's length, not a synchronisation.
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(b.c.p6Window):
+	}
+	if err := ch.send("end"); err != nil {
+		return nil, err
+	}
+	var res p6Result
+	err = ch.next(ctx, &res)
+	proxy.Remove(rule)
+	proxy.SetStreamFaults(faults.StreamFaults{})
+	if err != nil {
+		return nil, err
+	}
+	if err := ch.wait(); err != nil {
+		return nil, err
+	}
+	fired := map[string]int{}
+	for _, q := range proxy.Requests() {
+		for _, f := range strings.Split(q.Fault, "; ") {
+			if f == "" {
+				continue
+			}
+			if _, rest, ok := strings.Cut(f, ": "); ok && strings.HasPrefix(f, "rule ") {
+				f = rest // "rule 3: 410 Expired" -> "410 Expired"
+			}
+			fired[q.Verb+" "+f]++
+		}
+	}
+	if len(fired) == 0 {
+		return nil, errNoFault
+	}
+	if res.Window.Relists == 0 {
+		return nil, fmt.Errorf("no relist in the %s window (requests %v)", b.c.p6Window, res.Window.Requests)
+	}
+	if r > 0 {
+		res.Initial.RequestLog, res.Window.RequestLog = nil, nil
+	}
+	return &p6Run{Rep: r, Result: &res, Faults: fired}, nil
+}
+
+// childRelist (mode relist) syncs one cache, reports "synced", and on "go"
+// starts measuring the relist window, which the parent ends with "end".
+func childRelist(ctx context.Context, cfg *rest.Config, f childFlags, out *json.Encoder) error {
+	c, err := contenderByName(f.contender)
+	if err != nil {
+		return err
+	}
+	lines := stdinLines()
+	nc := newNetCounter()
+	ccfg := nc.instrument(c.clientConfig(cfg))
+	cs, err := kubernetes.NewForConfig(ccfg)
+	if err != nil {
+		return err
+	}
+	var server compat.Server
+	if c.Ours {
+		if server, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(ccfg); err != nil {
+			return err
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ph := startPhase()
+	in, err := c.forProcess().start(runCtx, ccfg, cs, server, f.namespace)
+	if err != nil {
+		return err
+	}
+	if err := pollUntil(ctx, 200*time.Microsecond, in.synced); err != nil {
+		return fmt.Errorf("%s: not synced after %s (%s): %w", c.Name, time.Since(ph.begin).Round(time.Second), in.state(), err)
+	}
+	initial := ph.end(nc, in)
+	if f.expect > 0 && initial.Objects != f.expect {
+		return fmt.Errorf("%s: synced with %d objects, want %d", c.Name, initial.Objects, f.expect)
+	}
+	if err := out.Encode(p6Event{Event: "synced"}); err != nil {
+		return err
+	}
+	if err := expectLine(ctx, lines, "go"); err != nil {
+		return err
+	}
+	nc.reset()
+	ph = startPhase()
+	if err := out.Encode(p6Event{Event: "armed"}); err != nil {
+		return err
+	}
+	if err := expectLine(ctx, lines, "end"); err != nil {
+		return err
+	}
+	window := ph.end(nc, in)
+	stop()
+	return out.Encode(&p6Result{Contender: c.Name, Initial: initial, Window: window})
+}
+
+// stdinLines reads stdin line by line (one reader for the child's life).
+func stdinLines() <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			ch <- strings.TrimSpace(sc.Text())
+		}
+	}()
+	return ch
+}
+
+func expectLine(ctx context.Context, lines <-chan string, want string) error {
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			return fmt.Errorf("stdin closed, want %q", want)
+		}
+		if l != want {
+			return fmt.Errorf("got %q on stdin, want %q", l, want)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// phase measures one P6 phase: a forced GC first (so what the previous
+// phase left as garbage does not count), then the heap sampled every
+// millisecond until end.
+type phase struct {
+	begin time.Time
+	base  uint64
+	gc0   uint64
+	s     *liveSampler
+}
+
+func startPhase() *phase {
+	base := retainedHeap()
+	return &phase{begin: time.Now(), base: base, gc0: gcCycles(), s: startLiveSampler(time.Millisecond)}
+}
+
+func (p *phase) end(nc *netCounter, in *instance) p6Phase {
+	took := time.Since(p.begin)
+	heap, live := p.s.finish()
+	wi, _, _, reqs := nc.snapshot()
+	return p6Phase{Ms: ms(took), PeakHeap: heap, PeakLive: live, BaseHeap: p.base, GCCycles: gcCycles() - p.gc0,
+		Objects: in.size(), Relists: countRelists(reqs), WireIn: wi, Requests: classifyRequests(reqs), RequestLog: reqs}
+}
+
+// countRelists counts the lists a client started: lists (first pages: no
+// continue token) and streaming lists answered 200, without the limit=1
+// reads that count a collection beside a streaming list.
+func countRelists(reqs []requestRecord) int {
+	n := 0
+	for _, r := range reqs {
+		if r.Status != 200 {
+			continue
+		}
+		q, _ := url.ParseQuery(r.Query)
+		switch requestClass(r) {
+		case "list":
+			if q.Get("continue") == "" && q.Get("limit") != "1" {
+				n++
+			}
+		case "watch-list":
+			n++
+		}
+	}
+	return n
+}
+
+// liveSampler records the peaks of heap objects (live and not yet swept)
+// and of the heap the last GC cycle marked live.
+type liveSampler struct {
+	heap, live atomic.Uint64
+	stop, done chan struct{}
+}
+
+const heapLive = "/gc/heap/live:bytes"
+
+func startLiveSampler(interval time.Duration) *liveSampler {
+	s := &liveSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	buf := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
+	s.sample(buf)
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				s.sample(buf)
+			}
+		}
+	}()
+	return s
+}
+
+func (s *liveSampler) sample(buf []metrics.Sample) {
+	metrics.Read(buf)
+	if v := buf[0].Value.Uint64(); v > s.heap.Load() {
+		s.heap.Store(v)
+	}
+	if buf[1].Value.Kind() == metrics.KindUint64 {
+		if v := buf[1].Value.Uint64(); v > s.live.Load() {
+			s.live.Store(v)
+		}
+	}
+}
+
+func (s *liveSampler) finish() (heap, live uint64) {
+	close(s.stop)
+	<-s.done
+	s.sample([]metrics.Sample{{Name: heapObjects}, {Name: heapLive}})
+	return s.heap.Load(), s.live.Load()
+}
+
+// startRelistPath starts the adoption paths only P6 runs: the drop-in
+// informer over a typed cache.ListWatch and reflector.New over
+// lister.FromFuncs.
+func (c contender) startRelistPath(ctx context.Context, cs kubernetes.Interface, server compat.Server, ns string, in *instance, handler cache.ResourceEventHandlerFuncs) (*instance, error) {
+	cms := cs.CoreV1().ConfigMaps(ns)
+	lo := lister.Options{Server: server, ListGate: c.gate, DisableStreamingList: c.NoStream}
+	switch c.Kind {
+	case "sw-dropin":
+		// What controller-runtime hands its NewInformer hook: a
+		// cache.ListWatch over a typed client.
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return cms.Watch(ctx, o)
+			},
+		}
+		inf := reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
+			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		}, lo)
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+		go inf.Run(ctx.Done())
+		in.synced = inf.HasSynced
+		in.size = func() int { return len(inf.GetStore().ListKeys()) }
+		in.state = func() string { return "informer not synced" }
+	case "sw-reflector-funcs":
+		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		r := reflector.New(lister.FromFuncs(cms.List, cms.Watch), &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, reflector.Options{Lister: lo})
+		go r.Run(ctx)
+		in.synced = r.HasSynced
+		in.size = func() int { return len(idx.ListKeys()) }
+		in.state = reflectorState(r)
+	default:
+		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
+	}
+	return in, nil
+}
+
+// p6Flags sets the P6 configuration from its flags ("" = the size's default).
+func (c *config) p6Flags(objects, defObjects, streaming, defStreaming string, defCount int, contenders string) error {
+	if objects == "" {
+		objects = defObjects
+	}
+	if streaming == "" {
+		streaming = defStreaming
+	}
+	var err error
+	if c.p6Objects, err = parseInts(objects); err != nil {
+		return fmt.Errorf("-p6-objects: %w", err)
+	}
+	c.p6Streaming = nil
+	for _, s := range strings.Split(streaming, ",") {
+		switch strings.TrimSpace(s) {
+		case "off":
+			c.p6Streaming = append(c.p6Streaming, false)
+		case "on":
+			c.p6Streaming = append(c.p6Streaming, true)
+		case "":
+		default:
+			return fmt.Errorf("-p6-streaming: %q is not off or on", s)
+		}
+	}
+	if c.p6Count <= 0 {
+		c.p6Count = defCount
+	}
+	if c.p6Window <= 0 {
+		return fmt.Errorf("-p6-window must be positive")
+	}
+	if c.p6Contenders, err = parseContenders("p6-contenders", contenders, false); err != nil {
+		return err
+	}
+	if len(c.p6Contenders) == 0 {
+		c.p6Contenders = p6Contenders
+	}
+	if c.p6Contenders[0] != "stock" {
+		return fmt.Errorf("-p6-contenders: the first must be stock (every ratio is to it)")
+	}
+	return nil
+}
+
+// p6Only: the run measured P6 and nothing else. Its section then goes into
+// the existing benchmarks.md (between the P6 markers, replacing only an
+// earlier P6 section) and its results into results-p6-<size>.json, so a
+// P6 run leaves the rest of the page and its results alone.
+func (r *report) p6Only() bool {
+	return len(r.P6) > 0 && len(r.P1) == 0 && r.P2 == nil && r.P3 == nil && r.P4 == nil && len(r.P5) == 0
+}
+
+const (
+	p6Begin = "<!-- p6:begin: a run of e2e/bench -only p6 replaces this section alone -->"
+	p6End   = "<!-- p6:end -->"
+)
+
+func (r *report) writeP6Only(out string) error {
+	dir := filepath.Join(out, "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	jsonName := "results-p6-" + r.Size + ".json"
+	if err := os.WriteFile(filepath.Join(dir, jsonName), j, 0o644); err != nil {
+		return err
+	}
+	page := filepath.Join(out, "benchmarks.md")
+	old, err := os.ReadFile(page)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if len(old) == 0 {
+		old = []byte("# Benchmarks: steadywatch vs stock client-go\n\n")
+	}
+	if err := os.WriteFile(page, []byte(spliceP6(string(old), r.p6Section(jsonName))), 0o644); err != nil {
+		return err
+	}
+	logf("wrote the P6 section of %s and %s", page, filepath.Join(dir, jsonName))
+	return nil
+}
+
+// spliceP6 puts section in place of page's P6 section, or before its P2
+// section, or at its end.
+func spliceP6(page, section string) string {
+	if i := strings.Index(page, p6Begin); i >= 0 {
+		if j := strings.Index(page[i:], p6End); j >= 0 {
+			return page[:i] + section + strings.TrimLeft(page[i+j+len(p6End):], "\n")
+		}
+	}
+	for _, h := range []string{"\n## P2:", "\n## P3:", "\n## P4:"} {
+		if i := strings.Index(page, h); i >= 0 {
+			return page[:i+1] + section + page[i+1:]
+		}
+	}
+	return strings.TrimRight(page, "\n") + "\n\n" + section
+}
+
+func p6OnOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// stockStreams: stock's initial sync was a streaming list (and no list).
+func (p *p6Report) stockStreams() bool {
+	runs := p.Runs["stock"]
+	if len(runs) == 0 {
+		return false
+	}
+	q := runs[0].Result.Initial.Requests
+	return q["watch-list"] > 0 && q["list"] == 0
+}
+
+// pairedP6 returns the per-repetition ratios f(ours)/f(stock), paired by
+// repetition.
+func (p *p6Report) paired(ours string, f func(*p6Result) float64) spread {
+	base := map[int]*p6Result{}
+	for _, r := range p.Runs["stock"] {
+		base[r.Rep] = r.Result
+	}
+	var rs []float64
+	for _, r := range p.Runs[ours] {
+		if b, ok := base[r.Rep]; ok && f(b) > 0 {
+			rs = append(rs, f(r.Result)/f(b))
+		}
+	}
+	return spreadOf(rs)
+}
+
+func (p *p6Report) median(name string, f func(*p6Result) float64) float64 {
+	var xs []float64
+	for _, r := range p.Runs[name] {
+		xs = append(xs, f(r.Result))
+	}
+	return median(xs)
+}
+
+var (
+	p6InitialPeak = func(r *p6Result) float64 { return float64(r.Initial.PeakHeap) }
+	p6WindowPeak  = func(r *p6Result) float64 { return float64(r.Window.PeakHeap) }
+	p6WindowLive  = func(r *p6Result) float64 { return float64(r.Window.PeakLive) }
+	p6WindowBase  = func(r *p6Result) float64 { return float64(r.Window.BaseHeap) }
+	p6Relists     = func(r *p6Result) float64 { return float64(r.Window.Relists) }
+	p6Requests    = func(r *p6Result) float64 { return float64(r.Window.requests()) }
+)
+
+// p6Section renders P6 (between its markers) for the page.
+func (r *report) p6Section(jsonName string) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p0 := r.P6[0]
+	w("%s\n## P6: relist memory (server `%s`)\n\n", p6Begin, p0.Server)
+	e := r.Env
+	w("Produced by\n\n```sh\n%s\n```\n\n", reproduceCommand(r.Command))
+	w("on %s (kube-apiserver %s, steadywatch commit %s, %s, %d CPUs, load average start %s, end %s; the run took %.0f s); results with every request in [`bench/%s`](bench/%s). ",
+		e.Date, p0.Version, e.Commit, e.OS, e.CPUs, e.LoadStart, e.LoadEnd, e.DurationS, jsonName, jsonName)
+	w("`make bench-relist` runs this section alone (10k ConfigMaps, streaming lists off, 1 repetition, a few minutes); `make bench-relist BENCH_SIZE=full` runs 10k and 50k, streaming lists off and on, 3 repetitions. It is not part of `make test`.\n\n")
+	w("- **Setup.** ConfigMaps of about 2.4 KB (P1's objects). Each contender runs in a fresh child process, one after another, repetitions interleaved ABAB, beside stock client-go in the same run, through the bench's fault proxy. ")
+	w("*Streaming lists off*: the proxy answers every streaming list (`sendInitialEvents=true`) with the 422 of a server whose WatchList gate is off, for the whole run; *on*: it forwards them.\n")
+	w("- **Initial sync**: from the cache's start until it reports synced, after a forced GC.\n")
+	w("- **Relist window** (%g s), after a forced GC once the cache is synced and watching: the proxy answers every plain watch with 410 Expired (a watch ERROR event, as the watch cache does) and ends the open watches; with streaming lists on it also ends every streaming list right after its initial-events-end bookmark (otherwise the stream stays open as the watch and nothing relists; while it does, the proxy asks the apiserver for uncompressed watches). ", p0.WindowS)
+	w("Each client relists as often as its own backoff lets it, holding its cache; *relists* counts the lists and streaming lists it started that were answered 200 (first pages; not the `limit=1` reads beside a streaming list), *requests* everything it sent in the window.\n")
+	w("- **Figure**: peak heap = the peak of `/memory/classes/heap/objects:bytes` (runtime/metrics; the same as `MemStats.HeapAlloc`: live objects plus garbage not yet swept), sampled every millisecond. ")
+	w("It depends on the collector's pacing (GOGC=100 lets it grow to about twice what the previous cycle marked live), as a process's memory does. ")
+	w("*Cache* is the heap right after the forced GC that opens the window: the synced cache and the client's fixed cost. *Marked live* is the peak of `/gc/heap/live:bytes` in the window: what a completed GC cycle found live, without garbage; a relist that holds the old cache and the whole new list shows it at about twice the cache.\n")
+	w("- **Goal**: relist-window peak <= 0.6x stock's; initial-sync peak <= 0.6x stock's where stock lists, <= 1x where stock streams. Ratios are ours / stock paired by repetition: median (min–max). Absolute MiB are medians.\n\n")
+	for _, p := range r.P6 {
+		streams := p.stockStreams()
+		w("### %s ConfigMaps, streaming lists %s\n\n", fmtCount(p.Objects), p6OnOff(p.Streaming))
+		how := "stock lists"
+		initGoal := 0.6
+		if streams {
+			how, initGoal = "stock streams its initial list", 1.0
+		}
+		w("%d repetition(s), %s (read from stock's own requests).\n\n", p.Count, how)
+		w("| path | initial-sync peak | ours / stock | goal | cache | relist-window peak | ours / stock | goal | marked live in window | relists / requests in window |\n")
+		w("|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, name := range p.Contenders {
+			label := p6Labels[name]
+			if label == "" {
+				label = "`" + name + "`"
+			}
+			if why, failed := p.Failures[name]; failed && len(p.Runs[name]) == 0 {
+				w("| %s | **failed**: %s | | | | | | | | |\n", label, strings.ReplaceAll(why, "|", "/"))
+				continue
+			}
+			ip, wp, wl, wb := p.median(name, p6InitialPeak), p.median(name, p6WindowPeak), p.median(name, p6WindowLive), p.median(name, p6WindowBase)
+			counts := fmt.Sprintf("%g / %g", p.median(name, p6Relists), p.median(name, p6Requests))
+			if name == "stock" {
+				w("| %s | %.0f MiB | (base) | | %.0f MiB | %.0f MiB | (base) | | %.0f MiB | %s |\n", label, mib(uint64(ip)), mib(uint64(wb)), mib(uint64(wp)), mib(uint64(wl)), counts)
+				continue
+			}
+			is, ws := p.paired(name, p6InitialPeak), p.paired(name, p6WindowPeak)
+			w("| %s | %.0f MiB | %s | <= %.1fx: %s | %.0f MiB | %.0f MiB | %s | <= 0.6x: %s | %.0f MiB | %s |\n", label,
+				mib(uint64(ip)), is, initGoal, verdict(is.N > 0 && is.Median <= initGoal),
+				mib(uint64(wb)), mib(uint64(wp)), ws, verdict(ws.N > 0 && ws.Median <= 0.6), mib(uint64(wl)), counts)
+		}
+		w("\n")
+		for _, name := range sortedKeys(p.Failures) {
+			if len(p.Runs[name]) > 0 {
+				w("- `%s` failed in one repetition: %s\n", name, strings.ReplaceAll(p.Failures[name], "\n", " "))
+			}
+		}
+	}
+	w("%s\n\n", p6End)
+	return b.String()
+}
