@@ -39,8 +39,9 @@ func WireServer(tb testing.TB, h2 bool, h http.HandlerFunc) (*rest.Config, *atom
 	return cfg, &n
 }
 
-// HangUp, a WireServer handler, closes the connection without an answer:
-// the client reads EOF. Over HTTP/2 the whole connection goes, mid-request.
+// HangUp is a WireServer handler that closes the connection without an
+// answer: the client reads EOF. Over HTTP/2 the whole connection goes,
+// mid-request.
 func HangUp(w http.ResponseWriter, r *http.Request) {
 	if hj, ok := w.(http.Hijacker); ok {
 		if c, _, err := hj.Hijack(); err == nil {
@@ -51,8 +52,8 @@ func HangUp(w http.ResponseWriter, r *http.Request) {
 	_ = r.Context().Value(connKey{}).(net.Conn).Close()
 }
 
-// ResetConn, a WireServer handler over HTTP/1.1, aborts the connection with
-// a TCP RST: the client reads "connection reset by peer".
+// ResetConn is a WireServer handler (HTTP/1.1) that aborts the connection
+// with a TCP RST: the client reads "connection reset by peer".
 func ResetConn(w http.ResponseWriter, _ *http.Request) {
 	c, _, err := w.(http.Hijacker).Hijack()
 	if err != nil {
