@@ -246,20 +246,9 @@ func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttem
 //	send -> Next -> (Done | hand the page over | wait Next.Wait -> send Next.Next)
 func (c *Call) Next(a Answer) Step {
 	c.requests++
-	sent := c.sent
-	st, ev, b := c.lookUp(sent, a, c.classify(sent, a))
-	if sent.Purpose != PurposePage {
-		return c.probeAnswered(sent, a, st, ev, b)
-	}
-	return c.pageAnswered(sent, a, st, ev, b)
-}
+	sent, q := c.sent, c.sent.Query
 
-// classify verifies the answer to sent, every field of which is the
-// server's: the class of its error or, for a 200, the class its fields earn
-// when they contradict what was asked (a repeated continue token, a page of
-// another snapshot, a resourceVersion other than the one asked for).
-func (c *Call) classify(sent Request, a Answer) fallback.Class {
-	q := sent.Query
+	// Verify: every field is the server's.
 	class := fallback.ClassifyRequest(sent.Options, a.Err)
 	switch {
 	case a.Err != nil:
@@ -275,35 +264,21 @@ func (c *Call) classify(sent Request, a Answer) fallback.Class {
 	case q.Semantic == fallback.NotOlderThan && fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Older:
 		class = fallback.ServedOlder
 	case sent.Purpose == PurposeCurrentRV:
-		if c.outOfReach(a.ServedRV) {
+		// The server's current resourceVersion, from a consistent read: the
+		// requested one is out of reach when no server could write up to it
+		// within the rest of the too-large budget (maxRevisionsPerSecond).
+		cur, cerr := strconv.ParseUint(a.ServedRV, 10, 64)
+		want, werr := strconv.ParseUint(c.after.ResourceVersion, 10, 64)
+		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.afterWait + watchCacheTooLargeWait)
+		if cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond) {
 			class = fallback.ServedOlder
 		}
 	case c.requested.Semantic != fallback.Any && c.requested.ResourceVersion != "" && q.Semantic != fallback.Exact &&
 		fallback.CompareRV(a.ServedRV, c.requested.ResourceVersion) == fallback.Older:
 		class = fallback.ServedOlder // a fallback or a probe never goes below the caller's floor
 	}
-	return class
-}
 
-// outOfReach reports whether current, the server's current resourceVersion
-// from a consistent read, proves the too-large resourceVersion being
-// checked out of reach: no server could write up to it within the rest of
-// the too-large budget (maxRevisionsPerSecond).
-func (c *Call) outOfReach(current string) bool {
-	cur, cerr := strconv.ParseUint(current, 10, 64)
-	want, werr := strconv.ParseUint(c.after.ResourceVersion, 10, 64)
-	horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.afterWait + watchCacheTooLargeWait)
-	return cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond)
-}
-
-// lookUp looks the answer's situation up in the table, once the class's
-// budget is charged for the retries client-go made inside the request. It
-// returns the row's decision as a Step, the event users will see (which
-// the probe and page steps complete) and the budget the class spends. It
-// also keeps what a first page proves about resourceVersionMatch and
-// counts the page answers that delivered no page.
-func (c *Call) lookUp(sent Request, a Answer, class fallback.Class) (Step, fallback.Event, budget) {
-	q := sent.Query
+	// Look up: the situation, with the budget charged for hidden retries.
 	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
 	if q.Continue != "" {
 		s.Semantic = c.first.Semantic
@@ -311,7 +286,26 @@ func (c *Call) lookUp(sent Request, a Answer, class fallback.Class) (Step, fallb
 	if sent.Purpose != PurposePage {
 		s.Match = MatchHonoured
 	}
-	b := c.charge(class, s.HasContinue, a)
+	b := budgetOf[class]
+	if s.HasContinue && class == fallback.Gone {
+		b = restartBudget
+	}
+	if ra, _ := fallback.RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
+		// Counted: client-go's retries inside this request.
+		c.used[b] += a.WireRequests - 1
+	} else if b != noBudget && a.WireRequests == 0 && ra > 0 {
+		// Not counted: one hidden attempt costs at least its Retry-After; a
+		// too-large answer also waits in the watch cache (up to 3s) before
+		// it is sent.
+		per := ra
+		if class == fallback.TooLargeRV {
+			per += watchCacheTooLargeWait
+		}
+		c.used[b] += min(int(a.Elapsed/per), 10)
+	}
+	if b != noBudget && c.bo == nil {
+		c.bo = c.p.Backoff.New() // the call's one backoff sequence, made at its first failure
+	}
 	s.AttemptsLeft = b != noBudget && c.used[b] < c.limits[b] &&
 		(b != backoffBudget || c.bo.GetElapsedTime() < c.p.Backoff.MaxElapsedTime)
 	d := decide(s, c.p)
@@ -327,260 +321,137 @@ func (c *Call) lookUp(sent Request, a Answer, class fallback.Class) (Step, fallb
 	if sent.Purpose == PurposePage && st.Action != fallback.Accept {
 		c.futile++
 	}
-	return st, ev, b
-}
 
-// charge returns the budget class spends (a 410 on a continue page spends
-// the restart budget) and charges it for the retries client-go made inside
-// the request: counted when WireRequests says, else estimated from Elapsed
-// and the Retry-After. The call's one backoff sequence is made at its first
-// failure.
-func (c *Call) charge(class fallback.Class, continued bool, a Answer) budget {
-	b := budgetOf[class]
-	if continued && class == fallback.Gone {
-		b = restartBudget
-	}
-	if b == noBudget {
-		return b
-	}
-	if ra, _ := fallback.RetryAfter(a.Err); a.WireRequests > 1 {
-		// Counted: client-go's retries inside this request.
-		c.used[b] += a.WireRequests - 1
-	} else if a.WireRequests == 0 && ra > 0 {
-		// Not counted: one hidden attempt costs at least its Retry-After; a
-		// too-large answer also waits in the watch cache (up to 3s) before
-		// it is sent.
-		per := ra
-		if class == fallback.TooLargeRV {
-			per += watchCacheTooLargeWait
+	// Act: the answer of a probe.
+	if sent.Purpose != PurposePage {
+		ev.Before = c.after
+		switch {
+		case st.Action == fallback.Accept && a.ServedRV == "":
+			st.Action, st.Reason, st.Row, ev.Err = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1, ErrNoListResourceVersion
+			ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
+		case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
+			// The requested version exists: a lagging member; wait and resend.
+			c.rvChecked = true
+			st.Action, st.Reason, ev = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait, c.afterEvent
+			ev.Detail = strings.TrimPrefix(fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s; waiting %s",
+				c.after.ResourceVersion, a.ServedRV, ev.Detail, c.afterWait.Round(time.Millisecond)), "; ")
+			ev.Detail = strings.Replace(ev.Detail, "; ; ", "; ", 1)
+			st.Next = c.request(PurposePage, c.after, c.afterWait, false)
+		case st.Action == fallback.Accept:
+			rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
+			if c.floor != "" && fallback.CompareRV(rv, c.floor) == fallback.Older {
+				rv, where = c.floor, "the floor (newest "+rv+" is older)" // never back in time
+			}
+			if c.tried == nil {
+				c.tried = map[string]bool{}
+			}
+			c.tried[rv] = true
+			next := c.after
+			next.ResourceVersion = rv
+			st.Action, st.Reason, ev = c.afterEvent.Action, c.afterEvent.Reason, c.afterEvent
+			ev.Detail = strings.TrimSuffix("newer resourceVersion "+rv+" from "+where+"; "+ev.Detail, "; ")
+			st.Next = c.request(PurposePage, next, c.afterWait, c.afterAttempt)
+		case st.Action == fallback.Backoff || st.Action == fallback.WaitRetryAfter:
+			c.used[b]++
+			ra, _ := fallback.RetryAfter(a.Err)
+			wait := max(min(c.bo.NextBackOff(), c.p.Backoff.Max), min(ra, c.p.MaxRetryAfter))
+			st.Next = c.request(sent.Purpose, fallback.Query{}, wait, false)
+			ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
+		case st.Reason != fallback.ReasonRVNewerThanServer:
+			st.Action, st.Reason, st.Row = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1
+			ev.Detail = fmt.Sprintf("the limit=1 read of the current resourceVersion failed (%s)", class)
 		}
-		c.used[b] += min(int(a.Elapsed/per), 10)
+		ev.Reason, ev.Action, ev.After = st.Reason, st.Action, st.Next.Query
+		if st.Next.Purpose != PurposePage {
+			ev.Reason, ev.Action = fallback.ReasonNewerRVProbeRetry, fallback.Backoff
+		}
+		e := ev
+		st.Done, st.Event = st.Action.IsFailure(), &e
+		return st
 	}
-	if c.bo == nil {
-		c.bo = c.p.Backoff.New()
-	}
-	return b
-}
 
-// probeAnswered acts on the answer of a probe (a limit=1 MostRecent list):
-// the page it was sent for, with a newer resourceVersion or resent after a
-// wait; another probe after a backoff; or the end of the call. The event
-// the probe's page decision held back is completed here.
-func (c *Call) probeAnswered(sent Request, a Answer, st Step, ev fallback.Event, b budget) Step {
-	ev.Before = c.after
-	switch {
-	case st.Action == fallback.Accept && a.ServedRV == "":
-		st.Action, st.Reason, st.Row, ev.Err = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1, ErrNoListResourceVersion
-		ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
-	case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
-		st, ev = c.resendTooLarge(a, st)
-	case st.Action == fallback.Accept:
-		st, ev = c.pageAtProbedRV(a, st)
-	case st.Action == fallback.Backoff || st.Action == fallback.WaitRetryAfter:
-		c.used[b]++
-		ra, _ := fallback.RetryAfter(a.Err)
-		wait := max(min(c.bo.NextBackOff(), c.p.Backoff.Max), min(ra, c.p.MaxRetryAfter))
-		st.Next = c.request(sent.Purpose, fallback.Query{}, wait, false)
-		ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
-	case st.Reason != fallback.ReasonRVNewerThanServer:
-		st.Action, st.Reason, st.Row = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1
-		ev.Detail = fmt.Sprintf("the limit=1 read of the current resourceVersion failed (%s)", st.Class)
-	}
-	ev.Reason, ev.Action, ev.After = st.Reason, st.Action, st.Next.Query
-	if st.Next.Purpose != PurposePage {
-		ev.Reason, ev.Action = fallback.ReasonNewerRVProbeRetry, fallback.Backoff
-	}
-	st.Done, st.Event = st.Action.IsFailure(), &ev
-	return st
-}
-
-// resendTooLarge acts on a current-resourceVersion read that shows the
-// too-large resourceVersion exists (a lagging member): the page is resent
-// as it was, after the wait its answer asked for.
-func (c *Call) resendTooLarge(a Answer, st Step) (Step, fallback.Event) {
-	c.rvChecked = true
-	st.Action, st.Reason = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait
-	ev := c.afterEvent
-	ev.Detail = strings.TrimPrefix(fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s; waiting %s",
-		c.after.ResourceVersion, a.ServedRV, ev.Detail, c.afterWait.Round(time.Millisecond)), "; ")
-	ev.Detail = strings.Replace(ev.Detail, "; ; ", "; ", 1)
-	st.Next = c.request(PurposePage, c.after, c.afterWait, false)
-	return st, ev
-}
-
-// pageAtProbedRV acts on a newer-resourceVersion probe's answer: the page
-// it was sent for is asked NotOlderThan the probed resourceVersion, never
-// below the floor (never back in time), with the decision and event the
-// page's answer held back.
-func (c *Call) pageAtProbedRV(a Answer, st Step) (Step, fallback.Event) {
-	rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
-	if c.floor != "" && fallback.CompareRV(rv, c.floor) == fallback.Older {
-		rv, where = c.floor, "the floor (newest "+rv+" is older)" // never back in time
-	}
-	if c.tried == nil {
-		c.tried = map[string]bool{}
-	}
-	c.tried[rv] = true
-	next := c.after
-	next.ResourceVersion = rv
-	st.Action, st.Reason = c.afterEvent.Action, c.afterEvent.Reason
-	ev := c.afterEvent
-	ev.Detail = prependDetail(ev.Detail, "newer resourceVersion "+rv+" from "+where)
-	st.Next = c.request(PurposePage, next, c.afterWait, c.afterAttempt)
-	return st, ev
-}
-
-// pageAnswered acts on the answer of a page: it hands the page over (and
-// asks for the next one), ends the call, or assembles the follow-up the
-// row asks for.
-func (c *Call) pageAnswered(sent Request, a Answer, st Step, ev fallback.Event, b budget) Step {
+	// Act: a page.
 	switch {
 	case st.Action == fallback.Accept:
-		return c.handOver(sent, a, st)
+		if c.snapshot == "" {
+			c.snapshot = a.ServedRV
+		}
+		c.handed++
+		st.Accept, st.Served, st.SnapshotRV = true, c.first, c.snapshot
+		if a.Continue == "" {
+			st.Done = true
+			return st
+		}
+		c.seen[a.Continue] = true
+		// Each continuation page asks for twice the previous page's limit,
+		// up to MaxPageSize objects and, when MaxPageBytes > 0, only while
+		// the previous page's objects say the next stays within it.
+		limit := sent.Options.Limit
+		if limit <= 0 {
+			limit = c.cfg.PageSize // a continue token on an unlimited list: a continue request needs a limit
+		}
+		if c.cfg.MaxPageSize > limit {
+			next := min(2*limit, c.cfg.MaxPageSize)
+			if c.cfg.MaxPageBytes > 0 && a.PageBytes > 0 && a.Items > 0 {
+				next = min(next, max(limit, c.cfg.MaxPageBytes/max(a.PageBytes/int64(a.Items), 1)))
+			}
+			limit = next
+		}
+		st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: limit, Continue: a.Continue}, 0, false)
+		return st
 	case st.Action.IsFailure():
-		return c.failed(a, st, ev)
+		switch st.Reason {
+		case fallback.ReasonServedOlderExhausted:
+			ev.Detail = fmt.Sprintf("served %s, requested not older than %s", a.ServedRV, c.requested.ResourceVersion)
+		case fallback.ReasonContinueRepeated:
+			ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s were handed over before the repeat", c.handed, c.snapshot)
+		}
+		e := ev
+		st.Done, st.Event, st.Served, st.SnapshotRV = true, &e, c.first, c.snapshot
+		return st
 	case c.cfg.MaxRequests > 0 && c.futile >= c.cfg.MaxRequests:
 		ev.Reason, ev.Action, ev.Detail = fallback.ReasonMaxRequests, fallback.Fail, fmt.Sprintf("%d requests delivered no page (Options.MaxRequests)", c.futile)
-		st.Action, st.Reason, st.Row, st.Done, st.Event = fallback.Fail, fallback.ReasonMaxRequests, -1, true, &ev
+		e := ev
+		st.Action, st.Reason, st.Row, st.Done, st.Event = fallback.Fail, fallback.ReasonMaxRequests, -1, true, &e
 		return st
 	}
 	c.used[b]++
-	if refuse := c.voidPages(&st, &ev); refuse != "" {
-		st.Action, st.Reason, st.Row, st.Done = fallback.Fail, fallback.ReasonRestartNotAllowed, -1, true
-		ev.Action, ev.Reason, ev.Detail = st.Action, st.Reason, refuse
-		st.Event = &ev
-		return st
-	}
-	return c.followUp(sent.Query, a, st, ev)
-}
 
-// handOver hands an accepted page over and, while the list continues,
-// asks for the next page of the same snapshot.
-func (c *Call) handOver(sent Request, a Answer, st Step) Step {
-	if c.snapshot == "" {
-		c.snapshot = a.ServedRV
-	}
-	c.handed++
-	st.Accept, st.Served, st.SnapshotRV = true, c.first, c.snapshot
-	if a.Continue == "" {
-		st.Done = true
-		return st
-	}
-	c.seen[a.Continue] = true
-	limit := c.nextPageLimit(sent.Options.Limit, a)
-	st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: limit, Continue: a.Continue}, 0, false)
-	return st
-}
-
-// nextPageLimit is the limit of the continuation page after a page sent
-// with limit: twice that limit, up to MaxPageSize objects and, when
-// MaxPageBytes > 0, only while the page's objects say the next stays
-// within it.
-func (c *Call) nextPageLimit(limit int64, a Answer) int64 {
-	if limit <= 0 {
-		limit = c.cfg.PageSize // a continue token on an unlimited list: a continue request needs a limit
-	}
-	if c.cfg.MaxPageSize > limit {
-		next := min(2*limit, c.cfg.MaxPageSize)
-		if c.cfg.MaxPageBytes > 0 && a.PageBytes > 0 && a.Items > 0 {
-			next = min(next, max(limit, c.cfg.MaxPageBytes/max(a.PageBytes/int64(a.Items), 1)))
-		}
-		limit = next
-	}
-	return limit
-}
-
-// failed ends the call on a page whose row fails it, with the event's
-// detail for the reasons that have one.
-func (c *Call) failed(a Answer, st Step, ev fallback.Event) Step {
-	switch st.Reason {
-	case fallback.ReasonServedOlderExhausted:
-		ev.Detail = fmt.Sprintf("served %s, requested not older than %s", a.ServedRV, c.requested.ResourceVersion)
-	case fallback.ReasonContinueRepeated:
-		ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s were handed over before the repeat", c.handed, c.snapshot)
-	}
-	st.Done, st.Event, st.Served, st.SnapshotRV = true, &ev, c.first, c.snapshot
-	return st
-}
-
-// voidPages applies a restart to the pages handed over so far: they are
-// void (st.VoidPages) if the caller allows it. It returns why the restart
-// is refused ("" when it is not): the caller's own continue token expired,
-// or pages were handed over and the caller did not allow a restart.
-func (c *Call) voidPages(st *Step, ev *fallback.Event) (refuse string) {
-	restart := st.Action == fallback.RestartListNewerRV || st.Action == fallback.RestartListUnpaginated
+	// A restart voids the pages handed over, if the caller allows it.
+	restart := d.Action == fallback.RestartListNewerRV || d.Action == fallback.RestartListUnpaginated
+	refuse := ""
 	switch {
 	case restart && c.requested.Continue != "":
-		return "the caller's continue token expired; its first page is unknown, so the list cannot restart"
+		refuse = "the caller's continue token expired; its first page is unknown, so the list cannot restart"
 	case restart && c.handed > 0 && !c.cfg.CanVoidPages:
-		return fmt.Sprintf("%d page(s) of snapshot %s were handed over and the caller did not allow a restart (OnRestart)", c.handed, c.snapshot)
+		refuse = fmt.Sprintf("%d page(s) of snapshot %s were handed over and the caller did not allow a restart (OnRestart)", c.handed, c.snapshot)
 	case restart && c.handed > 0:
 		st.VoidPages = true
 		ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s voided", c.handed, c.snapshot)
 	}
-	return ""
-}
-
-// followUp assembles the request the row's action asks for after a page
-// that was not handed over: its query, never below the floor, and its wait.
-// A query that needs a newer resourceVersion takes the caller's last
-// observed one or sends a probe first; a too-large resourceVersion is
-// checked against the server's current one first.
-func (c *Call) followUp(q fallback.Query, a Answer, st Step, ev fallback.Event) Step {
-	action := st.Action
-	floor := c.floorRV()
-	next := c.followUpQuery(action, q, floor)
-	wait := c.retryWait(action, a.Err, &ev)
-	newAttempt := action != fallback.WaitRetryAfter && action != fallback.Backoff && action != fallback.CheckRVExists
-	if noFollowUp(action, c.first.Semantic) {
-		st.Action, st.Reason, st.Source, st.Row, st.Done = fallback.Fail, fallback.ReasonUnexpectedObservation, "no follow-up request exists for this action and semantic", -1, true
-		ev.Action, ev.Reason = st.Action, st.Reason
-		st.Event = &ev
+	if refuse != "" {
+		st.Action, st.Reason, st.Row, st.Done = fallback.Fail, fallback.ReasonRestartNotAllowed, -1, true
+		ev.Action, ev.Reason, ev.Detail = st.Action, st.Reason, refuse
+		e := ev
+		st.Event = &e
 		return st
 	}
-	switch {
-	case action == fallback.CheckRVExists:
-		return c.checkRVExists(q, wait, st, ev)
-	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
-		h := c.lastObservedAbove(floor)
-		if h == "" {
-			return c.probeNewerRV(next, floor, wait, newAttempt, st, ev)
-		}
-		next.ResourceVersion = h
-		ev.Detail = prependDetail(ev.Detail, "newer resourceVersion "+h+" from the caller's last observed resourceVersion")
-	}
-	st.Next = c.request(PurposePage, next, wait, newAttempt)
-	ev.After = next
-	if wait > 0 {
-		ev.Detail = appendDetail(ev.Detail, "waiting "+wait.Round(time.Millisecond).String())
-	}
-	st.Event = &ev
-	return st
-}
 
-// floorRV is the resourceVersion below which no fallback may go: the
-// requested one, raised to the snapshot already handed over (a restart
-// never serves an older snapshot than pages the caller saw).
-func (c *Call) floorRV() string {
-	floor := c.first.ResourceVersion
+	// The next request. The floor below which no fallback may go is the
+	// requested resourceVersion, raised to the snapshot already handed over
+	// (a restart never serves an older snapshot than pages the caller saw).
+	first := c.first
+	floor := first.ResourceVersion
 	if c.handed > 0 && (floor == "" || fallback.CompareRV(c.snapshot, floor) == fallback.Newer) {
 		floor = c.snapshot
 	}
-	return floor
-}
-
-// followUpQuery is the query action asks for after q, the page that was
-// answered; a NotOlderThan query without a resourceVersion still needs a
-// newer one.
-func (c *Call) followUpQuery(action fallback.Action, q fallback.Query, floor string) fallback.Query {
-	first := c.first
 	var next fallback.Query
-	switch action {
+	switch d.Action {
 	case fallback.WaitRetryAfter, fallback.Backoff, fallback.CheckRVExists:
 		next = q
 	case fallback.RetryNewerRV, fallback.RestartListNewerRV:
 		next = fallback.Query{Semantic: first.Semantic, Limit: first.Limit}
-		if action == fallback.RetryNewerRV || first.Semantic == fallback.NotOlderThan || first.Semantic == fallback.Any && c.handed > 0 && floor != "" {
+		if d.Action == fallback.RetryNewerRV || first.Semantic == fallback.NotOlderThan || first.Semantic == fallback.Any && c.handed > 0 && floor != "" {
 			// Any may be served older than the pages already handed over.
 			next.Semantic = fallback.NotOlderThan
 		}
@@ -592,90 +463,71 @@ func (c *Call) followUpQuery(action fallback.Action, q fallback.Query, floor str
 		next = first
 		next.Limit, next.Continue = 0, ""
 	}
-	return next
-}
-
-// retryWait is how long to wait before the follow-up of action: the
-// server's Retry-After, capped at Policy.MaxRetryAfter, or at least the
-// backoff's next delay unless the row honours a Retry-After the server
-// sent. An honoured Retry-After is noted in ev.
-func (c *Call) retryWait(action fallback.Action, err error, ev *fallback.Event) time.Duration {
 	var wait time.Duration
-	switch action {
+	switch d.Action {
 	case fallback.WaitRetryAfter, fallback.Backoff, fallback.RetryNewerRV, fallback.CheckRVExists:
-		ra, _ := fallback.RetryAfter(err)
+		ra, _ := fallback.RetryAfter(a.Err)
 		wait = min(ra, c.p.MaxRetryAfter)
-		if action != fallback.WaitRetryAfter || ra <= 0 {
+		if d.Action != fallback.WaitRetryAfter || ra <= 0 {
 			wait = max(min(c.bo.NextBackOff(), c.p.Backoff.Max), wait)
 		}
-		if action != fallback.Backoff && ra > 0 {
-			ev.Detail = appendDetail(ev.Detail, fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter))
+		if d.Action != fallback.Backoff && ra > 0 {
+			ev.Detail = strings.TrimPrefix(ev.Detail+"; "+fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter), "; ")
 		}
 	}
-	return wait
-}
-
-// noFollowUp reports whether action has no follow-up request for a call
-// whose first page asked semantic. The table never pairs these
-// (TestTableExhaustive): Exact never leaves its snapshot.
-func noFollowUp(action fallback.Action, semantic fallback.Semantic) bool {
-	leaves := action == fallback.FallbackMostRecent || action == fallback.RestartListNewerRV || action == fallback.RestartListUnpaginated
-	return semantic == fallback.Exact && leaves || action == fallback.RetryNewerRV && semantic != fallback.NotOlderThan ||
-		action == fallback.RetryWithLimit && semantic != fallback.Exact
-}
-
-// checkRVExists sends the read of the server's current resourceVersion at
-// once, for a too-large answer to q; the wait and the event's decision
-// (wait and resend q) are kept for its answer.
-func (c *Call) checkRVExists(q fallback.Query, wait time.Duration, st Step, ev fallback.Event) Step {
-	c.after, c.afterWait, c.afterEvent = q, wait, ev
-	c.afterEvent.Action, c.afterEvent.Reason = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait
-	ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
-	st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
-	ev.After = st.Next.Query
-	st.Event = &ev
-	return st
-}
-
-// lastObservedAbove returns the caller's last observed resourceVersion
-// (Config.LastObserved) when it is newer than floor and not tried yet, and
-// marks it tried; "" otherwise.
-func (c *Call) lastObservedAbove(floor string) string {
-	f := c.cfg.LastObserved
-	if f == nil {
-		return ""
+	newAttempt := d.Action != fallback.WaitRetryAfter && d.Action != fallback.Backoff && d.Action != fallback.CheckRVExists
+	leaves := d.Action == fallback.FallbackMostRecent || d.Action == fallback.RestartListNewerRV || d.Action == fallback.RestartListUnpaginated
+	if first.Semantic == fallback.Exact && leaves || d.Action == fallback.RetryNewerRV && first.Semantic != fallback.NotOlderThan ||
+		d.Action == fallback.RetryWithLimit && first.Semantic != fallback.Exact {
+		// The table never pairs these (TestTableExhaustive): Exact never leaves its snapshot.
+		st.Action, st.Reason, st.Source, st.Row, st.Done = fallback.Fail, fallback.ReasonUnexpectedObservation, "no follow-up request exists for this action and semantic", -1, true
+		ev.Action, ev.Reason = st.Action, st.Reason
+		e := ev
+		st.Event = &e
+		return st
 	}
-	h := f()
-	if h == "" || c.tried[h] || floor != "" && fallback.CompareRV(h, floor) != fallback.Newer {
-		return ""
-	}
-	if c.tried == nil {
-		c.tried = map[string]bool{}
-	}
-	c.tried[h] = true
-	return h
-}
 
-// probeNewerRV sends the probe for a newer resourceVersion, a request of
-// its own, after wait; next, the event and the floor are kept for its
-// answer (pageAtProbedRV), and the step carries no event until then.
-func (c *Call) probeNewerRV(next fallback.Query, floor string, wait time.Duration, newAttempt bool, st Step, ev fallback.Event) Step {
-	c.after, c.afterWait, c.afterEvent, c.floor, c.afterAttempt = next, 0, ev, floor, newAttempt
+	switch {
+	case d.Action == fallback.CheckRVExists:
+		// Read the current resourceVersion at once; the wait comes after.
+		c.after, c.afterWait, c.afterEvent = q, wait, ev
+		c.afterEvent.Action, c.afterEvent.Reason = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait
+		ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
+		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
+		ev.After = st.Next.Query
+		e := ev
+		st.Event = &e
+		return st
+	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
+		if f := c.cfg.LastObserved; f != nil {
+			if h := f(); h != "" && !c.tried[h] && (floor == "" || fallback.CompareRV(h, floor) == fallback.Newer) {
+				if c.tried == nil {
+					c.tried = map[string]bool{}
+				}
+				c.tried[h] = true
+				next.ResourceVersion = h
+				ev.Detail = strings.TrimSuffix("newer resourceVersion "+h+" from the caller's last observed resourceVersion; "+ev.Detail, "; ")
+				break
+			}
+		}
+		if next.ResourceVersion == "" {
+			// The probe is a request of its own; the event waits for its answer.
+			c.after, c.afterWait, c.afterEvent, c.floor, c.afterAttempt = next, 0, ev, floor, newAttempt
+			if wait > 0 {
+				c.afterEvent.Detail = strings.TrimPrefix(c.afterEvent.Detail+"; waited "+wait.Round(time.Millisecond).String(), "; ")
+			}
+			st.Next = c.request(PurposeNewerRV, fallback.Query{}, wait, false)
+			return st
+		}
+	}
+	st.Next = c.request(PurposePage, next, wait, newAttempt)
+	ev.After = next
 	if wait > 0 {
-		c.afterEvent.Detail = appendDetail(c.afterEvent.Detail, "waited "+wait.Round(time.Millisecond).String())
+		ev.Detail = strings.TrimPrefix(ev.Detail+"; waiting "+wait.Round(time.Millisecond).String(), "; ")
 	}
-	st.Next = c.request(PurposeNewerRV, fallback.Query{}, wait, false)
+	e := ev
+	st.Event = &e
 	return st
-}
-
-// appendDetail appends more to an event's detail, "; " between them.
-func appendDetail(detail, more string) string {
-	return strings.TrimPrefix(detail+"; "+more, "; ")
-}
-
-// prependDetail puts first before an event's detail, "; " between them.
-func prependDetail(detail, first string) string {
-	return strings.TrimSuffix(first+"; "+detail, "; ")
 }
 
 // Evidence is what a response proves about resourceVersionMatch support.
