@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -59,18 +60,6 @@ func (r *recorder) take() []string {
 	out := r.fallbacks
 	r.fallbacks = nil
 	return out
-}
-
-// waitFor polls cond with a deadline (a poll, not a sleep used as synchronisation).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func newTestDetector(t *testing.T) (*Detector, *clocktesting.FakePassiveClock, *recorder) {
@@ -330,7 +319,7 @@ func TestDetectorSingleFlightAndConcurrency(t *testing.T) {
 	}
 	started.Wait()
 	// Wait until the one fetch has started, then let it finish.
-	waitFor(t, func() bool { return calls.Load() > 0 })
+	testfake.WaitFor(t, "the version fetch to start", func() bool { return calls.Load() > 0 })
 	close(release)
 	for i := 0; i < n; i++ {
 		select {
@@ -391,7 +380,7 @@ func TestDetectorCallerCancellationIsNotCachedAsServerError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Capabilities)
 	go func() { done <- s.Capabilities(ctx) }()
-	waitFor(t, func() bool { return calls.Load() > 0 })
+	testfake.WaitFor(t, "the version fetch to start", func() bool { return calls.Load() > 0 })
 	cancel()
 	select {
 	case c := <-done:

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -19,59 +18,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // client-go's typed clients send lists through rest.Request.Do, which
 // retries a GET whose connection failed up to 10 times, 1s apart. A client
 // built from NoHiddenRetries sends it once and fails at once with a
 // *fallback.ConnectionLostError.
-
-type connKey struct{}
-
-// wire serves h (over TLS with HTTP/2 when h2) and counts the requests
-// that reach it.
-func wire(t *testing.T, h2 bool, h http.HandlerFunc) (*rest.Config, *atomic.Int32) {
-	t.Helper()
-	var n atomic.Int32
-	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		h(w, r)
-	}))
-	s.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
-	cfg := &rest.Config{}
-	if h2 {
-		s.EnableHTTP2 = true
-		s.StartTLS()
-		cfg.TLSClientConfig.Insecure = true
-	} else {
-		s.Start()
-	}
-	t.Cleanup(s.Close)
-	cfg.Host = s.URL
-	return cfg, &n
-}
-
-// hangUp closes the connection without an answer (over HTTP/2, the whole
-// connection, mid-request).
-func hangUp(w http.ResponseWriter, r *http.Request) {
-	if hj, ok := w.(http.Hijacker); ok {
-		if c, _, err := hj.Hijack(); err == nil {
-			_ = c.Close()
-		}
-		return
-	}
-	_ = r.Context().Value(connKey{}).(net.Conn).Close()
-}
-
-// resetConn aborts the connection with a TCP RST.
-func resetConn(w http.ResponseWriter, _ *http.Request) {
-	c, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		return
-	}
-	_ = c.(*net.TCPConn).SetLinger(0)
-	_ = c.Close()
-}
 
 // failing is a transport whose every round trip fails with err, counted.
 type failing struct {
@@ -91,9 +44,13 @@ func TestNoHiddenRetriesOnConnectionFailure(t *testing.T) {
 		cfg  func(t *testing.T) (*rest.Config, *atomic.Int32)
 		is   error
 	}{
-		{"EOF", func(t *testing.T) (*rest.Config, *atomic.Int32) { return wire(t, false, hangUp) }, io.EOF},
-		{"connection reset", func(t *testing.T) (*rest.Config, *atomic.Int32) { return wire(t, false, resetConn) }, syscall.ECONNRESET},
-		{"HTTP/2 connection closed mid-request", func(t *testing.T) (*rest.Config, *atomic.Int32) { return wire(t, true, hangUp) }, io.ErrUnexpectedEOF},
+		{"EOF", func(t *testing.T) (*rest.Config, *atomic.Int32) {
+			return testfake.WireServer(t, false, testfake.HangUp)
+		}, io.EOF},
+		{"connection reset", func(t *testing.T) (*rest.Config, *atomic.Int32) {
+			return testfake.WireServer(t, false, testfake.ResetConn)
+		}, syscall.ECONNRESET},
+		{"HTTP/2 connection closed mid-request", func(t *testing.T) (*rest.Config, *atomic.Int32) { return testfake.WireServer(t, true, testfake.HangUp) }, io.ErrUnexpectedEOF},
 		{"HTTP/2 connection lost", func(t *testing.T) (*rest.Config, *atomic.Int32) {
 			var n atomic.Int32
 			return &rest.Config{Host: "http://127.0.0.1:1", WrapTransport: func(http.RoundTripper) http.RoundTripper { return failing{h2Lost, &n} }}, &n

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 const tooLargeStatus = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: 999999999, current: 42","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":%s},"code":504}`
@@ -23,18 +23,14 @@ const tooLargeStatus = `{"kind":"Status","apiVersion":"v1","metadata":{},"status
 // body, and counts the requests.
 func server(t *testing.T, code int, ra, contentType, body string) (*rest.Config, *atomic.Int32) {
 	t.Helper()
-	var n atomic.Int32
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n.Add(1)
+	return testfake.WireServer(t, false, func(w http.ResponseWriter, _ *http.Request) {
 		if ra != "" {
 			w.Header().Set("Retry-After", ra)
 		}
 		w.Header().Set("Content-Type", contentType)
 		w.WriteHeader(code)
 		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(s.Close)
-	return &rest.Config{Host: s.URL}, &n
+	})
 }
 
 func list(t *testing.T, cfg *rest.Config) error {

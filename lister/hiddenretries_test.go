@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -28,31 +26,6 @@ import (
 // the wire, through the SDK's own adapters built the usual way (no
 // NoHiddenRetries): each request is sent once, each one the lister sends is
 // in Record.Requests, and the caller gets a fast, typed error.
-
-// wireServer serves h over HTTP (over TLS with HTTP/2 when h2) and counts
-// the requests that reach it.
-func wireServer(t *testing.T, h2 bool, h http.HandlerFunc) (*rest.Config, *atomic.Int32) {
-	t.Helper()
-	var n atomic.Int32
-	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		h(w, r)
-	}))
-	s.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
-	cfg := &rest.Config{}
-	if h2 {
-		s.EnableHTTP2 = true
-		s.StartTLS()
-		cfg.TLSClientConfig.Insecure = true
-	} else {
-		s.Start()
-	}
-	t.Cleanup(s.Close)
-	cfg.Host = s.URL
-	return cfg, &n
-}
-
-type connKey struct{}
 
 // answer answers with code and, unless ra is "", a Retry-After header.
 func answer(code int, ra string) http.HandlerFunc {
@@ -66,31 +39,6 @@ func answer(code int, ra string) http.HandlerFunc {
 		st.Kind, st.APIVersion = "Status", "v1"
 		_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":%q,"reason":%q,"code":%d}`, st.Message, st.Reason, code)
 	}
-}
-
-// hangUp closes the connection without an answer: the client reads EOF.
-func hangUp(w http.ResponseWriter, r *http.Request) {
-	if hj, ok := w.(http.Hijacker); ok {
-		c, _, err := hj.Hijack()
-		if err == nil {
-			_ = c.Close()
-		}
-		return
-	}
-	// HTTP/2: the whole connection goes (the client loses it mid-stream).
-	_ = r.Context().Value(connKey{}).(net.Conn).Close()
-}
-
-// reset aborts the connection with a TCP RST: "connection reset by peer".
-func reset(w http.ResponseWriter, _ *http.Request) {
-	c, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		return
-	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = c.Close()
 }
 
 // adapters builds each of the SDK's own Clients for ConfigMaps from cfg,
@@ -144,7 +92,7 @@ func TestListSendsEachRequestOnce(t *testing.T) {
 		{429, "3600", apierrors.IsTooManyRequests},
 		{500, "1", apierrors.IsInternalError},
 	} {
-		cfg, n := wireServer(t, false, answer(c.code, c.ra))
+		cfg, n := testfake.WireServer(t, false, answer(c.code, c.ra))
 		for name, client := range adapters(t, cfg) {
 			t.Run(fmt.Sprintf("%d Retry-After %s/%s", c.code, c.ra, name), func(t *testing.T) {
 				n.Store(0)
@@ -178,11 +126,11 @@ func TestWatchConnectionFailureSentOnce(t *testing.T) {
 		h2   bool
 		h    http.HandlerFunc
 	}{
-		{"EOF", false, hangUp},
-		{"connection reset", false, reset},
-		{"HTTP/2 connection lost", true, hangUp},
+		{"EOF", false, testfake.HangUp},
+		{"connection reset", false, testfake.ResetConn},
+		{"HTTP/2 connection lost", true, testfake.HangUp},
 	} {
-		cfg, n := wireServer(t, c.h2, c.h)
+		cfg, n := testfake.WireServer(t, c.h2, c.h)
 		for name, client := range adapters(t, cfg) {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
 				n.Store(0)
@@ -211,7 +159,7 @@ func TestWatchConnectionFailureSentOnce(t *testing.T) {
 // client-go either; the caller gets the server's error at once.
 func TestWatchRetryAfterSentOnce(t *testing.T) {
 	for _, ra := range []string{"0", "-1", "3600"} {
-		cfg, n := wireServer(t, false, answer(http.StatusTooManyRequests, ra))
+		cfg, n := testfake.WireServer(t, false, answer(http.StatusTooManyRequests, ra))
 		for name, client := range adapters(t, cfg) {
 			t.Run("Retry-After "+ra+"/"+name, func(t *testing.T) {
 				n.Store(0)
@@ -236,7 +184,7 @@ func TestWatchRetryAfterSentOnce(t *testing.T) {
 // wire, they add up to what the server saw, and they are charged to the
 // lister's retry budget.
 func TestHiddenRetriesOfUsersClientsAreCounted(t *testing.T) {
-	cfg, n := wireServer(t, false, answer(http.StatusTooManyRequests, "0"))
+	cfg, n := testfake.WireServer(t, false, answer(http.StatusTooManyRequests, "0"))
 	cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
 	opts := quick
 	opts.Policy.Backoff.MaxRetries = 1
@@ -272,7 +220,7 @@ func TestHiddenRetriesOfUsersClientsAreCounted(t *testing.T) {
 // and no error; the lister turns that into a *fallback.ConnectionLostError.
 // A function that returns an empty watch without any HTTP is left alone.
 func TestUsersWatchLostConnectionIsAnError(t *testing.T) {
-	cfg, n := wireServer(t, false, hangUp)
+	cfg, n := testfake.WireServer(t, false, testfake.HangUp)
 	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
 	begin := time.Now()
 	_, err := lister.FromFuncs(cms.List, cms.Watch).Watch(context.Background(), metav1.ListOptions{ResourceVersion: "1"})

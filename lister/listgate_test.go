@@ -18,81 +18,11 @@ import (
 	"github.com/steadywatch/steadywatch/listgate"
 )
 
-// blockingLists is a Client whose collection lists (limit != 1) block until
-// released, counting how many are in flight at once; limit=1 lists answer
-// at once.
-type blockingLists struct {
-	key         string // requestKey: "" never shares
-	fail        error  // every collection list's answer, when set
-	mu          sync.Mutex
-	inFlight    int
-	maxInFlight int
-	sent        int
-	entered     chan struct{} // one value per collection list sent
-	proceed     chan struct{} // one value lets one list answer
-}
-
-func newBlockingLists() *blockingLists {
-	return &blockingLists{entered: make(chan struct{}, 64), proceed: make(chan struct{}, 64)}
-}
-
-func (b *blockingLists) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}}
-	if o.Limit == 1 {
-		return list, nil
-	}
-	b.mu.Lock()
-	b.sent++
-	b.inFlight++
-	b.maxInFlight = max(b.maxInFlight, b.inFlight)
-	b.mu.Unlock()
-	b.entered <- struct{}{}
-	defer func() {
-		b.mu.Lock()
-		b.inFlight--
-		b.mu.Unlock()
-	}()
-	select {
-	case <-b.proceed:
-		if b.fail != nil {
-			return nil, b.fail
-		}
-		list.Items = []corev1.ConfigMap{*cm("a", "9")}
-		return list, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (b *blockingLists) RequestKey() string { return b.key }
-
-func (b *blockingLists) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
-	return nil, errors.New("no watch")
-}
-
-func (b *blockingLists) counts() (sent, maxInFlight int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sent, b.maxInFlight
-}
-
-// waitFor polls cond until it holds; it fails the test after 5 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestListGateLeavesSingleObjectReadsAlone(t *testing.T) {
-	c := newBlockingLists()
+	c := testfake.NewBlockingLists()
 	gate := listgate.New(1)
 	done := listAsync(c, gate, MostRecent())
-	<-c.entered // the gate's one slot is held
+	<-c.Entered // the gate's one slot is held
 	l := New(c, Options{ListGate: gate})
 	if _, _, err := l.CurrentResourceVersion(context.Background()); err != nil {
 		t.Fatal(err)
@@ -106,7 +36,7 @@ func TestListGateLeavesSingleObjectReadsAlone(t *testing.T) {
 	if st := gate.Stats(); st.Admitted != 1 || st.Queued != 0 {
 		t.Fatalf("limit=1 reads took or waited for a slot: %+v", st)
 	}
-	c.proceed <- struct{}{}
+	c.Proceed <- struct{}{}
 	if r := <-done; r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -128,26 +58,26 @@ func TestListGateHeldByAStreamingListUntilItsInitialEventsEnd(t *testing.T) {
 		t.Fatalf("the streaming list holds no slot: %+v", st)
 	}
 	// A list of another lister waits while the stream sends its collection.
-	c := newBlockingLists()
+	c := testfake.NewBlockingLists()
 	listed := make(chan error, 1)
 	go func() {
 		_, _, err := New(c, Options{ListGate: gate, Metrics: rec, Name: "waiting"}).List(context.Background(), MostRecent())
 		listed <- err
 	}()
-	waitFor(t, "the list to queue", func() bool { return gate.Stats().Queued == 1 })
+	testfake.WaitFor(t, "the list to queue", func() bool { return gate.Stats().Queued == 1 })
 	fw.Add(cm("a", "5"))
 	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Added {
 		t.Fatalf("got %v", ev.Type)
 	}
-	if sent, _ := c.counts(); sent != 0 {
+	if sent, _ := c.Counts(); sent != 0 {
 		t.Fatal("a list was sent before the stream's initial events ended")
 	}
 	fw.Action(watch.Bookmark, endBookmark("6"))
 	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Bookmark {
 		t.Fatalf("got %v", ev.Type)
 	}
-	<-c.entered // the end bookmark freed the slot
-	c.proceed <- struct{}{}
+	<-c.Entered // the end bookmark freed the slot
+	c.Proceed <- struct{}{}
 	if err := <-listed; err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +105,7 @@ func TestListGateReleasedWhenAStreamingListFails(t *testing.T) {
 				for range w.ResultChan() {
 				}
 			}
-			waitFor(t, "the slot to be freed", func() bool { return gate.Stats().InFlight == 0 })
+			testfake.WaitFor(t, "the slot to be freed", func() bool { return gate.Stats().InFlight == 0 })
 		})
 	}
 }
@@ -222,11 +152,11 @@ type listResult struct {
 }
 
 func TestListGateServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
-	c := newBlockingLists()
-	c.key = "configmaps"
+	c := testfake.NewBlockingLists()
+	c.Key = "configmaps"
 	gate := listgate.New(1)
 	first := listAsync(c, gate, MostRecent())
-	<-c.entered // sent; the others queue behind it
+	<-c.Entered // sent; the others queue behind it
 	var waiting []<-chan listResult
 	for range 5 {
 		waiting = append(waiting, listAsync(c, gate, MostRecent()))
@@ -234,13 +164,13 @@ func TestListGateServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
 	// One of the five waits for the slot, four attach to it (a MostRecent
 	// read may share a request sent after it was made, not the one in
 	// flight).
-	waitFor(t, "one queued read, four attached", func() bool { return gate.Stats().Queued == 1 && gate.Stats().Attached == 4 })
-	c.proceed <- struct{}{}
+	testfake.WaitFor(t, "one queued read, four attached", func() bool { return gate.Stats().Queued == 1 && gate.Stats().Attached == 4 })
+	c.Proceed <- struct{}{}
 	if r := <-first; r.err != nil || r.rec.Requests[0].Shared {
 		t.Fatalf("first: %v, %+v", r.err, r.rec.Requests)
 	}
-	<-c.entered
-	c.proceed <- struct{}{}
+	<-c.Entered
+	c.Proceed <- struct{}{}
 	seen := map[runtime.Object]bool{}
 	shared := 0
 	for _, ch := range waiting {
@@ -259,7 +189,7 @@ func TestListGateServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
 			shared++
 		}
 	}
-	if sent, _ := c.counts(); sent != 2 || shared != 4 {
+	if sent, _ := c.Counts(); sent != 2 || shared != 4 {
 		t.Fatalf("sent %d requests, %d lists shared; want 2, 4", sent, shared)
 	}
 	if st := gate.Stats(); st.Shared != 4 || st.Admitted != 2 {

@@ -11,74 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 )
-
-// blockingLists is a client whose collection lists (limit != 1) block until
-// released, counting how many are in flight at once; limit=1 lists answer
-// at once.
-type blockingLists struct {
-	key         string // RequestKey: "" never shares
-	fail        error  // every collection list's answer, when set
-	mu          sync.Mutex
-	inFlight    int
-	maxInFlight int
-	sent        int
-	entered     chan struct{} // one value per collection list sent
-	proceed     chan struct{} // one value lets one list answer
-}
-
-func newBlockingLists() *blockingLists {
-	return &blockingLists{entered: make(chan struct{}, 64), proceed: make(chan struct{}, 64)}
-}
-
-func (b *blockingLists) RequestKey() string { return b.key }
-
-func (b *blockingLists) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}}
-	if o.Limit == 1 {
-		return list, nil
-	}
-	b.mu.Lock()
-	b.sent++
-	b.inFlight++
-	b.maxInFlight = max(b.maxInFlight, b.inFlight)
-	b.mu.Unlock()
-	b.entered <- struct{}{}
-	defer func() {
-		b.mu.Lock()
-		b.inFlight--
-		b.mu.Unlock()
-	}()
-	select {
-	case <-b.proceed:
-		if b.fail != nil {
-			return nil, b.fail
-		}
-		list.Items = []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "9"}}}
-		return list, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (b *blockingLists) counts() (sent, maxInFlight int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sent, b.maxInFlight
-}
-
-// waitFor polls cond until it holds; it fails the test after 5 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 type listResult struct {
 	obj    runtime.Object
@@ -87,10 +22,10 @@ type listResult struct {
 }
 
 // listAsync starts one list of b with opts through g, named name.
-func listAsync(ctx context.Context, g *Gate, b *blockingLists, opts metav1.ListOptions, name string, rec metrics.Recorder) <-chan listResult {
+func listAsync(ctx context.Context, g *Gate, b *testfake.BlockingLists, opts metav1.ListOptions, name string, rec metrics.Recorder) <-chan listResult {
 	out := make(chan listResult, 1)
 	go func() {
-		obj, shared, err := g.List(ctx, name, rec, b, opts, func(ctx context.Context) (runtime.Object, error) { return b.list(ctx, opts) })
+		obj, shared, err := g.List(ctx, name, rec, b, opts, func(ctx context.Context) (runtime.Object, error) { return b.List(ctx, opts) })
 		out <- listResult{obj, shared, err}
 	}()
 	return out
@@ -137,7 +72,7 @@ func (r *recorder) calls() (waits, shared, overdue []string) {
 }
 
 func TestBoundsConcurrentListRequests(t *testing.T) {
-	b := newBlockingLists()
+	b := testfake.NewBlockingLists()
 	g := New(2)
 	rec := &recorder{}
 	const readers = 6
@@ -146,21 +81,21 @@ func TestBoundsConcurrentListRequests(t *testing.T) {
 		results = append(results, listAsync(context.Background(), g, b, mostRecent, "r", rec))
 	}
 	// Two lists are sent; the four others wait for a slot, without a request.
-	<-b.entered
-	<-b.entered
-	waitFor(t, "four queued lists", func() bool { return g.Stats().Queued == 4 })
-	if sent, _ := b.counts(); sent != 2 {
+	<-b.Entered
+	<-b.Entered
+	testfake.WaitFor(t, "four queued lists", func() bool { return g.Stats().Queued == 4 })
+	if sent, _ := b.Counts(); sent != 2 {
 		t.Fatalf("%d lists sent while the gate has 2 slots", sent)
 	}
 	for range readers {
-		b.proceed <- struct{}{}
+		b.Proceed <- struct{}{}
 	}
 	for i, ch := range results {
 		if r := <-ch; r.err != nil || r.shared {
 			t.Fatalf("list %d: %v, shared %v", i, r.err, r.shared)
 		}
 	}
-	sent, maxInFlight := b.counts()
+	sent, maxInFlight := b.Counts()
 	if sent != readers || maxInFlight != 2 {
 		t.Fatalf("sent %d lists, at most %d at once; want %d, 2", sent, maxInFlight, readers)
 	}
@@ -174,39 +109,39 @@ func TestBoundsConcurrentListRequests(t *testing.T) {
 }
 
 func TestLetsSingleObjectListsPass(t *testing.T) {
-	b := newBlockingLists()
-	b.key = "configmaps"
+	b := testfake.NewBlockingLists()
+	b.Key = "configmaps"
 	g := New(1)
 	done := listAsync(context.Background(), g, b, mostRecent, "holder", nil)
-	<-b.entered // the gate's one slot is held
+	<-b.Entered // the gate's one slot is held
 	if r := <-listAsync(context.Background(), g, b, metav1.ListOptions{Limit: 1}, "count", nil); r.err != nil || r.shared {
 		t.Fatalf("limit=1 list: %v, shared %v", r.err, r.shared)
 	}
 	if st := g.Stats(); st.Admitted != 1 || st.Queued != 0 {
 		t.Fatalf("a limit=1 list took or waited for a slot: %+v", st)
 	}
-	b.proceed <- struct{}{}
+	b.Proceed <- struct{}{}
 	if r := <-done; r.err != nil {
 		t.Fatal(r.err)
 	}
 }
 
 func TestWaitEndsWithTheContextWithoutARequest(t *testing.T) {
-	b := newBlockingLists()
+	b := testfake.NewBlockingLists()
 	g := New(1)
 	done := listAsync(context.Background(), g, b, mostRecent, "first", nil)
-	<-b.entered
+	<-b.Entered
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := listAsync(ctx, g, b, mostRecent, "second", nil)
-	waitFor(t, "a queued list", func() bool { return g.Stats().Queued == 1 })
+	testfake.WaitFor(t, "a queued list", func() bool { return g.Stats().Queued == 1 })
 	cancel()
 	if r := <-waited; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", r.err)
 	}
-	if sent, _ := b.counts(); sent != 1 {
+	if sent, _ := b.Counts(); sent != 1 {
 		t.Fatalf("%d lists sent; the cancelled one must send none", sent)
 	}
-	b.proceed <- struct{}{}
+	b.Proceed <- struct{}{}
 	if r := <-done; r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -222,8 +157,8 @@ func TestNilGateAdmitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	b := newBlockingLists()
-	b.proceed <- struct{}{}
+	b := testfake.NewBlockingLists()
+	b.Proceed <- struct{}{}
 	if r := <-listAsync(context.Background(), g, b, mostRecent, "x", nil); r.err != nil || r.shared {
 		t.Fatalf("list through a nil gate: %v, shared %v", r.err, r.shared)
 	}
@@ -236,12 +171,12 @@ func TestNilGateAdmitsAtOnce(t *testing.T) {
 }
 
 func TestServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
-	b := newBlockingLists()
-	b.key = "configmaps"
+	b := testfake.NewBlockingLists()
+	b.Key = "configmaps"
 	g := New(1)
 	rec := &recorder{}
 	first := listAsync(context.Background(), g, b, mostRecent, "first", rec)
-	<-b.entered // sent; the others queue behind it
+	<-b.Entered // sent; the others queue behind it
 	var waiting []<-chan listResult
 	for range 5 {
 		waiting = append(waiting, listAsync(context.Background(), g, b, mostRecent, "queued", rec))
@@ -249,13 +184,13 @@ func TestServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
 	// One of the five waits for the slot, four attach to it (a MostRecent
 	// read may share a request sent after it was made, not the one in
 	// flight).
-	waitFor(t, "one queued read, four attached", func() bool { return g.Stats().Queued == 1 && g.Stats().Attached == 4 })
-	b.proceed <- struct{}{}
+	testfake.WaitFor(t, "one queued read, four attached", func() bool { return g.Stats().Queued == 1 && g.Stats().Attached == 4 })
+	b.Proceed <- struct{}{}
 	if r := <-first; r.err != nil || r.shared {
 		t.Fatalf("first: %v, shared %v", r.err, r.shared)
 	}
-	<-b.entered
-	b.proceed <- struct{}{}
+	<-b.Entered
+	b.Proceed <- struct{}{}
 	seen := map[runtime.Object]bool{}
 	shared := 0
 	for _, ch := range waiting {
@@ -274,7 +209,7 @@ func TestServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
 			shared++
 		}
 	}
-	if sent, _ := b.counts(); sent != 2 || shared != 4 {
+	if sent, _ := b.Counts(); sent != 2 || shared != 4 {
 		t.Fatalf("sent %d requests, %d lists shared; want 2, 4", sent, shared)
 	}
 	if st := g.Stats(); st.Shared != 4 || st.Admitted != 2 || st.Attached != 0 {
@@ -286,19 +221,19 @@ func TestServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
 }
 
 func TestJoinsAnInFlightRequestOnlyWhereTheSemanticAllows(t *testing.T) {
-	b := newBlockingLists()
-	b.key = "configmaps"
+	b := testfake.NewBlockingLists()
+	b.Key = "configmaps"
 	g := New(3)
 	anyRead := listAsync(context.Background(), g, b, anyRV, "any", nil)
-	<-b.entered
+	<-b.Entered
 	// resourceVersion "0": the answer in flight satisfies it.
 	joined := listAsync(context.Background(), g, b, anyRV, "any", nil)
-	waitFor(t, "the Any read to attach", func() bool { return g.Stats().Attached == 1 })
+	testfake.WaitFor(t, "the Any read to attach", func() bool { return g.Stats().Attached == 1 })
 	// MostRecent: the answer in flight may predate it; it sends its own.
 	recent := listAsync(context.Background(), g, b, mostRecent, "recent", nil)
-	<-b.entered
-	b.proceed <- struct{}{}
-	b.proceed <- struct{}{}
+	<-b.Entered
+	b.Proceed <- struct{}{}
+	b.Proceed <- struct{}{}
 	var shared []bool
 	for _, ch := range []<-chan listResult{anyRead, joined, recent} {
 		r := <-ch
@@ -307,7 +242,7 @@ func TestJoinsAnInFlightRequestOnlyWhereTheSemanticAllows(t *testing.T) {
 		}
 		shared = append(shared, r.shared)
 	}
-	if sent, _ := b.counts(); sent != 2 || !shared[1] || shared[0] || shared[2] {
+	if sent, _ := b.Counts(); sent != 2 || !shared[1] || shared[0] || shared[2] {
 		t.Fatalf("sent %d requests (shared %v), want 2 (the second Any shared, MostRecent its own)", sent, shared)
 	}
 	if st := g.Stats(); st.Shared != 1 {
@@ -316,28 +251,28 @@ func TestJoinsAnInFlightRequestOnlyWhereTheSemanticAllows(t *testing.T) {
 }
 
 func TestSharesOnlySuccessesAndOnlyBetweenIdenticalRequests(t *testing.T) {
-	b := newBlockingLists()
-	b.key = "configmaps"
-	b.fail = errors.New("forbidden")
+	b := testfake.NewBlockingLists()
+	b.Key = "configmaps"
+	b.Fail = errors.New("forbidden")
 	g := New(1)
-	other := newBlockingLists()
-	other.key = "secrets" // another client: never shared with b's
+	other := testfake.NewBlockingLists()
+	other.Key = "secrets" // another client: never shared with b's
 	first := listAsync(context.Background(), g, b, mostRecent, "first", nil)
-	<-b.entered
+	<-b.Entered
 	x, y := listAsync(context.Background(), g, b, mostRecent, "x", nil), listAsync(context.Background(), g, b, mostRecent, "y", nil)
-	waitFor(t, "one queued read, one attached", func() bool { return g.Stats().Queued == 1 && g.Stats().Attached == 1 })
+	testfake.WaitFor(t, "one queued read, one attached", func() bool { return g.Stats().Queued == 1 && g.Stats().Attached == 1 })
 	o := listAsync(context.Background(), g, other, mostRecent, "other", nil)
-	waitFor(t, "two queued reads", func() bool { return g.Stats().Queued == 2 })
-	b.proceed <- struct{}{} // first fails
+	testfake.WaitFor(t, "two queued reads", func() bool { return g.Stats().Queued == 2 })
+	b.Proceed <- struct{}{} // first fails
 	if r := <-first; r.err == nil {
 		t.Fatal("first: want its error")
 	}
-	<-b.entered             // x (or y) sends, the other attached
-	b.proceed <- struct{}{} // fails too: the attached one sends its own
-	<-other.entered
-	other.proceed <- struct{}{}
-	<-b.entered
-	b.proceed <- struct{}{}
+	<-b.Entered             // x (or y) sends, the other attached
+	b.Proceed <- struct{}{} // fails too: the attached one sends its own
+	<-other.Entered
+	other.Proceed <- struct{}{}
+	<-b.Entered
+	b.Proceed <- struct{}{}
 	for _, ch := range []<-chan listResult{x, y} {
 		if r := <-ch; r.err == nil || r.shared {
 			t.Fatalf("want each reader's own error, got %v, shared %v", r.err, r.shared)
@@ -346,7 +281,7 @@ func TestSharesOnlySuccessesAndOnlyBetweenIdenticalRequests(t *testing.T) {
 	if r := <-o; r.err != nil || r.shared {
 		t.Fatalf("other client: %v, shared %v", r.err, r.shared)
 	}
-	if sent, _ := b.counts(); sent != 3 {
+	if sent, _ := b.Counts(); sent != 3 {
 		t.Fatalf("b sent %d requests, want 3", sent)
 	}
 	if st := g.Stats(); st.Shared != 0 {
@@ -355,23 +290,23 @@ func TestSharesOnlySuccessesAndOnlyBetweenIdenticalRequests(t *testing.T) {
 }
 
 func TestNeverSharesUnkeyedOrDifferentRequests(t *testing.T) {
-	unkeyed := newBlockingLists() // RequestKey "": never shared
-	keyed := newBlockingLists()
-	keyed.key = "configmaps"
+	unkeyed := testfake.NewBlockingLists() // RequestKey "": never shared
+	keyed := testfake.NewBlockingLists()
+	keyed.Key = "configmaps"
 	g := New(1)
 	holder := listAsync(context.Background(), g, keyed, mostRecent, "holder", nil)
-	<-keyed.entered
+	<-keyed.Entered
 	u1, u2 := listAsync(context.Background(), g, unkeyed, mostRecent, "u", nil), listAsync(context.Background(), g, unkeyed, mostRecent, "u", nil)
 	// Same client, other parameters: another request.
 	sel := listAsync(context.Background(), g, keyed, metav1.ListOptions{LabelSelector: "a=b"}, "sel", nil)
 	plain := listAsync(context.Background(), g, keyed, mostRecent, "plain", nil)
-	waitFor(t, "four queued reads", func() bool { return g.Stats().Queued == 4 })
+	testfake.WaitFor(t, "four queued reads", func() bool { return g.Stats().Queued == 4 })
 	if n := g.Stats().Attached; n != 0 {
 		t.Fatalf("%d reads attached to another's request", n)
 	}
 	for range 3 {
-		keyed.proceed <- struct{}{}
-		unkeyed.proceed <- struct{}{}
+		keyed.Proceed <- struct{}{}
+		unkeyed.Proceed <- struct{}{}
 	}
 	for _, ch := range []<-chan listResult{holder, u1, u2, sel, plain} {
 		if r := <-ch; r.err != nil || r.shared {
@@ -387,18 +322,18 @@ func TestAdmitsTheNextReadWhenOneOutlivesTheHoldBound(t *testing.T) {
 	const hold = time.Second // long enough for the checks below to run within b's own bound
 	g := New(1, WithMaxHold(hold))
 	rec := &recorder{}
-	stuck, other := newBlockingLists(), newBlockingLists()
+	stuck, other := testfake.NewBlockingLists(), testfake.NewBlockingLists()
 	a := listAsync(context.Background(), g, stuck, mostRecent, "stuck", rec) // a list the server (or a proxy) leaves without an answer
-	<-stuck.entered
+	<-stuck.Entered
 	start := time.Now()
 	b := listAsync(context.Background(), g, other, mostRecent, "b", rec)
-	waitFor(t, "b to queue", func() bool { return g.Stats().Queued == 1 })
+	testfake.WaitFor(t, "b to queue", func() bool { return g.Stats().Queued == 1 })
 	c := listAsync(context.Background(), g, other, mostRecent, "c", rec)
-	waitFor(t, "c to queue", func() bool { return g.Stats().Queued == 2 })
+	testfake.WaitFor(t, "c to queue", func() bool { return g.Stats().Queued == 2 })
 	// After the hold bound the stuck list no longer counts: b is sent, c
 	// still waits for the one slot (b's).
 	select {
-	case <-other.entered:
+	case <-other.Entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("b was never admitted while the first list held its slot without an answer")
 	}
@@ -414,22 +349,22 @@ func TestAdmitsTheNextReadWhenOneOutlivesTheHoldBound(t *testing.T) {
 	}
 	// The late list ends: its slot was handed on already, so c still waits
 	// for b's.
-	stuck.proceed <- struct{}{}
+	stuck.Proceed <- struct{}{}
 	if r := <-a; r.err != nil {
 		t.Fatal(r.err)
 	}
 	if st := g.Stats(); st.OverdueInFlight != 0 || st.InFlight != 1 || st.Queued != 1 {
 		t.Fatalf("the late list's end freed a slot it no longer held: %+v", st)
 	}
-	other.proceed <- struct{}{}
-	<-other.entered
-	other.proceed <- struct{}{}
+	other.Proceed <- struct{}{}
+	<-other.Entered
+	other.Proceed <- struct{}{}
 	for _, ch := range []<-chan listResult{b, c} {
 		if r := <-ch; r.err != nil {
 			t.Fatal(r.err)
 		}
 	}
-	if _, most := other.counts(); most != 1 {
+	if _, most := other.Counts(); most != 1 {
 		t.Fatalf("%d of b and c in flight at once, want 1", most)
 	}
 	if st := g.Stats(); st.InFlight != 0 || st.OverdueInFlight != 0 || st.Queued != 0 || st.Overdue != 1 {

@@ -162,6 +162,20 @@ func (a *app) resolveResource(arg string) (*meta.RESTMapping, error) {
 	return m, nil
 }
 
+// resolveIn resolves a resource argument (resolveResource) and the namespace
+// a command reads it in: the context's, or "" (every namespace) with
+// --all-namespaces or for a cluster-scoped resource.
+func (a *app) resolveIn(c *clients, arg string, allNamespaces bool) (*meta.RESTMapping, string, error) {
+	m, err := a.resolveResource(arg)
+	if err != nil {
+		return nil, "", err
+	}
+	if allNamespaces || m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return m, "", nil
+	}
+	return m, c.namespace, nil
+}
+
 // resourceClient returns the dynamic client for m in ns ("" = all namespaces
 // for namespaced resources; ignored for cluster-scoped ones).
 func (c *clients) resourceClient(m *meta.RESTMapping, ns string) dynamic.ResourceInterface {

@@ -224,13 +224,9 @@ func (a *app) runList(cmd *cobra.Command, o *listOptions) error {
 	if err != nil {
 		return err
 	}
-	m, err := a.resolveResource(o.resource)
+	m, ns, err := a.resolveIn(c, o.resource, o.allNamespaces)
 	if err != nil {
 		return err
-	}
-	ns := c.namespace
-	if o.allNamespaces || m.Scope.Name() != meta.RESTScopeNameNamespace {
-		ns = ""
 	}
 	l := lister.New(lister.FromDynamic(c.resourceClient(m, ns)), lister.Options{
 		Server:        c.server,

@@ -536,6 +536,47 @@ func recordErrorEvent(ev watch.Event, r *cellReport) {
 	r.Message = oneLine(st.Message)
 }
 
+// watchEnd says why readEvents stopped.
+type watchEnd int
+
+const (
+	// endedByCell: the cell's handler took an event as its observation.
+	endedByCell watchEnd = iota
+	// endedByErrorEvent: an ERROR event, recorded as the observation.
+	endedByErrorEvent
+	// endedByServer: the server closed the watch.
+	endedByServer
+	// endedByBound: the cell's bound (wctx) passed first.
+	endedByBound
+)
+
+// readEvents reads w's events, counting them in r, until handle returns
+// true, an ERROR event comes (recorded in r), the server closes the watch
+// or wctx ends. It fails only when ctx, the probe's own context, ended.
+func readEvents(ctx, wctx context.Context, w watch.Interface, r *cellReport, handle func(watch.Event) bool) (watchEnd, error) {
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return endedByServer, nil
+			}
+			r.Events++
+			if ev.Type == watch.Error {
+				recordErrorEvent(ev, r)
+				return endedByErrorEvent, nil
+			}
+			if handle(ev) {
+				return endedByCell, nil
+			}
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return endedByBound, fmt.Errorf("interrupted: %w", ctx.Err())
+			}
+			return endedByBound, nil
+		}
+	}
+}
+
 // watchCellBound bounds one watch-table cell; the sentinel normally ends it at once.
 const watchCellBound = 10 * time.Second
 
@@ -557,38 +598,21 @@ func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOpt
 		return err
 	}
 	seen := map[string]bool{}
-	var obs watchObservation
-	done := false
-	for !done {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				done = true
-				break
-			}
-			r.Events++
-			if ev.Type == watch.Error {
-				recordErrorEvent(ev, r)
-				return nil
-			}
-			acc, err := meta.Accessor(ev.Object)
-			if err != nil || ev.Type == watch.Bookmark {
-				continue
-			}
-			name := acc.GetName()
-			if ev.Type == watch.Added {
-				seen[name] = true
-			}
-			if name == sentinel {
-				done = true
-			}
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted: %w", ctx.Err())
-			}
-			done = true
+	end, err := readEvents(ctx, wctx, w, r, func(ev watch.Event) bool {
+		acc, err := meta.Accessor(ev.Object)
+		if err != nil || ev.Type == watch.Bookmark {
+			return false
 		}
+		name := acc.GetName()
+		if ev.Type == watch.Added {
+			seen[name] = true
+		}
+		return name == sentinel
+	})
+	if err != nil || end == endedByErrorEvent {
+		return err
 	}
+	var obs watchObservation
 	obs.InitialState = seen[e.oldName]
 	obs.CompleteState = obs.InitialState
 	for _, n := range e.names {
@@ -671,33 +695,25 @@ func (e *probeEnv) runBookmark(ctx context.Context, opts metav1.ListOptions, tim
 	if _, err := e.create(ctx, "bookmark-bump-"+e.runID); err != nil {
 		return err
 	}
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("the watch ended at its timeoutSeconds=%d without a bookmark", secs)
-				return nil
-			}
-			r.Events++
-			if ev.Type == watch.Error {
-				recordErrorEvent(ev, r)
-				return nil
-			}
-			if ev.Type == watch.Bookmark {
-				r.Observed = SemBookmark
-				if acc, err := meta.Accessor(ev.Object); err == nil {
-					r.ServedResourceVersion = acc.GetResourceVersion()
-				}
-				return nil
-			}
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted: %w", ctx.Err())
-			}
-			r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("no bookmark within %s", bound)
-			return nil
+	end, err := readEvents(ctx, wctx, w, r, func(ev watch.Event) bool {
+		if ev.Type != watch.Bookmark {
+			return false
 		}
+		r.Observed = SemBookmark
+		if acc, err := meta.Accessor(ev.Object); err == nil {
+			r.ServedResourceVersion = acc.GetResourceVersion()
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return err
+	case end == endedByServer:
+		r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("the watch ended at its timeoutSeconds=%d without a bookmark", secs)
+	case end == endedByBound:
+		r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("no bookmark within %s", bound)
 	}
+	return nil
 }
 
 // farFutureWatchTimeout is the timeoutSeconds of the far-future watch.
@@ -713,30 +729,22 @@ func (e *probeEnv) runFarFutureWatch(ctx context.Context, opts metav1.ListOption
 		return err
 	}
 	defer w.Stop()
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				r.Observed, r.Message = SemWaits, fmt.Sprintf("no event until the watch's timeoutSeconds=%d", farFutureWatchTimeout)
-				return nil
-			}
-			r.Events++
-			if ev.Type == watch.Error {
-				recordErrorEvent(ev, r)
-				return nil
-			}
-			if ev.Type != watch.Bookmark {
-				r.Observed, r.Message = SemError, fmt.Sprintf("a %s event for a resourceVersion that does not exist yet", ev.Type)
-				return nil
-			}
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted: %w", ctx.Err())
-			}
-			r.Observed, r.Message = SemWaits, fmt.Sprintf("no event within %s", bound)
-			return nil
+	end, err := readEvents(ctx, wctx, w, r, func(ev watch.Event) bool {
+		if ev.Type == watch.Bookmark {
+			return false
 		}
+		r.Observed, r.Message = SemError, fmt.Sprintf("a %s event for a resourceVersion that does not exist yet", ev.Type)
+		return true
+	})
+	switch {
+	case err != nil:
+		return err
+	case end == endedByServer:
+		r.Observed, r.Message = SemWaits, fmt.Sprintf("no event until the watch's timeoutSeconds=%d", farFutureWatchTimeout)
+	case end == endedByBound:
+		r.Observed, r.Message = SemWaits, fmt.Sprintf("no event within %s", bound)
 	}
+	return nil
 }
 
 // listerClient is the probe's namespace as a lister.Client, sending every

@@ -98,13 +98,9 @@ func (a *app) runSync(cmd *cobra.Command, o *syncOptions) error {
 		}
 		return err
 	}
-	m, err := a.resolveResource(o.resource)
+	m, ns, err := a.resolveIn(c, o.resource, o.allNamespaces)
 	if err != nil {
 		return err
-	}
-	ns := c.namespace
-	if o.allNamespaces || m.Scope.Name() != meta.RESTScopeNameNamespace {
-		ns = ""
 	}
 	ri := c.resourceClient(m, ns)
 	sel := o.selector

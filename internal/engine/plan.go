@@ -121,7 +121,8 @@ type Step struct {
 // Failed reports whether the step ends the call with an error.
 func (s Step) Failed() bool { return s.Action.IsFailure() }
 
-// ErrNoListResourceVersion: a probe's ListMeta has no resourceVersion.
+// ErrNoListResourceVersion is a probe's error when its ListMeta has no
+// resourceVersion.
 var ErrNoListResourceVersion = errors.New("limit=1 list returned no resourceVersion")
 
 // maxRevisionsPerSecond bounds how fast any cluster's resourceVersion can

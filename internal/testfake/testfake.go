@@ -1,5 +1,7 @@
 // Package testfake holds the small fakes the SDK's own tests and benchmarks
-// share (lister, reflector): a watch that replays pre-built events. For a
+// share (lister, reflector, listgate, fallback, compat): a watch that
+// replays pre-built events, a scripted client, lists that block until
+// released, and an HTTP server that counts the requests on the wire. For a
 // fake apiserver with real resourceVersion semantics, use package
 // steadywatchtest.
 package testfake
