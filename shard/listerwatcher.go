@@ -100,7 +100,10 @@ func Wrap(lw cache.ListerWatcher, o WrapOptions) *ListerWatcher {
 	return &ListerWatcher{inner: cache.ToListerWatcherWithContext(lw), o: o, changed: make(chan struct{}), synced: make(chan struct{})}
 }
 
-// Mode is where the last list's range was applied ("" before any list).
+// Mode is where the server was last shown to apply the range: ModeServer
+// (a list's shardInfo echoed the selector), ModeClient (a list came back
+// without shardInfo, or a watch sent with the selector delivered an object
+// outside the range), "" before any such answer.
 func (lw *ListerWatcher) Mode() Mode {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
@@ -139,15 +142,19 @@ func (lw *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error)
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	log := klog.FromContext(ctx).WithValues("lister", lw.o.Name)
 	sel := lw.o.Selector()
-	if sel.Empty() {
-		opts.ShardSelector = ""
+	opts.ShardSelector = sel.String()
+	if opts.ShardSelector == "" {
+		// Everything, or nothing (no slice yet): no parameter can say it, so
+		// the answer proves nothing about the server.
 		list, err := lw.inner.ListWithContext(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
+		if _, err := Filter(list, sel); err != nil {
+			return nil, err
+		}
 		return lw.done(log, sel, "", list), nil
 	}
-	opts.ShardSelector = sel.String()
 	list, err := lw.inner.ListWithContext(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -177,23 +184,42 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 	return lw.done(log, sel, mode, list), nil
 }
 
-// done records a completed list and returns it.
+// done records a completed list of sel and what its answer proved (mode;
+// "" for nothing), and returns list.
 func (lw *ListerWatcher) done(log klog.Logger, sel Selector, mode Mode, list runtime.Object) runtime.Object {
 	lw.mu.Lock()
-	prev := lw.mode
-	lw.listed, lw.mode = sel, mode
+	lw.listed = sel
 	close(lw.synced)
 	lw.synced = make(chan struct{})
 	lw.mu.Unlock()
-	if mode != prev && mode != "" {
-		log.Info("Sharded list", "mode", string(mode), "selector", sel.String())
-		support := compat.Yes
-		if mode == ModeClient {
-			support = compat.No
-		}
-		lw.observe(support, "observed: shardSelector applied "+string(mode)+"-side")
+	if mode != "" {
+		lw.believe(log, sel, mode, "observed: shardSelector applied "+string(mode)+"-side")
 	}
 	return list
+}
+
+// believe records what an answer proved about the server. Only two answers
+// prove anything: a list's ListMeta.shardInfo (Verify: ModeServer when it
+// echoes the selector, ModeClient when it is missing), and an object outside
+// the range in answer to a request that carried the shardSelector
+// (ModeClient). A stream whose events all fall in the range proves nothing
+// (the range may hold only those objects), nor does any answer to a request
+// sent without a shardSelector. The change is logged and recorded as
+// Capability.
+func (lw *ListerWatcher) believe(log klog.Logger, sel Selector, mode Mode, detail string) {
+	lw.mu.Lock()
+	prev := lw.mode
+	lw.mode = mode
+	lw.mu.Unlock()
+	if mode == prev {
+		return
+	}
+	log.Info("Sharded list", "mode", string(mode), "selector", sel.String(), "evidence", detail)
+	support := compat.Yes
+	if mode == ModeClient {
+		support = compat.No
+	}
+	lw.observe(support, detail)
 }
 
 func (lw *ListerWatcher) observe(s compat.Support, detail string) {
@@ -225,7 +251,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 		return w, err
 	}
 	f := &filteredWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
-	go f.run(klog.FromContext(ctx).WithValues("lister", lw.o.Name), lw, sel, changed, streaming)
+	go f.run(klog.FromContext(ctx).WithValues("lister", lw.o.Name), lw, sel, changed, streaming, opts.ShardSelector != "")
 	return f, nil
 }
 
@@ -246,7 +272,9 @@ type filteredWatch struct {
 func (f *filteredWatch) Stop()                          { f.once.Do(func() { close(f.stop) }) }
 func (f *filteredWatch) ResultChan() <-chan watch.Event { return f.out }
 
-func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, changed <-chan struct{}, streaming bool) {
+// sent tells that the watch carried the shardSelector: only then is an
+// event outside the range evidence that the server does not filter.
+func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, changed <-chan struct{}, streaming, sent bool) {
 	defer close(f.out)
 	defer f.inner.Stop()
 	in := f.inner.ResultChan()
@@ -281,24 +309,23 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 		switch ev.Type {
 		case watch.Bookmark:
 			if streaming && isInitialEventsEnd(ev.Object) {
-				// The stream's initial state is complete: the range is listed.
+				// The stream's initial state is complete: the range is
+				// listed. A stream never proves that the server filters.
 				streaming = false
-				mode := lw.Mode()
-				if outside {
-					mode = ModeClient
-				}
-				lw.done(log, sel, mode, nil)
+				lw.done(log, sel, "", nil)
 			}
 		case watch.Added, watch.Modified, watch.Deleted:
 			inRange, err := sel.Matches(ev.Object)
 			if err == nil && !inRange {
-				// One hash per event: an object outside the range proves the
-				// server does not filter this watch.
-				lw.o.Metrics.Fallback(lw.o.Name, ReasonEventOutsideRange)
-				if !outside {
-					outside = true
-					log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange, "type", ev.Type)
-					lw.observe(compat.No, "observed: a watch event outside the shardSelector's range")
+				if sent {
+					// One hash per event: an object outside the range sent
+					// proves the server does not filter this watch.
+					lw.o.Metrics.Fallback(lw.o.Name, ReasonEventOutsideRange)
+					if !outside {
+						outside = true
+						log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange, "type", ev.Type)
+						lw.believe(log, sel, ModeClient, "observed: a watch event outside the shardSelector's range")
+					}
 				}
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/shard"
 )
@@ -300,4 +302,114 @@ func oneInOneOut() (in, out corev1.ConfigMap) {
 		}
 	}
 	return in, out
+}
+
+// observations records what a sharded ListerWatcher tells its Server.
+type observations struct {
+	mu  sync.Mutex
+	got []compat.Support
+}
+
+func (o *observations) Capabilities(context.Context) compat.Capabilities {
+	return compat.Capabilities{}
+}
+func (o *observations) Observe(ob compat.Observation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ob.Capability == shard.Capability {
+		o.got = append(o.got, ob.Support)
+	}
+}
+
+func (o *observations) list() []compat.Support {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.got)
+}
+
+// stream opens a streaming list on lw, feeds it objs and the
+// initial-events-end bookmark, and drains it until that bookmark.
+func stream(t *testing.T, srv *fakeServer, lw *shard.ListerWatcher, objs ...corev1.ConfigMap) {
+	t.Helper()
+	srv.mu.Lock()
+	srv.w = watch.NewFakeWithChanSize(len(objs)+1, false)
+	fw := srv.w
+	srv.mu.Unlock()
+	yes := true
+	w, err := lw.Watch(metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := range objs {
+		fw.Add(&objs[i])
+	}
+	fw.Action(watch.Bookmark, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "6", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+	_, next := lw.Listed()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Bookmark {
+			break
+		}
+	}
+	select {
+	case <-next:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the streaming list never counted as listed")
+	}
+}
+
+// A stream never decides that the server filters, and a request that
+// carried no shardSelector (a replica holding no slice yet) decides nothing:
+// only a list's shardInfo, or an event outside the range of a request that
+// carried the selector, changes the belief. Otherwise a replica that started
+// with no slice on a server that filters stayed in client mode for good.
+func TestWrapModeIsDecidedOnlyByEvidence(t *testing.T) {
+	srv := newFakeServer(60, true)
+	obs := &observations{}
+	nothing, _ := shard.SelectorOf(shard.FieldUID, nil, 24)
+	var mu sync.Mutex
+	sel := nothing
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { mu.Lock(); defer mu.Unlock(); return sel }, Server: obs})
+	in, out := oneInOneOut()
+
+	// No slice yet: the stream carries no shardSelector and the server sends
+	// everything; the client drops it all, which proves nothing.
+	stream(t, srv, lw, in, out)
+	if m := lw.Mode(); m != "" || len(obs.list()) != 0 {
+		t.Fatalf("after a stream sent without a shardSelector: mode %q, observed %v; want no belief", m, obs.list())
+	}
+	if _, err := lw.List(metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m := lw.Mode(); m != "" || len(obs.list()) != 0 {
+		t.Fatalf("after a list sent without a shardSelector: mode %q, observed %v; want no belief", m, obs.list())
+	}
+
+	// A slice: a stream of the range, filtered by the server, proves nothing
+	// about the server either.
+	mu.Lock()
+	sel = lowHalf
+	mu.Unlock()
+	lw.RangeChanged()
+	stream(t, srv, lw, in)
+	if m := lw.Mode(); m != "" || len(obs.list()) != 0 {
+		t.Fatalf("after a stream with only in-range events: mode %q, observed %v; want no belief", m, obs.list())
+	}
+	// A list answer's shardInfo does.
+	if _, err := lw.List(metav1.ListOptions{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if m, o := lw.Mode(), obs.list(); m != shard.ModeServer || !slices.Equal(o, []compat.Support{compat.Yes}) {
+		t.Fatalf("after a list whose shardInfo echoed the selector: mode %q, observed %v", m, o)
+	}
+	stream(t, srv, lw, in)
+	if m := lw.Mode(); m != shard.ModeServer {
+		t.Fatalf("a stream with only in-range events changed the mode to %q", m)
+	}
+	// An event outside the range of a request that carried the selector
+	// proves the server does not filter.
+	stream(t, srv, lw, in, out)
+	if m, o := lw.Mode(), obs.list(); m != shard.ModeClient || !slices.Equal(o, []compat.Support{compat.Yes, compat.No}) {
+		t.Fatalf("after a stream with an event outside the range sent: mode %q, observed %v", m, o)
+	}
 }
