@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -65,8 +67,10 @@ type WrapOptions struct {
 //     server did not apply it, the same hash filters on the client, so the
 //     result is identical;
 //   - every watch sends the same selector as the list it follows, and every
-//     event is checked (one hash): an object outside the range is dropped
-//     and counted, and proves the server does not filter;
+//     event is checked (one hash) by the Filter stage of the SDK's watch
+//     pipeline (PipelineFilter; lw runs the same stage itself under a stock
+//     client-go informer): an object outside the range is dropped and
+//     counted, and proves the server does not filter;
 //   - when the range changes (RangeChanged), the running watches end with
 //     410 Expired, so client-go's reflector lists the new range. Objects
 //     that left the range then leave the cache as deletions: wrap the event
@@ -81,11 +85,15 @@ type ListerWatcher struct {
 	mode    Mode
 	changed chan struct{} // closed when the range changes
 	synced  chan struct{} // closed at the next completed list
+
+	current atomic.Pointer[watchRange] // the range of the last watch
+	piped   atomic.Bool                // a watch pipeline runs the filter (PipelineFilter)
 }
 
 var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
 	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+	_ watchpipe.FilterSource         = (*ListerWatcher)(nil)
 )
 
 // Wrap returns lw holding only o.Selector()'s range.
@@ -246,35 +254,98 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 		return nil, rangeChangedError()
 	}
 	opts.ShardSelector = sel.String()
+	log := klog.FromContext(ctx).WithValues("lister", lw.o.Name)
+	r := &watchRange{lw: lw, log: log, sel: sel, sent: opts.ShardSelector != ""}
+	lw.current.Store(r)
 	w, err := lw.inner.WatchWithContext(ctx, opts)
 	if err != nil || (sel.Empty() && !streaming) {
 		return w, err
 	}
-	f := &filteredWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
-	go f.run(klog.FromContext(ctx).WithValues("lister", lw.o.Name), lw, sel, changed, streaming, opts.ShardSelector != "")
+	f := &rangeWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go f.run(lw, r, changed, streaming, !lw.piped.Load())
 	return f, nil
 }
+
+// PipelineFilter implements watchpipe.FilterSource: the drop-in
+// ListerWatcher (lister.Wrap, reflector.NewSharedIndexInformer) and
+// reflector.New (through lister.FromListerWatcher) call it when they are
+// built over lw, and run the range of lw's current watch as their watch
+// pipeline's Filter stage; lw's watches then forward every event to them.
+// Under any other consumer (a stock client-go informer) lw's watches run the
+// same stage themselves (watchpipe.FilterEvent).
+func (lw *ListerWatcher) PipelineFilter() watchpipe.Filter {
+	lw.piped.Store(true)
+	return pipelineFilter{lw}
+}
+
+// watchRange is the range one watch holds: the Filter stage of that watch.
+type watchRange struct {
+	lw   *ListerWatcher
+	log  klog.Logger
+	sel  Selector
+	sent bool // the watch carried the shardSelector
+	// outside: an event outside the range arrived (logged once per watch).
+	outside atomic.Bool
+}
+
+// Keep implements watchpipe.Filter: one hash per event. An object outside
+// the range of a watch that carried the shardSelector proves the server
+// does not filter: it is counted, and the belief changes. Outside a range
+// that no parameter could say (no slice yet), it proves nothing.
+func (r *watchRange) Keep(m metav1.Object) bool {
+	in, err := r.sel.MatchesMeta(m)
+	if err != nil || in {
+		return true
+	}
+	if r.sent {
+		r.lw.o.Metrics.Fallback(r.lw.o.Name, ReasonEventOutsideRange)
+		if r.outside.CompareAndSwap(false, true) {
+			r.log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange)
+			r.lw.believe(r.log, r.sel, ModeClient, "observed: a watch event outside the shardSelector's range")
+		}
+	}
+	return false
+}
+
+// Immutable implements watchpipe.ImmutableFilter: the range hashes
+// metadata.uid or metadata.namespace, which never change, so every event of
+// an object outside it is dropped.
+func (r *watchRange) Immutable() bool { return true }
+
+// pipelineFilter is the Filter a watch pipeline runs (PipelineFilter): the
+// range of lw's last watch (client-go and reflector.New run one watch at a
+// time).
+type pipelineFilter struct{ lw *ListerWatcher }
+
+func (f pipelineFilter) Keep(m metav1.Object) bool {
+	if r := f.lw.current.Load(); r != nil {
+		return r.Keep(m)
+	}
+	return true
+}
+
+func (f pipelineFilter) Immutable() bool { return true }
 
 // rangeChangedError is a 410 Expired: client-go's reflector relists.
 func rangeChangedError() *apierrors.StatusError {
 	return apierrors.NewResourceExpired("steadywatch: the shard range changed (" + ReasonRangeChanged + "); relisting")
 }
 
-// filteredWatch forwards the events of a watch whose objects are in the
-// range, and ends with 410 Expired when the range changes.
-type filteredWatch struct {
+// rangeWatch forwards the events of a watch, ends it with 410 Expired when
+// the range changes, and marks the range listed at the end of a streaming
+// list. With filter, it runs the Filter stage itself; otherwise a watch
+// pipeline downstream does (PipelineFilter).
+type rangeWatch struct {
 	inner watch.Interface
 	out   chan watch.Event
 	stop  chan struct{}
 	once  sync.Once
 }
 
-func (f *filteredWatch) Stop()                          { f.once.Do(func() { close(f.stop) }) }
-func (f *filteredWatch) ResultChan() <-chan watch.Event { return f.out }
+func (f *rangeWatch) Stop()                          { f.once.Do(func() { close(f.stop) }) }
+func (f *rangeWatch) ResultChan() <-chan watch.Event { return f.out }
 
-// sent tells that the watch carried the shardSelector: only then is an
-// event outside the range evidence that the server does not filter.
-func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, changed <-chan struct{}, streaming, sent bool) {
+func (f *rangeWatch) run(lw *ListerWatcher, r *watchRange, changed <-chan struct{}, streaming, filter bool) {
 	defer close(f.out)
 	defer f.inner.Stop()
 	in := f.inner.ResultChan()
@@ -286,7 +357,6 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 			return false
 		}
 	}
-	outside := false
 	for {
 		var (
 			ev watch.Event
@@ -297,7 +367,7 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 			return
 		case <-changed:
 			lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
-			log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", ReasonRangeChanged)
+			r.log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", ReasonRangeChanged)
 			st := rangeChangedError().ErrStatus
 			send(watch.Event{Type: watch.Error, Object: &st})
 			return
@@ -312,22 +382,21 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 				// The stream's initial state is complete: the range is
 				// listed. A stream never proves that the server filters.
 				streaming = false
-				lw.done(log, sel, "", nil)
+				lw.done(r.log, r.sel, "", nil)
 			}
 		case watch.Added, watch.Modified, watch.Deleted:
-			inRange, err := sel.Matches(ev.Object)
-			if err == nil && !inRange {
-				if sent {
-					// One hash per event: an object outside the range sent
-					// proves the server does not filter this watch.
-					lw.o.Metrics.Fallback(lw.o.Name, ReasonEventOutsideRange)
-					if !outside {
-						outside = true
-						log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange, "type", ev.Type)
-						lw.believe(log, sel, ModeClient, "observed: a watch event outside the shardSelector's range")
-					}
-				}
+			if !filter {
+				break
+			}
+			m, err := meta.Accessor(ev.Object)
+			if err != nil {
+				break
+			}
+			switch watchpipe.FilterEvent(r, ev.Type, m) {
+			case watchpipe.Drop:
 				continue
+			case watchpipe.DeliverAsDeleted:
+				ev.Type = watch.Deleted
 			}
 		}
 		if !send(ev) {

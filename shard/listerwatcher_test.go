@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/reflector"
 	"github.com/steadywatch/steadywatch/shard"
 )
 
@@ -411,5 +413,149 @@ func TestWrapModeIsDecidedOnlyByEvidence(t *testing.T) {
 	stream(t, srv, lw, in, out)
 	if m, o := lw.Mode(), obs.list(); m != shard.ModeClient || !slices.Equal(o, []compat.Support{compat.Yes, compat.No}) {
 		t.Fatalf("after a stream with an event outside the range sent: mode %q, observed %v", m, o)
+	}
+}
+
+// nextObject returns the next object event of w, skipping bookmarks.
+func nextObject(t *testing.T, w watch.Interface) watch.Event {
+	t.Helper()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			if ev.Type != watch.Bookmark {
+				return ev
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event within 10s")
+		}
+	}
+}
+
+// Under the drop-in ListerWatcher the range is the watch pipeline's Filter
+// stage: shard.Wrap's own watch forwards every event, and the pipeline drops
+// those outside the range (counted once, the mode updated).
+func TestWrapUnderTheDropInListerWatcherFiltersInThePipeline(t *testing.T) {
+	srv := newFakeServer(60, false)
+	rec := &counting{}
+	slw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
+	dl := lister.Wrap(slw, lister.Options{Name: "test", StallTimeout: -1})
+	if _, err := dl.List(metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := dl.Watch(metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	in, out := oneInOneOut()
+	in.ResourceVersion, out.ResourceVersion = "7", "6"
+	srv.w.Add(&out)
+	srv.w.Add(&in)
+	if ev := nextObject(t, w); ev.Object.(*corev1.ConfigMap).Name != in.Name {
+		t.Fatalf("first event delivered is %s %s, want %s (the one outside the range dropped)", ev.Type, ev.Object.(*corev1.ConfigMap).Name, in.Name)
+	}
+	if n := rec.count(shard.ReasonEventOutsideRange); n != 1 || slw.Mode() != shard.ModeClient {
+		t.Fatalf("outside-range fallbacks %d (want 1), mode %q", n, slw.Mode())
+	}
+
+	forwardsEverything(t, srv, slw)
+}
+
+// forwardsEverything checks that slw's own watches no longer filter: a
+// watch pipeline runs the range as its Filter stage.
+func forwardsEverything(t *testing.T, srv *fakeServer, slw *shard.ListerWatcher) {
+	t.Helper()
+	srv.mu.Lock()
+	srv.w = watch.NewFakeWithChanSize(2, false)
+	fw := srv.w
+	srv.mu.Unlock()
+	raw, err := slw.Watch(metav1.ListOptions{ResourceVersion: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Stop()
+	_, out := oneInOneOut()
+	fw.Add(&out)
+	if ev := nextObject(t, raw); ev.Object.(*corev1.ConfigMap).Name != out.Name {
+		t.Fatalf("shard.Wrap's watch under a pipeline delivered %s, want %s forwarded", ev.Object.(*corev1.ConfigMap).Name, out.Name)
+	}
+}
+
+// Under reflector.New (through lister.FromListerWatcher) too: the store
+// holds exactly the range, from the list and from the watch.
+func TestWrapUnderReflectorNewFiltersInThePipeline(t *testing.T) {
+	srv := newFakeServer(60, false)
+	rec := &counting{}
+	slw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := reflector.New(lister.FromListerWatcher(slw), &corev1.ConfigMap{}, store, reflector.Options{
+		Lister: lister.Options{Name: "test", StallTimeout: -1, DisableStreamingList: true},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// Two objects created after the list: one in the range, one outside.
+	var in2, out2 corev1.ConfigMap
+	for i := 60; in2.Name == "" || out2.Name == ""; i++ {
+		c := cm(i)
+		if ok, _ := lowHalf.Matches(&c); ok {
+			in2 = c
+		} else {
+			out2 = c
+		}
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for ; ; <-tick.C {
+		srv.mu.Lock()
+		watching := len(srv.sent) > 0 && srv.sent[len(srv.sent)-1] == "watch:"+lowHalf.String()
+		srv.mu.Unlock()
+		if watching {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reflector opened no watch within 10s")
+		}
+	}
+	out2.ResourceVersion, in2.ResourceVersion = "6", "7"
+	srv.w.Add(&out2)
+	srv.w.Add(&in2)
+	for ; len(store.ListKeys()) != inLowHalf(60)+1; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("the store holds %d objects, want %d", len(store.ListKeys()), inLowHalf(60)+1)
+		}
+	}
+	for _, o := range store.List() {
+		if ok, _ := lowHalf.Matches(o.(*corev1.ConfigMap)); !ok {
+			t.Fatalf("%s held outside the range", o.(*corev1.ConfigMap).Name)
+		}
+	}
+	if n := rec.count(shard.ReasonEventOutsideRange); n != 1 {
+		t.Fatalf("outside-range fallbacks %d, want 1", n)
+	}
+	forwardsEverything(t, srv, slw)
+}
+
+// The Filter stage runs on every event: it must not allocate.
+func TestPipelineFilterDoesNotAllocate(t *testing.T) {
+	srv := newFakeServer(0, false)
+	slw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }})
+	f := slw.PipelineFilter()
+	if _, err := slw.List(metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := slw.Watch(metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	in, _ := oneInOneOut()
+	if n := testing.AllocsPerRun(100, func() { f.Keep(&in) }); n != 0 {
+		t.Fatalf("Keep allocates %v times per event", n)
 	}
 }
