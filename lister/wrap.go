@@ -58,7 +58,9 @@ func declaresNoWatchList(x any) bool {
 // PipelineFilter hands the watch pipeline lw's own client-side filter, when
 // lw has one (watchpipe.FilterSource: shard.Wrap), so that it runs as the
 // pipeline's Filter stage.
-func (c lwClient) PipelineFilter() watchpipe.Filter { return watchpipe.FilterOf(c.orig) }
+func (c lwClient) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
+	return watchpipe.FilterOf(c.orig)
+}
 
 func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	return c.lw.ListWithContext(ctx, o)

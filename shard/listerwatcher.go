@@ -273,7 +273,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 // pipeline's Filter stage; lw's watches then forward every event to them.
 // Under any other consumer (a stock client-go informer) lw's watches run the
 // same stage themselves (watchpipe.FilterEvent).
-func (lw *ListerWatcher) PipelineFilter() watchpipe.Filter {
+func (lw *ListerWatcher) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
 	lw.piped.Store(true)
 	return pipelineFilter{lw}
 }

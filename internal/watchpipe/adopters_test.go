@@ -170,7 +170,7 @@ type filteringClient struct {
 	f watchpipe.Filter
 }
 
-func (c filteringClient) PipelineFilter() watchpipe.Filter { return c.f }
+func (c filteringClient) PipelineFilter() interface{ Keep(m metav1.Object) bool } { return c.f }
 
 // adopted is the client an adopter is built on: client, or client with the
 // case's filter.

@@ -51,14 +51,19 @@ func FilterEvent(f Filter, t watch.EventType, m metav1.Object) Verdict {
 // deliver every event, for the pipeline's Filter stage to decide. The drop-in
 // ListerWatcher and reflector.New call it once, when they build their
 // Pipeline.
+// The method's result is spelled as Filter's method set, so that a
+// FilterSource outside this internal package (shard) names no internal type
+// in its exported API.
 type FilterSource interface {
-	PipelineFilter() Filter
+	PipelineFilter() interface{ Keep(m metav1.Object) bool }
 }
 
 // FilterOf returns x's Filter when x is a FilterSource, nil otherwise.
 func FilterOf(x any) Filter {
 	if s, ok := x.(FilterSource); ok {
-		return s.PipelineFilter()
+		if f := s.PipelineFilter(); f != nil {
+			return f
+		}
 	}
 	return nil
 }
