@@ -82,6 +82,7 @@ type ListerWatcher struct {
 
 	mu      sync.Mutex
 	listed  Selector // the selector of the last list
+	once    bool     // a list completed (listed is not just the zero Selector)
 	mode    Mode
 	changed chan struct{} // closed when the range changes
 	synced  chan struct{} // closed at the next completed list
@@ -122,9 +123,15 @@ func (lw *ListerWatcher) Mode() Mode {
 // closed when the next list completes: a caller waits for the cache to hold
 // a new range by reading Listed until it covers the range (Covers).
 func (lw *ListerWatcher) Listed() (Selector, <-chan struct{}) {
+	sel, next, _ := lw.listedState()
+	return sel, next
+}
+
+// listedState is Listed, and whether any list completed yet.
+func (lw *ListerWatcher) listedState() (Selector, <-chan struct{}, bool) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	return lw.listed, lw.synced
+	return lw.listed, lw.synced, lw.once
 }
 
 // RangeChanged ends the running watches with 410 Expired, so that
@@ -161,7 +168,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		if _, err := Filter(list, sel); err != nil {
 			return nil, err
 		}
-		return lw.done(log, sel, "", list), nil
+		return lw.done(log, sel, "", list, cacheList(opts, list)), nil
 	}
 	list, err := lw.inner.ListWithContext(ctx, opts)
 	if err != nil {
@@ -189,17 +196,32 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		lw.o.Metrics.Fallback(lw.o.Name, ReasonClientFilter)
 		log.V(2).Info("The server ignored the shardSelector; filtered on the client", "reason", ReasonClientFilter, "dropped", dropped)
 	}
-	return lw.done(log, sel, mode, list), nil
+	return lw.done(log, sel, mode, list, cacheList(opts, list)), nil
 }
 
-// done records a completed list of sel and what its answer proved (mode;
-// "" for nothing), and returns list.
-func (lw *ListerWatcher) done(log klog.Logger, sel Selector, mode Mode, list runtime.Object) runtime.Object {
-	lw.mu.Lock()
-	lw.listed = sel
-	close(lw.synced)
-	lw.synced = make(chan struct{})
-	lw.mu.Unlock()
+// cacheList reports whether a list answer can be what a cache is filled
+// from, so that its range counts as listed (Listed, WaitCovers): not a page
+// with a continue token (the list goes on), nor a limit=1 list, which the
+// SDK sends only to learn a count or a resourceVersion (beside a streaming
+// list; rule 1's MostRecent probe) and whose items no cache receives.
+func cacheList(opts metav1.ListOptions, list runtime.Object) bool {
+	if opts.Limit == 1 {
+		return false
+	}
+	lm, err := meta.ListAccessor(list)
+	return err == nil && lm.GetContinue() == ""
+}
+
+// done records what a list answer of sel proved (mode; "" for nothing)
+// and, when the list is complete, that sel is listed; it returns list.
+func (lw *ListerWatcher) done(log klog.Logger, sel Selector, mode Mode, list runtime.Object, complete bool) runtime.Object {
+	if complete {
+		lw.mu.Lock()
+		lw.listed, lw.once = sel, true
+		close(lw.synced)
+		lw.synced = make(chan struct{})
+		lw.mu.Unlock()
+	}
 	if mode != "" {
 		lw.believe(log, sel, mode, "observed: shardSelector applied "+string(mode)+"-side")
 	}
@@ -382,7 +404,7 @@ func (f *rangeWatch) run(lw *ListerWatcher, r *watchRange, changed <-chan struct
 				// The stream's initial state is complete: the range is
 				// listed. A stream never proves that the server filters.
 				streaming = false
-				lw.done(r.log, r.sel, "", nil)
+				lw.done(r.log, r.sel, "", nil, true)
 			}
 		case watch.Added, watch.Modified, watch.Deleted:
 			if !filter {

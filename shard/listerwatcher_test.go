@@ -559,3 +559,43 @@ func TestPipelineFilterDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Keep allocates %v times per event", n)
 	}
 }
+
+// Only a list a cache can be filled from counts as listed: not the limit=1
+// list sent beside a streaming list to count its objects, nor a page with a
+// continue token. Otherwise WaitCovers let a new owner act before its cache
+// held the range.
+func TestOnlyACompleteListCountsAsListed(t *testing.T) {
+	srv := newFakeServer(10, true)
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }})
+	if _, err := lw.List(metav1.ListOptions{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := lw.Listed(); !got.Empty() || lw.Mode() != shard.ModeServer {
+		t.Fatalf("after a limit=1 list: listed %q (want nothing yet), mode %q (want server: its shardInfo is evidence)", got.String(), lw.Mode())
+	}
+	if _, err := lw.List(metav1.ListOptions{Limit: 500}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := lw.Listed(); !got.Equal(lowHalf) {
+		t.Fatalf("after a complete list: listed %q", got.String())
+	}
+}
+
+// Before the first list the cache holds nothing, whatever the range.
+func TestWaitCoversWaitsForTheFirstList(t *testing.T) {
+	srv := newFakeServer(10, true)
+	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := shard.WaitCovers(ctx, lw, lowHalf); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitCovers before any list: %v, want it to wait", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- shard.WaitCovers(context.Background(), lw, lowHalf) }()
+	if _, err := lw.List(metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitCovers after the list: %v", err)
+	}
+}
