@@ -158,7 +158,7 @@ func ListerWatcherReasons() []string {
 
 // ListerWatcher returns the client-go adapter of l.
 func (l *Lister) ListerWatcher() *ListerWatcher {
-	return &ListerWatcher{l: l, pipe: watchpipe.New(watchpipe.Config{Shared: true}), gate: newProgressGate()}
+	return &ListerWatcher{l: l, pipe: watchpipe.New(watchpipe.Config{Shared: true, Filter: watchpipe.FilterOf(l.c)}), gate: newProgressGate()}
 }
 
 // NewListerWatcher is New(c, o).ListerWatcher().

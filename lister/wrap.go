@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // Wrap is the one call that puts steadywatch under any client-go
@@ -51,6 +53,13 @@ func (c lwClient) IsWatchListSemanticsUnSupported() bool {
 func declaresNoWatchList(x any) bool {
 	d, ok := x.(interface{ IsWatchListSemanticsUnSupported() bool })
 	return ok && d.IsWatchListSemanticsUnSupported()
+}
+
+// PipelineFilter hands the watch pipeline lw's own client-side filter, when
+// lw has one (watchpipe.FilterSource: shard.Wrap), so that it runs as the
+// pipeline's Filter stage.
+func (c lwClient) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
+	return watchpipe.FilterOf(c.orig)
 }
 
 func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

@@ -121,7 +121,7 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		list:    o.List,
 		store:   store,
 		invalid: o.Validate(),
-		pipe:    watchpipe.New(watchpipe.Config{Indexed: true}),
+		pipe:    watchpipe.New(watchpipe.Config{Indexed: true, Filter: watchpipe.FilterOf(c)}),
 	}
 	r.rvUpdater, _ = store.(cache.ResourceVersionUpdater)
 	r.bookmarkStore, _ = store.(cache.ReflectorBookmarkStore)

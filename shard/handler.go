@@ -47,8 +47,9 @@ func (w handler) OnDelete(obj any) {
 // ends: a Membership's WaitReady.
 func WaitCovers(ctx context.Context, lw *ListerWatcher, want Selector) error {
 	for {
-		listed, next := lw.Listed()
-		if covers(listed, want) {
+		// Before the first list the zero Selector is no range held.
+		listed, next, ok := lw.listedState()
+		if ok && covers(listed, want) {
 			return nil
 		}
 		select {

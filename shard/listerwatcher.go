@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -65,8 +67,10 @@ type WrapOptions struct {
 //     server did not apply it, the same hash filters on the client, so the
 //     result is identical;
 //   - every watch sends the same selector as the list it follows, and every
-//     event is checked (one hash): an object outside the range is dropped
-//     and counted, and proves the server does not filter;
+//     event is checked (one hash) by the Filter stage of the SDK's watch
+//     pipeline (PipelineFilter; lw runs the same stage itself under a stock
+//     client-go informer): an object outside the range is dropped and
+//     counted, and proves the server does not filter;
 //   - when the range changes (RangeChanged), the running watches end with
 //     410 Expired, so client-go's reflector lists the new range. Objects
 //     that left the range then leave the cache as deletions: wrap the event
@@ -78,14 +82,19 @@ type ListerWatcher struct {
 
 	mu      sync.Mutex
 	listed  Selector // the selector of the last list
+	once    bool     // a list completed (listed is not just the zero Selector)
 	mode    Mode
 	changed chan struct{} // closed when the range changes
 	synced  chan struct{} // closed at the next completed list
+
+	current atomic.Pointer[watchRange] // the range of the last watch
+	piped   atomic.Bool                // a watch pipeline runs the filter (PipelineFilter)
 }
 
 var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
 	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+	_ watchpipe.FilterSource         = (*ListerWatcher)(nil)
 )
 
 // Wrap returns lw holding only o.Selector()'s range.
@@ -100,7 +109,10 @@ func Wrap(lw cache.ListerWatcher, o WrapOptions) *ListerWatcher {
 	return &ListerWatcher{inner: cache.ToListerWatcherWithContext(lw), o: o, changed: make(chan struct{}), synced: make(chan struct{})}
 }
 
-// Mode is where the last list's range was applied ("" before any list).
+// Mode is where the server was last shown to apply the range: ModeServer
+// (a list's shardInfo echoed the selector), ModeClient (a list came back
+// without shardInfo, or a watch sent with the selector delivered an object
+// outside the range), "" before any such answer.
 func (lw *ListerWatcher) Mode() Mode {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
@@ -111,9 +123,15 @@ func (lw *ListerWatcher) Mode() Mode {
 // closed when the next list completes: a caller waits for the cache to hold
 // a new range by reading Listed until it covers the range (Covers).
 func (lw *ListerWatcher) Listed() (Selector, <-chan struct{}) {
+	sel, next, _ := lw.listedState()
+	return sel, next
+}
+
+// listedState is Listed, and whether any list completed yet.
+func (lw *ListerWatcher) listedState() (Selector, <-chan struct{}, bool) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	return lw.listed, lw.synced
+	return lw.listed, lw.synced, lw.once
 }
 
 // RangeChanged ends the running watches with 410 Expired, so that
@@ -139,15 +157,19 @@ func (lw *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error)
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	log := klog.FromContext(ctx).WithValues("lister", lw.o.Name)
 	sel := lw.o.Selector()
-	if sel.Empty() {
-		opts.ShardSelector = ""
+	opts.ShardSelector = sel.String()
+	if opts.ShardSelector == "" {
+		// Everything, or nothing (no slice yet): no parameter can say it, so
+		// the answer proves nothing about the server.
 		list, err := lw.inner.ListWithContext(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		return lw.done(log, sel, "", list), nil
+		if _, err := Filter(list, sel); err != nil {
+			return nil, err
+		}
+		return lw.done(log, sel, "", list, cacheList(opts, list)), nil
 	}
-	opts.ShardSelector = sel.String()
 	list, err := lw.inner.ListWithContext(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -174,26 +196,60 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		lw.o.Metrics.Fallback(lw.o.Name, ReasonClientFilter)
 		log.V(2).Info("The server ignored the shardSelector; filtered on the client", "reason", ReasonClientFilter, "dropped", dropped)
 	}
-	return lw.done(log, sel, mode, list), nil
+	return lw.done(log, sel, mode, list, cacheList(opts, list)), nil
 }
 
-// done records a completed list and returns it.
-func (lw *ListerWatcher) done(log klog.Logger, sel Selector, mode Mode, list runtime.Object) runtime.Object {
-	lw.mu.Lock()
-	prev := lw.mode
-	lw.listed, lw.mode = sel, mode
-	close(lw.synced)
-	lw.synced = make(chan struct{})
-	lw.mu.Unlock()
-	if mode != prev && mode != "" {
-		log.Info("Sharded list", "mode", string(mode), "selector", sel.String())
-		support := compat.Yes
-		if mode == ModeClient {
-			support = compat.No
-		}
-		lw.observe(support, "observed: shardSelector applied "+string(mode)+"-side")
+// cacheList reports whether a list answer can be what a cache is filled
+// from, so that its range counts as listed (Listed, WaitCovers): not a page
+// with a continue token (the list goes on), nor a limit=1 list, which the
+// SDK sends only to learn a count or a resourceVersion (beside a streaming
+// list; rule 1's MostRecent probe) and whose items no cache receives.
+func cacheList(opts metav1.ListOptions, list runtime.Object) bool {
+	if opts.Limit == 1 {
+		return false
+	}
+	lm, err := meta.ListAccessor(list)
+	return err == nil && lm.GetContinue() == ""
+}
+
+// done records what a list answer of sel proved (mode; "" for nothing)
+// and, when the list is complete, that sel is listed; it returns list.
+func (lw *ListerWatcher) done(log klog.Logger, sel Selector, mode Mode, list runtime.Object, complete bool) runtime.Object {
+	if complete {
+		lw.mu.Lock()
+		lw.listed, lw.once = sel, true
+		close(lw.synced)
+		lw.synced = make(chan struct{})
+		lw.mu.Unlock()
+	}
+	if mode != "" {
+		lw.believe(log, sel, mode, "observed: shardSelector applied "+string(mode)+"-side")
 	}
 	return list
+}
+
+// believe records what an answer proved about the server. Only two answers
+// prove anything: a list's ListMeta.shardInfo (Verify: ModeServer when it
+// echoes the selector, ModeClient when it is missing), and an object outside
+// the range in answer to a request that carried the shardSelector
+// (ModeClient). A stream whose events all fall in the range proves nothing
+// (the range may hold only those objects), nor does any answer to a request
+// sent without a shardSelector. The change is logged and recorded as
+// Capability.
+func (lw *ListerWatcher) believe(log klog.Logger, sel Selector, mode Mode, detail string) {
+	lw.mu.Lock()
+	prev := lw.mode
+	lw.mode = mode
+	lw.mu.Unlock()
+	if mode == prev {
+		return
+	}
+	log.Info("Sharded list", "mode", string(mode), "selector", sel.String(), "evidence", detail)
+	support := compat.Yes
+	if mode == ModeClient {
+		support = compat.No
+	}
+	lw.observe(support, detail)
 }
 
 func (lw *ListerWatcher) observe(s compat.Support, detail string) {
@@ -220,33 +276,98 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 		return nil, rangeChangedError()
 	}
 	opts.ShardSelector = sel.String()
+	log := klog.FromContext(ctx).WithValues("lister", lw.o.Name)
+	r := &watchRange{lw: lw, log: log, sel: sel, sent: opts.ShardSelector != ""}
+	lw.current.Store(r)
 	w, err := lw.inner.WatchWithContext(ctx, opts)
 	if err != nil || (sel.Empty() && !streaming) {
 		return w, err
 	}
-	f := &filteredWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
-	go f.run(klog.FromContext(ctx).WithValues("lister", lw.o.Name), lw, sel, changed, streaming)
+	f := &rangeWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go f.run(lw, r, changed, streaming, !lw.piped.Load())
 	return f, nil
 }
+
+// PipelineFilter implements watchpipe.FilterSource: the drop-in
+// ListerWatcher (lister.Wrap, reflector.NewSharedIndexInformer) and
+// reflector.New (through lister.FromListerWatcher) call it when they are
+// built over lw, and run the range of lw's current watch as their watch
+// pipeline's Filter stage; lw's watches then forward every event to them.
+// Under any other consumer (a stock client-go informer) lw's watches run the
+// same stage themselves (watchpipe.FilterEvent).
+func (lw *ListerWatcher) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
+	lw.piped.Store(true)
+	return pipelineFilter{lw}
+}
+
+// watchRange is the range one watch holds: the Filter stage of that watch.
+type watchRange struct {
+	lw   *ListerWatcher
+	log  klog.Logger
+	sel  Selector
+	sent bool // the watch carried the shardSelector
+	// outside: an event outside the range arrived (logged once per watch).
+	outside atomic.Bool
+}
+
+// Keep implements watchpipe.Filter: one hash per event. An object outside
+// the range of a watch that carried the shardSelector proves the server
+// does not filter: it is counted, and the belief changes. Outside a range
+// that no parameter could say (no slice yet), it proves nothing.
+func (r *watchRange) Keep(m metav1.Object) bool {
+	in, err := r.sel.MatchesMeta(m)
+	if err != nil || in {
+		return true
+	}
+	if r.sent {
+		r.lw.o.Metrics.Fallback(r.lw.o.Name, ReasonEventOutsideRange)
+		if r.outside.CompareAndSwap(false, true) {
+			r.log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange)
+			r.lw.believe(r.log, r.sel, ModeClient, "observed: a watch event outside the shardSelector's range")
+		}
+	}
+	return false
+}
+
+// Immutable implements watchpipe.ImmutableFilter: the range hashes
+// metadata.uid or metadata.namespace, which never change, so every event of
+// an object outside it is dropped.
+func (r *watchRange) Immutable() bool { return true }
+
+// pipelineFilter is the Filter a watch pipeline runs (PipelineFilter): the
+// range of lw's last watch (client-go and reflector.New run one watch at a
+// time).
+type pipelineFilter struct{ lw *ListerWatcher }
+
+func (f pipelineFilter) Keep(m metav1.Object) bool {
+	if r := f.lw.current.Load(); r != nil {
+		return r.Keep(m)
+	}
+	return true
+}
+
+func (f pipelineFilter) Immutable() bool { return true }
 
 // rangeChangedError is a 410 Expired: client-go's reflector relists.
 func rangeChangedError() *apierrors.StatusError {
 	return apierrors.NewResourceExpired("steadywatch: the shard range changed (" + ReasonRangeChanged + "); relisting")
 }
 
-// filteredWatch forwards the events of a watch whose objects are in the
-// range, and ends with 410 Expired when the range changes.
-type filteredWatch struct {
+// rangeWatch forwards the events of a watch, ends it with 410 Expired when
+// the range changes, and marks the range listed at the end of a streaming
+// list. With filter, it runs the Filter stage itself; otherwise a watch
+// pipeline downstream does (PipelineFilter).
+type rangeWatch struct {
 	inner watch.Interface
 	out   chan watch.Event
 	stop  chan struct{}
 	once  sync.Once
 }
 
-func (f *filteredWatch) Stop()                          { f.once.Do(func() { close(f.stop) }) }
-func (f *filteredWatch) ResultChan() <-chan watch.Event { return f.out }
+func (f *rangeWatch) Stop()                          { f.once.Do(func() { close(f.stop) }) }
+func (f *rangeWatch) ResultChan() <-chan watch.Event { return f.out }
 
-func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, changed <-chan struct{}, streaming bool) {
+func (f *rangeWatch) run(lw *ListerWatcher, r *watchRange, changed <-chan struct{}, streaming, filter bool) {
 	defer close(f.out)
 	defer f.inner.Stop()
 	in := f.inner.ResultChan()
@@ -258,7 +379,6 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 			return false
 		}
 	}
-	outside := false
 	for {
 		var (
 			ev watch.Event
@@ -269,7 +389,7 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 			return
 		case <-changed:
 			lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
-			log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", ReasonRangeChanged)
+			r.log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", ReasonRangeChanged)
 			st := rangeChangedError().ErrStatus
 			send(watch.Event{Type: watch.Error, Object: &st})
 			return
@@ -281,26 +401,24 @@ func (f *filteredWatch) run(log klog.Logger, lw *ListerWatcher, sel Selector, ch
 		switch ev.Type {
 		case watch.Bookmark:
 			if streaming && isInitialEventsEnd(ev.Object) {
-				// The stream's initial state is complete: the range is listed.
+				// The stream's initial state is complete: the range is
+				// listed. A stream never proves that the server filters.
 				streaming = false
-				mode := lw.Mode()
-				if outside {
-					mode = ModeClient
-				}
-				lw.done(log, sel, mode, nil)
+				lw.done(r.log, r.sel, "", nil, true)
 			}
 		case watch.Added, watch.Modified, watch.Deleted:
-			inRange, err := sel.Matches(ev.Object)
-			if err == nil && !inRange {
-				// One hash per event: an object outside the range proves the
-				// server does not filter this watch.
-				lw.o.Metrics.Fallback(lw.o.Name, ReasonEventOutsideRange)
-				if !outside {
-					outside = true
-					log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange, "type", ev.Type)
-					lw.observe(compat.No, "observed: a watch event outside the shardSelector's range")
-				}
+			if !filter {
+				break
+			}
+			m, err := meta.Accessor(ev.Object)
+			if err != nil {
+				break
+			}
+			switch watchpipe.FilterEvent(r, ev.Type, m) {
+			case watchpipe.Drop:
 				continue
+			case watchpipe.DeliverAsDeleted:
+				ev.Type = watch.Deleted
 			}
 		}
 		if !send(ev) {

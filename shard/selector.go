@@ -3,12 +3,12 @@ package shard
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -77,10 +77,15 @@ func (s Selector) String() string {
 
 // Hash is the FNV-1a 64-bit hash of a field value, the hash KEP-5866 ranges
 // are over (k8s.io/apimachinery/pkg/sharding.HashField spells it in hex).
+// It allocates nothing: it runs on every watch event.
 func Hash(value string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(value))
-	return h.Sum64()
+	const offset64, prime64 = 14695981039346656037, 1099511628211 // hash/fnv
+	h := uint64(offset64)
+	for i := 0; i < len(value); i++ {
+		h ^= uint64(value[i])
+		h *= prime64
+	}
+	return h
 }
 
 // MatchesHash reports whether a hash falls in s (every hash, for the empty
@@ -106,6 +111,14 @@ func (s Selector) Matches(obj runtime.Object) (bool, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return false, fmt.Errorf("shard: %w", err)
+	}
+	return s.MatchesMeta(m)
+}
+
+// MatchesMeta is Matches for an object's metadata.
+func (s Selector) MatchesMeta(m metav1.Object) (bool, error) {
+	if s.Empty() {
+		return true, nil
 	}
 	var v string
 	switch s.Field {

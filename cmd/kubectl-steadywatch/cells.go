@@ -80,6 +80,9 @@ var satisfiedBy = map[string][]string{
 	// Proxy-chain cells have a per-cell result (proxyCellResult); this entry
 	// is the common case.
 	SemEndBookmark: {SemEndBookmark},
+	// Applying a shardSelector is optional (KEP-5866, alpha); a server
+	// that ignores it must not filter either.
+	SemMayApplyShardSelector: {SemShardInfoEchoed, SemShardSelectorIgnored},
 }
 
 func satisfies(expected, observed string) bool {
@@ -258,7 +261,8 @@ func probeCells() []cell {
 			Note: "a watch at an unrecognized resourceVersion may wait until it times out (or be refused as too large)",
 		},
 	)
-	return append(cells, proxyChainCells()...)
+	cells = append(cells, proxyChainCells()...)
+	return append(cells, shardSelectorCell())
 }
 
 // errorSemantic maps a failed request to the observed semantic.

@@ -62,8 +62,8 @@ func TestProbeCellsFollowAPIConceptsTable(t *testing.T) {
 			t.Errorf("cell %s missing", id)
 		}
 	}
-	if len(ids) != 32 {
-		t.Errorf("%d cells, want 32", len(ids))
+	if len(ids) != 33 {
+		t.Errorf("%d cells, want 33", len(ids))
 	}
 }
 

@@ -192,6 +192,9 @@ func wireQuery(o metav1.ListOptions) string {
 	if o.FieldSelector != "" {
 		v.Set("fieldSelector", o.FieldSelector)
 	}
+	if o.ShardSelector != "" {
+		v.Set("shardSelector", o.ShardSelector)
+	}
 	if o.Watch {
 		v.Set("watch", "true")
 	}

@@ -73,8 +73,9 @@ func newProbeCommand(a *app) *cobra.Command {
 		Short: "Run every cell of the KEP-2523 resourceVersion tables and report what the server did",
 		Long: `probe creates a scratch namespace (or, with -n, uses that namespace) and a few
 ConfigMaps, then sends every cell of the API Concepts' list table (resourceVersionMatch x
-paging x resourceVersion) and watch table, a streaming list, a bookmark watch and
-far-future resourceVersions as raw requests, and reports for each the expected
+paging x resourceVersion) and watch table, a streaming list, a bookmark watch,
+far-future resourceVersions and a list with a KEP-5866 shardSelector as raw
+requests, and reports for each the expected
 semantic (per the KEP), the observed one (from the HTTP status and the served
 resourceVersion), the HTTP status and the served RV relation (exact, newer,
 older). It then deletes what it created: the ConfigMaps and the scratch
@@ -443,6 +444,8 @@ func runCell(ctx context.Context, e *probeEnv, c cell, o *probeOptions) (cellRep
 		err = e.runBookmark(ctx, opts, o.bookmarkTimeout, &r)
 	case KindFarFutureWatch:
 		err = e.runFarFutureWatch(ctx, opts, &r)
+	case KindShardSelector:
+		err = e.runShardSelectorCell(ctx, opts, &r)
 	case KindProxyChain:
 		if e.endObs == nil {
 			obs, oerr := e.observeEndBookmark(ctx, e.caps, e.streamBase, o.streamQuiet)

@@ -42,6 +42,7 @@ type requestShape struct {
 	Continue             bool   `json:"continue,omitempty"`
 	SendInitialEvents    bool   `json:"sendInitialEvents,omitempty"`
 	AllowWatchBookmarks  bool   `json:"allowWatchBookmarks,omitempty"`
+	ShardSelector        string `json:"shardSelector,omitempty"`
 }
 
 type cellReport struct {
@@ -72,6 +73,8 @@ type cellReport struct {
 	Steadywatch           string   `json:"steadywatch,omitempty"`
 	ExpectedInitialEvents *int     `json:"expectedInitialEvents,omitempty"`
 	DecisionSeconds       *float64 `json:"decisionSeconds,omitempty"`
+	// The shardSelector cell: the API group/version its answer is about.
+	GroupVersion string `json:"groupVersion,omitempty"`
 }
 
 // detected is what the cells show about the server's capabilities.
@@ -87,6 +90,10 @@ type detected struct {
 	// "ok", "bookmarks-filtered", "annotation-missing", "cut-before-end",
 	// "not-applicable" or "inconclusive".
 	EndBookmark string `json:"endBookmark"`
+	// ShardSelector: the shardSelector cell's result for core/v1 (its
+	// groupVersion): "yes" (shardInfo echoed), "no" (ignored), "error" or
+	// "unknown".
+	ShardSelector string `json:"shardSelector"`
 }
 
 type summary struct {
@@ -100,7 +107,7 @@ type summary struct {
 }
 
 func (r *probeReport) summarize() {
-	r.Detected = detected{ResourceVersionMatch: "unknown", StreamingList: "no", Bookmarks: "not-seen", EndBookmark: "inconclusive"}
+	r.Detected = detected{ResourceVersionMatch: "unknown", StreamingList: "no", Bookmarks: "not-seen", EndBookmark: "inconclusive", ShardSelector: "unknown"}
 	for _, c := range r.Cells {
 		switch c.ID {
 		case "list/match=Exact/paging=none/rv=N":
@@ -120,6 +127,8 @@ func (r *probeReport) summarize() {
 			}
 		case CellBookmarksFiltered:
 			r.Detected.EndBookmark = endBookmarkLabel[c.Observed]
+		case CellShardSelector:
+			r.Detected.ShardSelector = c.Result
 		}
 		r.Summary.Cells++
 		switch c.Verdict {
@@ -171,8 +180,8 @@ func printProbeReport(w io.Writer, r probeReport) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n[X] = expected if the server ignores resourceVersionMatch (API Concepts list table footnote)\n")
 	printProxyChain(w, r.Cells)
-	fmt.Fprintf(w, "detected: resourceVersionMatch=%s streamingList=%s bookmarks=%s endBookmark=%s\n",
-		r.Detected.ResourceVersionMatch, r.Detected.StreamingList, r.Detected.Bookmarks, r.Detected.EndBookmark)
+	fmt.Fprintf(w, "detected: resourceVersionMatch=%s streamingList=%s bookmarks=%s endBookmark=%s shardSelector(%s)=%s\n",
+		r.Detected.ResourceVersionMatch, r.Detected.StreamingList, r.Detected.Bookmarks, r.Detected.EndBookmark, shardGroupVersion, r.Detected.ShardSelector)
 	fmt.Fprintf(w, "%d cells: %d as specified, %d as if resourceVersionMatch were ignored, %d differ", r.Summary.Cells, r.Summary.AsSpecified, r.Summary.MatchIgnored, r.Summary.Differs)
 	if r.Summary.NotApplicable > 0 {
 		fmt.Fprintf(w, ", %d not applicable", r.Summary.NotApplicable)

@@ -45,7 +45,7 @@ func expectCleanedUp(ctx context.Context, cs kubernetes.Interface, ns string) {
 }
 
 // runProbeJSON runs `probe -o json` against kubeconfig and checks what holds
-// on every server: exit 0, schema 1, 32 cells, a scratch namespace created and
+// on every server: exit 0, schema 1, 33 cells, a scratch namespace created and
 // cleaned up.
 func runProbeJSON(ctx context.Context, kubeconfig string, cs kubernetes.Interface, name string) probeJSON {
 	r := runPlugin(ctx, probeBound, kubeconfig, "probe", "-o", "json")
@@ -54,7 +54,7 @@ func runProbeJSON(ctx context.Context, kubeconfig string, cs kubernetes.Interfac
 	fmt.Fprintf(GinkgoWriter, "TIMING probe %s: %s\n", name, r.took.Round(time.Millisecond))
 	p := parseProbe(r.stdout)
 	Expect(p.CreatedNamespace).To(BeTrue())
-	Expect(p.Cells).To(HaveLen(32))
+	Expect(p.Cells).To(HaveLen(33))
 	expectCleanedUp(ctx, cs, p.Namespace)
 	return p
 }
@@ -421,6 +421,35 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 			}
 		}
 	})
+})
+
+// ---- current server, the shardSelector cell ----
+
+// KEP-5866's shardSelector is applied only with the ShardedListAndWatch gate
+// on; otherwise the server ignores it silently. The probe's cell tells the
+// two apart from one list's ListMeta.shardInfo.
+var _ = Describe("kubectl-steadywatch probe: the shardSelector cell on "+build.Current, Label("conformance", "shard"), func() {
+	DescribeTable("reports whether the server applies a shardSelector",
+		func(ctx SpecContext, gates []string, want, observed string) {
+			c := suite.StartHarness(ctx, harness.Options{Version: build.Current, ExtraArgs: gates},
+				"needs the harness's "+build.Current+" server with its feature gates set")
+			p := runProbeJSON(ctx, c.KubeconfigPath(), suite.Clientset(c.RESTConfig()), "shardSelector "+want)
+			Expect(p.Detected["shardSelector"]).To(Equal(want))
+			var found bool
+			for _, cell := range p.Cells {
+				if cell.ID == "shard/selector-honoured" {
+					found = true
+					Expect(cell.Result).To(Equal(want), "%+v", cell)
+					Expect(cell.Observed).To(Equal(observed), "%+v", cell)
+					Expect(cell.Verdict).To(Equal("as-specified"), "%+v", cell)
+					Expect(cell.HTTPStatus).To(Equal(200))
+				}
+			}
+			Expect(found).To(BeTrue(), "the probe has a shard/selector-honoured cell")
+		},
+		Entry("gate off: ignored", []string(nil), "no", "ShardSelectorIgnored"),
+		Entry("ShardedListAndWatch on: shardInfo echoed", []string{"--feature-gates=ShardedListAndWatch=true"}, "yes", "ShardInfoEchoed"),
+	)
 })
 
 // ---- current server, watch cache off ----

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,7 +33,11 @@ const (
 	replicaObjs   = 30
 )
 
-// status is examples/sharded's -status file.
+// status is examples/sharded's -status file: its Status, copied because
+// the e2e module cannot import it (a main package is not importable, and an
+// importable copy in the examples module would bring that module's
+// dependencies into e2e's build). The decode rejects unknown fields, so a
+// field the example adds or renames fails here instead of reading as zero.
 type status struct {
 	Identity   string   `json:"identity"`
 	Members    []string `json:"members"`
@@ -42,6 +47,7 @@ type status struct {
 	Cache      []string `json:"cache"`
 	Reconciled int64    `json:"reconciled"`
 	Violations []string `json:"violations"`
+	At         string   `json:"at"`
 }
 
 type replica struct {
@@ -97,7 +103,9 @@ func (r *replica) status() (status, error) {
 	if err != nil {
 		return s, err
 	}
-	return s, json.Unmarshal(b, &s)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	return s, d.Decode(&s)
 }
 
 // settled checks that the live replicas agree on the members, each acts on

@@ -59,7 +59,8 @@ const (
 	doneGenKey = "shard-example/done-gen"
 )
 
-// Status is what -status holds.
+// Status is what -status holds (e2e/shard reads the file with a copy of
+// this type that rejects unknown fields: change both together).
 type Status struct {
 	Identity   string   `json:"identity"`
 	Members    []string `json:"members"`

@@ -29,6 +29,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -54,6 +55,9 @@ type pipeCase struct {
 	// counted is the fallback reason counted (metrics.Recorder.Fallback),
 	// once; "" for none.
 	counted string
+	// filter, if set, is the client-side stage: the adopter's client hands
+	// it to the pipeline (watchpipe.FilterSource, as shard.Wrap does).
+	filter watchpipe.Filter
 }
 
 const (
@@ -133,10 +137,48 @@ var pipeCases = []pipeCase{
 		want:   []string{"MODIFIED a x0", "BOOKMARK opaque", "DELETED b x1", "ADDED b x0"}, end: delivering,
 	},
 	{
+		name:   "the filter stage drops an ADDED it does not keep and delivers a MODIFIED that left as DELETED",
+		filter: nameFilter{drop: []string{"x", "b"}},
+		events: []string{"ADDED x 13", "MODIFIED b 14", "MODIFIED a 15"},
+		want:   []string{"DELETED b 14", "MODIFIED a 15"}, end: delivering,
+	},
+	{
+		name:   "an immutable filter (a shard's hash range) drops every event of an object it does not keep",
+		filter: nameFilter{drop: []string{"x"}, immutable: true},
+		events: []string{"ADDED x 13", "MODIFIED x 14", "DELETED x 15", "MODIFIED a 16"},
+		want:   []string{"MODIFIED a 16"}, end: delivering,
+	},
+	{
 		name:  "a watch that delivers nothing for the stall timeout is ended without a relist",
 		stall: true,
 		end:   rewatches,
 	},
+}
+
+// nameFilter keeps the objects whose names are not in drop.
+type nameFilter struct {
+	drop      []string
+	immutable bool
+}
+
+func (f nameFilter) Keep(m metav1.Object) bool { return !slices.Contains(f.drop, m.GetName()) }
+func (f nameFilter) Immutable() bool           { return f.immutable }
+
+// filteringClient hands its filter to the pipeline that adopts it.
+type filteringClient struct {
+	*testfake.Client
+	f watchpipe.Filter
+}
+
+func (c filteringClient) PipelineFilter() interface{ Keep(m metav1.Object) bool } { return c.f }
+
+// adopted is the client an adopter is built on: client, or client with the
+// case's filter.
+func (c pipeCase) adopted(client *testfake.Client) lister.Client {
+	if c.filter != nil {
+		return filteringClient{client, c.filter}
+	}
+	return client
 }
 
 // adopter runs one case and returns what it delivered and how it went on.
@@ -228,7 +270,7 @@ func runListerWatcher(t *testing.T, c pipeCase, client *testfake.Client, rec *fa
 	if c.stall {
 		o.StallTimeout = 50 * time.Millisecond
 	}
-	lw := lister.NewListerWatcher(client, o)
+	lw := lister.NewListerWatcher(c.adopted(client), o)
 	ctx := context.Background()
 	list, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
@@ -309,7 +351,7 @@ func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallba
 	if c.stall {
 		o.Lister.StallTimeout = 50 * time.Millisecond
 	}
-	r := reflector.New(client, &corev1.ConfigMap{}, store, o)
+	r := reflector.New(c.adopted(client), &corev1.ConfigMap{}, store, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()

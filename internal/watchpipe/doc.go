@@ -10,7 +10,9 @@
 //     object already delivered, than its deletion, or than the snapshot the
 //     watch started from; no resourceVersion that does not parse on a server
 //     whose versions do; the newest resourceVersion delivered;
-//   - the client-side filter stage (Filter).
+//   - the client-side filter stage (Filter, FilterEvent), which a
+//     ListerWatcher decorator hands to the pipeline (FilterSource:
+//     shard.Wrap's hash range).
 //
 // It is not the place for the KEP-2523 decision table (internal/engine) nor
 // for how an adopter relists (each adopter turns a verdict into its own

@@ -359,11 +359,11 @@ func (w *Watch) Bookmark(rv string, initialEventsEnd bool) Verdict {
 // records it when it is delivered. held is the version the event was older
 // than (EndStale). It allocates nothing.
 func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint64) {
-	if f := w.p.cfg.Filter; f != nil && !f.Keep(m) {
-		if t == watch.Added {
-			return Drop, 0
-		}
-		t, v = watch.Deleted, DeliverAsDeleted
+	switch v = FilterEvent(w.p.cfg.Filter, t, m); v {
+	case Drop:
+		return Drop, 0
+	case DeliverAsDeleted:
+		t = watch.Deleted
 	}
 	rv := m.GetResourceVersion()
 	n, ok := ParseRV(rv)
