@@ -49,12 +49,13 @@ const (
 	pathFactory        adoptionPath = "reflector.FactoryInformer"
 	pathSharedInformer adoptionPath = "reflector.NewSharedIndexInformerWithOptions"
 	pathInformerFunc   adoptionPath = "reflector.NewInformerFunc"
+	pathMetadata       adoptionPath = "reflector.NewMetadataInformer"
 	pathReflector      adoptionPath = "reflector.New"
 	pathReflectorList  adoptionPath = "reflector.New with Options.List"
 )
 
 var (
-	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc}
+	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata}
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	allPaths       = append(slices.Clone(dropInPaths), reflectorPaths...)
 )
@@ -687,6 +688,10 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
 	case pathInformerFunc:
 		inf = NewInformerFunc(lo)(e.srv.InNamespace("ns").ListerWatcher(), example, 0, cache.Indexers{})
+	case pathMetadata:
+		// The scenario's objects are ConfigMaps; the ListerWatcher does not
+		// look at their type.
+		inf = NewMetadataInformer(e.client, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
 	}
 	return informerListerWatcher(e.t, inf)
 }
