@@ -201,8 +201,12 @@ type Options struct {
 	// watch ends with TransformFailedEvent, and the informer lists again
 	// after a backoff. On the drop-in paths, client-go's own transform
 	// (SharedIndexInformer.SetTransform, an informer factory's
-	// WithTransform) still runs after this one, when client-go queues
-	// each object: both apply, this one first. The trade-offs: lists of a
+	// WithTransform, controller-runtime's cache.Options.DefaultTransform)
+	// stays client-go's and runs after this one, when client-go queues each
+	// object: both apply, this one first. steadywatch does not move
+	// client-go's transform here because client-go allows one that changes
+	// an object's type, which this one refuses; to have it run while
+	// decoding, give the same function here instead. The trade-offs: lists of a
 	// Lister with a Transform are never shared through a ListGate (another
 	// reader's answer would carry its transform, or none), and
 	// MaxPageBytes estimates pages from the transformed objects, so pages
