@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -222,4 +227,41 @@ func countOf(xs []string, x string) int {
 		}
 	}
 	return n
+}
+
+// Through a typed clientset's client (FromClientset), Transform runs while
+// the response is still arriving: the server sends half the body, then
+// waits until the first item was transformed before it sends the rest.
+func TestTransformRunsBeforeTheListArrived(t *testing.T) {
+	body := encodeList(t, richConfigMaps(400), true)
+	firstTransformed := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		_, _ = w.Write(body[:len(body)/2])
+		w.(http.Flusher).Flush()
+		select {
+		case <-firstTransformed:
+		case <-time.After(5 * time.Second):
+			t.Error("the first item was not transformed before the whole list arrived")
+		}
+		_, _ = w.Write(body[len(body)/2:])
+	}))
+	defer srv.Close()
+	c, err := FromClientset(kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL}), &corev1.ConfigMap{}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	l := New(c, Options{Transform: func(obj any) (any, error) {
+		once.Do(func() { close(firstTransformed) })
+		return StripManagedFields(obj)
+	}})
+	list, err := l.Client().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := list.(*corev1.ConfigMapList).Items
+	if len(items) != 400 || slices.ContainsFunc(items, func(cm corev1.ConfigMap) bool { return cm.ManagedFields != nil }) {
+		t.Fatalf("%d items, some with managedFields; want 400 without", len(items))
+	}
 }
