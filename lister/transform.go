@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -122,24 +121,46 @@ func (t *transformer) apply(obj runtime.Object) (runtime.Object, error) {
 	if err != nil {
 		return nil, fail("the transform returned an object without metadata", err)
 	}
-	for _, f := range []struct {
-		field, was, now string
-		restore         func(string)
-	}{
-		{"name", name, om.GetName(), om.SetName},
-		{"namespace", ns, om.GetNamespace(), om.SetNamespace},
-		{"uid", string(uid), string(om.GetUID()), func(s string) { om.SetUID(types.UID(s)) }},
-		{"resourceVersion", rv, om.GetResourceVersion(), om.SetResourceVersion},
-	} {
-		switch {
-		case f.now == f.was:
-		case f.now == "":
-			f.restore(f.was)
-		default:
-			return nil, fail(fmt.Sprintf("the transform changed metadata.%s from %q to %q; it must keep it", f.field, f.was, f.now), nil)
-		}
+	// Written out field by field: this runs once per object and per event,
+	// and allocates nothing.
+	if cleared, changed := identity(name, om.GetName()); changed != "" {
+		return nil, fail(changedMsg("name", name, changed), nil)
+	} else if cleared {
+		om.SetName(name)
+	}
+	if cleared, changed := identity(ns, om.GetNamespace()); changed != "" {
+		return nil, fail(changedMsg("namespace", ns, changed), nil)
+	} else if cleared {
+		om.SetNamespace(ns)
+	}
+	if cleared, changed := identity(string(uid), string(om.GetUID())); changed != "" {
+		return nil, fail(changedMsg("uid", string(uid), changed), nil)
+	} else if cleared {
+		om.SetUID(uid)
+	}
+	if cleared, changed := identity(rv, om.GetResourceVersion()); changed != "" {
+		return nil, fail(changedMsg("resourceVersion", rv, changed), nil)
+	} else if cleared {
+		om.SetResourceVersion(rv)
 	}
 	return out, nil
+}
+
+// identity compares an identity field before (was) and after (now) the
+// transform: cleared when it was emptied (to restore), changed (its new
+// value) when it was set to another one.
+func identity(was, now string) (cleared bool, changed string) {
+	switch {
+	case now == was:
+		return false, ""
+	case now == "":
+		return true, ""
+	}
+	return false, now
+}
+
+func changedMsg(field, was, now string) string {
+	return fmt.Sprintf("the transform changed metadata.%s from %q to %q; it must keep it", field, was, now)
 }
 
 // list applies the transform to every item of list (one the client read
