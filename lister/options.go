@@ -192,9 +192,10 @@ type Options struct {
 	// It has client-go's type (cache.TransformFunc): StripManagedFields is
 	// one, and the same function can be given to an informer's SetTransform.
 	// It may change the object it is given and return it, or return another
-	// object of the same type; it must keep the object's name, namespace, UID
-	// and resourceVersion (the watch pipeline's never-older filter and the
-	// store's key need them): cleared ones are restored, changed ones fail.
+	// object of the same type; it must keep the object's name, namespace,
+	// UID, resourceVersion, apiVersion and kind (the watch pipeline's
+	// never-older filter, the store's key and a reflector's kind check need
+	// them): cleared ones are restored, changed ones fail.
 	// A failure (an error, nil, another type, a changed identity) is a
 	// *TransformError, logged and counted (reason ReasonTransformFailed),
 	// and nothing untransformed is kept in its place: the list fails, a

@@ -25,8 +25,8 @@ import (
 
 const (
 	// ReasonTransformFailed: Options.Transform failed on an object (it returned
-	// an error, nil, another type, or changed the object's name, namespace, UID
-	// or resourceVersion). Nothing untransformed is kept in its place: a list
+	// an error, nil, another type, or changed the object's name, namespace,
+	// UID, resourceVersion, apiVersion or kind). Nothing untransformed is kept in its place: a list
 	// fails with the *TransformError (client-go's reflector, or reflector.New,
 	// lists again after a backoff), a watch ends with an error event, so the
 	// informer relists. Counted on every adoption path that has a Transform
@@ -93,16 +93,17 @@ type transformer struct {
 }
 
 // apply runs the transform on obj and checks what it returns: an object of
-// obj's type, with obj's name, namespace, UID and resourceVersion (the
-// watch pipeline's never-older filter and client-go's store key need them).
-// A field the transform cleared is restored; one it changed to another
-// value fails.
+// obj's type, with obj's name, namespace, UID, resourceVersion, apiVersion
+// and kind (the watch pipeline's never-older filter, client-go's store key
+// and a reflector's kind check need them). A field the transform cleared is
+// restored; one it changed to another value fails.
 func (t *transformer) apply(obj runtime.Object) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, &TransformError{Type: fmt.Sprintf("%T", obj), Reason: "the object has no metadata", Err: err}
 	}
 	ns, name, uid, rv := m.GetNamespace(), m.GetName(), m.GetUID(), m.GetResourceVersion()
+	gvk := obj.GetObjectKind().GroupVersionKind()
 	fail := func(reason string, err error) error {
 		return &TransformError{Type: fmt.Sprintf("%T", obj), Namespace: ns, Name: name, ResourceVersion: rv, Reason: reason, Err: err}
 	}
@@ -142,6 +143,14 @@ func (t *transformer) apply(obj runtime.Object) (runtime.Object, error) {
 		return nil, fail(changedMsg("resourceVersion", rv, changed), nil)
 	} else if cleared {
 		om.SetResourceVersion(rv)
+	}
+	// apiVersion and kind too, where the object had them (an unstructured
+	// object's, which a reflector checks against its expected kind).
+	if now := out.GetObjectKind().GroupVersionKind(); now != gvk {
+		if !now.Empty() {
+			return nil, fail(fmt.Sprintf("the transform changed apiVersion/kind from %q to %q; it must keep them", gvk, now), nil)
+		}
+		out.GetObjectKind().SetGroupVersionKind(gvk)
 	}
 	return out, nil
 }

@@ -109,7 +109,7 @@ func TestTransformRunsWhileDecoding(t *testing.T) {
 // identity is a *TransformError; one that clears the identity gets it back.
 func TestTransformChecksWhatItReturns(t *testing.T) {
 	cm := func() *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "7"}}
+		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-1", ResourceVersion: "7"}}
 	}
 	boom := errors.New("boom")
 	for _, tc := range []struct {
@@ -124,6 +124,7 @@ func TestTransformChecksWhatItReturns(t *testing.T) {
 		{"renamed", func(o any) (any, error) { o.(*corev1.ConfigMap).Name = "b"; return o, nil }, `metadata.name from "a" to "b"`},
 		{"newer resourceVersion", func(o any) (any, error) { o.(*corev1.ConfigMap).ResourceVersion = "9"; return o, nil }, "metadata.resourceVersion"},
 		{"cleared metadata", func(any) (any, error) { return &corev1.ConfigMap{Data: map[string]string{"k": "v"}}, nil }, ""},
+		{"another kind", func(o any) (any, error) { o.(*corev1.ConfigMap).Kind = "Secret"; return o, nil }, "apiVersion/kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := (&transformer{fn: tc.fn}).apply(cm())
@@ -132,8 +133,8 @@ func TestTransformChecksWhatItReturns(t *testing.T) {
 					t.Fatal(err)
 				}
 				m, _ := meta.Accessor(out)
-				if m.GetNamespace() != "ns" || m.GetName() != "a" || m.GetUID() != "u-1" || m.GetResourceVersion() != "7" {
-					t.Errorf("identity not restored: %s/%s uid %s rv %s", m.GetNamespace(), m.GetName(), m.GetUID(), m.GetResourceVersion())
+				if m.GetNamespace() != "ns" || m.GetName() != "a" || m.GetUID() != "u-1" || m.GetResourceVersion() != "7" || out.GetObjectKind().GroupVersionKind().Kind != "ConfigMap" {
+					t.Errorf("identity not restored: %s/%s uid %s rv %s kind %v", m.GetNamespace(), m.GetName(), m.GetUID(), m.GetResourceVersion(), out.GetObjectKind().GroupVersionKind())
 				}
 				return
 			}
