@@ -145,8 +145,9 @@ func (t *transformer) apply(obj runtime.Object) (runtime.Object, error) {
 		om.SetResourceVersion(rv)
 	}
 	// apiVersion and kind too, where the object had them (an unstructured
-	// object's, which a reflector checks against its expected kind).
-	if now := out.GetObjectKind().GroupVersionKind(); now != gvk {
+	// object's, which a reflector checks against its expected kind); a
+	// transform may set them on a typed object decoded without them.
+	if now := out.GetObjectKind().GroupVersionKind(); now != gvk && !gvk.Empty() {
 		if !now.Empty() {
 			return nil, fail(fmt.Sprintf("the transform changed apiVersion/kind from %q to %q; it must keep them", gvk, now), nil)
 		}

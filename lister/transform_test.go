@@ -125,6 +125,11 @@ func TestTransformChecksWhatItReturns(t *testing.T) {
 		{"newer resourceVersion", func(o any) (any, error) { o.(*corev1.ConfigMap).ResourceVersion = "9"; return o, nil }, "metadata.resourceVersion"},
 		{"cleared metadata", func(any) (any, error) { return &corev1.ConfigMap{Data: map[string]string{"k": "v"}}, nil }, ""},
 		{"another kind", func(o any) (any, error) { o.(*corev1.ConfigMap).Kind = "Secret"; return o, nil }, "apiVersion/kind"},
+		{"cleared kind", func(o any) (any, error) {
+			cm := o.(*corev1.ConfigMap)
+			cm.TypeMeta = metav1.TypeMeta{}
+			return cm, nil
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := (&transformer{fn: tc.fn}).apply(cm())
@@ -149,6 +154,16 @@ func TestTransformChecksWhatItReturns(t *testing.T) {
 				t.Errorf("the transform's own error is not wrapped: %v", err)
 			}
 		})
+	}
+	// A typed object decoded without apiVersion and kind may be given them.
+	bare := cm()
+	bare.TypeMeta = metav1.TypeMeta{}
+	out, err := (&transformer{fn: func(o any) (any, error) {
+		o.(*corev1.ConfigMap).TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+		return o, nil
+	}}).apply(bare)
+	if err != nil || out.GetObjectKind().GroupVersionKind().Kind != "ConfigMap" {
+		t.Errorf("setting the kind of an object without one: %v, kind %v", err, out.GetObjectKind().GroupVersionKind())
 	}
 }
 
