@@ -162,8 +162,11 @@ func TestTransformChecksWhatItReturns(t *testing.T) {
 		o.(*corev1.ConfigMap).TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 		return o, nil
 	}}).apply(bare)
-	if err != nil || out.GetObjectKind().GroupVersionKind().Kind != "ConfigMap" {
-		t.Errorf("setting the kind of an object without one: %v, kind %v", err, out.GetObjectKind().GroupVersionKind())
+	if err != nil {
+		t.Fatalf("setting the kind of an object without one: %v", err)
+	}
+	if k := out.GetObjectKind().GroupVersionKind().Kind; k != "ConfigMap" {
+		t.Errorf("kind %q after the transform set it; want ConfigMap", k)
 	}
 }
 
