@@ -22,6 +22,10 @@
 // the same events. FromFuncs, FromDynamic and FromMetadata
 // adapt any list/watch pair as it is.
 //
+// Options.Transform (StripManagedFields is one) is applied to every object
+// before anything keeps it: to each list item as soon as those adapters
+// decode it, and to every watch event's object, on every adoption path.
+//
 // A listgate.Gate set as Options.ListGate and shared by the informers,
 // reflectors and listers of a process bounds how many collection reads they
 // have in flight against one apiserver and serves identical list requests

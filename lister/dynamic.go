@@ -116,12 +116,17 @@ type dynamicClient struct {
 }
 
 func (c dynamicClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return c.list(ctx, o, nil)
+}
+
+// list is List with tf (if not nil) applied to each item as it is decoded.
+func (c dynamicClient) list(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
 	body, err := once(c.rc.Get()).AbsPath(c.path...).SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	return decodeUnstructuredList(body)
+	return decodeUnstructuredListTransformed(body, tf)
 }
 
 // Watch sends the dynamic client's watch request (its Watch, on the same

@@ -141,12 +141,20 @@ func protoNum(f reflect.StructField) uint64 {
 // type. A Status in place of the list is returned as its API error, as
 // client-go's typed client does.
 func decodeList(body io.Reader, sh listShape) (runtime.Object, error) {
+	return decodeListTransformed(body, sh, nil)
+}
+
+// decodeListTransformed is decodeList with tf (if not nil) applied to each
+// item as soon as it is decoded, before the next one is read: what tf drops
+// is garbage before the list is complete. A failing tf ends the decoding
+// with its *TransformError.
+func decodeListTransformed(body io.Reader, sh listShape, tf *transformer) (runtime.Object, error) {
 	br, proto, err := openBody(body)
 	if err != nil {
 		return nil, err
 	}
 	list := reflect.New(sh.listType.Elem())
-	d := listDecoding{sh: sh, list: list.Elem()}
+	d := listDecoding{sh: sh, list: list.Elem(), tf: tf}
 	if proto {
 		if !sh.proto {
 			return nil, &ListBodyError{Encoding: "protobuf", Reason: fmt.Sprintf("a protobuf answer, but %v has no generated protobuf code", sh.listType.Elem())}
@@ -178,6 +186,7 @@ type listDecoding struct {
 	list reflect.Value // the list struct (addressable)
 	ul   *unstructured.UnstructuredList
 	buf  bytes.Buffer // one field's bytes, reused
+	tf   *transformer // applied to each item once decoded; nil: none
 }
 
 func (d *listDecoding) itemsKey() string {
@@ -194,6 +203,14 @@ func (d *listDecoding) itemsKey() string {
 // apiVersion when they have neither), item by item. A Status in place of
 // the list is returned as its API error.
 func decodeUnstructuredList(body io.Reader) (*unstructured.UnstructuredList, error) {
+	return decodeUnstructuredListTransformed(body, nil)
+}
+
+// decodeUnstructuredListTransformed is decodeUnstructuredList with tf (if
+// not nil) applied to each item as soon as it is decoded (given the list's
+// kind and apiVersion first when the list's own came before its items, as
+// an apiserver writes them).
+func decodeUnstructuredListTransformed(body io.Reader, tf *transformer) (*unstructured.UnstructuredList, error) {
 	br, proto, err := openBody(body)
 	if err != nil {
 		return nil, err
@@ -202,7 +219,7 @@ func decodeUnstructuredList(body io.Reader) (*unstructured.UnstructuredList, err
 		return nil, &ListBodyError{Encoding: "protobuf", Reason: "a protobuf answer to a dynamic client's JSON request"}
 	}
 	ul := &unstructured.UnstructuredList{Object: map[string]any{}, Items: []unstructured.Unstructured{}}
-	d := listDecoding{ul: ul}
+	d := listDecoding{ul: ul, tf: tf}
 	if err := d.json(br); err != nil {
 		return nil, err
 	}
@@ -342,8 +359,12 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 			if err != nil {
 				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
-			if err := d.appendItem().Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
+			item := d.appendItem()
+			if err := item.Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
 				return fail(fmt.Sprintf("decoding item %d", i), err)
+			}
+			if err := d.transformItem(item); err != nil {
+				return err
 			}
 		case num == d.sh.metaNum && wire == wireLen:
 			b, err := d.field(r, left)
@@ -510,6 +531,10 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
 			if err := d.jsonItem(raw); err != nil {
+				var te *TransformError
+				if errors.As(err, &te) {
+					return err
+				}
 				return fail(fmt.Sprintf("decoding item %d", i), err)
 			}
 		}
@@ -555,9 +580,41 @@ func (d *listDecoding) jsonItem(raw []byte) error {
 			return err
 		}
 		d.ul.Items = append(d.ul.Items, unstructured.Unstructured{Object: m})
+		if d.tf == nil {
+			return nil
+		}
+		it := &d.ul.Items[len(d.ul.Items)-1]
+		if it.GetKind() == "" && it.GetAPIVersion() == "" && d.ul.GetKind() != "" {
+			// As the end of json does for every item: the transform sees
+			// the item as it is kept.
+			it.SetKind(strings.TrimSuffix(d.ul.GetKind(), "List"))
+			it.SetAPIVersion(d.ul.GetAPIVersion())
+		}
+		return d.transformItem(reflect.ValueOf(it))
+	}
+	item := d.appendItem()
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, item.Interface()); err != nil {
+		return err
+	}
+	return d.transformItem(item)
+}
+
+// transformItem applies d.tf to the item item points to (an element of the
+// list's Items), in place: a transform that returns another object of the
+// same type has it copied into the element.
+func (d *listDecoding) transformItem(item reflect.Value) error {
+	if d.tf == nil {
 		return nil
 	}
-	return kjson.UnmarshalCaseSensitivePreserveInts(raw, d.appendItem().Interface())
+	obj := item.Interface().(runtime.Object)
+	out, err := d.tf.apply(obj)
+	if err != nil {
+		return err
+	}
+	if out != obj {
+		item.Elem().Set(reflect.ValueOf(out).Elem())
+	}
+	return nil
 }
 
 // jsonKey decodes a top-level key other than "items": a typed list keeps

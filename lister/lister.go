@@ -29,7 +29,8 @@ type Lister struct {
 // New returns a Lister. The zero Options are safe defaults; o is resolved
 // with no example object (Options.Resolve).
 func New(c Client, o Options) *Lister {
-	return &Lister{c: c, o: o.Resolve(nil)}
+	o = o.Resolve(nil)
+	return &Lister{c: withTransform(c, o), o: o}
 }
 
 // PageFunc receives one page (a list object with its items). It must not

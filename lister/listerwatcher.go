@@ -153,7 +153,7 @@ const (
 func ListerWatcherReasons() []string {
 	return []string{ReasonClientGoRelist, ReasonClientGoRewatch, ReasonWatchStalled, string(ReasonStaleListReasked),
 		string(ReasonStaleEvent), string(ReasonBadResourceVersion), string(ReasonStreamingListAbandoned), string(ReasonUnservedRVMostRecent),
-		string(ReasonNoProgressBackoff)}
+		string(ReasonNoProgressBackoff), string(ReasonTransformFailed)}
 }
 
 // ListerWatcher returns the client-go adapter of l.

@@ -77,13 +77,18 @@ type metadataClient struct {
 }
 
 func (c metadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return c.list(ctx, o, nil)
+}
+
+// list is List with tf (if not nil) applied to each item as it is decoded.
+func (c metadataClient) list(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
 	body, err := once(c.rc.Get()).AbsPath(c.path...).SetHeader("Accept", metadataListAccept).
 		SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	return decodeList(body, metadataListShape)
+	return decodeListTransformed(body, metadataListShape, tf)
 }
 
 // metadataWatchAccept is the Accept header of client-go's metadata client's

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
@@ -174,6 +175,45 @@ type Options struct {
 	// The pages of a paginated list are not counted: a list of any size
 	// completes. Default 64.
 	MaxRequests int
+	// Transform, if set, is applied to every object before anything keeps
+	// it: each list item (every page, retry and relist) and the object of
+	// every ADDED, MODIFIED and DELETED watch event, streaming lists
+	// included, on every adoption path (reflector.New rejects it together
+	// with a List of the caller's own, which it cannot reach). Over the
+	// SDK's own adapters (FromClientset, FromRESTClient, FromDynamicConfig,
+	// FromMetadataConfig, and so reflector.FactoryInformer) it runs on each
+	// list item as soon as that item is decoded, so what it drops is garbage
+	// before the next item is read and never held for the whole list; over a
+	// client whose lists are read whole (FromFuncs, FromDynamic,
+	// FromMetadata, Wrap) it runs on each item once the list arrived, so the
+	// objects kept shrink but that list's own peak does not. Watch events
+	// take one more hand-over between goroutines each.
+	//
+	// It has client-go's type (cache.TransformFunc): StripManagedFields is
+	// one, and the same function can be given to an informer's SetTransform.
+	// It may change the object it is given and return it, or return another
+	// object of the same type; it must keep the object's name, namespace,
+	// UID, resourceVersion, apiVersion and kind (the watch pipeline's
+	// never-older filter, the store's key and a reflector's kind check need
+	// them): cleared ones are restored, changed ones fail.
+	// A failure (an error, nil, another type, a changed identity) is a
+	// *TransformError, logged and counted (reason ReasonTransformFailed),
+	// and nothing untransformed is kept in its place: the list fails, a
+	// watch ends with TransformFailedEvent, and the informer lists again
+	// after a backoff. On the drop-in paths, client-go's own transform
+	// (SharedIndexInformer.SetTransform, an informer factory's
+	// WithTransform, controller-runtime's cache.Options.DefaultTransform)
+	// stays client-go's and runs after this one, when client-go queues each
+	// object: both apply, this one first. steadywatch does not move
+	// client-go's transform here because client-go allows one that changes
+	// an object's type, which this one refuses; to have it run while
+	// decoding, give the same function here instead. The trade-offs: lists of a
+	// Lister with a Transform are never shared through a ListGate (another
+	// reader's answer would carry its transform, or none), and
+	// MaxPageBytes estimates pages from the transformed objects, so pages
+	// of objects it shrinks grow larger on the wire. Default nil: objects
+	// are kept as the server sent them.
+	Transform cache.TransformFunc
 }
 
 // Resolve returns o with every default applied and the derived values

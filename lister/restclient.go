@@ -103,6 +103,11 @@ func (c restClient) request(o *metav1.ListOptions) (*rest.Request, time.Duration
 }
 
 func (c restClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return c.list(ctx, o, nil)
+}
+
+// list is List with tf (if not nil) applied to each item as it is decoded.
+func (c restClient) list(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
 	req, timeout := c.request(&o)
 	if timeout > 0 {
 		// The timeout covers reading the body too.
@@ -115,7 +120,7 @@ func (c restClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Obj
 		return nil, err
 	}
 	defer body.Close()
-	return decodeList(body, c.shape)
+	return decodeListTransformed(body, c.shape, tf)
 }
 
 func (c restClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

@@ -36,7 +36,8 @@ type Adoption struct {
 
 // AdoptionOf reports whether inf runs on steadywatch (it was built by
 // FactoryInformer, Adopt, NewSharedIndexInformer,
-// NewSharedIndexInformerWithOptions or NewInformerFunc) and how. A test can
+// NewSharedIndexInformerWithOptions, NewInformerFunc or NewMetadataInformer)
+// and how. A test can
 // assert that adoption happened:
 //
 //	inf := factory.Core().V1().ConfigMaps().Informer()

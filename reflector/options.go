@@ -66,9 +66,9 @@ type Options struct {
 	// rule 1 and list restarts start from what the store reflects), so one
 	// set here is rejected (Validate). With List set, the fields that only
 	// configure the default List (Policy other than MaxRetryAfter,
-	// MaxPageSize, MaxPageBytes, MaxRequests) and the selectors (which List
-	// would not apply to its lists while the watches apply them) are
-	// rejected too.
+	// MaxPageSize, MaxPageBytes, MaxRequests), the selectors and Transform
+	// (which List would not apply to its lists while the watches apply
+	// them) are rejected too.
 	Lister lister.Options
 
 	// List performs lists. Default nil: a steadywatch lister over the Client
@@ -241,6 +241,8 @@ func (o Options) Validate() error {
 		return &OptionsError{Field: "Lister.MaxPageBytes", Reason: onlyDefault}
 	case lo.MaxRequests != 0:
 		return &OptionsError{Field: "Lister.MaxRequests", Reason: onlyDefault}
+	case lo.Transform != nil:
+		return &OptionsError{Field: "Lister.Transform", Reason: "List is given the query only: its objects would reach the store untransformed while the watches' are transformed; set Transform on the lister.Options of the Lister your List uses"}
 	}
 	return nil
 }

@@ -49,12 +49,13 @@ const (
 	pathFactory        adoptionPath = "reflector.FactoryInformer"
 	pathSharedInformer adoptionPath = "reflector.NewSharedIndexInformerWithOptions"
 	pathInformerFunc   adoptionPath = "reflector.NewInformerFunc"
+	pathMetadata       adoptionPath = "reflector.NewMetadataInformer"
 	pathReflector      adoptionPath = "reflector.New"
 	pathReflectorList  adoptionPath = "reflector.New with Options.List"
 )
 
 var (
-	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc}
+	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata}
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	allPaths       = append(slices.Clone(dropInPaths), reflectorPaths...)
 )
@@ -268,6 +269,13 @@ var optionProbes = map[string]fieldProbes{
 		rejected:  []adoptionPath{pathReflectorList},
 	},
 
+	"lister.Options.Transform": {
+		// Every list item and watch event's object comes out transformed.
+		dropIn:    &probe{set: markTransformed, dropIn: listAndWatchTransformed},
+		reflector: &probe{set: markTransformed, refl: syncAndWatchTransformed},
+		rejected:  []adoptionPath{pathReflectorList},
+	},
+
 	"reflector.Options.Lister": {container: true},
 	"reflector.Options.List": {
 		reflector: &probe{rset: func(e *env, o *Options) { o.List = e.customList("probe") }},
@@ -348,6 +356,87 @@ var optionProbes = map[string]fieldProbes{
 			o.TweakListOptions = func(lo *metav1.ListOptions) { lo.LabelSelector = "half=yes" }
 		}, dropIn: listAndWatch},
 	},
+}
+
+// markTransformed sets a Transform that annotates every object.
+func markTransformed(_ *env, o *lister.Options) {
+	o.Transform = func(obj any) (any, error) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		m.SetAnnotations(map[string]string{"transformed": "yes"})
+		return obj, nil
+	}
+}
+
+func transformedCount(objs []runtime.Object) int {
+	n := 0
+	for _, obj := range objs {
+		if m, err := meta.Accessor(obj); err == nil && m.GetAnnotations()["transformed"] == "yes" {
+			n++
+		}
+	}
+	return n
+}
+
+// listAndWatchTransformed lists, then watches from the list's
+// resourceVersion while an object is created, and records how many of the
+// objects it got were transformed.
+func listAndWatchTransformed(e *env, lw cache.ListerWatcherWithContext) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	obj, err := lw.ListWithContext(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.outcome("list failed: %s", errClass(err))
+		return
+	}
+	items, _ := meta.ExtractList(obj)
+	e.outcome("list: %d items, %d transformed", len(items), transformedCount(items))
+	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: e.rv})
+	if err != nil {
+		e.outcome("watch refused: %s", errClass(err))
+		return
+	}
+	defer w.Stop()
+	e.srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "watched"}})
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			e.outcome("watch: %s, transformed %d", ev.Type, transformedCount([]runtime.Object{ev.Object}))
+			return
+		case <-ctx.Done():
+			e.outcome("watch: no event")
+			return
+		}
+	}
+}
+
+// syncAndWatchTransformed runs the reflector until it synced and a created
+// object reached its store, and records how many stored objects were
+// transformed.
+func syncAndWatchTransformed(e *env, r *Reflector) {
+	store := r.store.(traceStore).Store
+	created := false
+	e.run(r, func() bool {
+		if !r.HasSynced() || r.State().Phase != PhaseWatching {
+			return false
+		}
+		if !created {
+			created = true
+			e.srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "watched"}})
+		}
+		_, ok, _ := store.GetByKey("ns/watched")
+		return ok
+	}, 3*time.Second)
+	var objs []runtime.Object
+	for _, o := range store.List() {
+		objs = append(objs, o.(runtime.Object))
+	}
+	e.outcome("store: %d objects, %d transformed", len(objs), transformedCount(objs))
 }
 
 func setResource(_ *env, o *lister.Options) {
@@ -599,6 +688,10 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
 	case pathInformerFunc:
 		inf = NewInformerFunc(lo)(e.srv.InNamespace("ns").ListerWatcher(), example, 0, cache.Indexers{})
+	case pathMetadata:
+		// The scenario's objects are ConfigMaps; the ListerWatcher does not
+		// look at their type.
+		inf = NewMetadataInformer(e.client, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
 	}
 	return informerListerWatcher(e.t, inf)
 }

@@ -138,6 +138,7 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 	// The lister sends the default lists, and planList's limit=1 probe
 	// also when List is the caller's own.
 	r.lister = lister.New(c, r.listerOptions())
+	r.client = r.lister.Client() // with Options.Lister.Transform, if set
 	if r.list == nil {
 		r.list = ListFromLister(r.lister)
 	}
