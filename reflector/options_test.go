@@ -53,8 +53,15 @@ const (
 	pathReflectorList  adoptionPath = "reflector.New with Options.List"
 )
 
+// The decoding paths, with the in-memory server's client as the decoding
+// client.
+const (
+	pathWrapDecoding     adoptionPath = "lister.WrapDecoding"
+	pathInformerDecoding adoptionPath = "reflector.NewSharedIndexInformerWithDecoding"
+)
+
 var (
-	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc}
+	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc, pathWrapDecoding, pathInformerDecoding}
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	allPaths       = append(slices.Clone(dropInPaths), reflectorPaths...)
 )
@@ -599,6 +606,10 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
 	case pathInformerFunc:
 		inf = NewInformerFunc(lo)(e.srv.InNamespace("ns").ListerWatcher(), example, 0, cache.Indexers{})
+	case pathWrapDecoding:
+		return lister.WrapDecoding(e.srv.InNamespace("ns").ListerWatcher(), e.client, lo)
+	case pathInformerDecoding:
+		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
 	}
 	return informerListerWatcher(e.t, inf)
 }
