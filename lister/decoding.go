@@ -130,9 +130,10 @@ func (c metadataKinded) List(ctx context.Context, o metav1.ListOptions) (runtime
 // against lw with one more request, a limit=1 list through lw at the
 // resourceVersion dec's list was served at: its first object must be in
 // dec's list and the number of objects it reports must match. When it is
-// not (another namespace, a selector only lw sets), lists go through lw from
-// then on, counted and logged (reason ReasonDecodingScopeMismatch), so the
-// cache never holds objects lw does not list.
+// not (another namespace, a selector only lw sets), or the check failed on
+// three lists, lists go through lw from then on, counted and logged (reason
+// ReasonDecodingScopeMismatch), so the cache never holds objects lw does
+// not list.
 func WrapDecoding(lw cache.ListerWatcher, dec Client, o Options) *ListerWatcher {
 	c := &decodingClient{lwClient: FromListerWatcher(lw).(lwClient), dec: dec}
 	slw := NewListerWatcher(c, o)
@@ -147,9 +148,16 @@ type decodingClient struct {
 	dec Client
 	o   Options // resolved: Name and Metrics
 
-	confirmed atomic.Bool // a list of dec matched lw's scope
-	mismatch  atomic.Bool // one did not: every list goes through lw
+	confirmed atomic.Bool  // a list of dec matched lw's scope
+	mismatch  atomic.Bool  // one did not: every list goes through lw
+	unchecked atomic.Int32 // checks that failed (an error, not a mismatch)
 }
+
+// maxUncheckedLists is how many lists of dec may go out while the check
+// fails (the caller's server refuses the limit=1 list at that
+// resourceVersion) before lists go through lw: never an unbounded number of
+// extra requests, never a scope left unchecked for good.
+const maxUncheckedLists = 3
 
 func (c *decodingClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	if c.mismatch.Load() {
@@ -162,12 +170,15 @@ func (c *decodingClient) List(ctx context.Context, o metav1.ListOptions) (runtim
 	log := klog.FromContext(ctx).WithValues("lister", c.o.Name)
 	detail, err := c.checkScope(ctx, obj, o)
 	switch {
-	case err != nil:
+	case err != nil && c.unchecked.Add(1) < maxUncheckedLists:
 		// Not confirmed: the next list checks again.
 		log.V(2).Info("could not check the decoding client's scope against the caller's ListerWatcher; checking on the next list", "err", err)
 		return obj, nil
+	case err != nil:
+		detail = fmt.Sprintf("the scope check failed %d times: %v", maxUncheckedLists, err)
 	case detail == "":
 		c.confirmed.Store(true)
+		log.V(2).Info("the decoding client lists what the caller's ListerWatcher lists; lists are decoded item by item")
 		return obj, nil
 	}
 	c.mismatch.Store(true)

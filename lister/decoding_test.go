@@ -269,6 +269,69 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 	}
 }
 
+// A selector set in lister.Options reaches both clients: the scope check
+// passes and the lists stay the decoding client's.
+func TestWrapDecodingSelectorInOptionsIsConfirmed(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &fallbacks{}
+	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec, LabelSelector: "app!=none"})
+	for range 2 {
+		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
+		t.Errorf("the caller's list function sent limits %v; want only the limit=1 scope check", got)
+	}
+	if got := rec.reasons(); len(got) != 0 {
+		t.Errorf("fallbacks %v", got)
+	}
+}
+
+// A scope check that keeps failing is not retried on every list for ever:
+// after three, lists go through the caller, counted.
+func TestWrapDecodingFailingScopeCheckIsBounded(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	inner := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())
+	caller := &callerLists{ListerWatcherWithContext: &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if o.Limit == 1 {
+				return nil, errors.New("refused")
+			}
+			return inner.ListWithContext(ctx, o)
+		},
+		WatchFuncWithContext: inner.WatchWithContext,
+	}}
+	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &fallbacks{}
+	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+	for range 5 {
+		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(t, list); !slices.Equal(got, nsKeys) {
+			t.Fatalf("listed %v", got)
+		}
+	}
+	if got, want := caller.sent(), []int64{1, 1, 1, 0, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("the caller's list function sent limits %v, want %v", got, want)
+	}
+	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
+		t.Errorf("fallbacks %v", got)
+	}
+}
+
 func TestDecodingClientForRefusesWhatItCannotDecode(t *testing.T) {
 	a := newCMAPI(t)
 	u := &unstructured.Unstructured{}

@@ -149,9 +149,10 @@ const (
 	// ReasonDecodingScopeMismatch: the decoding client given to WrapDecoding
 	// (or built from a Decoding) does not list what the caller's
 	// ListerWatcher lists: another namespace, or a selector set only inside
-	// the caller's functions. Lists go through the caller's ListerWatcher
-	// from then on (read whole, then decoded); set Decoding.Namespace and
-	// lister.Options' selectors to what the ListerWatcher uses.
+	// the caller's functions — or the check itself failed on three lists.
+	// Lists go through the caller's ListerWatcher from then on (read whole,
+	// then decoded); set Decoding.Namespace and lister.Options' selectors to
+	// what the ListerWatcher uses.
 	ReasonDecodingScopeMismatch fallback.ReasonCode = "decoding-scope-mismatch"
 	// ReasonNoDecodingClient: no item-by-item decoding client could be built
 	// for an informer's example object from the Decoding it was given (a
