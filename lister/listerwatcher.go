@@ -146,6 +146,19 @@ const (
 	// with 410 Expired, which client-go's streaming list retries at once.
 	// The delay grows from 800ms to 30s, jittered, and resets on progress.
 	ReasonNoProgressBackoff fallback.ReasonCode = "no-progress-backoff"
+	// ReasonDecodingScopeMismatch: the decoding client given to WrapDecoding
+	// (or built from a Decoding) does not list what the caller's
+	// ListerWatcher lists: another namespace, or a selector set only inside
+	// the caller's functions — or the check itself failed on three lists.
+	// Lists go through the caller's ListerWatcher from then on (read whole,
+	// then decoded); set Decoding.Namespace and lister.Options' selectors to
+	// what the ListerWatcher uses.
+	ReasonDecodingScopeMismatch fallback.ReasonCode = "decoding-scope-mismatch"
+	// ReasonNoDecodingClient: no item-by-item decoding client could be built
+	// for an informer's example object from the Decoding it was given (a
+	// custom resource's Go type, an object without apiVersion and kind, no
+	// Mapper); its lists go through the caller's ListerWatcher.
+	ReasonNoDecodingClient fallback.ReasonCode = "no-decoding-client"
 )
 
 // ListerWatcherReasons returns every reason code the ListerWatcher reports,
@@ -153,7 +166,7 @@ const (
 func ListerWatcherReasons() []string {
 	return []string{ReasonClientGoRelist, ReasonClientGoRewatch, ReasonWatchStalled, string(ReasonStaleListReasked),
 		string(ReasonStaleEvent), string(ReasonBadResourceVersion), string(ReasonStreamingListAbandoned), string(ReasonUnservedRVMostRecent),
-		string(ReasonNoProgressBackoff), string(ReasonTransformFailed)}
+		string(ReasonNoProgressBackoff), string(ReasonTransformFailed), string(ReasonDecodingScopeMismatch), string(ReasonNoDecodingClient)}
 }
 
 // ListerWatcher returns the client-go adapter of l.

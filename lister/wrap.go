@@ -22,6 +22,11 @@ import (
 // cache.NewReflector, ...). Options.Resource cannot be derived from lw: set
 // it (or use reflector.NewSharedIndexInformer, which derives it from the
 // example object) to scope capability evidence to the API group/version.
+//
+// lw's lists are read whole and then decoded by client-go. WrapDecoding
+// (or reflector.NewSharedIndexInformerWithDecoding) sends them through
+// steadywatch's own client instead, decoded item by item as they arrive,
+// given the configuration and namespace lw was built from.
 func Wrap(lw cache.ListerWatcher, o Options) *ListerWatcher {
 	return NewListerWatcher(FromListerWatcher(lw), o)
 }

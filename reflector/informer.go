@@ -69,6 +69,10 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 // set, they apply to every informer the function builds. With the zero
 // lister.Options, NewSharedIndexInformer itself has that signature:
 // cache.Options{NewInformer: reflector.NewSharedIndexInformer}.
+//
+// The informers' lists are controller-runtime's own, read whole and then
+// decoded; NewInformerFuncWithDecoding decodes them item by item, given the
+// manager's configuration.
 func NewInformerFunc(o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
 	return func(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 		return NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{

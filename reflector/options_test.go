@@ -54,8 +54,15 @@ const (
 	pathReflectorList  adoptionPath = "reflector.New with Options.List"
 )
 
+// The decoding paths, with the in-memory server's client as the decoding
+// client.
+const (
+	pathWrapDecoding     adoptionPath = "lister.WrapDecoding"
+	pathInformerDecoding adoptionPath = "reflector.NewSharedIndexInformerWithDecoding"
+)
+
 var (
-	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata}
+	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathWrapDecoding, pathInformerDecoding}
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	allPaths       = append(slices.Clone(dropInPaths), reflectorPaths...)
 )
@@ -692,6 +699,10 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 		// The scenario's objects are ConfigMaps; the ListerWatcher does not
 		// look at their type.
 		inf = NewMetadataInformer(e.client, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
+	case pathWrapDecoding:
+		return lister.WrapDecoding(e.srv.InNamespace("ns").ListerWatcher(), e.client, lo)
+	case pathInformerDecoding:
+		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
 	}
 	return informerListerWatcher(e.t, inf)
 }

@@ -138,6 +138,8 @@ var contenders = []contender{
 	// P6 (relist memory): the adoption paths P1 does not run (p6.go).
 	{Name: "sw-dropin-listwatch", Kind: "sw-dropin", Ours: true, Relist: true,
 		Desc: "steadywatch drop-in: reflector.NewSharedIndexInformerWithOptions over a typed cache.ListWatch (cs.CoreV1().ConfigMaps(ns) List/Watch), what controller-runtime's NewInformer hook (reflector.NewInformerFunc) and lister.Wrap receive; same clientset defaults"},
+	{Name: "sw-dropin-decoding", Kind: "sw-dropin-decoding", Ours: true, Relist: true,
+		Desc: "steadywatch drop-in: reflector.NewSharedIndexInformerWithDecoding over the same typed cache.ListWatch, given the rest.Config and namespace (lists sent by steadywatch's client, decoded item by item; watches the ListWatch's); what reflector.NewInformerFuncWithDecoding builds under controller-runtime's hook"},
 	{Name: "sw-reflector-funcs", Kind: "sw-reflector-funcs", Ours: true, Relist: true,
 		Desc: "steadywatch reflector.New(lister.FromFuncs(cms.List, cms.Watch)) into an Indexer, compat Detector (lists decoded whole by the typed client); same clientset defaults"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.
@@ -314,6 +316,8 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		in.synced = r.HasSynced
 		in.size = func() int { return len(idx.ListKeys()) }
 		in.state = reflectorState(r)
+	case "sw-dropin-decoding":
+		return c.startDecodingDropIn(ctx, cfg, cs, server, ns, in, handler)
 	case "sw-dropin", "sw-reflector-funcs":
 		return c.startRelistPath(ctx, cs, server, ns, in, handler)
 	default:

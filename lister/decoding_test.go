@@ -1,0 +1,468 @@
+package lister_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// cmAPI is an apiserver (which ignores selectors) of ConfigMaps in namespaces "ns" and "other" at
+// resourceVersion 10, over HTTP: lists (JSON, or PartialObjectMetadataList
+// when asked for it) with limit, continue and remainingItemCount as an
+// apiserver sends them, and watches that stay open without events. It logs
+// every request.
+type cmAPI struct {
+	srv *httptest.Server
+	cfg *rest.Config
+
+	mu   sync.Mutex
+	reqs []string // "list ns limit=N" or "watch ns"
+}
+
+func newCMAPI(t *testing.T) *cmAPI {
+	a := &cmAPI{}
+	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
+	t.Cleanup(a.srv.Close)
+	a.cfg = &rest.Config{Host: a.srv.URL, QPS: -1}
+	return a
+}
+
+// nsKeys are the objects of namespace "ns".
+var nsKeys = []string{"ns/cm-0", "ns/cm-1", "ns/cm-2", "ns/cm-3", "ns/cm-4"}
+
+func (a *cmAPI) items(ns string) []corev1.ConfigMap {
+	var out []corev1.ConfigMap
+	for _, n := range []string{"ns", "other"} {
+		if ns != "" && ns != n {
+			continue
+		}
+		for i := range 3 + len(n) { // 8 in "other", 5 in "ns"
+			out = append(out, corev1.ConfigMap{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: fmt.Sprintf("cm-%d", i), ResourceVersion: strconv.Itoa(i + 1)},
+				Data:       map[string]string{"k": "v"},
+			})
+		}
+	}
+	return out
+}
+
+func (a *cmAPI) serve(w http.ResponseWriter, r *http.Request) {
+	ns := ""
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/"); ok {
+		ns, _, _ = strings.Cut(rest, "/")
+	}
+	q := r.URL.Query()
+	if q.Get("watch") == "true" {
+		a.log("watch %s", ns)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		return
+	}
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	a.log("list %s limit=%d", ns, limit)
+	items := a.items(ns)
+	lm := metav1.ListMeta{ResourceVersion: "10"}
+	if limit > 0 && limit < len(items) {
+		rem := int64(len(items) - limit)
+		lm.Continue = "more"
+		if q.Get("labelSelector") == "" && q.Get("fieldSelector") == "" {
+			lm.RemainingItemCount = &rem // an apiserver leaves it out with a selector
+		}
+		items = items[:limit]
+	}
+	w.Header().Set("Content-Type", "application/json")
+	var body any = &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}, ListMeta: lm, Items: items}
+	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+		l := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}, ListMeta: lm}
+		for _, cm := range items {
+			l.Items = append(l.Items, metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: cm.ObjectMeta})
+		}
+		body = l
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (a *cmAPI) log(format string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reqs = append(a.reqs, fmt.Sprintf(format, args...))
+}
+
+func (a *cmAPI) lists() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(a.reqs), func(s string) bool { return strings.HasPrefix(s, "watch") })
+}
+
+// callerLists wraps a caller's ListerWatcher and records the limit of
+// every list sent through it.
+type callerLists struct {
+	cache.ListerWatcherWithContext
+	mu     sync.Mutex
+	limits []int64
+}
+
+func (c *callerLists) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	c.mu.Lock()
+	c.limits = append(c.limits, o.Limit)
+	c.mu.Unlock()
+	return c.ListerWatcherWithContext.ListWithContext(ctx, o)
+}
+
+func (c *callerLists) List(o metav1.ListOptions) (runtime.Object, error) {
+	return c.ListWithContext(context.Background(), o)
+}
+
+func (c *callerLists) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return c.WatchWithContext(context.Background(), o)
+}
+
+func (c *callerLists) sent() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.limits)
+}
+
+type fallbacks struct {
+	metrics.Nop
+	mu  sync.Mutex
+	got []string
+}
+
+func (f *fallbacks) Fallback(_, reason string) {
+	f.mu.Lock()
+	f.got = append(f.got, reason)
+	f.mu.Unlock()
+}
+
+func (f *fallbacks) reasons() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.got)
+}
+
+func keys(t *testing.T, list runtime.Object) []string {
+	t.Helper()
+	var out []string
+	if err := meta.EachListItem(list, func(obj runtime.Object) error {
+		k, err := cache.MetaNamespaceKeyFunc(obj)
+		out = append(out, k)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// lister.WrapDecoding over client-go's typed cache.NewListWatchFromClient:
+// the list is sent by steadywatch's typed client (decoded item by item),
+// the caller's list function only sees the limit=1 scope check, and the
+// result is the namespace's objects.
+func TestWrapDecodingListsThroughTheDecodingClient(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &fallbacks{}
+	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+	for range 2 {
+		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keys(t, list), nsKeys; !slices.Equal(got, want) {
+			t.Fatalf("listed %v, want %v", got, want)
+		}
+		if _, ok := list.(*corev1.ConfigMapList); !ok {
+			t.Fatalf("list is %T", list)
+		}
+	}
+	// One scope check, then the decoding client alone.
+	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
+		t.Errorf("the caller's list function sent limits %v; want only the limit=1 scope check", got)
+	}
+	if got, want := a.lists(), []string{"list ns limit=0", "list ns limit=1", "list ns limit=0"}; !slices.Equal(got, want) {
+		t.Errorf("server saw %v, want %v", got, want)
+	}
+	if got := rec.reasons(); len(got) != 0 {
+		t.Errorf("fallbacks %v", got)
+	}
+}
+
+// A decoding client of another namespace (or without a selector the
+// caller's list function sets) is caught by the scope check: the list is
+// the caller's, now and from then on, counted.
+func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ns      string
+		setOpts func(*metav1.ListOptions)
+	}{
+		{name: "another namespace", ns: "other"},
+		{name: "every namespace", ns: ""},
+		{name: "a selector only the caller sets", ns: "ns", setOpts: func(o *metav1.ListOptions) { o.LabelSelector = "app!=none" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newCMAPI(t)
+			cs := kubernetes.NewForConfigOrDie(a.cfg)
+			mod := func(o *metav1.ListOptions) {
+				if tc.setOpts != nil {
+					tc.setOpts(o)
+				}
+			}
+			caller := &callerLists{ListerWatcherWithContext: cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", mod)}
+			dec, err := lister.Decoding{Config: a.cfg, Namespace: tc.ns}.ClientFor(&corev1.ConfigMap{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &fallbacks{}
+			lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+			for range 2 {
+				list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := keys(t, list), nsKeys; !slices.Equal(got, want) {
+					t.Fatalf("listed %v, want the caller's %v", got, want)
+				}
+			}
+			if got, want := caller.sent(), []int64{1, 0, 0}; !slices.Equal(got, want) {
+				t.Errorf("the caller's list function sent limits %v, want %v (the check, then every list)", got, want)
+			}
+			if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
+				t.Errorf("fallbacks %v", got)
+			}
+		})
+	}
+}
+
+// A selector set in lister.Options reaches both clients: the scope check
+// passes and the lists stay the decoding client's.
+func TestWrapDecodingSelectorInOptionsIsConfirmed(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &fallbacks{}
+	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec, LabelSelector: "app!=none"})
+	for range 2 {
+		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
+		t.Errorf("the caller's list function sent limits %v; want only the limit=1 scope check", got)
+	}
+	if got := rec.reasons(); len(got) != 0 {
+		t.Errorf("fallbacks %v", got)
+	}
+}
+
+// A scope check that keeps failing is not retried on every list for ever:
+// after three, lists go through the caller, counted.
+func TestWrapDecodingFailingScopeCheckIsBounded(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	inner := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())
+	caller := &callerLists{ListerWatcherWithContext: &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if o.Limit == 1 {
+				return nil, errors.New("refused")
+			}
+			return inner.ListWithContext(ctx, o)
+		},
+		WatchFuncWithContext: inner.WatchWithContext,
+	}}
+	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &fallbacks{}
+	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+	for range 5 {
+		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(t, list); !slices.Equal(got, nsKeys) {
+			t.Fatalf("listed %v", got)
+		}
+	}
+	if got, want := caller.sent(), []int64{1, 1, 1, 0, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("the caller's list function sent limits %v, want %v", got, want)
+	}
+	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
+		t.Errorf("fallbacks %v", got)
+	}
+}
+
+func TestDecodingClientForRefusesWhatItCannotDecode(t *testing.T) {
+	a := newCMAPI(t)
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	for _, tc := range []struct {
+		name string
+		d    lister.Decoding
+		obj  runtime.Object
+	}{
+		{"no config", lister.Decoding{}, &corev1.ConfigMap{}},
+		{"unstructured without a mapper", lister.Decoding{Config: a.cfg}, u},
+		{"unstructured without a kind", lister.Decoding{Config: a.cfg, Mapper: cmMapper()}, &unstructured.Unstructured{}},
+		{"a type outside the clientset", lister.Decoding{Config: a.cfg}, &widget{}},
+	} {
+		if _, err := tc.d.ClientFor(tc.obj); !errors.Is(err, lister.ErrNoDecodingClient) {
+			t.Errorf("%s: %v, want ErrNoDecodingClient", tc.name, err)
+		}
+	}
+}
+
+type widget struct{ corev1.ConfigMap }
+
+func cmMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	return m
+}
+
+// syncInformer runs inf until it has synced and returns its keys.
+func syncInformer(t *testing.T, inf cache.SharedIndexInformer) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	got := inf.GetStore().ListKeys()
+	slices.Sort(got)
+	return got
+}
+
+// reflector.NewSharedIndexInformerWithDecoding over a ListWatch of the
+// dynamic client: the informer's list is sent by steadywatch's dynamic
+// decoding client, the caller's list function sees only the scope check.
+func TestSharedIndexInformerWithDecodingOverADynamicListWatch(t *testing.T) {
+	a := newCMAPI(t)
+	ri := dynamic.NewForConfigOrDie(a.cfg).Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns")
+	caller := &callerLists{ListerWatcherWithContext: &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: ri.Watch,
+	}}
+	example := &unstructured.Unstructured{}
+	example.SetAPIVersion("v1")
+	example.SetKind("ConfigMap")
+	inf := reflector.NewSharedIndexInformerWithDecoding(caller, example, cache.SharedIndexInformerOptions{},
+		lister.Options{DisableStreamingList: true}, lister.Decoding{Config: a.cfg, Namespace: "ns", Mapper: cmMapper()})
+	if got, want := syncInformer(t, inf), nsKeys; !slices.Equal(got, want) {
+		t.Fatalf("synced %v, want %v", got, want)
+	}
+	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
+		t.Errorf("the caller's list function sent limits %v; want only the limit=1 scope check", got)
+	}
+	if _, ok := inf.GetStore().List()[0].(*unstructured.Unstructured); !ok {
+		t.Errorf("store holds %T", inf.GetStore().List()[0])
+	}
+}
+
+// reflector.NewInformerFuncWithDecoding, called as controller-runtime's
+// cache calls its NewInformer hook for a metadata-only watch: a
+// cache.ListWatch of closures over the metadata client, which sets the
+// kind on every item. The informer's list is steadywatch's, with the kind
+// set too.
+func TestInformerFuncWithDecodingControllerRuntimeMetadataShape(t *testing.T) {
+	a := newCMAPI(t)
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	ri := metadata.NewForConfigOrDie(a.cfg).Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	caller := &callerLists{ListerWatcherWithContext: &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			list, err := ri.Namespace("ns").List(ctx, o)
+			if list != nil {
+				for i := range list.Items {
+					list.Items[i].SetGroupVersionKind(gvk)
+				}
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.Watch = true
+			return ri.Namespace("ns").Watch(ctx, o)
+		},
+	}}
+	example := &metav1.PartialObjectMetadata{}
+	example.SetGroupVersionKind(gvk)
+	newInformer := reflector.NewInformerFuncWithDecoding(lister.Decoding{Config: a.cfg, Namespace: "ns", Mapper: cmMapper()}, lister.Options{DisableStreamingList: true})
+	inf := newInformer(caller, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if got, want := syncInformer(t, inf), nsKeys; !slices.Equal(got, want) {
+		t.Fatalf("synced %v, want %v", got, want)
+	}
+	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
+		t.Errorf("the caller's list function sent limits %v; want only the limit=1 scope check", got)
+	}
+	for _, obj := range inf.GetStore().List() {
+		if got := obj.(*metav1.PartialObjectMetadata).GroupVersionKind(); got != gvk {
+			t.Fatalf("item kind %v, want %v", got, gvk)
+		}
+	}
+	if a, ok := reflector.AdoptionOf(inf); !ok || a.Path != reflector.PathSharedIndexInformer {
+		t.Errorf("AdoptionOf = %+v, %v", a, ok)
+	}
+}
+
+// Without a way to decode the example object, the informer lists through
+// the caller's ListerWatcher, counted.
+func TestSharedIndexInformerWithDecodingFallsBackObservably(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	rec := &fallbacks{}
+	inf := reflector.NewSharedIndexInformerWithDecoding(caller, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{},
+		lister.Options{DisableStreamingList: true, Metrics: rec}, lister.Decoding{})
+	if got := syncInformer(t, inf); !slices.Equal(got, nsKeys) {
+		t.Fatalf("synced %v", got)
+	}
+	if got := caller.sent(); len(got) != 1 || got[0] == 1 {
+		t.Errorf("the caller's list function sent limits %v; want the informer's list", got)
+	}
+	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonNoDecodingClient)}) {
+		t.Errorf("fallbacks %v", got)
+	}
+}
