@@ -75,6 +75,20 @@ type Rule struct {
 	// timeout. Status, Reason, Message, Causes and RetryAfterSeconds are
 	// ignored (Status may be 0).
 	Stall bool
+	// Reset answers nothing either, but at once: the client's connection is
+	// closed with a TCP reset (no status, no byte), so the client sees
+	// "connection reset by peer" or an EOF, as behind a load balancer or
+	// proxy that drops connections. On HTTP/2 every other stream of that
+	// connection (a watch of the same client) is lost with it. Status,
+	// Reason, Message, Causes and RetryAfterSeconds are ignored (Status may
+	// be 0).
+	Reset bool
+	// RetryAfter, when set, is sent as the Retry-After header verbatim
+	// (e.g. "-1" or "0", which client-go parses and then retries at once;
+	// kubernetes/kubernetes rest.checkWait), instead of the one
+	// RetryAfterSeconds makes; details.retryAfterSeconds then follows
+	// RetryAfterSeconds alone.
+	RetryAfter string
 }
 
 type ruleState struct {
@@ -84,9 +98,9 @@ type ruleState struct {
 }
 
 // Inject arms r and returns its id for Remove. It panics if r.Status is not
-// 400-599 (unless r.EmptyWatch or r.Stall) or Count is negative (a test bug).
+// 400-599 (unless r.EmptyWatch, r.Stall or r.Reset) or Count is negative (a test bug).
 func (p *Proxy) Inject(r Rule) (id int) {
-	if r.Stall {
+	if r.Stall || r.Reset {
 		r.Status = 0
 	} else if r.EmptyWatch {
 		r.Status = http.StatusOK
@@ -216,6 +230,10 @@ func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInf
 		<-req.Context().Done() // the client went away, or the proxy closed
 		return 0, fmt.Sprintf("rule %d: stalled without an answer", id)
 	}
+	if r.Reset {
+		resetConn(req.Context())
+		return 0, fmt.Sprintf("rule %d: connection reset", id)
+	}
 	if r.EmptyWatch {
 		w.Header().Set("Content-Type", watchContentType(media))
 		w.Header().Set("Cache-Control", "no-cache, private")
@@ -238,6 +256,9 @@ func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInf
 		_ = http.NewResponseController(w).Flush()
 		return http.StatusOK, fault + " as watch ERROR event"
 	}
+	if r.RetryAfter != "" {
+		w.Header().Set("Retry-After", r.RetryAfter)
+	}
 	p.writeStatus(w, media, st)
 	return r.Status, fault
 }
@@ -250,7 +271,7 @@ func (p *Proxy) writeStatus(w http.ResponseWriter, media string, st *metav1.Stat
 		p.logf("%v", err)
 		panic(http.ErrAbortHandler)
 	}
-	if ra := retryAfter(st); ra != "" {
+	if ra := retryAfter(st); ra != "" && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", ra)
 	}
 	w.Header().Set("Content-Type", media)
