@@ -407,3 +407,46 @@ func TestResetAndRawRetryAfter(t *testing.T) {
 		t.Errorf("got %d Retry-After %q, want 429 -1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
+
+// TestResetStalled: a request a Rule.Stall holds keeps being held after the
+// rule is removed, until ResetStalled resets its connection.
+func TestResetStalled(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	ctx := ctxT(t, 20*time.Second)
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Dial = (&net.Dialer{}).DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := e.proxy.Inject(Rule{Verb: "list", Resource: "configmaps", Stall: true})
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.proxy.URL()+"/api/v1/namespaces/default/configmaps", nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	eventually(t, 5*time.Second, "the request is held", func() bool { return len(e.proxy.Requests()) == 1 })
+	e.proxy.Remove(id)
+	select {
+	case err := <-errc:
+		t.Fatalf("answered after the rule was removed, before ResetStalled: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.proxy.ResetStalled()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("a reset request got an answer")
+		}
+	case <-ctx.Done():
+		t.Fatal("still held after ResetStalled")
+	}
+	eventually(t, 5*time.Second, "the request is logged as reset", func() bool {
+		r := e.proxy.Requests()
+		return len(r) == 1 && r[0].Done && strings.Contains(r[0].Fault, "connection reset")
+	})
+}

@@ -99,8 +99,11 @@ type Proxy struct {
 	nextStream   int
 	stallUntil   time.Time
 	stallCh      chan struct{} // closed and replaced whenever stallUntil changes
-	reqs         []*Request
-	nextSeq      int
+	// releaseStalled is closed by ResetStalled; nil until a Rule.Stall
+	// holds a request.
+	releaseStalled chan struct{}
+	reqs           []*Request
+	nextSeq        int
 
 	logMu sync.Mutex
 }

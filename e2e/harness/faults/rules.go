@@ -69,7 +69,7 @@ type Rule struct {
 	EmptyWatch bool
 	// Stall answers nothing: a matching request is held without a response
 	// (no status, no byte) until the client gives up (its context ends or
-	// the connection closes) or the proxy closes, and never reaches the
+	// the connection closes), ResetStalled or the proxy closes, and never reaches the
 	// backend: what a stuck proxy or an apiserver that accepted a request
 	// and never served it looks like to a client without a request
 	// timeout. Status, Reason, Message, Causes and RetryAfterSeconds are
@@ -227,7 +227,13 @@ func (r *Rule) matches(info requestInfo, q url.Values) bool {
 func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInfo, id int, r Rule) (status int, fault string) {
 	media := negotiate(req.Header.Get("Accept"))
 	if r.Stall {
-		<-req.Context().Done() // the client went away, or the proxy closed
+		release := p.holding()
+		select {
+		case <-req.Context().Done(): // the client went away, or the proxy closed
+		case <-release:
+			resetConn(req.Context())
+			return 0, fmt.Sprintf("rule %d: stalled without an answer, then connection reset", id)
+		}
 		return 0, fmt.Sprintf("rule %d: stalled without an answer", id)
 	}
 	if r.Reset {
@@ -286,6 +292,30 @@ func retryAfter(st *metav1.Status) string {
 		return strconv.Itoa(int(st.Details.RetryAfterSeconds))
 	}
 	return ""
+}
+
+// holding returns the channel ResetStalled closes.
+func (p *Proxy) holding() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.releaseStalled == nil {
+		p.releaseStalled = make(chan struct{})
+	}
+	return p.releaseStalled
+}
+
+// ResetStalled ends every request a Rule.Stall holds now by resetting its
+// client's connection (as Rule.Reset does), as a stuck proxy that is
+// restarted to recover would: lifting the rule alone answers only new
+// requests. Requests that arrive later are held again while the rule is
+// armed.
+func (p *Proxy) ResetStalled() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.releaseStalled != nil {
+		close(p.releaseStalled)
+		p.releaseStalled = nil
+	}
 }
 
 // SendInitialEventsForbiddenMessage is the 422 message of an apiserver
