@@ -74,12 +74,14 @@ func Render(rep *Report, command string) string {
 		s.WriteString("| path | requests during (L / S / W) | per minute | busiest 10 s | longest gap | held at the lift | synced at the lift | recovered after the lift | back in time |\n")
 		s.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range fr.Results {
-			rec := fmt.Sprintf("no (not within %s; %d requests)", secs(rep.Recovery), r.After.Requests)
+			rec := fmt.Sprintf("no (not within %s; %s)", secs(rep.Recovery), requests(r.After.Requests))
 			if r.Recovered {
-				rec = fmt.Sprintf("%s, %d requests", secs(r.RecoveredAfter), r.After.Requests)
+				rec = fmt.Sprintf("%s, %s", secs(r.RecoveredAfter), requests(r.After.Requests))
 			}
 			back := "never"
-			if n := len(r.Backward); n > 0 {
+			if n := len(r.Backward); n == 1 {
+				back = "once (" + r.Backward[0] + ")"
+			} else if n > 1 {
 				back = fmt.Sprintf("%d times (e.g. %s)", n, r.Backward[0])
 			}
 			synced := "yes"
@@ -102,6 +104,13 @@ func Render(rep *Report, command string) string {
 		}
 	}
 	return s.String()
+}
+
+func requests(n int) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return fmt.Sprintf("%d requests", n)
 }
 
 func upperFirst(s string) string {

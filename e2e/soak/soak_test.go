@@ -126,7 +126,7 @@ func TestRender(t *testing.T) {
 		"### empty-watch\n",
 		"| stock informer | 30 (10 / 10 / 10) | 0.0 | 0 | 0.0 s | 0 | yes | 2.0 s, 0 requests | never |",
 		"| reflector.New | 3 (0 / 0 / 0) |",
-		"no (not within 60.0 s; 0 requests) | 1 times (e.g. cm-1: 9 -> 8) |",
+		"no (not within 60.0 s; 0 requests) | once (cm-1: 9 -> 8) |",
 		"- empty-watch, reflector.New: went back in time\n",
 	} {
 		if !strings.Contains(md, want) {
