@@ -60,11 +60,11 @@ var Catalogue = []Fault{
 	},
 	{
 		ID: "bookmark-rv-abc",
-		What: "every plain bookmark's resourceVersion rewritten to \"abc\", watches from it refused 400, " +
-			"and every watch ended cleanly every 10 s (so each path resumes)",
-		Source: "none public (a robustness case)",
+		What: "every plain bookmark's resourceVersion rewritten to \"abc\" and the watch ended cleanly right after it, " +
+			"watches from \"abc\" refused 400 (the real server refuses lists from it), and every watch ended cleanly every 10 s (so each path resumes)",
+		Source: "none public (a robustness case: a watch that ends after a bad bookmark, without progress)",
 		Arm: func(p *faults.Proxy) {
-			p.SetStreamFaults(faults.StreamFaults{BookmarkRV: "abc"})
+			p.SetStreamFaults(faults.StreamFaults{BookmarkRV: "abc", EndAfterBookmarkRV: true})
 			p.Inject(faults.Rule{Verb: "watch", Resource: resource, Query: map[string]string{"resourceVersion": "abc"},
 				Status: http.StatusBadRequest, Message: "invalid resource version: abc"})
 		},

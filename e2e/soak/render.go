@@ -60,7 +60,7 @@ func Render(rep *Report, command string) string {
 	fmt.Fprintf(&s, "    %s\n\n", command)
 	fmt.Fprintf(&s, "Requests are ConfigMap lists and watches of the path's namespace as the proxy received them "+
 		"(client-go's own retries included): L lists (the streaming-list guard's `limit=1` count probes included), "+
-		"S streaming lists, W watches. \"Busiest 10 s\" is the most requests within any 10 s of the fault; "+
+		"S streaming lists, W watches; \"met the fault\" how many of them the fault answered or changed. \"Busiest 10 s\" is the most requests within any 10 s of the fault; "+
 		"\"longest gap\" the longest time without a request (to the lift included); \"held at the lift\" the path's "+
 		"requests the proxy was holding without an answer when the fault was lifted (requests it had not given up on; their "+
 		"connections are then reset, as a stuck proxy restarted to recover would). \"Recovered\" is the time from "+
@@ -71,8 +71,8 @@ func Render(rep *Report, command string) string {
 		"delay).\n\n", Slack, LoopBound)
 	for _, fr := range rep.Faults {
 		fmt.Fprintf(&s, "### %s\n\n%s. Source: %s.\n\n", fr.Fault.ID, upperFirst(fr.Fault.What), fr.Fault.Source)
-		s.WriteString("| path | requests during (L / S / W) | per minute | busiest 10 s | longest gap | held at the lift | synced at the lift | recovered after the lift | back in time |\n")
-		s.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+		s.WriteString("| path | requests during (L / S / W) | met the fault | per minute | busiest 10 s | longest gap | held at the lift | synced at the lift | recovered after the lift | back in time |\n")
+		s.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range fr.Results {
 			rec := fmt.Sprintf("no (not within %s; %s)", secs(rep.Recovery), requests(r.After.Requests))
 			if r.Recovered {
@@ -88,8 +88,8 @@ func Render(rep *Report, command string) string {
 			if !r.Synced {
 				synced = "no"
 			}
-			fmt.Fprintf(&s, "| %s | %d (%d / %d / %d) | %.1f | %d | %s | %d | %s | %s | %s |\n", r.Path, r.During.Requests,
-				r.During.Lists, r.During.StreamingLists, r.During.Watches, r.During.PerMinute, r.During.Busiest10s,
+			fmt.Fprintf(&s, "| %s | %d (%d / %d / %d) | %d | %.1f | %d | %s | %d | %s | %s | %s |\n", r.Path, r.During.Requests,
+				r.During.Lists, r.During.StreamingLists, r.During.Watches, r.During.Faulted, r.During.PerMinute, r.During.Busiest10s,
 				secs(r.During.LongestGap), r.HeldAtLift, synced, rec, back)
 		}
 		s.WriteString("\n")

@@ -22,16 +22,16 @@ func TestCount(t *testing.T) {
 		req(100*time.Millisecond, "a", "list", "resourceVersion=0&limit=500"),
 		req(200*time.Millisecond, "a", "watch", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
 		req(time.Second, "a", "watch", "resourceVersion=12&allowWatchBookmarks=true"),
-		req(2*time.Second, "b", "list", ""),                                                                     // another namespace
-		{Time: t0.Add(2 * time.Second), Resource: "secrets", Namespace: "a", Verb: "list"},                      // another resource
-		{Time: t0.Add(2 * time.Second), Resource: "configmaps", Namespace: "a", Verb: "update"},                 // not a list or watch
-		req(15*time.Second, "a", "list", "resourceVersion=12&resourceVersionMatch=NotOlderThan"),                // after 14 s without one
-		req(15500*time.Millisecond, "a", "watch", "resourceVersion=20"),                                         //
-		req(30*time.Second, "a", "list", ""),                                                                    // at the end: outside
+		req(2*time.Second, "b", "list", ""),                                                      // another namespace
+		{Time: t0.Add(2 * time.Second), Resource: "secrets", Namespace: "a", Verb: "list"},       // another resource
+		{Time: t0.Add(2 * time.Second), Resource: "configmaps", Namespace: "a", Verb: "update"},  // not a list or watch
+		req(15*time.Second, "a", "list", "resourceVersion=12&resourceVersionMatch=NotOlderThan"), // after 14 s without one
+		{Time: t0.Add(15500 * time.Millisecond), Resource: "configmaps", Namespace: "a", Verb: "watch", RawQuery: "resourceVersion=20", Fault: "rule 1: 410 Expired as watch ERROR event"},
+		req(30*time.Second, "a", "list", ""), // at the end: outside
 		{Time: t0.Add(3 * time.Second), Resource: "configmaps", Subresource: "x", Namespace: "a", Verb: "list"}, // a subresource
 	}
 	w := Count(reqs, "a", t0, t0.Add(30*time.Second))
-	want := Wire{Requests: 6, Lists: 3, Probes: 1, StreamingLists: 1, Watches: 2, PerMinute: 12,
+	want := Wire{Requests: 6, Lists: 3, Probes: 1, StreamingLists: 1, Watches: 2, Faulted: 1, PerMinute: 12,
 		Busiest10s: 4, Busiest10sAfterFirst: 2, LongestGap: 14500 * time.Millisecond}
 	if w != want {
 		t.Errorf("Count:\n got %+v\nwant %+v", w, want)
@@ -124,7 +124,7 @@ func TestRender(t *testing.T) {
 	for _, want := range []string{
 		"    make soak-faults\n",
 		"### empty-watch\n",
-		"| stock informer | 30 (10 / 10 / 10) | 0.0 | 0 | 0.0 s | 0 | yes | 2.0 s, 0 requests | never |",
+		"| stock informer | 30 (10 / 10 / 10) | 0 | 0.0 | 0 | 0.0 s | 0 | yes | 2.0 s, 0 requests | never |",
 		"| reflector.New | 3 (0 / 0 / 0) |",
 		"no (not within 60.0 s; 0 requests) | once (cm-1: 9 -> 8) |",
 		"- empty-watch, reflector.New: went back in time\n",

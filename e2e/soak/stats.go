@@ -30,6 +30,9 @@ type Wire struct {
 	Probes         int `json:"probes"`
 	StreamingLists int `json:"streamingLists"`
 	Watches        int `json:"watches"`
+	// Faulted are the requests the fault answered or changed (the proxy
+	// recorded a fault on them): how often the path met it.
+	Faulted int `json:"faulted"`
 	// PerMinute is Requests over the phase's length.
 	PerMinute float64 `json:"perMinute"`
 	// Busiest10s is the most requests that arrived within any 10 s.
@@ -66,6 +69,9 @@ func Count(reqs []faults.Request, ns string, from, to time.Time) Wire {
 			}
 		default:
 			continue
+		}
+		if r.Fault != "" {
+			w.Faulted++
 		}
 		at = append(at, r.Time)
 	}

@@ -20,7 +20,8 @@
 //     hold requests without any answer (Rule.Stall) or reset their
 //     connection (Rule.Reset); send any Retry-After header (Rule.RetryAfter);
 //   - lie in the data itself: rewrite plain bookmarks' resourceVersion
-//     (StreamFaults.BookmarkRV), re-deliver an object's older MODIFIED after
+//     (StreamFaults.BookmarkRV, and end the watch after it:
+//     EndAfterBookmarkRV), re-deliver an object's older MODIFIED after
 //     a newer one (StreamFaults.RedeliverOlder), repeat the continue token
 //     a list request carried in its answer (ListFaults.RepeatContinueToken);
 //   - route between several backends (Pin, Alternate, Failover), e.g. to
