@@ -68,7 +68,7 @@ func Render(rep *Report, command string) string {
 		"Asserted for steadywatch's paths (stock is measured, not judged): never an object older than one "+
 		"applied before; recovered within the bound; at most max(stock's requests, one per 5 s) + %d requests "+
 		"during the fault; at most %d requests within any 10 s after the first 10 s (no loop without a growing "+
-		"delay).\n\n", Slack, LoopBound)
+		"delay: a retry at a fixed 1 s sends 10).\n\n", Slack, LoopBound)
 	for _, fr := range rep.Faults {
 		fmt.Fprintf(&s, "### %s\n\n%s. Source: %s.\n\n", fr.Fault.ID, upperFirst(fr.Fault.What), fr.Fault.Source)
 		s.WriteString("| path | requests during (L / S / W) | met the fault | per minute | busiest 10 s | longest gap | held at the lift | synced at the lift | recovered after the lift | back in time |\n")

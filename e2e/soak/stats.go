@@ -151,8 +151,9 @@ const Slack = 6
 
 // LoopBound is the most requests a path may send within 10 s, after the
 // first 10 s of a fault: a client that retries with a growing delay sends a
-// few; one that loops sends one or more a second.
-const LoopBound = 10
+// few; one that retries at a fixed 1 s (client-go's own retries of a GET
+// after a connection reset, rest.Request's 1 s default) sends 10 or more.
+const LoopBound = 9
 
 // Bound is the most requests a steadywatch path may send while a fault
 // holds for d: stock's count, or one every 5 s when that is more (stock

@@ -35,7 +35,7 @@ func run(args []string) int {
 	only := fs.String("faults", "", "comma-separated fault IDs to hold (default: all): "+ids())
 	out := fs.String("out", "", "markdown file whose generated section (between the soak-faults markers) is replaced; \"\" = none")
 	jsonOut := fs.String("json", "", "write the measurements as JSON to this file; \"\" = none")
-	from := fs.String("from-json", "", "run nothing: render -out from the measurements of an earlier run (its -json file)")
+	from := fs.String("from-json", "", "run nothing: judge again and render -out from the measurements of an earlier run (its -json file)")
 	command := fs.String("command", "", "the command line the generated section names (default: the make target with this run's settings)")
 	klogFile := fs.String("klog", "", "write client-go's and steadywatch's logs (klog) to this file; \"\" = discard")
 	if err := fs.Parse(args); err != nil {
@@ -77,6 +77,10 @@ func run(args []string) int {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "soak-faults:", err)
 			return 1
+		}
+		// Judged again with this build's checks.
+		for i := range rep.Faults {
+			rep.Faults[i].Violations = soak.Check(rep.Faults[i].Results, rep.Duration)
 		}
 	} else {
 		var err error
