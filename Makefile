@@ -91,6 +91,17 @@ soak:
 	MODEL_HISTORIES=$(MODEL_HISTORIES) MODEL_STREAM=$(MODEL_STREAM) MODEL_DURATION=$(MODEL_DURATION) \
 	  $(GO) test -count=1 -timeout 0 ./internal/modeltest -run 'TestModel$$' -v
 
+## soak-faults: hold each persistent fault of the fault proxy (e2e/soak) against a real v1.37.2 for
+## SOAK_DURATION, stock client-go beside steadywatch's adoption paths; rewrites the generated section of
+## docs/bad-server-data.md; fails on a violated guarantee (SOAK_FAULTS=id,id picks faults; not in `make test`).
+SOAK_DURATION ?= 60s
+SOAK_RECOVERY ?= 60s
+SOAK_FAULTS ?=
+.PHONY: soak-faults
+soak-faults:
+	cd e2e && $(GO) run ./cmd/soak-faults -duration $(SOAK_DURATION) -recovery $(SOAK_RECOVERY) -faults '$(SOAK_FAULTS)' \
+	  -out ../docs/bad-server-data.md -command 'make soak-faults$(if $(filter-out 60s,$(SOAK_DURATION)), SOAK_DURATION=$(SOAK_DURATION))$(if $(filter-out 60s,$(SOAK_RECOVERY)), SOAK_RECOVERY=$(SOAK_RECOVERY))$(if $(SOAK_FAULTS), SOAK_FAULTS=$(SOAK_FAULTS))'
+
 ## matrix: regenerate docs/compatibility.md from real runs (MATRIX_VERSIONS: servers; MATRIX_MIXED:
 ## mixed-version HA pairs "old+new"); missing kube-apiservers are built first, one at a time, cached.
 MATRIX_VERSIONS ?= v1.16.15,v1.17.17,v1.18.19,v1.19.16,v1.26.15,v1.27.16,v1.30.14,v1.32.13,v1.33.13,v1.34.12,v1.35.8,v1.36.3,v1.37.2

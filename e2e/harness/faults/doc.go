@@ -17,9 +17,11 @@
 //     k8s.io/initial-events-end annotation, cut a streaming list right before
 //     its end bookmark or close it right after, and expire that bookmark's
 //     resourceVersion; answer watches 200 with no event (Rule.EmptyWatch);
-//     hold requests without any answer (Rule.Stall);
+//     hold requests without any answer (Rule.Stall) or reset their
+//     connection (Rule.Reset); send any Retry-After header (Rule.RetryAfter);
 //   - lie in the data itself: rewrite plain bookmarks' resourceVersion
-//     (StreamFaults.BookmarkRV), re-deliver an object's older MODIFIED after
+//     (StreamFaults.BookmarkRV, and end the watch after it:
+//     EndAfterBookmarkRV), re-deliver an object's older MODIFIED after
 //     a newer one (StreamFaults.RedeliverOlder), repeat the continue token
 //     a list request carried in its answer (ListFaults.RepeatContinueToken);
 //   - route between several backends (Pin, Alternate, Failover), e.g. to

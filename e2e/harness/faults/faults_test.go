@@ -3,6 +3,7 @@ package faults
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // TestInjectedErrorsClassifyLikeRealOnes asserts that client-go, over JSON
@@ -368,4 +370,83 @@ func TestRequestLogIsBounded(t *testing.T) {
 	if n := len(e.proxy.Requests()); n != 0 {
 		t.Fatalf("after ResetRequests: %d", n)
 	}
+}
+
+// TestResetAndRawRetryAfter: Rule.Reset closes the client's connection
+// without an answer (client-go sees a transport error, never a status), and
+// Rule.RetryAfter sends its header verbatim.
+func TestResetAndRawRetryAfter(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	ctx := ctxT(t, 20*time.Second)
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Dial = (&net.Dialer{}).DialContext // a transport of its own
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.Inject(Rule{Verb: "list", Resource: "configmaps", Reset: true, Count: 1})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.proxy.URL()+"/api/v1/namespaces/default/configmaps", nil)
+	resp, err := hc.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("a reset request got an answer: %d", resp.StatusCode)
+	}
+	reqs := e.proxy.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Fault, "connection reset") || reqs[0].Backend != -1 {
+		t.Errorf("requests: %+v", reqs)
+	}
+
+	e.proxy.Inject(Rule{Verb: "list", Resource: "configmaps", Status: 429, RetryAfter: "-1", Count: 1})
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, e.proxy.URL()+"/api/v1/namespaces/default/configmaps", nil)
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "-1" {
+		t.Errorf("got %d Retry-After %q, want 429 -1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestResetStalled: a request a Rule.Stall holds keeps being held after the
+// rule is removed, until ResetStalled resets its connection.
+func TestResetStalled(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	ctx := ctxT(t, 20*time.Second)
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Dial = (&net.Dialer{}).DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := e.proxy.Inject(Rule{Verb: "list", Resource: "configmaps", Stall: true})
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.proxy.URL()+"/api/v1/namespaces/default/configmaps", nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	eventually(t, 5*time.Second, "the request is held", func() bool { return len(e.proxy.Requests()) == 1 })
+	e.proxy.Remove(id)
+	select {
+	case err := <-errc:
+		t.Fatalf("answered after the rule was removed, before ResetStalled: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.proxy.ResetStalled()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("a reset request got an answer")
+		}
+	case <-ctx.Done():
+		t.Fatal("still held after ResetStalled")
+	}
+	eventually(t, 5*time.Second, "the request is logged as reset", func() bool {
+		r := e.proxy.Requests()
+		return len(r) == 1 && r[0].Done && strings.Contains(r[0].Fault, "connection reset")
+	})
 }

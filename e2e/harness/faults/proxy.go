@@ -99,8 +99,11 @@ type Proxy struct {
 	nextStream   int
 	stallUntil   time.Time
 	stallCh      chan struct{} // closed and replaced whenever stallUntil changes
-	reqs         []*Request
-	nextSeq      int
+	// releaseStalled is closed by ResetStalled; nil until a Rule.Stall
+	// holds a request.
+	releaseStalled chan struct{}
+	reqs           []*Request
+	nextSeq        int
 
 	logMu sync.Mutex
 }
@@ -217,6 +220,7 @@ func New(o Options) (*Proxy, error) {
 			NextProtos:   []string{"h2", "http/1.1"},
 		},
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: withConn,
 		// kube-apiserver's default --http2-max-streams-per-connection.
 		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
 	}
@@ -387,4 +391,29 @@ func (p *Proxy) logf(format string, args ...any) {
 	p.logMu.Lock()
 	defer p.logMu.Unlock()
 	_, _ = io.WriteString(p.o.Log, line)
+}
+
+// connKey is the context key of a request's client connection (withConn).
+type connKey struct{}
+
+// withConn keeps each client connection in its requests' context, for
+// Rule.Reset.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// resetConn closes the client connection of a request's context with a TCP
+// reset (SO_LINGER 0) where it is a TCP connection, else plainly.
+func resetConn(ctx context.Context) {
+	c, ok := ctx.Value(connKey{}).(net.Conn)
+	if !ok {
+		return
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if tcp, ok := c.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = c.Close()
 }

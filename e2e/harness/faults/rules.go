@@ -69,12 +69,26 @@ type Rule struct {
 	EmptyWatch bool
 	// Stall answers nothing: a matching request is held without a response
 	// (no status, no byte) until the client gives up (its context ends or
-	// the connection closes) or the proxy closes, and never reaches the
+	// the connection closes), ResetStalled or the proxy closes, and never reaches the
 	// backend: what a stuck proxy or an apiserver that accepted a request
 	// and never served it looks like to a client without a request
 	// timeout. Status, Reason, Message, Causes and RetryAfterSeconds are
 	// ignored (Status may be 0).
 	Stall bool
+	// Reset answers nothing either, but at once: the client's connection is
+	// closed with a TCP reset (no status, no byte), so the client sees
+	// "connection reset by peer" or an EOF, as behind a load balancer or
+	// proxy that drops connections. On HTTP/2 every other stream of that
+	// connection (a watch of the same client) is lost with it. Status,
+	// Reason, Message, Causes and RetryAfterSeconds are ignored (Status may
+	// be 0).
+	Reset bool
+	// RetryAfter, when set, is sent as the Retry-After header verbatim
+	// (e.g. "-1" or "0", which client-go parses and then retries at once;
+	// kubernetes/kubernetes rest.checkWait), instead of the one
+	// RetryAfterSeconds makes; details.retryAfterSeconds then follows
+	// RetryAfterSeconds alone.
+	RetryAfter string
 }
 
 type ruleState struct {
@@ -84,9 +98,9 @@ type ruleState struct {
 }
 
 // Inject arms r and returns its id for Remove. It panics if r.Status is not
-// 400-599 (unless r.EmptyWatch or r.Stall) or Count is negative (a test bug).
+// 400-599 (unless r.EmptyWatch, r.Stall or r.Reset) or Count is negative (a test bug).
 func (p *Proxy) Inject(r Rule) (id int) {
-	if r.Stall {
+	if r.Stall || r.Reset {
 		r.Status = 0
 	} else if r.EmptyWatch {
 		r.Status = http.StatusOK
@@ -213,8 +227,18 @@ func (r *Rule) matches(info requestInfo, q url.Values) bool {
 func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInfo, id int, r Rule) (status int, fault string) {
 	media := negotiate(req.Header.Get("Accept"))
 	if r.Stall {
-		<-req.Context().Done() // the client went away, or the proxy closed
+		release := p.holding()
+		select {
+		case <-req.Context().Done(): // the client went away, or the proxy closed
+		case <-release:
+			resetConn(req.Context())
+			return 0, fmt.Sprintf("rule %d: stalled without an answer, then connection reset", id)
+		}
 		return 0, fmt.Sprintf("rule %d: stalled without an answer", id)
+	}
+	if r.Reset {
+		resetConn(req.Context())
+		return 0, fmt.Sprintf("rule %d: connection reset", id)
 	}
 	if r.EmptyWatch {
 		w.Header().Set("Content-Type", watchContentType(media))
@@ -238,6 +262,9 @@ func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInf
 		_ = http.NewResponseController(w).Flush()
 		return http.StatusOK, fault + " as watch ERROR event"
 	}
+	if r.RetryAfter != "" {
+		w.Header().Set("Retry-After", r.RetryAfter)
+	}
 	p.writeStatus(w, media, st)
 	return r.Status, fault
 }
@@ -250,7 +277,7 @@ func (p *Proxy) writeStatus(w http.ResponseWriter, media string, st *metav1.Stat
 		p.logf("%v", err)
 		panic(http.ErrAbortHandler)
 	}
-	if ra := retryAfter(st); ra != "" {
+	if ra := retryAfter(st); ra != "" && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", ra)
 	}
 	w.Header().Set("Content-Type", media)
@@ -265,6 +292,30 @@ func retryAfter(st *metav1.Status) string {
 		return strconv.Itoa(int(st.Details.RetryAfterSeconds))
 	}
 	return ""
+}
+
+// holding returns the channel ResetStalled closes.
+func (p *Proxy) holding() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.releaseStalled == nil {
+		p.releaseStalled = make(chan struct{})
+	}
+	return p.releaseStalled
+}
+
+// ResetStalled ends every request a Rule.Stall holds now by resetting its
+// client's connection (as Rule.Reset does), as a stuck proxy that is
+// restarted to recover would: lifting the rule alone answers only new
+// requests. Requests that arrive later are held again while the rule is
+// armed.
+func (p *Proxy) ResetStalled() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.releaseStalled != nil {
+		close(p.releaseStalled)
+		p.releaseStalled = nil
+	}
 }
 
 // SendInitialEventsForbiddenMessage is the 422 message of an apiserver

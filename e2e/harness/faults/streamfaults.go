@@ -60,6 +60,12 @@ type StreamFaults struct {
 	// resourceVersion is not one. A client that resumes from it gets what a
 	// real server answers for that resourceVersion.
 	BookmarkRV string
+	// EndAfterBookmarkRV, with BookmarkRV, ends the stream cleanly right
+	// after each rewritten bookmark: the last word of the watch is a
+	// resourceVersion that is not one, so a client that adopts it resumes
+	// from it (the server-side shape of a watch that closes after a bad
+	// bookmark without progress).
+	EndAfterBookmarkRV bool
 	// RedeliverOlder sends, right after a MODIFIED event, the previous
 	// MODIFIED event this stream carried for the same object again (an older
 	// resourceVersion after a newer one): a watch cache re-delivering
@@ -493,6 +499,10 @@ func (p *Proxy) applyStreamFaults(rec *Request, sf StreamFaults, media string, e
 		} else {
 			event = rewritten
 			p.noteFault(rec, "bookmark RV "+info.ResourceVersion+" -> "+sf.BookmarkRV)
+			if sf.EndAfterBookmarkRV && !sf.DropBookmarks {
+				p.noteFault(rec, "ended after the rewritten bookmark")
+				return frame(media, event), true
+			}
 		}
 	}
 	if info.InitialEventsEnd {

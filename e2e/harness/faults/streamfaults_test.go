@@ -367,3 +367,19 @@ func TestStallRule(t *testing.T) {
 		t.Fatalf("log entries with a fault %+v", stalled)
 	}
 }
+
+func TestStreamFaultsEndAfterBookmarkRV(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	e.proxy.SetStreamFaults(StreamFaults{BookmarkRV: "abc", EndAfterBookmarkRV: true})
+	w := e.streamingList(t)
+	e.backends[0].send("ADDED", "a", "11")
+	e.backends[0].sendBookmark("12", true) // the end of the initial events: kept as it is
+	wantEvent(t, w, "a")
+	wantBookmark(t, w, "12", true)
+	e.backends[0].sendBookmark("13", false)
+	wantBookmark(t, w, "abc", false)
+	wantCleanEnd(t, w)
+	if f := watchFaults(e); len(f) != 1 || f[0] != "bookmark RV 13 -> abc; ended after the rewritten bookmark" {
+		t.Errorf("watch faults %q", f)
+	}
+}

@@ -1,0 +1,216 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// counter counts steadywatch's fallbacks, relists and watch restarts by
+// reason.
+type counter struct {
+	metrics.Nop
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newCounter() *counter { return &counter{n: map[string]int{}} }
+
+func (c *counter) add(k string) { c.mu.Lock(); c.n[k]++; c.mu.Unlock() }
+
+func (c *counter) Fallback(_, reason string)     { c.add(reason) }
+func (c *counter) Relist(_, cause string)        { c.add("relist:" + cause) }
+func (c *counter) WatchRestart(_, reason string) { c.add("watch-restart:" + reason) }
+
+func (c *counter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(c.n)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, c.n[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// tracker records the newest resourceVersion a path applied per object and
+// every object it applied older than that.
+type tracker struct {
+	mu       sync.Mutex
+	newest   map[string]uint64
+	backward []string
+}
+
+func (t *tracker) see(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	n, err := strconv.ParseUint(cm.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.newest[cm.Name]; n < old {
+		t.backward = append(t.backward, fmt.Sprintf("%s: %d -> %d", cm.Name, old, n))
+	}
+	t.newest[cm.Name] = max(n, t.newest[cm.Name])
+}
+
+func (t *tracker) wentBack() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.backward)
+}
+
+// seeingStore reports every object reflector.New gives its store.
+type seeingStore struct {
+	cache.Store
+	t *tracker
+}
+
+func (s seeingStore) Add(obj any) error    { s.t.see(obj); return s.Store.Add(obj) }
+func (s seeingStore) Update(obj any) error { s.t.see(obj); return s.Store.Update(obj) }
+func (s seeingStore) Delete(obj any) error { s.t.see(obj); return s.Store.Delete(obj) }
+func (s seeingStore) Replace(items []any, rv string) error {
+	for _, it := range items {
+		s.t.see(it)
+	}
+	return s.Store.Replace(items, rv)
+}
+
+// client is one running path.
+type client struct {
+	path   string
+	ns     string
+	store  cache.Store
+	synced func() bool
+	t      *tracker
+	rec    *counter
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// ownTransport returns cfg with a dialer of its own, so the clientset built
+// from it gets its own transport and connection (client-go shares one per
+// TLS configuration otherwise): a connection reset then hits one path only.
+func ownTransport(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return c
+}
+
+// start runs path on namespace ns through cfg (the proxy's config), built
+// the way the README's adoption line builds it, with a clientset made the
+// usual way (kubernetes.NewForConfig).
+func start(path, ns string, cfg *rest.Config) (*client, error) {
+	cfg = ownTransport(cfg)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{path: path, ns: ns, t: &tracker{newest: map[string]uint64{}}, rec: newCounter(), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	handlers := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.t.see,
+		UpdateFunc: func(_, obj any) { c.t.see(obj) },
+		DeleteFunc: c.t.see,
+	}
+	lo := lister.Options{Metrics: c.rec}
+	switch path {
+	case PathStock, PathDropIn:
+		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), resource, ns, fields.Everything())
+		var inf cache.SharedIndexInformer
+		if path == PathStock {
+			inf = cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+		} else {
+			inf = reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, lo)
+		}
+		if _, err := inf.AddEventHandler(handlers); err != nil {
+			cancel()
+			return nil, err
+		}
+		c.store, c.synced = inf.GetStore(), inf.HasSynced
+		go func() { defer close(c.done); inf.RunWithContext(ctx) }()
+	case PathFactory:
+		factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+		if _, err := reflector.Adopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lo}); err != nil {
+			cancel()
+			return nil, err
+		}
+		inf := factory.Core().V1().ConfigMaps().Informer()
+		if _, err := inf.AddEventHandler(handlers); err != nil {
+			cancel()
+			return nil, err
+		}
+		c.store, c.synced = inf.GetStore(), inf.HasSynced
+		factory.Start(ctx.Done())
+		go func() { defer close(c.done); <-ctx.Done(); factory.Shutdown() }()
+	case PathReflector:
+		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		lc, err := lister.FromClientset(cs, &corev1.ConfigMap{}, ns)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		store := seeingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), t: c.t}
+		lo.Server = srv
+		r := reflector.New(lc, &corev1.ConfigMap{}, store, reflector.Options{Lister: lo})
+		c.store, c.synced = store, r.HasSynced
+		go func() { defer close(c.done); r.Run(ctx) }()
+	default:
+		cancel()
+		return nil, fmt.Errorf("soak: unknown path %q", path)
+	}
+	return c, nil
+}
+
+// stop stops the path and reports whether it returned within d.
+func (c *client) stop(d time.Duration) bool {
+	c.cancel()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// holds returns the path's store as name -> resourceVersion.
+func (c *client) holds() map[string]string {
+	out := map[string]string{}
+	for _, obj := range c.store.List() {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			out[cm.Name] = cm.ResourceVersion
+		}
+	}
+	return out
+}
