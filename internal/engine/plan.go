@@ -86,6 +86,10 @@ type Config struct {
 	LastObserved func() string
 	// CanVoidPages: the caller accepts a restart after pages were handed over.
 	CanVoidPages bool
+	// WatchCacheStuck, if set, reports whether the server's watch cache
+	// advances only on writes of the listed resource (no watch progress
+	// notifications, KEP-1904); it is read at each "too large" answer.
+	WatchCacheStuck func() bool
 }
 
 // Step is the engine's one decision about an answer: the row, and either the
@@ -137,6 +141,10 @@ const maxRevisionsPerSecond = 100_000
 // k8s.io/apiserver's cacher): part of each hidden attempt's cost.
 const watchCacheTooLargeWait = 3 * time.Second
 
+// stuckDetail explains ReasonTooLargeCacheStuck in its event.
+const stuckDetail = "this server's watch cache moves only when the listed resource is written " +
+	"(no watch progress notifications before KEP-1904): listing the most recent state instead of waiting"
+
 // budget names the retry budget that decides Situation.AttemptsLeft for a class.
 type budget int
 
@@ -180,6 +188,7 @@ type Call struct {
 	// probe (PurposeNewerRV) or it is resent as is (PurposeCurrentRV).
 	after        fallback.Query
 	afterEvent   fallback.Event
+	afterSit     Situation // the too-large page's situation, while CheckRVExists reads
 	floor        string
 	afterWait    time.Duration
 	afterAttempt bool
@@ -280,6 +289,7 @@ func (c *Call) Next(a Answer) Step {
 
 	// Look up: the situation, with the budget charged for hidden retries.
 	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
+	s.WatchCacheStuck = class == fallback.TooLargeRV && c.cfg.WatchCacheStuck != nil && c.cfg.WatchCacheStuck()
 	if q.Continue != "" {
 		s.Semantic = c.first.Semantic
 	}
@@ -325,10 +335,20 @@ func (c *Call) Next(a Answer) Step {
 	// Act: the answer of a probe.
 	if sent.Purpose != PurposePage {
 		ev.Before = c.after
+		var checked decision
+		if st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV && a.ServedRV != "" {
+			checked = c.decideChecked() // the page's own row, now that its version is known to exist
+		}
 		switch {
 		case st.Action == fallback.Accept && a.ServedRV == "":
 			st.Action, st.Reason, st.Row, ev.Err = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1, ErrNoListResourceVersion
 			ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
+		case checked.Action == fallback.FallbackMostRecent:
+			// The requested version exists, out of this watch cache's reach.
+			c.rvChecked = true
+			st.Action, st.Reason, st.Source, st.Row, ev = checked.Action, checked.Reason, checked.Source, checked.index, c.afterEvent
+			ev.Detail = fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s", c.after.ResourceVersion, a.ServedRV, stuckDetail)
+			st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: c.first.Limit}, 0, true)
 		case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
 			// The requested version exists: a lagging member; wait and resend.
 			c.rvChecked = true
@@ -490,7 +510,7 @@ func (c *Call) Next(a Answer) Step {
 	switch {
 	case d.Action == fallback.CheckRVExists:
 		// Read the current resourceVersion at once; the wait comes after.
-		c.after, c.afterWait, c.afterEvent = q, wait, ev
+		c.after, c.afterWait, c.afterEvent, c.afterSit = q, wait, ev, st.Situation
 		c.afterEvent.Action, c.afterEvent.Reason = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait
 		ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
 		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
@@ -522,12 +542,23 @@ func (c *Call) Next(a Answer) Step {
 	}
 	st.Next = c.request(PurposePage, next, wait, newAttempt)
 	ev.After = next
+	if d.Reason == fallback.ReasonTooLargeCacheStuck {
+		ev.Detail = stuckDetail
+	}
 	if wait > 0 {
 		ev.Detail = strings.TrimPrefix(ev.Detail+"; waiting "+wait.Round(time.Millisecond).String(), "; ")
 	}
 	e := ev
 	st.Event = &e
 	return st
+}
+
+// decideChecked is the table's row for the too-large page a CheckRVExists
+// read was sent for, now that the read showed its resourceVersion exists.
+func (c *Call) decideChecked() decision {
+	s := c.afterSit
+	s.RVChecked = true
+	return decide(s, c.p)
 }
 
 // Evidence is what a response proves about resourceVersionMatch support.
