@@ -130,8 +130,9 @@ const (
 	// ReasonTooLargeCacheStuck: a NotOlderThan list at a resourceVersion that
 	// exists was answered "too large" by a server whose watch cache advances
 	// only on writes of the listed resource (no watch progress notifications
-	// before KEP-1904, compat's watchCacheProgress=no): waiting cannot help, so
-	// it was listed MostRecent at once (a consistent read is never older than
+	// before KEP-1904: compat's watchCacheProgress=no, or two answers that
+	// reported the same current resourceVersion): waiting cannot help, so it
+	// was listed MostRecent at once (a consistent read is never older than
 	// asked). Writes to other resources moved the resourceVersion on; nothing
 	// to do.
 	ReasonTooLargeCacheStuck ReasonCode = "too-large-rv-cache-stuck-most-recent"

@@ -107,18 +107,26 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	}
 }
 
-// Without that belief (an unknown server) the same list keeps the
-// Retry-After rule: it waits, and falls back only once the budget is spent.
-func TestNotOlderThanOnStuckWatchCacheUnknownServerWaits(t *testing.T) {
+// Without that belief (an unknown server) the answers show it: the second
+// "too large" answer reports the same current resourceVersion as the first,
+// so after one Retry-After wait the list reads the newest state instead of
+// waiting again.
+func TestNotOlderThanOnStuckWatchCacheUnknownServerSeesItInTheAnswers(t *testing.T) {
 	srv, rv := stuckServer(t)
 	p := fallback.Policy{MaxRetryAfter: time.Millisecond}
-	_, r, err := lister.New(srv.InNamespace("default"), lister.Options{Policy: p}).List(context.Background(), lister.NotOlderThan(rv))
+	obj, r, err := lister.New(srv.InNamespace("default"), lister.Options{Policy: p}).List(context.Background(), lister.NotOlderThan(rv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeFallbackMostRecent}
+	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeCacheStuck}
 	if got := reasonsOf(r); !slices.Equal(got, want) {
 		t.Fatalf("reasons %v, want %v", got, want)
+	}
+	if !strings.Contains(r.Fallbacks[2].Detail, "in two answers") || len(r.Requests) != 4 {
+		t.Fatalf("detail %q after %d requests; want the stalled cache named, 4 requests", r.Fallbacks[2].Detail, len(r.Requests))
+	}
+	if fallback.CompareRV(r.ServedResourceVersion, rv) == fallback.Older || len(obj.(*corev1.ConfigMapList).Items) != 2 {
+		t.Fatalf("served at %s (floor %s)", r.ServedResourceVersion, rv)
 	}
 }
 

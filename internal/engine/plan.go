@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -88,7 +89,9 @@ type Config struct {
 	CanVoidPages bool
 	// WatchCacheStuck, if set, reports whether the server's watch cache
 	// advances only on writes of the listed resource (no watch progress
-	// notifications, KEP-1904); it is read at each "too large" answer.
+	// notifications, KEP-1904); it is read at each "too large" answer. The
+	// call also sees it for itself: two "too large" answers to one request
+	// that report the same current resourceVersion.
 	WatchCacheStuck func() bool
 }
 
@@ -145,6 +148,37 @@ const watchCacheTooLargeWait = 3 * time.Second
 const stuckDetail = "this server's watch cache moves only when the listed resource is written " +
 	"(no watch progress notifications before KEP-1904): listing the most recent state instead of waiting"
 
+// stalledDetail explains ReasonTooLargeCacheStuck when the answers showed it.
+const stalledDetail = "the watch cache reported current resourceVersion %s in two answers: it is not catching up " +
+	"(no watch progress notifications, KEP-1904); listing the most recent state instead of waiting"
+
+// currentRVPattern finds the watch cache's resourceVersion in the apiserver's
+// message "Too large resource version: N, current: M" (k8s.io/apiserver
+// storage.NewTooLargeResourceVersionError).
+var currentRVPattern = regexp.MustCompile(`current: ?([0-9]+)`)
+
+// stuckDetailFor is the event detail of ReasonTooLargeCacheStuck.
+func (c *Call) stuckDetailFor() string {
+	if c.stalled {
+		return fmt.Sprintf(stalledDetail, c.tooLargeCur)
+	}
+	return stuckDetail
+}
+
+// noteTooLarge records the current resourceVersion a "too large" page
+// answer reports; a second answer to the same request with the same current
+// one shows the cache is not moving toward it.
+func (c *Call) noteTooLarge(q fallback.Query, err error) {
+	cur := ""
+	if m := currentRVPattern.FindStringSubmatch(err.Error()); m != nil {
+		cur = m[1]
+	}
+	if cur != "" && cur == c.tooLargeCur && q.ResourceVersion == c.tooLargeAt {
+		c.stalled = true
+	}
+	c.tooLargeAt, c.tooLargeCur = q.ResourceVersion, cur
+}
+
 // budget names the retry budget that decides Situation.AttemptsLeft for a class.
 type budget int
 
@@ -186,12 +220,17 @@ type Call struct {
 	learned   MatchSupport // what this call's answers proved
 	// after is the page a probe serves: its resourceVersion comes from the
 	// probe (PurposeNewerRV) or it is resent as is (PurposeCurrentRV).
-	after        fallback.Query
-	afterEvent   fallback.Event
-	afterSit     Situation // the too-large page's situation, while CheckRVExists reads
-	floor        string
-	afterWait    time.Duration
-	afterAttempt bool
+	after      fallback.Query
+	afterEvent fallback.Event
+	afterSit   Situation // the too-large page's situation, while CheckRVExists reads
+	// tooLargeAt and tooLargeCur are the requested and the reported current
+	// resourceVersion of the last "too large" page; stalled: two such answers
+	// for one request reported the same current one (the cache did not move).
+	tooLargeAt, tooLargeCur string
+	stalled                 bool
+	floor                   string
+	afterWait               time.Duration
+	afterAttempt            bool
 }
 
 // Start validates q and returns the call and its first request.
@@ -289,7 +328,10 @@ func (c *Call) Next(a Answer) Step {
 
 	// Look up: the situation, with the budget charged for hidden retries.
 	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
-	s.WatchCacheStuck = class == fallback.TooLargeRV && c.cfg.WatchCacheStuck != nil && c.cfg.WatchCacheStuck()
+	if class == fallback.TooLargeRV && sent.Purpose == PurposePage && a.Err != nil {
+		c.noteTooLarge(q, a.Err)
+	}
+	s.WatchCacheStuck = class == fallback.TooLargeRV && (c.stalled || c.cfg.WatchCacheStuck != nil && c.cfg.WatchCacheStuck())
 	if q.Continue != "" {
 		s.Semantic = c.first.Semantic
 	}
@@ -347,7 +389,7 @@ func (c *Call) Next(a Answer) Step {
 			// The requested version exists, out of this watch cache's reach.
 			c.rvChecked = true
 			st.Action, st.Reason, st.Source, st.Row, ev = checked.Action, checked.Reason, checked.Source, checked.index, c.afterEvent
-			ev.Detail = fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s", c.after.ResourceVersion, a.ServedRV, stuckDetail)
+			ev.Detail = fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s", c.after.ResourceVersion, a.ServedRV, c.stuckDetailFor())
 			st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: c.first.Limit}, 0, true)
 		case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
 			// The requested version exists: a lagging member; wait and resend.
@@ -543,7 +585,7 @@ func (c *Call) Next(a Answer) Step {
 	st.Next = c.request(PurposePage, next, wait, newAttempt)
 	ev.After = next
 	if d.Reason == fallback.ReasonTooLargeCacheStuck {
-		ev.Detail = stuckDetail
+		ev.Detail = c.stuckDetailFor()
 	}
 	if wait > 0 {
 		ev.Detail = strings.TrimPrefix(ev.Detail+"; waiting "+wait.Round(time.Millisecond).String(), "; ")

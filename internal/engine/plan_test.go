@@ -171,3 +171,45 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		}
 	}
 }
+
+func tooLargeAt(want, current string) error {
+	err := apierrors.NewTimeoutError("Too large resource version: "+want+", current: "+current, 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
+}
+
+// Without a belief about the server, the answers show it: two "too large"
+// answers to one request whose reported current resourceVersion did not
+// move mean the watch cache is not catching up, and the list reads the
+// newest state instead of waiting again. A cache that moves is waited for.
+func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
+	c := start(t, fallback.NotOlderThanQuery("199"), Config{})
+	if st := c.Next(Answer{Err: tooLargeAt("199", "197")}); st.Action != fallback.CheckRVExists || st.Situation.WatchCacheStuck {
+		t.Fatalf("first: %v %v", st.Action, st.Situation)
+	}
+	if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter {
+		t.Fatalf("after the read: %v, want WaitRetryAfter (one answer proves nothing)", st.Action)
+	}
+	st := c.Next(Answer{Err: tooLargeAt("199", "197")})
+	if st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
+		st.Next.Wait != 0 || st.Next.Query.Semantic != fallback.MostRecent {
+		t.Fatalf("same current twice: %v %s %+v", st.Action, st.Reason, st.Next)
+	}
+	if st.Event == nil || !strings.Contains(st.Event.Detail, "197 in two answers") {
+		t.Fatalf("event %+v", st.Event)
+	}
+
+	c = start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c.Next(Answer{Err: tooLargeAt("199", "197")})
+	c.Next(Answer{ServedRV: "201", Items: 1})
+	if st := c.Next(Answer{Err: tooLargeAt("199", "198")}); st.Action != fallback.WaitRetryAfter || st.Situation.WatchCacheStuck {
+		t.Fatalf("a moving cache: %v %v, want WaitRetryAfter", st.Action, st.Situation)
+	}
+	// No current in the message (a proxy's 504): no evidence either way.
+	c2 := start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c2.Next(Answer{Err: tooLargeAt("199", "")})
+	c2.Next(Answer{ServedRV: "201", Items: 1})
+	if st := c2.Next(Answer{Err: tooLargeAt("199", "")}); st.Action != fallback.WaitRetryAfter {
+		t.Fatalf("no current: %v, want WaitRetryAfter", st.Action)
+	}
+}

@@ -83,7 +83,8 @@ type Situation struct {
 	// WatchCacheStuck: the server's watch cache advances only when the listed
 	// resource is written (no watch progress notifications, KEP-1904), so a
 	// resourceVersion moved on by writes of other resources is out of its
-	// reach until then (compat.WatchCacheProgress is No).
+	// reach until then (compat.WatchCacheProgress is No, or two "too large"
+	// answers to one request reported the same current resourceVersion).
 	WatchCacheStuck bool
 }
 
