@@ -51,7 +51,9 @@ func (r *fallbackReasons) get() []fallback.ReasonCode {
 // answered "504 Too large resource version" until a ConfigMap is written.
 // The lister learns from the version (compat watchCacheProgress=no) that
 // waiting is futile: once a consistent read shows the version exists, it
-// lists the most recent state at once.
+// lists the most recent state at once. A lister that knows nothing of the
+// server sees it in the answers: two 504s reporting the same current
+// resourceVersion.
 var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap watch cache cannot catch up", Label("legacy", "needs-faults"), Ordered, func() {
 	var (
 		e   *env
@@ -121,6 +123,26 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		Expect(countItems(obj)).To(Equal(3))
 		// The watch cache's own 3 s, one read and one list; waiting Retry-After twice took about 11 s.
 		Expect(took).To(BeNumerically("<", 6*time.Second))
+	})
+
+	It("without a version to go by, the answers show it: the same current resourceVersion twice, then the most recent list", func(ctx SpecContext) {
+		rv := quiet(ctx, "stkunk", 2)
+		e.proxy.ResetRequests()
+		begin := time.Now()
+		_, rec, err := lister.New(e.client(true), lister.Options{Server: compat.Static(compat.Capabilities{}), LabelSelector: "set=stkunk"}).List(ctx, lister.NotOlderThan(rv))
+		took := time.Since(begin)
+		Expect(err).NotTo(HaveOccurred())
+		summary := fmt.Sprintf("NotOlderThan(%s) on %s, unknown server: %s, %d list request(s) on the wire, reasons %v", rv, build.Legacy, took.Round(100*time.Millisecond), len(e.requests("list")), reasons(rec))
+		fmt.Fprintln(GinkgoWriter, summary)
+		AddReportEntry("NotOlderThan behind a stuck watch cache on "+build.Legacy+", unknown server", summary)
+
+		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeCacheStuck))
+		Expect(rec.Fallbacks[2].Detail).To(ContainSubstring("in two answers"))
+		Expect(rec.Requests).To(HaveLen(4))
+		Expect(rec.Requests[0].Err).To(MatchError(ContainSubstring("Too large resource version")))
+		Expect(rec.Requests[2].Err).To(MatchError(ContainSubstring("Too large resource version")))
+		Expect(e.requests("list")).To(HaveLen(4))
+		rvAtLeast(rec.ServedResourceVersion, rv)
 	})
 
 	It("a reflector syncs in at most 4 list requests, reports the fallback and holds what the server holds", func(ctx SpecContext) {
