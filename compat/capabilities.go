@@ -50,11 +50,19 @@ const (
 	// error message, without the ResourceVersionTooLarge cause (before v1.18.6).
 	// Its support is mirrored in Capabilities.TooLargeRVByMessage.
 	TooLargeRVMessage Capability = "tooLargeRVByMessage"
+	// WatchCacheProgress: the server's watch cache advances on etcd progress
+	// notifications, so a resourceVersion reached by writes of other
+	// resources is reached by a quiet resource's watch cache too (KEP-1904,
+	// EfficientWatchResumption: beta and on by default in v1.21, GA in
+	// v1.24). Without them (No) a NotOlderThan list at such a version is
+	// answered "too large" until the resource itself is written: waiting
+	// for the cache is futile.
+	WatchCacheProgress Capability = "watchCacheProgress"
 )
 
 // AllCapabilities lists the capabilities FromVersion decides, in the order
 // Capabilities.String prints them.
-var AllCapabilities = []Capability{ResourceVersionMatch, WatchBookmarks, StreamingList, ConsistentListFromCache, TooLargeRVMessage}
+var AllCapabilities = []Capability{ResourceVersionMatch, WatchBookmarks, StreamingList, ConsistentListFromCache, TooLargeRVMessage, WatchCacheProgress}
 
 // Basis says what a belief rests on.
 type Basis int

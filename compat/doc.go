@@ -51,6 +51,7 @@
 //	compat:streamingList=unknown           compat:streamingList=yes           compat:streamingList=no
 //	compat:consistentListFromCache=unknown compat:consistentListFromCache=yes compat:consistentListFromCache=no
 //	compat:tooLargeRVByMessage=unknown     compat:tooLargeRVByMessage=yes     compat:tooLargeRVByMessage=no
+//	compat:watchCacheProgress=unknown      compat:watchCacheProgress=yes      compat:watchCacheProgress=no
 //	compat:unlisted-capability             (any Capability that is not a declared constant)
 //
 // Capabilities never fail: an unknown, unparsable or unreachable version gives

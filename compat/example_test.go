@@ -25,7 +25,7 @@ func ExampleParseVersion() {
 	// v1.29.0+k3s1 -> 1.29.0 pre="" build="k3s1"
 	// 1.29 -> 1.29.0 pre="" build=""
 	// error: compat: cannot parse apiserver version "not-a-version": want <major>.<minor>[.<patch>]
-	// v1.18.19 resourceVersionMatch=no watchBookmarks=yes streamingList=no consistentListFromCache=no tooLargeRVByMessage=no
+	// v1.18.19 resourceVersionMatch=no watchBookmarks=yes streamingList=no consistentListFromCache=no tooLargeRVByMessage=no watchCacheProgress=no
 }
 
 func ExampleDetector() {
@@ -54,7 +54,7 @@ func ExampleDetector() {
 	// yes true
 	// version v1.34.4: WatchList is on by default since v1.34 (a cluster may disable it: verify)
 	// no false
-	// v1.34.4 resourceVersionMatch=yes watchBookmarks=yes streamingList=no(observed) consistentListFromCache=yes tooLargeRVByMessage=no
+	// v1.34.4 resourceVersionMatch=yes watchBookmarks=yes streamingList=no(observed) consistentListFromCache=yes tooLargeRVByMessage=no watchCacheProgress=yes
 }
 
 func ExampleForGroupVersion() {

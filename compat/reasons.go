@@ -26,6 +26,9 @@ const (
 	ReasonTooLargeRVMessageUnknown       ReasonCode = "compat:tooLargeRVByMessage=unknown"
 	ReasonTooLargeRVMessageYes           ReasonCode = "compat:tooLargeRVByMessage=yes"
 	ReasonTooLargeRVMessageNo            ReasonCode = "compat:tooLargeRVByMessage=no"
+	ReasonWatchCacheProgressUnknown      ReasonCode = "compat:watchCacheProgress=unknown"
+	ReasonWatchCacheProgressYes          ReasonCode = "compat:watchCacheProgress=yes"
+	ReasonWatchCacheProgressNo           ReasonCode = "compat:watchCacheProgress=no"
 	// ReasonUnlistedCapability stands for every change of a Capability that is
 	// not one of the declared constants, whatever its support.
 	ReasonUnlistedCapability ReasonCode = "compat:unlisted-capability"
@@ -38,6 +41,7 @@ var reasonCodes = map[Capability][3]ReasonCode{
 	StreamingList:           {ReasonStreamingListUnknown, ReasonStreamingListYes, ReasonStreamingListNo},
 	ConsistentListFromCache: {ReasonConsistentListFromCacheUnknown, ReasonConsistentListFromCacheYes, ReasonConsistentListFromCacheNo},
 	TooLargeRVMessage:       {ReasonTooLargeRVMessageUnknown, ReasonTooLargeRVMessageYes, ReasonTooLargeRVMessageNo},
+	WatchCacheProgress:      {ReasonWatchCacheProgressUnknown, ReasonWatchCacheProgressYes, ReasonWatchCacheProgressNo},
 }
 
 // ReasonFor returns the reason code for "the belief about k is now s". A
@@ -62,7 +66,7 @@ func ReasonFor(k Capability, s Support) ReasonCode {
 // in AllCapabilities order, then ReasonUnlistedCapability.
 func ReasonCodes() []ReasonCode {
 	out := make([]ReasonCode, 0, 3*len(reasonCodes)+1)
-	for _, k := range []Capability{ResourceVersionMatch, WatchBookmarks, StreamingList, ConsistentListFromCache, TooLargeRVMessage} {
+	for _, k := range []Capability{ResourceVersionMatch, WatchBookmarks, StreamingList, ConsistentListFromCache, TooLargeRVMessage, WatchCacheProgress} {
 		c := reasonCodes[k]
 		out = append(out, c[:]...)
 	}

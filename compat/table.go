@@ -39,6 +39,11 @@ const (
 	srcWatchList422 = "k8s.io/apimachinery pkg/apis/meta/internalversion/validation ValidateListOptions (1.19-1.26 answer 422 to resourceVersionMatch on a watch; 1.27+ with WatchList off answer 422); " +
 		"this project's compatibility matrix, docs/compatibility.md (v1.33.13 falls back)"
 	srcCLFCGate = "k8s.io/apiserver pkg/features ConsistentListFromCache versioned specs (1.28 alpha off, 1.31 beta on, 1.34 GA locked)"
+	srcKEP1904  = "KEP-1904, efficient watch resumption " +
+		"(https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/1904-efficient-watch-resumption): " +
+		"without etcd progress notifications a resource's watch cache stays at its own last write while other resources move the resourceVersion on (kubernetes/kubernetes#91073); " +
+		"Kubernetes Feature Gates, EfficientWatchResumption: alpha off 1.20, beta on 1.21-1.23, GA locked on 1.24 " +
+		"(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates-removed/)"
 	srcTooLarge = "client-go tools/cache/reflector.go isTooLargeResourceVersionError (message form before 1.17.0 and 1.17.0-1.18.5); kubernetes/kubernetes#92537"
 )
 
@@ -89,6 +94,15 @@ var Table = []Row{
 		"v1.17.0-v1.18.5 report a too-large resourceVersion only in the cause message, without the ResourceVersionTooLarge cause", srcTooLarge},
 	{TooLargeRVMessage, ver(1, 18, 6), Version{}, No, BasisVersion,
 		"the ResourceVersionTooLarge cause is set since v1.18.6", srcTooLarge},
+
+	{WatchCacheProgress, ver(1, 0, 0), ver(1, 20, 0), No, BasisVersion,
+		"no watch progress notifications before v1.20: a resource's watch cache moves only when that resource is written", srcKEP1904},
+	{WatchCacheProgress, ver(1, 20, 0), ver(1, 21, 0), No, BasisGateDefault,
+		"EfficientWatchResumption is alpha, off by default in v1.20", srcKEP1904},
+	{WatchCacheProgress, ver(1, 21, 0), ver(1, 24, 0), Yes, BasisGateDefault,
+		"EfficientWatchResumption is beta, on by default: the watch cache advances on etcd progress notifications", srcKEP1904},
+	{WatchCacheProgress, ver(1, 24, 0), Version{}, Yes, BasisVersion,
+		"EfficientWatchResumption is GA and locked on since v1.24", srcKEP1904},
 }
 
 // matches reports whether v (with its patch taken literally) is in the row's range.

@@ -119,6 +119,37 @@ func TestFromVersion(t *testing.T) {
 	}
 }
 
+// The watch cache advances on etcd progress notifications from
+// EfficientWatchResumption's default on (KEP-1904: beta v1.21, GA v1.24).
+func TestFromVersionWatchCacheProgress(t *testing.T) {
+	tests := []struct {
+		in    string
+		want  Support
+		basis Basis
+	}{
+		{"v1.16.15", No, BasisVersion},
+		{"v1.18.19", No, BasisVersion},
+		{"v1.19.16", No, BasisVersion},
+		{"v1.20.15", No, BasisGateDefault},
+		{"v1.21.0", Yes, BasisGateDefault},
+		{"v1.23.17", Yes, BasisGateDefault},
+		{"v1.24.0", Yes, BasisVersion},
+		{"v1.37.2", Yes, BasisVersion},
+		{"1.20", No, BasisGateDefault},
+		{"v3.11.0", Unknown, BasisNone},
+	}
+	for _, tc := range tests {
+		v, err := ParseVersion(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := FromVersion(v)
+		if got := c.Get(WatchCacheProgress); got != tc.want || c.Basis[WatchCacheProgress] != tc.basis {
+			t.Errorf("FromVersion(%s): watchCacheProgress = %s (%s), want %s (%s)", tc.in, got, c.Basis[WatchCacheProgress], tc.want, tc.basis)
+		}
+	}
+}
+
 func TestFromVersionAmbiguousPatch(t *testing.T) {
 	v, _ := ParseVersion("v1.18")
 	c := FromVersion(v)
@@ -147,7 +178,7 @@ func TestFromVersionReasonsCiteVersionAndBasis(t *testing.T) {
 func TestCapabilitiesString(t *testing.T) {
 	v, _ := ParseVersion("v1.34.4")
 	got := FromVersion(v).String()
-	want := "v1.34.4 resourceVersionMatch=yes watchBookmarks=yes streamingList=yes(verify) consistentListFromCache=yes tooLargeRVByMessage=no"
+	want := "v1.34.4 resourceVersionMatch=yes watchBookmarks=yes streamingList=yes(verify) consistentListFromCache=yes tooLargeRVByMessage=no watchCacheProgress=yes"
 	if got != want {
 		t.Errorf("String() =\n %q, want\n %q", got, want)
 	}

@@ -127,6 +127,15 @@ const (
 	// that version exists at all before any wait; a version newer than the
 	// server's current one fails at once (ReasonRVNewerThanServer).
 	ReasonTooLargeCheckRV ReasonCode = "too-large-rv-check-exists"
+	// ReasonTooLargeCacheStuck: a NotOlderThan list at a resourceVersion that
+	// exists was answered "too large" by a server whose watch cache advances
+	// only on writes of the listed resource (no watch progress notifications
+	// before KEP-1904: compat's watchCacheProgress=no, or two answers that
+	// reported the same current resourceVersion): waiting cannot help, so it
+	// was listed MostRecent at once (a consistent read is never older than
+	// asked). Writes to other resources moved the resourceVersion on; nothing
+	// to do.
+	ReasonTooLargeCacheStuck ReasonCode = "too-large-rv-cache-stuck-most-recent"
 )
 
 // Reasons the executor adds around the table: conditions of the call itself
@@ -164,7 +173,7 @@ func ListReasons() []ReasonCode {
 		ReasonContinueExpiredFail, ReasonContinueExpiredExhausted, ReasonContinueRepeated,
 		ReasonRule2RetryWithLimit, ReasonRule2MismatchWithLimit, ReasonUnexpectedObservation,
 		ReasonServedOlderRetry, ReasonServedOlderExhausted, ReasonRVNewerThanServer, ReasonTooLargeWait, ReasonTooLargeExhausted,
-		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent, ReasonTooLargeCheckRV,
+		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent, ReasonTooLargeCheckRV, ReasonTooLargeCacheStuck,
 		ReasonMaxRequests, ReasonRestartNotAllowed, ReasonNewerRVProbeFailed, ReasonNewerRVProbeRetry,
 		ReasonNotAList, ReasonGetExactScan,
 	}

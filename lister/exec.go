@@ -40,6 +40,8 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			}
 			return engine.MatchUnknown
 		},
+		// The belief that the watch cache moves only on writes of this resource (KEP-1904).
+		WatchCacheStuck: func() bool { return l.o.Server.Capabilities(ctx).Get(compat.WatchCacheProgress) == compat.No },
 	})
 	for err == nil {
 		obj, ans, sr, sent := l.send(ctx, &wire, req)

@@ -28,8 +28,9 @@ func TestCallFollowUpsAreSafe(t *testing.T) {
 			for _, m := range []MatchSupport{MatchUnknown, MatchHonoured, MatchIgnored} {
 				for range 30 {
 					runs++
-					m := m
-					c, req, err := Start(first, Config{Policy: p, PageSize: 50, CanVoidPages: rnd.IntN(2) == 0, Belief: func() MatchSupport { return m }})
+					m, stuck := m, rnd.IntN(2) == 0
+					c, req, err := Start(first, Config{Policy: p, PageSize: 50, CanVoidPages: rnd.IntN(2) == 0, Belief: func() MatchSupport { return m },
+						WatchCacheStuck: func() bool { return stuck }})
 					if err != nil {
 						t.Fatal(err)
 					}

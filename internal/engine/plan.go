@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -86,6 +87,12 @@ type Config struct {
 	LastObserved func() string
 	// CanVoidPages: the caller accepts a restart after pages were handed over.
 	CanVoidPages bool
+	// WatchCacheStuck, if set, reports whether the server's watch cache
+	// advances only on writes of the listed resource (no watch progress
+	// notifications, KEP-1904); it is read at each "too large" answer. The
+	// call also sees it for itself: two "too large" answers to one request
+	// that report the same current resourceVersion.
+	WatchCacheStuck func() bool
 }
 
 // Step is the engine's one decision about an answer: the row, and either the
@@ -137,6 +144,41 @@ const maxRevisionsPerSecond = 100_000
 // k8s.io/apiserver's cacher): part of each hidden attempt's cost.
 const watchCacheTooLargeWait = 3 * time.Second
 
+// stuckDetail explains ReasonTooLargeCacheStuck in its event.
+const stuckDetail = "this server's watch cache moves only when the listed resource is written " +
+	"(no watch progress notifications before KEP-1904): listing the most recent state instead of waiting"
+
+// stalledDetail explains ReasonTooLargeCacheStuck when the answers showed it.
+const stalledDetail = "the watch cache reported current resourceVersion %s in two answers: it is not catching up " +
+	"(no watch progress notifications, KEP-1904); listing the most recent state instead of waiting"
+
+// currentRVPattern finds the watch cache's resourceVersion in the apiserver's
+// message "Too large resource version: N, current: M" (k8s.io/apiserver
+// storage.NewTooLargeResourceVersionError).
+var currentRVPattern = regexp.MustCompile(`current: ?([0-9]+)`)
+
+// stuckDetailFor is the event detail of ReasonTooLargeCacheStuck.
+func (c *Call) stuckDetailFor() string {
+	if c.stalled {
+		return fmt.Sprintf(stalledDetail, c.tooLargeCur)
+	}
+	return stuckDetail
+}
+
+// noteTooLarge records the current resourceVersion a "too large" page
+// answer reports; a second answer to the same request with the same current
+// one shows the cache is not moving toward it.
+func (c *Call) noteTooLarge(q fallback.Query, err error) {
+	cur := ""
+	if m := currentRVPattern.FindStringSubmatch(err.Error()); m != nil {
+		cur = m[1]
+	}
+	if cur != "" && cur == c.tooLargeCur && q.ResourceVersion == c.tooLargeAt {
+		c.stalled = true
+	}
+	c.tooLargeAt, c.tooLargeCur = q.ResourceVersion, cur
+}
+
 // budget names the retry budget that decides Situation.AttemptsLeft for a class.
 type budget int
 
@@ -178,11 +220,17 @@ type Call struct {
 	learned   MatchSupport // what this call's answers proved
 	// after is the page a probe serves: its resourceVersion comes from the
 	// probe (PurposeNewerRV) or it is resent as is (PurposeCurrentRV).
-	after        fallback.Query
-	afterEvent   fallback.Event
-	floor        string
-	afterWait    time.Duration
-	afterAttempt bool
+	after      fallback.Query
+	afterEvent fallback.Event
+	afterSit   Situation // the too-large page's situation, while CheckRVExists reads
+	// tooLargeAt and tooLargeCur are the requested and the reported current
+	// resourceVersion of the last "too large" page; stalled: two such answers
+	// for one request reported the same current one (the cache did not move).
+	tooLargeAt, tooLargeCur string
+	stalled                 bool
+	floor                   string
+	afterWait               time.Duration
+	afterAttempt            bool
 }
 
 // Start validates q and returns the call and its first request.
@@ -280,6 +328,10 @@ func (c *Call) Next(a Answer) Step {
 
 	// Look up: the situation, with the budget charged for hidden retries.
 	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
+	if class == fallback.TooLargeRV && sent.Purpose == PurposePage && a.Err != nil {
+		c.noteTooLarge(q, a.Err)
+	}
+	s.WatchCacheStuck = class == fallback.TooLargeRV && (c.stalled || c.cfg.WatchCacheStuck != nil && c.cfg.WatchCacheStuck())
 	if q.Continue != "" {
 		s.Semantic = c.first.Semantic
 	}
@@ -325,10 +377,20 @@ func (c *Call) Next(a Answer) Step {
 	// Act: the answer of a probe.
 	if sent.Purpose != PurposePage {
 		ev.Before = c.after
+		var checked decision
+		if st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV && a.ServedRV != "" {
+			checked = c.decideChecked() // the page's own row, now that its version is known to exist
+		}
 		switch {
 		case st.Action == fallback.Accept && a.ServedRV == "":
 			st.Action, st.Reason, st.Row, ev.Err = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1, ErrNoListResourceVersion
 			ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
+		case checked.Action == fallback.FallbackMostRecent:
+			// The requested version exists, out of this watch cache's reach.
+			c.rvChecked = true
+			st.Action, st.Reason, st.Source, st.Row, ev = checked.Action, checked.Reason, checked.Source, checked.index, c.afterEvent
+			ev.Detail = fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s", c.after.ResourceVersion, a.ServedRV, c.stuckDetailFor())
+			st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: c.first.Limit}, 0, true)
 		case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
 			// The requested version exists: a lagging member; wait and resend.
 			c.rvChecked = true
@@ -490,7 +552,7 @@ func (c *Call) Next(a Answer) Step {
 	switch {
 	case d.Action == fallback.CheckRVExists:
 		// Read the current resourceVersion at once; the wait comes after.
-		c.after, c.afterWait, c.afterEvent = q, wait, ev
+		c.after, c.afterWait, c.afterEvent, c.afterSit = q, wait, ev, st.Situation
 		c.afterEvent.Action, c.afterEvent.Reason = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait
 		ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
 		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
@@ -522,12 +584,23 @@ func (c *Call) Next(a Answer) Step {
 	}
 	st.Next = c.request(PurposePage, next, wait, newAttempt)
 	ev.After = next
+	if d.Reason == fallback.ReasonTooLargeCacheStuck {
+		ev.Detail = c.stuckDetailFor()
+	}
 	if wait > 0 {
 		ev.Detail = strings.TrimPrefix(ev.Detail+"; waiting "+wait.Round(time.Millisecond).String(), "; ")
 	}
 	e := ev
 	st.Event = &e
 	return st
+}
+
+// decideChecked is the table's row for the too-large page a CheckRVExists
+// read was sent for, now that the read showed its resourceVersion exists.
+func (c *Call) decideChecked() decision {
+	s := c.afterSit
+	s.RVChecked = true
+	return decide(s, c.p)
 }
 
 // Evidence is what a response proves about resourceVersionMatch support.

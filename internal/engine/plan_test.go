@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,106 @@ func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 	c, _, _ = Start(fallback.MostRecentQuery(), Config{})
 	if st := c.Next(Answer{Err: throttled, Elapsed: time.Second, WireRequests: 11}); !st.Failed() {
 		t.Fatalf("11 requests on the wire: %v (%s), want the budget spent", st.Action, st.Reason)
+	}
+}
+
+// A server whose watch cache advances only on writes of the listed resource
+// (no watch progress notifications, KEP-1904) answers a NotOlderThan list
+// at a resourceVersion moved on by other resources "too large" until that
+// resource is written. Once a consistent read shows the version exists, the
+// list reads the newest state at once: no Retry-After wait. Exact keeps
+// waiting (it cannot leave its snapshot), and so does every server whose
+// cache catches up.
+func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
+	stuck := func() bool { return true }
+	c := start(t, fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck})
+	st := c.Next(Answer{Err: tooLarge(1), Elapsed: 3 * time.Second})
+	if st.Action != fallback.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
+		t.Fatalf("first too-large: %v %v %+v, want CheckRVExists", st.Action, st.Situation, st.Next)
+	}
+	st = c.Next(Answer{ServedRV: "201", Items: 1})
+	if st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Row < 0 || st.Done {
+		t.Fatalf("after the read: %v %s row %d, want FallbackMostRecent %s", st.Action, st.Reason, st.Row, fallback.ReasonTooLargeCacheStuck)
+	}
+	if n := st.Next; n.Purpose != PurposePage || n.Wait != 0 || n.Query.Semantic != fallback.MostRecent || n.Options.ResourceVersion != "" {
+		t.Fatalf("next request %+v, want MostRecent at once", n)
+	}
+	if ev := st.Event; ev == nil || ev.Reason != fallback.ReasonTooLargeCacheStuck || ev.After.Semantic != fallback.MostRecent ||
+		!strings.Contains(ev.Detail, "199 exists") || !strings.Contains(ev.Detail, "KEP-1904") {
+		t.Fatalf("event %+v", st.Event)
+	}
+	// The MostRecent answer is verified against the caller's floor.
+	if st = c.Next(Answer{ServedRV: "198", Items: 1}); st.Accept || st.Class != fallback.ServedOlder {
+		t.Fatalf("MostRecent served older than 199: %v %v", st.Action, st.Class)
+	}
+
+	// A version the caller has seen exists: no read, the first too-large falls back.
+	c = start(t, fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck, LastObserved: func() string { return "199" }})
+	if st = c.Next(Answer{Err: tooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
+		st.Event == nil || !strings.Contains(st.Event.Detail, "KEP-1904") {
+		t.Fatalf("seen version: %v %s %+v", st.Action, st.Reason, st.Next)
+	}
+
+	// Otherwise the rules stay: wait Retry-After.
+	for _, tc := range []struct {
+		name string
+		q    fallback.Query
+		cfg  Config
+	}{
+		{"a cache that catches up", fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: func() bool { return false }}},
+		{"unknown", fallback.NotOlderThanQuery("199"), Config{}},
+		{"Exact", fallback.ExactQuery("199"), Config{WatchCacheStuck: stuck}},
+		{"MostRecent fallback disabled", fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck, Policy: fallback.Policy{DisableMostRecentFallback: true}}},
+		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
+	} {
+		c := start(t, tc.q, tc.cfg)
+		if st := c.Next(Answer{Err: tooLarge(1)}); st.Action != fallback.CheckRVExists {
+			t.Fatalf("%s: %v", tc.name, st.Action)
+		}
+		if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter || st.Next.Wait < time.Second || st.Next.Query.ResourceVersion != "199" {
+			t.Errorf("%s: %v %+v, want WaitRetryAfter then 199 again", tc.name, st.Action, st.Next)
+		}
+	}
+}
+
+func tooLargeAt(want, current string) error {
+	err := apierrors.NewTimeoutError("Too large resource version: "+want+", current: "+current, 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
+}
+
+// Without a belief about the server, the answers show it: two "too large"
+// answers to one request whose reported current resourceVersion did not
+// move mean the watch cache is not catching up, and the list reads the
+// newest state instead of waiting again. A cache that moves is waited for.
+func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
+	c := start(t, fallback.NotOlderThanQuery("199"), Config{})
+	if st := c.Next(Answer{Err: tooLargeAt("199", "197")}); st.Action != fallback.CheckRVExists || st.Situation.WatchCacheStuck {
+		t.Fatalf("first: %v %v", st.Action, st.Situation)
+	}
+	if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter {
+		t.Fatalf("after the read: %v, want WaitRetryAfter (one answer proves nothing)", st.Action)
+	}
+	st := c.Next(Answer{Err: tooLargeAt("199", "197")})
+	if st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
+		st.Next.Wait != 0 || st.Next.Query.Semantic != fallback.MostRecent {
+		t.Fatalf("same current twice: %v %s %+v", st.Action, st.Reason, st.Next)
+	}
+	if st.Event == nil || !strings.Contains(st.Event.Detail, "197 in two answers") {
+		t.Fatalf("event %+v", st.Event)
+	}
+
+	c = start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c.Next(Answer{Err: tooLargeAt("199", "197")})
+	c.Next(Answer{ServedRV: "201", Items: 1})
+	if st := c.Next(Answer{Err: tooLargeAt("199", "198")}); st.Action != fallback.WaitRetryAfter || st.Situation.WatchCacheStuck {
+		t.Fatalf("a moving cache: %v %v, want WaitRetryAfter", st.Action, st.Situation)
+	}
+	// No current in the message (a proxy's 504): no evidence either way.
+	c2 := start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c2.Next(Answer{Err: tooLargeAt("199", "")})
+	c2.Next(Answer{ServedRV: "201", Items: 1})
+	if st := c2.Next(Answer{Err: tooLargeAt("199", "")}); st.Action != fallback.WaitRetryAfter {
+		t.Fatalf("no current: %v, want WaitRetryAfter", st.Action)
 	}
 }

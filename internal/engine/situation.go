@@ -80,9 +80,15 @@ type Situation struct {
 	// RVChecked: a consistent read in this call already showed that the
 	// requested resourceVersion exists (it is not newer than the server's).
 	RVChecked bool
+	// WatchCacheStuck: the server's watch cache advances only when the listed
+	// resource is written (no watch progress notifications, KEP-1904), so a
+	// resourceVersion moved on by writes of other resources is out of its
+	// reach until then (compat.WatchCacheProgress is No, or two "too large"
+	// answers to one request reported the same current resourceVersion).
+	WatchCacheStuck bool
 }
 
 func (s Situation) String() string {
-	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t}",
-		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked)
+	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t}",
+		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked, s.WatchCacheStuck)
 }

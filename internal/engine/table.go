@@ -25,6 +25,7 @@ type when struct {
 	cont         []bool
 	attemptsLeft []bool
 	rvChecked    []bool
+	cacheStuck   []bool
 	// mostRecentFallback matches !Policy.DisableMostRecentFallback.
 	mostRecentFallback []bool
 	continueExpired    []ContinueExpiredPolicy
@@ -39,6 +40,7 @@ func (w when) matches(s Situation, p Policy) bool {
 		(w.cont == nil || slices.Contains(w.cont, s.HasContinue)) &&
 		(w.attemptsLeft == nil || slices.Contains(w.attemptsLeft, s.AttemptsLeft)) &&
 		(w.rvChecked == nil || slices.Contains(w.rvChecked, s.RVChecked)) &&
+		(w.cacheStuck == nil || slices.Contains(w.cacheStuck, s.WatchCacheStuck)) &&
 		(w.mostRecentFallback == nil || slices.Contains(w.mostRecentFallback, !p.DisableMostRecentFallback)) &&
 		(w.continueExpired == nil || slices.Contains(w.continueExpired, p.ContinueExpired)) &&
 		(w.tooLarge == nil || slices.Contains(w.tooLarge, p.TooLargeAfterBudget))
@@ -102,6 +104,9 @@ var (
 	srcTooLarge = SourceResourceVersions + `, Unavailable resource versions: "timeout with a 504 (Gateway Timeout) ... respond with a Retry-After response header"`
 	srcNOT      = SourceResourceVersions + `, Not older than: "guarantees that the collection's .metadata.resourceVersion is not older than the requested resourceVersion"`
 	srcWatch410 = SourceResourceVersions + `, and "Efficient detection of changes": "the API server may return 410 Gone ... clearing their local cache, performing a new get or list operation, and starting the watch from the resourceVersion that was returned."`
+	srcStuck    = srcTooLarge + "; KEP-1904, efficient watch resumption (https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/1904-efficient-watch-resumption): " +
+		`without etcd progress notifications "watch cache may stuck being synced to resource version not being version of any object of a given type" (kubernetes/kubernetes#91073); ` +
+		SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`
 	srcRelist   = "the lister already applied its own rules to this list; the reflector lists again after a backoff, as client-go's Reflector.ListAndWatch does (kubernetes/kubernetes#86430)"
 	srcRepeated = SourceChunks + ": each continue token names the next chunk; a token handed out twice is a loop (apache/iceberg-go#1484, boto/botocore#3778)"
 )
@@ -158,7 +163,14 @@ var table = []Row{
 	// The first one on a request with a resourceVersion: does that version
 	// exist at all? A consistent read answers it in one request.
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: no}, CheckRVExists, ReasonTooLargeCheckRV, srcTooLarge + "; " + srcNOT, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
+	// It exists: the server's watch cache is behind it and catches up, unless
+	// it advances only on writes of this resource (no watch progress
+	// notifications): then a NotOlderThan list reads the newest state at once.
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyExact, rvChecked: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: no}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeCacheStuck, srcStuck, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFail}}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
@@ -261,6 +273,7 @@ func (r Row) Pattern() string {
 	cond("continue", w.cont)
 	cond("attemptsLeft", w.attemptsLeft)
 	cond("rvChecked", w.rvChecked)
+	cond("watchCacheStuck", w.cacheStuck)
 	cond("mostRecentFallbackAllowed", w.mostRecentFallback)
 	list("Policy.ContinueExpired", names(w.continueExpired))
 	list("Policy.TooLargeAfterBudget", names(w.tooLarge))

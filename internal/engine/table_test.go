@@ -92,6 +92,10 @@ func expected(s Situation, p Policy) Action {
 		if s.AttemptsLeft && !s.HasContinue && (s.Semantic == NotOlderThan || s.Semantic == Exact) && !s.RVChecked {
 			return CheckRVExists // does the version exist at all?
 		}
+		if s.AttemptsLeft && !s.HasContinue && s.Semantic == NotOlderThan && s.WatchCacheStuck &&
+			p.TooLargeAfterBudget == TooLargeFallbackMostRecent && mrf {
+			return FallbackMostRecent // KEP-1904: this watch cache catches up only on a write of this resource
+		}
 		if s.AttemptsLeft {
 			return WaitRetryAfter
 		}
@@ -121,7 +125,9 @@ func allSituations() []Situation {
 						for _, c := range Classes() {
 							for _, left := range []bool{false, true} {
 								for _, checked := range []bool{false, true} {
-									out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c, AttemptsLeft: left, RVChecked: checked})
+									for _, stuck := range []bool{false, true} {
+										out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c, AttemptsLeft: left, RVChecked: checked, WatchCacheStuck: stuck})
+									}
 								}
 							}
 						}
@@ -183,7 +189,7 @@ func TestTableExhaustive(t *testing.T) {
 			t.Errorf("row %d (%s) never matches: dead rule", i, table[i].Reason)
 		}
 	}
-	if n != 3*4*2*2*3*len(Classes())*2*2*12 {
+	if n != 3*4*2*2*3*len(Classes())*2*2*2*12 {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -229,7 +235,7 @@ func TestTableRowsCiteSources(t *testing.T) {
 		seen[r.Reason] = true
 	}
 	for _, must := range []ReasonCode{ReasonRule1RetryNewerRV, ReasonRule1FallbackMostRecent, ReasonRule2RetryWithLimit,
-		ReasonContinueExpiredRestart, ReasonContinueExpiredUnpaginated, ReasonTooLargeWait, ReasonTooLargeFallbackMostRecent} {
+		ReasonContinueExpiredRestart, ReasonContinueExpiredUnpaginated, ReasonTooLargeWait, ReasonTooLargeFallbackMostRecent, ReasonTooLargeCacheStuck} {
 		if !seen[must] {
 			t.Errorf("no row with reason %s", must)
 		}
