@@ -84,6 +84,16 @@ func (s p7Server) wantMode() shard.Mode {
 	return shard.ModeClient
 }
 
+// stock is the unsharded baseline on this server: client-go's informer with
+// its defaults, or with WatchListClient off on a server before 1.27, where
+// stock client-go never syncs (the server ignores sendInitialEvents; P1).
+func (s p7Server) stock() string {
+	if minor, err := strconv.Atoi(strings.Split(strings.TrimPrefix(s.Version, "v"), ".")[1]); err == nil && minor < 27 {
+		return "stock-list"
+	}
+	return "stock"
+}
+
 // p7Slices: the hash space is cut as shard.Assign cuts it for a Membership
 // (64 divides evenly among 1, 2 and 4 members).
 const p7Slices = shard.DefaultSlices
@@ -155,6 +165,7 @@ type p7Report struct {
 	Replicas  []int             `json:"replicas"`
 	Slices    int               `json:"slices"`
 	CreatedS  float64           `json:"created_s"` // creating the objects on this server (0: reused)
+	Stock     string            `json:"stock"`     // the unsharded baseline's contender
 	Groups    []p7Group         `json:"groups"`
 	Failures  map[string]string `json:"failures,omitempty"`
 }
@@ -235,7 +246,7 @@ func runP7Server(ctx context.Context, c config, sp p7Server, dir string) (*p7Rep
 	n := c.p7Objects
 	ns := "p7-" + strconv.Itoa(n)
 	rep := &p7Report{Server: sp.Spec, Version: cl.Version(), Gate: sp.Gate, Objects: n, Namespace: ns, Count: c.p7Count,
-		Replicas: c.p7Replicas, Slices: p7Slices, Failures: map[string]string{}}
+		Replicas: c.p7Replicas, Slices: p7Slices, Stock: sp.stock(), Failures: map[string]string{}}
 	have, err := countObjects(ctx, cs, ns)
 	if err != nil {
 		return nil, err
@@ -320,14 +331,17 @@ func (b *bench) p7Group(ctx context.Context, sp p7Server, ns string, n, k, r int
 			}
 		}
 	}()
-	env := []string(nil)
+	name := "sw-dropin-listwatch"
 	if k == 0 {
-		c, _ := contenderByName("stock")
-		env = c.Env
+		name = sp.stock()
+	}
+	c, err := contenderByName(name)
+	if err != nil {
+		return nil, err
 	}
 	for i := range kids {
 		var err error
-		kids[i], err = b.spawn(ctx, env, "-mode", "shard", "-kubeconfig", b.cluster.KubeconfigPath(), "-namespace", ns,
+		kids[i], err = b.spawn(ctx, c.Env, "-mode", "shard", "-contender", name, "-kubeconfig", b.cluster.KubeconfigPath(), "-namespace", ns,
 			"-replica", strconv.Itoa(i), "-replicas", strconv.Itoa(k), "-timeout", p7Timeout.String())
 		if err != nil {
 			return nil, err
@@ -422,13 +436,10 @@ func (b *bench) apiserverCPU(ctx context.Context) (float64, error) {
 
 // childShard (mode shard) prepares one cache (-replicas 0: stock client-go's
 // informer holding everything; else replica -replica of -replicas through
-// shard.Wrap), reports "ready", and on "go" syncs it and reports a p7Result.
+// shard.Wrap; -contender names the client's configuration), reports "ready", and on "go" syncs it and reports a p7Result.
 func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.Encoder) error {
 	lines := stdinLines()
-	name := "stock"
-	if f.replicas > 0 {
-		name = "sw-dropin-listwatch" // the drop-in informer over a typed cache.ListWatch
-	}
+	name := f.contender // stock or stock-list; sw-dropin-listwatch (the drop-in informer over a typed cache.ListWatch) for replicas
 	c, err := contenderByName(name)
 	if err != nil {
 		return err

@@ -197,7 +197,11 @@ func (r *report) p7Section(jsonName string) string {
 		if p.CreatedS > 0 {
 			created = fmt.Sprintf("created in %.0f s", p.CreatedS)
 		}
-		w("%d repetition(s); objects %s.\n\n", p.Count, created)
+		w("%d repetition(s); objects %s.", p.Count, created)
+		if p.Stock != "stock" {
+			w(" The baseline is `%s`, client-go's informer with `WatchListClient` off: with its defaults stock client-go never syncs on this server, which ignores `sendInitialEvents` (P1).", p.Stock)
+		}
+		w("\n\n")
 		w("| replicas | replica | mode | objects held | sync | / stock | peak heap | / stock | retained | / stock | bytes in | / stock | goals (<= 1/N + 0.10) | apiserver CPU, wall (group) |\n")
 		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, k := range append([]int{0}, p.Replicas...) {
@@ -208,8 +212,8 @@ func (r *report) p7Section(jsonName string) string {
 			}
 			cpu, wall := p.groupMedian(k, p7CPU), p.groupMedian(k, p7Wall)
 			if k == 0 {
-				w("| stock (unsharded) | | | %.0f | %.0f ms | (base) | %.0f MiB | (base) | %.0f MiB | (base) | %.1f MiB | (base) | | %.1f s, %.0f ms |\n",
-					p.median(0, 0, p7Objects), p.median(0, 0, p7Sync), mib(uint64(p.median(0, 0, p7Peak))), mib(uint64(p.median(0, 0, p7Retained))),
+				w("| `%s` (unsharded) | | | %.0f | %.0f ms | (base) | %.0f MiB | (base) | %.0f MiB | (base) | %.1f MiB | (base) | | %.1f s, %.0f ms |\n",
+					p.Stock, p.median(0, 0, p7Objects), p.median(0, 0, p7Sync), mib(uint64(p.median(0, 0, p7Peak))), mib(uint64(p.median(0, 0, p7Retained))),
 					mib(uint64(p.median(0, 0, p7Wire))), cpu, wall)
 				continue
 			}
