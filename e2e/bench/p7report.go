@@ -178,7 +178,7 @@ func (r *report) p7Section(jsonName string) string {
 	w("Produced by\n\n```sh\n%s\n```\n\n", reproduceCommand(r.Command))
 	w("on %s (kube-apiserver %s; steadywatch commit %s, %s, %d CPUs, load average start %s, end %s; the run took %.0f s); results with every request in [`bench/%s`](bench/%s). ",
 		e.Date, strings.Join(versions, ", "), e.Commit, e.OS, e.CPUs, e.LoadStart, e.LoadEnd, e.DurationS, jsonName, jsonName)
-	w("`make bench-shard` runs this section alone (100k ConfigMaps, 1 repetition; `P7_OBJECTS=20000` for a quick run). It is not part of `make test`.\n\n")
+	w("`make bench-shard` runs this section alone (100k ConfigMaps on v1.37.2 with the gate on and off, 1 repetition; `P7_OBJECTS=20000` for a quick run; `-p7-servers`, `-p7-replicas` and `-p7-count` choose more). It is not part of `make test`.\n\n")
 	w("- **Setup.** %s ConfigMaps of about 2.4 KB (P1's objects) in one namespace. For each replica count N, N child processes start their caches at once (each builds its client first; then the parent tells all of them to start). ", fmtCount(p0.Objects))
 	w("Each replica is the drop-in informer `reflector.NewSharedIndexInformerWithOptions` (compat Detector) over `shard.Wrap` of a typed `cache.ListWatch`, holding a static range: the slices `shard.Assign` gives member `replica-<i>` among N (%d slices of the `metadata.uid` hash space, adjacent ones merged by `shard.SelectorOf`; no Leases: membership is not measured). ", p0.Slices)
 	w("*Stock* is client-go's `SharedInformerFactory` informer, unsharded, in one process. Each server entry is a fresh start of the apiserver; entries of one release reopen one etcd data directory, so the objects are created once per release.\n")
@@ -186,6 +186,8 @@ func (r *report) p7Section(jsonName string) string {
 	w("- **Figures, per process**, from its start to `HasSynced`: *sync*; *peak heap*, the peak of `/memory/classes/heap/objects:bytes` sampled every millisecond (live objects and garbage not yet swept); *retained*, the heap after a forced GC once synced (the cache and the process's fixed cost); *bytes in*, what the process read from its TCP connections to the apiserver (a counting dialer under client-go's transport: TLS records, gzip as the server sent it; not the fault proxy). ")
 	w("*apiserver CPU* is the growth of the apiserver's `process_cpu_seconds_total` for the whole group, from the start until the last process synced; *wall* is that time.\n")
 	w("- **Split check.** Every replica checks that each object it holds is in its range; the parent checks that the replicas together hold every object and none twice (*objects held* is therefore that replica's exact share).\n")
+	w("- **Reading it.** The apiserver, etcd and all of a group's processes share this machine's CPUs, as they would not on a cluster. Server-side, the apiserver sends every object once per group (to one replica or another), so its CPU for the group stays about stock's while each replica's share shrinks; where the apiserver is the bottleneck, a replica's sync lasts as long as the server takes to send all N shares at once. ")
+	w("Client-side, every replica receives and decodes everything: the apiserver's CPU and the bytes grow with N, and so does the sync time where the replicas share CPUs. On a server without streaming lists (before 1.27, or with the WatchList gate off) the drop-in informer over a typed `cache.ListWatch` receives each list decoded whole by client-go before `shard.Wrap` filters it, so a replica's peak heap is that of the whole list; only what it keeps shrinks to its share.\n")
 	w("- **Goals** (from the sharding issue): server-side, each replica at most 1/N + 10%% of stock's heap, bytes and time (ratio <= 1/N + 0.10); client-side, heap at most 1/N + 10%%. The heap goal is judged on the peak and on the retained heap. Ratios are replica / stock of the same repetition: median (min–max); absolute figures are medians.\n\n")
 	for _, p := range r.P7 {
 		side := "client-side (the server ignores `shardSelector`)"
@@ -207,7 +209,7 @@ func (r *report) p7Section(jsonName string) string {
 		for _, k := range append([]int{0}, p.Replicas...) {
 			name := p7GroupName(k)
 			if why, failed := p.Failures[name]; failed && !slices.ContainsFunc(p.Groups, func(g p7Group) bool { return g.Replicas == k }) {
-				w("| %s | | **failed**: %s | | | | | | | | | | | |\n", name, strings.ReplaceAll(why, "|", "/"))
+				w("| %s | | **failed**: %s | | | | | | | | | | | |\n", name, strings.ReplaceAll(p7Why(why, 300), "|", "/"))
 				continue
 			}
 			cpu, wall := p.groupMedian(k, p7CPU), p.groupMedian(k, p7Wall)
@@ -238,7 +240,7 @@ func (r *report) p7Section(jsonName string) string {
 		}
 		w("\n")
 		for _, name := range sortedKeys(p.Failures) {
-			w("- `%s` failed: %s\n", name, strings.ReplaceAll(p.Failures[name], "\n", " "))
+			w("- `%s` failed: %s\n", name, p7Why(p.Failures[name], 1500))
 		}
 		if len(p.Failures) > 0 {
 			w("\n")
@@ -246,4 +248,19 @@ func (r *report) p7Section(jsonName string) string {
 	}
 	w("%s\n\n", p7End)
 	return b.String()
+}
+
+// p7Why shortens a failure for the page (the results keep it whole): the
+// child's own error (its last "child: " line) rather than its log, at most
+// n bytes, on one line.
+func p7Why(why string, n int) string {
+	if i := strings.LastIndex(why, "child: "); i >= 0 {
+		head, _, _ := strings.Cut(why, ": child exited")
+		why = head + ": " + why[i:]
+	}
+	why = strings.Join(strings.Fields(why), " ")
+	if len(why) > n {
+		why = why[:n] + "..."
+	}
+	return why
 }
