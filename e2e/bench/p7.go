@@ -34,8 +34,9 @@ import (
 // ShardedListAndWatch gate on: the server filters; with it off, or an older
 // server: the client filters) and each replica count N, N child processes
 // start their caches at once, each a drop-in informer
-// (reflector.NewSharedIndexInformerWithOptions) over shard.Wrap of a typed
-// cache.ListWatch holding a static range: the slices shard.Assign gives it
+// (reflector.NewSharedIndexInformerWithOptions, or with -p7-replica
+// sw-dropin-decoding NewSharedIndexInformerWithDecoding) over shard.Wrap of a
+// typed cache.ListWatch holding a static range: the slices shard.Assign gives it
 // among N members (no Leases: membership is not what is measured). Beside
 // them, stock client-go's informer holds everything in one process. Each
 // process measures its own sync time, heap and bytes on the wire; the
@@ -93,6 +94,11 @@ func (s p7Server) stock() string {
 	}
 	return "stock"
 }
+
+// p7ReplicaPaths: the adoption paths a replica can run over shard.Wrap (the
+// drop-in informer over a typed cache.ListWatch, without or with
+// item-by-item list decoding).
+var p7ReplicaPaths = []string{"sw-dropin-listwatch", "sw-dropin-decoding"}
 
 // p7Slices: the hash space is cut as shard.Assign cuts it for a Membership
 // (64 divides evenly among 1, 2 and 4 members).
@@ -166,6 +172,7 @@ type p7Report struct {
 	Slices    int               `json:"slices"`
 	CreatedS  float64           `json:"created_s"` // creating the objects on this server (0: reused)
 	Stock     string            `json:"stock"`     // the unsharded baseline's contender
+	Replica   string            `json:"replica"`   // each replica's contender (adoption path)
 	Groups    []p7Group         `json:"groups"`
 	Failures  map[string]string `json:"failures,omitempty"`
 }
@@ -193,6 +200,9 @@ func (c *config) p7Flags(servers, replicas string) error {
 	}
 	if c.p7Count < 1 {
 		return errors.New("-p7-count must be positive")
+	}
+	if !slices.Contains(p7ReplicaPaths, c.p7Replica) {
+		return fmt.Errorf("-p7-replica: %q is not one of %s", c.p7Replica, strings.Join(p7ReplicaPaths, ", "))
 	}
 	return nil
 }
@@ -246,7 +256,7 @@ func runP7Server(ctx context.Context, c config, sp p7Server, dir string) (*p7Rep
 	n := c.p7Objects
 	ns := "p7-" + strconv.Itoa(n)
 	rep := &p7Report{Server: sp.Spec, Version: cl.Version(), Gate: sp.Gate, Objects: n, Namespace: ns, Count: c.p7Count,
-		Replicas: c.p7Replicas, Slices: p7Slices, Stock: sp.stock(), Failures: map[string]string{}}
+		Replicas: c.p7Replicas, Slices: p7Slices, Stock: sp.stock(), Replica: c.p7Replica, Failures: map[string]string{}}
 	have, err := countObjects(ctx, cs, ns)
 	if err != nil {
 		return nil, err
@@ -331,7 +341,7 @@ func (b *bench) p7Group(ctx context.Context, sp p7Server, ns string, n, k, r int
 			}
 		}
 	}()
-	name := "sw-dropin-listwatch"
+	name := b.c.p7Replica
 	if k == 0 {
 		name = sp.stock()
 	}
@@ -439,7 +449,7 @@ func (b *bench) apiserverCPU(ctx context.Context) (float64, error) {
 // shard.Wrap; -contender names the client's configuration), reports "ready", and on "go" syncs it and reports a p7Result.
 func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.Encoder) error {
 	lines := stdinLines()
-	name := f.contender // stock or stock-list; sw-dropin-listwatch (the drop-in informer over a typed cache.ListWatch) for replicas
+	name := f.contender // stock or stock-list; a replica's path (p7ReplicaPaths)
 	c, err := contenderByName(name)
 	if err != nil {
 		return err
@@ -501,9 +511,16 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 		}
 		selector := func() shard.Selector { return sel }
 		slw = shard.Wrap(lw, shard.WrapOptions{Selector: selector, Server: compat.ForGroupVersion(server, corev1.SchemeGroupVersion), Name: "v1/configmaps"})
-		inf = reflector.NewSharedIndexInformerWithOptions(slw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
-			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		}, lister.Options{Server: server})
+		io := cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
+		switch c.Kind {
+		case "sw-dropin":
+			inf = reflector.NewSharedIndexInformerWithOptions(slw, &corev1.ConfigMap{}, io, lister.Options{Server: server})
+		case "sw-dropin-decoding":
+			inf = reflector.NewSharedIndexInformerWithDecoding(slw, &corev1.ConfigMap{}, io, lister.Options{Server: server},
+				lister.Decoding{Config: ccfg, Namespace: f.namespace})
+		default:
+			return fmt.Errorf("contender %s is not a replica path (%s)", name, strings.Join(p7ReplicaPaths, ", "))
+		}
 		if _, err := inf.AddEventHandler(shard.Handler(noop, selector)); err != nil {
 			return err
 		}

@@ -180,7 +180,14 @@ func (r *report) p7Section(jsonName string) string {
 		e.Date, strings.Join(versions, ", "), e.Commit, e.OS, e.CPUs, e.LoadStart, e.LoadEnd, e.DurationS, jsonName, jsonName)
 	w("`make bench-shard` runs this section alone (100k ConfigMaps on v1.37.2 with the gate on and off, 1 repetition; `P7_OBJECTS=20000` for a quick run; `-p7-servers`, `-p7-replicas` and `-p7-count` choose more). It is not part of `make test`.\n\n")
 	w("- **Setup.** %s ConfigMaps of about 2.4 KB (P1's objects) in one namespace. For each replica count N, N child processes start their caches at once (each builds its client first; then the parent tells all of them to start). ", fmtCount(p0.Objects))
-	w("Each replica is the drop-in informer `reflector.NewSharedIndexInformerWithOptions` (compat Detector) over `shard.Wrap` of a typed `cache.ListWatch`, holding a static range: the slices `shard.Assign` gives member `replica-<i>` among N (%d slices of the `metadata.uid` hash space, adjacent ones merged by `shard.SelectorOf`; no Leases: membership is not measured). ", p0.Slices)
+	if p0.Replica == "" {
+		p0.Replica = "sw-dropin-listwatch" // results from before -p7-replica
+	}
+	path := "the drop-in informer `reflector.NewSharedIndexInformerWithOptions` (compat Detector) over `shard.Wrap` of a typed `cache.ListWatch`"
+	if p0.Replica == "sw-dropin-decoding" {
+		path = "the drop-in informer `reflector.NewSharedIndexInformerWithDecoding` (compat Detector; `lister.Decoding` with the rest.Config and namespace) over `shard.Wrap` of a typed `cache.ListWatch`"
+	}
+	w("Each replica (`-p7-replica %s`) is %s, holding a static range: the slices `shard.Assign` gives member `replica-<i>` among N (%d slices of the `metadata.uid` hash space, adjacent ones merged by `shard.SelectorOf`; no Leases: membership is not measured). ", p0.Replica, path, p0.Slices)
 	w("*Stock* is client-go's `SharedInformerFactory` informer, unsharded, in one process. Each server entry is a fresh start of the apiserver; entries of one release reopen one etcd data directory, so the objects are created once per release.\n")
 	w("- **Modes.** `/sharded`: `--feature-gates=ShardedListAndWatch=true`, the server filters (*server-side*); otherwise the server ignores `shardSelector` and each replica filters on the client (*client-side*). *mode* is what `shard.ListerWatcher.Mode` reported at sync; the run fails if it is not the server's.\n")
 	w("- **Figures, per process**, from its start to `HasSynced`: *sync*; *peak heap*, the peak of `/memory/classes/heap/objects:bytes` sampled every millisecond (live objects and garbage not yet swept); *retained*, the heap after a forced GC once synced (the cache and the process's fixed cost); *bytes in*, what the process read from its TCP connections to the apiserver (a counting dialer under client-go's transport: TLS records, gzip as the server sent it; not the fault proxy). ")
