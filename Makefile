@@ -139,6 +139,12 @@ bench:
 bench-relist:
 	cd e2e && $(GO) run ./bench -only p6 -size $(BENCH_SIZE) -out ../docs
 
+## bench-shard: only P7 (sharding: 1, 2 and 4 shard.Wrap replicas vs stock unsharded, v1.37.2 with ShardedListAndWatch on and off); adds its section to docs/benchmarks.md (P7_OBJECTS=20000 for a quick run).
+P7_OBJECTS ?= 100000
+.PHONY: bench-shard
+bench-shard:
+	cd e2e && $(GO) run ./bench -only p7 -p7-objects $(P7_OBJECTS) -out ../docs
+
 ## clean-cache: remove built apiservers (the next build is cold).
 clean-cache:
 	rm -rf e2e/.cache

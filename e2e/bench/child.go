@@ -31,6 +31,7 @@ type childFlags struct {
 	proto                                  bool
 	timeout                                time.Duration
 	cpuprofile                             string
+	replica, replicas                      int
 }
 
 // syncResult is the P1 outcome of one contender run.
@@ -83,7 +84,7 @@ type recoveryResult struct {
 func runChild(args []string) error {
 	fs := flag.NewFlagSet("child", flag.ContinueOnError)
 	var f childFlags
-	fs.StringVar(&f.mode, "mode", "", "sync, decode, recover or relist")
+	fs.StringVar(&f.mode, "mode", "", "sync, decode, recover, relist or shard")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the server (or proxy)")
 	fs.StringVar(&f.contender, "contender", "", "contender name")
 	fs.StringVar(&f.namespace, "namespace", "", "namespace of the ConfigMaps")
@@ -92,6 +93,8 @@ func runChild(args []string) error {
 	fs.BoolVar(&f.proto, "proto", false, "decode mode: protobuf")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "bound on the whole child")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "sync mode: write a CPU profile of the sync to this file")
+	fs.IntVar(&f.replica, "replica", 0, "shard mode: this replica's index")
+	fs.IntVar(&f.replicas, "replicas", 0, "shard mode: replica count (0: stock client-go, unsharded)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,6 +122,8 @@ func runChild(args []string) error {
 		return childRecover(ctx, cfg, f, out)
 	case "relist":
 		return childRelist(ctx, cfg, f, out)
+	case "shard":
+		return childShard(ctx, cfg, f, out)
 	}
 	return fmt.Errorf("unknown child mode %q", f.mode)
 }

@@ -40,10 +40,17 @@
 //     heap of the initial sync and of the window, at -p6-objects, with
 //     streaming lists refused and/or served (-p6-streaming). -only p6 alone
 //     (make bench-relist) adds its section to the existing benchmarks.md.
+//   - P7, sharding (p7.go; only with -only p7, make bench-shard): on its own
+//     servers (-p7-servers: v1.37.2 with the ShardedListAndWatch gate on,
+//     then off), 1, 2 and 4 replicas of a shard.Wrap informer, each in a
+//     child process holding its share of -p7-objects ConfigMaps, syncing at
+//     once, beside stock unsharded; per replica sync time, heap and bytes,
+//     the apiserver's CPU per group, and a check that the replicas split
+//     the objects exactly once.
 //
 // Objects are created by a pool of 16 workers (no client-side QPS limit),
 // with progress lines every 10 s. -only picks scenarios (p1,p2,p3,p4,p5,p6,
-// scaling); -count repetitions run interleaved (ABAB...).
+// p7,scaling); -count repetitions run interleaved (ABAB...).
 //
 // It writes <out>/benchmarks.md, <out>/bench/results-<size>.json and the
 // charts (<out>/bench/*.png); -render re-renders them from a results JSON.
@@ -106,6 +113,13 @@ type config struct {
 	p6Count      int
 	p6Window     time.Duration
 	p6Contenders []string
+	// P7 (p7.go): object count, replica counts, servers, repetitions.
+	p7Objects  int
+	p7Replicas []int
+	p7Servers  []p7Server
+	p7Count    int
+	// p7Replica: the contender each replica runs over shard.Wrap.
+	p7Replica string
 }
 
 func main() {
@@ -121,7 +135,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "../docs", "directory for benchmarks.md; JSON and PNGs go to <out>/bench")
 	flag.StringVar(&c.root, "root", "..", "the SDK module root (for P4's go test -bench)")
 	flag.IntVar(&c.count, "count", 5, "repetitions per contender (interleaved)")
-	flag.StringVar(&c.only, "only", "p1,p2,p3,p4,p5,p6,scaling", "comma-separated subset of p1,p2,p3,p4,p5,p6,scaling (-only p6 alone adds its section to the existing benchmarks.md)")
+	flag.StringVar(&c.only, "only", "p1,p2,p3,p4,p5,p6,scaling", "comma-separated subset of p1,p2,p3,p4,p5,p6,p7,scaling (-only p6 or p7 alone adds its section to the existing benchmarks.md; p7 runs only when named)")
 	flag.IntVar(&c.herd, "herd", 50, "informers per contender in P3")
 	flag.StringVar(&c.profile, "profile", "", "P1: write a CPU profile of each contender's first repetition into this directory (perturbs that repetition)")
 	flag.StringVar(&c.benchtime, "benchtime", "1s", "P4 -benchtime")
@@ -152,6 +166,11 @@ func main() {
 	flag.IntVar(&c.p6Count, "p6-count", 0, "P6: repetitions per contender (default: 1 small, 3 full)")
 	flag.DurationVar(&c.p6Window, "p6-window", 10*time.Second, "P6: how long every plain watch is answered 410 while each client holds its cache")
 	p6c := flag.String("p6-contenders", strings.Join(p6Contenders, ","), "P6 contenders (comma-separated)")
+	flag.IntVar(&c.p7Objects, "p7-objects", 100000, "P7 (sharding): ConfigMaps in the namespace (e.g. 20000 for a quick run)")
+	p7Replicas := flag.String("p7-replicas", "1,2,4", "P7: replica counts (comma-separated), each run beside stock unsharded")
+	p7Servers := flag.String("p7-servers", "v1.37.2/sharded,v1.37.2", "P7: kube-apiservers, each started in turn: a release, /sharded = --feature-gates=ShardedListAndWatch=true (the server filters); entries of one release share their etcd data")
+	flag.IntVar(&c.p7Count, "p7-count", 1, "P7: repetitions (interleaved)")
+	flag.StringVar(&c.p7Replica, "p7-replica", "sw-dropin-listwatch", "P7: each replica's adoption path over shard.Wrap: sw-dropin-listwatch (reflector.NewSharedIndexInformerWithOptions) or sw-dropin-decoding (reflector.NewSharedIndexInformerWithDecoding)")
 	unthrottled := flag.Bool("unthrottled", false, "contenders' clients without client-side rate limit (default: client-go's QPS 5, burst 10, what a user who sets nothing gets)")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()
@@ -258,6 +277,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if err := c.p7Flags(*p7Servers, *p7Replicas); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if *objects > 0 {
 		c.p1Sizes, c.p2Size, c.crObjects = []int{*objects}, *objects, *objects
 	}
@@ -309,6 +332,11 @@ func run(ctx context.Context, c config) error {
 		logf("P4: go test -bench (wrapper overhead) in %s", c.root)
 		if rep.P4, err = runP4(ctx, c); err != nil {
 			return fmt.Errorf("P4: %w", err)
+		}
+	}
+	if c.want("p7") {
+		if rep.P7, err = runP7(ctx, c); err != nil {
+			return fmt.Errorf("P7: %w", err)
 		}
 	}
 	if !c.want("p1") && !c.want("p2") && !c.want("p3") && !c.want("p5") && !c.want("p6") && !c.want("scaling") {

@@ -174,6 +174,9 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string) stri
 	if len(r.P6) > 0 {
 		w("%s", r.p6Section(jsonName))
 	}
+	if len(r.P7) > 0 {
+		w("%s", r.p7Section(jsonName))
+	}
 	if r.P2 != nil {
 		r.p2Section(w)
 	}

@@ -25,6 +25,7 @@ type report struct {
 	P4      *p4Report       `json:"p4,omitempty"`
 	P5      []*p5Report     `json:"p5,omitempty"`
 	P6      []*p6Report     `json:"p6,omitempty"`
+	P7      []*p7Report     `json:"p7,omitempty"`
 	// Servers: each -servers entry in the order run, with the apiserver's
 	// real version ("" in results from before -servers).
 	Servers []serverRun `json:"servers,omitempty"`
@@ -138,6 +139,9 @@ func median(xs []float64) float64 {
 }
 
 func (r *report) write(out string) error {
+	if r.p7Only() {
+		return r.writeP7Only(out)
+	}
 	if r.p6Only() {
 		return r.writeP6Only(out)
 	}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/steadywatch/steadywatch/shard"
+)
+
+// The static ranges of 1, 2 and 4 replicas cover the hash space exactly
+// once, with equal numbers of slices.
+func TestP7SelectorsPartition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	hashes := []uint64{0, ^uint64(0), 1 << 63, (1 << 63) - 1}
+	for range 10000 {
+		hashes = append(hashes, rng.Uint64())
+	}
+	for _, n := range []int{1, 2, 3, 4} {
+		sels := make([]shard.Selector, n)
+		for i := range sels {
+			var err error
+			if sels[i], err = p7Selector(i, n); err != nil {
+				t.Fatalf("p7Selector(%d, %d): %v", i, n, err)
+			}
+			if _, err := shard.Parse(sels[i].String()); err != nil {
+				t.Fatalf("p7Selector(%d, %d) does not parse: %v", i, n, err)
+			}
+		}
+		for _, h := range hashes {
+			in := 0
+			for _, s := range sels {
+				if s.MatchesHash(h) {
+					in++
+				}
+			}
+			if in != 1 {
+				t.Fatalf("%d replicas: hash %#x is in %d ranges, want 1", n, h, in)
+			}
+		}
+	}
+	// One member more than slices: exactly one replica has none, an error.
+	none := 0
+	for i := range p7Slices + 1 {
+		if _, err := p7Selector(i, p7Slices+1); err != nil {
+			none++
+		}
+	}
+	if none != 1 {
+		t.Errorf("%d of %d replicas have no slices, want 1", none, p7Slices+1)
+	}
+}
+
+func TestP7CheckSplit(t *testing.T) {
+	res := func(mode string, names ...string) p7Result {
+		return p7Result{Mode: mode, Objects: len(names), Names: names}
+	}
+	for _, tc := range []struct {
+		name string
+		g    p7Group
+		want string // "" = no error; else a substring of it
+	}{
+		{"split once", p7Group{Replicas: 2, Results: []p7Result{res("server", "a", "b"), res("server", "c")}}, ""},
+		{"mode not learnt", p7Group{Replicas: 2, Results: []p7Result{res("", "a", "b"), res("server", "c")}}, ""},
+		{"held twice", p7Group{Replicas: 2, Results: []p7Result{res("server", "a", "b"), res("server", "b", "c")}}, "held by replicas 0 and 1"},
+		{"one missing", p7Group{Replicas: 2, Results: []p7Result{res("server", "a"), res("server", "c")}}, "hold 2 objects"},
+		{"wrong mode", p7Group{Replicas: 2, Results: []p7Result{res("client", "a", "b"), res("server", "c")}}, `mode "client"`},
+		{"stock short", p7Group{Replicas: 0, Results: []p7Result{{Objects: 2}}}, "stock synced 2"},
+	} {
+		err := tc.g.checkSplit(3, shard.ModeServer)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestSpliceP7(t *testing.T) {
+	sec := func(begin, end, body string) string { return begin + "\n" + body + "\n" + end + "\n\n" }
+	p7 := func(body string) string { return sec(p7Begin, p7End, body) }
+	for _, tc := range []struct{ name, page, want string }{
+		{"after P6", "# B\n\n" + sec(p6Begin, p6End, "p6") + "## P2: y\n", "# B\n\n" + sec(p6Begin, p6End, "p6") + p7("new") + "## P2: y\n"},
+		{"replaces only the old section", "# B\n\n" + p7("old") + "## P2: y\n", "# B\n\n" + p7("new") + "## P2: y\n"},
+		{"before P2", "# B\n\n## P5: x\n\n## P2: y\n", "# B\n\n## P5: x\n\n" + p7("new") + "## P2: y\n"},
+		{"at the end", "# B\n\n## P1: x\n", "# B\n\n## P1: x\n\n" + p7("new")},
+	} {
+		if got := spliceP7(tc.page, p7("new")); got != tc.want {
+			t.Errorf("%s: got\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
+}
