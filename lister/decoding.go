@@ -133,7 +133,8 @@ func (c metadataKinded) List(ctx context.Context, o metav1.ListOptions) (runtime
 // not (another namespace, a selector only lw sets), or the check failed on
 // three lists, lists go through lw from then on, counted and logged (reason
 // ReasonDecodingScopeMismatch), so the cache never holds objects lw does
-// not list.
+// not list. A lw that filters its own lists (shard.Wrap) is always listed
+// through: its lists are not decoded item by item.
 func WrapDecoding(lw cache.ListerWatcher, dec Client, o Options) *ListerWatcher {
 	c := &decodingClient{lwClient: FromListerWatcher(lw).(lwClient), dec: dec}
 	slw := NewListerWatcher(c, o)
@@ -161,6 +162,17 @@ const maxUncheckedLists = 3
 
 func (c *decodingClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	if c.mismatch.Load() {
+		return c.lwClient.List(ctx, o)
+	}
+	if c.lwClient.PipelineFilter() != nil {
+		// lw filters what it lists itself (shard.Wrap: a shardSelector, and
+		// the hash range applied on the client where the server ignores
+		// it). dec's lists carry neither, and the scope check cannot see it:
+		// lw's limit=1 page keeps the server's remainingItemCount.
+		c.mismatch.Store(true)
+		c.o.Metrics.Fallback(c.o.Name, string(ReasonDecodingScopeMismatch))
+		klog.FromContext(ctx).Info("The caller's ListerWatcher filters its own lists; listing through it from now on, not decoded item by item",
+			"lister", c.o.Name, "reason", string(ReasonDecodingScopeMismatch))
 		return c.lwClient.List(ctx, o)
 	}
 	obj, err := c.dec.List(ctx, o)

@@ -466,3 +466,42 @@ func TestSharedIndexInformerWithDecodingFallsBackObservably(t *testing.T) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
+
+// filteringLists is a caller's ListerWatcher that filters its own lists, as
+// shard.Wrap does (watchpipe.FilterSource): it keeps only "cm-0".
+type filteringLists struct{ *callerLists }
+
+type keepName string
+
+func (k keepName) Keep(m metav1.Object) bool { return m.GetName() == string(k) }
+
+func (f filteringLists) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
+	return keepName("cm-0")
+}
+
+// A caller's ListerWatcher that filters its own lists (shard.Wrap's hash
+// range) is listed through, never through the decoding client: the scope
+// check cannot see a filter that keeps the server's remainingItemCount, and
+// the cache must never hold what the caller's lists leave out.
+func TestWrapDecodingListsThroughACallerThatFilters(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	caller := filteringLists{&callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}}
+	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &fallbacks{}
+	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+	for range 2 {
+		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := caller.sent(), []int64{0, 0}; !slices.Equal(got, want) {
+		t.Errorf("the caller's list function sent limits %v, want %v (every list, no scope check)", got, want)
+	}
+	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
+		t.Errorf("fallbacks %v, want one %s", got, lister.ReasonDecodingScopeMismatch)
+	}
+}
