@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/decode"
 )
 
 // FromDynamicConfig returns the Client of a dynamic client for gvr in
@@ -27,7 +28,7 @@ import (
 // item's bytes at a time, so a custom resource's initial list peaks at
 // little more than the objects themselves (docs/benchmarks.md). Watch
 // events in JSON are decoded in half the passes client-go's decoder makes
-// over each event (watchdecode.go). The objects and events returned are the
+// over each event. The objects and events returned are the
 // dynamic client's, field for field. Every request is sent once: client-go's
 // REST client makes no retry of its own inside it (see Client).
 //
@@ -57,10 +58,10 @@ func FromDynamicConfig(cfg *rest.Config, gvr schema.GroupVersionResource, namesp
 		return FromDynamic(ri), nil
 	}
 	// As dynamic.NewForConfigAndClient builds its REST client, with JSON
-	// watch events decoded in fewer passes (watchdecode.go).
+	// watch events decoded in fewer passes (decode.FastJSONWatch).
 	config.GroupVersion = &schema.GroupVersion{}
 	config.APIPath = "/if-you-see-this-search-for-the-break"
-	config.NegotiatedSerializer = fastJSONWatch(config.NegotiatedSerializer)
+	config.NegotiatedSerializer = decode.FastJSONWatch(config.NegotiatedSerializer)
 	rc, err := rest.RESTClientForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func resourcePath(gvr schema.GroupVersionResource, namespace string) []string {
 // client does (k8s.io/client-go/dynamic/scheme.go).
 var (
 	versionV1             = schema.GroupVersion{Version: "v1"}
-	dynamicParameterCodec = runtime.NewParameterCodec(metaV1Scheme)
+	dynamicParameterCodec = runtime.NewParameterCodec(decode.MetaV1Scheme)
 )
 
 type dynamicClient struct {
@@ -126,7 +127,7 @@ func (c dynamicClient) list(ctx context.Context, o metav1.ListOptions, tf *trans
 		return nil, err
 	}
 	defer body.Close()
-	return decodeUnstructuredListTransformed(body, tf)
+	return decoded(decode.Unstructured(body, tf.each()))
 }
 
 // Watch sends the dynamic client's watch request (its Watch, on the same

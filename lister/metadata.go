@@ -2,7 +2,6 @@ package lister
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/decode"
 )
 
 // metadataListAccept is the Accept header of client-go's metadata client's
@@ -20,23 +20,6 @@ import (
 // or JSON, or, from a server that cannot convert to it (older than v1.15,
 // or an aggregated API), the resource's own list in JSON.
 const metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
-
-// metadataListShape is how *metav1.PartialObjectMetadataList is decoded:
-// a protobuf answer must be one (the Accept header asks for nothing else
-// in protobuf; client-go's metadata client fails on any other protobuf
-// kind, so does this), a JSON answer may be the resource's own list
-// (items decoded as their metadata, as client-go does then; client-go
-// decodes that one case with encoding/json, which also takes keys in
-// another case, "Metadata", where this, like client-go's JSON serializer
-// everywhere else, is case-sensitive).
-var metadataListShape = func() listShape {
-	sh, ok := shapeOf(reflect.TypeFor[*metav1.PartialObjectMetadataList]())
-	if !ok || !sh.proto {
-		panic("lister: metav1.PartialObjectMetadataList cannot be decoded item by item")
-	}
-	sh.protoKind = "PartialObjectMetadataList"
-	return sh
-}()
 
 // FromMetadataConfig returns the Client of a metadata client for gvr in
 // namespace ("" for every namespace, and for a cluster-scoped resource),
@@ -88,7 +71,7 @@ func (c metadataClient) list(ctx context.Context, o metav1.ListOptions, tf *tran
 		return nil, err
 	}
 	defer body.Close()
-	return decodeListTransformed(body, metadataListShape, tf)
+	return decoded(decode.List(body, decode.MetadataList, tf.each()))
 }
 
 // metadataWatchAccept is the Accept header of client-go's metadata client's

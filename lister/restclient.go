@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/internal/decode"
 )
 
 // RESTResource is one resource of a generated clientset (client-gen, e.g.
@@ -66,11 +68,11 @@ func FromRESTClient(r RESTResource) (Client, error) {
 	if err := checkPathSegment("FromRESTClient", "namespace", r.Namespace); err != nil {
 		return nil, err
 	}
-	sh, ok := shapeOf(reflect.TypeOf(r.List))
+	sh, ok := decode.ShapeOf(reflect.TypeOf(r.List))
 	if !ok {
 		return nil, fmt.Errorf("lister: FromRESTClient: %T: %w", r.List, ErrNotAList)
 	}
-	if r.PrefersProtobuf && !sh.proto {
+	if r.PrefersProtobuf && !sh.Proto() {
 		return nil, fmt.Errorf("lister: FromRESTClient: %T has no generated protobuf code, but PrefersProtobuf is set", r.List)
 	}
 	return restClient{r: r, shape: sh}, nil
@@ -83,7 +85,7 @@ var ErrNotAList = errors.New("not a list type that can be decoded item by item (
 
 type restClient struct {
 	r     RESTResource
-	shape listShape
+	shape decode.Shape
 }
 
 // request is the typed client's request (k8s.io/client-go/gentype): the
@@ -120,7 +122,7 @@ func (c restClient) list(ctx context.Context, o metav1.ListOptions, tf *transfor
 		return nil, err
 	}
 	defer body.Close()
-	return decodeListTransformed(body, c.shape, tf)
+	return decoded(decode.List(body, c.shape, tf.each()))
 }
 
 func (c restClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -154,6 +155,14 @@ func (t *transformer) apply(obj runtime.Object) (runtime.Object, error) {
 		out.GetObjectKind().SetGroupVersionKind(gvk)
 	}
 	return out, nil
+}
+
+// each is t.apply as the decoder's per-item transform; nil when t is.
+func (t *transformer) each() decode.Transform {
+	if t == nil {
+		return nil
+	}
+	return t.apply
 }
 
 // identity compares an identity field before (was) and after (now) the

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/internal/decode"
 )
 
 // FromClientset returns the Client of cs's typed client for example's
@@ -154,7 +156,7 @@ func (t TypedResource) Client(cs kubernetes.Interface, namespace string) Client 
 		watch: rc.MethodByName("Watch").Interface().(func(context.Context, metav1.ListOptions) (watch.Interface, error)),
 		cs:    cs,
 	}
-	if sh, ok := shapeOf(t.listType); ok && sh.proto {
+	if sh, ok := decode.ShapeOf(t.listType); ok && sh.Proto() {
 		if r, ok := restClientOf(group); ok {
 			// client-gen's resource name is the lower-cased plural its
 			// accessor is named after (TestTypedClientRequestsMatch checks

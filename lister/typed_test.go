@@ -177,6 +177,9 @@ func TestFromClientsetErrors(t *testing.T) {
 	if !errors.Is(err, ErrListBody) {
 		t.Errorf("cut body: %v; want an ErrListBody", err)
 	}
+	if be := (*ListBodyError)(nil); !errors.As(err, &be) || be.Encoding != "json" || be.Offset == 0 {
+		t.Errorf("cut body: %#v; want a *ListBodyError of the json body with its offset", err)
+	}
 	// A body cut short is a transport failure (retried with backoff, not
 	// evidence about the server), as client-go's own "unexpected EOF" is.
 	if c := fallback.Classify(err); c != fallback.Transport {
