@@ -32,13 +32,15 @@
 // once: informers that start together then cost the apiserver about one
 // list instead of the sum of theirs.
 //
-// Where each job lives: the executor, the Record, the options and the
-// client adapters are this package's; the adapters' decoding of list bodies
-// and watch events is package internal/decode; the drop-in ListerWatcher's
-// behaviour is package internal/dropin, behind the ListerWatcher type here;
-// the streaming-list guard, the stall detector and the never-older filter
-// are the SDK's one watch pipeline, package internal/watchpipe, shared with
-// package reflector; a listgate.Gate is package listgate's.
+// Where each job lives: the executor, the Record and the options are this
+// package's; the SDK's own clients behind FromClientset, FromRESTClient,
+// FromDynamicConfig and FromMetadataConfig are package internal/clients, and
+// their decoding of list bodies and watch events package internal/decode;
+// the drop-in ListerWatcher's behaviour is package internal/dropin, behind
+// the ListerWatcher type here; the streaming-list guard, the stall detector
+// and the never-older filter are the SDK's one watch pipeline, package
+// internal/watchpipe, shared with package reflector; a listgate.Gate is
+// package listgate's. This package keeps the exported names of all of them.
 //
 // It is not a cache or a reflector (see package reflector), and it never
 // returns data older than a requested NotOlderThan resourceVersion, nor data
