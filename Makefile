@@ -120,7 +120,7 @@ field-failures:
 ## "context deadline exceeded" and no input (golang/go#75804, fixed in Go 1.27): reported, not failed.
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in ./fallback ./compat ./lister; do \
+	@for pkg in ./fallback ./compat ./lister ./internal/decode; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "==> $$pkg $$f"; before=$$(find $$pkg/testdata/fuzz/$$f -type f 2>/dev/null | wc -l || true); log=$$(mktemp); \
 	    if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1 | tee $$log; then \

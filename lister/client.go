@@ -2,22 +2,19 @@ package lister
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptrace"
-	"reflect"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/decode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
-
-	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // Client is any list/watch pair for one resource (and namespace). Adapters:
@@ -44,26 +41,31 @@ type Client interface {
 // watches, and turns client-go's empty watch after a lost connection into
 // a *fallback.ConnectionLostError, but cannot shorten the sleep.
 
-// once is a request of the SDK's own adapters: no retry inside client-go.
-func once(r *rest.Request) *rest.Request { return r.MaxRetries(0) }
-
-// emptyWatchType is the type of client-go's watch.NewEmptyWatch(), which
-// rest.Request.Watch returns, with no error, for a connection that failed
-// with EOF or a timeout once its retries are spent.
-var emptyWatchType = reflect.TypeOf(watch.NewEmptyWatch())
-
-// watchOnce sends a watch request once (no retry inside client-go) and
-// turns client-go's empty watch for a failed connection into a
-// *fallback.ConnectionLostError, so that the caller sees the failure and
-// counts it, instead of a watch that ends at once without an error.
-func watchOnce(ctx context.Context, r *rest.Request) (watch.Interface, error) {
-	w, err := once(r).Watch(ctx)
-	if err == nil && reflect.TypeOf(w) == emptyWatchType {
-		w.Stop()
-		return nil, &fallback.ConnectionLostError{Method: http.MethodGet, URL: r.URL().Redacted()}
-	}
-	return w, err
+// ownClient is one of the SDK's own clients (package internal/clients).
+type ownClient interface {
+	Client
+	ListTransformed(ctx context.Context, o metav1.ListOptions, tf decode.Transform) (runtime.Object, error)
+	RequestKey() string
 }
+
+// adapter is one of the SDK's own clients as a Client: an error of
+// decoding a list body is a *ListBodyError.
+type adapter struct{ c ownClient }
+
+func (c adapter) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return decoded(c.c.List(ctx, o))
+}
+
+func (c adapter) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return c.c.Watch(ctx, o)
+}
+
+// RequestKey implements listgate.RequestKeyer: the client's own.
+func (c adapter) RequestKey() string { return c.c.RequestKey() }
+
+// IsWatchListSemanticsUnSupported forwards the client's declaration (a
+// fake clientset's).
+func (c adapter) IsWatchListSemanticsUnSupported() bool { return declaresNoWatchList(c.c) }
 
 // wireTally counts the HTTP requests written on the wire under a context,
 // whoever sends them: client-go's REST client composes its own trace with
@@ -123,31 +125,5 @@ func (f funcClient[L]) List(ctx context.Context, o metav1.ListOptions) (runtime.
 }
 
 func (f funcClient[L]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return watchObserved(ctx, o, f.watch)
-}
-
-// watchObserved calls a watch function the SDK did not build, with an HTTP
-// trace on its context: more than one request written is a retry inside
-// client-go's REST client, which it logs with the count; client-go's empty
-// watch after a last request that got no answer is a lost connection,
-// which it returns as a *fallback.ConnectionLostError (as the SDK's own
-// adapters do) instead of a watch that ends at once without an error.
-func watchObserved(ctx context.Context, o metav1.ListOptions, watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) (watch.Interface, error) {
-	var wrote atomic.Int32
-	var answered atomic.Bool // the last request written got an answer
-	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteHeaders:         func() { wrote.Add(1); answered.Store(false) },
-		GotFirstResponseByte: func() { answered.Store(true) },
-	})
-	w, err := watchFn(tctx, o)
-	n := wrote.Load()
-	if n > 1 {
-		klog.FromContext(ctx).V(2).Info("client-go's REST client retried a watch request on its own (build the client from fallback.NoHiddenRetries to leave every retry to steadywatch)",
-			"wireRequests", n, "resourceVersion", o.ResourceVersion)
-	}
-	if err == nil && n > 0 && !answered.Load() && reflect.TypeOf(w) == emptyWatchType {
-		w.Stop()
-		return nil, &fallback.ConnectionLostError{Method: http.MethodGet, URL: "(watch)"}
-	}
-	return w, err
+	return clients.WatchObserved(ctx, o, f.watch)
 }

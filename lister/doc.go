@@ -9,8 +9,8 @@
 // What to do when a server answers in a way that needs a fallback is not
 // decided here: the executor asks the SDK's decision engine
 // (internal/engine, shown row by row in docs/rules.md) for the next step and
-// follows it. The package also holds the SDK's one streaming-list guard
-// (AwaitInitialEvents).
+// follows it. AwaitInitialEvents forwards the SDK's one streaming-list
+// guard.
 //
 // Clients: FromClientset (client-go's typed clientset), FromDynamicConfig
 // (custom resources, unstructured), FromRESTClient (a generated typed
@@ -31,6 +31,16 @@
 // have in flight against one apiserver and serves identical list requests
 // once: informers that start together then cost the apiserver about one
 // list instead of the sum of theirs.
+//
+// Where each job lives: the executor, the Record and the options are this
+// package's; the SDK's own clients behind FromClientset, FromRESTClient,
+// FromDynamicConfig and FromMetadataConfig are package internal/clients, and
+// their decoding of list bodies and watch events package internal/decode;
+// the drop-in ListerWatcher's behaviour is package internal/dropin, behind
+// the ListerWatcher type here; the streaming-list guard, the stall detector
+// and the never-older filter are the SDK's one watch pipeline, package
+// internal/watchpipe, shared with package reflector; a listgate.Gate is
+// package listgate's. This package keeps the exported names of all of them.
 //
 // It is not a cache or a reflector (see package reflector), and it never
 // returns data older than a requested NotOlderThan resourceVersion, nor data

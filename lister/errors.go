@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"regexp"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -146,4 +149,34 @@ func currentRVOf(err error) string {
 		return m[1]
 	}
 	return ""
+}
+
+// ErrListBody matches (errors.Is) every error of decoding a list response
+// body item by item (the SDK's client adapters do): truncated, malformed, or
+// not a list.
+var ErrListBody = decode.ErrListBody
+
+// ListBodyError is the error of decoding a list response body: where it
+// failed (byte offset into the body) and why. It never holds body bytes.
+type ListBodyError struct {
+	Encoding string // "protobuf" or "json"
+	Offset   int64  // bytes of the body read before the failure
+	Reason   string
+	Err      error // the underlying error, if any (io.ErrUnexpectedEOF, ...)
+}
+
+func (e *ListBodyError) Error() string { return (*decode.BodyError)(e).Error() }
+
+func (e *ListBodyError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrListBody) true.
+func (e *ListBodyError) Is(target error) bool { return target == ErrListBody }
+
+// decoded returns a list decoded by package decode, its body errors as
+// *ListBodyError.
+func decoded[L runtime.Object](list L, err error) (L, error) {
+	if be, ok := err.(*decode.BodyError); ok {
+		return list, (*ListBodyError)(be)
+	}
+	return list, err
 }

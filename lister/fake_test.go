@@ -3,6 +3,7 @@ package lister
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/go-logr/logr"
+
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
@@ -157,3 +160,15 @@ func listRV(t *testing.T, obj runtime.Object) string {
 func discard() logr.Logger { return logr.Discard() }
 
 func schemaGK() schema.GroupKind { return schema.GroupKind{Kind: "ListOptions"} }
+
+func ptrTo[T any](v T) *T { return &v }
+
+// mustShape is list's item-by-item shape.
+func mustShape(t testing.TB, list runtime.Object) decode.Shape {
+	t.Helper()
+	sh, ok := decode.ShapeOf(reflect.TypeOf(list))
+	if !ok {
+		t.Fatalf("%T: no item-by-item shape", list)
+	}
+	return sh
+}

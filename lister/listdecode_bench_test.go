@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // BenchmarkListBody lists 10,000 ConfigMaps (~1.7 KB each) from an HTTP
@@ -24,13 +26,13 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkListBody -benchmem -count 10 ./lister | benchstat -row .name -col /impl -
 func BenchmarkListBody(b *testing.B) {
-	list := richConfigMaps(10000)
+	list := testfake.RichConfigMaps(10000)
 	for _, enc := range []struct {
 		name  string
 		proto bool
 		ct    string
 	}{{"proto", true, "application/vnd.kubernetes.protobuf"}, {"json", false, "application/json"}} {
-		body := encodeList(b, list, enc.proto)
+		body := testfake.EncodeList(b, list, enc.proto)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", enc.ct)
 			_, _ = w.Write(body)
@@ -52,7 +54,7 @@ func BenchmarkListBody(b *testing.B) {
 	}
 	// The same JSON body through the dynamic client (unstructured) and
 	// FromDynamicConfig.
-	body := encodeList(b, list, false)
+	body := testfake.EncodeList(b, list, false)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)

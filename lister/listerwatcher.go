@@ -2,26 +2,14 @@ package lister
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/watchpipe"
+	"github.com/steadywatch/steadywatch/internal/dropin"
 )
 
 // ListerWatcher adapts a Lister to client-go: it implements
@@ -80,18 +68,8 @@ import (
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
-	l *Lister
-
-	// pipe is the watch pipeline every event passes: the versions
-	// delivered per object and the newest one delivered.
-	pipe *watchpipe.Pipeline
-
-	mu        sync.Mutex
-	lists     int    // lists served, for the relist count
-	watches   int    // watches opened, for the restart count
-	paginates bool   // a list of this server came back in pages
-	unserved  string // a resourceVersion a streaming list just could not be served at
-	gate      progressGate
+	l  *Lister
+	lw *dropin.ListerWatcher
 }
 
 var (
@@ -171,7 +149,31 @@ func ListerWatcherReasons() []string {
 
 // ListerWatcher returns the client-go adapter of l.
 func (l *Lister) ListerWatcher() *ListerWatcher {
-	return &ListerWatcher{l: l, pipe: watchpipe.New(watchpipe.Config{Shared: true, Filter: watchpipe.FilterOf(l.c)}), gate: newProgressGate()}
+	o := l.o
+	return &ListerWatcher{l: l, lw: dropin.New(dropin.Config{
+		Name:                 o.Name,
+		Metrics:              o.Metrics,
+		Server:               o.Server,
+		ListGate:             o.ListGate,
+		PageSize:             o.PageSize,
+		InitialEventsTimeout: o.InitialEventsTimeout,
+		StallTimeout:         o.StallTimeout,
+		DisableStreamingList: o.DisableStreamingList,
+		Selectors:            o.withSelectors,
+		List:                 l.listed,
+		Client:               l.c,
+		ExpectInitialEvents:  l.expectInitialEvents,
+	})}
+}
+
+// listed is list for the drop-in ListerWatcher: the list and what it was
+// served at.
+func (l *Lister) listed(ctx context.Context, q Query, base metav1.ListOptions) (runtime.Object, dropin.Listed, error) {
+	obj, rec, err := l.list(ctx, q, base)
+	if err != nil {
+		return nil, dropin.Listed{}, err
+	}
+	return obj, dropin.Listed{ResourceVersion: rec.ServedResourceVersion, Pages: rec.Pages, Items: rec.Items}, nil
 }
 
 // NewListerWatcher is New(c, o).ListerWatcher().
@@ -189,419 +191,12 @@ func (lw *ListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, err
 
 // ListWithContext implements cache.ListerWithContext.
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-	q, err := fallback.FromListOptions(options)
-	if err != nil {
-		return nil, err
-	}
-	o := lw.l.o
-	log := klog.FromContext(ctx).WithValues("lister", o.Name)
-	base := options
-	base.ResourceVersion, base.ResourceVersionMatch, base.Limit, base.Continue = "", "", 0, ""
-	base = o.withSelectors(base)
-	delivered := lw.pipe.Newest()
-	lw.mu.Lock()
-	paginates, unserved := lw.paginates, lw.unserved
-	lw.unserved = ""
-	lw.lists++
-	relist := lw.lists > 1 || lw.watches > 0 // a list after a streaming list is a relist too
-	lw.mu.Unlock()
-	if relist {
-		o.Metrics.Relist(o.Name, ReasonClientGoRelist)
-		log.V(2).Info("client-go relists", "query", q.String(), "delivered", delivered)
-	}
-	if q.Semantic == fallback.NotOlderThan && unserved != "" && q.ResourceVersion == unserved {
-		// The streaming list at this resourceVersion just failed (too large,
-		// 5xx, or no response within the bound: client-go's REST client had
-		// already retried it up to 10 times). A consistent MostRecent list
-		// cannot be older than it; asking the same resourceVersion again
-		// would repeat those retries.
-		o.Metrics.Fallback(o.Name, string(ReasonUnservedRVMostRecent))
-		log.V(2).Info("listing MostRecent: the streaming list at this resourceVersion just failed", "reason", string(ReasonUnservedRVMostRecent), "resourceVersion", unserved)
-		q = fallback.MostRecentQuery().WithLimit(q.Limit)
-	}
-	if paginates && q.Semantic == fallback.NotOlderThan && q.Limit == 0 {
-		q = q.WithLimit(o.PageSize)
-	}
-	obj, rec, err := lw.l.list(ctx, q, base)
-	if err == nil && delivered != "" && q.Semantic != fallback.Exact &&
-		fallback.CompareRV(rec.ServedResourceVersion, delivered) == fallback.Older {
-		// Never back in time: ask again for what was already delivered.
-		o.Metrics.Fallback(o.Name, string(ReasonStaleListReasked))
-		log.V(2).Info("list served older than already delivered; asking again", "reason", string(ReasonStaleListReasked),
-			"query", q.String(), "served", rec.ServedResourceVersion, "delivered", delivered)
-		obj, rec, err = lw.l.list(ctx, fallback.NotOlderThanQuery(delivered).WithLimit(q.Limit), base)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if rec.Pages > 1 {
-		lw.mu.Lock()
-		lw.paginates = true
-		lw.mu.Unlock()
-	}
-	lw.replaceHeld(obj, rec.ServedResourceVersion)
-	lw.noteProgress()
-	o.Metrics.Items(o.Name, rec.Items)
-	return obj, nil
-}
-
-// replaceHeld starts the per-object resourceVersions afresh from the items
-// of list, served at rv.
-func (lw *ListerWatcher) replaceHeld(list runtime.Object, rv string) {
-	ld := lw.pipe.Load(0)
-	if err := meta.EachListItem(list, func(obj runtime.Object) error {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return err
-		}
-		ld.Add(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
-		return nil
-	}); err != nil {
-		ld.Unreadable() // nothing is compared until the next list
-	}
-	lw.pipe.Replace(ld, rv)
-}
-
-// relistError is the error event that ends a watch instead of an event
-// client-go must not apply (a stale one, one with a version that does not
-// parse): 410 Expired, which client-go's reflector answers with a relist,
-// never older than what it holds.
-func relistError(detail string, reason fallback.ReasonCode) watch.Event {
-	return watch.Event{Type: watch.Error, Object: &metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
-		Message: "steadywatch: " + detail + " (" + string(reason) + "); relisting",
-	}}
+	return lw.lw.ListWithContext(ctx, options)
 }
 
 // WatchWithContext implements cache.WatcherWithContext.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	o := lw.l.o
-	options = o.withSelectors(options)
-	log := klog.FromContext(ctx).WithValues("lister", o.Name)
-	lw.mu.Lock()
-	lw.watches++
-	rewatch := lw.watches > 1
-	lw.mu.Unlock()
-	if rewatch {
-		o.Metrics.WatchRestart(o.Name, ReasonClientGoRewatch)
-	}
-	if options.SendInitialEvents == nil || !*options.SendInitialEvents {
-		if _, err := lw.awaitProgressGate(ctx, log); err != nil {
-			return nil, err
-		}
-		w, err := lw.l.c.Watch(ctx, options)
-		if err != nil {
-			lw.openFailed(ctx, log, err)
-			return nil, err
-		}
-		return lw.follow(ctx, w, log, options.ResourceVersion, lw.pipe.Watch(options.ResourceVersion, false), nil, nil), nil
-	}
-	if o.DisableStreamingList {
-		log.V(4).Info("streaming list refused without a request", "reason", "lister.Options.DisableStreamingList")
-		return nil, fmt.Errorf("%w (disabled by lister.Options.DisableStreamingList)", ErrStreamingListUnsupported)
-	}
-	srv := o.Server
-	caps := srv.Capabilities(ctx)
-	if caps.Get(compat.StreamingList) == compat.No {
-		why := caps.Reasons[compat.StreamingList]
-		log.V(4).Info("streaming list refused without a request", "reason", why)
-		return nil, fmt.Errorf("%w (%s)", ErrStreamingListUnsupported, orUnknown(why))
-	}
-	// After a streaming list that ended without progress (client-go retries
-	// a 410 at once), wait; the retry does without the limit=1 count list.
-	retry, err := lw.awaitProgressGate(ctx, log)
-	if err != nil {
-		return nil, err
-	}
-	// The stream holds a ListGate slot until its initial-events-end
-	// bookmark (or its end): the apiserver is sending the collection.
-	release, err := o.ListGate.Acquire(ctx, o.Name, o.Metrics)
-	if err != nil {
-		return nil, err
-	}
-	w, err := watchpipe.OpenWatch(ctx, lw.l.c, options, o.InitialEventsTimeout)
-	if err != nil {
-		release()
-	}
-	if err != nil && options.ResourceVersion != "" && options.ResourceVersion != "0" {
-		switch c := fallback.Classify(err); {
-		case c == fallback.TooLargeRV, c == fallback.ServerError, errors.Is(err, ErrNoWatchResponse):
-			lw.mu.Lock()
-			lw.unserved = options.ResourceVersion
-			lw.mu.Unlock()
-		}
-	}
-	if err != nil {
-		if fallback.RejectsStreamingList(err) {
-			// 1.19-1.26 reject resourceVersionMatch on watch, 1.27+ with the
-			// WatchList gate off reject sendInitialEvents: 422 naming the
-			// parameter. Any other 400/422 (a bad selector) is the caller's
-			// own mistake and says nothing about the server.
-			srv.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.No, Detail: "observed: sendInitialEvents watch rejected: " + err.Error()})
-			return nil, fmt.Errorf("%w: %w", ErrStreamingListUnsupported, err)
-		}
-		lw.openFailed(ctx, log, err)
-		return nil, err
-	}
-	var expected <-chan int
-	if !retry {
-		expected = lw.l.expectInitialEvents(ctx, options)
-	}
-	return lw.follow(ctx, w, log, options.ResourceVersion, lw.pipe.Watch(options.ResourceVersion, true), release, &GuardOptions{
-		Timeout:        o.InitialEventsTimeout,
-		Expected:       expected,
-		FromMostRecent: options.ResourceVersion == "",
-		Server:         srv,
-		OnNotStreaming: func(string) {
-			o.Metrics.Fallback(o.Name, string(ReasonStreamingListAbandoned))
-		},
-	}), nil
-}
-
-// openFailed records a watch that could not be opened as an attempt
-// without progress (unless ctx ended: the caller gave up).
-func (lw *ListerWatcher) openFailed(ctx context.Context, log logr.Logger, err error) {
-	if ctx.Err() == nil {
-		lw.noteNoProgress(log, "watch not opened: "+err.Error())
-	}
-}
-
-// follow forwards w through the watch pipeline pw, and ends it (closing the
-// channel, so client-go watches again from its resourceVersion) when it
-// delivered nothing for StallTimeout. With guard, w is a streaming list
-// whose initial events AwaitInitialEvents guards first, in the same
-// goroutine: one hop per event, not two; release (its ListGate slot) is
-// called once the initial events are over, whatever the outcome.
-func (lw *ListerWatcher) follow(ctx context.Context, w watch.Interface, log logr.Logger, from string, pw *watchpipe.Watch, release func(), guard *GuardOptions) watch.Interface {
-	f := &followedWatch{Relay: watchpipe.NewRelay(w), from: from}
-	go f.run(ctx, lw, log, pw, release, guard)
-	return f
-}
-
-type followedWatch struct {
-	*watchpipe.Relay
-	from    string // the resourceVersion the watch started from
-	settled bool   // progress or its absence is recorded (by run's goroutine only)
-}
-
-// progressed records that the watch delivered something newer than where it
-// started; the watch attempts' backoff resets.
-func (f *followedWatch) progressed(lw *ListerWatcher) {
-	if !f.settled {
-		f.settled = true
-		lw.noteProgress()
-	}
-}
-
-// failed records that the watch ends (an error event, its close) without
-// progress, before client-go can see it and watch again.
-func (f *followedWatch) failed(lw *ListerWatcher, log logr.Logger, why string) {
-	if !f.settled {
-		f.settled = true
-		lw.noteNoProgress(log, why)
-	}
-}
-
-// forward sends ev to client-go, recording progress first: an event, a
-// bookmark newer than the watch's start, or an error that ends a watch
-// without either.
-func (f *followedWatch) forward(lw *ListerWatcher, log logr.Logger, ev watch.Event, initial bool) bool {
-	switch ev.Type {
-	case watch.Error:
-		f.failed(lw, log, "error event before any progress")
-	case watch.Bookmark:
-		if rv := resourceVersionOf(ev.Object); f.from == "" || fallback.CompareRV(rv, f.from) == fallback.Newer {
-			f.progressed(lw)
-		}
-	default:
-		if !initial {
-			f.progressed(lw)
-		}
-	}
-	return f.Send(ev)
-}
-
-func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, release func(), guard *GuardOptions) {
-	defer f.Close()
-	defer func() {
-		// Recorded before the channel closes, so client-go's next attempt
-		// sees it; a watch its caller gave up on is not a failure.
-		if ctx.Err() == nil {
-			f.failed(lw, log, "watch ended without progress")
-		}
-	}()
-	in := f.Inner().ResultChan()
-	defer func() {
-		// Stop the inner watch and wait (bounded) for it to end, so that when
-		// our channel closes, nothing of this watch runs any more.
-		f.Inner().Stop()
-		t := time.NewTimer(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case _, ok := <-in:
-				if !ok {
-					return
-				}
-			case <-t.C:
-				return
-			}
-		}
-	}()
-	defer context.AfterFunc(ctx, f.Stop)()
-	o := lw.l.o
-	if guard != nil {
-		out, detail := watchpipe.AwaitInitialEvents(f.Stopped(), f.Inner(), *guard, log, func(ev watch.Event) bool {
-			// The guard hands over ADDED events, an ERROR, and the
-			// initial-events-end bookmark last.
-			if ev.Type == watch.Bookmark {
-				rv := resourceVersionOf(ev.Object)
-				if pw.Bookmark(rv, true) == watchpipe.AbandonStream {
-					// client-go would adopt it as its resume point (and
-					// fail every watch and relist from it): the streaming
-					// list is abandoned instead, and client-go lists.
-					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
-					log.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
-						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
-					f.settled = true // client-go lists instead: not a retry of this request
-					f.Send(watchpipe.NotStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
-					return false
-				}
-				// The initial-events-end bookmark: a completed streaming
-				// list is progress.
-				f.progressed(lw)
-				return f.Send(ev)
-			}
-			ev, ok := f.pass(lw, log, pw, ev)
-			if ev.Type == "" {
-				return ok // dropped, or the watch ends
-			}
-			return f.forward(lw, log, ev, true)
-		})
-		if release != nil {
-			release()
-		}
-		switch out {
-		case InitialEventsEnded, InitialEventsError:
-		case InitialEventsNotStreaming, InitialEventsCut:
-			if out == InitialEventsNotStreaming {
-				f.settled = true // the server does not stream lists: client-go lists instead
-			} else {
-				f.failed(lw, log, "streaming list cut before its initial-events-end bookmark")
-			}
-			f.Send(watchpipe.NotStreamingEvent(detail))
-			return
-		default:
-			return
-		}
-	}
-	// Stall detection and the resourceVersion-advanced metric run beside
-	// the loop (watchdog), which only counts what it forwards: per event,
-	// one receive, the pipeline's verdict, one atomic add and one send
-	// (BenchmarkP4WatchEvent).
-	var forwarded atomic.Uint64
-	defer watchpipe.StartWatchdog(o.StallTimeout, &forwarded,
-		func(at time.Time) { o.Metrics.ResourceVersionAdvanced(o.Name, at) },
-		func() {
-			o.Metrics.WatchRestart(o.Name, ReasonWatchStalled)
-			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
-				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
-			f.Stop() // the loop ends and stops the watchdog
-		})()
-	for {
-		// Fast path: an event that is already there is taken without the
-		// select below.
-		var (
-			ev watch.Event
-			ok bool
-		)
-		select {
-		case ev, ok = <-in:
-			if !ok {
-				return
-			}
-			goto event
-		default:
-		}
-		select {
-		case <-f.Stopped():
-			return
-		case ev, ok = <-in:
-			if !ok {
-				return
-			}
-		}
-	event:
-		if ev, ok = f.pass(lw, log, pw, ev); !ok {
-			return
-		}
-		if ev.Type == "" {
-			continue // dropped
-		}
-		if !f.forward(lw, log, ev, false) {
-			return
-		}
-		if forwarded.Add(1) == 1 {
-			// The first event of a watch is reported at once (a scrape
-			// right after a watch starts sees it); later ones on the tick.
-			o.Metrics.ResourceVersionAdvanced(o.Name, time.Now())
-		}
-	}
-}
-
-// pass runs ev through the pipeline and acts on its verdict: it returns the
-// event to forward (Type "" when it is dropped), or false when the watch
-// ends (after the 410 error event that makes client-go relist was sent).
-func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, ev watch.Event) (watch.Event, bool) {
-	o := lw.l.o
-	switch ev.Type {
-	case watch.Error:
-		return ev, true
-	case watch.Bookmark:
-		rv := resourceVersionOf(ev.Object)
-		if pw.Bookmark(rv, false) == watchpipe.Drop {
-			// A bookmark's only content is its resourceVersion: one that
-			// does not parse, on a server whose versions do, would become
-			// client-go's resume point and fail every watch from it (400),
-			// so it is not forwarded.
-			o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
-			log.Info("Dropping a bookmark whose resourceVersion does not parse on a server whose versions do",
-				"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
-			return watch.Event{}, true
-		}
-		o.Metrics.Bookmark(o.Name)
-		return ev, true
-	}
-	m, err := meta.Accessor(ev.Object)
-	if err != nil {
-		return ev, true
-	}
-	switch v, held := pw.Event(ev.Type, m); v {
-	case watchpipe.DeliverAsDeleted:
-		ev.Type = watch.Deleted
-	case watchpipe.Drop:
-		return watch.Event{}, true
-	case watchpipe.EndStale:
-		rv := m.GetResourceVersion()
-		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-		o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
-		log.Info("Ignoring a watch event older than what was already delivered; ending the watch so client-go relists",
-			"reason", string(ReasonStaleEvent), "type", ev.Type, "object", obj, "event", rv, "delivered", strconv.FormatUint(held, 10))
-		f.forward(lw, log, relistError(fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already delivered", ev.Type, obj, rv, held), ReasonStaleEvent), false)
-		return watch.Event{}, false
-	case watchpipe.EndUnparsable:
-		// client-go would adopt it as its resume point and fail every
-		// watch from it; the object's state comes with the relist instead,
-		// so nothing is lost.
-		rv := m.GetResourceVersion()
-		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-		o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
-		log.Info("Ending the watch at an event whose resourceVersion does not parse on a server whose versions do; client-go relists",
-			"reason", string(ReasonBadResourceVersion), "type", ev.Type, "object", obj, "resourceVersion", rv)
-		f.forward(lw, log, relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), ReasonBadResourceVersion), false)
-		return watch.Event{}, false
-	}
-	return ev, true
+	return lw.lw.WatchWithContext(ctx, options)
 }
 
 // IsWatchListSemanticsUnSupported is read once by client-go's reflector
@@ -614,18 +209,4 @@ func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.W
 // long-lived informer stream again.
 func (lw *ListerWatcher) IsWatchListSemanticsUnSupported() bool {
 	return lw.l.o.DisableStreamingList || declaresNoWatchList(lw.l.c)
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "no reason recorded"
-	}
-	return s
-}
-
-func resourceVersionOf(obj runtime.Object) string {
-	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetResourceVersion()
-	}
-	return ""
 }

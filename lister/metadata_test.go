@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
+
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // partialList is what an apiserver answers a metadata client's list with
@@ -106,7 +108,7 @@ func TestFromMetadataConfigErrors(t *testing.T) {
 	// A protobuf answer that is not a PartialObjectMetadataList (a
 	// ConfigMapList's items would decode as metadata): the metadata client
 	// fails, so does this.
-	cms := encodeList(t, richConfigMaps(3), true)
+	cms := testfake.EncodeList(t, testfake.RichConfigMaps(3), true)
 	answer(http.StatusOK, string(cms))
 	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {
 		t.Errorf("a protobuf ConfigMapList: %v; want an ErrListBody", err)

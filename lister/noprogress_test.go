@@ -130,11 +130,7 @@ func TestNoProgressBackoffOnlyAfterAttemptsWithoutProgress(t *testing.T) {
 		}
 		return took, drainWatch(t, w)
 	}
-	delayed := func() bool {
-		lw.mu.Lock()
-		defer lw.mu.Unlock()
-		return !lw.gate.notBefore.IsZero()
-	}
+	delayed := lw.lw.WatchDelayed
 
 	// A long-running plain watch: an event, then 410.
 	script = append(script, func(metav1.ListOptions) []watch.Event {

@@ -1,16 +1,10 @@
 package lister
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"reflect"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/internal/clients"
 )
 
 // RESTResource is one resource of a generated clientset (client-gen, e.g.
@@ -54,77 +48,14 @@ type RESTResource struct {
 // It fails with an error matching ErrNotAList for a List that cannot be
 // decoded item by item, and when a field of r is missing.
 func FromRESTClient(r RESTResource) (Client, error) {
-	if r.Client == nil || reflect.ValueOf(r.Client).Kind() == reflect.Pointer && reflect.ValueOf(r.Client).IsNil() {
-		return nil, errors.New("lister: FromRESTClient: no REST client")
-	}
-	if r.Resource == "" {
-		return nil, errors.New("lister: FromRESTClient: no resource")
-	}
-	if err := checkPathSegment("FromRESTClient", "resource", r.Resource); err != nil {
+	c, err := clients.FromRESTClient(clients.RESTResource(r))
+	if err != nil {
 		return nil, err
 	}
-	if err := checkPathSegment("FromRESTClient", "namespace", r.Namespace); err != nil {
-		return nil, err
-	}
-	sh, ok := shapeOf(reflect.TypeOf(r.List))
-	if !ok {
-		return nil, fmt.Errorf("lister: FromRESTClient: %T: %w", r.List, ErrNotAList)
-	}
-	if r.PrefersProtobuf && !sh.proto {
-		return nil, fmt.Errorf("lister: FromRESTClient: %T has no generated protobuf code, but PrefersProtobuf is set", r.List)
-	}
-	return restClient{r: r, shape: sh}, nil
+	return adapter{c}, nil
 }
 
 // ErrNotAList is the error of FromRESTClient for a List that is not a
 // pointer to a list struct with a metav1.ListMeta field and an Items slice
 // of objects, both with JSON keys.
-var ErrNotAList = errors.New("not a list type that can be decoded item by item (a pointer to a struct with metav1.ListMeta and Items of objects, with JSON keys)")
-
-type restClient struct {
-	r     RESTResource
-	shape listShape
-}
-
-// request is the typed client's request (k8s.io/client-go/gentype): the
-// list options encoded as every generated clientset's parameter codec
-// encodes metav1.ListOptions.
-func (c restClient) request(o *metav1.ListOptions) (*rest.Request, time.Duration) {
-	var timeout time.Duration
-	if o.TimeoutSeconds != nil {
-		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
-	}
-	return once(c.r.Client.Get()).
-		UseProtobufAsDefaultIfPreferred(c.r.PrefersProtobuf).
-		NamespaceIfScoped(c.r.Namespace, c.r.Namespace != "").
-		Resource(c.r.Resource).
-		SpecificallyVersionedParams(o, dynamicParameterCodec, versionV1).
-		Timeout(timeout), timeout
-}
-
-func (c restClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return c.list(ctx, o, nil)
-}
-
-// list is List with tf (if not nil) applied to each item as it is decoded.
-func (c restClient) list(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
-	req, timeout := c.request(&o)
-	if timeout > 0 {
-		// The timeout covers reading the body too.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	body, err := req.Stream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	return decodeListTransformed(body, c.shape, tf)
-}
-
-func (c restClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	o.Watch = true
-	req, _ := c.request(&o)
-	return watchOnce(ctx, req)
-}
+var ErrNotAList = clients.ErrNotAList

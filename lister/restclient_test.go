@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // widget is a custom resource's Go type as kubebuilder or client-gen users
@@ -118,7 +120,7 @@ func TestFromRESTClientMatchesTheGeneratedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameList(t, answer, last, "protobuf", string(encodeList(t, richConfigMaps(5), true)), opts, c, cs.CoreV1().ConfigMaps("ns").List)
+	sameList(t, answer, last, "protobuf", string(testfake.EncodeList(t, testfake.RichConfigMaps(5), true)), opts, c, cs.CoreV1().ConfigMaps("ns").List)
 }
 
 func TestFromRESTClientErrors(t *testing.T) {
@@ -145,7 +147,7 @@ func TestFromRESTClientErrors(t *testing.T) {
 	}
 	expectListErrors(t, answer, c, `{"kind":"WidgetList","items":[{"metadata":{"name":"a"}}`)
 	// A protobuf answer for a type without protobuf code.
-	answer(http.StatusOK, string(encodeList(t, richConfigMaps(1), true)))
+	answer(http.StatusOK, string(testfake.EncodeList(t, testfake.RichConfigMaps(1), true)))
 	if _, err := c.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, ErrListBody) {
 		t.Errorf("protobuf answer: %v; want an ErrListBody", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -154,6 +155,14 @@ func (t *transformer) apply(obj runtime.Object) (runtime.Object, error) {
 		out.GetObjectKind().SetGroupVersionKind(gvk)
 	}
 	return out, nil
+}
+
+// each is t.apply as the decoder's per-item transform; nil when t is.
+func (t *transformer) each() decode.Transform {
+	if t == nil {
+		return nil
+	}
+	return t.apply
 }
 
 // identity compares an identity field before (was) and after (now) the
@@ -351,32 +360,18 @@ func (l *Lister) Client() Client { return l.c }
 
 // The SDK's own adapters decode lists item by item, and apply a transform
 // to each item as it is decoded.
-var (
-	_ transformingLister = restClient{}
-	_ transformingLister = typedClient{}
-	_ transformingLister = dynamicClient{}
-	_ transformingLister = metadataClient{}
-)
+var _ transformingLister = adapter{}
 
-func (c restClient) listTransformed(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
-	return c.list(ctx, o, tf)
-}
-
-func (c typedClient) listTransformed(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
-	if c.rest == nil {
+// listTransformed lists with tf applied to each item as it is decoded; a
+// typed client without item-by-item decoding (a fake clientset's) lists,
+// then tf transforms the list.
+func (c adapter) listTransformed(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
+	if d, ok := c.c.(interface{ DecodesItems() bool }); ok && !d.DecodesItems() {
 		obj, err := c.List(ctx, o)
 		if err != nil {
 			return nil, err
 		}
 		return obj, tf.list(obj)
 	}
-	return c.rest.list(ctx, o, tf)
-}
-
-func (c dynamicClient) listTransformed(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
-	return c.list(ctx, o, tf)
-}
-
-func (c metadataClient) listTransformed(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
-	return c.list(ctx, o, tf)
+	return decoded(c.c.ListTransformed(ctx, o, tf.each()))
 }

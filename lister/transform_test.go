@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -41,7 +43,7 @@ func (c *countingBody) Read(p []byte) (int, error) {
 // the body is still unread, on every decode path (typed protobuf and JSON,
 // unstructured, metadata), and every item comes out transformed.
 func TestTransformRunsWhileDecoding(t *testing.T) {
-	src := richConfigMaps(400)
+	src := testfake.RichConfigMaps(400)
 	metaList := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}, ListMeta: src.ListMeta}
 	for _, cm := range src.Items {
 		metaList.Items = append(metaList.Items, metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: cm.ObjectMeta})
@@ -51,17 +53,17 @@ func TestTransformRunsWhileDecoding(t *testing.T) {
 		body   []byte
 		decode func(io.Reader, *transformer) (runtime.Object, error)
 	}{
-		{"typed protobuf", encodeList(t, src, true), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decodeListTransformed(r, mustShape(t, &corev1.ConfigMapList{}), tf)
+		{"typed protobuf", testfake.EncodeList(t, src, true), func(r io.Reader, tf *transformer) (runtime.Object, error) {
+			return decode.List(r, mustShape(t, &corev1.ConfigMapList{}), tf.each())
 		}},
-		{"typed json", encodeList(t, src, false), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decodeListTransformed(r, mustShape(t, &corev1.ConfigMapList{}), tf)
+		{"typed json", testfake.EncodeList(t, src, false), func(r io.Reader, tf *transformer) (runtime.Object, error) {
+			return decode.List(r, mustShape(t, &corev1.ConfigMapList{}), tf.each())
 		}},
-		{"unstructured json", encodeList(t, src, false), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decodeUnstructuredListTransformed(r, tf)
+		{"unstructured json", testfake.EncodeList(t, src, false), func(r io.Reader, tf *transformer) (runtime.Object, error) {
+			return decode.Unstructured(r, tf.each())
 		}},
-		{"metadata protobuf", encodeList(t, metaList, true), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decodeListTransformed(r, metadataListShape, tf)
+		{"metadata protobuf", testfake.EncodeList(t, metaList, true), func(r io.Reader, tf *transformer) (runtime.Object, error) {
+			return decode.List(r, decode.MetadataList, tf.each())
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,7 +254,7 @@ func countOf(xs []string, x string) int {
 // the response is still arriving: the server sends half the body, then
 // waits until the first item was transformed before it sends the rest.
 func TestTransformRunsBeforeTheListArrived(t *testing.T) {
-	body := encodeList(t, richConfigMaps(400), true)
+	body := testfake.EncodeList(t, testfake.RichConfigMaps(400), true)
 	firstTransformed := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/clients"
 )
 
 // everyTypedResource returns every typed client of kubernetes.Interface as
@@ -89,15 +90,15 @@ func TestTypedClientRequestsMatch(t *testing.T) {
 	}
 	n := 0
 	for _, tr := range everyTypedResource(t) {
-		gvks, _, err := scheme.Scheme.ObjectKinds(reflect.New(tr.listType.Elem()).Interface().(runtime.Object))
+		gvks, _, err := scheme.Scheme.ObjectKinds(reflect.New(tr.r.ListType().Elem()).Interface().(runtime.Object))
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The right kind and apiVersion for each client.
 		answer(http.StatusOK, fmt.Sprintf(`{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"42","continue":"next"},"items":[{"metadata":{"name":"a","resourceVersion":"7"}}]}`, gvks[0].Kind, gvks[0].GroupVersion()))
 		for _, ns := range []string{"ns", ""} {
-			c := tr.Client(cs, ns).(typedClient)
-			if c.rest == nil {
+			c := typedOf(tr.Client(cs, ns))
+			if !c.DecodesItems() {
 				t.Errorf("%s: lists through the typed client; want item by item", tr)
 				continue
 			}
@@ -106,8 +107,7 @@ func TestTypedClientRequestsMatch(t *testing.T) {
 				t.Fatalf("%s: %v", tr, err)
 			}
 			oursReq := last()
-			typed := c
-			typed.rest = nil
+			typed := c.Clientset()
 			theirs, err := typed.List(context.Background(), opts)
 			if err != nil {
 				t.Fatalf("%s: typed: %v", tr, err)
@@ -131,7 +131,7 @@ func TestFromClientsetOnAFakeClientset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.(typedClient).rest != nil {
+	if typedOf(c).DecodesItems() {
 		t.Fatal("a fake clientset's nil REST client was taken")
 	}
 	l, err := c.List(context.Background(), metav1.ListOptions{})
@@ -141,7 +141,7 @@ func TestFromClientsetOnAFakeClientset(t *testing.T) {
 	if items := l.(*corev1.ConfigMapList).Items; len(items) != 1 || items[0].Name != "a" {
 		t.Fatalf("listed %v", items)
 	}
-	if !c.(typedClient).IsWatchListSemanticsUnSupported() {
+	if !typedOf(c).IsWatchListSemanticsUnSupported() {
 		t.Error("the fake clientset's declaration that it cannot stream lists is lost")
 	}
 }
@@ -176,6 +176,9 @@ func TestFromClientsetErrors(t *testing.T) {
 	_, err = c.List(context.Background(), metav1.ListOptions{})
 	if !errors.Is(err, ErrListBody) {
 		t.Errorf("cut body: %v; want an ErrListBody", err)
+	}
+	if be := (*ListBodyError)(nil); !errors.As(err, &be) || be.Encoding != "json" || be.Offset == 0 {
+		t.Errorf("cut body: %#v; want a *ListBodyError of the json body with its offset", err)
 	}
 	// A body cut short is a transport failure (retried with backoff, not
 	// evidence about the server), as client-go's own "unexpected EOF" is.
@@ -260,3 +263,6 @@ func expectListErrors(t *testing.T, answer func(int, string), c Client, cut stri
 		t.Errorf("cut body: %v; want an ErrListBody", err)
 	}
 }
+
+// typedOf is the typed client behind c (FromClientset's, TypedResource.Client's).
+func typedOf(c Client) clients.TypedClient { return c.(adapter).c.(clients.TypedClient) }

@@ -10,12 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/internal/decode"
 )
 
 // BenchmarkJSONWatchEvent decodes a JSON watch stream of custom resources
 // (about 2.4 KB each, the bench's P1 custom resources) the way a dynamic
 // client's watch does: client-go's serializers against FromDynamicConfig's
-// (watchdecode.go). Per event; compare with benchstat.
+// (decode.FastJSONWatch). Per event; compare with benchstat.
 func BenchmarkJSONWatchEvent(b *testing.B) {
 	const events = 1000
 	var stream bytes.Buffer
@@ -28,7 +30,7 @@ func BenchmarkJSONWatchEvent(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		ns   runtime.NegotiatedSerializer
-	}{{"impl=client-go", base}, {"impl=steadywatch", fastJSONWatch(base)}} {
+	}{{"impl=client-go", base}, {"impl=steadywatch", decode.FastJSONWatch(base)}} {
 		b.Run(c.name, func(b *testing.B) {
 			open := jsonWatchDecoders(b, c.ns)
 			b.SetBytes(int64(len(data) / events))

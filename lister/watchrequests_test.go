@@ -42,9 +42,9 @@ func TestWatchRequestsMatch(t *testing.T) {
 	n := 0
 	for _, tr := range everyTypedResource(t) {
 		for _, ns := range []string{"ns", ""} {
-			c := tr.Client(cs, ns).(typedClient)
+			c := typedOf(tr.Client(cs, ns))
 			same(tr.String(), func() (interface{ Stop() }, error) { return c.Watch(context.Background(), opts) },
-				func() (interface{ Stop() }, error) { return c.watch(context.Background(), opts) })
+				func() (interface{ Stop() }, error) { return c.Clientset().Watch(context.Background(), opts) })
 			n++
 		}
 	}

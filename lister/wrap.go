@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -72,5 +73,5 @@ func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Objec
 }
 
 func (c lwClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return watchObserved(ctx, o, c.lw.WatchWithContext)
+	return clients.WatchObserved(ctx, o, c.lw.WatchWithContext)
 }

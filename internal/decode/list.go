@@ -1,4 +1,4 @@
-package lister
+package decode
 
 import (
 	"bufio"
@@ -19,7 +19,12 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
-// This file decodes a list response body item by item, as it arrives,
+// Transform is applied to each list item as soon as it is decoded: it
+// returns the object to keep (of the item's type), or an error that ends the
+// decoding.
+type Transform func(runtime.Object) (runtime.Object, error)
+
+// A list response body is decoded item by item, as it arrives,
 // into a typed list (*corev1.ConfigMapList, ...). client-go's typed List
 // reads the whole body into memory and then decodes it, so at its peak a
 // client holds the response bytes (with the spare capacity of the buffer
@@ -37,16 +42,17 @@ import (
 // body item by item: truncated, malformed, or not a list.
 var ErrListBody = errors.New("malformed list response body")
 
-// ListBodyError is the error of decoding a list response body: where it
+// BodyError is the error of decoding a list response body: where it
 // failed (byte offset into the body) and why. It never holds body bytes.
-type ListBodyError struct {
+// Package lister returns it as its ListBodyError (the same fields).
+type BodyError struct {
 	Encoding string // "protobuf" or "json"
 	Offset   int64  // bytes of the body read before the failure
 	Reason   string
 	Err      error // the underlying error, if any (io.ErrUnexpectedEOF, ...)
 }
 
-func (e *ListBodyError) Error() string {
+func (e *BodyError) Error() string {
 	s := fmt.Sprintf("lister: %s list response body at byte %d: %s", e.Encoding, e.Offset, e.Reason)
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
@@ -54,19 +60,19 @@ func (e *ListBodyError) Error() string {
 	return s
 }
 
-func (e *ListBodyError) Unwrap() error { return e.Err }
+func (e *BodyError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrListBody) true.
-func (e *ListBodyError) Is(target error) bool { return target == ErrListBody }
+func (e *BodyError) Is(target error) bool { return target == ErrListBody }
 
 // protoMagic opens every protobuf-encoded Kubernetes object
 // (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
 var protoMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// listShape is how a typed list type is laid out: its ListMeta and Items
+// Shape is how a typed list type is laid out: its ListMeta and Items
 // fields, their JSON keys and protobuf field numbers (read from the struct
 // tags, as go-to-protobuf and encoding/json write and read them).
-type listShape struct {
+type Shape struct {
 	listType            reflect.Type // *XList
 	meta, items         int          // field indexes
 	metaJSON, itemsJSON string
@@ -80,34 +86,55 @@ type listShape struct {
 	protoKind string
 }
 
+// MetadataList is how *metav1.PartialObjectMetadataList is decoded:
+// a protobuf answer must be one (the metadata client's Accept header asks for nothing else
+// in protobuf; client-go's metadata client fails on any other protobuf
+// kind, so does this), a JSON answer may be the resource's own list
+// (items decoded as their metadata, as client-go does then; client-go
+// decodes that one case with encoding/json, which also takes keys in
+// another case, "Metadata", where this, like client-go's JSON serializer
+// everywhere else, is case-sensitive).
+var MetadataList = func() Shape {
+	sh, ok := ShapeOf(reflect.TypeFor[*metav1.PartialObjectMetadataList]())
+	if !ok || !sh.proto {
+		panic("decode: metav1.PartialObjectMetadataList cannot be decoded item by item")
+	}
+	sh.protoKind = "PartialObjectMetadataList"
+	return sh
+}()
+
+// Proto reports whether lists of this shape can be decoded from protobuf
+// too (their items have generated protobuf code).
+func (sh Shape) Proto() bool { return sh.proto }
+
 // protoUnmarshaler is what go-to-protobuf generates for every built-in type.
 type protoUnmarshaler interface{ Unmarshal([]byte) error }
 
-// shapeOf returns the shape of listType (a pointer to a list struct) and
+// ShapeOf returns the shape of listType (a pointer to a list struct) and
 // whether it can be decoded item by item: a metav1.ListMeta field and an
 // Items slice of structs whose pointers are runtime.Objects, both with
 // JSON keys. sh.proto tells whether it can be decoded from protobuf too.
-func shapeOf(listType reflect.Type) (sh listShape, ok bool) {
+func ShapeOf(listType reflect.Type) (sh Shape, ok bool) {
 	if listType == nil || listType.Kind() != reflect.Pointer || listType.Elem().Kind() != reflect.Struct {
-		return listShape{}, false
+		return Shape{}, false
 	}
 	st := listType.Elem()
 	meta, ok1 := st.FieldByName("ListMeta")
 	items, ok2 := st.FieldByName("Items")
 	if !ok1 || !ok2 || len(meta.Index) != 1 || len(items.Index) != 1 ||
 		meta.Type != reflect.TypeFor[metav1.ListMeta]() || items.Type.Kind() != reflect.Slice || items.Type.Elem().Kind() != reflect.Struct {
-		return listShape{}, false
+		return Shape{}, false
 	}
 	ip := reflect.PointerTo(items.Type.Elem())
 	if !ip.Implements(reflect.TypeFor[runtime.Object]()) {
-		return listShape{}, false
+		return Shape{}, false
 	}
-	sh = listShape{listType: listType, meta: meta.Index[0], items: items.Index[0]}
+	sh = Shape{listType: listType, meta: meta.Index[0], items: items.Index[0]}
 	if sh.metaJSON = jsonTagKey(meta); sh.metaJSON == "" {
-		return listShape{}, false
+		return Shape{}, false
 	}
 	if sh.itemsJSON = jsonTagKey(items); sh.itemsJSON == "" {
-		return listShape{}, false
+		return Shape{}, false
 	}
 	sh.metaNum, sh.itemsNum = protoNum(meta), protoNum(items)
 	sh.proto = ip.Implements(reflect.TypeFor[protoUnmarshaler]()) && sh.metaNum > 0 && sh.itemsNum > 0 && sh.metaNum != sh.itemsNum
@@ -137,18 +164,13 @@ func protoNum(f reflect.StructField) uint64 {
 	return num
 }
 
-// decodeList decodes body (a 2xx list response) into a new list of sh's
-// type. A Status in place of the list is returned as its API error, as
-// client-go's typed client does.
-func decodeList(body io.Reader, sh listShape) (runtime.Object, error) {
-	return decodeListTransformed(body, sh, nil)
-}
-
-// decodeListTransformed is decodeList with tf (if not nil) applied to each
-// item as soon as it is decoded, before the next one is read: what tf drops
-// is garbage before the list is complete. A failing tf ends the decoding
-// with its *TransformError.
-func decodeListTransformed(body io.Reader, sh listShape, tf *transformer) (runtime.Object, error) {
+// List decodes body (a 2xx list response) into a new list of sh's type,
+// with tf (if not nil) applied to each item as soon as it is decoded, before
+// the next one is read: what tf drops is garbage before the list is
+// complete. A failing tf ends the decoding with tf's error. A Status in
+// place of the list is returned as its API error, as client-go's typed
+// client does.
+func List(body io.Reader, sh Shape, tf Transform) (runtime.Object, error) {
 	br, proto, err := openBody(body)
 	if err != nil {
 		return nil, err
@@ -157,7 +179,7 @@ func decodeListTransformed(body io.Reader, sh listShape, tf *transformer) (runti
 	d := listDecoding{sh: sh, list: list.Elem(), tf: tf}
 	if proto {
 		if !sh.proto {
-			return nil, &ListBodyError{Encoding: "protobuf", Reason: fmt.Sprintf("a protobuf answer, but %v has no generated protobuf code", sh.listType.Elem())}
+			return nil, &BodyError{Encoding: "protobuf", Reason: fmt.Sprintf("a protobuf answer, but %v has no generated protobuf code", sh.listType.Elem())}
 		}
 		err = d.proto(&countingReader{r: br})
 	} else {
@@ -174,7 +196,7 @@ func openBody(body io.Reader) (br *bufio.Reader, proto bool, err error) {
 	br = bufio.NewReaderSize(body, 64<<10)
 	head, err := br.Peek(len(protoMagic))
 	if len(head) == 0 {
-		return nil, false, &ListBodyError{Encoding: "unknown", Reason: "empty body", Err: orUnexpectedEOF(err)}
+		return nil, false, &BodyError{Encoding: "unknown", Reason: "empty body", Err: orUnexpectedEOF(err)}
 	}
 	return br, bytes.Equal(head, protoMagic), nil
 }
@@ -182,11 +204,11 @@ func openBody(body io.Reader) (br *bufio.Reader, proto bool, err error) {
 // listDecoding is one list being decoded: a typed list (sh, list) or an
 // unstructured one (ul).
 type listDecoding struct {
-	sh   listShape
+	sh   Shape
 	list reflect.Value // the list struct (addressable)
 	ul   *unstructured.UnstructuredList
 	buf  bytes.Buffer // one field's bytes, reused
-	tf   *transformer // applied to each item once decoded; nil: none
+	tf   Transform    // applied to each item once decoded; nil: none
 }
 
 func (d *listDecoding) itemsKey() string {
@@ -196,27 +218,21 @@ func (d *listDecoding) itemsKey() string {
 	return d.sh.itemsJSON
 }
 
-// decodeUnstructuredList decodes body (a 2xx JSON list response of a
-// dynamic client's request) into an *unstructured.UnstructuredList equal
-// to the one client-go's unstructured JSON decoding returns (every
-// top-level key but items in Object; items given the list's kind and
-// apiVersion when they have neither), item by item. A Status in place of
-// the list is returned as its API error.
-func decodeUnstructuredList(body io.Reader) (*unstructured.UnstructuredList, error) {
-	return decodeUnstructuredListTransformed(body, nil)
-}
-
-// decodeUnstructuredListTransformed is decodeUnstructuredList with tf (if
-// not nil) applied to each item as soon as it is decoded (given the list's
-// kind and apiVersion first when the list's own came before its items, as
-// an apiserver writes them).
-func decodeUnstructuredListTransformed(body io.Reader, tf *transformer) (*unstructured.UnstructuredList, error) {
+// Unstructured decodes body (a 2xx JSON list response of a dynamic
+// client's request) into an *unstructured.UnstructuredList equal to the one
+// client-go's unstructured JSON decoding returns (every top-level key but
+// items in Object; items given the list's kind and apiVersion when they have
+// neither), item by item, with tf (if not nil) applied to each item as soon
+// as it is decoded (given the list's kind and apiVersion first when the
+// list's own came before its items, as an apiserver writes them). A Status
+// in place of the list is returned as its API error.
+func Unstructured(body io.Reader, tf Transform) (*unstructured.UnstructuredList, error) {
 	br, proto, err := openBody(body)
 	if err != nil {
 		return nil, err
 	}
 	if proto {
-		return nil, &ListBodyError{Encoding: "protobuf", Reason: "a protobuf answer to a dynamic client's JSON request"}
+		return nil, &BodyError{Encoding: "protobuf", Reason: "a protobuf answer to a dynamic client's JSON request"}
 	}
 	ul := &unstructured.UnstructuredList{Object: map[string]any{}, Items: []unstructured.Unstructured{}}
 	d := listDecoding{ul: ul, tf: tf}
@@ -269,7 +285,7 @@ const (
 // (1 typeMeta, 2 raw: the list message, 3 contentEncoding, 4 contentType).
 func (d *listDecoding) proto(r *countingReader) error {
 	fail := func(reason string, err error) error {
-		return &ListBodyError{Encoding: "protobuf", Offset: r.n, Reason: reason, Err: err}
+		return &BodyError{Encoding: "protobuf", Offset: r.n, Reason: reason, Err: err}
 	}
 	if _, err := io.CopyN(io.Discard, r, int64(len(protoMagic))); err != nil {
 		return fail("reading the magic", err)
@@ -464,7 +480,7 @@ func orUnexpectedEOF(err error) error {
 func (d *listDecoding) json(r *bufio.Reader) error {
 	l := &jsonLexer{r: r}
 	fail := func(reason string, err error) error {
-		return &ListBodyError{Encoding: "json", Offset: l.n, Reason: reason, Err: orUnexpectedEOF(err)}
+		return &BodyError{Encoding: "json", Offset: l.n, Reason: reason, Err: orUnexpectedEOF(err)}
 	}
 	if err := l.consume('{'); err != nil {
 		return fail("reading the list object", err)
@@ -531,9 +547,9 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
 			if err := d.jsonItem(raw); err != nil {
-				var te *TransformError
-				if errors.As(err, &te) {
-					return err
+				var tf *transformFailed
+				if errors.As(err, &tf) {
+					return tf.err
 				}
 				return fail(fmt.Sprintf("decoding item %d", i), err)
 			}
@@ -590,13 +606,26 @@ func (d *listDecoding) jsonItem(raw []byte) error {
 			it.SetKind(strings.TrimSuffix(d.ul.GetKind(), "List"))
 			it.SetAPIVersion(d.ul.GetAPIVersion())
 		}
-		return d.transformItem(reflect.ValueOf(it))
+		return transformed(d.transformItem(reflect.ValueOf(it)))
 	}
 	item := d.appendItem()
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, item.Interface()); err != nil {
 		return err
 	}
-	return d.transformItem(item)
+	return transformed(d.transformItem(item))
+}
+
+// transformFailed marks an error of d.tf, which ends the decoding as it is
+// (not as a malformed body).
+type transformFailed struct{ err error }
+
+func (e *transformFailed) Error() string { return e.err.Error() }
+
+func transformed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &transformFailed{err}
 }
 
 // transformItem applies d.tf to the item item points to (an element of the
@@ -607,7 +636,7 @@ func (d *listDecoding) transformItem(item reflect.Value) error {
 		return nil
 	}
 	obj := item.Interface().(runtime.Object)
-	out, err := d.tf.apply(obj)
+	out, err := d.tf(obj)
 	if err != nil {
 		return err
 	}

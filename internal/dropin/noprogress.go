@@ -1,4 +1,4 @@
-package lister
+package dropin
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func (lw *ListerWatcher) awaitProgressGate(ctx context.Context, log logr.Logger)
 	if !retry || wait <= 0 {
 		return retry, nil
 	}
-	o := lw.l.o
+	o := &lw.cfg
 	o.Metrics.Fallback(o.Name, string(ReasonNoProgressBackoff))
 	log.V(2).Info("delaying a watch: the last ones ended without progress", "reason", string(ReasonNoProgressBackoff),
 		"failures", n, "delay", wait)
@@ -110,4 +110,12 @@ func (lw *ListerWatcher) awaitProgressGate(ctx context.Context, log logr.Logger)
 	case <-t.C:
 		return retry, nil
 	}
+}
+
+// WatchDelayed reports whether the next watch attempt waits for the
+// no-progress backoff.
+func (lw *ListerWatcher) WatchDelayed() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return !lw.gate.notBefore.IsZero()
 }

@@ -1,4 +1,4 @@
-package lister
+package clients
 
 import (
 	"fmt"
@@ -14,10 +14,10 @@ import (
 // ListOptions name it, so that a listgate.Gate may answer identical
 // requests once.
 var (
-	_ listgate.RequestKeyer = restClient{}
-	_ listgate.RequestKeyer = typedClient{}
-	_ listgate.RequestKeyer = dynamicClient{}
-	_ listgate.RequestKeyer = metadataClient{}
+	_ listgate.RequestKeyer = RESTClient{}
+	_ listgate.RequestKeyer = TypedClient{}
+	_ listgate.RequestKeyer = DynamicClient{}
+	_ listgate.RequestKeyer = MetadataClient{}
 )
 
 // clientID names a REST client instance (and so its credentials and
@@ -33,7 +33,7 @@ func clientID(rc rest.Interface) string {
 
 // RequestKey implements listgate.RequestKeyer: REST client instance,
 // resource, namespace, content type and list type.
-func (c restClient) RequestKey() string {
+func (c RESTClient) RequestKey() string {
 	id := clientID(c.r.Client)
 	if id == "" {
 		return ""
@@ -43,7 +43,7 @@ func (c restClient) RequestKey() string {
 
 // RequestKey implements listgate.RequestKeyer: the typed client's own
 // request when lists are decoded item by item; "" for a fake clientset's.
-func (c typedClient) RequestKey() string {
+func (c TypedClient) RequestKey() string {
 	if c.rest == nil {
 		return ""
 	}
@@ -52,7 +52,7 @@ func (c typedClient) RequestKey() string {
 
 // RequestKey implements listgate.RequestKeyer: REST client instance and
 // path.
-func (c dynamicClient) RequestKey() string {
+func (c DynamicClient) RequestKey() string {
 	if id := clientID(c.rc); id != "" {
 		return "dynamic|" + id + "|" + strings.Join(c.path, "/")
 	}
@@ -61,7 +61,7 @@ func (c dynamicClient) RequestKey() string {
 
 // RequestKey implements listgate.RequestKeyer: REST client instance and
 // path.
-func (c metadataClient) RequestKey() string {
+func (c MetadataClient) RequestKey() string {
 	if id := clientID(c.rc); id != "" {
 		return "metadata|" + id + "|" + strings.Join(c.path, "/")
 	}

@@ -1,4 +1,4 @@
-package lister
+package decode
 
 import (
 	"bytes"
@@ -15,41 +15,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
-)
 
-// richConfigMaps is a ConfigMapList whose items exercise strings, maps,
-// byte slices, times, owner references and managed fields.
-func richConfigMaps(n int) *corev1.ConfigMapList {
-	l := &corev1.ConfigMapList{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"},
-		ListMeta: metav1.ListMeta{ResourceVersion: "12345", Continue: "tok", RemainingItemCount: ptrTo(int64(7))},
-	}
-	ctrl := true
-	for i := range n {
-		l.Items = append(l.Items, corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("cm-%d", i), Namespace: "ns", UID: "u", ResourceVersion: fmt.Sprint(100 + i),
-				Labels:            map[string]string{"a": "b", "i": fmt.Sprint(i)},
-				Annotations:       map[string]string{"long": strings.Repeat("x", 100*(i%50))},
-				CreationTimestamp: metav1.Unix(1700000000+int64(i), 0),
-				OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pu", Controller: &ctrl}},
-				ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}},
-			},
-			Data:       map[string]string{"k": strings.Repeat("v", i%7)},
-			BinaryData: map[string][]byte{"b": bytes.Repeat([]byte{byte(i)}, i%5+1)},
-		})
-	}
-	if n == 0 {
-		l.Items = []corev1.ConfigMap{}
-	}
-	return l
-}
+	"github.com/steadywatch/steadywatch/internal/testfake"
+)
 
 func ptrTo[T any](v T) *T { return &v }
 
@@ -71,19 +44,6 @@ func richDeployments() *appsv1.DeploymentList {
 	}
 }
 
-func encodeList(t testing.TB, obj runtime.Object, proto bool) []byte {
-	t.Helper()
-	var s runtime.Serializer = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme, json.SerializerOptions{})
-	if proto {
-		s = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
-	}
-	var buf bytes.Buffer
-	if err := s.Encode(obj, &buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // clientGoDecode decodes body as client-go's typed REST client does
 // (rest.Config's negotiated serializer for typed clients is
 // scheme.Codecs.WithoutConversion()).
@@ -97,9 +57,9 @@ func clientGoDecode(t testing.TB, body []byte, into runtime.Object) runtime.Obje
 	return obj
 }
 
-func mustShape(t testing.TB, list runtime.Object) listShape {
+func mustShape(t testing.TB, list runtime.Object) Shape {
 	t.Helper()
-	sh, ok := shapeOf(reflect.TypeOf(list))
+	sh, ok := ShapeOf(reflect.TypeOf(list))
 	if !ok {
 		t.Fatalf("%T: no item-by-item shape", list)
 	}
@@ -115,13 +75,13 @@ func TestDecodeListMatchesClientGo(t *testing.T) {
 		list runtime.Object
 		new  func() runtime.Object
 	}{
-		{"configmaps", richConfigMaps(200), func() runtime.Object { return &corev1.ConfigMapList{} }},
-		{"empty", richConfigMaps(0), func() runtime.Object { return &corev1.ConfigMapList{} }},
+		{"configmaps", testfake.RichConfigMaps(200), func() runtime.Object { return &corev1.ConfigMapList{} }},
+		{"empty", testfake.RichConfigMaps(0), func() runtime.Object { return &corev1.ConfigMapList{} }},
 		{"deployments", richDeployments(), func() runtime.Object { return &appsv1.DeploymentList{} }},
 	} {
 		for _, proto := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/proto=%v", tc.name, proto), func(t *testing.T) {
-				body := encodeList(t, tc.list, proto)
+				body := testfake.EncodeList(t, tc.list, proto)
 				want := clientGoDecode(t, body, tc.new())
 				got, err := decodeList(bytes.NewReader(body), mustShape(t, tc.new()))
 				if err != nil {
@@ -139,9 +99,9 @@ func TestDecodeListMatchesClientGo(t *testing.T) {
 // both encodings either fails or (protobuf, cut after the list message and
 // before the envelope's empty trailing fields) decodes to the whole list.
 func TestDecodeListTruncatedIsAnError(t *testing.T) {
-	full := richConfigMaps(4)
+	full := testfake.RichConfigMaps(4)
 	for _, proto := range []bool{true, false} {
-		body := encodeList(t, full, proto)
+		body := testfake.EncodeList(t, full, proto)
 		want := clientGoDecode(t, body, &corev1.ConfigMapList{})
 		sh := mustShape(t, &corev1.ConfigMapList{})
 		complete := 0
@@ -172,7 +132,7 @@ func TestDecodeListTruncatedIsAnError(t *testing.T) {
 func TestDecodeListStatusIsAnError(t *testing.T) {
 	st := &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonExpired, Code: 410, Message: "too old"}
 	for _, proto := range []bool{true, false} {
-		body := encodeList(t, st, proto)
+		body := testfake.EncodeList(t, st, proto)
 		_, err := decodeList(bytes.NewReader(body), mustShape(t, &corev1.ConfigMapList{}))
 		if !apierrors.IsResourceExpired(err) {
 			t.Errorf("proto=%v: %v; want the Status's 410 Expired", proto, err)
@@ -248,7 +208,7 @@ func TestShapeOf(t *testing.T) {
 		{&corev1.ConfigMap{}, false},
 		{nil, false},
 	} {
-		sh, ok := shapeOf(reflect.TypeOf(tc.list))
+		sh, ok := ShapeOf(reflect.TypeOf(tc.list))
 		ok = ok && sh.proto
 		if ok != tc.ok {
 			t.Errorf("%T: ok %v; want %v", tc.list, ok, tc.ok)
@@ -262,7 +222,7 @@ func TestShapeOf(t *testing.T) {
 // The decoder reads the body as it arrives: it never asks for more than
 // one buffered read beyond what it has decoded.
 func TestDecodeListReadsIncrementally(t *testing.T) {
-	body := encodeList(t, richConfigMaps(2000), true)
+	body := testfake.EncodeList(t, testfake.RichConfigMaps(2000), true)
 	r := &trickle{data: body, chunk: 1000}
 	if _, err := decodeList(r, mustShape(t, &corev1.ConfigMapList{})); err != nil {
 		t.Fatal(err)
@@ -291,11 +251,11 @@ func (r *trickle) Read(p []byte) (int, error) {
 // never panics, and every failure is an ErrListBody or the API error of a
 // Status, never anything else.
 func FuzzDecodeList(f *testing.F) {
-	f.Add(encodeList(f, richConfigMaps(3), true))
-	f.Add(encodeList(f, richConfigMaps(3), false))
-	f.Add(encodeList(f, &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Code: 410}, true))
+	f.Add(testfake.EncodeList(f, testfake.RichConfigMaps(3), true))
+	f.Add(testfake.EncodeList(f, testfake.RichConfigMaps(3), false))
+	f.Add(testfake.EncodeList(f, &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Code: 410}, true))
 	f.Add([]byte(`{"kind":"Status","code":500}`))
-	sh, _ := shapeOf(reflect.TypeFor[*corev1.ConfigMapList]())
+	sh, _ := ShapeOf(reflect.TypeFor[*corev1.ConfigMapList]())
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := decodeList(bytes.NewReader(body), sh)
 		var se *apierrors.StatusError
@@ -314,10 +274,10 @@ func FuzzDecodeList(f *testing.F) {
 // other accepts, with the same list (the whole-body decoding keeps the
 // last of repeated keys, so bodies that repeat "items" are left out).
 func FuzzDecodeListJSON(f *testing.F) {
-	f.Add(encodeList(f, richConfigMaps(3), false))
+	f.Add(testfake.EncodeList(f, testfake.RichConfigMaps(3), false))
 	f.Add([]byte(`{"items":[{"metadata":{"name":"a\"]}"}},{}],"metadata":{"resourceVersion":"1"}}`))
 	f.Add([]byte(` {"items" : null , "x":[1,{"y":"\\"}]} `))
-	sh, _ := shapeOf(reflect.TypeFor[*corev1.ConfigMapList]())
+	sh, _ := ShapeOf(reflect.TypeFor[*corev1.ConfigMapList]())
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if bytes.Count(body, []byte(`"items"`)) > 1 || bytes.Contains(body, []byte(`\u`)) || !bytes.Contains(body, []byte("{")) {
 			return
@@ -367,4 +327,12 @@ func TestDecodeListErrorNamesTheItem(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "decoding item 1") {
 		t.Errorf("protobuf: %v; want it to name item 1", err)
 	}
+}
+
+// decodeList decodes body with no transform.
+func decodeList(body io.Reader, sh Shape) (runtime.Object, error) { return List(body, sh, nil) }
+
+// decodeUnstructuredList decodes body with no transform.
+func decodeUnstructuredList(body io.Reader) (*unstructured.UnstructuredList, error) {
+	return Unstructured(body, nil)
 }

@@ -1,4 +1,4 @@
-package lister
+package decode
 
 import (
 	"encoding/json"
@@ -32,23 +32,25 @@ import (
 // (an unknown event type, an object without apiVersion or kind, a kind of
 // the meta/v1 scheme such as the Status of an ERROR event, malformed JSON)
 // goes to the dynamic client's own serializer, so its answer and its errors
-// are client-go's (lister/watchdecode_test.go compares both on every such
-// case).
+// are client-go's (the tests compare both on every such case).
 
-// metaV1Scheme is the scheme of the dynamic client's serializers and
+// versionV1 is meta/v1's version as the dynamic client registers it.
+var versionV1 = schema.GroupVersion{Version: "v1"}
+
+// MetaV1Scheme is the scheme of the dynamic client's serializers and
 // parameter codec (k8s.io/client-go/dynamic: meta/v1 under version "v1",
 // and its unversioned kinds such as Status): objects it creates decode into
 // their Go types there, so they go to its serializer.
-var metaV1Scheme = func() *runtime.Scheme {
+var MetaV1Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, versionV1)
 	return s
 }()
 
-// fastJSONWatch returns ns with its JSON watch decoding replaced by the
+// FastJSONWatch returns ns with its JSON watch decoding replaced by the
 // fewer-pass decoders (see above); every other media type, and every
 // encoder, is ns's own.
-func fastJSONWatch(ns runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+func FastJSONWatch(ns runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
 	infos := slices.Clone(ns.SupportedMediaTypes())
 	for i, info := range infos {
 		if info.MediaType != runtime.ContentTypeJSON || info.StreamSerializer == nil || info.Serializer == nil {
@@ -128,7 +130,7 @@ func (s objectJSON) Decode(data []byte, defaults *schema.GroupVersionKind, into 
 	// The kinds the dynamic client's scheme creates (meta/v1's under "v1";
 	// Status and the discovery kinds under any version) decode into their
 	// Go types there.
-	if _, err := metaV1Scheme.New(gvk); err == nil {
+	if _, err := MetaV1Scheme.New(gvk); err == nil {
 		return s.Serializer.Decode(data, defaults, into)
 	}
 	return &unstructured.Unstructured{Object: m}, &gvk, nil

@@ -1,0 +1,120 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/steadywatch/steadywatch/internal/decode"
+)
+
+// RESTResource is one resource of a generated clientset (package lister's
+// RESTResource: the same fields).
+type RESTResource struct {
+	// Client is the group's REST client: cs.ExampleV1().RESTClient().
+	Client rest.Interface
+	// Resource is the resource's plural name: "widgets".
+	Resource string
+	// Namespace is the namespace; "" for every namespace, and for a
+	// cluster-scoped resource.
+	Namespace string
+	// List is an empty list of the resource's Go type:
+	// &examplev1.WidgetList{}. It must have a metav1.ListMeta field and an
+	// Items slice of the resource's type, with JSON keys (client-gen's
+	// types do).
+	List runtime.Object
+	// PrefersProtobuf: the clientset was generated preferring protobuf
+	// (client-gen --prefers-protobuf; gentype.PrefersProtobuf), so lists
+	// and watches ask for protobuf as its typed client does. Default false:
+	// the REST client's own content types (JSON for a CRD's clientset).
+	// The list type must then have generated protobuf code.
+	PrefersProtobuf bool
+}
+
+// FromRESTClient returns the client of a generated clientset's typed client
+// for r (package lister's FromRESTClient documents it).
+func FromRESTClient(r RESTResource) (RESTClient, error) {
+	if r.Client == nil || reflect.ValueOf(r.Client).Kind() == reflect.Pointer && reflect.ValueOf(r.Client).IsNil() {
+		return RESTClient{}, errors.New("lister: FromRESTClient: no REST client")
+	}
+	if r.Resource == "" {
+		return RESTClient{}, errors.New("lister: FromRESTClient: no resource")
+	}
+	if err := checkPathSegment("FromRESTClient", "resource", r.Resource); err != nil {
+		return RESTClient{}, err
+	}
+	if err := checkPathSegment("FromRESTClient", "namespace", r.Namespace); err != nil {
+		return RESTClient{}, err
+	}
+	sh, ok := decode.ShapeOf(reflect.TypeOf(r.List))
+	if !ok {
+		return RESTClient{}, fmt.Errorf("lister: FromRESTClient: %T: %w", r.List, ErrNotAList)
+	}
+	if r.PrefersProtobuf && !sh.Proto() {
+		return RESTClient{}, fmt.Errorf("lister: FromRESTClient: %T has no generated protobuf code, but PrefersProtobuf is set", r.List)
+	}
+	return RESTClient{r: r, shape: sh}, nil
+}
+
+// ErrNotAList is the error of FromRESTClient for a List that is not a
+// pointer to a list struct with a metav1.ListMeta field and an Items slice
+// of objects, both with JSON keys.
+var ErrNotAList = errors.New("not a list type that can be decoded item by item (a pointer to a struct with metav1.ListMeta and Items of objects, with JSON keys)")
+
+// RESTClient is a generated clientset's typed client as a Client, its lists
+// decoded item by item.
+type RESTClient struct {
+	r     RESTResource
+	shape decode.Shape
+}
+
+// request is the typed client's request (k8s.io/client-go/gentype): the
+// list options encoded as every generated clientset's parameter codec
+// encodes metav1.ListOptions.
+func (c RESTClient) request(o *metav1.ListOptions) (*rest.Request, time.Duration) {
+	var timeout time.Duration
+	if o.TimeoutSeconds != nil {
+		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
+	}
+	return once(c.r.Client.Get()).
+		UseProtobufAsDefaultIfPreferred(c.r.PrefersProtobuf).
+		NamespaceIfScoped(c.r.Namespace, c.r.Namespace != "").
+		Resource(c.r.Resource).
+		SpecificallyVersionedParams(o, dynamicParameterCodec, versionV1).
+		Timeout(timeout), timeout
+}
+
+func (c RESTClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return c.ListTransformed(ctx, o, nil)
+}
+
+// ListTransformed is List with tf (if not nil) applied to each item as it
+// is decoded.
+func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, tf decode.Transform) (runtime.Object, error) {
+	req, timeout := c.request(&o)
+	if timeout > 0 {
+		// The timeout covers reading the body too.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return decode.List(body, c.shape, tf)
+}
+
+func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	o.Watch = true
+	req, _ := c.request(&o)
+	return watchOnce(ctx, req)
+}
