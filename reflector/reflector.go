@@ -110,11 +110,42 @@ type Reflector struct {
 //
 // store may be any cache.ReflectorStore: a cache.Store/cache.Indexer, a
 // DeltaFIFO or RealFIFO (so a SharedIndexInformer-style processing loop or
-// controller-runtime can sit on top). Lists go through store.Replace with the
-// list's resourceVersion; watch events through Add/Update/Delete; bookmarks
-// through Bookmark where the store is a cache.ReflectorBookmarkStore; every
-// resourceVersion advance through UpdateResourceVersion where it is a
-// cache.ResourceVersionUpdater.
+// controller-runtime can sit on top). Watch events go through
+// Add/Update/Delete; bookmarks through Bookmark where the store is a
+// cache.ReflectorBookmarkStore; every resourceVersion advance through
+// UpdateResourceVersion where it is a cache.ResourceVersionUpdater.
+//
+// Lists (the first sync and every relist, paginated, streaming or in one
+// response) fill a cache.Store or cache.Indexer (or a type embedding one)
+// object by object, as the objects arrive, so the store never holds its
+// old contents and the whole new list at once: Add for an object it does
+// not hold, Update for one it does, then Delete of each object the list no
+// longer holds (the object the store held is passed, as a Replace's
+// deletions carry it), then the store's Bookmark(the list's
+// resourceVersion). Those are the add, update and delete notifications
+// client-go's informer derives from a Replace of the same list; readers of
+// the store see the objects change one by one instead of at once. Every
+// object passes the watch pipeline first: one older than the version the
+// store holds for it, or than its deletion, is never applied, and the
+// list is abandoned as stale (ReasonStaleList) and asked again not older
+// than that object. A list in one response (the watch cache's) is decoded
+// whole before its objects are applied; streaming lists and paginated ones
+// are applied event by event and page by page. A queue (cache.Queue:
+// DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one Replace with the
+// whole list instead: object-by-object calls would give a queue's consumer
+// Added/Updated deltas and tombstones without the last known object
+// instead of Replaced deltas (RealFIFO also queues a Replace's deletions
+// first), and an UndeltaStore would push its contents once per object.
+//
+// The store is reported synced at a list's resourceVersion
+// (LastSyncResourceVersion, HasSynced, UpdateResourceVersion, Bookmark)
+// only once every object of the list is applied and the absent ones
+// deleted. A list that fails midway claims nothing: LastSyncResourceVersion
+// and the store's LastStoreSyncResourceVersion stay at the last complete
+// list's (client-go's cache.Store sets the latter from each object
+// written; the reflector sets it back), the store keeps the objects
+// applied (none older than it held), and the reflector lists again,
+// never watches: the next complete list deletes whatever it does not hold.
 //
 // Options that o.Validate rejects make Run log the error and return without
 // sending a request (see Validate).
@@ -207,7 +238,8 @@ func (r *Reflector) listerOptions() lister.Options {
 func (r *Reflector) Name() string { return r.name }
 
 // LastSyncResourceVersion returns the last resourceVersion the store
-// reflects ("" before the first sync). It never goes backwards.
+// reflects ("" before the first sync): a list's only once the store holds
+// all of it (see New). It never goes backwards.
 func (r *Reflector) LastSyncResourceVersion() string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
