@@ -56,8 +56,9 @@ type snapshot struct {
 	// held is the resourceVersion the store fully reflected before the
 	// list (the reflector's LastSyncResourceVersion).
 	held string
-	// applied counts the objects written to the store.
-	applied int
+	// applied counts the objects written to the store; listed, once
+	// finished, the objects of the list.
+	applied, listed int
 }
 
 // begin starts a list or streaming list of about size objects.
@@ -142,10 +143,13 @@ func (s *snapshot) abandon() {
 
 // len is the number of objects the list delivered.
 func (s *snapshot) len() int {
-	if s.relist == nil {
+	switch {
+	case s.relist != nil:
+		return s.relist.Len()
+	case s.whole != nil:
 		return len(s.whole)
 	}
-	return s.relist.Len()
+	return s.listed
 }
 
 // finish ends the list served at rv: a queue gets its Replace; an
@@ -164,7 +168,7 @@ func (s *snapshot) finish(ctx context.Context, rv string) error {
 		if err := r.store.Replace(s.whole, rv); err != nil {
 			return err
 		}
-		s.whole, s.index = nil, nil
+		s.listed, s.whole, s.index = len(s.whole), nil, nil
 	} else {
 		if err := s.deleteAbsent(ctx); err != nil {
 			s.abandon()
