@@ -382,3 +382,40 @@ func TestStreamingRelistAppliesEventsAsTheyArrive(t *testing.T) {
 		t.Fatalf("streaming relist calls %q; want %q", got, want)
 	}
 }
+
+// A streaming relist cut after some of its initial events claims nothing;
+// the list that follows completes the reconciliation.
+func TestStreamingRelistCutMidwayIsCompletedByAList(t *testing.T) {
+	fc := &fakeClient{ListFn: func(_ int, o metav1.ListOptions) (runtime.Object, error) {
+		if o.Limit == 1 { // the streaming-list guard's count
+			return nil, fmt.Errorf("no count")
+		}
+		return cmList("30", cm("a", "1"), cm("b", "25")), nil
+	}}
+	store := newCallStore()
+	o := fastOptions(&recorder{})
+	o.Lister.Server = streamingServer()
+	r := New(fc, &corev1.ConfigMap{}, store, o)
+	run(t, r)
+	w := watcherOf(t, fc, 0)
+	w.Add(cm("a", "1"))
+	w.Add(cm("c", "3"))
+	w.Action(watch.Bookmark, bookmark("10", true))
+	eventually(t, "first sync", r.HasSynced)
+	w.Error(&gone().ErrStatus)
+	s := watcherOf(t, fc, 1)
+	first := store.count()
+	s.Add(cm("b", "25"))
+	eventually(t, "ns/b applied", func() bool { return store.count() > first })
+	if rv := r.LastSyncResourceVersion(); rv != "10" {
+		t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
+	}
+	s.Stop() // cut before the initial-events-end bookmark
+	eventually(t, "the list after the cut stream", func() bool { return r.LastSyncResourceVersion() == "30" })
+	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
+		t.Fatalf("store = %v; want a and b (c deleted)", keys)
+	}
+	if calls := store.since(first); !slices.Contains(calls, "delete ns/c@3") || slices.Contains(calls, "replace @30") {
+		t.Fatalf("calls %q; want ns/c deleted object by object", calls)
+	}
+}
