@@ -130,7 +130,8 @@ type Reflector struct {
 // list is abandoned as stale (ReasonStaleList) and asked again not older
 // than that object. A list in one response (the watch cache's) is decoded
 // whole before its objects are applied; streaming lists and paginated ones
-// are applied event by event and page by page. A queue (cache.Queue:
+// are applied event by event and page by page (Options.PaginateLists
+// paginates relists too). A queue (cache.Queue:
 // DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one Replace with the
 // whole list instead: object-by-object calls would give a queue's consumer
 // Added/Updated deltas and tombstones without the last known object
@@ -375,6 +376,11 @@ func (r *Reflector) streamingSupported(ctx context.Context) bool {
 func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.Query, err error) {
 	q = s.query
 	switch {
+	case q.Semantic == fallback.NotOlderThan && r.o.PaginateLists && !s.initial && r.objects != nil && r.o.pageSize > 0:
+		// A relist into a store it fills object by object: page by page,
+		// so the store's old contents and the whole new list are never
+		// held at once (a list in one response is decoded whole first).
+		return q.WithLimit(r.o.pageSize), q, nil
 	case q.Semantic == fallback.NotOlderThan:
 		return q, q, nil
 	case q.Semantic != fallback.MostRecent || q.Continue != "" || s.attempt > 0 || r.o.PaginateLists || r.o.pageSize <= 0:

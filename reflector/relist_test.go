@@ -419,3 +419,48 @@ func TestStreamingRelistCutMidwayIsCompletedByAList(t *testing.T) {
 		t.Fatalf("calls %q; want ns/c deleted object by object", calls)
 	}
 }
+
+// With PaginateLists, a relist NotOlderThan the store is paginated into a
+// store filled object by object (each page applied as it arrives), and
+// unpaginated into a queue, which gets the whole list in one Replace.
+func TestPaginateListsPaginatesRelistsIntoObjectStores(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func() cache.ReflectorStore
+		limit int64
+	}{
+		{"cache.Store", func() cache.ReflectorStore { return newCallStore() }, 2},
+		{"DeltaFIFO", func() cache.ReflectorStore {
+			return cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc})
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
+				switch {
+				case n == 0:
+					return cmList("10", cm("a", "1")), nil
+				case o.Continue == "" && o.Limit > 0:
+					l := cmList("20", cm("a", "1"), cm("b", "15"))
+					l.Continue = "t"
+					return l, nil
+				case o.Continue != "":
+					return cmList("20", cm("c", "18")), nil
+				}
+				return cmList("20", cm("a", "1"), cm("b", "15"), cm("c", "18")), nil
+			}}
+			o := fastOptions(&recorder{})
+			o.Lister.PageSize = 2
+			r := New(fc, &corev1.ConfigMap{}, tc.store(), o)
+			run(t, r)
+			watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+			watcherOf(t, fc, 1)
+			lists := fc.Lists()
+			if lists[1].ResourceVersion != "10" || lists[1].Limit != tc.limit {
+				t.Fatalf("relist %+v; want NotOlderThan(10) with limit %d", lists[1], tc.limit)
+			}
+			if r.LastSyncResourceVersion() != "20" || r.State().Items != 3 {
+				t.Fatalf("synced at %q with %d items; want 20 with 3", r.LastSyncResourceVersion(), r.State().Items)
+			}
+		})
+	}
+}
