@@ -76,20 +76,25 @@ func runReflectorInto(cfg *rest.Config, ns string, o reflector.Options, store *w
 // watching. The proxy stalls the watch; meanwhile two ConfigMaps are
 // deleted and one updated; the watch is dropped and its resumption answered
 // 410 (as a watch cache does once its resourceVersion left the window), so
-// the reflector relists (a streaming list, or a list with stream false).
+// the reflector relists (a streaming list, or a list with stream false,
+// in pages of 5 with paginate).
 // The relist fills the store object by object: no Replace, the deleted
 // objects delivered as deletions of the objects the store held (their
 // resourceVersions from before the deletion: no watch event carried them),
 // the store equal to the server, and no object back in time.
-func relistAfterGoneSpec(ctx context.Context, c *harness.Cluster, stream bool) {
+func relistAfterGoneSpec(ctx context.Context, c *harness.Cluster, stream, paginate bool) {
 	cs := suite.Clientset(c.RESTConfig())
 	ns := populate(ctx, cs, "relist", 20)
 	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
 	rec := &recorder{}
 	store := &writeLog{rvLog: newRVLog(), deleted: map[string]string{}}
-	name := fmt.Sprintf("relist-stream=%v", stream)
-	run := runReflectorInto(pcfg, ns, reflector.Options{Lister: lister.Options{Name: name, Metrics: rec, DisableStreamingList: !stream}}, store)
+	name := fmt.Sprintf("relist-stream=%v-paginate=%v", stream, paginate)
+	o := reflector.Options{Lister: lister.Options{Name: name, Metrics: rec, DisableStreamingList: !stream}, PaginateLists: paginate}
+	if paginate {
+		o.Lister.PageSize, o.Lister.MaxPageSize = 5, 5
+	}
+	run := runReflectorInto(pcfg, ns, o, store)
 	waitSynced(run.r, 60*time.Second)
 	Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
 	last := run.r.LastSyncResourceVersion()
@@ -123,8 +128,14 @@ func relistAfterGoneSpec(ctx context.Context, c *harness.Cluster, stream bool) {
 	logRequests("requests after the drop", requests(p, "", ns))
 	Expect(rec.Relists()).To(Equal([]string{"watch-gone"}), "one relist, caused by the 410")
 	fills := relists(p, ns)
-	Expect(fills).To(HaveLen(1))
 	Expect(isStreamingList(fills[0])).To(Equal(stream))
+	Expect(query(fills[0]).Get("resourceVersion")).To(Equal(last), "the relist is NotOlderThan the store")
+	if paginate {
+		Expect(query(fills[0]).Get("limit")).To(Equal("5"))
+		Expect(len(fills)).To(BeNumerically(">=", 4), "18 ConfigMaps in pages of 5")
+	} else {
+		Expect(fills).To(HaveLen(1))
+	}
 
 	expectStoreEqualsTruth(ctx, cs, run, ns)
 	deleted, replaces := store.deletions()
@@ -150,9 +161,12 @@ var _ = Describe("a relist fills the store object by object", Label("conformance
 			"needs the harness's "+build.Current+" server and the fault proxy")
 	})
 	It("after a 410, a streaming relist delivers the objects deleted meanwhile as deletions and the store equals the server", func(ctx SpecContext) {
-		relistAfterGoneSpec(ctx, c, true)
+		relistAfterGoneSpec(ctx, c, true, false)
 	})
 	It("after a 410, a list relist delivers the objects deleted meanwhile as deletions and the store equals the server", func(ctx SpecContext) {
-		relistAfterGoneSpec(ctx, c, false)
+		relistAfterGoneSpec(ctx, c, false, false)
+	})
+	It("after a 410, a paginated relist (PaginateLists) delivers the objects deleted meanwhile as deletions and the store equals the server", func(ctx SpecContext) {
+		relistAfterGoneSpec(ctx, c, false, true)
 	})
 })
