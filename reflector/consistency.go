@@ -85,7 +85,7 @@ func (r *Reflector) maybeCheckConsistency(ctx context.Context, rv string) {
 func (r *Reflector) checkConsistency(ctx context.Context, rv string, store map[string]string) {
 	logger := klog.FromContext(ctx)
 	rep := ConsistencyReport{ResourceVersion: rv}
-	obj, err := r.list(ctx, fallback.ExactQuery(rv).WithLimit(r.o.PageSize))
+	obj, err := r.listWhole(ctx, fallback.ExactQuery(rv).WithLimit(r.o.PageSize))
 	if ctx.Err() != nil {
 		return
 	}

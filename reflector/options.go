@@ -107,7 +107,11 @@ type Options struct {
 	// trade-off: pages are decoded one by one, so this client's peak heap is
 	// lower, but before v1.34 every page is read from etcd, which costs the
 	// apiserver more (docs/benchmarks.md measures both). Retries of a failed
-	// list are paginated either way.
+	// list are paginated either way. Into a store that lists fill object by
+	// object (see New), a relist NotOlderThan the store is paginated too, so
+	// that the store's old contents and the whole new list are never held
+	// at once (a list in one response is decoded whole before it is
+	// applied).
 	PaginateLists bool
 
 	// InitialListSemantic is the semantic of the first list: fallback.MostRecent

@@ -952,6 +952,10 @@ func (s traceStore) Replace(items []any, rv string) error {
 
 func (s traceStore) Resync() error { s.e.resyncs.Add(1); return s.Store.Resync() }
 
+// Bookmark ends a list that filled the store object by object (a sync, as
+// a Replace is for a queue).
+func (s traceStore) Bookmark(rv string) { s.Store.Bookmark(rv); s.e.onReplace() }
+
 // faultClient is the server's client with faults the in-memory server does
 // not have: every plain watch failing with watchErr, and MostRecent lists
 // served older than the store once it synced (staleAfterSync).

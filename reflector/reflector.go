@@ -48,7 +48,7 @@ func ListFromLister(l *lister.Lister) ListFunc {
 // case of KEP-2523. Create it with New and start it with Run.
 type Reflector struct {
 	client       Client
-	list         ListFunc
+	list         ListFunc       // Options.List; nil: the lister, page by page (listInto)
 	lister       *lister.Lister // the default List's, and planList's probe
 	store        cache.ReflectorStore
 	expectedType reflect.Type
@@ -89,6 +89,9 @@ type Reflector struct {
 	// The store's optional interfaces, asserted once in New.
 	rvUpdater     cache.ResourceVersionUpdater
 	bookmarkStore cache.ReflectorBookmarkStore
+	// objects is the store when a list may fill it object by object
+	// (objectStore); nil: every list is one Replace.
+	objects cache.Store
 
 	running      atomic.Bool
 	checkRunning atomic.Bool
@@ -107,11 +110,43 @@ type Reflector struct {
 //
 // store may be any cache.ReflectorStore: a cache.Store/cache.Indexer, a
 // DeltaFIFO or RealFIFO (so a SharedIndexInformer-style processing loop or
-// controller-runtime can sit on top). Lists go through store.Replace with the
-// list's resourceVersion; watch events through Add/Update/Delete; bookmarks
-// through Bookmark where the store is a cache.ReflectorBookmarkStore; every
-// resourceVersion advance through UpdateResourceVersion where it is a
-// cache.ResourceVersionUpdater.
+// controller-runtime can sit on top). Watch events go through
+// Add/Update/Delete; bookmarks through Bookmark where the store is a
+// cache.ReflectorBookmarkStore; every resourceVersion advance through
+// UpdateResourceVersion where it is a cache.ResourceVersionUpdater.
+//
+// Lists (the first sync and every relist, paginated, streaming or in one
+// response) fill a cache.Store or cache.Indexer (or a type embedding one)
+// object by object, as the objects arrive, so the store never holds its
+// old contents and the whole new list at once: Add for an object it does
+// not hold, Update for one it does, then Delete of each object the list no
+// longer holds (the object the store held is passed, as a Replace's
+// deletions carry it), then the store's Bookmark(the list's
+// resourceVersion). Those are the add, update and delete notifications
+// client-go's informer derives from a Replace of the same list; readers of
+// the store see the objects change one by one instead of at once. Every
+// object passes the watch pipeline first: one older than the version the
+// store holds for it, or than its deletion, is never applied, and the
+// list is abandoned as stale (ReasonStaleList) and asked again not older
+// than that object. A list in one response (the watch cache's) is decoded
+// whole before its objects are applied; streaming lists and paginated ones
+// are applied event by event and page by page (Options.PaginateLists
+// paginates relists too). A queue (cache.Queue:
+// DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one Replace with the
+// whole list instead: object-by-object calls would give a queue's consumer
+// Added/Updated deltas and tombstones without the last known object
+// instead of Replaced deltas (RealFIFO also queues a Replace's deletions
+// first), and an UndeltaStore would push its contents once per object.
+//
+// The store is reported synced at a list's resourceVersion
+// (LastSyncResourceVersion, HasSynced, UpdateResourceVersion, Bookmark)
+// only once every object of the list is applied and the absent ones
+// deleted. A list that fails midway claims nothing: LastSyncResourceVersion
+// and the store's LastStoreSyncResourceVersion stay at the last complete
+// list's (client-go's cache.Store sets the latter from each object
+// written; the reflector sets it back), the store keeps the objects
+// applied (none older than it held), and the reflector lists again,
+// never watches: the next complete list deletes whatever it does not hold.
 //
 // Options that o.Validate rejects make Run log the error and return without
 // sending a request (see Validate).
@@ -125,6 +160,7 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 	}
 	r.rvUpdater, _ = store.(cache.ResourceVersionUpdater)
 	r.bookmarkStore, _ = store.(cache.ReflectorBookmarkStore)
+	r.objects, _ = objectStore(store)
 	if expectedType != nil {
 		r.expectedType = reflect.TypeOf(expectedType)
 		if u, ok := expectedType.(*unstructured.Unstructured); ok {
@@ -139,10 +175,7 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 	// also when List is the caller's own.
 	r.lister = lister.New(c, r.listerOptions())
 	r.client = r.lister.Client() // with Options.Lister.Transform, if set
-	if r.list == nil {
-		r.list = ListFromLister(r.lister)
-	}
-	b := r.o.Backoff.New() // never stops by itself: a reflector retries until its context ends
+	b := r.o.Backoff.New()       // never stops by itself: a reflector retries until its context ends
 	b.Clock = r.o.Clock
 	b.Reset()
 	r.backoff = b
@@ -207,7 +240,8 @@ func (r *Reflector) listerOptions() lister.Options {
 func (r *Reflector) Name() string { return r.name }
 
 // LastSyncResourceVersion returns the last resourceVersion the store
-// reflects ("" before the first sync). It never goes backwards.
+// reflects ("" before the first sync): a list's only once the store holds
+// all of it (see New). It never goes backwards.
 func (r *Reflector) LastSyncResourceVersion() string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -343,6 +377,11 @@ func (r *Reflector) streamingSupported(ctx context.Context) bool {
 func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.Query, err error) {
 	q = s.query
 	switch {
+	case q.Semantic == fallback.NotOlderThan && r.o.PaginateLists && !s.initial && r.objects != nil && r.o.pageSize > 0:
+		// A relist into a store it fills object by object: page by page,
+		// so the store's old contents and the whole new list are never
+		// held at once (a list in one response is decoded whole first).
+		return q.WithLimit(r.o.pageSize), q, nil
 	case q.Semantic == fallback.NotOlderThan:
 		return q, q, nil
 	case q.Semantic != fallback.MostRecent || q.Continue != "" || s.attempt > 0 || r.o.PaginateLists || r.o.pageSize <= 0:
@@ -436,27 +475,97 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 		}
 		return r.listFailed(ctx, s, probe, err)
 	}
-	obj, err := r.list(ctx, q)
+	snap, rv, err := r.listInto(ctx, q)
 	if ctx.Err() != nil {
+		snap.abandon()
 		return stopped{}, because(ReasonContextDone, "context ended while listing")
 	}
-	if err == nil {
-		err = r.checkNotStale(obj, q)
-	}
 	if err != nil {
+		snap.abandon()
+		if se := (*storeError)(nil); errors.As(err, &se) {
+			logger.Error(err, "Unable to apply the list", "query", q.String())
+			return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "%v", err)
+		}
 		return r.listFailed(ctx, s, q, err)
 	}
-	items, err := meta.ExtractListWithAlloc(obj)
-	if err != nil {
-		logger.Error(err, "Unable to understand list result", "query", q.String())
-		return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "unable to understand list result: %v", err)
+	if err := snap.finish(ctx, rv); err != nil {
+		return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "store update failed: %v", err)
 	}
-	rv := listRV(obj)
-	if err := r.replace(ctx, items, rv); err != nil {
-		return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "store.Replace failed: %v", err)
-	}
-	return startingWatch{rv: rv}, because(ReasonListed, "listed %d items with %s, served at resourceVersion %q", len(items), q, rv)
+	return startingWatch{rv: rv}, because(ReasonListed, "listed %d items with %s, served at resourceVersion %q", snap.len(), q, rv)
 }
+
+// listInto runs the list q and applies its objects to the store as they
+// arrive (snapshot): page by page through the reflector's lister, or from
+// the whole answer of Options.List. Each page is checked not older than the
+// store before any of its objects is applied. It returns the snapshot (to
+// finish, or to abandon on error) and the list's resourceVersion. A failure
+// of the store, or an answer that is not a list, is a *storeError.
+func (r *Reflector) listInto(ctx context.Context, q fallback.Query) (*snapshot, string, error) {
+	snap := r.begin(0)
+	if r.list != nil {
+		obj, err := r.list(ctx, q)
+		if err != nil {
+			return snap, "", err
+		}
+		return snap, listRV(obj), r.applyPage(ctx, snap, obj, q)
+	}
+	rec, err := r.lister.ListPages(ctx, q, func(page runtime.Object) error {
+		return r.applyPage(ctx, snap, page, q)
+	}, lister.OnRestart(func(fallback.Event) error {
+		snap.restart()
+		return nil
+	}))
+	if err != nil {
+		return snap, "", err
+	}
+	rv := rec.ServedResourceVersion
+	if err := r.checkNotStaleRV(rv, q); err != nil {
+		return snap, "", err
+	}
+	return snap, rv, nil
+}
+
+// listWhole runs q as one list object: through Options.List, or the
+// reflector's lister.
+func (r *Reflector) listWhole(ctx context.Context, q fallback.Query) (runtime.Object, error) {
+	if r.list != nil {
+		return r.list(ctx, q)
+	}
+	obj, _, err := r.lister.List(ctx, q)
+	return obj, err
+}
+
+// applyPage checks that page is not older than the store, then applies its
+// objects one by one.
+func (r *Reflector) applyPage(ctx context.Context, snap *snapshot, page runtime.Object, q fallback.Query) error {
+	if err := r.checkNotStale(page, q); err != nil {
+		return err
+	}
+	items, err := meta.ExtractListWithAlloc(page)
+	if err != nil {
+		return &storeError{op: "unable to understand list result", err: err}
+	}
+	for i, it := range items {
+		if err := snap.add(ctx, it); err != nil {
+			if se := (*StaleListError)(nil); errors.As(err, &se) {
+				return err
+			}
+			return &storeError{op: "store rejected a listed object", err: err}
+		}
+		items[i] = nil
+	}
+	return nil
+}
+
+// storeError is a list that could not be applied: the store failed, or the
+// answer is not a list. Retried after a backoff, as the same list.
+type storeError struct {
+	op  string
+	err error
+}
+
+func (e *storeError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
 
 func (s listing) retry() listing { s.attempt++; return s }
 
@@ -489,7 +598,12 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 
 // checkNotStale rejects a list older than the store or than the NotOlderThan asked.
 func (r *Reflector) checkNotStale(obj runtime.Object, q fallback.Query) error {
-	served := listRV(obj)
+	return r.checkNotStaleRV(listRV(obj), q)
+}
+
+// checkNotStaleRV rejects a list served at served when that is older than
+// the store or than the NotOlderThan asked.
+func (r *Reflector) checkNotStaleRV(served string, q fallback.Query) error {
 	required := r.LastSyncResourceVersion()
 	if q.Semantic == fallback.NotOlderThan && (required == "" || isOlder(required, q.ResourceVersion)) {
 		required = q.ResourceVersion
@@ -506,34 +620,6 @@ func listRV(obj runtime.Object) string {
 		return ""
 	}
 	return m.GetResourceVersion()
-}
-
-// replace swaps the store's contents for items at rv.
-func (r *Reflector) replace(ctx context.Context, items []runtime.Object, rv string) error {
-	found := make([]any, 0, len(items))
-	held := r.pipe.Load(len(items))
-	for _, it := range items {
-		if !r.typeOK(ctx, it) {
-			continue
-		}
-		found = append(found, it)
-		if m, err := meta.Accessor(it); err == nil {
-			held.Add(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
-		}
-	}
-	if err := r.store.Replace(found, rv); err != nil {
-		return err
-	}
-	r.pipe.Replace(held, rv)
-	r.items = max(r.pipe.Live(), 0)
-	r.quiet = true
-	r.mu.Lock()
-	r.status.Synced = true
-	r.status.Items = r.items
-	r.mu.Unlock()
-	r.o.Metrics.Items(r.name, r.items)
-	r.setRV(klog.FromContext(ctx), rv, true, r.o.Clock.Now())
-	return nil
 }
 
 // setRV records rv as the store's resourceVersion, advanced at now (zero:
@@ -651,11 +737,12 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
 	}
 
+	// The initial events are applied to the store as they arrive.
 	var (
-		items  []runtime.Object
-		index  = map[string]int{}
-		endRV  string
-		failed error
+		snap     = r.begin(0)
+		endRV    string
+		failed   error
+		applyErr error
 	)
 	stop := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(stop) })()
@@ -671,16 +758,8 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}, logger, func(ev watch.Event) bool {
 		switch ev.Type {
 		case watch.Added:
-			if !r.typeOK(ctx, ev.Object) {
-				return true
-			}
-			if k, _, ok := keyRV(ev.Object); ok {
-				if i, dup := index[k]; dup {
-					items[i] = ev.Object
-				} else {
-					index[k] = len(items)
-					items = append(items, ev.Object)
-				}
+			if applyErr = snap.add(ctx, ev.Object); applyErr != nil {
+				return false
 			}
 		case watch.Bookmark: // the initial-events-end bookmark: the guard hands over no other
 			if m, err := meta.Accessor(ev.Object); err == nil {
@@ -693,9 +772,19 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return true
 	})
 	release()
+	if out != watchpipe.InitialEventsEnded {
+		snap.abandon()
+	}
 	switch out {
 	case watchpipe.InitialEventsStopped:
 		w.Stop()
+		if stale := (*StaleListError)(nil); errors.As(applyErr, &stale) {
+			next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+			return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "streaming %s: %v", s.query, applyErr)
+		}
+		if applyErr != nil {
+			return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store rejected a streamed object: %v", applyErr)
+		}
 		return stopped{}, because(ReasonContextDone, "context ended during a streaming list")
 	case watchpipe.InitialEventsClosed, watchpipe.InitialEventsCut:
 		w.Stop()
@@ -720,6 +809,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		// Every watch from it would fail: the streaming list is abandoned
 		// and the same sync is made with a list.
 		w.Stop()
+		snap.abandon()
 		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
 		logger.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
 			"reason", ReasonBadResourceVersion, "resourceVersion", endRV)
@@ -727,14 +817,15 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(endRV, last) {
 		w.Stop()
+		snap.abandon()
 		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", &StaleListError{Required: last, Served: endRV})
 	}
 	prev := r.LastSyncResourceVersion()
 	advanced := prev == "" || isOlder(prev, endRV)
-	if err := r.replace(ctx, items, endRV); err != nil {
+	if err := snap.finish(ctx, endRV); err != nil {
 		w.Stop()
-		return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store.Replace failed: %v", err)
+		return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store update failed: %v", err)
 	}
 	if r.bookmarkStore != nil {
 		if err := r.bookmarkStore.Bookmark(endRV); err != nil {
@@ -747,7 +838,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		// relist decided before the next watch event still backs off.)
 		r.resetBackoff()
 	}
-	return watching{rv: endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", len(items), endRV)
+	return watching{rv: endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", snap.len(), endRV)
 }
 
 func (r *Reflector) observeStreaming(s compat.Support, detail string) {

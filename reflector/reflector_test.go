@@ -943,7 +943,7 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 // back to one MostRecent list at once: no limit=1 read and NotOlderThan
 // retry at a newer resourceVersion (rule 1 of KEP-2523 is for paginated
 // lists a legacy server answered as Exact; the reflector's lists at a
-// resourceVersion are unpaginated).
+// resourceVersion are unpaginated unless PaginateLists, as here).
 func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
 	fc := &fakeClient{ListFn: testfake.Answers(
 		testfake.Returns(cmList("10", cm("a", "5")), nil),
@@ -965,8 +965,8 @@ func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
 	if lists[1].ResourceVersion != "15" {
 		t.Fatalf("first relist = %+v; want NotOlderThan(15)", lists[1])
 	}
-	if lists[2].ResourceVersion != "" || lists[2].Limit != 0 {
-		t.Fatalf("after its 410: %+v; want one unpaginated MostRecent list", lists[2])
+	if lists[2].ResourceVersion != "" || lists[2].Limit != lists[1].Limit {
+		t.Fatalf("after its 410: %+v; want one MostRecent list, paginated as the relist was (PaginateLists)", lists[2])
 	}
 	if got := fc.Watches()[1].ResourceVersion; got != "30" {
 		t.Fatalf("watch after relist from %q; want 30", got)

@@ -47,6 +47,10 @@ type checker struct {
 	tombs      map[string]uint64 // key -> resourceVersion at (or after) which it was deleted
 	violations []violation
 	changes    int
+	// relisted counts reflector.New's relists (lists after its first
+	// sync, which fill the store object by object) and the objects they
+	// deleted because the new list no longer held them.
+	relisted struct{ lists, deleted int }
 }
 
 type scope struct{ namespace, selector string }
@@ -231,16 +235,55 @@ func (c *checker) handlers() cache.ResourceEventHandlerFuncs {
 	}
 }
 
-// store is a cache.Store that checks every write reflector.New makes.
+// store is a cache.Store that checks every write reflector.New makes. A
+// list fills it object by object (Add or Update as each object arrives,
+// then Delete of each object the list no longer holds, then Bookmark with
+// the list's resourceVersion): each object is checked as a watch event's
+// is (never older than the version held, never back from its deletion),
+// and each deletion a list makes (Delete of the very object the store
+// holds; a watch's DELETED carries an object of its own) as a
+// DeletedFinalStateUnknown is: the server must have ended that version.
 type store struct {
 	cache.Store
 	c *checker
+	// synced: the first list ended; later lists are relists.
+	synced *atomic.Bool
+}
+
+func newStore(c *checker) store {
+	return store{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), c: c, synced: &atomic.Bool{}}
 }
 
 func (s store) Add(obj any) error    { s.c.put(obj, "add"); return s.Store.Add(obj) }
 func (s store) Update(obj any) error { s.c.put(obj, "update"); return s.Store.Update(obj) }
-func (s store) Delete(obj any) error { s.c.remove(obj, "delete"); return s.Store.Delete(obj) }
+func (s store) Delete(obj any) error {
+	if cur, ok, _ := s.Store.Get(obj); ok && cur == obj {
+		s.c.removeUnknown(obj, "list-delete")
+		s.count(&s.c.relisted.deleted)
+	} else {
+		s.c.remove(obj, "delete")
+	}
+	return s.Store.Delete(obj)
+}
 func (s store) Replace(items []any, rv string) error {
 	s.c.replace(items, rv, "list")
+	s.synced.Store(true)
 	return s.Store.Replace(items, rv)
+}
+
+// Bookmark ends a list that filled the store object by object.
+func (s store) Bookmark(rv string) {
+	s.count(&s.c.relisted.lists)
+	s.synced.Store(true)
+	s.Store.Bookmark(rv)
+}
+
+// count counts one of a relist's doings (after the first sync).
+func (s store) count(n *int) {
+	if !s.synced.Load() {
+		return
+	}
+	s.c.mu.Lock()
+	*n++
+	s.c.mu.Unlock()
 }

@@ -7,7 +7,11 @@
 //     cache.ListWatch;
 //   - "dropin": the same informer over lister.NewListerWatcher (the drop-in
 //     adoption path);
-//   - "reflector": reflector.New over a cache.Store, on a fake clock.
+//   - "reflector": reflector.New over a cache.Store, on a fake clock. Its
+//     lists fill the store object by object; each object is checked as it
+//     is applied, each deletion at a list's end must be of a version the
+//     server ended, and a run of the default size must see relists that
+//     delete objects (deletions delivered over the object-by-object relist).
 //
 // After every change a client makes to its cache it checks that no object is
 // older than the version already held (Kubernetes API Concepts, "Resource

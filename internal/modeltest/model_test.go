@@ -125,6 +125,9 @@ type summary struct {
 	window   time.Duration
 	converge map[string][]time.Duration
 	took     []time.Duration
+	// relists, relistDeletes: reflector.New's object-by-object relists
+	// and the deletions they delivered, over every history.
+	relists, relistDeletes int
 }
 
 type firstFailure struct {
@@ -157,10 +160,17 @@ func (s *summary) add(idx int, h history, res result) {
 	}
 	s.window += res.window
 	s.took = append(s.took, res.took)
+	s.relists += res.relists
+	s.relistDeletes += res.relistDeletes
 	for c, d := range res.converge {
 		s.converge[c] = append(s.converge[c], d)
 	}
 }
+
+// minHistoriesForRelists is how many histories are enough for some of
+// them to make reflector.New relist and delete, at a relist's end, objects
+// deleted while its watch was down (TestModel checks that they do).
+const minHistoriesForRelists = 200
 
 // TestModel plays generated histories (1000 by default) against stock
 // client-go, the drop-in informer and reflector.New, and fails on any
@@ -212,6 +222,10 @@ func TestModel(t *testing.T) {
 	elapsed := time.Since(begin)
 	t.Logf("stream %d: %d histories in %v (%d at once)", cfg.stream, s.histories, elapsed.Round(time.Millisecond), cfg.parallel)
 	t.Log(s.report())
+	t.Logf("reflector.New relisted object by object %d times, deleting %d objects the new lists no longer held", s.relists, s.relistDeletes)
+	if cfg.only < 0 && s.histories >= minHistoriesForRelists && (s.relists == 0 || s.relistDeletes == 0) {
+		t.Errorf("%d histories made reflector.New relist %d times and delete %d objects at a relist's end: the histories no longer exercise its relists", s.histories, s.relists, s.relistDeletes)
+	}
 
 	var keys []string
 	for k := range s.first {

@@ -99,6 +99,9 @@ type result struct {
 	window     time.Duration  // from the clients' start to then
 	converge   map[string]time.Duration
 	took       time.Duration // the whole play
+	// relists and relistDeletes: reflector.New's relists, which fill its
+	// store object by object, and the objects they deleted.
+	relists, relistDeletes int
 }
 
 type truthEntry struct {
@@ -243,6 +246,11 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 					res.window.Round(time.Millisecond), head(trace(r.servers[c].Requests()), 600), head(trace(r.servers[clientStock].Requests()), 300))})
 		}
 		res.violations = append(res.violations, r.checks[c].found()...)
+	}
+	if chk, ok := r.checks[clientReflector]; ok {
+		chk.mu.Lock()
+		res.relists, res.relistDeletes = chk.relisted.lists, chk.relisted.deleted
+		chk.mu.Unlock()
 	}
 	return res
 }
@@ -542,7 +550,7 @@ func (r *run) start() {
 			}
 			runFn = inf.RunWithContext
 		case clientReflector:
-			st := store{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), c: chk}
+			st := newStore(chk)
 			refl := reflector.New(view, &corev1.ConfigMap{}, st, reflector.Options{
 				Clock:  r.clk,
 				Lister: lister.Options{LabelSelector: r.h.selector},
