@@ -137,6 +137,30 @@ func TestRepeatedStaleEventBacksOff(t *testing.T) {
 	relistsBackOff(t, fc, func() int { return len(fc.Lists()) })
 }
 
+// A server that re-delivers an older event after newer ones, on every watch
+// after every relist (kubernetes/kubernetes#73845; the persistent-fault
+// soak's "older-event-redelivered"): each round makes progress, then
+// regresses. The progress does not start the re-syncs' backoff afresh: the
+// relists still back off, Initial, then twice that.
+func TestStaleEventAfterProgressStillBacksOff(t *testing.T) {
+	fc := &fakeClient{}
+	fc.ListFn = func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+		rv := 100 + 10*n
+		return cmList(strconv.Itoa(rv), cm("a", strconv.Itoa(rv-1))), nil
+	}
+	fc.WatchFn = func(_ int, o metav1.ListOptions) (watch.Interface, error) {
+		from, err := strconv.Atoi(o.ResourceVersion)
+		if err != nil {
+			return nil, err
+		}
+		w := watch.NewRaceFreeFake()
+		w.Add(cm("b", strconv.Itoa(from+1))) // progress
+		w.Modify(cm("a", "5"))               // then older than what is held
+		return w, nil
+	}
+	relistsBackOff(t, fc, func() int { return len(fc.Lists()) })
+}
+
 // A server that answers every list with 429 (no Retry-After) while
 // reflector.New fills its store from the watch cache by default (the
 // limit=1 read, Lister.CurrentResourceVersion, then a list): nothing is sent

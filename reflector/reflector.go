@@ -61,6 +61,11 @@ type Reflector struct {
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
+	// regressBackoff spaces the re-syncs that ended watches force (ended
+	// below); progress does not reset it, only Backoff.ResetAfter without
+	// such a re-sync does. lastRegress is when the last one was decided.
+	regressBackoff *backoff.ExponentialBackOff
+	lastRegress    time.Time
 	// shortWatches counts consecutive watches that closed at once without progress.
 	shortWatches int
 	// ended, when set, says why the watch pipeline ended the watch (an
@@ -179,6 +184,10 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 	b.Clock = r.o.Clock
 	b.Reset()
 	r.backoff = b
+	rb := r.o.Backoff.New()
+	rb.Clock = r.o.Clock
+	rb.Reset()
+	r.regressBackoff = rb
 	r.status = Status{Phase: PhaseNotStarted, Since: r.o.Clock.Now()}
 	return r
 }
@@ -448,6 +457,25 @@ func (r *Reflector) relist(next state, retryAfter time.Duration) state {
 func (r *Reflector) progress() {
 	r.quiet = false
 	r.resetBackoff()
+}
+
+// regressDelay is the wait before a re-sync that a watch forced by
+// delivering what the store must not apply (an event older than it holds,
+// a resourceVersion that does not parse): the regular delay, or the next
+// delay of a backoff of its own when longer. Progress does not reset that
+// one, only Backoff.ResetAfter without such a re-sync: a server that
+// re-delivers older events after every re-sync also delivers newer ones in
+// between, so each round makes progress and then regresses, and the regular
+// backoff alone would start afresh every round (measured by the persistent-
+// fault soak, docs/bad-server-data.md, "older-event-redelivered").
+func (r *Reflector) regressDelay() time.Duration {
+	d := r.delay(0)
+	now := r.o.Clock.Now()
+	if !r.lastRegress.IsZero() && now.Sub(r.lastRegress) >= r.o.Backoff.ResetAfter {
+		r.regressBackoff.Reset()
+	}
+	r.lastRegress = now
+	return max(d, min(r.regressBackoff.NextBackOff(), r.o.Backoff.Max))
 }
 
 // resetBackoff starts the backoff afresh: the next failure waits
@@ -1049,7 +1077,7 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 				detail, code := r.ended, r.endedCode
 				r.ended, r.endedCode = "", ""
 				rv := r.LastSyncResourceVersion()
-				return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, code)},
+				return backingOff{delay: r.regressDelay(), next: r.syncState(ctx, relistQuery(rv), false, code)},
 					because(code, "%s; relisting %s after a backoff delay", detail, relistQuery(rv))
 			}
 			if events == 1 {
