@@ -548,6 +548,15 @@ const (
 )
 
 func (r *report) writeP6Only(out string) error {
+	return r.writeSectionOnly(out, "P6", "results-p6-"+r.Size+".json", func(page, jsonName string) string {
+		return spliceP6(page, r.p6Section(jsonName))
+	})
+}
+
+// writeSectionOnly writes r as <out>/bench/<jsonName> and splices the
+// section of one scenario (name) into <out>/benchmarks.md, leaving the rest
+// of the page alone: the write of a run of one scenario (-only p6, -only p7).
+func (r *report) writeSectionOnly(out, name, jsonName string, splice func(page, jsonName string) string) error {
 	dir := filepath.Join(out, "bench")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -556,7 +565,6 @@ func (r *report) writeP6Only(out string) error {
 	if err != nil {
 		return err
 	}
-	jsonName := "results-p6-" + r.Size + ".json"
 	if err := os.WriteFile(filepath.Join(dir, jsonName), j, 0o644); err != nil {
 		return err
 	}
@@ -568,10 +576,10 @@ func (r *report) writeP6Only(out string) error {
 	if len(old) == 0 {
 		old = []byte("# Benchmarks: steadywatch vs stock client-go\n\n")
 	}
-	if err := os.WriteFile(page, []byte(spliceP6(string(old), r.p6Section(jsonName))), 0o644); err != nil {
+	if err := os.WriteFile(page, []byte(splice(string(old), jsonName)), 0o644); err != nil {
 		return err
 	}
-	logf("wrote the P6 section of %s and %s", page, filepath.Join(dir, jsonName))
+	logf("wrote the %s section of %s and %s", name, page, filepath.Join(dir, jsonName))
 	return nil
 }
 

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -28,31 +25,9 @@ func (r *report) writeP7Only(out string) error {
 			return err
 		}
 	}
-	dir := filepath.Join(out, "bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	jsonName := "results-p7.json"
-	if err := os.WriteFile(filepath.Join(dir, jsonName), j, 0o644); err != nil {
-		return err
-	}
-	page := filepath.Join(out, "benchmarks.md")
-	old, err := os.ReadFile(page)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	if len(old) == 0 {
-		old = []byte("# Benchmarks: steadywatch vs stock client-go\n\n")
-	}
-	if err := os.WriteFile(page, []byte(spliceP7(string(old), r.p7Section(jsonName))), 0o644); err != nil {
-		return err
-	}
-	logf("wrote the P7 section of %s and %s", page, filepath.Join(dir, jsonName))
-	return nil
+	return r.writeSectionOnly(out, "P7", "results-p7.json", func(page, jsonName string) string {
+		return spliceP7(page, r.p7Section(jsonName))
+	})
 }
 
 // spliceP7 puts section in place of page's P7 section, or after its P6
