@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -15,13 +16,15 @@ import (
 // The shardSelector cell asks whether the server applies the shardSelector
 // of KEP-5866, "Sharded List and Watch"
 // (https://github.com/kubernetes/enhancements/issues/5866: alpha since
-// v1.36, feature gate ShardedListAndWatch). It sends one list of the probe's
-// objects with a shardSelector covering half of the uid hash space and
-// limit=2. A server that applies the selector echoes it in
-// ListMeta.shardInfo; one that does not know it (the gate off, a server
-// before v1.36, a proxy that drops the parameter) ignores it silently and
-// answers without shardInfo. The answer is read with shard.Verify, the check
-// steadywatch's sharded ListerWatcher makes on every list. What it shows
+// v1.36, feature gate ShardedListAndWatch). It sends one pair of lists of
+// the probe's objects, each with a shardSelector covering one half of the
+// uid hash space, and limit=2. A server that applies the selector echoes it
+// in ListMeta.shardInfo and returns only objects of that half; one that does
+// not know it (the gate off, a server before v1.36, a proxy that drops the
+// parameter) ignores it silently and answers without shardInfo. Each answer
+// is read with shard.Verify, the check steadywatch's sharded ListerWatcher
+// makes on every list; "yes" needs both halves echoed with their objects in
+// range, "no" neither echoed, anything else is an error. What it shows
 // holds for the core group/version (configmaps, "v1") only: an aggregated
 // API or a custom resource's group is served by other code and may differ,
 // so steadywatch keeps the belief per group/version (compat.ForGroupVersion).
@@ -51,8 +54,10 @@ const (
 
 const (
 	srcShardSelector = "KEP-5866 Sharded List and Watch: a server that applies shardSelector echoes it in ListMeta.shardInfo"
-	// shardProbeSelector covers the lower half of the uid hash space.
-	shardProbeSelector = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+	// shardProbeSelector and shardProbeSelectorUpper cover the lower and
+	// the upper half of the uid hash space.
+	shardProbeSelector      = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+	shardProbeSelectorUpper = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
 	// shardGroupVersion is the group/version the cell's answer is about.
 	shardGroupVersion = "v1"
 )
@@ -61,34 +66,101 @@ func shardSelectorCell() cell {
 	return cell{
 		ID: CellShardSelector, Kind: KindShardSelector, RV: RVUnset, Paging: PagingLimit,
 		Expected: SemMayApplyShardSelector, Source: srcShardSelector,
-		Note: "list with shardSelector=" + shardProbeSelector + " and limit=2: shardInfo echoed (yes), absent (no: ignored), or the error",
+		Note: "two lists with limit=2, shardSelector=" + shardProbeSelector + " and its upper half: shardInfo echoed by both with objects in range (yes), by neither (no: ignored), or the error",
 	}
 }
 
-// runShardSelectorCell sends the cell's list and records what its answer
-// shows.
+// runShardSelectorCell sends the cell's pair of lists and records what
+// their answers show (the wire form shown is the first list's).
 func (e *probeEnv) runShardSelectorCell(ctx context.Context, opts metav1.ListOptions, r *cellReport) error {
-	sel, err := shard.Parse(shardProbeSelector)
-	if err != nil {
-		return err
-	}
-	opts.ShardSelector = sel.String()
-	r.Wire, r.Request.ShardSelector, r.GroupVersion = wireQuery(opts), opts.ShardSelector, shardGroupVersion
-	l, err := e.list(ctx, opts)
-	if err != nil {
-		if f := fatal(ctx, "list", e, err); f != nil {
-			return f
+	var (
+		halves [2]shard.Selector
+		lists  [2]runtime.Object
+		errs   [2]error
+	)
+	for i, raw := range []string{shardProbeSelector, shardProbeSelectorUpper} {
+		sel, err := shard.Parse(raw)
+		if err != nil {
+			return err
 		}
-		r.HTTPStatus = statusOf(err)
-		r.Message = oneLine(err.Error())
-		r.Observed, r.Result, r.Evidence = observeShardSelector(nil, err, sel)
-		return nil
+		halves[i] = sel
+		o := opts
+		o.ShardSelector = sel.String()
+		if i == 0 {
+			r.Wire, r.Request.ShardSelector, r.GroupVersion = wireQuery(o), o.ShardSelector, shardGroupVersion
+		}
+		l, err := e.list(ctx, o)
+		if err != nil {
+			if f := fatal(ctx, "list", e, err); f != nil {
+				return f
+			}
+			errs[i] = err
+			continue
+		}
+		lists[i] = l
+		r.Items += len(l.Items)
+		if i == 0 {
+			r.ServedResourceVersion = l.GetResourceVersion()
+		}
 	}
 	r.HTTPStatus = 200
-	r.ServedResourceVersion = l.GetResourceVersion()
-	r.Items = len(l.Items)
-	r.Observed, r.Result, r.Evidence = observeShardSelector(l, nil, sel)
+	for _, err := range errs {
+		if err != nil {
+			r.HTTPStatus, r.Message = statusOf(err), oneLine(err.Error())
+			break
+		}
+	}
+	r.Observed, r.Result, r.Evidence = observeShardSelectorPair(lists, errs, halves)
 	return nil
+}
+
+// observeShardSelectorPair combines the answers to the two halves: yes when
+// both echo their selector and hold only objects of their half, no when
+// neither echoes it, an error otherwise.
+func observeShardSelectorPair(lists [2]runtime.Object, errs [2]error, halves [2]shard.Selector) (observed, result, evidence string) {
+	var res [2]string
+	for i := range lists {
+		o, r, ev := observeShardSelector(lists[i], errs[i], halves[i])
+		if r == ResultError {
+			return o, r, fmt.Sprintf("half %d of 2: %s", i+1, ev)
+		}
+		if r == ResultYes {
+			if ev, ok := outsideHalf(lists[i], halves[i]); !ok {
+				return SemShardInfoMismatch, ResultError, fmt.Sprintf("half %d of 2: shardInfo echoed, but %s", i+1, ev)
+			}
+		}
+		res[i] = r
+	}
+	switch {
+	case res[0] == ResultYes && res[1] == ResultYes:
+		return SemShardInfoEchoed, ResultYes, "ListMeta.shardInfo echoes each half's selector and every object is in its half: the server filtered"
+	case res[0] == ResultNo && res[1] == ResultNo:
+		return SemShardSelectorIgnored, ResultNo, "no ListMeta.shardInfo for either half: the server ignored the selector (steadywatch filters on the client)"
+	}
+	return SemShardInfoMismatch, ResultError, fmt.Sprintf("one half echoed shardInfo and the other did not (lower: %s, upper: %s)", res[0], res[1])
+}
+
+// outsideHalf reports the first object of list that half does not select
+// (ok false), or ok true when there is none.
+func outsideHalf(list runtime.Object, half shard.Selector) (string, bool) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err.Error(), false
+	}
+	for _, it := range items {
+		m, err := meta.Accessor(it)
+		if err != nil {
+			return err.Error(), false
+		}
+		in, err := half.MatchesMeta(m)
+		if err != nil {
+			return err.Error(), false
+		}
+		if !in {
+			return fmt.Sprintf("%s/%s (uid %s) is outside %s", m.GetNamespace(), m.GetName(), m.GetUID(), half.String()), false
+		}
+	}
+	return "", true
 }
 
 // observeShardSelector classifies the answer to a list sent with the

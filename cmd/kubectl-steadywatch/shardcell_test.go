@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/steadywatch/steadywatch/shard"
 )
@@ -75,5 +77,59 @@ func TestShardSelectorCellIsReportedAndDetected(t *testing.T) {
 	q := wireQuery(metav1.ListOptions{Limit: 2, ShardSelector: shardProbeSelector})
 	if want := "limit=2&shardSelector=" + shardProbeSelector; q != want {
 		t.Fatalf("wire %q, want %q", q, want)
+	}
+}
+
+// The pair of half-range lists: yes only when both halves echo their
+// selector and hold only their own objects.
+func TestObserveShardSelectorPair(t *testing.T) {
+	var halves [2]shard.Selector
+	for i, raw := range []string{shardProbeSelector, shardProbeSelectorUpper} {
+		s, err := shard.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		halves[i] = s
+	}
+	// One uid per half, found by hashing.
+	var uids [2]types.UID
+	for i := 0; uids[0] == "" || uids[1] == ""; i++ {
+		u := types.UID(fmt.Sprintf("uid-%d", i))
+		in, err := halves[0].MatchesMeta(&metav1.ObjectMeta{UID: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in && uids[0] == "" {
+			uids[0] = u
+		} else if !in && uids[1] == "" {
+			uids[1] = u
+		}
+	}
+	echoed := func(half int, uid types.UID) runtime.Object {
+		return &corev1.ConfigMapList{
+			ListMeta: metav1.ListMeta{ShardInfo: &metav1.ShardInfo{Selector: halves[half].String()}},
+			Items:    []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: uid}}},
+		}
+	}
+	ignored := &corev1.ConfigMapList{Items: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{UID: uids[0]}}, {ObjectMeta: metav1.ObjectMeta{UID: uids[1]}}}}
+	for _, tc := range []struct {
+		name     string
+		lists    [2]runtime.Object
+		errs     [2]error
+		observed string
+		result   string
+	}{
+		{"both halves echoed, objects in range", [2]runtime.Object{echoed(0, uids[0]), echoed(1, uids[1])}, [2]error{}, SemShardInfoEchoed, ResultYes},
+		{"neither echoed", [2]runtime.Object{ignored, ignored}, [2]error{}, SemShardSelectorIgnored, ResultNo},
+		{"only one half echoed", [2]runtime.Object{echoed(0, uids[0]), ignored}, [2]error{}, SemShardInfoMismatch, ResultError},
+		{"echoed, but an object of the other half", [2]runtime.Object{echoed(0, uids[1]), echoed(1, uids[1])}, [2]error{}, SemShardInfoMismatch, ResultError},
+		{"the second list refused", [2]runtime.Object{ignored, nil}, [2]error{nil, apierrors.NewBadRequest("invalid shardSelector")}, SemInvalid, ResultError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs, res, ev := observeShardSelectorPair(tc.lists, tc.errs, halves)
+			if obs != tc.observed || res != tc.result || ev == "" {
+				t.Fatalf("observed %s, result %s, evidence %q; want %s, %s and evidence", obs, res, ev, tc.observed, tc.result)
+			}
+		})
 	}
 }
