@@ -60,9 +60,10 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // not held twice.
 //
 // Memory follows the items that have arrived, never a number the server
-// claims: the result grows as pages are appended, to at most four times the
-// items received so far; within that cap the server's remainingItemCount
-// sizes the growth so the last pages fit without more reallocations.
+// claims: the result grows as pages are appended, to at most twenty times
+// the items received so far; within that cap the server's
+// remainingItemCount sizes the growth so the last pages fit without more
+// reallocations (a 10,000-item list in pages of 500 is allocated once).
 func (l *Lister) List(ctx context.Context, q Query) (runtime.Object, *Record, error) {
 	return l.list(ctx, q, metav1.ListOptions{LabelSelector: l.o.LabelSelector, FieldSelector: l.o.FieldSelector})
 }
@@ -271,8 +272,11 @@ func growCap(need int, remaining int64) int {
 }
 
 // maxGrowth caps how far a server's remainingItemCount may grow List's
-// result past the items that have arrived.
-const maxGrowth = 4
+// result past the items that have arrived. The result holds the items'
+// structs, not their data: twenty structs per received object stay a small
+// multiple of what the objects themselves take, and one page of the
+// default size sizes a list of up to twenty pages in one allocation.
+const maxGrowth = 20
 
 // remainingOf is page's remainingItemCount, or -1 when it has none.
 func remainingOf(page runtime.Object) int64 {

@@ -47,12 +47,14 @@ func TestGrowCapIsBoundedByArrivedItems(t *testing.T) {
 		remaining int64
 		want      int
 	}{
-		{4, 1 << 20, 16},   // a huge claim: capped at four times what arrived
-		{4, -1, 8},         // no claim: double, as append
-		{4, 1, 5},          // one left: exactly enough
-		{500, 0, 500},      // the last page
-		{1000, 2500, 3500}, // a claim within the cap: exactly enough
-		{1000, 3000, 4000}, // at the cap
+		{4, 1 << 20, 80},     // a huge claim: capped at twenty times what arrived
+		{4, -1, 8},           // no claim: double, as append
+		{4, 1, 5},            // one left: exactly enough
+		{500, 0, 500},        // the last page
+		{1000, 2500, 3500},   // a claim within the cap: exactly enough
+		{1000, 3000, 4000},   // a claim within the cap
+		{1000, 19000, 20000}, // at the cap
+		{1000, 50000, 20000}, // past it
 	} {
 		if got := growCap(c.need, c.remaining); got != c.want {
 			t.Errorf("growCap(%d, %d) = %d, want %d", c.need, c.remaining, got, c.want)
