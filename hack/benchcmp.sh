@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Interleaved per-event and per-page benchmarks of two commits, compared with benchstat.
+#
+#   hack/benchcmp.sh [BASE] [ROUNDS]     (defaults: c27599c, 10)
+#
+# Builds the lister and reflector test binaries of BASE (in a temporary worktree) and of the working
+# tree, runs them alternately ROUNDS times (so drift in the machine's load hits both sides alike) and
+# prints benchstat's comparison. Run it on a quiet machine; 10 rounds take about 10 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+base=${1:-c27599c}
+rounds=${2:-10}
+bench_lister='^Benchmark(P4Pages|P4PageStream|P4PageStreamProto|P4StreamEvent|P4PlainWatchEvent|ListPages)$'
+bench_reflector='^BenchmarkP4WatchEvent$'
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/steadywatch-benchcmp.XXXXXX")
+trap 'git worktree remove --force "$tmp/base" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+git worktree add -q --detach "$tmp/base" "$base"
+for side in base head; do
+	dir=$PWD
+	[ "$side" = base ] && dir=$tmp/base
+	(cd "$dir" && "$GO" test -c -o "$tmp/lister-$side.test" ./lister && "$GO" test -c -o "$tmp/reflector-$side.test" ./reflector)
+done
+for i in $(seq 1 "$rounds"); do
+	echo "round $i of $rounds" >&2
+	for side in base head; do
+		dir=$PWD
+		[ "$side" = base ] && dir=$tmp/base
+		(cd "$dir/lister" && "$tmp/lister-$side.test" -test.run '^$' -test.bench "$bench_lister" -test.benchmem -test.benchtime 300ms) >>"$tmp/$side.txt"
+		(cd "$dir/reflector" && "$tmp/reflector-$side.test" -test.run '^$' -test.bench "$bench_reflector" -test.benchmem -test.benchtime 300ms) >>"$tmp/$side.txt"
+	done
+done
+"$GO" run golang.org/x/perf/cmd/benchstat@latest "$tmp/base.txt" "$tmp/head.txt"
