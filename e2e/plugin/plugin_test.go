@@ -216,9 +216,9 @@ var _ = Describe("kubectl-steadywatch against "+build.Current+" (watch cache on)
 		Expect(r.stdout).To(MatchRegexp(`list/match=Exact/paging=none/rv=N\s+Exact \[NotOlderThan\]\s+Exact\s+200\s+exact \(requested\)\s+as-specified`))
 		if t.External() {
 			// Which of the version-dependent cells are as specified depends on the server.
-			Expect(r.stdout).To(MatchRegexp(`32 cells: \d+ as specified`))
+			Expect(r.stdout).To(MatchRegexp(`33 cells: \d+ as specified`))
 		} else {
-			Expect(r.stdout).To(ContainSubstring("32 cells: 32 as specified"))
+			Expect(r.stdout).To(ContainSubstring("33 cells: 33 as specified"))
 			Expect(r.stdout).To(MatchRegexp(`proxy/bookmarks-filtered: OK\n\s+evidence: a BOOKMARK arrived after \d+ of \d+ expected initial event\(s\)`))
 		}
 	})
