@@ -46,7 +46,7 @@ func (e *env) streamingList(t *testing.T) watch.Interface {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	eventually(t, 5*time.Second, "watch at backend", func() bool { return e.backends[0].openWatches() == before+1 })
+	eventually(t, 30*time.Second, "watch at backend", func() bool { return e.backends[0].openWatches() == before+1 })
 	return w
 }
 
