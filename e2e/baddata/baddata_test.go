@@ -3,7 +3,6 @@ package baddata_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -27,34 +26,11 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
-
-// counter counts steadywatch's Fallback reasons.
-type counter struct {
-	metrics.Nop
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func newCounter() *counter { return &counter{n: map[string]int{}} }
-
-func (c *counter) Fallback(_, reason string) { c.mu.Lock(); c.n[reason]++; c.mu.Unlock() }
-
-func (c *counter) get(reason string) int { c.mu.Lock(); defer c.mu.Unlock(); return c.n[reason] }
-
-func (c *counter) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(c.n)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, c.n[k]))
-	}
-	return strings.Join(parts, " ")
-}
 
 type env struct {
 	p    *faults.Proxy
@@ -113,7 +89,7 @@ type watcher struct {
 	name  string
 	ns    string
 	store cache.Store
-	rec   *counter
+	rec   *reasons.Counter
 
 	mu       sync.Mutex
 	newest   map[string]uint64
@@ -180,7 +156,7 @@ func (e *env) startWatcher(ctx context.Context, path, ns string) *watcher {
 // runWatcher starts one path on ns through cs (steadywatch's paths with
 // policy) until cleanup and returns it with its HasSynced.
 func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy fallback.Policy) (*watcher, func() bool) {
-	w := &watcher{name: path, ns: ns, rec: newCounter(), newest: map[string]uint64{}}
+	w := &watcher{name: path, ns: ns, rec: reasons.NewFallbacks(), newest: map[string]uint64{}}
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var synced func() bool
@@ -242,7 +218,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 
 		// lister.ListPages: a typed error at the first repeat; the pages
 		// before it were handed over, and the Record says how many.
-		rec := newCounter()
+		rec := reasons.NewFallbacks()
 		l := lister.New(suite.ConfigMaps(e.pcs, ns), lister.Options{Name: "cont", Metrics: rec})
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -290,7 +266,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 		const fault = "429 Retry-After 3600"
 		ns := e.newNS(ctx, "ra", 3)
 		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
-		rec := newCounter()
+		rec := reasons.NewFallbacks()
 		cs := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(e.pcfg))
 		e.p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -301,7 +277,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))
 		Expect(took).To(BeNumerically("<", 2*time.Second+3*time.Second), "waited the cap, not the hour")
-		Expect(rec.get(string(fallback.ReasonThrottledBackoff))).To(Equal(1), "the lister's own wait, capped")
+		Expect(rec.Get(string(fallback.ReasonThrottledBackoff))).To(Equal(1), "the lister's own wait, capped")
 		lists, _ := e.wire(ns, true)
 		Expect(lists).To(Equal(2))
 		record(result{Fault: fault, Path: "lister.List (NoHiddenRetries, MaxRetryAfter 2 s)", Lists: lists, Seconds: took.Seconds(), Outcome: "listed after one capped wait", Counters: rec.String()})
@@ -382,7 +358,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 			// streaming list NotOlderThan what it holds).
 			Eventually(func() bool {
 				lists, watches := e.wire(w.ns, false)
-				return w.rec.get("event-older-than-store") >= 1 && w.holds("cm-0") == final[path] && lists+watches >= 1
+				return w.rec.Get("event-older-than-store") >= 1 && w.holds("cm-0") == final[path] && lists+watches >= 1
 			}).WithTimeout(20*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(), "%s counts the stale event, holds cm-0 at %s and syncs again", path, final[path])
 			took[path] = time.Since(start)
 		}

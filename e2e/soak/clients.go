@@ -3,11 +3,9 @@ package soak
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,36 +17,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
-
-// counter counts steadywatch's fallbacks, relists and watch restarts by
-// reason.
-type counter struct {
-	metrics.Nop
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func newCounter() *counter { return &counter{n: map[string]int{}} }
-
-func (c *counter) add(k string) { c.mu.Lock(); c.n[k]++; c.mu.Unlock() }
-
-func (c *counter) Fallback(_, reason string)     { c.add(reason) }
-func (c *counter) Relist(_, cause string)        { c.add("relist:" + cause) }
-func (c *counter) WatchRestart(_, reason string) { c.add("watch-restart:" + reason) }
-
-func (c *counter) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(c.n)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, c.n[k]))
-	}
-	return strings.Join(parts, " ")
-}
 
 // tracker records the newest resourceVersion a path applied per object and
 // every object it applied older than that.
@@ -107,7 +79,7 @@ type client struct {
 	store  cache.Store
 	synced func() bool
 	t      *tracker
-	rec    *counter
+	rec    *reasons.Counter
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -130,7 +102,7 @@ func start(path, ns string, cfg *rest.Config) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{path: path, ns: ns, t: &tracker{newest: map[string]uint64{}}, rec: newCounter(), done: make(chan struct{})}
+	c := &client{path: path, ns: ns, t: &tracker{newest: map[string]uint64{}}, rec: reasons.New(), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	handlers := cache.ResourceEventHandlerFuncs{
