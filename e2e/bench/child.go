@@ -36,19 +36,15 @@ type childFlags struct {
 
 // syncResult is the P1 outcome of one contender run.
 type syncResult struct {
-	Contender    string          `json:"contender"`
-	Instances    int             `json:"instances,omitempty"`
-	Objects      int             `json:"objects"`
-	SyncMs       float64         `json:"sync_ms"`
-	PeakHeap     uint64          `json:"peak_heap_bytes"`
-	BaseHeap     uint64          `json:"base_heap_bytes"`
-	RetainedHeap uint64          `json:"retained_heap_bytes"`
-	GCCycles     uint64          `json:"gc_cycles"`
-	WireIn       int64           `json:"wire_in_bytes"`
-	WireOut      int64           `json:"wire_out_bytes"`
-	BodyIn       int64           `json:"body_in_bytes"`
-	Requests     map[string]int  `json:"requests"`
-	RequestLog   []requestRecord `json:"request_log,omitempty"`
+	Contender    string  `json:"contender"`
+	Instances    int     `json:"instances,omitempty"`
+	Objects      int     `json:"objects"`
+	SyncMs       float64 `json:"sync_ms"`
+	PeakHeap     uint64  `json:"peak_heap_bytes"`
+	BaseHeap     uint64  `json:"base_heap_bytes"`
+	RetainedHeap uint64  `json:"retained_heap_bytes"`
+	GCCycles     uint64  `json:"gc_cycles"`
+	wireStats
 }
 
 // decodeResult is the limit: decoding the same list once from memory.
@@ -69,16 +65,12 @@ type decodeResult struct {
 // recoveryResult is a P2/P3 outcome: from the "go" command until every
 // instance has seen the marker object.
 type recoveryResult struct {
-	Contender  string          `json:"contender"`
-	Instances  int             `json:"instances"`
-	InitialMs  float64         `json:"initial_sync_ms"`
-	RecoverMs  float64         `json:"recover_ms"`
-	DoneUnixNs int64           `json:"done_unix_ns"`
-	WireIn     int64           `json:"wire_in_bytes"`
-	WireOut    int64           `json:"wire_out_bytes"`
-	BodyIn     int64           `json:"body_in_bytes"`
-	Requests   map[string]int  `json:"requests"`
-	RequestLog []requestRecord `json:"request_log,omitempty"`
+	Contender  string  `json:"contender"`
+	Instances  int     `json:"instances"`
+	InitialMs  float64 `json:"initial_sync_ms"`
+	RecoverMs  float64 `json:"recover_ms"`
+	DoneUnixNs int64   `json:"done_unix_ns"`
+	wireStats
 }
 
 func runChild(args []string) error {
@@ -196,11 +188,11 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 		}
 	}
 	retained := retainedHeap()
-	wi, wo, bi, reqs := nc.snapshot()
+	wire := nc.stats()
 	stop()
 	return &syncResult{
 		Contender: c.Name, Instances: len(ins), Objects: n, SyncMs: ms(took), PeakHeap: peak, BaseHeap: base, RetainedHeap: retained,
-		GCCycles: gcs, WireIn: wi, WireOut: wo, BodyIn: bi, Requests: classifyRequests(reqs), RequestLog: reqs,
+		GCCycles: gcs, wireStats: wire,
 	}, nil
 }
 
@@ -326,11 +318,11 @@ func childRecover(ctx context.Context, cfg *rest.Config, f childFlags, out *json
 	}
 	took := time.Since(t0)
 	done := time.Now()
-	wi, wo, bi, reqs := nc.snapshot()
+	wire := nc.stats()
 	stop()
 	return out.Encode(&recoveryResult{
 		Contender: c.Name, Instances: f.instances, InitialMs: ms(initial), RecoverMs: ms(took), DoneUnixNs: done.UnixNano(),
-		WireIn: wi, WireOut: wo, BodyIn: bi, Requests: classifyRequests(reqs), RequestLog: reqs,
+		wireStats: wire,
 	})
 }
 

@@ -59,28 +59,32 @@ type serverSpec struct {
 }
 
 func parseServers(s string) ([]serverSpec, error) {
-	var out []serverSpec
+	return parseReleases(s, "-servers", "nocache", "only /nocache", func(f string) string { return fmt.Sprintf("server %q", f) },
+		func(f, v string, noCache bool) serverSpec { return serverSpec{Spec: f, Version: v, NoCache: noCache} })
+}
+
+// parseReleases parses s, a comma-separated list of kube-apiserver releases
+// ("v1.37.2"), each with option ("v1.37.2/<option>") or not, into spec's
+// values; empty entries are skipped. Errors name an entry with entry, tell
+// what option is with optionHelp, and name the flag list when s holds no
+// entry.
+func parseReleases[T any](s, list, option, optionHelp string, entry func(f string) string, spec func(f, version string, opt bool) T) ([]T, error) {
+	var out []T
 	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
+		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
 		v, opt, _ := strings.Cut(f, "/")
-		sp := serverSpec{Spec: f, Version: v}
-		switch opt {
-		case "":
-		case "nocache":
-			sp.NoCache = true
-		default:
-			return nil, fmt.Errorf("server %q: unknown option %q (only /nocache)", f, opt)
+		if opt != "" && opt != option {
+			return nil, fmt.Errorf("%s: unknown option %q (%s)", entry(f), opt, optionHelp)
 		}
 		if !strings.HasPrefix(v, "v1.") {
-			return nil, fmt.Errorf("server %q: want a release like v1.37.2", f)
+			return nil, fmt.Errorf("%s: want a release like v1.37.2", entry(f))
 		}
-		out = append(out, sp)
+		out = append(out, spec(f, v, opt == option))
 	}
 	if len(out) == 0 {
-		return nil, errors.New("-servers is empty")
+		return nil, errors.New(list + " is empty")
 	}
 	return out, nil
 }

@@ -227,6 +227,21 @@ type instance struct {
 	markerOnce sync.Once
 }
 
+// fromInformer makes in report inf's sync and store.
+func (in *instance) fromInformer(inf cache.SharedIndexInformer) {
+	in.synced = inf.HasSynced
+	in.size = func() int { return len(inf.GetStore().ListKeys()) }
+	in.state = func() string { return "informer not synced" }
+}
+
+// fromReflector makes in report r's sync and state and the size of its
+// store idx.
+func (in *instance) fromReflector(r *reflector.Reflector, idx cache.Indexer) {
+	in.synced = r.HasSynced
+	in.size = func() int { return len(idx.ListKeys()) }
+	in.state = reflectorState(r)
+}
+
 func (in *instance) setMarker(name string) { in.markerName.Store(&name) }
 
 func (in *instance) observe(name string) {
@@ -293,9 +308,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 			return nil, err
 		}
 		f.Start(ctx.Done())
-		in.synced = inf.HasSynced
-		in.size = func() int { return len(inf.GetStore().ListKeys()) }
-		in.state = func() string { return "informer not synced" }
+		in.fromInformer(inf)
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		client, err := lister.FromClientset(cs, &corev1.ConfigMap{}, ns)
@@ -313,9 +326,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 			PaginateLists: c.Paginate,
 		})
 		go r.Run(ctx)
-		in.synced = r.HasSynced
-		in.size = func() int { return len(idx.ListKeys()) }
-		in.state = reflectorState(r)
+		in.fromReflector(r, idx)
 	case "sw-dropin-decoding":
 		return c.startDecodingDropIn(ctx, cfg, cs, server, ns, in, handler)
 	case "sw-dropin", "sw-reflector-funcs":
@@ -356,18 +367,14 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, err
 		}
-		in.synced = inf.HasSynced
-		in.size = func() int { return len(inf.GetStore().ListKeys()) }
-		in.state = func() string { return "informer not synced" }
+		in.fromInformer(inf)
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
 		r := reflector.New(client, &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, reflector.Options{
 			Lister: lister.Options{Server: server, Resource: crGVR, ListGate: c.gate, DisableStreamingList: c.NoStream, PageSize: c.PageSize},
 		})
 		go r.Run(ctx)
-		in.synced = r.HasSynced
-		in.size = func() int { return len(idx.ListKeys()) }
-		in.state = reflectorState(r)
+		in.fromReflector(r, idx)
 	default:
 		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
 	}

@@ -67,6 +67,22 @@ func (n *netCounter) reset() {
 	n.mu.Unlock()
 }
 
+// wireStats is what a netCounter counted, as the results carry it.
+type wireStats struct {
+	WireIn     int64           `json:"wire_in_bytes"`
+	WireOut    int64           `json:"wire_out_bytes"`
+	BodyIn     int64           `json:"body_in_bytes"`
+	Requests   map[string]int  `json:"requests"`
+	RequestLog []requestRecord `json:"request_log,omitempty"`
+}
+
+// stats returns the counts and the request log so far, the requests
+// classified (classifyRequests).
+func (n *netCounter) stats() wireStats {
+	wi, wo, bi, reqs := n.snapshot()
+	return wireStats{WireIn: wi, WireOut: wo, BodyIn: bi, Requests: classifyRequests(reqs), RequestLog: reqs}
+}
+
 func (n *netCounter) snapshot() (wireIn, wireOut, bodyIn int64, reqs []requestRecord) {
 	n.mu.Lock()
 	reqs = append([]requestRecord(nil), n.requests...)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,32 +201,24 @@ func (b *bench) runP5(ctx context.Context) (*p5Report, error) {
 	logf("P5 %s: the apiserver settles at %v MiB after a restart; runs start within %.0f%% of the lowest",
 		b.spec.Spec, mibs(rep.CalibrationHeap), (p5BaselineSpread-1)*100)
 	kc := b.cluster.KubeconfigPath()
-	for r := 0; r < b.c.p5Count; r++ {
-		seq := slices.Clone(b.c.p5Contenders)
-		if r%2 == 1 {
-			slices.Reverse(seq)
-		}
+	heading := func(r int) {
 		logf("P5 %s: %d informers x %d ConfigMaps of %d KiB: repetition %d/%d", b.spec.Spec, b.c.p5Informers, n, b.c.p5SizeKB, r+1, b.c.p5Count)
-		for _, name := range seq {
-			if _, failed := rep.Failures[name]; failed {
-				continue
-			}
-			run, err := b.p5Once(ctx, kc, ns, n, name, r)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				rep.Failures[name] = fmt.Sprintf("repetition %d: %v", r+1, err)
-				logf("  %-14s FAILED: %v", name, err)
-				continue
-			}
-			rep.Runs[name] = append(rep.Runs[name], *run)
-			logf("  %-14s all synced in %7.0f ms; apiserver heap +%6.1f MiB (peak %6.1f), RSS +%6.1f MiB, CPU %5.2f s, allocated %7.1f MiB "+
-				"(net of %d /metrics scrapes at %.1f MiB, %.3f CPU s each), etcd lists %g, requests %v, apiserver GCs %g",
-				name, run.Result.SyncMs, mib(uint64(max(0, run.heapDelta()))), mib(uint64(run.HeapPeak)), mib(uint64(max(0, run.rssDelta()))),
-				run.netCPU(run.ScrapeCPUSeconds), mib(uint64(run.netAlloc(run.ScrapeAllocBytes))), run.Samples+1, mib(uint64(max(0, run.ScrapeAllocBytes))), run.ScrapeCPUSeconds,
-				run.Server.etcdLists(), run.Result.Requests, run.GCCycles)
+	}
+	once := func(r int, name string) error {
+		run, err := b.p5Once(ctx, kc, ns, n, name, r)
+		if err != nil {
+			return err
 		}
+		rep.Runs[name] = append(rep.Runs[name], *run)
+		logf("  %-14s all synced in %7.0f ms; apiserver heap +%6.1f MiB (peak %6.1f), RSS +%6.1f MiB, CPU %5.2f s, allocated %7.1f MiB "+
+			"(net of %d /metrics scrapes at %.1f MiB, %.3f CPU s each), etcd lists %g, requests %v, apiserver GCs %g",
+			name, run.Result.SyncMs, mib(uint64(max(0, run.heapDelta()))), mib(uint64(run.HeapPeak)), mib(uint64(max(0, run.rssDelta()))),
+			run.netCPU(run.ScrapeCPUSeconds), mib(uint64(run.netAlloc(run.ScrapeAllocBytes))), run.Samples+1, mib(uint64(max(0, run.ScrapeAllocBytes))), run.ScrapeCPUSeconds,
+			run.Server.etcdLists(), run.Result.Requests, run.GCCycles)
+		return nil
+	}
+	if err := repeatAlternating(ctx, b.c.p5Count, b.c.p5Contenders, contenderKey, 14, rep.Failures, heading, once); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }

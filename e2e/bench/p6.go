@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -153,31 +153,23 @@ func (b *bench) runP6Mode(ctx context.Context, ns string, n int, streaming bool)
 	}
 	rep := &p6Report{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, Namespace: ns, Streaming: streaming,
 		WindowS: b.c.p6Window.Seconds(), Count: b.c.p6Count, Contenders: b.c.p6Contenders, Runs: map[string][]p6Run{}, Failures: map[string]string{}}
-	for r := 0; r < b.c.p6Count; r++ {
-		seq := slices.Clone(b.c.p6Contenders)
-		if r%2 == 1 {
-			slices.Reverse(seq) // ABAB...BABA: no contender always runs first
-		}
+	heading := func(r int) {
 		logf("P6 %d objects, streaming lists %s: repetition %d/%d", n, p6OnOff(streaming), r+1, b.c.p6Count)
-		for _, name := range seq {
-			if _, failed := rep.Failures[name]; failed {
-				continue
-			}
-			run, err := b.p6Once(ctx, proxy, kc, ns, n, name, r, streaming)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				rep.Failures[name] = fmt.Sprintf("repetition %d: %v", r+1, err)
-				logf("  %-20s FAILED: %v", name, err)
-				continue
-			}
-			rep.Runs[name] = append(rep.Runs[name], *run)
-			res := run.Result
-			logf("  %-20s initial sync %6.0f ms, peak heap %6.1f MiB; %g s of relists: peak heap %6.1f MiB (marked live %6.1f), %d relists, requests %v; proxy %v",
-				name, res.Initial.Ms, mib(res.Initial.PeakHeap), rep.WindowS, mib(res.Window.PeakHeap), mib(res.Window.PeakLive),
-				res.Window.Relists, res.Window.Requests, run.Faults)
+	}
+	once := func(r int, name string) error {
+		run, err := b.p6Once(ctx, proxy, kc, ns, n, name, r, streaming)
+		if err != nil {
+			return err
 		}
+		rep.Runs[name] = append(rep.Runs[name], *run)
+		res := run.Result
+		logf("  %-20s initial sync %6.0f ms, peak heap %6.1f MiB; %g s of relists: peak heap %6.1f MiB (marked live %6.1f), %d relists, requests %v; proxy %v",
+			name, res.Initial.Ms, mib(res.Initial.PeakHeap), rep.WindowS, mib(res.Window.PeakHeap), mib(res.Window.PeakLive),
+			res.Window.Relists, res.Window.Requests, run.Faults)
+		return nil
+	}
+	if err := repeatAlternating(ctx, b.c.p6Count, b.c.p6Contenders, contenderKey, 20, rep.Failures, heading, once); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }
@@ -205,22 +197,9 @@ func (b *bench) p6Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 	if ev.Event != "synced" {
 		return nil, fmt.Errorf("child said %q, want synced", ev.Event)
 	}
-	// HasSynced can be true before the watch that follows a list is open;
-	// ending watches then would end nothing. Wait for it on the proxy.
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-	err = pollUntil(wctx, 5*time.Millisecond, func() bool {
-		for _, q := range proxy.Requests() {
-			if q.Verb == "watch" && q.Resource == "configmaps" && q.Status == 200 && q.Fault == "" && !q.Done {
-				return true
-			}
-		}
-		return false
-	})
-	wcancel()
-	if err != nil {
-		return nil, fmt.Errorf("no watch open after sync: %w", err)
+	if err := waitWatchThenReset(ctx, proxy, true); err != nil {
+		return nil, err
 	}
-	proxy.ResetRequests()
 	if err := ch.send("go"); err != nil {
 		return nil, err
 	}
@@ -453,6 +432,17 @@ func (s *liveSampler) finish() (heap, live uint64) {
 	return s.heap.Load(), s.live.Load()
 }
 
+// typedListWatch is what controller-runtime hands its NewInformer hook: a
+// cache.ListWatch over a typed client (of cms's namespace).
+func typedListWatch(cms typedcorev1.ConfigMapInterface) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return cms.Watch(ctx, o)
+		},
+	}
+}
+
 // startRelistPath starts the adoption paths only P6 runs: the drop-in
 // informer over a typed cache.ListWatch and reflector.New over
 // lister.FromFuncs.
@@ -461,31 +451,19 @@ func (c contender) startRelistPath(ctx context.Context, cs kubernetes.Interface,
 	lo := lister.Options{Server: server, ListGate: c.gate, DisableStreamingList: c.NoStream}
 	switch c.Kind {
 	case "sw-dropin":
-		// What controller-runtime hands its NewInformer hook: a
-		// cache.ListWatch over a typed client.
-		lw := &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return cms.Watch(ctx, o)
-			},
-		}
-		inf := reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
+		inf := reflector.NewSharedIndexInformerWithOptions(typedListWatch(cms), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
 			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		}, lo)
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, err
 		}
 		go inf.Run(ctx.Done())
-		in.synced = inf.HasSynced
-		in.size = func() int { return len(inf.GetStore().ListKeys()) }
-		in.state = func() string { return "informer not synced" }
+		in.fromInformer(inf)
 	case "sw-reflector-funcs":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		r := reflector.New(lister.FromFuncs(cms.List, cms.Watch), &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, reflector.Options{Lister: lo})
 		go r.Run(ctx)
-		in.synced = r.HasSynced
-		in.size = func() int { return len(idx.ListKeys()) }
-		in.state = reflectorState(r)
+		in.fromReflector(r, idx)
 	default:
 		return nil, fmt.Errorf("contender %s: unknown kind %q", c.Name, c.Kind)
 	}

@@ -4,9 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -21,13 +18,7 @@ import (
 // by steadywatch's own client and decoded item by item
 // (reflector.NewSharedIndexInformerWithDecoding).
 func (c contender) startDecodingDropIn(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, server compat.Server, ns string, in *instance, handler cache.ResourceEventHandlerFuncs) (*instance, error) {
-	cms := cs.CoreV1().ConfigMaps(ns)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return cms.Watch(ctx, o)
-		},
-	}
+	lw := typedListWatch(cs.CoreV1().ConfigMaps(ns))
 	lo := lister.Options{Server: server, ListGate: c.gate, DisableStreamingList: c.NoStream}
 	inf := reflector.NewSharedIndexInformerWithDecoding(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
@@ -36,8 +27,6 @@ func (c contender) startDecodingDropIn(ctx context.Context, cfg *rest.Config, cs
 		return nil, err
 	}
 	go inf.Run(ctx.Done())
-	in.synced = inf.HasSynced
-	in.size = func() int { return len(inf.GetStore().ListKeys()) }
-	in.state = func() string { return "informer not synced" }
+	in.fromInformer(inf)
 	return in, nil
 }

@@ -14,8 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -52,29 +50,9 @@ type p7Server struct {
 }
 
 func parseP7Servers(s string) ([]p7Server, error) {
-	var out []p7Server
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		v, opt, _ := strings.Cut(f, "/")
-		sp := p7Server{Spec: f, Version: v}
-		switch opt {
-		case "":
-		case "sharded":
-			sp.Gate = true
-		default:
-			return nil, fmt.Errorf("-p7-servers: %q: unknown option %q (only /sharded: --feature-gates=ShardedListAndWatch=true)", f, opt)
-		}
-		if !strings.HasPrefix(v, "v1.") {
-			return nil, fmt.Errorf("-p7-servers: %q: want a release like v1.37.2", f)
-		}
-		out = append(out, sp)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("-p7-servers is empty")
-	}
-	return out, nil
+	return parseReleases(s, "-p7-servers", "sharded", "only /sharded: --feature-gates=ShardedListAndWatch=true",
+		func(f string) string { return fmt.Sprintf("-p7-servers: %q", f) },
+		func(f, v string, gate bool) p7Server { return p7Server{Spec: f, Version: v, Gate: gate} })
 }
 
 // wantMode is the mode every replica must find on the server.
@@ -134,16 +112,12 @@ type p7Result struct {
 	// PeakLive: peak of /gc/heap/live:bytes; BaseHeap: heap after the
 	// forced GC before the start; RetainedHeap: heap after a forced GC once
 	// synced (the cache and the process's fixed cost).
-	PeakHeap     uint64          `json:"peak_heap_bytes"`
-	PeakLive     uint64          `json:"peak_live_bytes"`
-	BaseHeap     uint64          `json:"base_heap_bytes"`
-	RetainedHeap uint64          `json:"retained_heap_bytes"`
-	GCCycles     uint64          `json:"gc_cycles"`
-	WireIn       int64           `json:"wire_in_bytes"`
-	WireOut      int64           `json:"wire_out_bytes"`
-	BodyIn       int64           `json:"body_in_bytes"`
-	Requests     map[string]int  `json:"requests"`
-	RequestLog   []requestRecord `json:"request_log,omitempty"`
+	PeakHeap     uint64 `json:"peak_heap_bytes"`
+	PeakLive     uint64 `json:"peak_live_bytes"`
+	BaseHeap     uint64 `json:"base_heap_bytes"`
+	RetainedHeap uint64 `json:"retained_heap_bytes"`
+	GCCycles     uint64 `json:"gc_cycles"`
+	wireStats
 	// Names: the keys the cache held (for the parent's split check; not
 	// kept in the results).
 	Names []string `json:"names,omitempty"`
@@ -274,33 +248,23 @@ func runP7Server(ctx context.Context, c config, sp p7Server, dir string) (*p7Rep
 		rep.CreatedS = time.Since(t0).Seconds()
 	}
 	groups := append([]int{0}, c.p7Replicas...) // 0 = stock
-	for r := 0; r < c.p7Count; r++ {
-		seq := slices.Clone(groups)
-		if r%2 == 1 {
-			slices.Reverse(seq) // ABAB...BABA: no group always runs first
+	heading := func(r int) { logf("P7 %s, %d objects: repetition %d/%d", sp.Spec, n, r+1, c.p7Count) }
+	once := func(r, k int) error {
+		g, err := b.p7Group(ctx, sp, ns, n, k, r)
+		if err != nil {
+			return err
 		}
-		logf("P7 %s, %d objects: repetition %d/%d", sp.Spec, n, r+1, c.p7Count)
-		for _, k := range seq {
-			key := p7GroupName(k)
-			if _, failed := rep.Failures[key]; failed {
-				continue
-			}
-			g, err := b.p7Group(ctx, sp, ns, n, k, r)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				rep.Failures[key] = fmt.Sprintf("repetition %d: %v", r+1, err)
-				logf("  %-10s FAILED: %v", key, err)
-				continue
-			}
-			rep.Groups = append(rep.Groups, *g)
-			for _, res := range g.Results {
-				logf("  %-10s replica %d: %s %d objects in %6.0f ms, peak heap %6.1f MiB, retained %6.1f MiB, wire in %6.1f MiB",
-					key, res.Replica, res.Mode, res.Objects, res.SyncMs, mib(res.PeakHeap), mib(res.RetainedHeap), mib(uint64(res.WireIn)))
-			}
-			logf("  %-10s group: %.0f ms, apiserver CPU %.2f s", key, g.WallMs, g.APIServerCPU)
+		rep.Groups = append(rep.Groups, *g)
+		key := p7GroupName(k)
+		for _, res := range g.Results {
+			logf("  %-10s replica %d: %s %d objects in %6.0f ms, peak heap %6.1f MiB, retained %6.1f MiB, wire in %6.1f MiB",
+				key, res.Replica, res.Mode, res.Objects, res.SyncMs, mib(res.PeakHeap), mib(res.RetainedHeap), mib(uint64(res.WireIn)))
 		}
+		logf("  %-10s group: %.0f ms, apiserver CPU %.2f s", key, g.WallMs, g.APIServerCPU)
+		return nil
+	}
+	if err := repeatAlternating(ctx, c.p7Count, groups, p7GroupName, 10, rep.Failures, heading, once); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }
@@ -502,13 +466,7 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 		}
 		fac.Start(runCtx.Done())
 	} else {
-		cms := cs.CoreV1().ConfigMaps(f.namespace)
-		lw := &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return cms.Watch(ctx, o)
-			},
-		}
+		lw := typedListWatch(cs.CoreV1().ConfigMaps(f.namespace))
 		selector := func() shard.Selector { return sel }
 		slw = shard.Wrap(lw, shard.WrapOptions{Selector: selector, Server: compat.ForGroupVersion(server, corev1.SchemeGroupVersion), Name: "v1/configmaps"})
 		io := cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
@@ -532,10 +490,10 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 	took := time.Since(begin)
 	heap, live := s.finish()
 	gcs := gcCycles() - gc0
-	wi, wo, bi, reqs := nc.snapshot()
+	wire := nc.stats()
 	retained := retainedHeap()
 	res := &p7Result{Replica: f.replica, Replicas: f.replicas, SyncMs: ms(took), PeakHeap: heap, PeakLive: live, BaseHeap: base,
-		RetainedHeap: retained, GCCycles: gcs, WireIn: wi, WireOut: wo, BodyIn: bi, Requests: classifyRequests(reqs), RequestLog: reqs}
+		RetainedHeap: retained, GCCycles: gcs, wireStats: wire}
 	objs := inf.GetStore().List()
 	stop()
 	res.Objects = len(objs)

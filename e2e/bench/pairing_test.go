@@ -54,7 +54,7 @@ func TestPairedP5HeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
 }
 
 func TestSummaryReportsOnlyP5ContendersTheRunIncluded(t *testing.T) {
-	run := p5Run{HeapBase: 600, HeapPeak: 1200, Result: &syncResult{Requests: map[string]int{"watch-list": 8}}}
+	run := p5Run{HeapBase: 600, HeapPeak: 1200, Result: &syncResult{wireStats: wireStats{Requests: map[string]int{"watch-list": 8}}}}
 	r := &report{P5: []*p5Report{{Server: "v1.37.2", Informers: 8, Objects: 5000,
 		Contenders: []string{"stock", "sw-informer", "sw-informer-gate1"},
 		Runs:       map[string][]p5Run{"stock": {run}, "sw-informer": {run}}}}}

@@ -72,12 +72,8 @@ func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, d
 		order = append(order, "decode-json", "decode-proto")
 	}
 	for r := 0; r < b.c.count; r++ {
-		seq := slices.Clone(order)
-		if r%2 == 1 {
-			slices.Reverse(seq) // ABAB...BABA: no contender always runs first
-		}
 		logf("P1 %s %d %s: repetition %d/%d", b.spec.Spec, n, kind, r+1, b.c.count)
-		for _, name := range seq {
+		for _, name := range alternate(order, r) {
 			if proto, ok := strings.CutPrefix(name, "decode-"); ok {
 				var d decodeResult
 				if err := b.runChildOnce(ctx, nil, &d, "-mode", "decode", "-kubeconfig", kc, "-namespace", ns,
@@ -186,12 +182,8 @@ func (b *bench) runP2(ctx context.Context, n int) (*recoveryReport, error) {
 	}
 	rep := &recoveryReport{Objects: n, Instances: 1, Namespace: ns, Contenders: p2Contenders, Runs: map[string][]recoveryRun{}}
 	for r := 0; r < b.c.count; r++ {
-		seq := slices.Clone(p2Contenders)
-		if r%2 == 1 {
-			slices.Reverse(seq)
-		}
 		logf("P2 %d objects: repetition %d/%d", n, r+1, b.c.count)
-		for _, name := range seq {
+		for _, name := range alternate(p2Contenders, r) {
 			run, err := b.p2Once(ctx, proxy, kc, ns, n, name, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
@@ -218,22 +210,9 @@ func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 	if err := ch.next(ctx, &ev); err != nil {
 		return nil, err
 	}
-	// HasSynced can be true before the watch that follows a list is open;
-	// ending watches then would end nothing. Wait for it on the proxy.
-	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-	err = pollUntil(wctx, 5*time.Millisecond, func() bool {
-		for _, q := range proxy.Requests() {
-			if q.Verb == "watch" && q.Resource == "configmaps" && q.Status == 200 && q.Fault == "" {
-				return true
-			}
-		}
-		return false
-	})
-	wcancel()
-	if err != nil {
-		return nil, fmt.Errorf("no watch open after sync: %w", err)
+	if err := waitWatchThenReset(ctx, proxy, false); err != nil {
+		return nil, err
 	}
-	proxy.ResetRequests()
 	rule := proxy.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Count: 1, Status: 410,
 		Message: "too old resource version (injected by bench)", AsWatchEvent: true})
 	defer proxy.Remove(rule)
@@ -320,12 +299,8 @@ func (b *bench) runP3(ctx context.Context) (*recoveryReport, error) {
 	}
 	count := max(1, b.c.count/2) // each repetition restarts the apiserver per contender
 	for r := 0; r < count; r++ {
-		seq := slices.Clone(p3Contenders)
-		if r%2 == 1 {
-			slices.Reverse(seq)
-		}
 		logf("P3 %d informers x %d objects: repetition %d/%d", b.c.herd, n, r+1, count)
-		for _, name := range seq {
+		for _, name := range alternate(p3Contenders, r) {
 			run, err := b.p3Once(ctx, ns, n, name, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
@@ -389,4 +364,27 @@ func (b *bench) p3Once(ctx context.Context, ns string, n int, name string, r int
 	}
 	return &recoveryRun{Rep: r, Result: &res, Server: after, ReadyMs: ms(ready.Sub(t0)),
 		AfterReadyMs: ms(time.Unix(0, res.DoneUnixNs).Sub(ready))}, nil
+}
+
+// waitWatchThenReset waits (up to a minute) until the proxy's request log
+// holds a configmaps watch that the backend answered 200 without a fault,
+// and still open if stillOpen, then resets the log: HasSynced can be true
+// before the watch that follows a list is open, and ending watches then
+// would end nothing.
+func waitWatchThenReset(ctx context.Context, proxy *faults.Proxy, stillOpen bool) error {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := pollUntil(wctx, 5*time.Millisecond, func() bool {
+		for _, q := range proxy.Requests() {
+			if q.Verb == "watch" && q.Resource == "configmaps" && q.Status == 200 && q.Fault == "" && (!stillOpen || !q.Done) {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("no watch open after sync: %w", err)
+	}
+	proxy.ResetRequests()
+	return nil
 }
