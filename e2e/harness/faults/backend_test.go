@@ -32,6 +32,9 @@ type fakeAPI struct {
 	watchers map[int]chan string
 	nextW    int
 	ended    chan int // watch ids whose handler returned
+	// lateEnds (lagEnds): a watch whose request ended stays open (counted
+	// by openWatches) until the next watch starts; closed and replaced then.
+	lateEnds chan struct{}
 }
 
 type gotReq struct {
@@ -83,6 +86,10 @@ func (b *fakeAPI) stop() {
 	b.mu.Lock()
 	srv, done := b.srv, b.done
 	b.srv = nil
+	if b.lateEnds != nil {
+		close(b.lateEnds)
+		b.lateEnds = nil
+	}
 	b.mu.Unlock()
 	if srv != nil {
 		_ = srv.Close()
@@ -112,6 +119,39 @@ func (b *fakeAPI) send(eventType, name, rv string) int {
 		ch <- line
 	}
 	return len(b.watchers)
+}
+
+// lagEnds makes the backend notice the end of a watch late: a watch whose
+// request ended (the proxy closed its stream) stays open until the next
+// watch starts, as when the backend is slow to see a stream reset under
+// load. Without it the end is noticed whenever the HTTP/2 server delivers
+// it, which the test cannot order against what its client sees.
+func (b *fakeAPI) lagEnds() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lateEnds = make(chan struct{})
+}
+
+// watchMark marks the watches started so far, for openSince.
+func (b *fakeAPI) watchMark() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nextW
+}
+
+// openSince returns how many watches started after mark are open: unlike
+// a difference of openWatches, it does not count a watch that ends
+// meanwhile (one the proxy closed, which the backend may notice late).
+func (b *fakeAPI) openSince(mark int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for id := range b.watchers {
+		if id >= mark {
+			n++
+		}
+	}
+	return n
 }
 
 func (b *fakeAPI) openWatches() int {
@@ -150,11 +190,21 @@ func (b *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 func (b *fakeAPI) serveWatch(w http.ResponseWriter, r *http.Request) {
 	ch := make(chan string, 16)
 	b.mu.Lock()
+	if b.lateEnds != nil {
+		close(b.lateEnds) // the watches that ended before this one may go
+		b.lateEnds = make(chan struct{})
+	}
 	id := b.nextW
 	b.nextW++
 	b.watchers[id] = ch
 	b.mu.Unlock()
 	defer func() {
+		b.mu.Lock()
+		late := b.lateEnds
+		b.mu.Unlock()
+		if late != nil {
+			<-late
+		}
 		b.mu.Lock()
 		delete(b.watchers, id)
 		b.mu.Unlock()

@@ -19,13 +19,13 @@ import (
 // is established at the backend.
 func (e *env) openWatch(t *testing.T, b int) watch.Interface {
 	t.Helper()
-	before := e.backends[b].openWatches()
+	mark := e.backends[b].watchMark()
 	w, err := e.cs.CoreV1().ConfigMaps("default").Watch(ctxT(t, 60*time.Second), metav1.ListOptions{ResourceVersion: "10", AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	eventually(t, 5*time.Second, "watch at backend", func() bool { return e.backends[b].openWatches() == before+1 })
+	eventually(t, 5*time.Second, "watch at backend", func() bool { return e.backends[b].openSince(mark) == 1 })
 	return w
 }
 
