@@ -309,15 +309,19 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rv, ok := p.expiredWatch(info, r.URL.Query()); ok {
-		status, _ := p.answer(w, r, info, 0, expiredRule(rv))
 		fault := "expired initial-events-end RV " + rv + " as watch ERROR event"
-		p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
+		p.answer(w, r, info, 0, expiredRule(rv), func(status int, _ string) {
+			p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
+		})
 		p.logf("req %d: %s", rec.Seq, fault)
 		return
 	}
 	if id, rule, ok := p.fire(info, r.URL.Query()); ok {
-		status, fault := p.answer(w, r, info, id, rule)
-		p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
+		var fault string
+		p.answer(w, r, info, id, rule, func(status int, f string) {
+			fault = f
+			p.update(rec, func(rec *Request) { rec.Status = status; addFault(rec, fault) })
+		})
 		p.logf("req %d: fired %s", rec.Seq, fault)
 		return
 	}

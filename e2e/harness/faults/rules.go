@@ -222,51 +222,58 @@ func (r *Rule) matches(info requestInfo, q url.Values) bool {
 	return true
 }
 
-// answer writes rule id's error to w, negotiated on the request's Accept
-// header, and returns the fault description for the log.
-func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInfo, id int, r Rule) (status int, fault string) {
+// answer answers the request with rule id's error, negotiated on its
+// Accept header. It calls note with the status and the fault description
+// for the log before any of the answer (or the connection reset) reaches
+// the client, so that a client that has seen the answer finds it in the
+// request log.
+func (p *Proxy) answer(w http.ResponseWriter, req *http.Request, info requestInfo, id int, r Rule, note func(status int, fault string)) {
 	media := negotiate(req.Header.Get("Accept"))
 	if r.Stall {
 		release := p.holding()
 		select {
 		case <-req.Context().Done(): // the client went away, or the proxy closed
+			note(0, fmt.Sprintf("rule %d: stalled without an answer", id))
 		case <-release:
+			note(0, fmt.Sprintf("rule %d: stalled without an answer, then connection reset", id))
 			resetConn(req.Context())
-			return 0, fmt.Sprintf("rule %d: stalled without an answer, then connection reset", id)
 		}
-		return 0, fmt.Sprintf("rule %d: stalled without an answer", id)
+		return
 	}
 	if r.Reset {
+		note(0, fmt.Sprintf("rule %d: connection reset", id))
 		resetConn(req.Context())
-		return 0, fmt.Sprintf("rule %d: connection reset", id)
+		return
 	}
 	if r.EmptyWatch {
+		note(http.StatusOK, fmt.Sprintf("rule %d: empty watch", id))
 		w.Header().Set("Content-Type", watchContentType(media))
 		w.Header().Set("Cache-Control", "no-cache, private")
 		w.WriteHeader(http.StatusOK)
 		_ = http.NewResponseController(w).Flush()
-		return http.StatusOK, fmt.Sprintf("rule %d: empty watch", id)
+		return
 	}
 	st := r.status(id)
-	fault = fmt.Sprintf("rule %d: %d %s", id, r.Status, st.Reason)
+	fault := fmt.Sprintf("rule %d: %d %s", id, r.Status, st.Reason)
 	if r.AsWatchEvent && info.Verb == "watch" {
 		body, err := p.codec.encodeWatchEvent(media, "ERROR", st)
 		if err != nil {
 			p.logf("%v", err)
 			panic(http.ErrAbortHandler)
 		}
+		note(http.StatusOK, fault+" as watch ERROR event")
 		w.Header().Set("Content-Type", watchContentType(media))
 		w.Header().Set("Cache-Control", "no-cache, private")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(body)
 		_ = http.NewResponseController(w).Flush()
-		return http.StatusOK, fault + " as watch ERROR event"
+		return
 	}
+	note(r.Status, fault)
 	if r.RetryAfter != "" {
 		w.Header().Set("Retry-After", r.RetryAfter)
 	}
 	p.writeStatus(w, media, st)
-	return r.Status, fault
 }
 
 // writeStatus writes st as an error response, as the apiserver's
