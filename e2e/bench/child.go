@@ -120,22 +120,39 @@ func runChild(args []string) error {
 	return fmt.Errorf("unknown child mode %q", f.mode)
 }
 
-func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult, error) {
-	c, err := contenderByName(f.contender)
+// childClient returns contender name, the client configuration it runs
+// with over cfg, counted by a new netCounter, and a clientset over it.
+func childClient(cfg *rest.Config, name string) (contender, *netCounter, *rest.Config, kubernetes.Interface, error) {
+	c, err := contenderByName(name)
 	if err != nil {
-		return nil, err
+		return contender{}, nil, nil, nil, err
 	}
 	nc := newNetCounter()
 	ccfg := nc.instrument(c.clientConfig(cfg))
 	cs, err := kubernetes.NewForConfig(ccfg)
 	if err != nil {
+		return contender{}, nil, nil, nil, err
+	}
+	return c, nc, ccfg, cs, nil
+}
+
+// detectServer detects the server over ccfg for steadywatch's contenders
+// (one detector per process, as an operator would have); nil for stock.
+func detectServer(c contender, ccfg *rest.Config) (compat.Server, error) {
+	if !c.Ours {
+		return nil, nil
+	}
+	return compat.NewDetector(compat.DetectorOptions{}).ForConfig(ccfg)
+}
+
+func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult, error) {
+	c, nc, ccfg, cs, err := childClient(cfg, f.contender)
+	if err != nil {
 		return nil, err
 	}
-	var server compat.Server
-	if c.Ours {
-		if server, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(ccfg); err != nil {
-			return nil, err
-		}
+	server, err := detectServer(c, ccfg)
+	if err != nil {
+		return nil, err
 	}
 	base := retainedHeap()
 	gc0 := gcCycles()
@@ -246,22 +263,13 @@ func childDecode(ctx context.Context, cfg *rest.Config, f childFlags) (*decodeRe
 // long until every cache has seen the marker object (which the parent
 // creates after disrupting the watch or the apiserver).
 func childRecover(ctx context.Context, cfg *rest.Config, f childFlags, out *json.Encoder) error {
-	c, err := contenderByName(f.contender)
+	c, nc, ccfg, cs, err := childClient(cfg, f.contender)
 	if err != nil {
 		return err
 	}
-	nc := newNetCounter()
-	ccfg := nc.instrument(c.clientConfig(cfg))
-	cs, err := kubernetes.NewForConfig(ccfg)
+	server, err := detectServer(c, ccfg)
 	if err != nil {
 		return err
-	}
-	var server compat.Server
-	if c.Ours {
-		// One detector per process, as an operator would have.
-		if server, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(ccfg); err != nil {
-			return err
-		}
 	}
 	begin := time.Now()
 	runCtx, stop := context.WithCancel(ctx)

@@ -261,22 +261,14 @@ func (b *bench) p6Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 // childRelist (mode relist) syncs one cache, reports "synced", and on "go"
 // starts measuring the relist window, which the parent ends with "end".
 func childRelist(ctx context.Context, cfg *rest.Config, f childFlags, out *json.Encoder) error {
-	c, err := contenderByName(f.contender)
+	c, nc, ccfg, cs, err := childClient(cfg, f.contender)
 	if err != nil {
 		return err
 	}
 	lines := stdinLines()
-	nc := newNetCounter()
-	ccfg := nc.instrument(c.clientConfig(cfg))
-	cs, err := kubernetes.NewForConfig(ccfg)
+	server, err := detectServer(c, ccfg)
 	if err != nil {
 		return err
-	}
-	var server compat.Server
-	if c.Ours {
-		if server, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(ccfg); err != nil {
-			return err
-		}
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -535,15 +527,8 @@ func (r *report) writeP6Only(out string) error {
 // section of one scenario (name) into <out>/benchmarks.md, leaving the rest
 // of the page alone: the write of a run of one scenario (-only p6, -only p7).
 func (r *report) writeSectionOnly(out, name, jsonName string, splice func(page, jsonName string) string) error {
-	dir := filepath.Join(out, "bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(r, "", "  ")
+	dir, err := r.writeResults(out, jsonName)
 	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, jsonName), j, 0o644); err != nil {
 		return err
 	}
 	page := filepath.Join(out, "benchmarks.md")

@@ -414,13 +414,7 @@ func (b *bench) apiserverCPU(ctx context.Context) (float64, error) {
 func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.Encoder) error {
 	lines := stdinLines()
 	name := f.contender // stock or stock-list; a replica's path (p7ReplicaPaths)
-	c, err := contenderByName(name)
-	if err != nil {
-		return err
-	}
-	nc := newNetCounter()
-	ccfg := nc.instrument(c.clientConfig(cfg))
-	cs, err := kubernetes.NewForConfig(ccfg)
+	c, nc, ccfg, cs, err := childClient(cfg, name)
 	if err != nil {
 		return err
 	}

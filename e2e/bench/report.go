@@ -138,6 +138,20 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// writeResults writes r as JSON to <out>/bench/<jsonName> and returns the
+// folder <out>/bench.
+func (r *report) writeResults(out, jsonName string) (dir string, err error) {
+	dir = filepath.Join(out, "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, jsonName), j, 0o644)
+}
+
 func (r *report) write(out string) error {
 	if r.p7Only() {
 		return r.writeP7Only(out)
@@ -145,16 +159,9 @@ func (r *report) write(out string) error {
 	if r.p6Only() {
 		return r.writeP6Only(out)
 	}
-	dir := filepath.Join(out, "bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	j, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
 	jsonName := "results-" + r.Size + ".json"
-	if err := os.WriteFile(filepath.Join(dir, jsonName), j, 0o644); err != nil {
+	dir, err := r.writeResults(out, jsonName)
+	if err != nil {
 		return err
 	}
 	charts := map[string]string{} // key -> file name in <out>/bench
