@@ -113,9 +113,11 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			}
 			log.V(2).Info("list fallback", kv...)
 		}
-		// An answer discarded after its items were handed over is voided
-		// as a restart is: the pages after it are a new snapshot.
-		if (step.VoidPages || cur.discarded(step)) && err == nil {
+		restart := step.VoidPages
+		if !restart && err == nil && cur.discarded(step) {
+			restart, err = cur.afterDiscard(step, rec)
+		}
+		if restart && err == nil {
 			ev := fallback.Event{Reason: step.Reason, Action: step.Action, Class: step.Class, Attempt: len(rec.Requests), Before: req.Query}
 			if step.Event != nil {
 				ev = *step.Event

@@ -2,10 +2,13 @@ package lister_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,5 +89,68 @@ func TestItemByItemDiscardedAnswerRestarts(t *testing.T) {
 	cms := cs.CoreV1().ConfigMaps("ns")
 	if got := pagesAndItems(t, lister.FromFuncs(cms.List, cms.Watch), q, false); !slices.Equal(got, whole) {
 		t.Fatalf("FromFuncs: handed over %q; want %q", got, whole)
+	}
+}
+
+// A continuation page cut midway after some of its items were handed over
+// is asked again from its continue token: its items, served at the
+// snapshot's resourceVersion, come again, and the pages before it stay
+// (no restart). One served at another resourceVersion cannot be voided
+// alone: the call fails with ErrItemsDiscarded.
+func TestItemByItemContinuationPageCutMidway(t *testing.T) {
+	for _, cutRV := range []string{"20", "30"} {
+		t.Run("cut page at "+cutRV, func(t *testing.T) {
+			var cuts atomic.Int32
+			cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+				if r.URL.Query().Get("continue") == "" {
+					l := itemList("20", "a", "b")
+					l.Continue = "t"
+					body, _ := testfake.ListBody(t, l, true, false)
+					_, _ = w.Write(body)
+					return
+				}
+				if cuts.Add(1) == 1 {
+					body, at := testfake.ListBody(t, itemList(cutRV, "c", "d"), true, false)
+					_, _ = w.Write(body[:at[1]])
+					w.(http.Flusher).Flush()
+					panic(http.ErrAbortHandler)
+				}
+				body, _ := testfake.ListBody(t, itemList("20", "c", "d"), true, false)
+				_, _ = w.Write(body)
+			})
+			cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			_, err = lister.New(c, lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}}).ListPages(context.Background(),
+				lister.MostRecent().WithLimit(2), func(page runtime.Object) error {
+					lm, _ := meta.ListAccessor(page)
+					got = append(got, "page@"+lm.GetResourceVersion())
+					return nil
+				}, lister.ItemByItem(func(obj runtime.Object) error {
+					m, _ := meta.Accessor(obj)
+					got = append(got, "item "+m.GetName())
+					return nil
+				}), lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
+			if cutRV == "30" {
+				if !errors.Is(err, lister.ErrItemsDiscarded) {
+					t.Fatalf("error %v; want ErrItemsDiscarded (handed over %q)", err, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"page@20", "item a", "item b", "page@20", "item c", "page@20", "item c", "item d"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("handed over %q; want %q", got, want)
+			}
+		})
 	}
 }

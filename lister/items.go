@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -80,6 +82,7 @@ type handover struct {
 	// items handed over after it; first, the encoded size of the first;
 	// err, what the caller's page or item function returned.
 	headed bool
+	headRV string
 	items  int
 	first  int64
 	err    error
@@ -106,7 +109,7 @@ func (h *handover) forRequest(req engine.Request) *handover {
 	if h == nil || req.Purpose != engine.PurposePage {
 		return nil
 	}
-	h.headed, h.items, h.first, h.err = false, 0, 0, nil
+	h.headed, h.headRV, h.items, h.first, h.err = false, "", 0, 0, nil
 	return h
 }
 
@@ -130,6 +133,9 @@ func (h *handover) gateClient(c Client) any {
 
 func (h *handover) head(list runtime.Object) error {
 	h.headed = true
+	if lm, err := meta.ListAccessor(list); err == nil {
+		h.headRV = lm.GetResourceVersion()
+	}
 	if err := h.page(list); err != nil {
 		h.err = err
 	}
@@ -156,10 +162,34 @@ func (h *handover) counted(ans *engine.Answer, sr *SentRequest) {
 }
 
 // discarded reports whether step discards an answer whose page was handed
-// over, for another request: the caller must void it (OnRestart).
+// over, for another request (afterDiscard).
 func (h *handover) discarded(step engine.Step) bool {
 	return h != nil && h.headed && !step.Accept && !step.Done
 }
+
+// afterDiscard decides what becomes of the items of an answer discarded
+// after they were handed over. A next request that starts the list again
+// voids every page handed over (restart: OnRestart; the pages after it are
+// a new snapshot). One that continues the list from its continue token
+// keeps the pages before: when the discarded answer was served at the
+// snapshot's resourceVersion its items are the snapshot's and come again;
+// otherwise the call fails (ErrItemsDiscarded), since the pages before it
+// cannot be voided alone and the items of two snapshots must not mix.
+func (h *handover) afterDiscard(step engine.Step, rec *Record) (restart bool, err error) {
+	if step.Next.Options.Continue == "" || rec.Pages == 0 {
+		return true, nil
+	}
+	if h.headRV != "" && h.headRV == rec.ServedResourceVersion {
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: a page served at resourceVersion %q, the list's earlier pages at %q", ErrItemsDiscarded, h.headRV, rec.ServedResourceVersion)
+}
+
+// ErrItemsDiscarded is the error of a ListPages call with ItemByItem when a
+// continuation page was discarded after its items were handed over, served
+// at another resourceVersion than the pages before it: the call cannot
+// resume the list without mixing two snapshots, and fails.
+var ErrItemsDiscarded = errors.New("lister: a page discarded after its items were handed over (ItemByItem) belongs to another snapshot")
 
 // objectBytes is obj's encoded size: its generated protobuf Size where it
 // has one (built-in types), else its JSON length.

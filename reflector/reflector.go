@@ -133,10 +133,12 @@ type Reflector struct {
 // object passes the watch pipeline first: one older than the version the
 // store holds for it, or than its deletion, is never applied, and the
 // list is abandoned as stale (ReasonStaleList) and asked again not older
-// than that object. A list in one response (the watch cache's) is decoded
-// whole before its objects are applied; streaming lists and paginated ones
-// are applied event by event and page by page (Options.PaginateLists
-// paginates relists too). A queue (cache.Queue:
+// than that object. Streaming lists are applied event by event; lists
+// object by object as the lister decodes them (lister.ItemByItem), a list
+// in one response (the watch cache's) included, over the SDK's clients that
+// decode lists themselves (lister.FromClientset, FromRESTClient,
+// FromDynamicConfig, FromMetadataConfig); over other clients
+// (lister.FromFuncs) page by page, a one-response list whole. A queue (cache.Queue:
 // DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one Replace with the
 // whole list instead: object-by-object calls would give a queue's consumer
 // Added/Updated deltas and tombstones without the last known object
@@ -389,7 +391,8 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 	case q.Semantic == fallback.NotOlderThan && r.o.PaginateLists && !s.initial && r.objects != nil && r.o.pageSize > 0:
 		// A relist into a store it fills object by object: page by page,
 		// so the store's old contents and the whole new list are never
-		// held at once (a list in one response is decoded whole first).
+		// held at once, over any client (a one-response list is applied
+		// as it is decoded only where the client decodes it itself).
 		return q.WithLimit(r.o.pageSize), q, nil
 	case q.Semantic == fallback.NotOlderThan:
 		return q, q, nil

@@ -251,15 +251,16 @@ type listDecoding struct {
 
 	// each, when set, receives the items instead of the list (Each.Item).
 	// held are items decoded before the list was ready to be handed over
-	// (its metadata not read yet); headed: Head was called.
-	each     *Each
-	held     []runtime.Object
-	headed   bool
-	sawMeta  bool
-	kind     string // the list's kind, as read so far
-	sawAPIV  bool   // an unstructured list's apiVersion was read
-	sawKind  bool
-	metaSeen int // metadata fields read
+	// (ready); headed: Head was called.
+	each   *Each
+	held   []runtime.Object
+	headed bool
+
+	// What was read of the list: its metadata, its kind (JSON), whether
+	// it had a kind and an apiVersion (JSON).
+	sawMeta          bool
+	kind             string
+	sawKind, sawAPIV bool
 }
 
 func (d *listDecoding) itemsKey() string {
@@ -773,10 +774,12 @@ func (d *listDecoding) jsonItem(raw []byte) error {
 			return err
 		}
 		d.n++
-		it := &unstructured.Unstructured{Object: m}
+		var it *unstructured.Unstructured
 		if d.each == nil {
-			d.ul.Items = append(d.ul.Items, *it)
+			d.ul.Items = append(d.ul.Items, unstructured.Unstructured{Object: m})
 			it = &d.ul.Items[len(d.ul.Items)-1]
+		} else {
+			it = &unstructured.Unstructured{Object: m}
 		}
 		if d.tf != nil {
 			// As the end of json does for every item: the transform sees
