@@ -138,12 +138,13 @@ type Reflector struct {
 // in one response (the watch cache's) included, over the SDK's clients that
 // decode lists themselves (lister.FromClientset, FromRESTClient,
 // FromDynamicConfig, FromMetadataConfig); over other clients
-// (lister.FromFuncs) page by page, a one-response list whole. A queue (cache.Queue:
-// DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one Replace with the
-// whole list instead: object-by-object calls would give a queue's consumer
-// Added/Updated deltas and tombstones without the last known object
-// instead of Replaced deltas (RealFIFO also queues a Replace's deletions
-// first), and an UndeltaStore would push its contents once per object.
+// (lister.FromFuncs) page by page, a one-response list whole. A queue
+// (cache.Queue: DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one
+// Replace with the whole list instead: object-by-object calls would give
+// a queue's consumer Added/Updated deltas and tombstones without the last
+// known object instead of Replaced deltas (RealFIFO also queues a
+// Replace's deletions first), and an UndeltaStore would push its contents
+// once per object.
 //
 // The store is reported synced at a list's resourceVersion
 // (LastSyncResourceVersion, HasSynced, UpdateResourceVersion, Bookmark)
