@@ -154,3 +154,45 @@ func TestItemByItemContinuationPageCutMidway(t *testing.T) {
 		})
 	}
 }
+
+// The dynamic and metadata clients hand items over one by one too: a
+// dynamic client's items with the list's kind and apiVersion, a metadata
+// client's as PartialObjectMetadata.
+func TestItemByItemDynamicAndMetadata(t *testing.T) {
+	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := testfake.ListBody(t, itemList("20", "a", "b"), false, false)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	dyn, err := lister.FromDynamicConfig(cfg, gvr, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := lister.FromMetadataConfig(cfg, gvr, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]lister.Client{"dynamic": dyn, "metadata": md} {
+		var got []string
+		_, err := lister.New(c, lister.Options{}).ListPages(context.Background(), lister.MostRecent(), func(page runtime.Object) error {
+			got = append(got, fmt.Sprintf("page (%d items)", meta.LenList(page)))
+			return nil
+		}, lister.ItemByItem(func(obj runtime.Object) error {
+			m, _ := meta.Accessor(obj)
+			got = append(got, fmt.Sprintf("%T %s %s", obj, obj.GetObjectKind().GroupVersionKind().Kind, m.GetName()))
+			return nil
+		}), lister.OnRestart(func(fallback.Event) error { return nil }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, kind := "*unstructured.Unstructured", "ConfigMap"
+		if name == "metadata" {
+			typ, kind = "*v1.PartialObjectMetadata", ""
+		}
+		want := []string{"page (0 items)", typ + " " + kind + " a", typ + " " + kind + " b"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: handed over %q; want %q", name, got, want)
+		}
+	}
+}
