@@ -44,7 +44,7 @@ type Client interface {
 // ownClient is one of the SDK's own clients (package internal/clients).
 type ownClient interface {
 	Client
-	ListTransformed(ctx context.Context, o metav1.ListOptions, tf decode.Transform) (runtime.Object, error)
+	ListTransformed(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error)
 	RequestKey() string
 }
 

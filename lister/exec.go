@@ -43,8 +43,22 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		// The belief that the watch cache moves only on writes of this resource (KEP-1904).
 		WatchCacheStuck: func() bool { return l.o.Server.Capabilities(ctx).Get(compat.WatchCacheProgress) == compat.No },
 	})
+	h := l.handover(page, cfg) // nil: pages delivered whole
 	for err == nil {
-		obj, ans, sr, sent := l.send(ctx, &wire, req)
+		cur := h.forRequest(req)
+		obj, ans, sr, sent := l.send(ctx, &wire, cur, req)
+		if cur != nil {
+			if cur.err != nil {
+				// The caller's page or item function failed: the call
+				// ends with its error, as when a page is refused.
+				if sent {
+					rec.Requests = append(rec.Requests, sr)
+				}
+				err = cur.err
+				break
+			}
+			cur.counted(&ans, &sr)
+		}
 		step := call.Next(ans)
 		if sent {
 			sr.Class = step.Class
@@ -71,8 +85,10 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			if lm, aerr := meta.ListAccessor(obj); aerr == nil {
 				rec.RemainingItemCount = lm.GetRemainingItemCount()
 			}
-			if err = page(obj); err != nil {
-				break
+			if cur == nil || !cur.headed { // else handed over as it was decoded
+				if err = page(obj); err != nil {
+					break
+				}
 			}
 			rec.Pages++
 			rec.Items += ans.Items
@@ -97,7 +113,11 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			}
 			log.V(2).Info("list fallback", kv...)
 		}
-		if step.VoidPages && err == nil {
+		restart := step.VoidPages
+		if !restart && err == nil && cur.discarded(step) {
+			restart, err = cur.afterDiscard(step, rec)
+		}
+		if restart && err == nil {
 			ev := fallback.Event{Reason: step.Reason, Action: step.Action, Class: step.Class, Attempt: len(rec.Requests), Before: req.Query}
 			if step.Event != nil {
 				ev = *step.Event
@@ -135,7 +155,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 // the wait for a slot: the engine reads it as the time client-go's REST
 // client spent on hidden retries. sent is false when the context ended
 // before the request was sent.
-func (l *Lister) send(ctx context.Context, wire *wireTally, req engine.Request) (obj runtime.Object, ans engine.Answer, sr SentRequest, sent bool) {
+func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req engine.Request) (obj runtime.Object, ans engine.Answer, sr SentRequest, sent bool) {
 	if req.Wait > 0 {
 		t := time.NewTimer(req.Wait)
 		select {
@@ -151,9 +171,9 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, req engine.Request) 
 	list := func(ctx context.Context) (runtime.Object, error) {
 		t0 := time.Now()
 		defer func() { ans.Elapsed = time.Since(t0) }()
-		return l.c.List(ctx, opts)
+		return h.list(ctx, l.c, opts)
 	}
-	obj, shared, err := l.o.ListGate.List(ctx, l.o.Name, l.o.Metrics, l.c, opts, list)
+	obj, shared, err := l.o.ListGate.List(ctx, l.o.Name, l.o.Metrics, h.gateClient(l.c), opts, list)
 	ans.Err = err
 	if shared {
 		ans.Elapsed = 0

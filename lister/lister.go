@@ -43,6 +43,7 @@ type PageOption func(*pageConfig)
 
 type pageConfig struct {
 	onRestart func(fallback.Event) error
+	item      func(runtime.Object) error // ItemByItem
 }
 
 // OnRestart lets ListPages restart a list after pages were handed over
@@ -52,6 +53,29 @@ type pageConfig struct {
 // with ErrContinueExpired, so pages of two snapshots can never be mixed.
 func OnRestart(fn func(ev fallback.Event) error) PageOption {
 	return func(c *pageConfig) { c.onRestart = fn }
+}
+
+// ItemByItem asks ListPages to hand each page's items to item one by one,
+// as the client decodes them, where the client decodes lists itself
+// (FromClientset and FromRESTClient, FromDynamicConfig, FromMetadataConfig,
+// Decoding.ClientFor's clients): a page's items are then never held
+// together, so a list the server answers in one response is held one item
+// at a time. The page function receives each page first, with its ListMeta
+// and no items, before any of its items are handed over (check its
+// resourceVersion there); item then receives them, after Options.Transform.
+// With any other client (FromFuncs, FromDynamic, FromMetadata, a fake
+// clientset's), pages are delivered whole, as without ItemByItem.
+//
+// Items are handed over before the lister has checked the whole answer. An
+// answer it then discards for another request (served at another
+// resourceVersion than an Exact list asks, older than a NotOlderThan list
+// asks, a failure it retries) is voided through OnRestart, as a restart
+// is: ItemByItem requires OnRestart, and without it pages are delivered
+// whole. A failure that ends the call ends it after the items already
+// handed over. Such answers are bounded by Options.ListGate but never
+// shared through it: only this caller receives their items.
+func ItemByItem(item func(obj runtime.Object) error) PageOption {
+	return func(c *pageConfig) { c.item = item }
 }
 
 // List returns the whole list for q as one list object of the client's list
@@ -115,7 +139,7 @@ func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, e
 	q := fallback.MostRecentQuery().WithLimit(1)
 	rec := &Record{Requested: q}
 	var wire wireTally
-	_, ans, sr, sent := l.send(wire.trace(ctx), &wire, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
+	_, ans, sr, sent := l.send(wire.trace(ctx), &wire, nil, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
 	if sent {
 		sr.Class = fallback.Classify(ans.Err)
 		rec.Requests = append(rec.Requests, sr)

@@ -373,5 +373,5 @@ func (c adapter) listTransformed(ctx context.Context, o metav1.ListOptions, tf *
 		}
 		return obj, tf.list(obj)
 	}
-	return decoded(c.c.ListTransformed(ctx, o, tf.each()))
+	return decoded(c.c.ListTransformed(ctx, o, &decode.Each{Transform: tf.each()}))
 }

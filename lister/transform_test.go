@@ -54,16 +54,16 @@ func TestTransformRunsWhileDecoding(t *testing.T) {
 		decode func(io.Reader, *transformer) (runtime.Object, error)
 	}{
 		{"typed protobuf", testfake.EncodeList(t, src, true), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decode.List(r, mustShape(t, &corev1.ConfigMapList{}), tf.each())
+			return decode.List(r, mustShape(t, &corev1.ConfigMapList{}), &decode.Each{Transform: tf.each()})
 		}},
 		{"typed json", testfake.EncodeList(t, src, false), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decode.List(r, mustShape(t, &corev1.ConfigMapList{}), tf.each())
+			return decode.List(r, mustShape(t, &corev1.ConfigMapList{}), &decode.Each{Transform: tf.each()})
 		}},
 		{"unstructured json", testfake.EncodeList(t, src, false), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decode.Unstructured(r, tf.each())
+			return decode.Unstructured(r, &decode.Each{Transform: tf.each()})
 		}},
 		{"metadata protobuf", testfake.EncodeList(t, metaList, true), func(r io.Reader, tf *transformer) (runtime.Object, error) {
-			return decode.List(r, decode.MetadataList, tf.each())
+			return decode.List(r, decode.MetadataList, &decode.Each{Transform: tf.each()})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

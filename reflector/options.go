@@ -108,10 +108,13 @@ type Options struct {
 	// lower, but before v1.34 every page is read from etcd, which costs the
 	// apiserver more (docs/benchmarks.md measures both). Retries of a failed
 	// list are paginated either way. Into a store that lists fill object by
-	// object (see New), a relist NotOlderThan the store is paginated too, so
-	// that the store's old contents and the whole new list are never held
-	// at once (a list in one response is decoded whole before it is
-	// applied).
+	// object (see New), a relist NotOlderThan the store is paginated too.
+	// Without it, such a relist in one response is applied object by object
+	// as it is decoded over the SDK's own clients (lister.FromClientset,
+	// FromRESTClient, FromDynamicConfig, FromMetadataConfig), so the store's
+	// old contents and the whole new list are not held at once either; over
+	// other clients (lister.FromFuncs) the list is returned whole before it
+	// is applied, and PaginateLists is what bounds it.
 	PaginateLists bool
 
 	// InitialListSemantic is the semantic of the first list: fallback.MostRecent

@@ -133,15 +133,18 @@ type Reflector struct {
 // object passes the watch pipeline first: one older than the version the
 // store holds for it, or than its deletion, is never applied, and the
 // list is abandoned as stale (ReasonStaleList) and asked again not older
-// than that object. A list in one response (the watch cache's) is decoded
-// whole before its objects are applied; streaming lists and paginated ones
-// are applied event by event and page by page (Options.PaginateLists
-// paginates relists too). A queue (cache.Queue:
-// DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one Replace with the
-// whole list instead: object-by-object calls would give a queue's consumer
-// Added/Updated deltas and tombstones without the last known object
-// instead of Replaced deltas (RealFIFO also queues a Replace's deletions
-// first), and an UndeltaStore would push its contents once per object.
+// than that object. Streaming lists are applied event by event; lists
+// object by object as the lister decodes them (lister.ItemByItem), a list
+// in one response (the watch cache's) included, over the SDK's clients that
+// decode lists themselves (lister.FromClientset, FromRESTClient,
+// FromDynamicConfig, FromMetadataConfig); over other clients
+// (lister.FromFuncs) page by page, a one-response list whole. A queue
+// (cache.Queue: DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one
+// Replace with the whole list instead: object-by-object calls would give
+// a queue's consumer Added/Updated deltas and tombstones without the last
+// known object instead of Replaced deltas (RealFIFO also queues a
+// Replace's deletions first), and an UndeltaStore would push its contents
+// once per object.
 //
 // The store is reported synced at a list's resourceVersion
 // (LastSyncResourceVersion, HasSynced, UpdateResourceVersion, Bookmark)
@@ -389,7 +392,8 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 	case q.Semantic == fallback.NotOlderThan && r.o.PaginateLists && !s.initial && r.objects != nil && r.o.pageSize > 0:
 		// A relist into a store it fills object by object: page by page,
 		// so the store's old contents and the whole new list are never
-		// held at once (a list in one response is decoded whole first).
+		// held at once, over any client (a one-response list is applied
+		// as it is decoded only where the client decodes it itself).
 		return q.WithLimit(r.o.pageSize), q, nil
 	case q.Semantic == fallback.NotOlderThan:
 		return q, q, nil
@@ -525,9 +529,12 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 // listInto runs the list q and applies its objects to the store as they
 // arrive (snapshot): page by page through the reflector's lister, or from
 // the whole answer of Options.List. Each page is checked not older than the
-// store before any of its objects is applied. It returns the snapshot (to
-// finish, or to abandon on error) and the list's resourceVersion. A failure
-// of the store, or an answer that is not a list, is a *storeError.
+// store before any of its objects is applied. For a store filled object by
+// object (objectStore), the lister hands each page's objects over one by one
+// as its client decodes them (lister.ItemByItem): a list answered in one
+// response is never held whole beside the store. It returns the snapshot
+// (to finish, or to abandon on error) and the list's resourceVersion. A
+// failure of the store, or an answer that is not a list, is a *storeError.
 func (r *Reflector) listInto(ctx context.Context, q fallback.Query) (*snapshot, string, error) {
 	snap := r.begin(0)
 	if r.list != nil {
@@ -537,12 +544,17 @@ func (r *Reflector) listInto(ctx context.Context, q fallback.Query) (*snapshot, 
 		}
 		return snap, listRV(obj), r.applyPage(ctx, snap, obj, q)
 	}
-	rec, err := r.lister.ListPages(ctx, q, func(page runtime.Object) error {
-		return r.applyPage(ctx, snap, page, q)
-	}, lister.OnRestart(func(fallback.Event) error {
+	opts := []lister.PageOption{lister.OnRestart(func(fallback.Event) error {
 		snap.restart()
 		return nil
-	}))
+	})}
+	if r.objects != nil {
+		// A queue keeps one Replace: it needs the whole list.
+		opts = append(opts, lister.ItemByItem(func(obj runtime.Object) error { return r.applyItem(ctx, snap, obj) }))
+	}
+	rec, err := r.lister.ListPages(ctx, q, func(page runtime.Object) error {
+		return r.applyPage(ctx, snap, page, q)
+	}, opts...)
 	if err != nil {
 		return snap, "", err
 	}
@@ -564,7 +576,8 @@ func (r *Reflector) listWhole(ctx context.Context, q fallback.Query) (runtime.Ob
 }
 
 // applyPage checks that page is not older than the store, then applies its
-// objects one by one.
+// objects one by one (a page handed over item by item has none: applyItem
+// receives them after it).
 func (r *Reflector) applyPage(ctx context.Context, snap *snapshot, page runtime.Object, q fallback.Query) error {
 	if err := r.checkNotStale(page, q); err != nil {
 		return err
@@ -574,13 +587,21 @@ func (r *Reflector) applyPage(ctx context.Context, snap *snapshot, page runtime.
 		return &storeError{op: "unable to understand list result", err: err}
 	}
 	for i, it := range items {
-		if err := snap.add(ctx, it); err != nil {
-			if se := (*StaleListError)(nil); errors.As(err, &se) {
-				return err
-			}
-			return &storeError{op: "store rejected a listed object", err: err}
+		if err := r.applyItem(ctx, snap, it); err != nil {
+			return err
 		}
 		items[i] = nil
+	}
+	return nil
+}
+
+// applyItem applies one object of a page checked by applyPage.
+func (r *Reflector) applyItem(ctx context.Context, snap *snapshot, obj runtime.Object) error {
+	if err := snap.add(ctx, obj); err != nil {
+		if se := (*StaleListError)(nil); errors.As(err, &se) {
+			return err
+		}
+		return &storeError{op: "store rejected a listed object", err: err}
 	}
 	return nil
 }

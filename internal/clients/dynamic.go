@@ -109,15 +109,15 @@ func (c DynamicClient) List(ctx context.Context, o metav1.ListOptions) (runtime.
 	return c.ListTransformed(ctx, o, nil)
 }
 
-// ListTransformed is List with tf (if not nil) applied to each item as it
+// ListTransformed is List with each (decode.Each, if not nil) applied to each item as it
 // is decoded.
-func (c DynamicClient) ListTransformed(ctx context.Context, o metav1.ListOptions, tf decode.Transform) (runtime.Object, error) {
+func (c DynamicClient) ListTransformed(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
 	body, err := once(c.rc.Get()).AbsPath(c.path...).SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	return decode.Unstructured(body, tf)
+	return decode.Unstructured(body, each)
 }
 
 // Watch sends the dynamic client's watch request (its Watch, on the same

@@ -54,16 +54,16 @@ func (c MetadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime
 	return c.ListTransformed(ctx, o, nil)
 }
 
-// ListTransformed is List with tf (if not nil) applied to each item as it
+// ListTransformed is List with each (decode.Each, if not nil) applied to each item as it
 // is decoded.
-func (c MetadataClient) ListTransformed(ctx context.Context, o metav1.ListOptions, tf decode.Transform) (runtime.Object, error) {
+func (c MetadataClient) ListTransformed(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
 	body, err := once(c.rc.Get()).AbsPath(c.path...).SetHeader("Accept", metadataListAccept).
 		SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	return decode.List(body, decode.MetadataList, tf)
+	return decode.List(body, decode.MetadataList, each)
 }
 
 // metadataWatchAccept is the Accept header of client-go's metadata client's

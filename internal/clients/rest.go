@@ -95,9 +95,9 @@ func (c RESTClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Obj
 	return c.ListTransformed(ctx, o, nil)
 }
 
-// ListTransformed is List with tf (if not nil) applied to each item as it
+// ListTransformed is List with each (decode.Each, if not nil) applied to each item as it
 // is decoded.
-func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, tf decode.Transform) (runtime.Object, error) {
+func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
 	req, timeout := c.request(&o)
 	if timeout > 0 {
 		// The timeout covers reading the body too.
@@ -110,7 +110,7 @@ func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, t
 		return nil, err
 	}
 	defer body.Close()
-	return decode.List(body, c.shape, tf)
+	return decode.List(body, c.shape, each)
 }
 
 func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

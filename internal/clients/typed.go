@@ -209,11 +209,11 @@ func (c TypedClient) Clientset() TypedClient {
 	return c
 }
 
-// ListTransformed is List with tf (if not nil) applied to each item as it
+// ListTransformed is List with each (decode.Each, if not nil) applied to each item as it
 // is decoded; without item-by-item decoding, List.
-func (c TypedClient) ListTransformed(ctx context.Context, o metav1.ListOptions, tf decode.Transform) (runtime.Object, error) {
+func (c TypedClient) ListTransformed(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
 	if c.rest == nil {
 		return c.List(ctx, o)
 	}
-	return c.rest.ListTransformed(ctx, o, tf)
+	return c.rest.ListTransformed(ctx, o, each)
 }

@@ -24,6 +24,37 @@ import (
 // decoding.
 type Transform func(runtime.Object) (runtime.Object, error)
 
+// Each is what is done with each item of a list as it is decoded. Its zero
+// value (or a nil *Each) keeps every item in the list's Items.
+//
+// With Item set, the items are handed over one by one and never kept: the
+// list returned has no items. Head, if set, receives that list (its
+// TypeMeta and ListMeta, no items) once, before the first item is handed
+// over, and Item each item after Transform. An apiserver writes a list's
+// metadata before its items (JSON "metadata" before "items"; protobuf
+// ListMeta, field 1, before items, field 2), so each item is handed over
+// as soon as it is decoded. The body is untrusted: items that come before
+// the metadata are held (decoded) until it arrives, or until the end of the
+// body, so that Head always sees the ListMeta before any item (a caller
+// checks the list's resourceVersion there before it applies an item). A
+// metadata given again after Head was called is an error, as is a JSON
+// list whose kind is Status. An error of Head or Item ends the decoding
+// and is returned as it is.
+type Each struct {
+	Transform Transform // applied to each item first; nil: none
+	Head      func(list runtime.Object) error
+	Item      func(obj runtime.Object) error
+}
+
+func (e *Each) transform() Transform {
+	if e == nil {
+		return nil
+	}
+	return e.Transform
+}
+
+func (e *Each) handsOver() bool { return e != nil && e.Item != nil }
+
 // A list response body is decoded item by item, as it arrives,
 // into a typed list (*corev1.ConfigMapList, ...). client-go's typed List
 // reads the whole body into memory and then decodes it, so at its peak a
@@ -165,18 +196,22 @@ func protoNum(f reflect.StructField) uint64 {
 }
 
 // List decodes body (a 2xx list response) into a new list of sh's type,
-// with tf (if not nil) applied to each item as soon as it is decoded, before
-// the next one is read: what tf drops is garbage before the list is
-// complete. A failing tf ends the decoding with tf's error. A Status in
-// place of the list is returned as its API error, as client-go's typed
-// client does.
-func List(body io.Reader, sh Shape, tf Transform) (runtime.Object, error) {
+// with each.Transform (if set) applied to each item as soon as it is
+// decoded, before the next one is read: what it drops is garbage before the
+// list is complete. A failing transform ends the decoding with its error.
+// With each.Item set, items are handed over instead of kept (Each). A
+// Status in place of the list is returned as its API error, as client-go's
+// typed client does.
+func List(body io.Reader, sh Shape, each *Each) (runtime.Object, error) {
 	br, proto, err := openBody(body)
 	if err != nil {
 		return nil, err
 	}
 	list := reflect.New(sh.listType.Elem())
-	d := listDecoding{sh: sh, list: list.Elem(), tf: tf}
+	d := listDecoding{sh: sh, list: list.Elem(), tf: each.transform()}
+	if each.handsOver() {
+		d.each = each
+	}
 	if proto {
 		if !sh.proto {
 			return nil, &BodyError{Encoding: "protobuf", Reason: fmt.Sprintf("a protobuf answer, but %v has no generated protobuf code", sh.listType.Elem())}
@@ -184,6 +219,9 @@ func List(body io.Reader, sh Shape, tf Transform) (runtime.Object, error) {
 		err = d.proto(&countingReader{r: br})
 	} else {
 		err = d.json(br)
+	}
+	if err == nil {
+		err = d.flush()
 	}
 	if err != nil {
 		return nil, err
@@ -209,6 +247,20 @@ type listDecoding struct {
 	ul   *unstructured.UnstructuredList
 	buf  bytes.Buffer // one field's bytes, reused
 	tf   Transform    // applied to each item once decoded; nil: none
+	n    int          // items decoded so far
+
+	// each, when set, receives the items instead of the list (Each.Item).
+	// held are items decoded before the list was ready to be handed over
+	// (ready); headed: Head was called.
+	each   *Each
+	held   []runtime.Object
+	headed bool
+
+	// What was read of the list: its metadata, its kind (JSON), whether
+	// it had a kind and an apiVersion (JSON).
+	sawMeta          bool
+	kind             string
+	sawKind, sawAPIV bool
 }
 
 func (d *listDecoding) itemsKey() string {
@@ -222,11 +274,14 @@ func (d *listDecoding) itemsKey() string {
 // client's request) into an *unstructured.UnstructuredList equal to the one
 // client-go's unstructured JSON decoding returns (every top-level key but
 // items in Object; items given the list's kind and apiVersion when they have
-// neither), item by item, with tf (if not nil) applied to each item as soon
-// as it is decoded (given the list's kind and apiVersion first when the
-// list's own came before its items, as an apiserver writes them). A Status
-// in place of the list is returned as its API error.
-func Unstructured(body io.Reader, tf Transform) (*unstructured.UnstructuredList, error) {
+// neither), item by item, with each.Transform (if set) applied to each item
+// as soon as it is decoded (given the list's kind and apiVersion first when
+// the list's own came before its items, as an apiserver writes them). With
+// each.Item set, items are handed over instead of kept (Each); items are
+// then also held until the list's kind and apiVersion are read, so each is
+// handed over with them. A Status in place of the list is returned as its
+// API error.
+func Unstructured(body io.Reader, each *Each) (*unstructured.UnstructuredList, error) {
 	br, proto, err := openBody(body)
 	if err != nil {
 		return nil, err
@@ -235,11 +290,105 @@ func Unstructured(body io.Reader, tf Transform) (*unstructured.UnstructuredList,
 		return nil, &BodyError{Encoding: "protobuf", Reason: "a protobuf answer to a dynamic client's JSON request"}
 	}
 	ul := &unstructured.UnstructuredList{Object: map[string]any{}, Items: []unstructured.Unstructured{}}
-	d := listDecoding{ul: ul, tf: tf}
-	if err := d.json(br); err != nil {
+	d := listDecoding{ul: ul, tf: each.transform()}
+	if each.handsOver() {
+		d.each = each
+	}
+	err = d.json(br)
+	if err == nil {
+		err = d.flush()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return ul, nil
+}
+
+// ready reports whether items may be handed over as they are decoded: the
+// list's metadata was read (and, for an unstructured list, its kind and
+// apiVersion), and the list is not a Status.
+func (d *listDecoding) ready() bool {
+	if !d.sawMeta || d.kind == "Status" {
+		return false
+	}
+	return d.ul == nil || (d.sawKind && d.sawAPIV)
+}
+
+// metaRead records that the list's metadata was read. With a hand-over, a
+// second one after Head is an error: the items handed over were checked
+// against the first.
+func (d *listDecoding) metaRead() error {
+	d.sawMeta = true
+	if d.headed {
+		return errors.New("the list's metadata given again after its items")
+	}
+	return nil
+}
+
+// handOver hands obj (a decoded, transformed item) over, or holds it while
+// the list is not ready.
+func (d *listDecoding) handOver(obj runtime.Object) error {
+	if !d.headed {
+		if !d.ready() {
+			d.held = append(d.held, obj)
+			return nil
+		}
+		if err := d.flush(); err != nil {
+			return err
+		}
+	}
+	if d.ul != nil {
+		d.kinded(obj.(*unstructured.Unstructured))
+	}
+	return d.each.Item(obj)
+}
+
+// flush calls Head, once, then hands over the items held so far. It is
+// called when the list becomes ready, and at the end of the body.
+func (d *listDecoding) flush() error {
+	if d.each == nil || d.headed {
+		return nil
+	}
+	d.headed = true
+	if d.each.Head != nil {
+		var list runtime.Object = d.ul
+		if d.ul == nil {
+			list = d.list.Addr().Interface().(runtime.Object)
+		}
+		if err := d.each.Head(list); err != nil {
+			return err
+		}
+	}
+	held := d.held
+	d.held = nil
+	for i, obj := range held {
+		held[i] = nil
+		if d.ul != nil {
+			d.kinded(obj.(*unstructured.Unstructured))
+		}
+		if err := d.each.Item(obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kinded gives it the list's kind and apiVersion when it has neither, as
+// client-go's unstructured decoding does for a built-in resource's items.
+func (d *listDecoding) kinded(it *unstructured.Unstructured) {
+	if it.GetKind() == "" && it.GetAPIVersion() == "" && d.ul.GetKind() != "" {
+		it.SetKind(strings.TrimSuffix(d.ul.GetKind(), "List"))
+		it.SetAPIVersion(d.ul.GetAPIVersion())
+	}
+}
+
+// newItem returns the address of a zero item: a new one when items are
+// handed over, else one appended to the list's Items.
+func (d *listDecoding) newItem() reflect.Value {
+	if d.each != nil {
+		return reflect.New(d.list.Field(d.sh.items).Type().Elem())
+	}
+	return d.appendItem()
 }
 
 // appendItem appends a zero item and returns its address.
@@ -375,21 +524,35 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 			if err != nil {
 				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
-			item := d.appendItem()
+			item := d.newItem()
 			if err := item.Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
 				return fail(fmt.Sprintf("decoding item %d", i), err)
 			}
+			d.n++
 			if err := d.transformItem(item); err != nil {
 				return err
+			}
+			if d.each != nil {
+				if err := d.handOver(item.Interface().(runtime.Object)); err != nil {
+					return err
+				}
 			}
 		case num == d.sh.metaNum && wire == wireLen:
 			b, err := d.field(r, left)
 			if err != nil {
 				return fail("reading the list's metadata", err)
 			}
+			if err := d.metaRead(); err != nil {
+				return fail("decoding the list's metadata", err)
+			}
 			// Repeated message fields merge, as in proto.Unmarshal.
 			if err := d.list.Field(d.sh.meta).Addr().Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
 				return fail("decoding the list's metadata", err)
+			}
+			if d.each != nil && d.ready() {
+				if err := d.flush(); err != nil {
+					return err
+				}
 			}
 		default:
 			if err := d.skip(r, wire, left); err != nil {
@@ -485,7 +648,6 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 	if err := l.consume('{'); err != nil {
 		return fail("reading the list object", err)
 	}
-	var kind string
 	var rest map[string]json.RawMessage // every key but items, kept for a Status
 	sawItems := false
 	for more, err := l.first('}'); more || err != nil; more, err = l.more('}') {
@@ -511,11 +673,24 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 				rest = map[string]json.RawMessage{}
 			}
 			rest[key] = append(json.RawMessage(nil), raw...)
-			if key == "kind" {
-				_ = json.Unmarshal(raw, &kind)
+			switch key {
+			case "kind":
+				d.sawKind = true
+				_ = json.Unmarshal(raw, &d.kind)
+			case "apiVersion":
+				d.sawAPIV = true
+			case d.metaKey():
+				if err := d.metaRead(); err != nil {
+					return fail(fmt.Sprintf("decoding %q", key), err)
+				}
 			}
 			if err := d.jsonKey(key, raw); err != nil {
 				return fail(fmt.Sprintf("decoding %q", key), err)
+			}
+			if d.each != nil && !d.headed && d.ready() {
+				if err := d.flush(); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -547,7 +722,7 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
 			if err := d.jsonItem(raw); err != nil {
-				var tf *transformFailed
+				var tf *callerFailed
 				if errors.As(err, &tf) {
 					return tf.err
 				}
@@ -555,7 +730,7 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 			}
 		}
 	}
-	if kind == "Status" {
+	if d.kind == "Status" {
 		b, _ := json.Marshal(rest)
 		var st metav1.Status
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(b, &st); err != nil {
@@ -581,11 +756,14 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 }
 
 // count is the number of items decoded so far.
-func (d *listDecoding) count() int {
+func (d *listDecoding) count() int { return d.n }
+
+// metaKey is the JSON key of the list's metadata.
+func (d *listDecoding) metaKey() string {
 	if d.ul != nil {
-		return len(d.ul.Items)
+		return "metadata"
 	}
-	return d.list.Field(d.sh.items).Len()
+	return d.sh.metaJSON
 }
 
 // jsonItem decodes one item of "items".
@@ -595,38 +773,51 @@ func (d *listDecoding) jsonItem(raw []byte) error {
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &m); err != nil {
 			return err
 		}
-		d.ul.Items = append(d.ul.Items, unstructured.Unstructured{Object: m})
-		if d.tf == nil {
-			return nil
+		d.n++
+		var it *unstructured.Unstructured
+		if d.each == nil {
+			d.ul.Items = append(d.ul.Items, unstructured.Unstructured{Object: m})
+			it = &d.ul.Items[len(d.ul.Items)-1]
+		} else {
+			it = &unstructured.Unstructured{Object: m}
 		}
-		it := &d.ul.Items[len(d.ul.Items)-1]
-		if it.GetKind() == "" && it.GetAPIVersion() == "" && d.ul.GetKind() != "" {
+		if d.tf != nil {
 			// As the end of json does for every item: the transform sees
 			// the item as it is kept.
-			it.SetKind(strings.TrimSuffix(d.ul.GetKind(), "List"))
-			it.SetAPIVersion(d.ul.GetAPIVersion())
+			d.kinded(it)
+			if err := d.transformItem(reflect.ValueOf(it)); err != nil {
+				return &callerFailed{err}
+			}
 		}
-		return transformed(d.transformItem(reflect.ValueOf(it)))
+		return d.handOverJSON(it)
 	}
-	item := d.appendItem()
+	item := d.newItem()
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, item.Interface()); err != nil {
 		return err
 	}
-	return transformed(d.transformItem(item))
+	d.n++
+	if err := d.transformItem(item); err != nil {
+		return &callerFailed{err}
+	}
+	return d.handOverJSON(item.Interface().(runtime.Object))
 }
 
-// transformFailed marks an error of d.tf, which ends the decoding as it is
-// (not as a malformed body).
-type transformFailed struct{ err error }
-
-func (e *transformFailed) Error() string { return e.err.Error() }
-
-func transformed(err error) error {
-	if err == nil {
+// handOverJSON hands a JSON item over (when items are handed over).
+func (d *listDecoding) handOverJSON(obj runtime.Object) error {
+	if d.each == nil {
 		return nil
 	}
-	return &transformFailed{err}
+	if err := d.handOver(obj); err != nil {
+		return &callerFailed{err}
+	}
+	return nil
 }
+
+// callerFailed marks an error of d.tf or of d.each's functions, which ends
+// the decoding as it is (not as a malformed body).
+type callerFailed struct{ err error }
+
+func (e *callerFailed) Error() string { return e.err.Error() }
 
 // transformItem applies d.tf to the item item points to (an element of the
 // list's Items), in place: a transform that returns another object of the

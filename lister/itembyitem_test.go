@@ -1,0 +1,198 @@
+package lister_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/lister"
+)
+
+func itemList(rv string, names ...string) *corev1.ConfigMapList {
+	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+	for _, n := range names {
+		l.Items = append(l.Items, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n, ResourceVersion: "1"}})
+	}
+	return l
+}
+
+// pagesAndItems lists q with ItemByItem (and OnRestart unless noRestart)
+// and returns what was handed over, in order: "page@RV (N items)",
+// "item NAME", "restart".
+func pagesAndItems(t *testing.T, c lister.Client, q lister.Query, noRestart bool) []string {
+	t.Helper()
+	var got []string
+	opts := []lister.PageOption{lister.ItemByItem(func(obj runtime.Object) error {
+		m, _ := meta.Accessor(obj)
+		got = append(got, "item "+m.GetName())
+		return nil
+	})}
+	if !noRestart {
+		opts = append(opts, lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
+	}
+	_, err := lister.New(c, lister.Options{}).ListPages(context.Background(), q, func(page runtime.Object) error {
+		lm, _ := meta.ListAccessor(page)
+		got = append(got, fmt.Sprintf("page@%s (%d items)", lm.GetResourceVersion(), meta.LenList(page)))
+		return nil
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// An Exact list answered at a newer resourceVersion is retried with a
+// limit (KEP-2523 rule 2): its items, already handed over one by one, are
+// voided through OnRestart before the exact answer's. Without OnRestart,
+// and with a client that does not decode its lists (FromFuncs), pages are
+// delivered whole.
+func TestItemByItemDiscardedAnswerRestarts(t *testing.T) {
+	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		l := itemList("20", "a", "b")
+		if r.URL.Query().Get("limit") == "" {
+			l = itemList("30", "a", "x") // newer than asked
+		}
+		body, _ := testfake.ListBody(t, l, true, false)
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		_, _ = w.Write(body)
+	})
+	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := fallback.ExactQuery("20")
+	want := []string{"page@30 (0 items)", "item a", "item x", "restart", "page@20 (0 items)", "item a", "item b"}
+	if got := pagesAndItems(t, c, q, false); !slices.Equal(got, want) {
+		t.Fatalf("handed over %q; want %q", got, want)
+	}
+	whole := []string{"page@20 (2 items)"}
+	if got := pagesAndItems(t, c, q, true); !slices.Equal(got, whole) {
+		t.Fatalf("without OnRestart, handed over %q; want %q", got, whole)
+	}
+	cms := cs.CoreV1().ConfigMaps("ns")
+	if got := pagesAndItems(t, lister.FromFuncs(cms.List, cms.Watch), q, false); !slices.Equal(got, whole) {
+		t.Fatalf("FromFuncs: handed over %q; want %q", got, whole)
+	}
+}
+
+// A continuation page cut midway after some of its items were handed over
+// is asked again from its continue token: its items, served at the
+// snapshot's resourceVersion, come again, and the pages before it stay
+// (no restart). One served at another resourceVersion cannot be voided
+// alone: the call fails with ErrItemsDiscarded.
+func TestItemByItemContinuationPageCutMidway(t *testing.T) {
+	for _, cutRV := range []string{"20", "30"} {
+		t.Run("cut page at "+cutRV, func(t *testing.T) {
+			var cuts atomic.Int32
+			cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+				if r.URL.Query().Get("continue") == "" {
+					l := itemList("20", "a", "b")
+					l.Continue = "t"
+					body, _ := testfake.ListBody(t, l, true, false)
+					_, _ = w.Write(body)
+					return
+				}
+				if cuts.Add(1) == 1 {
+					body, at := testfake.ListBody(t, itemList(cutRV, "c", "d"), true, false)
+					_, _ = w.Write(body[:at[1]])
+					w.(http.Flusher).Flush()
+					panic(http.ErrAbortHandler)
+				}
+				body, _ := testfake.ListBody(t, itemList("20", "c", "d"), true, false)
+				_, _ = w.Write(body)
+			})
+			cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			_, err = lister.New(c, lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}}).ListPages(context.Background(),
+				lister.MostRecent().WithLimit(2), func(page runtime.Object) error {
+					lm, _ := meta.ListAccessor(page)
+					got = append(got, "page@"+lm.GetResourceVersion())
+					return nil
+				}, lister.ItemByItem(func(obj runtime.Object) error {
+					m, _ := meta.Accessor(obj)
+					got = append(got, "item "+m.GetName())
+					return nil
+				}), lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
+			if cutRV == "30" {
+				if !errors.Is(err, lister.ErrItemsDiscarded) {
+					t.Fatalf("error %v; want ErrItemsDiscarded (handed over %q)", err, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"page@20", "item a", "item b", "page@20", "item c", "page@20", "item c", "item d"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("handed over %q; want %q", got, want)
+			}
+		})
+	}
+}
+
+// The dynamic and metadata clients hand items over one by one too: a
+// dynamic client's items with the list's kind and apiVersion, a metadata
+// client's as PartialObjectMetadata.
+func TestItemByItemDynamicAndMetadata(t *testing.T) {
+	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := testfake.ListBody(t, itemList("20", "a", "b"), false, false)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	dyn, err := lister.FromDynamicConfig(cfg, gvr, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := lister.FromMetadataConfig(cfg, gvr, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]lister.Client{"dynamic": dyn, "metadata": md} {
+		var got []string
+		_, err := lister.New(c, lister.Options{}).ListPages(context.Background(), lister.MostRecent(), func(page runtime.Object) error {
+			got = append(got, fmt.Sprintf("page (%d items)", meta.LenList(page)))
+			return nil
+		}, lister.ItemByItem(func(obj runtime.Object) error {
+			m, _ := meta.Accessor(obj)
+			got = append(got, fmt.Sprintf("%T %s %s", obj, obj.GetObjectKind().GroupVersionKind().Kind, m.GetName()))
+			return nil
+		}), lister.OnRestart(func(fallback.Event) error { return nil }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, kind := "*unstructured.Unstructured", "ConfigMap"
+		if name == "metadata" {
+			typ, kind = "*v1.PartialObjectMetadata", ""
+		}
+		want := []string{"page (0 items)", typ + " " + kind + " a", typ + " " + kind + " b"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: handed over %q; want %q", name, got, want)
+		}
+	}
+}

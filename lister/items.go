@@ -1,0 +1,204 @@
+package lister
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/engine"
+)
+
+// This file hands a page's items over one by one as the client decodes
+// them (ItemByItem), instead of as a page.
+
+// itemLister is a Client that can hand a list's items over one by one as it
+// decodes them (decode.Each): the SDK's own adapters, and this package's
+// wrappers around them.
+type itemLister interface {
+	// listsItems reports whether this client decodes its lists itself.
+	listsItems() bool
+	listItems(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error)
+}
+
+func (c adapter) listsItems() bool {
+	d, ok := c.c.(interface{ DecodesItems() bool })
+	return !ok || d.DecodesItems()
+}
+
+func (c adapter) listItems(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
+	return decoded(c.c.ListTransformed(ctx, o, each))
+}
+
+func (c transformClient) listsItems() bool {
+	il, ok := c.Client.(itemLister)
+	return ok && il.listsItems()
+}
+
+// listItems applies the transform to each item before it is handed over.
+func (c transformClient) listItems(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
+	e := *each
+	e.Transform = c.tf.each()
+	obj, err := c.Client.(itemLister).listItems(ctx, o, &e)
+	if err != nil && errors.Is(err, ErrTransform) {
+		c.tf.observe(ctx, err)
+	}
+	return obj, err
+}
+
+func (c metadataKinded) listsItems() bool {
+	il, ok := c.Client.(itemLister)
+	return ok && il.listsItems()
+}
+
+// listItems sets the example's apiVersion and kind on each item before it
+// is handed over.
+func (c metadataKinded) listItems(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
+	e := *each
+	e.Item = func(obj runtime.Object) error {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			m.SetGroupVersionKind(c.gvk)
+		}
+		return each.Item(obj)
+	}
+	return c.Client.(itemLister).listItems(ctx, o, &e)
+}
+
+// handover is ItemByItem in one call: each page request's answer is
+// decoded with its page function as decode.Each's Head and the caller's
+// item function as its Item.
+type handover struct {
+	c          itemLister
+	page       PageFunc
+	item       func(runtime.Object) error
+	sampleSize bool // estimate the page's bytes (Options.MaxPageBytes)
+
+	// The current answer's: headed, its page was handed over; items, the
+	// items handed over after it; first, the encoded size of the first;
+	// err, what the caller's page or item function returned.
+	headed bool
+	headRV string
+	items  int
+	first  int64
+	err    error
+}
+
+// handover returns ItemByItem's hand-over for this call, or nil when pages
+// are delivered whole: no ItemByItem, no OnRestart (an answer discarded
+// after its items were handed over could not be voided), or a client that
+// does not decode its lists itself.
+func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
+	if cfg.item == nil || cfg.onRestart == nil {
+		return nil
+	}
+	il, ok := l.c.(itemLister)
+	if !ok || !il.listsItems() {
+		return nil
+	}
+	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.MaxPageBytes > 0}
+}
+
+// forRequest returns h for a page request, nil for any other (a probe's
+// answer is not a page).
+func (h *handover) forRequest(req engine.Request) *handover {
+	if h == nil || req.Purpose != engine.PurposePage {
+		return nil
+	}
+	h.headed, h.headRV, h.items, h.first, h.err = false, "", 0, 0, nil
+	return h
+}
+
+// list sends one list request: through h's client with h's hand-over, or
+// through c (h nil).
+func (h *handover) list(ctx context.Context, c Client, o metav1.ListOptions) (runtime.Object, error) {
+	if h == nil {
+		return c.List(ctx, o)
+	}
+	return h.c.listItems(ctx, o, &decode.Each{Head: h.head, Item: h.handItem})
+}
+
+// gateClient is the client a listgate.Gate sees: none with a hand-over, so
+// that the answer, whose items only this caller receives, is never shared.
+func (h *handover) gateClient(c Client) any {
+	if h != nil {
+		return nil
+	}
+	return c
+}
+
+func (h *handover) head(list runtime.Object) error {
+	h.headed = true
+	if lm, err := meta.ListAccessor(list); err == nil {
+		h.headRV = lm.GetResourceVersion()
+	}
+	if err := h.page(list); err != nil {
+		h.err = err
+	}
+	return h.err
+}
+
+func (h *handover) handItem(obj runtime.Object) error {
+	h.items++
+	if h.items == 1 && h.sampleSize {
+		h.first = objectBytes(obj)
+	}
+	if err := h.item(obj); err != nil {
+		h.err = err
+	}
+	return h.err
+}
+
+// counted sets what the answer held (its items were handed over, not kept).
+func (h *handover) counted(ans *engine.Answer, sr *SentRequest) {
+	ans.Items, sr.Items = h.items, h.items
+	if ans.Continue != "" && h.first > 0 {
+		ans.PageBytes = h.first * int64(h.items)
+	}
+}
+
+// discarded reports whether step discards an answer whose page was handed
+// over, for another request (afterDiscard).
+func (h *handover) discarded(step engine.Step) bool {
+	return h != nil && h.headed && !step.Accept && !step.Done
+}
+
+// afterDiscard decides what becomes of the items of an answer discarded
+// after they were handed over. A next request that starts the list again
+// voids every page handed over (restart: OnRestart; the pages after it are
+// a new snapshot). One that continues the list from its continue token
+// keeps the pages before: when the discarded answer was served at the
+// snapshot's resourceVersion its items are the snapshot's and come again;
+// otherwise the call fails (ErrItemsDiscarded), since the pages before it
+// cannot be voided alone and the items of two snapshots must not mix.
+func (h *handover) afterDiscard(step engine.Step, rec *Record) (restart bool, err error) {
+	if step.Next.Options.Continue == "" || rec.Pages == 0 {
+		return true, nil
+	}
+	if h.headRV != "" && h.headRV == rec.ServedResourceVersion {
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: a page served at resourceVersion %q, the list's earlier pages at %q", ErrItemsDiscarded, h.headRV, rec.ServedResourceVersion)
+}
+
+// ErrItemsDiscarded is the error of a ListPages call with ItemByItem when a
+// continuation page was discarded after its items were handed over, served
+// at another resourceVersion than the pages before it: the call cannot
+// resume the list without mixing two snapshots, and fails.
+var ErrItemsDiscarded = errors.New("lister: a page discarded after its items were handed over (ItemByItem) belongs to another snapshot")
+
+// objectBytes is obj's encoded size: its generated protobuf Size where it
+// has one (built-in types), else its JSON length.
+func objectBytes(obj runtime.Object) int64 {
+	if s, ok := obj.(interface{ Size() int }); ok {
+		return int64(s.Size())
+	}
+	if b, err := json.Marshal(obj); err == nil {
+		return int64(len(b))
+	}
+	return 0
+}

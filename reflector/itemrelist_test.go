@@ -1,0 +1,284 @@
+package reflector
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/lister"
+)
+
+// A relist the server answers in one response (no PaginateLists, no
+// streaming list) goes to a store it fills object by object as the
+// response is decoded (lister.ItemByItem): the store holds the first
+// objects before the rest of the body is sent, so the old contents and
+// the whole new list are never held at once. These tests run
+// reflector.New over lister.FromClientset against a wire server.
+
+// oneResponseServer answers a typed ConfigMap client: the limit=1 probes,
+// the first sync (initial), the first watch with 410, then each relist
+// from relists (the last one repeated), and later watches by waiting.
+type oneResponseServer struct {
+	t       *testing.T
+	proto   bool
+	initial *corev1.ConfigMapList
+	relists []relistAnswer
+	lists   atomic.Int32
+	watches atomic.Int32
+}
+
+// relistAnswer is one relist's answer: its body up to the cut before item
+// cutAt (0: whole) is sent, then the server waits for release (nil: none),
+// then sends the rest, or aborts the response (abort).
+type relistAnswer struct {
+	list       *corev1.ConfigMapList
+	itemsFirst bool
+	cutAt      int
+	sent       chan struct{} // closed once the first part is sent
+	release    chan struct{}
+	abort      bool
+}
+
+func (s *oneResponseServer) serve(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ct := "application/json"
+	if s.proto {
+		ct = "application/vnd.kubernetes.protobuf"
+	}
+	switch {
+	case q.Get("watch") == "true" || q.Get("watch") == "1":
+		if s.watches.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusGone)
+			_ = json.NewEncoder(w).Encode(gone().ErrStatus)
+			return
+		}
+		<-r.Context().Done()
+		return
+	case q.Get("limit") == "1":
+		rv := s.initial.ResourceVersion
+		if s.lists.Load() > 0 {
+			rv = s.relists[len(s.relists)-1].list.ResourceVersion
+		}
+		body, _ := testfake.ListBody(s.t, cmList(rv), s.proto, false)
+		w.Header().Set("Content-Type", ct)
+		_, _ = w.Write(body)
+		return
+	}
+	n := int(s.lists.Add(1))
+	w.Header().Set("Content-Type", ct)
+	if n == 1 {
+		body, _ := testfake.ListBody(s.t, s.initial, s.proto, false)
+		_, _ = w.Write(body)
+		return
+	}
+	a := s.relists[min(n-2, len(s.relists)-1)]
+	body, cuts := testfake.ListBody(s.t, a.list, s.proto, a.itemsFirst)
+	cut := len(body)
+	if a.cutAt > 0 {
+		cut = cuts[a.cutAt]
+	}
+	_, _ = w.Write(body[:cut])
+	w.(http.Flusher).Flush()
+	if a.sent != nil {
+		close(a.sent)
+	}
+	if a.abort {
+		panic(http.ErrAbortHandler) // the client reads an unexpected EOF
+	}
+	if a.release != nil {
+		select {
+		case <-a.release:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	_, _ = w.Write(body[cut:])
+}
+
+// appliedStore is a callStore that also reports each Add and Update on a
+// channel.
+type appliedStore struct {
+	*callStore
+	applied chan string
+}
+
+func newAppliedStore() *appliedStore {
+	return &appliedStore{callStore: newCallStore(), applied: make(chan string, 1000)}
+}
+
+func (s *appliedStore) Add(obj any) error {
+	err := s.callStore.Add(obj)
+	s.applied <- s.last()
+	return err
+}
+
+func (s *appliedStore) Update(obj any) error {
+	err := s.callStore.Update(obj)
+	s.applied <- s.last()
+	return err
+}
+
+func (s *appliedStore) last() string { c := s.since(s.count() - 1); return c[0] }
+
+// waitApplied reads the store's applied calls until want arrives.
+func (s *appliedStore) waitApplied(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second) // a bound for a failure, not a synchronisation
+	for {
+		select {
+		case c := <-s.applied:
+			if c == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the store got no %q while the rest of the list's body was held back; calls %q", want, s.since(0))
+		}
+	}
+}
+
+func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) (*Reflector, *recorder) {
+	t.Helper()
+	cfg, _ := testfake.WireServer(t, false, s.serve)
+	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	o := fastOptions(rec)
+	o.PaginateLists = false
+	o.Lister.Policy.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	r := New(c, &corev1.ConfigMap{}, store, o)
+	if r.objects == nil {
+		t.Fatal("the store is not filled object by object")
+	}
+	run(t, r)
+	return r, rec
+}
+
+type cacheStore interface {
+	Add(any) error
+	Update(any) error
+	Delete(any) error
+	List() []any
+	ListKeys() []string
+	Get(any) (any, bool, error)
+	GetByKey(string) (any, bool, error)
+	Replace([]any, string) error
+	Resync() error
+}
+
+var encodings = []struct {
+	name  string
+	proto bool
+}{{"protobuf", true}, {"json", false}}
+
+func TestOneResponseRelistAppliesObjectsAsDecoded(t *testing.T) {
+	for _, enc := range encodings {
+		t.Run(enc.name, func(t *testing.T) {
+			relist := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15"), cm("d", "18")), cutAt: 2,
+				sent: make(chan struct{}), release: make(chan struct{})}
+			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("b", "2"), cm("c", "3")), relists: []relistAnswer{relist}}
+			store := newAppliedStore()
+			r, _ := oneResponseReflector(t, s, store)
+			select {
+			case <-relist.sent:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no relist")
+			}
+			first := slices.Index(store.since(0), "bookmark @10") + 1
+			// The server holds back ns/d: ns/a and ns/b must be in the
+			// store already.
+			store.waitApplied(t, "update ns/b@15")
+			if rv := r.LastSyncResourceVersion(); rv != "10" {
+				t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
+			}
+			close(relist.release)
+			eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			want := []string{"update ns/a@1", "update ns/b@15", "add ns/d@18", "delete ns/c@3", "bookmark @20"}
+			if got := sortTail(store.since(first)); !slices.Equal(got, want) {
+				t.Fatalf("relist calls %q; want %q", got, want)
+			}
+			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
+				t.Fatalf("store = %v; want the relist's objects", keys)
+			}
+		})
+	}
+}
+
+// Items that come before the list's metadata are held until it arrives:
+// the list's resourceVersion is checked before any of them is applied. A
+// list older than the store applies nothing (*StaleListError), and the
+// next one completes the relist.
+func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
+	for _, enc := range encodings {
+		for _, stale := range []bool{false, true} {
+			name := enc.name
+			if stale {
+				name += "/stale"
+			}
+			t.Run(name, func(t *testing.T) {
+				good := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15")), itemsFirst: true}
+				relists := []relistAnswer{good}
+				if stale {
+					relists = []relistAnswer{{list: cmList("5", cm("a", "1"), cm("x", "4")), itemsFirst: true}, good}
+				}
+				s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("c", "3")), relists: relists}
+				store := newAppliedStore()
+				r, rec := oneResponseReflector(t, s, store)
+				eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+				calls := store.since(0)
+				if slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, "ns/x") }) {
+					t.Fatalf("calls %q: an object of the stale list was applied", calls)
+				}
+				sawStale := slices.Contains(rec.get(&rec.transitions), "Relisting>BackingOff:"+ReasonStaleList)
+				if sawStale != stale {
+					t.Fatalf("transitions %v: stale list rejected %v; want %v", rec.get(&rec.transitions), sawStale, stale)
+				}
+				if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
+					t.Fatalf("store = %v; want a and b", keys)
+				}
+			})
+		}
+	}
+}
+
+// An answer whose objects were applied and that then fails (the connection
+// is cut midway) is retried by the lister as a new snapshot (OnRestart):
+// the objects only the failed answer held are deleted at the end of the
+// one that completes.
+func TestOneResponseRelistCutMidwayRestarts(t *testing.T) {
+	for _, enc := range encodings {
+		t.Run(enc.name, func(t *testing.T) {
+			cut := relistAnswer{list: cmList("20", cm("a", "1"), cm("x", "16"), cm("b", "15")), cutAt: 2, abort: true, sent: make(chan struct{})}
+			good := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15"), cm("d", "18"))}
+			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("b", "2"), cm("c", "3")), relists: []relistAnswer{cut, good}}
+			store := newAppliedStore()
+			r, rec := oneResponseReflector(t, s, store)
+			eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			calls := store.since(0)
+			if !slices.Contains(calls, "add ns/x@16") || !slices.Contains(calls, "delete ns/x@16") {
+				t.Fatalf("calls %q; want ns/x applied from the cut answer, then deleted", calls)
+			}
+			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
+				t.Fatalf("store = %v; want a, b and d", keys)
+			}
+			if got := rec.get(&rec.relists); len(got) != 1 {
+				t.Fatalf("relists %v; want one (the lister retried the cut answer within it)", got)
+			}
+		})
+	}
+}
