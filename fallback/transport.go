@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
 // HeaderRetryAfterOwned carries the Retry-After value of a response that
@@ -144,6 +146,28 @@ type ownRetryAfter struct{ rt http.RoundTripper }
 func (t *ownRetryAfter) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 func (t *ownRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if wirewait.Guarded(req.Context()) {
+		return t.roundTrip(req) // one of the SDK's own requests, already bounded
+	}
+	ctx, g := guardRequest(req.Context(), req)
+	if g == nil {
+		return t.roundTrip(req)
+	}
+	resp, err := t.roundTrip(req.WithContext(ctx))
+	if err != nil || resp == nil {
+		g.Stop()
+		return resp, g.Err(err)
+	}
+	g.Answered()
+	if isWatch(req) {
+		resp.Body = g.Closing(resp.Body)
+	} else {
+		resp.Body = g.Body(resp.Body)
+	}
+	return resp, nil
+}
+
+func (t *ownRetryAfter) roundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
 	if err != nil {
 		if req.Method == http.MethodGet && retriedByClientGo(err, isWatch(req)) {
