@@ -62,7 +62,7 @@ var _ = Describe("a request the server accepts and never answers", Label("confor
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(rctx) }()
 		DeferCleanup(func() { cancel(); <-done })
-		Eventually(func() int { return len(e.requests("")) }).WithTimeout(4 * bound).WithPolling(50 * time.Millisecond).
+		Eventually(func() int { return len(e.requests("")) }).WithTimeout(4*bound).WithPolling(50*time.Millisecond).
 			Should(BeNumerically(">=", 2), "a second request while the fault holds: the first was ended by the bound")
 		Expect(r.HasSynced()).To(BeFalse())
 
