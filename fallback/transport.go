@@ -164,39 +164,28 @@ type ownRetryAfter struct{ rt http.RoundTripper }
 func (t *ownRetryAfter) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 func (t *ownRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if wirewait.Guarded(req.Context()) {
-		return t.roundTrip(req) // one of the SDK's own requests, already bounded
+	var g *wirewait.Guard // nil for the SDK's own requests, already bounded, and without a bound
+	if !wirewait.Guarded(req.Context()) {
+		var ctx context.Context
+		if ctx, g = guardRequest(req.Context(), req); g != nil {
+			req = req.WithContext(ctx)
+		}
 	}
-	ctx, g := guardRequest(req.Context(), req)
-	if g == nil {
-		return t.roundTrip(req)
-	}
-	resp, err := t.roundTrip(req.WithContext(ctx))
+	resp, err := t.rt.RoundTrip(req)
 	if err != nil || resp == nil {
 		g.Stop()
-		return resp, g.Err(err)
-	}
-	g.Answered()
-	if isWatch(req) {
-		resp.Body = g.Closing(resp.Body)
-	} else {
-		resp.Body = g.Body(resp.Body)
-	}
-	return resp, nil
-}
-
-func (t *ownRetryAfter) roundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(req)
-	if err != nil {
-		if req.Method == http.MethodGet && retriedByClientGo(err, isWatch(req)) {
+		if err = g.Err(err); err != nil && req.Method == http.MethodGet && retriedByClientGo(err, isWatch(req)) {
 			klog.FromContext(req.Context()).V(4).Info("Connection failure taken from client-go's REST client: the caller counts and retries",
 				"path", req.URL.Path, "err", err)
 			return nil, &ConnectionLostError{Method: req.Method, URL: req.URL.Redacted(), Err: err}
 		}
 		return resp, err
 	}
-	if resp == nil {
-		return resp, err
+	g.Answered()
+	if isWatch(req) {
+		resp.Body = g.Closing(resp.Body)
+	} else {
+		resp.Body = g.Body(resp.Body) // an error body read below is bounded too
 	}
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < http.StatusInternalServerError {
 		return resp, nil

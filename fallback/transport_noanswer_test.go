@@ -97,3 +97,19 @@ func TestOwnRetryAfterWithoutBound(t *testing.T) {
 		t.Fatalf("err = %v; want the caller's deadline", err)
 	}
 }
+
+// A 503 whose Status body stops half-way: the body OwnRetryAfter reads to
+// carry the Retry-After is bounded as well.
+func TestOwnRetryAfterBoundsAnErrorBodyThatStops(t *testing.T) {
+	cfg, n := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1",`))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
+	_, err := cms.List(boundedContext(t), metav1.ListOptions{})
+	wantNoAnswer(t, err, "more of the response body", n.Load())
+}
