@@ -64,6 +64,10 @@ const (
 	// broken and following it would loop forever (the failure
 	// apache/iceberg-go#1484 and boto/botocore#3778 describe for other APIs).
 	ContinueRepeated
+	// NoAnswer: the server accepted the request and then said nothing for
+	// Policy.ResponseTimeout (a *NoAnswerError): no headers, or a list body
+	// that stopped. Retried like Transport.
+	NoAnswer
 
 	numClasses
 )
@@ -73,7 +77,7 @@ var classNames = [...]string{
 	Throttled: "throttled", ServerError: "server-error", Transport: "transport", Invalid: "invalid",
 	Forbidden: "forbidden", NotFound: "not-found", Canceled: "canceled", Other: "other",
 	ServedNewerThanExact: "served-newer-than-exact", ServedOlder: "served-older",
-	ContinueRepeated: "continue-repeated",
+	ContinueRepeated: "continue-repeated", NoAnswer: "no-answer",
 }
 
 func (c Class) String() string {
@@ -104,6 +108,9 @@ const (
 func Classify(err error) Class {
 	if err == nil {
 		return OK
+	}
+	if errors.Is(err, ErrNoAnswer) {
+		return NoAnswer
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return Canceled
@@ -193,10 +200,10 @@ func RetryAfter(err error) (time.Duration, bool) {
 }
 
 // Retriable reports whether a class is ever retried by the table (with a
-// budget): TooLargeRV, Throttled, ServerError, Transport.
+// budget): TooLargeRV, Throttled, ServerError, Transport, NoAnswer.
 func (c Class) Retriable() bool {
 	switch c {
-	case TooLargeRV, Throttled, ServerError, Transport:
+	case TooLargeRV, Throttled, ServerError, Transport, NoAnswer:
 		return true
 	}
 	return false

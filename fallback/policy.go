@@ -165,6 +165,26 @@ type Policy struct {
 	// proxy that answers "Retry-After: 3600" is retried after this cap, not
 	// after an hour. Default 10s (at most 30s is recommended).
 	MaxRetryAfter time.Duration
+	// ResponseTimeout bounds how long one request hears nothing from the
+	// server: the wait for the response's headers once the request is
+	// written, and, while a list body is read, the wait for its next bytes.
+	// It is not a bound on the whole request: a huge list that keeps
+	// delivering bytes takes as long as it needs (client-go's
+	// rest.Request.Timeout would bound the whole body, and end it). A
+	// watch is bounded until its headers arrive; after that the stall
+	// watchdog decides (lister.Options.StallTimeout). A request past the
+	// bound ends with a *NoAnswerError, retried after Backoff and counted
+	// like any other request. Default DefaultResponseTimeout (70s: a real
+	// apiserver answers a list within its --request-timeout, 60s by
+	// default, or with a 504; it writes a watch's headers at once);
+	// negative = no bound (client-go's behaviour: the caller's context).
+	//
+	// Honoured on every request the SDK's own clients send
+	// (lister.FromClientset, FromRESTClient, FromDynamicConfig,
+	// FromMetadataConfig) and on clients built from NoHiddenRetries; the
+	// requests of other clients (a plain clientset given to FromFuncs or
+	// lister.Wrap) keep client-go's behaviour.
+	ResponseTimeout time.Duration
 	// MaxTooLargeRetries bounds retries of "too large resource version". Default 2
 	// (each attempt against a watch cache already waits up to 3s there, plus
 	// its Retry-After of 1s: about 11s in all, so a resourceVersion far in the
@@ -198,6 +218,12 @@ func (p Policy) WithDefaults() Policy {
 	p.MaxTooLargeRetries = CountOrDefault(p.MaxTooLargeRetries, 2)
 	if p.MaxRetryAfter <= 0 {
 		p.MaxRetryAfter = 10 * time.Second
+	}
+	switch {
+	case p.ResponseTimeout < 0:
+		p.ResponseTimeout = -1
+	case p.ResponseTimeout == 0:
+		p.ResponseTimeout = DefaultResponseTimeout
 	}
 	p.Backoff = p.Backoff.WithDefaults(DefaultListBackoff())
 	return p

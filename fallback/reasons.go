@@ -34,6 +34,14 @@ const (
 	// ReasonTransportBackoff: connection refused or reset, EOF or a timeout;
 	// waited and retried.
 	ReasonTransportBackoff ReasonCode = "transport-backoff"
+	// ReasonNoAnswerBackoff: the server (or a proxy in front of it)
+	// accepted a request and then sent nothing for Policy.ResponseTimeout:
+	// no response headers, or a list body that stopped delivering bytes.
+	// The request was ended with a *NoAnswerError, waited (Policy.Backoff)
+	// and retried. A real apiserver answers a list within its
+	// --request-timeout (60s by default); if a proxy holds requests, check
+	// it, or raise ResponseTimeout if the server is known to be slower.
+	ReasonNoAnswerBackoff ReasonCode = "no-answer-backoff"
 	// ReasonRetriesExhausted: the retry budget for transient errors
 	// (Policy.Backoff) ran out and the last error is returned: the server or
 	// the network stayed unavailable for that long.
@@ -167,7 +175,7 @@ const (
 func ListReasons() []ReasonCode {
 	return []ReasonCode{
 		ReasonOK, ReasonContextDone, ReasonInvalid, ReasonNotRetriable, ReasonThrottledBackoff,
-		ReasonServerErrorBackoff, ReasonTransportBackoff, ReasonRetriesExhausted, ReasonRule1RetryNewerRV,
+		ReasonServerErrorBackoff, ReasonTransportBackoff, ReasonNoAnswerBackoff, ReasonRetriesExhausted, ReasonRule1RetryNewerRV,
 		ReasonRule1FallbackMostRecent, ReasonRule1Exhausted, ReasonExactGone, ReasonGoneUnexpected,
 		ReasonContinueExpiredExact, ReasonContinueExpiredRestart, ReasonContinueExpiredUnpaginated,
 		ReasonContinueExpiredFail, ReasonContinueExpiredExhausted, ReasonContinueRepeated,

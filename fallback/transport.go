@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
 // HeaderRetryAfterOwned carries the Retry-After value of a response that
@@ -100,6 +102,21 @@ const maxOwnedErrorBody = 1 << 20
 // client-go's retries to Policy.Backoff, but it cannot shorten the sleep
 // client-go takes before each.
 //
+// # A request nobody answers
+//
+// The transport also bounds each request that hears nothing from the
+// server (Policy.ResponseTimeout): no response headers once the request is
+// written, or, while a list body is read, no more bytes. It then ends the
+// request with a *NoAnswerError, which the lister and the reflector retry
+// after Policy.Backoff. The bound is the Policy's of the lister or
+// reflector the request is sent for (they carry it on the request's
+// context), or DefaultResponseTimeout for a request sent otherwise. A
+// watch is bounded until its headers arrive only. Without NoHiddenRetries,
+// a client of your own keeps client-go's behaviour: a request the server
+// accepts and never answers waits until the caller's context ends
+// (rest.Config.Timeout would bound the whole request, a long list's body
+// included). The SDK's own clients are bounded the same way either way.
+//
 // A nil cfg returns nil.
 func NoHiddenRetries(cfg *rest.Config) *rest.Config {
 	if cfg == nil {
@@ -127,7 +144,10 @@ func NoHiddenRetries(cfg *rest.Config) *rest.Config {
 //
 // A GET whose connection failed in a way client-go retries (see
 // NoHiddenRetries, cases 2 and 3) fails with a *ConnectionLostError
-// instead. Every other answer and error passes unchanged.
+// instead. A request that hears nothing from the server for the bound on
+// its context (Policy.ResponseTimeout; DefaultResponseTimeout without one)
+// fails with a *NoAnswerError (see NoHiddenRetries, "A request nobody
+// answers"). Every other answer and error passes unchanged.
 func OwnRetryAfter(rt http.RoundTripper) http.RoundTripper {
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -144,17 +164,28 @@ type ownRetryAfter struct{ rt http.RoundTripper }
 func (t *ownRetryAfter) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 func (t *ownRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
+	var g *wirewait.Guard // nil for the SDK's own requests, already bounded, and without a bound
+	if !wirewait.Guarded(req.Context()) {
+		var ctx context.Context
+		if ctx, g = guardRequest(req.Context(), req); g != nil {
+			req = req.WithContext(ctx)
+		}
+	}
 	resp, err := t.rt.RoundTrip(req)
-	if err != nil {
-		if req.Method == http.MethodGet && retriedByClientGo(err, isWatch(req)) {
+	if err != nil || resp == nil {
+		g.Stop()
+		if err = g.Err(err); err != nil && req.Method == http.MethodGet && retriedByClientGo(err, isWatch(req)) {
 			klog.FromContext(req.Context()).V(4).Info("Connection failure taken from client-go's REST client: the caller counts and retries",
 				"path", req.URL.Path, "err", err)
 			return nil, &ConnectionLostError{Method: req.Method, URL: req.URL.Redacted(), Err: err}
 		}
 		return resp, err
 	}
-	if resp == nil {
-		return resp, err
+	g.Answered()
+	if isWatch(req) {
+		resp.Body = g.Closing(resp.Body)
+	} else {
+		resp.Body = g.Body(resp.Body) // an error body read below is bounded too
 	}
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < http.StatusInternalServerError {
 		return resp, nil

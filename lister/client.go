@@ -40,6 +40,13 @@ type Client interface {
 // (SentRequest.WireRequests, charged to Policy.Backoff), logs those of
 // watches, and turns client-go's empty watch after a lost connection into
 // a *fallback.ConnectionLostError, but cannot shorten the sleep.
+//
+// Every request of the SDK's own adapters, and of clients built from
+// fallback.NoHiddenRetries, is bounded by Policy.ResponseTimeout: one that
+// hears nothing from the server for that long (no headers, or a list body
+// that stops) ends with a *fallback.NoAnswerError and is retried after
+// Policy.Backoff. Other clients wait for the caller's context, as in
+// client-go.
 
 // ownClient is one of the SDK's own clients (package internal/clients).
 type ownClient interface {

@@ -16,6 +16,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
 // run is one list call, top-down: send, ask the engine, act. Every decision
@@ -26,7 +27,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	rec := &Record{Requested: q}
 	log := klog.FromContext(ctx).WithValues("lister", l.o.Name)
 	var wire wireTally // requests written on the wire under ctx, client-go's retries included
-	ctx = wire.trace(ctx)
+	ctx = wirewait.WithBound(wire.trace(ctx), l.o.Policy.ResponseTimeout)
 	call, req, err := engine.Start(q, engine.Config{
 		Policy: l.o.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.MaxPageSize, MaxPageBytes: max(l.o.MaxPageBytes, 0),
 		MaxRequests: l.o.MaxRequests, Base: base, LastObserved: l.o.LastObservedRV, CanVoidPages: cfg.onRestart != nil,

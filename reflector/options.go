@@ -65,8 +65,8 @@ type Options struct {
 	// LastObservedRV is the reflector's own (its LastSyncResourceVersion:
 	// rule 1 and list restarts start from what the store reflects), so one
 	// set here is rejected (Validate). With List set, the fields that only
-	// configure the default List (Policy other than MaxRetryAfter,
-	// MaxPageSize, MaxPageBytes, MaxRequests), the selectors and Transform
+	// configure the default List (Policy other than MaxRetryAfter and
+	// ResponseTimeout, MaxPageSize, MaxPageBytes, MaxRequests), the selectors and Transform
 	// (which List would not apply to its lists while the watches apply
 	// them) are rejected too.
 	Lister lister.Options
@@ -236,12 +236,12 @@ func (o Options) Validate() error {
 	}
 	const onlyDefault = "configures the default List only; with List set, configure your own list function instead"
 	p := lo.Policy
-	p.MaxRetryAfter = 0
+	p.MaxRetryAfter, p.ResponseTimeout = 0, 0 // they bound the watches too
 	switch {
 	case lo.LabelSelector != "" || lo.FieldSelector != "":
 		return &OptionsError{Field: "Lister.LabelSelector/FieldSelector", Reason: "List is given the query only and would not apply them, while the watches would; filter in your List's client and in the Client passed to New"}
 	case p != (fallback.Policy{}):
-		return &OptionsError{Field: "Lister.Policy", Reason: "apart from MaxRetryAfter, it " + onlyDefault}
+		return &OptionsError{Field: "Lister.Policy", Reason: "apart from MaxRetryAfter and ResponseTimeout, it " + onlyDefault}
 	case lo.MaxPageSize != 0:
 		return &OptionsError{Field: "Lister.MaxPageSize", Reason: onlyDefault}
 	case lo.MaxPageBytes != 0:

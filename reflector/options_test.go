@@ -34,6 +34,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
@@ -70,6 +71,7 @@ var (
 // pathsTaking says which paths take each options struct.
 var pathsTaking = map[string][]adoptionPath{
 	"lister.Options":           allPaths,
+	"lister.Options.Policy":    allPaths,
 	"reflector.Options":        reflectorPaths,
 	"reflector.FactoryOptions": {pathFactory},
 }
@@ -152,6 +154,20 @@ var optionProbes = map[string]fieldProbes{
 		dropIn:    &probe{faults: lagging, base: shortRetry, set: func(_ *env, o *lister.Options) { o.Policy.MaxTooLargeRetries = -1 }, dropIn: listNotOlderThanCurrent},
 		reflector: &probe{faults: lagging, base: shortRetry, set: func(_ *env, o *lister.Options) { o.Policy.MaxTooLargeRetries = -1 }},
 		rejected:  []adoptionPath{pathReflectorList},
+	},
+	// The bound each request is sent with (the request context's, which
+	// the SDK's own clients and NoHiddenRetries' transport enforce on the
+	// wire: lister/noanswer_test.go), seen where the executor asks about
+	// the server and by the client's lists and watches.
+	"lister.Options.Policy.ResponseTimeout": {
+		dropIn: &probe{base: recordBounds, set: shortResponseTimeout, dropIn: func(e *env, lw cache.ListerWatcherWithContext) {
+			listAndWatch(e, lw)
+			e.outcome("request bounds %v", e.requestBounds())
+		}},
+		reflector: &probe{base: recordBounds, set: shortResponseTimeout, refl: func(e *env, r *Reflector) {
+			e.run(r, func() bool { return r.HasSynced() && e.srv.Watches() > 0 }, 3*time.Second)
+			e.outcome("synced=%v, request bounds %v", r.HasSynced(), e.requestBounds())
+		}},
 	},
 	"lister.Options.PageSize": {
 		// Exact on a server that ignores resourceVersionMatch: retried with a limit (rule 2).
@@ -477,9 +493,21 @@ func exportedFields(v any, prefix string) []string {
 	return out
 }
 
+// policyFieldsInPolicyProbe are the fallback.Policy fields the
+// lister.Options.Policy probe stands for (each is also walked by the
+// decision table's exhaustive test, internal/engine). Every other Policy
+// field needs its own entry in optionProbes.
+var policyFieldsInPolicyProbe = []string{"MaxNewerRVRetries", "DisableMostRecentFallback", "ContinueExpired",
+	"MaxListRestarts", "MaxRetryAfter", "MaxTooLargeRetries", "TooLargeAfterBudget", "Backoff"}
+
 func TestEveryOptionIsHonouredOrRejectedOnEveryPath(t *testing.T) {
 	var fields []string
 	fields = append(fields, exportedFields(lister.Options{}, "lister.Options")...)
+	for _, f := range exportedFields(fallback.Policy{}, "lister.Options.Policy") {
+		if !slices.Contains(policyFieldsInPolicyProbe, strings.TrimPrefix(f, "lister.Options.Policy.")) {
+			fields = append(fields, f)
+		}
+	}
 	fields = append(fields, exportedFields(Options{}, "reflector.Options")...)
 	fields = append(fields, exportedFields(FactoryOptions{}, "reflector.FactoryOptions")...)
 	for name := range optionProbes {
@@ -602,6 +630,7 @@ type env struct {
 
 	mu       sync.Mutex
 	outcomes []string
+	bounds   map[string]bool           // the bounds requests were sent with (sawBound)
 	frozen   []steadywatchtest.Request // the requests at the first store.Replace (a reflector's first sync)
 	replaces atomic.Int32
 	resyncs  atomic.Int32
@@ -967,6 +996,7 @@ type faultClient struct {
 }
 
 func (c *faultClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	c.e.sawBound(ctx)
 	obj, err := c.Client.List(ctx, o)
 	if err == nil && c.staleAfterSync && c.e.replaces.Load() > 0 && o.ResourceVersion == "" && o.Continue == "" {
 		if m, merr := meta.ListAccessor(obj); merr == nil {
@@ -977,11 +1007,48 @@ func (c *faultClient) List(ctx context.Context, o metav1.ListOptions) (runtime.O
 }
 
 func (c *faultClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	c.e.sawBound(ctx)
 	if c.watchErr != nil && (o.SendInitialEvents == nil || !*o.SendInitialEvents) {
 		return nil, c.watchErr
 	}
 	return c.Client.Watch(ctx, o)
 }
+
+// sawBound records the bound a request is sent with
+// (fallback.Policy.ResponseTimeout, on its context).
+func (e *env) sawBound(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.bounds == nil {
+		e.bounds = map[string]bool{}
+	}
+	e.bounds[wirewait.BoundFrom(ctx, 0).String()] = true
+}
+
+func (e *env) requestBounds() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return sortedKeys(e.bounds)
+}
+
+// boundRecorder is a compat.Server that records the bound of the context
+// the executor asks it with: the context its requests are sent under.
+type boundRecorder struct {
+	compat.Server
+	e *env
+}
+
+func (b boundRecorder) Capabilities(ctx context.Context) compat.Capabilities {
+	b.e.sawBound(ctx)
+	return b.Server.Capabilities(ctx)
+}
+
+var (
+	recordBounds = func(e *env, o *lister.Options) {
+		o.Server = boundRecorder{Server: compat.Static(compat.Capabilities{}), e: e}
+	}
+	shortResponseTimeout = func(_ *env, o *lister.Options) { o.Policy.ResponseTimeout = 5 * time.Second }
+)
 
 // traceRecorder keeps every distinct metric call (with its labels) except
 // the timestamps of ResourceVersionAdvanced; after freeze, later calls are

@@ -27,6 +27,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
+	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -284,7 +285,9 @@ func (r *Reflector) Run(ctx context.Context) {
 		logger.Error(nil, "Reflector.Run called more than once; ignoring")
 		return
 	}
-	ctx = klog.NewContext(ctx, logger)
+	// Every request below, the SDK's own clients' and those of clients
+	// built from fallback.NoHiddenRetries, is bounded by ResponseTimeout.
+	ctx = wirewait.WithBound(klog.NewContext(ctx, logger), r.o.Lister.Policy.ResponseTimeout)
 	if r.invalid != nil {
 		logger.Error(r.invalid, "Reflector not started: its options cannot be honoured")
 		r.transition(ctx, stopped{}, stopped{}, because(ReasonInvalidOptions, "%v", r.invalid))

@@ -57,8 +57,8 @@ func (c MetadataClient) List(ctx context.Context, o metav1.ListOptions) (runtime
 // ListTransformed is List with each (decode.Each, if not nil) applied to each item as it
 // is decoded.
 func (c MetadataClient) ListTransformed(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
-	body, err := once(c.rc.Get()).AbsPath(c.path...).SetHeader("Accept", metadataListAccept).
-		SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1).Stream(ctx)
+	body, err := streamOnce(ctx, c.rc.Get().AbsPath(c.path...).SetHeader("Accept", metadataListAccept).
+		SpecificallyVersionedParams(&o, dynamicParameterCodec, versionV1))
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,12 @@ package clients
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"reflect"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
 // once is a request of the SDK's own adapters: no retry inside client-go.
@@ -27,13 +30,61 @@ var emptyWatchType = reflect.TypeOf(watch.NewEmptyWatch())
 // turns client-go's empty watch for a failed connection into a
 // *fallback.ConnectionLostError, so that the caller sees the failure and
 // counts it, instead of a watch that ends at once without an error.
+//
+// Until its headers arrive, the watch is bounded as streamOnce bounds a
+// list; after that, only by the watch pipeline's stall watchdog.
 func watchOnce(ctx context.Context, r *rest.Request) (watch.Interface, error) {
+	ctx, g := guard(ctx, r)
 	w, err := once(r).Watch(ctx)
-	if err == nil && reflect.TypeOf(w) == emptyWatchType {
+	if err != nil {
+		g.Stop()
+		return nil, g.Err(err)
+	}
+	g.Answered()
+	if reflect.TypeOf(w) == emptyWatchType {
 		w.Stop()
+		g.Stop()
 		return nil, &fallback.ConnectionLostError{Method: http.MethodGet, URL: r.URL().Redacted()}
 	}
-	return w, err
+	if g == nil {
+		return w, nil
+	}
+	return guardedWatch{Interface: w, g: g}, nil
+}
+
+// guardedWatch ends its request's guard when it is stopped.
+type guardedWatch struct {
+	watch.Interface
+	g *wirewait.Guard
+}
+
+func (w guardedWatch) Stop() {
+	w.Interface.Stop()
+	w.g.Stop()
+}
+
+// streamOnce sends a list request once (no retry inside client-go) and
+// returns its body. The request is bounded by fallback.Policy.ResponseTimeout
+// (the lister puts it on ctx; fallback.DefaultResponseTimeout otherwise):
+// no headers within it, or a body read that waits longer for bytes, ends
+// the request with a *fallback.NoAnswerError.
+func streamOnce(ctx context.Context, r *rest.Request) (io.ReadCloser, error) {
+	ctx, g := guard(ctx, r)
+	body, err := once(r).Stream(ctx)
+	if err != nil {
+		g.Stop()
+		return nil, g.Err(err)
+	}
+	g.Answered()
+	return g.Body(body), nil
+}
+
+// guard bounds one request of the SDK's own clients (package wirewait).
+func guard(ctx context.Context, r *rest.Request) (context.Context, *wirewait.Guard) {
+	path := r.URL().Path
+	return wirewait.Start(ctx, wirewait.BoundFrom(ctx, fallback.DefaultResponseTimeout), func(p wirewait.Phase, d time.Duration) error {
+		return &fallback.NoAnswerError{Method: http.MethodGet, Path: path, Waiting: string(p), After: d}
+	})
 }
 
 // WatchObserved calls a watch function the SDK did not build, with an HTTP

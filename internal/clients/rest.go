@@ -105,7 +105,7 @@ func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, e
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	body, err := req.Stream(ctx)
+	body, err := streamOnce(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -194,7 +194,7 @@ const (
 // budgetOf is the budget of each class.
 var budgetOf = map[fallback.Class]budget{
 	fallback.Gone: newerRVBudget, fallback.ContinueExpired: restartBudget, fallback.TooLargeRV: tooLargeBudget,
-	fallback.Throttled: backoffBudget, fallback.ServerError: backoffBudget, fallback.Transport: backoffBudget, fallback.ServedOlder: backoffBudget,
+	fallback.Throttled: backoffBudget, fallback.ServerError: backoffBudget, fallback.Transport: backoffBudget, fallback.NoAnswer: backoffBudget, fallback.ServedOlder: backoffBudget,
 }
 
 // Call is one list call's state: its budgets, its backoff, the snapshot

@@ -126,7 +126,8 @@ var table = []Row{
 	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, ReasonThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
 	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, ReasonServerErrorBackoff, "5xx (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
 	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, ReasonTransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction},
-	{when{classes: cls(Throttled, ServerError, Transport), attemptsLeft: no}, Fail, ReasonRetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, ReasonNoAnswerBackoff, "no answer within Policy.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
+	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, ReasonRetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
 
 	// Rule 1: NotOlderThan answered 410 (the server ignored the match and applied legacy Exact).
 	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, ReasonRule1RetryNewerRV, srcRule1, WaitByAction},
@@ -187,13 +188,13 @@ var table = []Row{
 	{when{op: OpRelist, classes: cls(Gone), semantics: withRV}, FallbackMostRecent, reasonListGone, srcWatch410, WaitNone},
 	{when{op: OpRelist, classes: cls(Gone), semantics: noRV}, Backoff, reasonListError, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitBackoff},
 	{when{op: OpRelist, classes: cls(TooLargeRV)}, FallbackMostRecent, reasonTooLargeRV, srcTooLarge + "; a consistent read is never older than the store", WaitBackoff},
-	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reasonListError, srcRelist, WaitBackoff},
+	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, NoAnswer, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reasonListError, srcRelist, WaitBackoff},
 
 	// The reflector's watch failed (OpWatch).
 	{when{op: OpWatch, classes: cls(Gone)}, Relist, reasonWatchGone, srcWatch410 + "; NotOlderThan the held resourceVersion is served from the watch cache and never goes back in time", WaitIfRepeated},
 	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: yes}, WaitRetryAfter, reasonTooLargeRV, srcTooLarge + "; this member's watch cache is behind the held resourceVersion (HA)", WaitBackoff},
 	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: no}, FallbackMostRecent, reasonTooLargeRV, srcTooLarge, WaitBackoff},
-	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport)}, Backoff, reasonRetry, "the server is busy or unreachable: the held resourceVersion is still good; watch again from it after a backoff", WaitBackoff},
+	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport, NoAnswer)}, Backoff, reasonRetry, "the server is busy or unreachable: the held resourceVersion is still good; watch again from it after a backoff", WaitBackoff},
 	{when{op: OpWatch, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact, ServedOlder)}, Relist, reasonWatchError, srcWatch410 + "; any other failure: relist not older than the held resourceVersion", WaitBackoff},
 }
 

@@ -28,7 +28,7 @@ func expected(s Situation, p Policy) Action {
 				return WaitRetryAfter
 			}
 			return FallbackMostRecent
-		case Throttled, ServerError, Transport:
+		case Throttled, ServerError, Transport, NoAnswer:
 			return Backoff
 		}
 		return Relist
@@ -42,7 +42,7 @@ func expected(s Situation, p Policy) Action {
 		return Accept
 	case Canceled, Invalid, Forbidden, NotFound, Other, ContinueRepeated:
 		return Fail
-	case Throttled, ServerError, Transport:
+	case Throttled, ServerError, Transport, NoAnswer:
 		if s.AttemptsLeft {
 			return Backoff
 		}

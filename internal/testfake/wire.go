@@ -64,3 +64,23 @@ func ResetConn(w http.ResponseWriter, _ *http.Request) {
 	}
 	_ = c.Close()
 }
+
+// Hold is a WireServer handler that accepts a request and never answers:
+// no status, no headers, until the client gives up (its request's context
+// ends, or the connection closes).
+func Hold(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+
+// StopMidBody returns a WireServer handler that answers 200 with the first
+// bytes of body (a JSON list cut short), flushes them, and then sends
+// nothing more until the client gives up.
+func StopMidBody(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(body))
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		<-r.Context().Done()
+	}
+}
