@@ -44,9 +44,15 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		// The belief that the watch cache moves only on writes of this resource (KEP-1904).
 		WatchCacheStuck: func() bool { return l.o.Server.Capabilities(ctx).Get(compat.WatchCacheProgress) == compat.No },
 	})
-	h := l.handover(page, cfg) // nil: pages delivered whole
+	var h *handover // nil: pages delivered whole (no ItemByItem)
+	if cfg.item != nil {
+		h = l.handover(page, cfg)
+	}
 	for err == nil {
-		cur := h.forRequest(req)
+		var cur *handover
+		if h != nil {
+			cur = h.forRequest(req)
+		}
 		obj, ans, sr, sent := l.send(ctx, &wire, cur, req)
 		if cur != nil {
 			if cur.err != nil {
@@ -115,7 +121,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			log.V(2).Info("list fallback", kv...)
 		}
 		restart := step.VoidPages
-		if !restart && err == nil && cur.discarded(step) {
+		if !restart && err == nil && cur != nil && cur.discarded(step) {
 			restart, err = cur.afterDiscard(step, rec)
 		}
 		if restart && err == nil {
@@ -172,9 +178,18 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req eng
 	list := func(ctx context.Context) (runtime.Object, error) {
 		t0 := time.Now()
 		defer func() { ans.Elapsed = time.Since(t0) }()
-		return h.list(ctx, l.c, opts)
+		if h != nil {
+			return h.list(ctx, opts)
+		}
+		return l.c.List(ctx, opts)
 	}
-	obj, shared, err := l.o.ListGate.List(ctx, l.o.Name, l.o.Metrics, h.gateClient(l.c), opts, list)
+	// An answer whose items are handed over only to this caller is never
+	// shared: the gate sees no client.
+	var gated any = l.c
+	if h != nil {
+		gated = nil
+	}
+	obj, shared, err := l.o.ListGate.List(ctx, l.o.Name, l.o.Metrics, gated, opts, list)
 	ans.Err = err
 	if shared {
 		ans.Elapsed = 0

@@ -106,29 +106,16 @@ func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
 // forRequest returns h for a page request, nil for any other (a probe's
 // answer is not a page).
 func (h *handover) forRequest(req engine.Request) *handover {
-	if h == nil || req.Purpose != engine.PurposePage {
+	if req.Purpose != engine.PurposePage {
 		return nil
 	}
 	h.headed, h.headRV, h.items, h.first, h.err = false, "", 0, 0, nil
 	return h
 }
 
-// list sends one list request: through h's client with h's hand-over, or
-// through c (h nil).
-func (h *handover) list(ctx context.Context, c Client, o metav1.ListOptions) (runtime.Object, error) {
-	if h == nil {
-		return c.List(ctx, o)
-	}
+// list sends one list request through h's client with h's hand-over.
+func (h *handover) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	return h.c.listItems(ctx, o, &decode.Each{Head: h.head, Item: h.handItem})
-}
-
-// gateClient is the client a listgate.Gate sees: none with a hand-over, so
-// that the answer, whose items only this caller receives, is never shared.
-func (h *handover) gateClient(c Client) any {
-	if h != nil {
-		return nil
-	}
-	return c
 }
 
 func (h *handover) head(list runtime.Object) error {
@@ -164,7 +151,7 @@ func (h *handover) counted(ans *engine.Answer, sr *SentRequest) {
 // discarded reports whether step discards an answer whose page was handed
 // over, for another request (afterDiscard).
 func (h *handover) discarded(step engine.Step) bool {
-	return h != nil && h.headed && !step.Accept && !step.Done
+	return h.headed && !step.Accept && !step.Done
 }
 
 // afterDiscard decides what becomes of the items of an answer discarded
