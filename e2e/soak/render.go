@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -58,6 +59,13 @@ func Render(rep *Report, command string) string {
 		"holds (every object at its resourceVersion).\n\n",
 		secs(rep.Duration), rep.Server, rep.Objects, secs(rep.Recovery))
 	fmt.Fprintf(&s, "    %s\n\n", command)
+	if len(rep.Paths) > 0 {
+		fmt.Fprintf(&s, "This run ran only: %s.", strings.Join(rep.Paths, ", "))
+		if !slices.Contains(rep.Paths, PathStock) {
+			s.WriteString(" Without stock, the request bound was not checked.")
+		}
+		s.WriteString("\n\n")
+	}
 	fmt.Fprintf(&s, "Requests are ConfigMap lists and watches of the path's namespace as the proxy received them "+
 		"(client-go's own retries included): L lists (the streaming-list guard's `limit=1` count probes included), "+
 		"S streaming lists, W watches; \"met the fault\" how many of them the fault answered or changed. \"Busiest 10 s\" is the most requests within any 10 s of the fault; "+

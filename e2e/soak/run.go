@@ -30,6 +30,9 @@ type Options struct {
 	Recovery time.Duration
 	// Faults are the faults to hold, in order. nil = Catalogue.
 	Faults []Fault
+	// Paths are the paths to run side by side (of Paths, in its order).
+	// nil = Paths. Without stock, the request bound is not checked.
+	Paths []string
 	// Objects is how many ConfigMaps each path's namespace holds. 0 = 5.
 	Objects int
 	// WriteEvery is how often the writer changes each namespace while the
@@ -49,6 +52,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Faults == nil {
 		o.Faults = Catalogue
+	}
+	if o.Paths == nil {
+		o.Paths = Paths
 	}
 	if o.Objects <= 0 {
 		o.Objects = 5
@@ -75,8 +81,10 @@ type Report struct {
 	Duration time.Duration `json:"durationNs"`
 	Recovery time.Duration `json:"recoveryNs"`
 	Objects  int           `json:"objects"`
-	Faults   []FaultReport `json:"faults"`
-	Wall     time.Duration `json:"wallNs"`
+	// Paths are the paths that ran, when not every one of Paths did.
+	Paths  []string      `json:"paths,omitempty"`
+	Faults []FaultReport `json:"faults"`
+	Wall   time.Duration `json:"wallNs"`
 }
 
 // Violations returns every fault's violations.
@@ -122,6 +130,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer stopLog()
 
 	rep := &Report{Server: c.Version(), Duration: o.Duration, Recovery: o.Recovery, Objects: o.Objects}
+	if !slices.Equal(o.Paths, Paths) {
+		rep.Paths = o.Paths
+	}
 	for i, f := range o.Faults {
 		fmt.Fprintf(o.Progress, "soak: [%d/%d] %s: holding for %s\n", i+1, len(o.Faults), f.ID, o.Duration)
 		fr, err := runFault(ctx, o, f, p, pcfg, direct, log)
@@ -221,8 +232,8 @@ func truth(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]
 func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *rest.Config, direct kubernetes.Interface, log *requestLog) (FaultReport, error) {
 	fr := FaultReport{Fault: f}
 	suffix := rand.String(5)
-	writers := make([]*writer, len(Paths))
-	for i, path := range Paths {
+	writers := make([]*writer, len(o.Paths))
+	for i, path := range o.Paths {
 		ns := fmt.Sprintf("soak-%d-%s", i, suffix)
 		if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return fr, err
@@ -245,7 +256,7 @@ func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *re
 			Lift(p)
 		}
 	}()
-	clients := make([]*client, len(Paths))
+	clients := make([]*client, len(o.Paths))
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
@@ -253,7 +264,7 @@ func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *re
 			}
 		}
 	}()
-	for i, path := range Paths {
+	for i, path := range o.Paths {
 		c, err := start(path, writers[i].ns, pcfg)
 		if err != nil {
 			return fr, fmt.Errorf("%s: %w", path, err)

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,30 @@ func TestCatalogue(t *testing.T) {
 	got, unknown := ByID([]string{"never-answers", "nope", "empty-watch"})
 	if len(got) != 2 || got[0].ID != "empty-watch" || got[1].ID != "never-answers" || len(unknown) != 1 || unknown[0] != "nope" {
 		t.Errorf("ByID: %v, unknown %v", got, unknown)
+	}
+}
+
+func TestPathsByID(t *testing.T) {
+	if ids := PathIDs(); len(ids) != len(Paths) {
+		t.Fatalf("PathIDs %v: want one per path of %v", ids, Paths)
+	}
+	got, unknown := PathsByID([]string{"reflector", "nope", "stock", "stock"})
+	if !slices.Equal(got, []string{PathStock, PathReflector}) || !slices.Equal(unknown, []string{"nope"}) {
+		t.Errorf("PathsByID: %v, unknown %v; want [%s %s] in Paths' order, unknown [nope]", got, unknown, PathStock, PathReflector)
+	}
+	all, unknown := PathsByID(PathIDs())
+	if !slices.Equal(all, Paths) || len(unknown) != 0 {
+		t.Errorf("PathsByID(PathIDs()) = %v, unknown %v; want %v", all, unknown, Paths)
+	}
+}
+
+func TestRenderPathSubset(t *testing.T) {
+	rep := &Report{Server: "v1.37.2", Duration: time.Minute, Recovery: time.Minute, Objects: 5}
+	if md := Render(rep, "x"); strings.Contains(md, "This run ran only") {
+		t.Errorf("every path ran, yet Render names a subset:\n%s", md)
+	}
+	rep.Paths = []string{PathDropIn, PathReflector}
+	if md := Render(rep, "x"); !strings.Contains(md, "This run ran only: drop-in informer, reflector.New. Without stock, the request bound was not checked.") {
+		t.Errorf("Render does not name the subset without stock:\n%s", md)
 	}
 }

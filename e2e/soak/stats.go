@@ -20,6 +20,43 @@ const (
 // Paths is every client the soak runs, stock first.
 var Paths = []string{PathStock, PathDropIn, PathFactory, PathReflector}
 
+// pathIDs name the paths on the command line (soak-faults -paths), in
+// Paths' order.
+var pathIDs = []struct{ id, path string }{
+	{"stock", PathStock}, {"drop-in", PathDropIn}, {"factory", PathFactory}, {"reflector", PathReflector},
+}
+
+// PathIDs returns the short name of every path, in Paths' order.
+func PathIDs() []string {
+	out := make([]string, 0, len(pathIDs))
+	for _, p := range pathIDs {
+		out = append(out, p.id)
+	}
+	return out
+}
+
+// PathsByID returns the paths named in ids (short names, see PathIDs), in
+// Paths' order; unknown names are returned in unknown.
+func PathsByID(ids []string) (out, unknown []string) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, p := range pathIDs {
+		if want[p.id] {
+			out = append(out, p.path)
+			delete(want, p.id)
+		}
+	}
+	for _, id := range ids {
+		if want[id] {
+			unknown = append(unknown, id)
+			delete(want, id)
+		}
+	}
+	return out, unknown
+}
+
 // Wire is what one path sent in one phase, counted at the proxy.
 type Wire struct {
 	Requests int `json:"requests"`

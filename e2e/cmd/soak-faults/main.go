@@ -33,6 +33,7 @@ func run(args []string) int {
 	duration := fs.Duration("duration", 60*time.Second, "how long each fault holds")
 	recovery := fs.Duration("recovery", 60*time.Second, "how long each path may take, after the lift, to hold what the server holds")
 	only := fs.String("faults", "", "comma-separated fault IDs to hold (default: all): "+ids())
+	paths := fs.String("paths", "", "comma-separated paths to run side by side (default: all): "+strings.Join(soak.PathIDs(), ","))
 	out := fs.String("out", "", "markdown file whose generated section (between the soak-faults markers) is replaced; \"\" = none")
 	jsonOut := fs.String("json", "", "write the measurements as JSON to this file; \"\" = none")
 	from := fs.String("from-json", "", "run nothing: judge again and render -out from the measurements of an earlier run (its -json file)")
@@ -52,6 +53,14 @@ func run(args []string) int {
 			return 2
 		}
 		o.Faults = fl
+	}
+	if *paths != "" {
+		pl, unknown := soak.PathsByID(strings.Split(*paths, ","))
+		if len(unknown) > 0 {
+			fmt.Fprintf(os.Stderr, "soak-faults: unknown path(s) %s; known: %s\n", strings.Join(unknown, ", "), strings.Join(soak.PathIDs(), ","))
+			return 2
+		}
+		o.Paths = pl
 	}
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
@@ -106,6 +115,9 @@ func run(args []string) int {
 			cmd = fmt.Sprintf("make soak-faults SOAK_DURATION=%s SOAK_RECOVERY=%s", rep.Duration, rep.Recovery)
 			if *only != "" {
 				cmd += " SOAK_FAULTS=" + *only
+			}
+			if *paths != "" {
+				cmd += " (soak-faults -paths " + *paths + ")"
 			}
 		}
 		doc, err := os.ReadFile(*out)
