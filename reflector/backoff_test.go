@@ -1,12 +1,14 @@
 package reflector
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/lister"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -84,5 +86,36 @@ func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // a bounded observation window, not synchronisation
 	if n := len(fc.Watches()); n != 1 {
 		t.Fatalf("watches = %d within 300ms; a failure without progress must back off with the grown delay", n)
+	}
+}
+
+// Under a persistent 429 (a proxy answering "Retry-After: -1", the soak's
+// 429-retry-after-minus-1), each list call spends its own retries
+// (Lister.Policy.Backoff: 6 requests over about 6s); the reflector's next
+// call came after its own short delay (1-3s), so the calls' bursts followed
+// each other: 10 requests in one 10s window. A call that exhausted its
+// retries is followed by at least the call backoff's Max.
+func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) {
+	r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
+	floor := fallback.Policy{}.WithDefaults().Backoff.Max
+	exhausted := &lister.Error{Reason: fallback.ReasonRetriesExhausted, Class: fallback.Throttled, Attempt: 6,
+		Err: apierrors.NewTooManyRequests("slow down", 0)}
+	for i := 0; i < 3; i++ {
+		st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(), exhausted)
+		b, ok := st.(backingOff)
+		if !ok {
+			t.Fatalf("after an exhausted list call: state %T; want backingOff", st)
+		}
+		if b.delay < floor {
+			t.Fatalf("failure %d: delay %v after a list call that exhausted its retries; want at least Lister.Policy.Backoff.Max (%v)", i+1, b.delay, floor)
+		}
+	}
+	// A single failed request is not a spent budget: the reflector's own
+	// backoff applies (800ms, jittered, on the first failure).
+	r = New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
+	st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(),
+		apierrors.NewTooManyRequests("slow down", 0))
+	if b, ok := st.(backingOff); !ok || b.delay >= floor {
+		t.Fatalf("after one throttled request: %#v; want the reflector's own first delay, below %v", st, floor)
 	}
 }

@@ -645,7 +645,15 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	if d.Wait == engine.WaitNone {
 		return next, w
 	}
-	return backingOff{delay: r.delay(retryAfter), next: next}, w
+	delay := r.delay(retryAfter)
+	if le := (*lister.Error)(nil); errors.As(err, &le) && le.Reason == fallback.ReasonRetriesExhausted {
+		// The call's own retries (Lister.Policy.Backoff) already waited up
+		// to their Max between failed requests: the next call does not
+		// start sooner, or a persistent fault would see the call's burst
+		// repeat after a short reflector delay.
+		delay = max(delay, r.o.Lister.Policy.WithDefaults().Backoff.Max)
+	}
+	return backingOff{delay: delay, next: next}, w
 }
 
 // checkNotStale rejects a list older than the store or than the NotOlderThan asked.
