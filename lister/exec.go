@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptrace"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,27 +25,21 @@ import (
 func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
 	start := time.Now()
 	rec := &Record{Requested: q}
-	log := klog.FromContext(ctx).WithValues("lister", l.o.Name)
-	var wire wireTally // requests written on the wire under ctx, client-go's retries included
-	ctx = wire.trace(ctx)
+	log := klog.FromContext(ctx)
+	if log.V(2).Enabled() { // run logs nothing below V(2): the name is added only when a line may be written
+		log = log.WithValues("lister", l.o.Name)
+	}
+	st := &callState{l: l}
+	st.trace.WroteHeaders = func() { st.wire.written.Add(1) }
+	ctx = httptrace.WithClientTrace(ctx, &st.trace)
+	st.ctx = ctx
 	call, req, err := engine.Start(q, engine.Config{
 		Policy: l.o.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.MaxPageSize, MaxPageBytes: max(l.o.MaxPageBytes, 0),
 		MaxRequests: l.o.MaxRequests, Base: base, LastObserved: l.o.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
-		// The belief about resourceVersionMatch, read before each first page.
-		Belief: func() engine.MatchSupport {
-			switch l.o.Server.Capabilities(ctx).Get(compat.ResourceVersionMatch) {
-			case compat.Yes:
-				return engine.MatchHonoured
-			case compat.No:
-				return engine.MatchIgnored
-			}
-			return engine.MatchUnknown
-		},
-		// The belief that the watch cache moves only on writes of this resource (KEP-1904).
-		WatchCacheStuck: func() bool { return l.o.Server.Capabilities(ctx).Get(compat.WatchCacheProgress) == compat.No },
+		Beliefs: st,
 	})
 	for err == nil {
-		obj, ans, sr, sent := l.send(ctx, &wire, req)
+		obj, ans, sr, sent := l.send(ctx, &st.wire, req)
 		step := call.Next(ans)
 		if sent {
 			sr.Class = step.Class
@@ -126,6 +121,34 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	}
 	l.o.Metrics.List(l.o.Name, q.Semantic.String(), outcome)
 	return rec, err
+}
+
+// callState is what one list call shares beyond its frame, in one
+// allocation: the tally its HTTP trace counts written requests in
+// (client-go's retries included), and the beliefs about the server the
+// engine reads (engine.Beliefs), under the call's context.
+type callState struct {
+	wire  wireTally
+	trace httptrace.ClientTrace
+	l     *Lister
+	ctx   context.Context
+}
+
+// Match is the belief about resourceVersionMatch, read before each first page.
+func (s *callState) Match() engine.MatchSupport {
+	switch s.l.o.Server.Capabilities(s.ctx).Get(compat.ResourceVersionMatch) {
+	case compat.Yes:
+		return engine.MatchHonoured
+	case compat.No:
+		return engine.MatchIgnored
+	}
+	return engine.MatchUnknown
+}
+
+// WatchCacheStuck is the belief that the watch cache moves only on writes
+// of this resource (KEP-1904).
+func (s *callState) WatchCacheStuck() bool {
+	return s.l.o.Server.Capabilities(s.ctx).Get(compat.WatchCacheProgress) == compat.No
 }
 
 // send waits req.Wait, then sends req, through Options.ListGate when it
