@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptrace"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,24 +26,18 @@ import (
 func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
 	start := time.Now()
 	rec := &Record{Requested: q}
-	log := klog.FromContext(ctx).WithValues("lister", l.o.Name)
-	var wire wireTally // requests written on the wire under ctx, client-go's retries included
-	ctx = wirewait.WithBound(wire.trace(ctx), l.o.Policy.ResponseTimeout)
+	log := klog.FromContext(ctx)
+	if log.V(2).Enabled() { // run logs nothing below V(2): the name is added only when a line may be written
+		log = log.WithValues("lister", l.o.Name)
+	}
+	st := &callState{l: l}
+	st.trace.WroteHeaders = func() { st.wire.written.Add(1) }
+	ctx = wirewait.WithBound(httptrace.WithClientTrace(ctx, &st.trace), l.o.Policy.ResponseTimeout)
+	st.ctx = ctx
 	call, req, err := engine.Start(q, engine.Config{
 		Policy: l.o.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.MaxPageSize, MaxPageBytes: max(l.o.MaxPageBytes, 0),
 		MaxRequests: l.o.MaxRequests, Base: base, LastObserved: l.o.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
-		// The belief about resourceVersionMatch, read before each first page.
-		Belief: func() engine.MatchSupport {
-			switch l.o.Server.Capabilities(ctx).Get(compat.ResourceVersionMatch) {
-			case compat.Yes:
-				return engine.MatchHonoured
-			case compat.No:
-				return engine.MatchIgnored
-			}
-			return engine.MatchUnknown
-		},
-		// The belief that the watch cache moves only on writes of this resource (KEP-1904).
-		WatchCacheStuck: func() bool { return l.o.Server.Capabilities(ctx).Get(compat.WatchCacheProgress) == compat.No },
+		Beliefs: st,
 	})
 	var h *handover // nil: pages delivered whole (no ItemByItem)
 	if cfg.item != nil {
@@ -53,7 +48,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		if h != nil {
 			cur = h.forRequest(req)
 		}
-		obj, ans, sr, sent := l.send(ctx, &wire, cur, req)
+		obj, ans, sr, sent := l.send(ctx, &st.wire, cur, req)
 		if cur != nil {
 			if cur.err != nil {
 				// The caller's page or item function failed: the call
@@ -153,6 +148,34 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	}
 	l.o.Metrics.List(l.o.Name, q.Semantic.String(), outcome)
 	return rec, err
+}
+
+// callState is what one list call shares beyond its frame, in one
+// allocation: the tally its HTTP trace counts written requests in
+// (client-go's retries included), and the beliefs about the server the
+// engine reads (engine.Beliefs), under the call's context.
+type callState struct {
+	wire  wireTally
+	trace httptrace.ClientTrace
+	l     *Lister
+	ctx   context.Context
+}
+
+// Match is the belief about resourceVersionMatch, read before each first page.
+func (s *callState) Match() engine.MatchSupport {
+	switch s.l.o.Server.Capabilities(s.ctx).Get(compat.ResourceVersionMatch) {
+	case compat.Yes:
+		return engine.MatchHonoured
+	case compat.No:
+		return engine.MatchIgnored
+	}
+	return engine.MatchUnknown
+}
+
+// WatchCacheStuck is the belief that the watch cache moves only on writes
+// of this resource (KEP-1904).
+func (s *callState) WatchCacheStuck() bool {
+	return s.l.o.Server.Capabilities(s.ctx).Get(compat.WatchCacheProgress) == compat.No
 }
 
 // send waits req.Wait, then sends req, through Options.ListGate when it

@@ -79,21 +79,42 @@ type Config struct {
 	MaxRequests int
 	// Base carries the selectors every request keeps.
 	Base metav1.ListOptions
-	// Belief returns the belief about resourceVersionMatch support; it is
-	// read before each first page.
-	Belief func() MatchSupport
 	// LastObserved, if set, returns a resourceVersion the caller has seen,
 	// tried before a probe when a newer one is needed.
 	LastObserved func() string
 	// CanVoidPages: the caller accepts a restart after pages were handed over.
 	CanVoidPages bool
-	// WatchCacheStuck, if set, reports whether the server's watch cache
-	// advances only on writes of the listed resource (no watch progress
+	// Beliefs, if set, are the caller's beliefs about the server, read
+	// during the call.
+	Beliefs Beliefs
+}
+
+// Beliefs are what the caller believes about the server. An interface
+// rather than two funcs: an executor implements it on state it already
+// holds, with no closure made per call.
+type Beliefs interface {
+	// Match is the belief about resourceVersionMatch support; it is read
+	// before each first page.
+	Match() MatchSupport
+	// WatchCacheStuck reports whether the server's watch cache advances
+	// only on writes of the listed resource (no watch progress
 	// notifications, KEP-1904); it is read at each "too large" answer. The
 	// call also sees it for itself: two "too large" answers to one request
 	// that report the same current resourceVersion.
-	WatchCacheStuck func() bool
+	WatchCacheStuck() bool
 }
+
+// StaticBeliefs are fixed beliefs.
+type StaticBeliefs struct {
+	MatchSupport MatchSupport
+	Stuck        bool
+}
+
+// Match implements Beliefs.
+func (b StaticBeliefs) Match() MatchSupport { return b.MatchSupport }
+
+// WatchCacheStuck implements Beliefs.
+func (b StaticBeliefs) WatchCacheStuck() bool { return b.Stuck }
 
 // Step is the engine's one decision about an answer: the row, and either the
 // end of the call or the finished next request.
@@ -212,7 +233,7 @@ type Call struct {
 	match     MatchSupport   // belief when first was sent
 	snapshot  string         // resourceVersion of the snapshot being handed over
 	handed    int            // pages of it handed over
-	seen      map[string]bool
+	seen      tokenSet       // continue tokens of the snapshot being handed over
 	tried     map[string]bool
 	requests  int
 	futile    int // page answers that delivered no page
@@ -233,16 +254,54 @@ type Call struct {
 	afterAttempt            bool
 }
 
-// Start validates q and returns the call and its first request.
-func Start(q fallback.Query, cfg Config) (*Call, Request, error) {
+// tokenSet is a set of continue tokens: the first few in place (most lists
+// have few pages), the rest in a map made when a list needs it.
+type tokenSet struct {
+	few  [16]string
+	n    int
+	more map[string]struct{}
+}
+
+func (t *tokenSet) has(tok string) bool {
+	for _, f := range t.few[:min(t.n, len(t.few))] {
+		if f == tok {
+			return true
+		}
+	}
+	_, ok := t.more[tok]
+	return ok
+}
+
+func (t *tokenSet) add(tok string) {
+	if t.n < len(t.few) {
+		t.few[t.n] = tok
+		t.n++
+		return
+	}
+	if t.more == nil {
+		t.more = map[string]struct{}{}
+	}
+	t.more[tok] = struct{}{}
+}
+
+func (t *tokenSet) reset() {
+	t.few, t.n = [16]string{}, 0
+	clear(t.more)
+}
+
+// Start validates q and returns the call and its first request. The call
+// is a value so that an executor can keep it in its own frame (no
+// allocation per list call); use it through its address, never copied
+// after Next.
+func Start(q fallback.Query, cfg Config) (Call, Request, error) {
 	if err := q.Validate(); err != nil {
-		return nil, Request{}, err
+		return Call{}, Request{}, err
 	}
 	p := cfg.Policy.WithDefaults()
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = fallback.DefaultLegacyExactLimit
 	}
-	c := &Call{cfg: cfg, p: p, requested: q, seen: map[string]bool{}}
+	c := Call{cfg: cfg, p: p, requested: q}
 	c.limits = [numBudgets]int{newerRVBudget: max(p.MaxNewerRVRetries, 0), restartBudget: max(p.MaxListRestarts, 0),
 		tooLargeBudget: max(p.MaxTooLargeRetries, 0), backoffBudget: max(p.Backoff.MaxRetries, 0)}
 	if f := cfg.LastObserved; f != nil && q.ResourceVersion != "" {
@@ -250,7 +309,8 @@ func Start(q fallback.Query, cfg Config) (*Call, Request, error) {
 		h := f()
 		c.rvChecked = h != "" && (fallback.CompareRV(h, q.ResourceVersion) == fallback.Newer || fallback.CompareRV(h, q.ResourceVersion) == fallback.Same)
 	}
-	return c, c.request(PurposePage, q, 0, true), nil
+	req := c.request(PurposePage, q, 0, true)
+	return c, req, nil
 }
 
 // request finishes a request: its wire form for the belief in force (read
@@ -267,10 +327,10 @@ func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttem
 	}
 	if newAttempt {
 		c.first, c.snapshot, c.handed = q, "", 0
-		clear(c.seen)
+		c.seen.reset()
 	}
-	if (q.Continue == "" || c.requests == 0) && c.cfg.Belief != nil {
-		c.match = c.cfg.Belief()
+	if (q.Continue == "" || c.requests == 0) && c.cfg.Beliefs != nil {
+		c.match = c.cfg.Beliefs.Match()
 	}
 	if (q.Continue == "" || c.requests == 0) && c.learned != MatchUnknown {
 		c.match = c.learned // this call's own evidence is the newest
@@ -302,7 +362,7 @@ func (c *Call) Next(a Answer) Step {
 	case a.Err != nil:
 	case a.NotAList:
 		class = fallback.Other
-	case a.Continue != "" && (c.seen[a.Continue] || a.Continue == q.Continue):
+	case a.Continue != "" && (a.Continue == q.Continue || c.seen.has(a.Continue)):
 		class = fallback.ContinueRepeated
 	case q.Continue != "" && c.snapshot != "" && a.ServedRV != c.snapshot:
 		class = fallback.ContinueExpired // never stitch two snapshots
@@ -331,7 +391,7 @@ func (c *Call) Next(a Answer) Step {
 	if class == fallback.TooLargeRV && sent.Purpose == PurposePage && a.Err != nil {
 		c.noteTooLarge(q, a.Err)
 	}
-	s.WatchCacheStuck = class == fallback.TooLargeRV && (c.stalled || c.cfg.WatchCacheStuck != nil && c.cfg.WatchCacheStuck())
+	s.WatchCacheStuck = class == fallback.TooLargeRV && (c.stalled || c.cfg.Beliefs != nil && c.cfg.Beliefs.WatchCacheStuck())
 	if q.Continue != "" {
 		s.Semantic = c.first.Semantic
 	}
@@ -444,7 +504,7 @@ func (c *Call) Next(a Answer) Step {
 			st.Done = true
 			return st
 		}
-		c.seen[a.Continue] = true
+		c.seen.add(a.Continue)
 		// Each continuation page asks for twice the previous page's limit,
 		// up to MaxPageSize objects and, when MaxPageBytes > 0, only while
 		// the previous page's objects say the next stays within it.

@@ -25,7 +25,7 @@ func start(t *testing.T, q fallback.Query, cfg Config) *Call {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return &c
 }
 
 // client-go's REST client retries a 504 with Retry-After 1s up to 10 times
@@ -121,8 +121,8 @@ func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 // waiting (it cannot leave its snapshot), and so does every server whose
 // cache catches up.
 func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
-	stuck := func() bool { return true }
-	c := start(t, fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck})
+	stuck := StaticBeliefs{Stuck: true}
+	c := start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck})
 	st := c.Next(Answer{Err: tooLarge(1), Elapsed: 3 * time.Second})
 	if st.Action != fallback.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
 		t.Fatalf("first too-large: %v %v %+v, want CheckRVExists", st.Action, st.Situation, st.Next)
@@ -144,7 +144,7 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	}
 
 	// A version the caller has seen exists: no read, the first too-large falls back.
-	c = start(t, fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck, LastObserved: func() string { return "199" }})
+	c = start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
 	if st = c.Next(Answer{Err: tooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
 		st.Event == nil || !strings.Contains(st.Event.Detail, "KEP-1904") {
 		t.Fatalf("seen version: %v %s %+v", st.Action, st.Reason, st.Next)
@@ -156,11 +156,11 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		q    fallback.Query
 		cfg  Config
 	}{
-		{"a cache that catches up", fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: func() bool { return false }}},
+		{"a cache that catches up", fallback.NotOlderThanQuery("199"), Config{Beliefs: StaticBeliefs{}}},
 		{"unknown", fallback.NotOlderThanQuery("199"), Config{}},
-		{"Exact", fallback.ExactQuery("199"), Config{WatchCacheStuck: stuck}},
-		{"MostRecent fallback disabled", fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck, Policy: fallback.Policy{DisableMostRecentFallback: true}}},
-		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{WatchCacheStuck: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
+		{"Exact", fallback.ExactQuery("199"), Config{Beliefs: stuck}},
+		{"MostRecent fallback disabled", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{DisableMostRecentFallback: true}}},
+		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
 	} {
 		c := start(t, tc.q, tc.cfg)
 		if st := c.Next(Answer{Err: tooLarge(1)}); st.Action != fallback.CheckRVExists {

@@ -245,75 +245,99 @@ func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOpti
 	last := time.Now()
 	events, expected := 0, -1
 	expectedCh := o.Expected
-	for {
-		switch {
-		case expected >= 0 && events >= expected:
-			bound = o.AfterCount
-		case expected >= 0 && events > 0:
-			// Still sending what was counted: a pause, not a lost bookmark.
-			// (The timer is re-armed lazily to the longer bound.) With no
-			// initial event at all the server may be ignoring
-			// sendInitialEvents (an aggregated API on an old library), so
-			// Timeout applies, unless the stream is from MostRecent, where
-			// that server would be sending ADDED events too.
-			bound = o.BeforeCount
-		case expected > 0 && o.FromMostRecent:
-			bound = o.BeforeCount
+	// unstamped: events were handled since last was read from the clock.
+	// Events already waiting are taken without the select below (and
+	// without reading the clock); every 64th goes through it, so a flood
+	// cannot keep stop, the count or the timer from being seen. Before the
+	// select, last is stamped: the moment the newest event was handled, so
+	// the quiet measured from it is never longer than the real one.
+	unstamped := false
+	for i := 0; ; i++ {
+		var (
+			ev      watch.Event
+			ok, got bool
+		)
+		if i&63 != 0 {
+			select {
+			case ev, ok = <-in:
+				got = true
+			default:
+			}
 		}
-		select {
-		case <-stop:
-			return InitialEventsStopped, ""
-		case n, ok := <-expectedCh:
-			expectedCh = nil
-			if ok {
-				expected = n
-				if events >= expected {
-					timer.Reset(max(0, o.AfterCount-time.Since(last)))
-				}
+		if !got {
+			if unstamped {
+				last, unstamped = time.Now(), false
 			}
-		case <-timer.C:
-			if quiet := time.Since(last); quiet < bound {
-				timer.Reset(bound - quiet)
+			switch {
+			case expected >= 0 && events >= expected:
+				bound = o.AfterCount
+			case expected >= 0 && events > 0:
+				// Still sending what was counted: a pause, not a lost bookmark.
+				// (The timer is re-armed lazily to the longer bound.) With no
+				// initial event at all the server may be ignoring
+				// sendInitialEvents (an aggregated API on an old library), so
+				// Timeout applies, unless the stream is from MostRecent, where
+				// that server would be sending ADDED events too.
+				bound = o.BeforeCount
+			case expected > 0 && o.FromMostRecent:
+				bound = o.BeforeCount
+			}
+			select {
+			case <-stop:
+				return InitialEventsStopped, ""
+			case n, ok := <-expectedCh:
+				expectedCh = nil
+				if ok {
+					expected = n
+					if events >= expected {
+						timer.Reset(max(0, o.AfterCount-time.Since(last)))
+					}
+				}
 				continue
+			case <-timer.C:
+				if quiet := time.Since(last); quiet < bound {
+					timer.Reset(bound - quiet)
+					continue
+				}
+				what := fmt.Sprintf("no %s bookmark within %s of quiet after %d initial event(s)", metav1.InitialEventsAnnotationKey, bound, events)
+				if expected >= 0 {
+					what += fmt.Sprintf(" (%d expected)", expected)
+				}
+				return InitialEventsNotStreaming, what
+			case ev, ok = <-in:
 			}
-			what := fmt.Sprintf("no %s bookmark within %s of quiet after %d initial event(s)", metav1.InitialEventsAnnotationKey, bound, events)
-			if expected >= 0 {
-				what += fmt.Sprintf(" (%d expected)", expected)
+		}
+		if !ok {
+			if events > 0 {
+				return InitialEventsCut, fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey)
 			}
-			return InitialEventsNotStreaming, what
-		case ev, ok := <-in:
-			if !ok {
-				if events > 0 {
-					return InitialEventsCut, fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey)
-				}
-				return InitialEventsClosed, "the watch ended before any event"
-			}
-			switch ev.Type {
-			case watch.Added:
-				events++
-			case watch.Bookmark:
-				if !IsInitialEventsEnd(ev.Object) {
-					return InitialEventsNotStreaming, "a bookmark without " + metav1.InitialEventsAnnotationKey + " arrived before the initial events ended"
-				}
-				if !each(ev) {
-					return InitialEventsStopped, ""
-				}
-				return InitialEventsEnded, ""
-			case watch.Error:
-				if !each(ev) {
-					return InitialEventsStopped, ""
-				}
-				return InitialEventsError, ""
-			case watch.Modified, watch.Deleted:
-				return InitialEventsNotStreaming, fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey)
+			return InitialEventsClosed, "the watch ended before any event"
+		}
+		switch ev.Type {
+		case watch.Added:
+			events++
+		case watch.Bookmark:
+			if !IsInitialEventsEnd(ev.Object) {
+				return InitialEventsNotStreaming, "a bookmark without " + metav1.InitialEventsAnnotationKey + " arrived before the initial events ended"
 			}
 			if !each(ev) {
 				return InitialEventsStopped, ""
 			}
-			last = time.Now()
-			if expected >= 0 && events == expected {
-				timer.Reset(o.AfterCount)
+			return InitialEventsEnded, ""
+		case watch.Error:
+			if !each(ev) {
+				return InitialEventsStopped, ""
 			}
+			return InitialEventsError, ""
+		case watch.Modified, watch.Deleted:
+			return InitialEventsNotStreaming, fmt.Sprintf("a %s event arrived before the %s bookmark", ev.Type, metav1.InitialEventsAnnotationKey)
+		}
+		if !each(ev) {
+			return InitialEventsStopped, ""
+		}
+		unstamped = true
+		if expected >= 0 && events == expected {
+			timer.Reset(o.AfterCount)
 		}
 	}
 }

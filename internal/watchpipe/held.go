@@ -53,10 +53,15 @@ type heldVersions struct {
 	nbase int // entries in base
 	floor uint64
 	// recent: versions delivered after base, while index is not built.
-	recent map[objectKey]uint64
+	recent map[objectKey]*entry
 	// index: base and recent merged; nil until an event needs it (lazy
 	// mode) or from the start (indexed mode).
-	index map[objectKey]entry
+	index map[objectKey]*entry
+	// The maps' entries live in blocks (slab, the block being filled) and
+	// are updated in place, so that an event costs one map lookup; freed
+	// ones are reused.
+	slab []entry
+	free []*entry
 	// live counts the index's entries that are not tombstones.
 	live int
 	// tombs is a ring of the tombstones in the order they were made, for
@@ -82,9 +87,32 @@ const (
 func newHeldVersions(indexed bool, maxTombstones int, sizeHint int) *heldVersions {
 	h := &heldVersions{maxTombstones: maxTombstones}
 	if indexed {
-		h.index = make(map[objectKey]entry, sizeHint)
+		h.index = make(map[objectKey]*entry, sizeHint)
 	}
 	return h
+}
+
+// newEntry returns a place for e: a freed one, or the next of the block
+// being filled (blocks grow like base's).
+func (h *heldVersions) newEntry(e entry) *entry {
+	if n := len(h.free); n > 0 {
+		p := h.free[n-1]
+		h.free = h.free[:n-1]
+		*p = e
+		return p
+	}
+	if len(h.slab) == cap(h.slab) {
+		h.slab = make([]entry, 0, min(max(2*cap(h.slab), minHeldBlock), maxHeldBlock))
+	}
+	h.slab = append(h.slab, e)
+	return &h.slab[len(h.slab)-1]
+}
+
+// dropEntry removes k, whose entry is p, from the index.
+func (h *heldVersions) dropEntry(k objectKey, p *entry) {
+	delete(h.index, k)
+	*p = entry{}
+	h.free = append(h.free, p)
 }
 
 // size is how many versions are held (an object may count twice before the
@@ -121,18 +149,18 @@ func (h *heldVersions) initial(k objectKey, rv string, n uint64, parses bool) {
 func (h *heldVersions) event(k objectKey, rv string, n uint64, parses bool, t watch.EventType, compare bool) (held uint64, stale bool) {
 	if h.index == nil {
 		if r, ok := h.recent[k]; ok && t != watch.Deleted && parses {
-			if compare && n < r {
-				return r, true
+			if compare && n < r.n {
+				return r.n, true
 			}
-			h.recent[k] = n
+			r.n = n
 			return 0, false
 		} else if !ok && t != watch.Deleted && parses && (n > h.floor || h.nbase == 0) {
 			// Newer than every version of base: it cannot be older than
 			// k's, if base has k at all.
 			if h.recent == nil {
-				h.recent = map[objectKey]uint64{}
+				h.recent = map[objectKey]*entry{}
 			}
-			h.recent[k] = n
+			h.recent[k] = h.newEntry(entry{n: n})
 			return 0, false
 		}
 		h.buildIndex()
@@ -151,25 +179,29 @@ func (h *heldVersions) event(k objectKey, rv string, n uint64, parses bool, t wa
 		}
 	}
 	wasLive := ok && e.kind != gone
-	if t == watch.Deleted {
-		if !parses {
-			delete(h.index, k)
-		} else {
-			h.index[k] = entry{n: n, kind: gone}
-			h.pushTomb(k, n)
-		}
-		if wasLive {
-			h.live--
-		}
-		return 0, false
+	if wasLive && t == watch.Deleted {
+		h.live--
+	} else if !wasLive && t != watch.Deleted {
+		h.live++
 	}
 	kind := live
-	if !parses {
+	switch {
+	case t == watch.Deleted && (!parses || h.maxTombstones <= 0):
+		// Nothing to compare a later event with: forgotten.
+		if ok {
+			h.dropEntry(k, e)
+		}
+		return 0, false
+	case t == watch.Deleted:
+		kind, rv = gone, ""
+		h.pushTomb(k, n)
+	case !parses:
 		kind = opaque
 	}
-	h.index[k] = entry{rv: rv, n: n, kind: kind}
-	if !wasLive {
-		h.live++
+	if ok {
+		*e = entry{rv: rv, n: n, kind: kind}
+	} else {
+		h.index[k] = h.newEntry(entry{rv: rv, n: n, kind: kind})
 	}
 	return 0, false
 }
@@ -177,14 +209,10 @@ func (h *heldVersions) event(k objectKey, rv string, n uint64, parses bool, t wa
 // pushTomb remembers that k was deleted at n, forgetting the oldest
 // tombstone when maxTombstones are kept.
 func (h *heldVersions) pushTomb(k objectKey, n uint64) {
-	if h.maxTombstones <= 0 {
-		delete(h.index, k)
-		return
-	}
 	if h.ntombs == h.maxTombstones {
 		old := h.tombs[h.head]
-		if e, ok := h.index[old.k]; ok && e.kind == gone && e.n == old.n {
-			delete(h.index, old.k)
+		if e, ok := h.index[old.k]; ok && e.kind == gone && e.n == old.n && old.k != k {
+			h.dropEntry(old.k, e)
 		}
 		h.tombs[h.head] = heldEntry{k, n}
 		h.head = (h.head + 1) % h.maxTombstones
@@ -200,14 +228,24 @@ func (h *heldVersions) pushTomb(k objectKey, n uint64) {
 
 // buildIndex merges base and recent (later versions win) into index.
 func (h *heldVersions) buildIndex() {
-	ix := make(map[objectKey]entry, h.nbase+len(h.recent))
+	ix := make(map[objectKey]*entry, h.nbase+len(h.recent))
 	for _, b := range h.base {
 		for _, e := range b {
-			ix[e.k] = entry{n: e.n}
+			if p, ok := ix[e.k]; ok {
+				p.n = e.n
+			} else {
+				ix[e.k] = h.newEntry(entry{n: e.n})
+			}
 		}
 	}
-	for k, n := range h.recent {
-		ix[k] = entry{n: n}
+	for k, p := range h.recent {
+		if q, ok := ix[k]; ok {
+			q.n = p.n
+			*p = entry{}
+			h.free = append(h.free, p)
+		} else {
+			ix[k] = p
+		}
 	}
 	h.index, h.base, h.nbase, h.recent = ix, nil, 0, nil
 	h.live = len(ix)

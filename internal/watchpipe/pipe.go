@@ -359,11 +359,13 @@ func (w *Watch) Bookmark(rv string, initialEventsEnd bool) Verdict {
 // records it when it is delivered. held is the version the event was older
 // than (EndStale). It allocates nothing.
 func (w *Watch) Event(t watch.EventType, m metav1.Object) (v Verdict, held uint64) {
-	switch v = FilterEvent(w.p.cfg.Filter, t, m); v {
-	case Drop:
-		return Drop, 0
-	case DeliverAsDeleted:
-		t = watch.Deleted
+	if f := w.p.cfg.Filter; f != nil { // the filter stage, when there is one
+		switch v = FilterEvent(f, t, m); v {
+		case Drop:
+			return Drop, 0
+		case DeliverAsDeleted:
+			t = watch.Deleted
+		}
 	}
 	rv := m.GetResourceVersion()
 	n, ok := ParseRV(rv)
