@@ -125,9 +125,12 @@ type summary struct {
 	window   time.Duration
 	converge map[string][]time.Duration
 	took     []time.Duration
-	// relists, relistDeletes: reflector.New's object-by-object relists
-	// and the deletions they delivered, over every history.
-	relists, relistDeletes int
+	// relists, relistDeletes: per client, reflector.New's object-by-object
+	// relists and the deletions they delivered, over every history.
+	relists, relistDeletes map[string]int
+	// wire: how the wire client's one-response lists were read, over every
+	// history.
+	wire wireResult
 }
 
 type firstFailure struct {
@@ -160,8 +163,15 @@ func (s *summary) add(idx int, h history, res result) {
 	}
 	s.window += res.window
 	s.took = append(s.took, res.took)
-	s.relists += res.relists
-	s.relistDeletes += res.relistDeletes
+	for c, n := range res.relists {
+		s.relists[c] += n
+	}
+	for c, n := range res.relistDeletes {
+		s.relistDeletes[c] += n
+	}
+	s.wire.itemByItem += res.wire.itemByItem
+	s.wire.gaveUp += res.wire.gaveUp
+	s.wire.whole += res.wire.whole
 	for c, d := range res.converge {
 		s.converge[c] = append(s.converge[c], d)
 	}
@@ -181,7 +191,8 @@ const minHistoriesForRelists = 200
 // Soak: MODEL_HISTORIES=100000 (or MODEL_DURATION=30m) MODEL_STREAM=random (make soak).
 func TestModel(t *testing.T) {
 	cfg := readConfig(t)
-	s := &summary{failing: map[string]map[string]int{}, first: map[string]firstFailure{}, requests: map[string]int{}, converge: map[string][]time.Duration{}}
+	s := &summary{failing: map[string]map[string]int{}, first: map[string]firstFailure{}, requests: map[string]int{}, converge: map[string][]time.Duration{},
+		relists: map[string]int{}, relistDeletes: map[string]int{}}
 	begin := time.Now()
 	var next int
 	var mu sync.Mutex
@@ -222,9 +233,16 @@ func TestModel(t *testing.T) {
 	elapsed := time.Since(begin)
 	t.Logf("stream %d: %d histories in %v (%d at once)", cfg.stream, s.histories, elapsed.Round(time.Millisecond), cfg.parallel)
 	t.Log(s.report())
-	t.Logf("reflector.New relisted object by object %d times, deleting %d objects the new lists no longer held", s.relists, s.relistDeletes)
-	if cfg.only < 0 && s.histories >= minHistoriesForRelists && (s.relists == 0 || s.relistDeletes == 0) {
-		t.Errorf("%d histories made reflector.New relist %d times and delete %d objects at a relist's end: the histories no longer exercise its relists", s.histories, s.relists, s.relistDeletes)
+	for _, c := range []string{clientReflector, clientWire} {
+		t.Logf("%s: reflector.New relisted object by object %d times, deleting %d objects the new lists no longer held", c, s.relists[c], s.relistDeletes[c])
+		if cfg.only < 0 && s.histories >= minHistoriesForRelists && (s.relists[c] == 0 || s.relistDeletes[c] == 0) {
+			t.Errorf("%d histories made %s relist %d times and delete %d objects at a relist's end: the histories no longer exercise its relists", s.histories, c, s.relists[c], s.relistDeletes[c])
+		}
+	}
+	t.Logf("%s: %v", clientWire, s.wire)
+	if s.histories > 0 && s.wire.itemByItem == 0 {
+		// Each history's wire client lists at least once, with items.
+		t.Errorf("%s: no one-response list was applied item by item over %d histories (%v): lister.ItemByItem is not exercised", clientWire, s.histories, s.wire)
 	}
 
 	var keys []string
@@ -264,7 +282,7 @@ func (s *summary) report() string {
 		fmt.Fprintf(&b, "history duration p50 %v, p99 %v, max %v\n", took[len(took)/2].Round(time.Millisecond),
 			took[min(len(took)-1, len(took)*99/100)].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	}
-	kinds := []string{kindBackInTime, kindReappeared, kindOutside, kindNotConverged, kindRequests, kindHotLoop}
+	kinds := []string{kindBackInTime, kindReappeared, kindOutside, kindNotConverged, kindRequests, kindHotLoop, kindWholeList}
 	fmt.Fprintf(&b, "histories violating each invariant (of %d):\n%-10s", s.histories, "client")
 	for _, k := range kinds {
 		fmt.Fprintf(&b, " %16s", k)

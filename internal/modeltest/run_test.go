@@ -30,9 +30,11 @@ const (
 	clientStock     = "stock"     // client-go's informer over a plain cache.ListWatch
 	clientDropIn    = "dropin"    // client-go's informer over lister.NewListerWatcher
 	clientReflector = "reflector" // reflector.New over a cache.Store, on a fake clock
+	// clientWire (wire_test.go): reflector.New as clientReflector, over
+	// lister.FromClientset through HTTP.
 )
 
-var allClients = []string{clientStock, clientDropIn, clientReflector}
+var allClients = []string{clientStock, clientDropIn, clientReflector, clientWire}
 
 // Bounds the invariants are checked against.
 const (
@@ -100,8 +102,11 @@ type result struct {
 	converge   map[string]time.Duration
 	took       time.Duration // the whole play
 	// relists and relistDeletes: reflector.New's relists, which fill its
-	// store object by object, and the objects they deleted.
-	relists, relistDeletes int
+	// store object by object, and the objects they deleted (per client:
+	// clientReflector, clientWire).
+	relists, relistDeletes map[string]int
+	// wire: how the wire client's one-response lists were read.
+	wire wireResult
 }
 
 type truthEntry struct {
@@ -116,6 +121,7 @@ type run struct {
 	clients []string
 	servers map[string]*cmServer
 	checks  map[string]*checker
+	fronts  map[string]*front // the HTTP fronts of the clients that have one (clientWire)
 	clk     *testingclock.FakeClock
 	step    atomic.Int64
 	wake    chan struct{}
@@ -136,7 +142,7 @@ type run struct {
 func play(h history, clients []string, stopAt *violation) (res result) {
 	r := &run{
 		h: h, sc: scope{namespace: h.namespace, selector: h.selector}, clients: clients,
-		servers: map[string]*cmServer{}, checks: map[string]*checker{},
+		servers: map[string]*cmServer{}, checks: map[string]*checker{}, fronts: map[string]*front{},
 		clk:   testingclock.NewFakeClock(time.Now()),
 		wake:  make(chan struct{}, 1),
 		truth: map[string]truthEntry{}, ends: map[string][]uint64{},
@@ -208,6 +214,10 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 	for _, c := range clients {
 		reqs := r.servers[c].Requests()
 		res.requests[c] = len(reqs)
+		if f := r.fronts[c]; f != nil {
+			// What the wire saw, including any request the server never read.
+			res.requests[c] = max(res.requests[c], int(f.requests.Load()))
+		}
 		for _, q := range reqs {
 			if spoiled(q) {
 				faulted[c]++
@@ -234,7 +244,7 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 				detail: fmt.Sprintf("%d requests in %v (bound %d): %s", res.requests[c], res.window.Round(time.Millisecond), limit, head(trace(r.servers[c].Requests()), 400))})
 		}
 		slack := requestSlack
-		if c == clientReflector {
+		if c == clientReflector || c == clientWire {
 			slack = reflectorRequestSlack
 		}
 		if extra := faulted[c] - faulted[clientStock]; extra > 0 {
@@ -247,10 +257,19 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 		}
 		res.violations = append(res.violations, r.checks[c].found()...)
 	}
-	if chk, ok := r.checks[clientReflector]; ok {
-		chk.mu.Lock()
-		res.relists, res.relistDeletes = chk.relisted.lists, chk.relisted.deleted
-		chk.mu.Unlock()
+	res.relists, res.relistDeletes = map[string]int{}, map[string]int{}
+	for _, c := range []string{clientReflector, clientWire} {
+		if chk, ok := r.checks[c]; ok {
+			chk.mu.Lock()
+			res.relists[c], res.relistDeletes[c] = chk.relisted.lists, chk.relisted.deleted
+			chk.mu.Unlock()
+		}
+	}
+	if f := r.fronts[clientWire]; f != nil {
+		res.wire = f.result()
+		if res.wire.whole > 0 {
+			res.violations = append(res.violations, violation{client: clientWire, kind: kindWholeList, step: -1, detail: res.wire.String()})
+		}
 	}
 	return res
 }
@@ -556,6 +575,11 @@ func (r *run) start() {
 				Lister: lister.Options{LabelSelector: r.h.selector},
 			})
 			runFn = refl.Run
+		case clientWire:
+			var err error
+			if runFn, err = r.startWire(c, chk); err != nil {
+				panic(err)
+			}
 		}
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); runFn(ctx) }()
@@ -576,6 +600,9 @@ func (r *run) stop() {
 	for {
 		select {
 		case <-done:
+			for _, f := range r.fronts {
+				f.close()
+			}
 			return
 		case <-time.After(tick):
 			r.stepClock()
