@@ -1,6 +1,6 @@
 // Package modeltest checks steadywatch's guarantees against a model: it
 // generates random histories of writes and server faults, plays each one on
-// in-memory apiservers (steadywatchtest) and runs three clients side by side
+// in-memory apiservers (steadywatchtest) and runs four clients side by side
 // on it, one server each:
 //
 //   - "stock": client-go's cache.NewSharedIndexInformer over a plain
@@ -11,7 +11,15 @@
 //     lists fill the store object by object; each object is checked as it
 //     is applied, each deletion at a list's end must be of a version the
 //     server ended, and a run of the default size must see relists that
-//     delete objects (deletions delivered over the object-by-object relist).
+//     delete objects (deletions delivered over the object-by-object relist);
+//   - "wire": reflector.New over lister.FromClientset, talking HTTP to a
+//     front (httptest) that serves its server as a kube-apiserver does (JSON
+//     lists, chunked watch streams, errors as Status with their code), so
+//     its lists are decoded by the SDK and applied object by object as they
+//     are decoded (lister.ItemByItem), a list in one response included. The
+//     front holds back the end of each such list until one of its objects
+//     reached the store: a list read whole is a violation, and a run in
+//     which no list was applied item by item fails.
 //
 // After every change a client makes to its cache it checks that no object is
 // older than the version already held (Kubernetes API Concepts, "Resource

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // This file is the fourth client, "wire": reflector.New over
@@ -64,6 +67,7 @@ const heldTailTimeout = 5 * time.Second
 //     its details, as the apiserver sets it).
 type front struct {
 	srv   *cmServer
+	hold  bool // hold back the end of one-response lists (see list)
 	ts    *httptest.Server
 	tr    *http.Transport
 	codec runtime.Encoder
@@ -176,7 +180,7 @@ func (f *front) list(w http.ResponseWriter, req *http.Request, ns string, o meta
 	items, _ := meta.ExtractList(obj)
 	// ConfigMapList's items are its last field: its end is "]}".
 	end := bytes.LastIndexByte(body.Bytes(), ']')
-	if o.Limit != 0 || len(items) == 0 || end < 0 {
+	if !f.hold || o.Limit != 0 || len(items) == 0 || end < 0 {
 		// The limit=1 reads of the current resourceVersion are decoded
 		// whole (their item is no page's); paginated lists are not held.
 		_, _ = w.Write(body.Bytes())
@@ -286,6 +290,7 @@ func (s wireStore) Update(obj any) error { s.f.applied(obj); return s.store.Upda
 // startWire builds the wire client on server c's front.
 func (r *run) startWire(c string, chk *checker) (func(context.Context), error) {
 	f := newFront(r.servers[c])
+	f.hold = true
 	r.fronts[c] = f
 	cs, err := kubernetes.NewForConfig(f.config())
 	if err != nil {
@@ -313,4 +318,117 @@ func (f *front) result() wireResult {
 
 func (w wireResult) String() string {
 	return fmt.Sprintf("%d one-response lists applied item by item, %d given up by the client, %d read whole", w.itemByItem, w.gaveUp, w.whole)
+}
+
+// TestWireFront checks that the front serves its server as it answers:
+// watch events in order until the server ends the watch, lists, and the
+// faults the model sets (410 on lists and inside watches, the lagging
+// member's 504 with its Retry-After) as the apiserver sends them.
+func TestWireFront(t *testing.T) {
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+	srv.Advance(1)
+	f := newFront(srv)
+	defer f.close()
+	cs, err := kubernetes.NewForConfig(f.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cm := func(ns, name, tier string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"tier": tier}}}
+	}
+	mustApply := func(obj *corev1.ConfigMap) {
+		if _, err := srv.Apply(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A watch: the server's events in order, then a cut ends the stream.
+	w, err := cl.Watch(ctx, metav1.ListOptions{ResourceVersion: srv.ResourceVersion(), AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(cm("a", "x", "blue"))
+	mustApply(cm("b", "x", "blue")) // another namespace
+	mustApply(cm("a", "x", "green"))
+	if err := srv.Delete("a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Bookmark()
+	srv.Close()
+	var got []string
+	for ev := range w.ResultChan() {
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			t.Fatalf("%s event with %T", ev.Type, ev.Object)
+		}
+		got = append(got, fmt.Sprintf("%s %s@%s", ev.Type, m.GetName(), m.GetResourceVersion()))
+	}
+	if want := []string{"ADDED x@2", "MODIFIED x@4", "DELETED x@5", "BOOKMARK @5"}; !slices.Equal(got, want) {
+		t.Errorf("watch events %q, want %q", got, want)
+	}
+
+	// A list: the server's items at its resourceVersion.
+	mustApply(cm("a", "y", "blue"))
+	obj, err := cl.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := obj.(*corev1.ConfigMapList); len(l.Items) != 1 || l.Items[0].Name != "y" || l.ResourceVersion != srv.ResourceVersion() {
+		t.Errorf("list %v at %q, want [y] at %q", l.Items, l.ResourceVersion, srv.ResourceVersion())
+	}
+
+	// 410 on a list that names a resourceVersion.
+	rv := srv.ResourceVersion()
+	srv.SetFaults(steadywatchtest.Faults{GoneOnLists: true})
+	if _, err := cl.List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}); !apierrors.IsGone(err) && !apierrors.IsResourceExpired(err) {
+		t.Errorf("list under GoneOnLists: %v, want a 410", err)
+	}
+
+	// 410 inside a watch: an ERROR event with the Status, then the end.
+	srv.SetFaults(steadywatchtest.Faults{GoneOnEveryWatch: true})
+	w, err = cl.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for ev := range w.ResultChan() {
+		s := string(ev.Type)
+		if st, ok := ev.Object.(*metav1.Status); ok {
+			s += fmt.Sprintf(" %d", st.Code)
+		}
+		got = append(got, s)
+	}
+	if want := []string{"ERROR 410"}; !slices.Equal(got, want) {
+		t.Errorf("watch under GoneOnEveryWatch: %q, want %q", got, want)
+	}
+
+	// A lagging member answers a list newer than its cache with 504 and
+	// Retry-After: 1, in the header as in the Status.
+	srv.SetFaults(steadywatchtest.Faults{Lagging: 2})
+	o := metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	_, err = cl.List(ctx, o)
+	if d, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsTimeout(err) || !ok || d != 1 {
+		t.Errorf("list from a lagging member: %v (delay %d, %v), want a 504 asking for 1s", err, d, ok)
+	}
+	q, err := scheme.ParameterCodec.EncodeParameters(&o, corev1.SchemeGroupVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.tr.RoundTrip(httptest.NewRequestWithContext(ctx, http.MethodGet, f.ts.URL+"/api/v1/namespaces/a/configmaps?"+q.Encode(), nil).WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("lagging member's answer: %d, Retry-After %q; want 504, 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if n, logged := f.requests.Load(), len(srv.Requests()); int(n) != logged {
+		t.Errorf("the front received %d requests, the server logged %d", n, logged)
+	}
 }
