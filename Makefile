@@ -82,7 +82,8 @@ chaos:
 	cd e2e && $(GO) test -count=1 -timeout 60m ./chaos -chaos.config=$(CHAOS_CONFIG) -chaos.duration=$(CHAOS_DURATION) -chaos.schedule=$(CHAOS_SCHEDULE) -ginkgo.v
 
 ## soak: the model test (internal/modeltest) for longer: random histories of writes and faults against
-## stock client-go, the drop-in informer and reflector.New (MODEL_HISTORIES, or MODEL_DURATION=30m;
+## stock client-go, the drop-in informer and reflector.New (in memory, and over HTTP through FromClientset)
+## (MODEL_HISTORIES, or MODEL_DURATION=30m;
 ## MODEL_STREAM=N replays a run, random by default).
 MODEL_HISTORIES ?= 100000
 MODEL_STREAM ?= random
