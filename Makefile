@@ -83,8 +83,7 @@ chaos:
 
 ## soak: the model test (internal/modeltest) for longer: random histories of writes and faults against
 ## stock client-go, the drop-in informer and reflector.New (in memory, and over HTTP through FromClientset)
-## (MODEL_HISTORIES, or MODEL_DURATION=30m;
-## MODEL_STREAM=N replays a run, random by default).
+## (MODEL_HISTORIES, or MODEL_DURATION=30m; MODEL_STREAM=N replays a run, random by default).
 MODEL_HISTORIES ?= 100000
 MODEL_STREAM ?= random
 .PHONY: soak
