@@ -19,6 +19,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/listgate"
 )
 
 func itemList(rv string, names ...string) *corev1.ConfigMapList {
@@ -194,5 +195,36 @@ func TestItemByItemDynamicAndMetadata(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: handed over %q; want %q", name, got, want)
 		}
+	}
+}
+
+// A lister with a ListGate delivers pages whole even when ItemByItem is
+// asked: the gate shares one answer among the callers queued together
+// (e2e/lister's ListGate spec: four reflector.New sharing), which an answer
+// handed over to one caller item by item cannot be.
+func TestItemByItemWithAListGateDeliversWholePages(t *testing.T) {
+	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := testfake.ListBody(t, itemList("20", "a", "b"), false, false)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	dyn, err := lister.FromDynamicConfig(cfg, gvr, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	_, err = lister.New(dyn, lister.Options{ListGate: listgate.New(1)}).ListPages(context.Background(), lister.MostRecent(), func(page runtime.Object) error {
+		got = append(got, fmt.Sprintf("page (%d items)", meta.LenList(page)))
+		return nil
+	}, lister.ItemByItem(func(obj runtime.Object) error {
+		got = append(got, "item")
+		return nil
+	}), lister.OnRestart(func(fallback.Event) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"page (2 items)"}; !slices.Equal(got, want) {
+		t.Fatalf("with a ListGate: handed over %q; want %q", got, want)
 	}
 }

@@ -90,10 +90,11 @@ type handover struct {
 
 // handover returns ItemByItem's hand-over for this call, or nil when pages
 // are delivered whole: no ItemByItem, no OnRestart (an answer discarded
-// after its items were handed over could not be voided), or a client that
-// does not decode its lists itself.
+// after its items were handed over could not be voided), a ListGate (its
+// answers are shared whole among the callers that start together), or a
+// client that does not decode its lists itself.
 func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
-	if cfg.item == nil || cfg.onRestart == nil {
+	if cfg.item == nil || cfg.onRestart == nil || l.o.ListGate != nil {
 		return nil
 	}
 	il, ok := l.c.(itemLister)

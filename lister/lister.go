@@ -72,8 +72,10 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // asks, a failure it retries) is voided through OnRestart, as a restart
 // is: ItemByItem requires OnRestart, and without it pages are delivered
 // whole. A failure that ends the call ends it after the items already
-// handed over. Such answers are bounded by Options.ListGate but never
-// shared through it: only this caller receives their items.
+// handed over. A lister with Options.ListGate delivers pages whole, as
+// without ItemByItem: the gate exists to share one answer among the
+// callers that start together, and an answer handed over item by item
+// reaches only one of them.
 func ItemByItem(item func(obj runtime.Object) error) PageOption {
 	return func(c *pageConfig) { c.item = item }
 }

@@ -139,7 +139,8 @@ type Reflector struct {
 // in one response (the watch cache's) included, over the SDK's clients that
 // decode lists themselves (lister.FromClientset, FromRESTClient,
 // FromDynamicConfig, FromMetadataConfig); over other clients
-// (lister.FromFuncs) page by page, a one-response list whole. A queue
+// (lister.FromFuncs), or with a Lister.ListGate (which shares whole
+// answers), page by page, a one-response list whole. A queue
 // (cache.Queue: DeltaFIFO, RealFIFO) and a cache.UndeltaStore get one
 // Replace with the whole list instead: object-by-object calls would give
 // a queue's consumer Added/Updated deltas and tombstones without the last
