@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
@@ -156,16 +158,22 @@ func TestItemByItemContinuationPageCutMidway(t *testing.T) {
 	}
 }
 
-// The dynamic and metadata clients hand items over one by one too: a
-// dynamic client's items with the list's kind and apiVersion, a metadata
-// client's as PartialObjectMetadata.
-func TestItemByItemDynamicAndMetadata(t *testing.T) {
+// twoItemServer serves every request a JSON ConfigMap list of a and b at
+// resourceVersion 20.
+func twoItemServer(t *testing.T) (*rest.Config, schema.GroupVersionResource) {
 	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := testfake.ListBody(t, itemList("20", "a", "b"), false, false)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	})
-	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	return cfg, corev1.SchemeGroupVersion.WithResource("configmaps")
+}
+
+// The dynamic and metadata clients hand items over one by one too: a
+// dynamic client's items with the list's kind and apiVersion, a metadata
+// client's as PartialObjectMetadata.
+func TestItemByItemDynamicAndMetadata(t *testing.T) {
+	cfg, gvr := twoItemServer(t)
 	dyn, err := lister.FromDynamicConfig(cfg, gvr, "ns")
 	if err != nil {
 		t.Fatal(err)
@@ -203,12 +211,7 @@ func TestItemByItemDynamicAndMetadata(t *testing.T) {
 // (e2e/lister's ListGate spec: four reflector.New sharing), which an answer
 // handed over to one caller item by item cannot be.
 func TestItemByItemWithAListGateDeliversWholePages(t *testing.T) {
-	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
-		body, _ := testfake.ListBody(t, itemList("20", "a", "b"), false, false)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	})
-	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	cfg, gvr := twoItemServer(t)
 	dyn, err := lister.FromDynamicConfig(cfg, gvr, "ns")
 	if err != nil {
 		t.Fatal(err)
