@@ -344,6 +344,9 @@ func TestAdmitsTheNextReadWhenOneOutlivesTheHoldBound(t *testing.T) {
 	if st.Overdue != 1 || st.OverdueInFlight != 1 || st.InFlight != 1 || st.Queued != 1 {
 		t.Fatalf("stats after the hold bound %+v", st)
 	}
+	// The metric is recorded after the gate's lock is released, so it may
+	// come just after b was admitted.
+	testfake.WaitFor(t, "ListGateOverdue(stuck)", func() bool { _, _, got := rec.calls(); return len(got) > 0 })
 	if _, _, got := rec.calls(); len(got) != 1 || got[0] != "stuck" {
 		t.Fatalf("ListGateOverdue calls %v, want [stuck]", got)
 	}
