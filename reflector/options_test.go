@@ -861,9 +861,12 @@ func (e *env) waitFor(cond func() bool, d time.Duration) bool {
 	return true
 }
 
+// countListSent: the streaming-list count read was sent (a MostRecent
+// limit=1 list; the other limit=1 lists, such as lister.WrapDecoding's
+// Exact scope check, are not it).
 func (e *env) countListSent() bool {
 	for _, q := range e.srv.Requests() {
-		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 {
+		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
 			return true
 		}
 	}
