@@ -246,13 +246,17 @@ var optionProbes = map[string]fieldProbes{
 		dropIn: &probe{set: func(_ *env, o *lister.Options) { o.DisableInitialEventsCount = true },
 			dropIn: func(e *env, lw cache.ListerWatcherWithContext) {
 				// The count is sent beside the stream, under its context:
-				// wait for it before the stream ends.
+				// wait for it (and, through WrapDecoding, for its scope
+				// check) before the stream ends.
 				sent := false
 				e.watch(lw, streamingListOptions, 3*time.Second, func(ev watch.Event) bool {
 					if !untilEndBookmark(ev) {
 						return false
 					}
 					sent = e.waitFor(e.countListSent, quiet)
+					if sent && e.scopeChecked {
+						sent = e.waitFor(e.scopeCheckSent, quiet)
+					}
 					return true
 				})
 				e.outcome("count list sent=%v", sent)
@@ -634,6 +638,10 @@ type env struct {
 	frozen   []steadywatchtest.Request // the requests at the first store.Replace (a reflector's first sync)
 	replaces atomic.Int32
 	resyncs  atomic.Int32
+	// scopeChecked: the path lists through lister.WrapDecoding, which
+	// checks its first list's scope with one more request (a limit=1 Exact
+	// list through the caller's ListerWatcher) before it returns it.
+	scopeChecked bool
 }
 
 func newEnv(t *testing.T, pr *probe) *env {
@@ -729,8 +737,10 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 		// look at their type.
 		inf = NewMetadataInformer(e.client, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
 	case pathWrapDecoding:
+		e.scopeChecked = true
 		return lister.WrapDecoding(e.srv.InNamespace("ns").ListerWatcher(), e.client, lo)
 	case pathInformerDecoding:
+		e.scopeChecked = true
 		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
 	}
 	return informerListerWatcher(e.t, inf)
@@ -867,6 +877,17 @@ func (e *env) waitFor(cond func() bool, d time.Duration) bool {
 func (e *env) countListSent() bool {
 	for _, q := range e.srv.Requests() {
 		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// scopeCheckSent: lister.WrapDecoding's scope check was sent (a limit=1
+// list at a resourceVersion, without resourceVersionMatch).
+func (e *env) scopeCheckSent() bool {
+	for _, q := range e.srv.Requests() {
+		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 && q.Options.ResourceVersion != "" && q.Options.ResourceVersionMatch == "" {
 			return true
 		}
 	}
