@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
-	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
@@ -126,14 +125,3 @@ func oneResponseRelistSpec(ctx context.Context, c *harness.Cluster) {
 	Expect(deleted).To(HaveKey("cm-3"))
 	Expect(run.store.wentBack()).To(BeEmpty())
 }
-
-var _ = Describe("a relist in one response applies objects as they are decoded", Label("conformance", "needs-faults"), Ordered, func() {
-	var c *harness.Cluster
-	BeforeAll(func(ctx SpecContext) {
-		c = suite.StartHarness(ctx, harness.Options{Version: build.Current},
-			"needs the harness's "+build.Current+" server and the fault proxy")
-	})
-	It("after a 410, with streaming lists off, a one-response relist gives the store each object as it is decoded (Add/Update, no Replace) and the store equals the server", func(ctx SpecContext) {
-		oneResponseRelistSpec(ctx, c)
-	})
-})

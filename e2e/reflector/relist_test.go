@@ -169,4 +169,7 @@ var _ = Describe("a relist fills the store object by object", Label("conformance
 	It("after a 410, a paginated relist (PaginateLists) delivers the objects deleted meanwhile as deletions and the store equals the server", func(ctx SpecContext) {
 		relistAfterGoneSpec(ctx, c, false, true)
 	})
+	It("after a 410, with streaming lists off, a one-response relist gives the store each object as it is decoded (Add/Update, no Replace) and the store equals the server", func(ctx SpecContext) {
+		oneResponseRelistSpec(ctx, c)
+	})
 })
