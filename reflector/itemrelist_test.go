@@ -221,8 +221,9 @@ func TestOneResponseRelistAppliesObjectsAsDecoded(t *testing.T) {
 
 // Items that come before the list's metadata are held until it arrives:
 // the list's resourceVersion is checked before any of them is applied. A
-// list older than the store applies nothing (*StaleListError), and the
-// next one completes the relist.
+// list older than the store (and than the NotOlderThan the relist asks)
+// applies nothing: the lister's engine refuses it from its metadata and
+// its retry completes the relist, which never sees it (no *StaleListError).
 func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 	for _, enc := range encodings {
 		for _, stale := range []bool{false, true} {
@@ -244,15 +245,56 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 				if slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, "ns/x") }) {
 					t.Fatalf("calls %q: an object of the stale list was applied", calls)
 				}
-				sawStale := slices.Contains(rec.get(&rec.transitions), "Relisting>BackingOff:"+ReasonStaleList)
-				if sawStale != stale {
-					t.Fatalf("transitions %v: stale list rejected %v; want %v", rec.get(&rec.transitions), sawStale, stale)
+				if slices.Contains(rec.get(&rec.transitions), "Relisting>BackingOff:"+ReasonStaleList) {
+					t.Fatalf("transitions %v: the reflector rejected a list; the lister's engine refuses an older answer itself", rec.get(&rec.transitions))
+				}
+				if got := rec.get(&rec.relists); len(got) != 1 {
+					t.Fatalf("relists %v; want one (the lister retried the older answer within it)", got)
+				}
+				if n, want := s.lists.Load(), int32(1+len(relists)); n != want {
+					t.Fatalf("%d lists; want %d", n, want)
 				}
 				if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
 					t.Fatalf("store = %v; want a and b", keys)
 				}
 			})
 		}
+	}
+}
+
+// A relist NotOlderThan the store's resourceVersion answered older (a
+// server that ignores resourceVersionMatch, a lagging member; KEP-2523),
+// its metadata first as an apiserver writes it: the lister's engine
+// refuses the answer from its metadata before any object reaches the
+// store, and retries it within the same relist; the reflector sees no
+// stale list (no *StaleListError, no ReasonStaleList).
+func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
+	for _, enc := range encodings {
+		t.Run(enc.name, func(t *testing.T) {
+			older := relistAnswer{list: cmList("5", cm("a", "1"), cm("x", "4"))}
+			good := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15"))}
+			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("c", "3")), relists: []relistAnswer{older, good}}
+			store := newAppliedStore()
+			r, rec := oneResponseReflector(t, s, store)
+			eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			if slices.ContainsFunc(store.since(0), func(c string) bool { return strings.Contains(c, "ns/x") }) {
+				t.Fatalf("calls %q: an object of the older answer was applied", store.since(0))
+			}
+			for _, tr := range rec.get(&rec.transitions) {
+				if strings.HasSuffix(tr, ":"+ReasonStaleList) {
+					t.Fatalf("transitions %v: the reflector rejected a stale list; the lister's engine refuses it itself", rec.get(&rec.transitions))
+				}
+			}
+			if got := rec.get(&rec.relists); len(got) != 1 {
+				t.Fatalf("relists %v; want one (the lister retried the older answer within it)", got)
+			}
+			if n := s.lists.Load(); n != 3 {
+				t.Fatalf("%d lists; want 3 (the first sync, the older answer, its retry)", n)
+			}
+			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
+				t.Fatalf("store = %v; want a and b", keys)
+			}
+		})
 	}
 }
 
