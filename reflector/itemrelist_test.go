@@ -1,15 +1,19 @@
 package reflector
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
@@ -322,5 +326,43 @@ func TestOneResponseRelistCutMidwayRestarts(t *testing.T) {
 				t.Fatalf("relists %v; want one (the lister retried the cut answer within it)", got)
 			}
 		})
+	}
+}
+
+// A list of Options.List, the caller's own function, is checked by no
+// lister engine: the reflector holds it to the NotOlderThan it asks. The
+// first sync lists NotOlderThan the limit=1 read's resourceVersion (30);
+// an answer at 20 is rejected as stale before anything is applied, and
+// the next list completes the sync.
+func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("30"), nil }}
+	var calls []fallback.Query
+	var mu sync.Mutex
+	o := fastOptions(&recorder{})
+	rec := o.Lister.Metrics.(*recorder)
+	o.PaginateLists = false
+	o.List = func(_ context.Context, q fallback.Query) (runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, q)
+		if len(calls) == 1 {
+			return cmList("20", cm("x", "19")), nil
+		}
+		return cmList("30", cm("a", "25")), nil
+	}
+	store := newCallStore()
+	r := New(fc, &corev1.ConfigMap{}, store, o)
+	run(t, r)
+	eventually(t, "the sync at 30", func() bool { return r.LastSyncResourceVersion() == "30" })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 2 || calls[0] != fallback.NotOlderThanQuery("30") {
+		t.Fatalf("List calls %v; want NotOlderThan(30) twice", calls)
+	}
+	if !slices.ContainsFunc(rec.get(&rec.transitions), func(s string) bool { return strings.HasSuffix(s, ":"+ReasonStaleList) }) {
+		t.Fatalf("transitions %v; want the answer at 20 rejected as stale (%s)", rec.get(&rec.transitions), ReasonStaleList)
+	}
+	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a"}) {
+		t.Fatalf("store = %v; want only a (nothing of the answer at 20)", keys)
 	}
 }
