@@ -132,8 +132,9 @@ func (h *handover) list(ctx context.Context, o metav1.ListOptions) (runtime.Obje
 // would not accept the answer its ListMeta belongs to (served older than a
 // NotOlderThan list asks, an Exact list served at another resourceVersion,
 // a continuation of another snapshot, ...): then the decoding ends with
-// errHeadRefused, no item is decoded or handed over, and Next decides on
-// the refused list as on a whole page. Only what the ListMeta proves is
+// errHeadRefused, no further item is decoded and none is handed over
+// (items a body sent before its ListMeta were held, and are dropped), and
+// Next decides on the refused list as on a whole page. Only what the ListMeta proves is
 // refused; anything else is handed over and decided once the answer is
 // whole, as before.
 func (h *handover) head(list runtime.Object) error {

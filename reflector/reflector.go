@@ -657,7 +657,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	return backingOff{delay: delay, next: next}, w
 }
 
-// checkNotStale rejects a list older than the store (checkNotStaleRV).
+// checkNotStale rejects a list older than checkNotStaleRV allows.
 func (r *Reflector) checkNotStale(obj runtime.Object, q fallback.Query) error {
 	return r.checkNotStaleRV(listRV(obj), q)
 }
