@@ -58,11 +58,11 @@ func pagesAndItems(t *testing.T, c lister.Client, q lister.Query, noRestart bool
 }
 
 // An Exact list answered at a newer resourceVersion is retried with a
-// limit (KEP-2523 rule 2): its items, already handed over one by one, are
-// voided through OnRestart before the exact answer's. Without OnRestart,
-// and with a client that does not decode its lists (FromFuncs), pages are
-// delivered whole.
-func TestItemByItemDiscardedAnswerRestarts(t *testing.T) {
+// limit (KEP-2523 rule 2). The engine refuses that answer from its
+// ListMeta, before any of its items is decoded: nothing of it is handed
+// over, so nothing is voided. Without OnRestart, and with a client that
+// does not decode its lists (FromFuncs), pages are delivered whole.
+func TestItemByItemRefusedAnswerHandsNothingOver(t *testing.T) {
 	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 		l := itemList("20", "a", "b")
 		if r.URL.Query().Get("limit") == "" {
@@ -81,7 +81,7 @@ func TestItemByItemDiscardedAnswerRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := fallback.ExactQuery("20")
-	want := []string{"page@30 (0 items)", "item a", "item x", "restart", "page@20 (0 items)", "item a", "item b"}
+	want := []string{"page@20 (0 items)", "item a", "item b"}
 	if got := pagesAndItems(t, c, q, false); !slices.Equal(got, want) {
 		t.Fatalf("handed over %q; want %q", got, want)
 	}
@@ -95,31 +95,85 @@ func TestItemByItemDiscardedAnswerRestarts(t *testing.T) {
 	}
 }
 
+// An answer the lister discards after some of its items were handed over
+// (its body cut midway, retried) is voided through OnRestart before the
+// retried answer's items are handed over.
+func TestItemByItemDiscardedAnswerRestarts(t *testing.T) {
+	var lists atomic.Int32
+	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		if lists.Add(1) == 1 {
+			body, at := testfake.ListBody(t, itemList("20", "a", "x"), true, false)
+			_, _ = w.Write(body[:at[1]])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		body, _ := testfake.ListBody(t, itemList("20", "a", "b"), true, false)
+		_, _ = w.Write(body)
+	})
+	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	_, err = lister.New(c, lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}}).ListPages(context.Background(),
+		lister.MostRecent(), func(page runtime.Object) error {
+			lm, _ := meta.ListAccessor(page)
+			got = append(got, "page@"+lm.GetResourceVersion())
+			return nil
+		}, lister.ItemByItem(func(obj runtime.Object) error {
+			m, _ := meta.Accessor(obj)
+			got = append(got, "item "+m.GetName())
+			return nil
+		}), lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"page@20", "item a", "restart", "page@20", "item a", "item b"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("handed over %q; want %q", got, want)
+	}
+}
+
 // A continuation page cut midway after some of its items were handed over
 // is asked again from its continue token: its items, served at the
 // snapshot's resourceVersion, come again, and the pages before it stay
-// (no restart). One served at another resourceVersion cannot be voided
-// alone: the call fails with ErrItemsDiscarded.
+// (no restart). One whose ListMeta shows another snapshot is refused
+// before any of its items is handed over, and the list restarts (the
+// engine's continue-expired rule). One whose snapshot cannot be told (the
+// first page had no resourceVersion) cannot be voided alone once its items
+// were handed over: the call fails with ErrItemsDiscarded.
 func TestItemByItemContinuationPageCutMidway(t *testing.T) {
-	for _, cutRV := range []string{"20", "30"} {
-		t.Run("cut page at "+cutRV, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, firstRV, cutRV string
+		want                 []string // nil: ErrItemsDiscarded
+	}{
+		{"same snapshot", "20", "20", []string{"page@20", "item a", "item b", "page@20", "item c", "page@20", "item c", "item d"}},
+		{"another snapshot", "20", "30", []string{"page@20", "item a", "item b", "restart", "page@20", "item a", "item b", "page@20", "item c", "item d"}},
+		{"unknown snapshot", "", "30", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			var cuts atomic.Int32
 			cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 				if r.URL.Query().Get("continue") == "" {
-					l := itemList("20", "a", "b")
+					l := itemList(tc.firstRV, "a", "b")
 					l.Continue = "t"
 					body, _ := testfake.ListBody(t, l, true, false)
 					_, _ = w.Write(body)
 					return
 				}
 				if cuts.Add(1) == 1 {
-					body, at := testfake.ListBody(t, itemList(cutRV, "c", "d"), true, false)
+					body, at := testfake.ListBody(t, itemList(tc.cutRV, "c", "d"), true, false)
 					_, _ = w.Write(body[:at[1]])
 					w.(http.Flusher).Flush()
 					panic(http.ErrAbortHandler)
 				}
-				body, _ := testfake.ListBody(t, itemList("20", "c", "d"), true, false)
+				body, _ := testfake.ListBody(t, itemList(tc.firstRV, "c", "d"), true, false)
 				_, _ = w.Write(body)
 			})
 			cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
@@ -141,7 +195,7 @@ func TestItemByItemContinuationPageCutMidway(t *testing.T) {
 					got = append(got, "item "+m.GetName())
 					return nil
 				}), lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
-			if cutRV == "30" {
+			if tc.want == nil {
 				if !errors.Is(err, lister.ErrItemsDiscarded) {
 					t.Fatalf("error %v; want ErrItemsDiscarded (handed over %q)", err, got)
 				}
@@ -150,9 +204,8 @@ func TestItemByItemContinuationPageCutMidway(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []string{"page@20", "item a", "item b", "page@20", "item c", "page@20", "item c", "item d"}
-			if !slices.Equal(got, want) {
-				t.Fatalf("handed over %q; want %q", got, want)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("handed over %q; want %q", got, tc.want)
 			}
 		})
 	}

@@ -71,29 +71,38 @@ func (c metadataKinded) listItems(ctx context.Context, o metav1.ListOptions, eac
 
 // handover is ItemByItem in one call: each page request's answer is
 // decoded with its page function as decode.Each's Head and the caller's
-// item function as its Item.
+// item function as its Item. Before the page function, the engine judges
+// the answer from its ListMeta (engine.Call.AcceptsListMeta): one it
+// refuses ends its decoding there, and nothing of it is handed over.
 type handover struct {
 	c          itemLister
+	call       *engine.Call
 	page       PageFunc
 	item       func(runtime.Object) error
 	sampleSize bool // estimate the page's bytes (Options.MaxPageBytes)
 
-	// The current answer's: headed, its page was handed over; items, the
-	// items handed over after it; first, the encoded size of the first;
-	// err, what the caller's page or item function returned.
-	headed bool
-	headRV string
-	items  int
-	first  int64
-	err    error
+	// The current answer's: headed, its page was handed over; refused, the
+	// list (ListMeta, no items) the engine refused before it was; items,
+	// the items handed over after it; first, the encoded size of the
+	// first; err, what the caller's page or item function returned.
+	headed  bool
+	refused runtime.Object
+	headRV  string
+	items   int
+	first   int64
+	err     error
 }
+
+// errHeadRefused ends the decoding of an answer the engine refused from
+// its ListMeta (handover.head); send reads the refused list instead.
+var errHeadRefused = errors.New("lister: answer refused from its ListMeta before its items")
 
 // handover returns ItemByItem's hand-over for this call, or nil when pages
 // are delivered whole: no ItemByItem, no OnRestart (an answer discarded
 // after its items were handed over could not be voided), a ListGate (its
 // answers are shared whole among the callers that start together), or a
 // client that does not decode its lists itself.
-func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
+func (l *Lister) handover(page PageFunc, cfg *pageConfig, call *engine.Call) *handover {
 	if cfg.item == nil || cfg.onRestart == nil || l.o.ListGate != nil {
 		return nil
 	}
@@ -101,7 +110,7 @@ func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
 	if !ok || !il.listsItems() {
 		return nil
 	}
-	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.MaxPageBytes > 0}
+	return &handover{c: il, call: call, page: page, item: cfg.item, sampleSize: l.o.MaxPageBytes > 0}
 }
 
 // forRequest returns h for a page request, nil for any other (a probe's
@@ -110,7 +119,7 @@ func (h *handover) forRequest(req engine.Request) *handover {
 	if req.Purpose != engine.PurposePage {
 		return nil
 	}
-	h.headed, h.headRV, h.items, h.first, h.err = false, "", 0, 0, nil
+	h.headed, h.refused, h.headRV, h.items, h.first, h.err = false, nil, "", 0, 0, nil
 	return h
 }
 
@@ -119,11 +128,24 @@ func (h *handover) list(ctx context.Context, o metav1.ListOptions) (runtime.Obje
 	return h.c.listItems(ctx, o, &decode.Each{Head: h.head, Item: h.handItem})
 }
 
+// head hands the page (its ListMeta, no items) over, unless the engine
+// would not accept the answer its ListMeta belongs to (served older than a
+// NotOlderThan list asks, an Exact list served at another resourceVersion,
+// a continuation of another snapshot, ...): then the decoding ends with
+// errHeadRefused, no further item is decoded and none is handed over
+// (items a body sent before its ListMeta were held, and are dropped), and
+// Next decides on the refused list as on a whole page. Only what the ListMeta proves is
+// refused; anything else is handed over and decided once the answer is
+// whole, as before.
 func (h *handover) head(list runtime.Object) error {
-	h.headed = true
 	if lm, err := meta.ListAccessor(list); err == nil {
+		if !h.call.AcceptsListMeta(lm.GetResourceVersion(), lm.GetContinue()) {
+			h.refused = list
+			return errHeadRefused
+		}
 		h.headRV = lm.GetResourceVersion()
 	}
+	h.headed = true
 	if err := h.page(list); err != nil {
 		h.err = err
 	}

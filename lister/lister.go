@@ -66,12 +66,16 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // With any other client (FromFuncs, FromDynamic, FromMetadata, a fake
 // clientset's), pages are delivered whole, as without ItemByItem.
 //
-// Items are handed over before the lister has checked the whole answer. An
-// answer it then discards for another request (served at another
-// resourceVersion than an Exact list asks, older than a NotOlderThan list
-// asks, a failure it retries) is voided through OnRestart, as a restart
-// is: ItemByItem requires OnRestart, and without it pages are delivered
-// whole. A failure that ends the call ends it after the items already
+// The lister judges each answer from its ListMeta before the page function
+// sees it, with the rule it applies to a whole page: an answer older than a
+// NotOlderThan list asks, served at another resourceVersion than an Exact
+// list asks, or continuing another snapshot is refused before any of its
+// items is decoded, and retried (or fallen back from, or failed) as a whole
+// page is; nothing of it is handed over. Items are otherwise handed over
+// before the lister has the whole answer: one it then discards for another
+// request (a body cut midway and retried) is voided through OnRestart, as a
+// restart is: ItemByItem requires OnRestart, and without it pages are
+// delivered whole. A failure that ends the call ends it after the items already
 // handed over. A lister with Options.ListGate delivers pages whole, as
 // without ItemByItem: the gate exists to share one answer among the
 // callers that start together, and an answer handed over item by item

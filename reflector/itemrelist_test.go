@@ -1,15 +1,19 @@
 package reflector
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
@@ -221,8 +225,9 @@ func TestOneResponseRelistAppliesObjectsAsDecoded(t *testing.T) {
 
 // Items that come before the list's metadata are held until it arrives:
 // the list's resourceVersion is checked before any of them is applied. A
-// list older than the store applies nothing (*StaleListError), and the
-// next one completes the relist.
+// list older than the store (and than the NotOlderThan the relist asks)
+// applies nothing: the lister's engine refuses it from its metadata and
+// its retry completes the relist, which never sees it (no *StaleListError).
 func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 	for _, enc := range encodings {
 		for _, stale := range []bool{false, true} {
@@ -244,15 +249,56 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 				if slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, "ns/x") }) {
 					t.Fatalf("calls %q: an object of the stale list was applied", calls)
 				}
-				sawStale := slices.Contains(rec.get(&rec.transitions), "Relisting>BackingOff:"+ReasonStaleList)
-				if sawStale != stale {
-					t.Fatalf("transitions %v: stale list rejected %v; want %v", rec.get(&rec.transitions), sawStale, stale)
+				if slices.Contains(rec.get(&rec.transitions), "Relisting>BackingOff:"+ReasonStaleList) {
+					t.Fatalf("transitions %v: the reflector rejected a list; the lister's engine refuses an older answer itself", rec.get(&rec.transitions))
+				}
+				if got := rec.get(&rec.relists); len(got) != 1 {
+					t.Fatalf("relists %v; want one (the lister retried the older answer within it)", got)
+				}
+				if n, want := s.lists.Load(), int32(1+len(relists)); n != want {
+					t.Fatalf("%d lists; want %d", n, want)
 				}
 				if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
 					t.Fatalf("store = %v; want a and b", keys)
 				}
 			})
 		}
+	}
+}
+
+// A relist NotOlderThan the store's resourceVersion answered older (a
+// server that ignores resourceVersionMatch, a lagging member; KEP-2523),
+// its metadata first as an apiserver writes it: the lister's engine
+// refuses the answer from its metadata before any object reaches the
+// store, and retries it within the same relist; the reflector sees no
+// stale list (no *StaleListError, no ReasonStaleList).
+func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
+	for _, enc := range encodings {
+		t.Run(enc.name, func(t *testing.T) {
+			older := relistAnswer{list: cmList("5", cm("a", "1"), cm("x", "4"))}
+			good := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15"))}
+			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("c", "3")), relists: []relistAnswer{older, good}}
+			store := newAppliedStore()
+			r, rec := oneResponseReflector(t, s, store)
+			eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			if slices.ContainsFunc(store.since(0), func(c string) bool { return strings.Contains(c, "ns/x") }) {
+				t.Fatalf("calls %q: an object of the older answer was applied", store.since(0))
+			}
+			for _, tr := range rec.get(&rec.transitions) {
+				if strings.HasSuffix(tr, ":"+ReasonStaleList) {
+					t.Fatalf("transitions %v: the reflector rejected a stale list; the lister's engine refuses it itself", rec.get(&rec.transitions))
+				}
+			}
+			if got := rec.get(&rec.relists); len(got) != 1 {
+				t.Fatalf("relists %v; want one (the lister retried the older answer within it)", got)
+			}
+			if n := s.lists.Load(); n != 3 {
+				t.Fatalf("%d lists; want 3 (the first sync, the older answer, its retry)", n)
+			}
+			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
+				t.Fatalf("store = %v; want a and b", keys)
+			}
+		})
 	}
 }
 
@@ -280,5 +326,43 @@ func TestOneResponseRelistCutMidwayRestarts(t *testing.T) {
 				t.Fatalf("relists %v; want one (the lister retried the cut answer within it)", got)
 			}
 		})
+	}
+}
+
+// A list of Options.List, the caller's own function, is checked by no
+// lister engine: the reflector holds it to the NotOlderThan it asks. The
+// first sync lists NotOlderThan the limit=1 read's resourceVersion (30);
+// an answer at 20 is rejected as stale before anything is applied, and
+// the next list completes the sync.
+func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("30"), nil }}
+	var calls []fallback.Query
+	var mu sync.Mutex
+	o := fastOptions(&recorder{})
+	rec := o.Lister.Metrics.(*recorder)
+	o.PaginateLists = false
+	o.List = func(_ context.Context, q fallback.Query) (runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, q)
+		if len(calls) == 1 {
+			return cmList("20", cm("x", "19")), nil
+		}
+		return cmList("30", cm("a", "25")), nil
+	}
+	store := newCallStore()
+	r := New(fc, &corev1.ConfigMap{}, store, o)
+	run(t, r)
+	eventually(t, "the sync at 30", func() bool { return r.LastSyncResourceVersion() == "30" })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 2 || calls[0] != fallback.NotOlderThanQuery("30") {
+		t.Fatalf("List calls %v; want NotOlderThan(30) twice", calls)
+	}
+	if !slices.ContainsFunc(rec.get(&rec.transitions), func(s string) bool { return strings.HasSuffix(s, ":"+ReasonStaleList) }) {
+		t.Fatalf("transitions %v; want the answer at 20 rejected as stale (%s)", rec.get(&rec.transitions), ReasonStaleList)
+	}
+	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a"}) {
+		t.Fatalf("store = %v; want only a (nothing of the answer at 20)", keys)
 	}
 }

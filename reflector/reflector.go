@@ -657,16 +657,23 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	return backingOff{delay: delay, next: next}, w
 }
 
-// checkNotStale rejects a list older than the store or than the NotOlderThan asked.
+// checkNotStale rejects a list older than checkNotStaleRV allows.
 func (r *Reflector) checkNotStale(obj runtime.Object, q fallback.Query) error {
 	return r.checkNotStaleRV(listRV(obj), q)
 }
 
 // checkNotStaleRV rejects a list served at served when that is older than
-// the store or than the NotOlderThan asked.
+// the store. A list of the reflector's lister is never older than the
+// NotOlderThan it asks: the lister's engine refuses such an answer before
+// any of it is handed over (a whole page before the page function, a page
+// handed over item by item from its ListMeta before its first item) and
+// retries it within the call. A list of Options.List, the caller's own
+// function, is checked by no engine: it is also held here to the
+// NotOlderThan asked. (A streaming list is not a list call either: its
+// initial-events-end bookmark is checked against the store in stepStream.)
 func (r *Reflector) checkNotStaleRV(served string, q fallback.Query) error {
 	required := r.LastSyncResourceVersion()
-	if q.Semantic == fallback.NotOlderThan && (required == "" || isOlder(required, q.ResourceVersion)) {
+	if r.list != nil && q.Semantic == fallback.NotOlderThan && (required == "" || isOlder(required, q.ResourceVersion)) {
 		required = q.ResourceVersion
 	}
 	if required != "" && isOlder(served, required) {

@@ -15,7 +15,9 @@ import (
 // TestCallFollowUpsAreSafe drives Call.Next with random answers (every kind
 // of error, pages served at random resourceVersions, continue tokens) under
 // every policy switch and checks every request it returns: the table's
-// safety, for the requests built from its rows.
+// safety, for the requests built from its rows. It also checks that
+// AcceptsListMeta, asked before each answer's items are known, gives Next's
+// verdict on every page answer without an error.
 func TestCallFollowUpsAreSafe(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	errs := []error{gone(), tooLarge(1), tooLarge(0), apierrors.NewTooManyRequests("slow", 1), apierrors.NewInternalError(errors.New("boom")),
@@ -46,7 +48,12 @@ func TestCallFollowUpsAreSafe(t *testing.T) {
 								a.Continue = "c" + strconv.Itoa(rnd.IntN(1000))
 							}
 						}
+						head := c.AcceptsListMeta(a.ServedRV, a.Continue)
 						st := c.Next(a)
+						if a.Err == nil && req.Purpose == PurposePage && head != st.Accept {
+							// ItemByItem's head check and Next must agree on every answer.
+							t.Fatalf("%v: answer %+v to %v: AcceptsListMeta %v, Next accepted %v (class %v)", first, a, req.Query, head, st.Accept, st.Class)
+						}
 						if st.Accept && st.Class != OK {
 							t.Fatalf("%v: accepted class %v", first, st.Class)
 						}

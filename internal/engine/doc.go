@@ -11,8 +11,9 @@
 //     (table_test.go walks every situation). The reflector's relist and
 //     watch-failure choices are rows too (Decide, OpRelist and OpWatch).
 //   - plan.go: Call, which owns the call's retry budgets and backoff, verifies
-//     each answer, turns the row's Action into the next Request, and says
-//     what an answer proves about resourceVersionMatch support (EvidenceOf).
+//     each answer and says what it proves about resourceVersionMatch support
+//     (verify, also read through AcceptsListMeta before a page's items are
+//     decoded), and turns the row's Action into the next Request.
 //
 // It is internal: users see its decisions as fallback.Event and
 // fallback.ReasonCode values, and read the table in docs/rules.md.

@@ -357,34 +357,7 @@ func (c *Call) Next(a Answer) Step {
 	sent, q := c.sent, c.sent.Query
 
 	// Verify: every field is the server's.
-	class := fallback.ClassifyRequest(sent.Options, a.Err)
-	switch {
-	case a.Err != nil:
-	case a.NotAList:
-		class = fallback.Other
-	case a.Continue != "" && (a.Continue == q.Continue || c.seen.has(a.Continue)):
-		class = fallback.ContinueRepeated
-	case q.Continue != "" && c.snapshot != "" && a.ServedRV != c.snapshot:
-		class = fallback.ContinueExpired // never stitch two snapshots
-	case q.Continue != "":
-	case q.Semantic == fallback.Exact && a.ServedRV != q.ResourceVersion:
-		class = fallback.ServedNewerThanExact
-	case q.Semantic == fallback.NotOlderThan && fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Older:
-		class = fallback.ServedOlder
-	case sent.Purpose == PurposeCurrentRV:
-		// The server's current resourceVersion, from a consistent read: the
-		// requested one is out of reach when no server could write up to it
-		// within the rest of the too-large budget (maxRevisionsPerSecond).
-		cur, cerr := strconv.ParseUint(a.ServedRV, 10, 64)
-		want, werr := strconv.ParseUint(c.after.ResourceVersion, 10, 64)
-		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.afterWait + watchCacheTooLargeWait)
-		if cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond) {
-			class = fallback.ServedOlder
-		}
-	case c.requested.Semantic != fallback.Any && c.requested.ResourceVersion != "" && q.Semantic != fallback.Exact &&
-		fallback.CompareRV(a.ServedRV, c.requested.ResourceVersion) == fallback.Older:
-		class = fallback.ServedOlder // a fallback or a probe never goes below the caller's floor
-	}
+	class, evidence := c.verify(a)
 
 	// Look up: the situation, with the budget charged for hidden retries.
 	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
@@ -423,9 +396,11 @@ func (c *Call) Next(a Answer) Step {
 	d := decide(s, c.p)
 	st := Step{Action: d.Action, Reason: d.Reason, Source: d.Source, Row: d.index, Situation: s, Class: class}
 	ev := fallback.Event{Reason: d.Reason, Action: d.Action, Attempt: c.requests, Class: class, Before: q, Err: a.Err}
-	if sent.Purpose == PurposePage && q.Continue == "" && q.ResourceVersion != "" {
-		st.Evidence = EvidenceOf(s, fallback.CompareRV(a.ServedRV, q.ResourceVersion))
-		c.learned = map[Evidence]MatchSupport{EvidenceIgnored: MatchIgnored, EvidenceHonoured: MatchHonoured, NoEvidence: c.learned}[st.Evidence]
+	switch st.Evidence = evidence; evidence {
+	case EvidenceIgnored:
+		c.learned = MatchIgnored
+	case EvidenceHonoured:
+		c.learned = MatchHonoured
 	}
 	if a.NotAList {
 		st.Action, st.Reason, st.Row, ev.Action, ev.Reason = fallback.Fail, fallback.ReasonNotAList, -1, fallback.Fail, fallback.ReasonNotAList
@@ -675,10 +650,37 @@ const (
 	EvidenceHonoured
 )
 
-// EvidenceOf returns what s proves about resourceVersionMatch support.
-// served compares ListMeta.resourceVersion with the requested one
-// (Incomparable when there is none). Only requests that carried the match
-// (s.Match != MatchIgnored) and no continue token are evidence:
+// AcceptsListMeta reports whether Next would accept the answer to the page
+// request in flight whose ListMeta has resourceVersion served and continue
+// token cont, judged before its items are decoded: a caller that hands
+// items over as they are decoded (lister.ItemByItem) asks it before the
+// first one. It changes nothing in the call; Next still decides on the
+// whole answer. Next accepts a page only when verify classes it OK (the
+// table's one Accept row) and verify reads no item, so the verdict is
+// exact for an answer that then decodes whole: false only when the
+// ListMeta already proves the answer unacceptable (served older than a
+// NotOlderThan list asks or than the caller's floor, an Exact list served
+// at another resourceVersion, a continuation of another snapshot, a
+// continue token already handed out). Any other request is not a page:
+// true.
+func (c *Call) AcceptsListMeta(served, cont string) bool {
+	if c.sent.Purpose != PurposePage {
+		return true
+	}
+	class, _ := c.verify(Answer{ServedRV: served, Continue: cont})
+	return class == fallback.OK
+}
+
+// verify reads the answer to the request in flight against what was asked
+// and the snapshot handed over so far: its class (the request's error, else
+// what its ListMeta's resourceVersion and continue token show), and what it
+// proves about resourceVersionMatch support. It reads the answer's Err,
+// NotAList, ServedRV and Continue, never its items, and changes nothing:
+// Next verifies every answer with it, and AcceptsListMeta asks it the same
+// question of a ListMeta whose items are not decoded yet.
+//
+// Only a first page that carried the match (the Match wire form) is
+// evidence:
 //
 //   - Exact(N) without limit served at another RV: ignored (KEP-2523: "verify that the
 //     ResourceVersion in the ListMeta ... matches").
@@ -686,17 +688,48 @@ const (
 //     match serves NotOlderThan, which is never 410; legacy applies Exact).
 //   - NotOlderThan(N) with a limit served at an RV newer than N: honoured (a legacy
 //     server applies Exact with a limit and serves exactly N).
-func EvidenceOf(s Situation, served fallback.Comparison) Evidence {
-	if s.Match == MatchIgnored || s.HasContinue {
-		return NoEvidence
-	}
+func (c *Call) verify(a Answer) (fallback.Class, Evidence) {
+	sent, q := c.sent, c.sent.Query
+	class := fallback.ClassifyRequest(sent.Options, a.Err)
 	switch {
-	case s.Semantic == fallback.Exact && !s.HasLimit && s.Class == fallback.ServedNewerThanExact:
-		return EvidenceIgnored
-	case s.Semantic == fallback.NotOlderThan && s.HasLimit && s.Class == fallback.Gone:
-		return EvidenceIgnored
-	case s.Semantic == fallback.NotOlderThan && s.HasLimit && s.Class == fallback.OK && served == fallback.Newer:
-		return EvidenceHonoured
+	case a.Err != nil:
+	case a.NotAList:
+		class = fallback.Other
+	case a.Continue != "" && (a.Continue == q.Continue || c.seen.has(a.Continue)):
+		class = fallback.ContinueRepeated
+	case q.Continue != "" && c.snapshot != "" && a.ServedRV != c.snapshot:
+		class = fallback.ContinueExpired // never stitch two snapshots
+	case q.Continue != "":
+	case q.Semantic == fallback.Exact && a.ServedRV != q.ResourceVersion:
+		class = fallback.ServedNewerThanExact
+	case q.Semantic == fallback.NotOlderThan && fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Older:
+		class = fallback.ServedOlder
+	case sent.Purpose == PurposeCurrentRV:
+		// The server's current resourceVersion, from a consistent read: the
+		// requested one is out of reach when no server could write up to it
+		// within the rest of the too-large budget (maxRevisionsPerSecond).
+		cur, cerr := strconv.ParseUint(a.ServedRV, 10, 64)
+		want, werr := strconv.ParseUint(c.after.ResourceVersion, 10, 64)
+		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.afterWait + watchCacheTooLargeWait)
+		if cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond) {
+			class = fallback.ServedOlder
+		}
+	case c.requested.Semantic != fallback.Any && c.requested.ResourceVersion != "" && q.Semantic != fallback.Exact &&
+		fallback.CompareRV(a.ServedRV, c.requested.ResourceVersion) == fallback.Older:
+		class = fallback.ServedOlder // a fallback or a probe never goes below the caller's floor
 	}
-	return NoEvidence
+	if sent.Purpose != PurposePage || q.Continue != "" || q.ResourceVersion == "" || c.match == MatchIgnored {
+		return class, NoEvidence
+	}
+	limited := sent.Options.Limit > 0
+	switch {
+	case q.Semantic == fallback.Exact && !limited && class == fallback.ServedNewerThanExact:
+		return class, EvidenceIgnored
+	case q.Semantic == fallback.NotOlderThan && limited && class == fallback.Gone:
+		return class, EvidenceIgnored
+	case q.Semantic == fallback.NotOlderThan && limited && class == fallback.OK &&
+		fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Newer:
+		return class, EvidenceHonoured
+	}
+	return class, NoEvidence
 }

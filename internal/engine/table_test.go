@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	. "github.com/steadywatch/steadywatch/fallback"
 )
 
@@ -242,26 +245,36 @@ func TestTableRowsCiteSources(t *testing.T) {
 	}
 }
 
+// TestEvidenceOf checks what a first page's answer proves about
+// resourceVersionMatch support (Call.verify): only a request that carried
+// the match and no continue token is evidence.
 func TestEvidenceOf(t *testing.T) {
+	gone := apierrors.NewResourceExpired("too old resource version")
+	notOlder := Query{Semantic: NotOlderThan, ResourceVersion: "20", Limit: 500}
+	exact := Query{Semantic: Exact, ResourceVersion: "20"}
 	cases := []struct {
-		s      Situation
-		served Comparison
+		q      Query
+		match  MatchSupport
+		err    error
+		served string
 		want   Evidence
 	}{
-		{Situation{Semantic: Exact, Class: ServedNewerThanExact}, Newer, EvidenceIgnored},
-		{Situation{Semantic: Exact, Class: ServedNewerThanExact, Match: MatchIgnored}, Newer, NoEvidence}, // match not sent
-		{Situation{Semantic: Exact, HasLimit: true, Class: ServedNewerThanExact}, Newer, NoEvidence},
-		{Situation{Semantic: NotOlderThan, HasLimit: true, Class: Gone}, Incomparable, EvidenceIgnored},
-		{Situation{Semantic: NotOlderThan, HasLimit: true, HasContinue: true, Class: Gone}, Incomparable, NoEvidence},
-		{Situation{Semantic: NotOlderThan, HasLimit: false, Class: Gone}, Incomparable, NoEvidence},
-		{Situation{Semantic: NotOlderThan, HasLimit: true, Class: OK}, Newer, EvidenceHonoured},
-		{Situation{Semantic: NotOlderThan, HasLimit: true, Class: OK}, Same, NoEvidence},
-		{Situation{Semantic: NotOlderThan, HasLimit: false, Class: OK}, Newer, NoEvidence},
-		{Situation{Semantic: Exact, Class: OK}, Same, NoEvidence},
+		{exact, MatchUnknown, nil, "30", EvidenceIgnored},
+		{exact, MatchIgnored, nil, "30", NoEvidence}, // match not sent
+		{exact.WithLimit(500), MatchUnknown, nil, "30", NoEvidence},
+		{notOlder, MatchUnknown, gone, "", EvidenceIgnored},
+		{notOlder, MatchHonoured, gone, "", EvidenceIgnored},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "20", Limit: 500, Continue: "t"}, MatchUnknown, gone, "", NoEvidence},
+		{NotOlderThanQuery("20"), MatchUnknown, gone, "", NoEvidence},
+		{notOlder, MatchUnknown, nil, "30", EvidenceHonoured},
+		{notOlder, MatchUnknown, nil, "20", NoEvidence},
+		{NotOlderThanQuery("20"), MatchUnknown, nil, "30", NoEvidence},
+		{exact, MatchUnknown, nil, "20", NoEvidence},
 	}
 	for _, c := range cases {
-		if got := EvidenceOf(c.s, c.served); got != c.want {
-			t.Errorf("EvidenceOf(%v, %v) = %v, want %v", c.s, c.served, got, c.want)
+		call := Call{match: c.match, sent: Request{Purpose: PurposePage, Query: c.q, Options: c.q.ApplyTo(metav1.ListOptions{}, Match)}}
+		if _, got := call.verify(Answer{Err: c.err, ServedRV: c.served}); got != c.want {
+			t.Errorf("%s (match %s) answered %q, err %v: evidence %v, want %v", c.q, c.match, c.served, c.err, got, c.want)
 		}
 	}
 }
