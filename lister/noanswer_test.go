@@ -108,7 +108,10 @@ func TestListBodyThatStopsEndsWithNoAnswer(t *testing.T) {
 // A body that keeps delivering bytes is not cut, however long it takes in
 // all: only silence is bounded.
 func TestSlowListBodyIsNotCut(t *testing.T) {
-	const items = 8
+	// A bound of its own, 4 gaps per bound: a gap stretched by a loaded
+	// machine stays well inside it, and the whole body (6 gaps) still
+	// takes longer than the bound.
+	const items, slowBound = 7, 1200 * time.Millisecond
 	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[`))
@@ -118,8 +121,8 @@ func TestSlowListBodyIsNotCut(t *testing.T) {
 			}
 			_, _ = w.Write([]byte(`{"metadata":{"name":"cm-` + string(rune('a'+i)) + `","namespace":"default","resourceVersion":"5"}}`))
 			w.(http.Flusher).Flush()
-			select { // each item a little under the bound apart: the whole body takes longer than the bound
-			case <-time.After(bound / 2):
+			select { // each item well under the bound apart: the whole body takes longer than the bound
+			case <-time.After(slowBound / 4):
 			case <-r.Context().Done():
 				return
 			}
@@ -127,7 +130,9 @@ func TestSlowListBodyIsNotCut(t *testing.T) {
 		_, _ = w.Write([]byte(`]}`))
 	})
 	c := adapters(t, cfg)["FromClientset"]
-	obj, _, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
+	o := noAnswerOptions(-1)
+	o.Policy.ResponseTimeout = slowBound
+	obj, _, err := lister.New(c, o).List(withDeadline(t), fallback.MostRecentQuery())
 	if err != nil {
 		t.Fatalf("List: %v; want the whole list", err)
 	}
