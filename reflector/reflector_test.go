@@ -690,6 +690,8 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 		!slices.Equal(rep.Extra, []string{"ns/b"}) || !slices.Equal(rep.Differ, []string{"ns/d"}) || rep.ResourceVersion != "15" {
 		t.Fatalf("report = %+v", rep)
 	}
+	// The check's goroutine counts it just after publishing the report.
+	eventually(t, "the consistency metric", func() bool { return len(rec.get(&rec.checks)) > 0 })
 	if got := rec.get(&rec.checks); !slices.Equal(got, []string{"mismatch"}) {
 		t.Fatalf("consistency metric = %v", got)
 	}
