@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -255,21 +256,37 @@ func TestRelistAtUnservedVersionIsMostRecent(t *testing.T) {
 	}
 }
 
-// rvRecorder counts ResourceVersionAdvanced calls.
+// rvRecorder keeps the time of the first ResourceVersionAdvanced call.
 type rvRecorder struct {
 	metrics.Nop
-	n atomic.Int32
+	mu    sync.Mutex
+	first time.Time
 }
 
-func (r *rvRecorder) ResourceVersionAdvanced(string, time.Time) { r.n.Add(1) }
+func (r *rvRecorder) ResourceVersionAdvanced(_ string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first.IsZero() {
+		r.first = at
+	}
+}
+
+func (r *rvRecorder) firstAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.first
+}
 
 // The first event of a watch is reported as a resourceVersion advance at
 // once (a scrape right after the watch starts sees it), not only at the
-// next tick (1s with the default StallTimeout).
+// next tick (1s with the default StallTimeout): the first report comes
+// before the watch is a tick old.
 func TestListerWatcherReportsFirstEventAtOnce(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	rec := &rvRecorder{}
+	tick := watchpipe.StallCheckInterval(DefaultStallTimeout)
+	begin := time.Now() // before the watch (and its ticks) starts
 	w, err := NewListerWatcher(c, Options{Metrics: rec}).WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "5"})
 	if err != nil {
 		t.Fatal(err)
@@ -279,11 +296,9 @@ func TestListerWatcherReportsFirstEventAtOnce(t *testing.T) {
 	if _, ok := recv(t, w, time.Second); !ok {
 		t.Fatal("no event")
 	}
-	deadline := time.Now().Add(300 * time.Millisecond)
-	for rec.n.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if rec.n.Load() == 0 {
-		t.Fatal("the first event was not reported within 300ms (before the 1s tick)")
+	// The report follows the event's hand-over, on the watch's goroutine.
+	testfake.WaitFor(t, "a resourceVersion advance", func() bool { return !rec.firstAt().IsZero() })
+	if d := rec.firstAt().Sub(begin); d >= tick {
+		t.Fatalf("the first event was reported %v after the watch started, not before the %v tick", d, tick)
 	}
 }

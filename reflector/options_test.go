@@ -107,6 +107,13 @@ type fieldProbes struct {
 
 const quiet = 400 * time.Millisecond // how long a run waits for an effect that a default value never produces
 
+// effectBound is how long the run expected to show a scenario's effect
+// waits for it (env.within): a loaded machine can take longer than quiet,
+// and a run that shows it ends at once. It stays below every default that
+// would produce the effect by itself (InitialEventsTimeout 10s,
+// StallTimeout 3m), so an ignored field still shows.
+const effectBound = 3 * time.Second
+
 // Scenarios shared by several fields.
 var (
 	listNotOlderThanCurrent = func(e *env, lw cache.ListerWatcherWithContext) {
@@ -227,11 +234,14 @@ var optionProbes = map[string]fieldProbes{
 			base: func(_ *env, o *lister.Options) { o.DisableInitialEventsCount = true },
 			set:  func(_ *env, o *lister.Options) { o.InitialEventsTimeout = 20 * time.Millisecond },
 			dropIn: func(e *env, lw cache.ListerWatcherWithContext) {
-				e.watch(lw, withRV(streamingListOptions, e.rv), quiet, nil)
+				e.watch(lw, withRV(streamingListOptions, e.rv), e.within(true), nil)
 			}},
 		reflector: &probe{faults: legacyStreaming, base: streamNoCount,
-			set:  func(_ *env, o *lister.Options) { o.InitialEventsTimeout = 20 * time.Millisecond },
-			refl: func(e *env, r *Reflector) { e.run(r, r.HasSynced, quiet); e.outcome("synced=%v", r.HasSynced()) }},
+			set: func(_ *env, o *lister.Options) { o.InitialEventsTimeout = 20 * time.Millisecond },
+			refl: func(e *env, r *Reflector) {
+				e.run(r, r.HasSynced, e.within(true))
+				e.outcome("synced=%v", r.HasSynced())
+			}},
 	},
 	"lister.Options.DisableStreamingList": {
 		dropIn: &probe{base: func(_ *env, o *lister.Options) { o.DisableInitialEventsCount = true },
@@ -253,9 +263,9 @@ var optionProbes = map[string]fieldProbes{
 					if !untilEndBookmark(ev) {
 						return false
 					}
-					sent = e.waitFor(e.countListSent, quiet)
+					sent = e.waitFor(e.countListSent, e.within(false))
 					if sent && e.scopeChecked {
-						sent = e.waitFor(e.scopeCheckSent, quiet)
+						sent = e.waitFor(e.scopeCheckSent, e.within(false))
 					}
 					return true
 				})
@@ -264,18 +274,18 @@ var optionProbes = map[string]fieldProbes{
 		reflector: &probe{base: func(_ *env, o *lister.Options) { o.Server = streams() },
 			set: func(_ *env, o *lister.Options) { o.DisableInitialEventsCount = true },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return r.HasSynced() && e.countListSent() }, quiet)
+				e.run(r, func() bool { return r.HasSynced() && e.countListSent() }, e.within(false))
 				e.outcome("count list sent=%v", e.countListSent())
 			}},
 	},
 	"lister.Options.StallTimeout": {
 		dropIn: &probe{set: func(_ *env, o *lister.Options) { o.StallTimeout = 30 * time.Millisecond },
 			dropIn: func(e *env, lw cache.ListerWatcherWithContext) {
-				e.watch(lw, metav1.ListOptions{ResourceVersion: e.rv, AllowWatchBookmarks: true}, quiet, nil)
+				e.watch(lw, metav1.ListOptions{ResourceVersion: e.rv, AllowWatchBookmarks: true}, e.within(true), nil)
 			}},
 		reflector: &probe{set: func(_ *env, o *lister.Options) { o.StallTimeout = 30 * time.Millisecond },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return e.srv.Count(steadywatchtest.VerbWatch) >= 2 }, quiet)
+				e.run(r, func() bool { return e.srv.Count(steadywatchtest.VerbWatch) >= 2 }, e.within(true))
 				e.outcome("watched again=%v", e.srv.Count(steadywatchtest.VerbWatch) >= 2)
 			}},
 	},
@@ -284,7 +294,7 @@ var optionProbes = map[string]fieldProbes{
 		dropIn: &probe{set: func(e *env, o *lister.Options) { o.ListGate = e.gate },
 			dropIn: func(e *env, lw cache.ListerWatcherWithContext) {
 				defer e.holdGate()()
-				e.listWithin(lw, metav1.ListOptions{}, quiet)
+				e.listWithin(lw, metav1.ListOptions{}, e.within(false))
 			}},
 		reflector: &probe{set: func(e *env, o *lister.Options) { o.ListGate = e.gate }, refl: runWhileGateHeld},
 		// A List of the caller's own is not gated; its streaming lists are.
@@ -344,14 +354,14 @@ var optionProbes = map[string]fieldProbes{
 		reflector: &probe{faults: emptyWatches, rbase: func(_ *env, o *Options) { o.MaxShortWatches = -1 },
 			rset: func(_ *env, o *Options) { o.Backoff = fallback.BackoffPolicy{Initial: time.Hour, Max: time.Hour} },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return e.replaces.Load() >= 2 }, quiet)
+				e.run(r, func() bool { return e.replaces.Load() >= 2 }, e.within(false))
 				e.outcome("relisted=%v", e.replaces.Load() >= 2)
 			}},
 	},
 	"reflector.Options.ResyncPeriod": {
 		reflector: &probe{rset: func(_ *env, o *Options) { o.ResyncPeriod = 5 * time.Millisecond },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return e.resyncs.Load() > 0 }, quiet)
+				e.run(r, func() bool { return e.resyncs.Load() > 0 }, e.within(true))
 				e.outcome("resynced=%v", e.resyncs.Load() > 0)
 			}},
 	},
@@ -363,7 +373,7 @@ var optionProbes = map[string]fieldProbes{
 						e.srv.Bookmark()
 					}
 					return e.exactListSent()
-				}, quiet)
+				}, e.within(true))
 				e.outcome("checked=%v", e.exactListSent())
 			}},
 	},
@@ -472,7 +482,7 @@ func setResource(_ *env, o *lister.Options) {
 
 func runWhileGateHeld(e *env, r *Reflector) {
 	defer e.holdGate()()
-	e.run(r, r.HasSynced, quiet)
+	e.run(r, r.HasSynced, e.within(false))
 	e.outcome("synced while the gate was held=%v", r.HasSynced())
 }
 
@@ -598,6 +608,7 @@ func checkRejected(t *testing.T, path adoptionPath, pr *probe, field string) {
 func runProbe(t *testing.T, path adoptionPath, pr *probe, set bool) string {
 	t.Helper()
 	e := newEnv(t, pr)
+	e.set = set
 	switch path {
 	case pathReflector, pathReflectorList:
 		o := e.reflectorOptions(path, pr, set)
@@ -642,6 +653,8 @@ type env struct {
 	// checks its first list's scope with one more request (a limit=1 Exact
 	// list through the caller's ListerWatcher) before it returns it.
 	scopeChecked bool
+	// set: this run has the field under test set (within).
+	set bool
 }
 
 func newEnv(t *testing.T, pr *probe) *env {
@@ -857,6 +870,17 @@ func (e *env) run(r *Reflector, cond func() bool, d time.Duration) {
 	case <-time.After(5 * time.Second):
 		e.t.Fatal("Run did not return within 5s of cancel")
 	}
+}
+
+// within is how long this run waits for the effect its scenario looks for:
+// effectBound in the run expected to show it (the one with the field set
+// when whenSet, the base runs otherwise), quiet in the other, where only
+// the effect's absence can be seen.
+func (e *env) within(whenSet bool) time.Duration {
+	if e.set == whenSet {
+		return effectBound
+	}
+	return quiet
 }
 
 // waitFor polls cond (a deadline-bounded poll) and returns its last value.

@@ -27,6 +27,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -690,6 +691,8 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 		!slices.Equal(rep.Extra, []string{"ns/b"}) || !slices.Equal(rep.Differ, []string{"ns/d"}) || rep.ResourceVersion != "15" {
 		t.Fatalf("report = %+v", rep)
 	}
+	// The check's goroutine counts it just after publishing the report.
+	eventually(t, "the consistency metric", func() bool { return len(rec.get(&rec.checks)) > 0 })
 	if got := rec.get(&rec.checks); !slices.Equal(got, []string{"mismatch"}) {
 		t.Fatalf("consistency metric = %v", got)
 	}
@@ -903,6 +906,52 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 	// does: this member lags), then the list is sent again.
 	if want := []string{"/1", "10/0", "/1", "10/0"}; !slices.Equal(got[:min(4, len(got))], want) || r.LastSyncResourceVersion() != "12" {
 		t.Fatalf("lists %v at %q; want %v at 12", got, r.LastSyncResourceVersion(), want)
+	}
+}
+
+// syncedRVRecorder checks, at every metric call (each made on the
+// reflector's goroutine, between the steps of a sync), that r never shows
+// HasSynced without the resourceVersion the store was synced at.
+type syncedRVRecorder struct {
+	metrics.Nop
+	r      *Reflector
+	mu     sync.Mutex
+	broken []string
+}
+
+func (c *syncedRVRecorder) check(call string) {
+	if c.r.HasSynced() && c.r.LastSyncResourceVersion() == "" {
+		c.mu.Lock()
+		c.broken = append(c.broken, call)
+		c.mu.Unlock()
+	}
+}
+
+func (c *syncedRVRecorder) List(string, string, string) { c.check("List") }
+func (c *syncedRVRecorder) Items(string, int)           { c.check("Items") }
+func (c *syncedRVRecorder) ResourceVersionAdvanced(string, time.Time) {
+	c.check("ResourceVersionAdvanced")
+}
+func (c *syncedRVRecorder) Transition(_, from, to, _ string) {
+	c.check("Transition " + from + ">" + to)
+}
+
+// A caller that waits for HasSynced (as cache.WaitForCacheSync does) and
+// then reads LastSyncResourceVersion gets the synced list's, never "".
+func TestHasSyncedOnlyWithTheSyncedResourceVersion(t *testing.T) {
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "5")), nil }}
+	rec := &syncedRVRecorder{}
+	o := fastOptions(nil)
+	o.Lister.Metrics = rec
+	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
+	rec.r = r
+	stop := run(t, r)
+	watcherOf(t, fc, 0)
+	stop()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.broken) > 0 || r.LastSyncResourceVersion() != "12" {
+		t.Fatalf("synced without a resourceVersion at %v; at the end %q, want 12", rec.broken, r.LastSyncResourceVersion())
 	}
 }
 

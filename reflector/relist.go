@@ -182,12 +182,13 @@ func (s *snapshot) finish(ctx context.Context, rv string) error {
 	r.pipe.Replace(held, rv)
 	r.items = max(r.pipe.Live(), 0)
 	r.quiet = true
+	// The resourceVersion first: HasSynced never shows true before it.
+	r.setRV(klog.FromContext(ctx), rv, true, r.o.Clock.Now())
 	r.mu.Lock()
 	r.status.Synced = true
 	r.status.Items = r.items
 	r.mu.Unlock()
 	r.o.Metrics.Items(r.name, r.items)
-	r.setRV(klog.FromContext(ctx), rv, true, r.o.Clock.Now())
 	return nil
 }
 

@@ -279,19 +279,24 @@ func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
 // bookmark (gravitational/teleport#64188) it gives up after
 // InitialEventsTimeout and lists instead of hanging.
 func TestReflectorStreamingList(t *testing.T) {
-	streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
 	for _, tc := range []struct {
 		name   string
 		faults steadywatchtest.Faults
-		lists  bool
+		// timeout: InitialEventsTimeout. The well-behaved server's stream
+		// must not depend on it (a loaded machine can leave 20ms between
+		// two events); the one without an end bookmark waits it out.
+		timeout time.Duration
+		lists   bool
 	}{
-		{"well-behaved: no list", steadywatchtest.Faults{}, false},
-		{"DropBookmarks: falls back to a list", steadywatchtest.Faults{DropBookmarks: true}, true},
+		{"well-behaved: no list", steadywatchtest.Faults{}, 5 * time.Second, false},
+		{"DropBookmarks: falls back to a list", steadywatchtest.Faults{DropBookmarks: true}, 20 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case its own Server: a fallback is recorded in it.
+			streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
 			s := history(t, steadywatchtest.Options{Faults: tc.faults})
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			r := runReflector(t, s, store, reflector.Options{Lister: lister.Options{Server: streams, InitialEventsTimeout: 20 * time.Millisecond}})
+			r := runReflector(t, s, store, reflector.Options{Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}})
 			eventually(t, "reflector synced", r.HasSynced)
 			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
 				t.Errorf("store %s, want ns/a,ns/c", keys)
