@@ -34,24 +34,19 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	st.trace.WroteHeaders = func() { st.wire.written.Add(1) }
 	ctx = wirewait.WithBound(httptrace.WithClientTrace(ctx, &st.trace), l.o.Policy.ResponseTimeout)
 	st.ctx = ctx
-	var (
-		req engine.Request
-		err error
-	)
-	st.call, req, err = engine.Start(q, engine.Config{
+	call, req, err := engine.Start(q, engine.Config{
 		Policy: l.o.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.MaxPageSize, MaxPageBytes: max(l.o.MaxPageBytes, 0),
 		MaxRequests: l.o.MaxRequests, Base: base, LastObserved: l.o.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
 		Beliefs: st,
 	})
-	call := &st.call
 	var h *handover // nil: pages delivered whole (no ItemByItem)
 	if cfg.item != nil {
-		h = l.handover(page, cfg, call)
+		h = l.handover(page, cfg)
 	}
 	for err == nil {
 		var cur *handover
 		if h != nil {
-			cur = h.forRequest(req)
+			cur = h.forRequest(&call, req)
 		}
 		obj, ans, sr, sent := l.send(ctx, &st.wire, cur, req)
 		if cur != nil {
@@ -157,16 +152,13 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 
 // callState is what one list call shares beyond its frame, in one
 // allocation: the tally its HTTP trace counts written requests in
-// (client-go's retries included), the beliefs about the server the
-// engine reads (engine.Beliefs), under the call's context, and the
-// engine's call, which ItemByItem's hand-over asks about each answer's
-// ListMeta before its items (handover.head).
+// (client-go's retries included), and the beliefs about the server the
+// engine reads (engine.Beliefs), under the call's context.
 type callState struct {
 	wire  wireTally
 	trace httptrace.ClientTrace
 	l     *Lister
 	ctx   context.Context
-	call  engine.Call
 }
 
 // Match is the belief about resourceVersionMatch, read before each first page.

@@ -75,8 +75,12 @@ func (c metadataKinded) listItems(ctx context.Context, o metav1.ListOptions, eac
 // the answer from its ListMeta (engine.Call.AcceptsListMeta): one it
 // refuses ends its decoding there, and nothing of it is handed over.
 type handover struct {
-	c          itemLister
-	call       *engine.Call
+	c itemLister
+	// call is the engine's call as it was when the request in flight was
+	// sent (a copy: the run loop's own stays on its stack, so a list call
+	// without ItemByItem allocates nothing for it). Nothing changes the
+	// call while its request is in flight, and head only reads it.
+	call       engine.Call
 	page       PageFunc
 	item       func(runtime.Object) error
 	sampleSize bool // estimate the page's bytes (Options.MaxPageBytes)
@@ -102,7 +106,7 @@ var errHeadRefused = errors.New("lister: answer refused from its ListMeta before
 // after its items were handed over could not be voided), a ListGate (its
 // answers are shared whole among the callers that start together), or a
 // client that does not decode its lists itself.
-func (l *Lister) handover(page PageFunc, cfg *pageConfig, call *engine.Call) *handover {
+func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
 	if cfg.item == nil || cfg.onRestart == nil || l.o.ListGate != nil {
 		return nil
 	}
@@ -110,15 +114,16 @@ func (l *Lister) handover(page PageFunc, cfg *pageConfig, call *engine.Call) *ha
 	if !ok || !il.listsItems() {
 		return nil
 	}
-	return &handover{c: il, call: call, page: page, item: cfg.item, sampleSize: l.o.MaxPageBytes > 0}
+	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.MaxPageBytes > 0}
 }
 
-// forRequest returns h for a page request, nil for any other (a probe's
-// answer is not a page).
-func (h *handover) forRequest(req engine.Request) *handover {
+// forRequest returns h for a page request of call, nil for any other (a
+// probe's answer is not a page).
+func (h *handover) forRequest(call *engine.Call, req engine.Request) *handover {
 	if req.Purpose != engine.PurposePage {
 		return nil
 	}
+	h.call = *call
 	h.headed, h.refused, h.headRV, h.items, h.first, h.err = false, nil, "", 0, 0, nil
 	return h
 }
