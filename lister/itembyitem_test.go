@@ -35,8 +35,39 @@ func itemList(rv string, names ...string) *corev1.ConfigMapList {
 // pagesAndItems lists q with ItemByItem (and OnRestart unless noRestart)
 // and returns what was handed over, in order: "page@RV (N items)",
 // "item NAME", "restart".
+// wireConfigMaps is the SDK's client (FromClientset, which decodes its
+// lists item by item) for the ConfigMaps of namespace ns behind cfg, with
+// client-go's hidden retries off.
+func wireConfigMaps(t *testing.T, cfg *rest.Config) lister.Client {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fastRetries: the lister retries at once (1ms backoff).
+func fastRetries() lister.Options {
+	return lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}}
+}
+
 func pagesAndItems(t *testing.T, c lister.Client, q lister.Query, noRestart bool) []string {
 	t.Helper()
+	got, err := handedOver(c, lister.Options{}, q, noRestart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// handedOver lists q through c with ItemByItem (and OnRestart unless
+// noRestart) and returns what was handed over, in order.
+func handedOver(c lister.Client, o lister.Options, q lister.Query, noRestart bool) ([]string, error) {
 	var got []string
 	opts := []lister.PageOption{lister.ItemByItem(func(obj runtime.Object) error {
 		m, _ := meta.Accessor(obj)
@@ -46,15 +77,12 @@ func pagesAndItems(t *testing.T, c lister.Client, q lister.Query, noRestart bool
 	if !noRestart {
 		opts = append(opts, lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
 	}
-	_, err := lister.New(c, lister.Options{}).ListPages(context.Background(), q, func(page runtime.Object) error {
+	_, err := lister.New(c, o).ListPages(context.Background(), q, func(page runtime.Object) error {
 		lm, _ := meta.ListAccessor(page)
 		got = append(got, fmt.Sprintf("page@%s (%d items)", lm.GetResourceVersion(), meta.LenList(page)))
 		return nil
 	}, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return got, err
 }
 
 // An Exact list answered at a newer resourceVersion is retried with a
@@ -72,14 +100,7 @@ func TestItemByItemRefusedAnswerHandsNothingOver(t *testing.T) {
 		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 		_, _ = w.Write(body)
 	})
-	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := wireConfigMaps(t, cfg)
 	q := fallback.ExactQuery("20")
 	want := []string{"page@20 (0 items)", "item a", "item b"}
 	if got := pagesAndItems(t, c, q, false); !slices.Equal(got, want) {
@@ -89,7 +110,7 @@ func TestItemByItemRefusedAnswerHandsNothingOver(t *testing.T) {
 	if got := pagesAndItems(t, c, q, true); !slices.Equal(got, whole) {
 		t.Fatalf("without OnRestart, handed over %q; want %q", got, whole)
 	}
-	cms := cs.CoreV1().ConfigMaps("ns")
+	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("ns")
 	if got := pagesAndItems(t, lister.FromFuncs(cms.List, cms.Watch), q, false); !slices.Equal(got, whole) {
 		t.Fatalf("FromFuncs: handed over %q; want %q", got, whole)
 	}
@@ -111,29 +132,11 @@ func TestItemByItemDiscardedAnswerRestarts(t *testing.T) {
 		body, _ := testfake.ListBody(t, itemList("20", "a", "b"), true, false)
 		_, _ = w.Write(body)
 	})
-	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+	got, err := handedOver(wireConfigMaps(t, cfg), fastRetries(), lister.MostRecent(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	_, err = lister.New(c, lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}}).ListPages(context.Background(),
-		lister.MostRecent(), func(page runtime.Object) error {
-			lm, _ := meta.ListAccessor(page)
-			got = append(got, "page@"+lm.GetResourceVersion())
-			return nil
-		}, lister.ItemByItem(func(obj runtime.Object) error {
-			m, _ := meta.Accessor(obj)
-			got = append(got, "item "+m.GetName())
-			return nil
-		}), lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"page@20", "item a", "restart", "page@20", "item a", "item b"}
+	want := []string{"page@20 (0 items)", "item a", "restart", "page@20 (0 items)", "item a", "item b"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("handed over %q; want %q", got, want)
 	}
@@ -152,8 +155,8 @@ func TestItemByItemContinuationPageCutMidway(t *testing.T) {
 		name, firstRV, cutRV string
 		want                 []string // nil: ErrItemsDiscarded
 	}{
-		{"same snapshot", "20", "20", []string{"page@20", "item a", "item b", "page@20", "item c", "page@20", "item c", "item d"}},
-		{"another snapshot", "20", "30", []string{"page@20", "item a", "item b", "restart", "page@20", "item a", "item b", "page@20", "item c", "item d"}},
+		{"same snapshot", "20", "20", []string{"page@20 (0 items)", "item a", "item b", "page@20 (0 items)", "item c", "page@20 (0 items)", "item c", "item d"}},
+		{"another snapshot", "20", "30", []string{"page@20 (0 items)", "item a", "item b", "restart", "page@20 (0 items)", "item a", "item b", "page@20 (0 items)", "item c", "item d"}},
 		{"unknown snapshot", "", "30", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,25 +179,7 @@ func TestItemByItemContinuationPageCutMidway(t *testing.T) {
 				body, _ := testfake.ListBody(t, itemList(tc.firstRV, "c", "d"), true, false)
 				_, _ = w.Write(body)
 			})
-			cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			_, err = lister.New(c, lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}}).ListPages(context.Background(),
-				lister.MostRecent().WithLimit(2), func(page runtime.Object) error {
-					lm, _ := meta.ListAccessor(page)
-					got = append(got, "page@"+lm.GetResourceVersion())
-					return nil
-				}, lister.ItemByItem(func(obj runtime.Object) error {
-					m, _ := meta.Accessor(obj)
-					got = append(got, "item "+m.GetName())
-					return nil
-				}), lister.OnRestart(func(fallback.Event) error { got = append(got, "restart"); return nil }))
+			got, err := handedOver(wireConfigMaps(t, cfg), fastRetries(), lister.MostRecent().WithLimit(2), false)
 			if tc.want == nil {
 				if !errors.Is(err, lister.ErrItemsDiscarded) {
 					t.Fatalf("error %v; want ErrItemsDiscarded (handed over %q)", err, got)

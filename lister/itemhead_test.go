@@ -6,12 +6,9 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
@@ -45,16 +42,9 @@ func TestItemByItemRefusesOlderAnswerFromListMeta(t *testing.T) {
 				w.Header().Set("Content-Type", ct)
 				_, _ = w.Write(body)
 			})
-			cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := wireConfigMaps(t, cfg)
 			var pages, items, restarts []string
-			l := lister.New(c, lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}})
+			l := lister.New(c, fastRetries())
 			rec, err := l.ListPages(context.Background(), lister.NotOlderThan("20"), func(page runtime.Object) error {
 				lm, _ := meta.ListAccessor(page)
 				pages = append(pages, lm.GetResourceVersion())
