@@ -139,9 +139,9 @@ func (h *handover) list(ctx context.Context, o metav1.ListOptions) (runtime.Obje
 // a continuation of another snapshot, ...): then the decoding ends with
 // errHeadRefused, no further item is decoded and none is handed over
 // (items a body sent before its ListMeta were held, and are dropped), and
-// Next decides on the refused list as on a whole page. Only what the ListMeta proves is
-// refused; anything else is handed over and decided once the answer is
-// whole, as before.
+// Next decides on the refused list as on a whole page. Only what the
+// ListMeta proves is refused; anything else is handed over and decided
+// once the answer is whole, as before.
 func (h *handover) head(list runtime.Object) error {
 	if lm, err := meta.ListAccessor(list); err == nil {
 		if !h.call.AcceptsListMeta(lm.GetResourceVersion(), lm.GetContinue()) {
