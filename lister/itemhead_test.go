@@ -2,6 +2,7 @@ package lister_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -83,5 +84,53 @@ func TestItemByItemRefusesOlderAnswerFromListMeta(t *testing.T) {
 				t.Errorf("record served at %q, %d pages, %d items; want 25, 1, 2", rec.ServedResourceVersion, rec.Pages, rec.Items)
 			}
 		})
+	}
+}
+
+// A server whose every answer is older than the NotOlderThan asked: the
+// answers refused from their ListMeta cost exactly the requests and end
+// with the same typed error as whole pages do (the engine's budget, one
+// decision for both), and nothing of them is handed over.
+func TestItemByItemPersistentlyOlderAnswersEndLikeWholePages(t *testing.T) {
+	var lists atomic.Int32
+	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		lists.Add(1)
+		body, _ := testfake.ListBody(t, itemList("10", "old-a", "old-x"), true, false)
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		_, _ = w.Write(body)
+	})
+	c := wireConfigMaps(t, cfg)
+	list := func(itemByItem bool) (handed []string, requests int32, err error) {
+		lists.Store(0)
+		var opts []lister.PageOption
+		if itemByItem {
+			opts = append(opts, lister.ItemByItem(func(obj runtime.Object) error {
+				m, _ := meta.Accessor(obj)
+				handed = append(handed, "item "+m.GetName())
+				return nil
+			}), lister.OnRestart(func(fallback.Event) error { handed = append(handed, "restart"); return nil }))
+		}
+		_, err = lister.New(c, fastRetries()).ListPages(context.Background(), lister.NotOlderThan("20"), func(page runtime.Object) error {
+			lm, _ := meta.ListAccessor(page)
+			handed = append(handed, "page@"+lm.GetResourceVersion())
+			return nil
+		}, opts...)
+		return handed, lists.Load(), err
+	}
+	wholeHanded, wholeRequests, wholeErr := list(false)
+	handed, requests, err := list(true)
+	var le *lister.Error
+	if !errors.As(err, &le) || !errors.As(wholeErr, new(*lister.Error)) {
+		t.Fatalf("errors %v (item by item) and %v (whole pages); want *lister.Error for both", err, wholeErr)
+	}
+	t.Logf("%d requests each; %v", requests, err)
+	if requests != wholeRequests || requests < 2 {
+		t.Fatalf("%d requests item by item, %d with whole pages; want the same bounded number (>= 2)", requests, wholeRequests)
+	}
+	if err.Error() != wholeErr.Error() {
+		t.Errorf("item by item ended %q; whole pages %q", err, wholeErr)
+	}
+	if len(handed) != 0 || len(wholeHanded) != 0 {
+		t.Errorf("handed over %q (item by item), %q (whole pages); want nothing", handed, wholeHanded)
 	}
 }
