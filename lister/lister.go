@@ -75,8 +75,8 @@ func OnRestart(fn func(ev fallback.Event) error) PageOption {
 // before the lister has the whole answer: one it then discards for another
 // request (a body cut midway and retried) is voided through OnRestart, as a
 // restart is: ItemByItem requires OnRestart, and without it pages are
-// delivered whole. A failure that ends the call ends it after the items already
-// handed over. A lister with Options.ListGate delivers pages whole, as
+// delivered whole. A failure that ends the call ends it after the items
+// already handed over. A lister with Options.ListGate delivers pages whole, as
 // without ItemByItem: the gate exists to share one answer among the
 // callers that start together, and an answer handed over item by item
 // reaches only one of them.

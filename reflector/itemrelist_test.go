@@ -249,7 +249,7 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 				if slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, "ns/x") }) {
 					t.Fatalf("calls %q: an object of the stale list was applied", calls)
 				}
-				if slices.Contains(rec.get(&rec.transitions), "Relisting>BackingOff:"+ReasonStaleList) {
+				if rec.transitionedFor(ReasonStaleList) {
 					t.Fatalf("transitions %v: the reflector rejected a list; the lister's engine refuses an older answer itself", rec.get(&rec.transitions))
 				}
 				if got := rec.get(&rec.relists); len(got) != 1 {
@@ -284,10 +284,8 @@ func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
 			if slices.ContainsFunc(store.since(0), func(c string) bool { return strings.Contains(c, "ns/x") }) {
 				t.Fatalf("calls %q: an object of the older answer was applied", store.since(0))
 			}
-			for _, tr := range rec.get(&rec.transitions) {
-				if strings.HasSuffix(tr, ":"+ReasonStaleList) {
-					t.Fatalf("transitions %v: the reflector rejected a stale list; the lister's engine refuses it itself", rec.get(&rec.transitions))
-				}
+			if rec.transitionedFor(ReasonStaleList) {
+				t.Fatalf("transitions %v: the reflector rejected a stale list; the lister's engine refuses it itself", rec.get(&rec.transitions))
 			}
 			if got := rec.get(&rec.relists); len(got) != 1 {
 				t.Fatalf("relists %v; want one (the lister retried the older answer within it)", got)
@@ -359,7 +357,7 @@ func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
 	if len(calls) != 2 || calls[0] != fallback.NotOlderThanQuery("30") {
 		t.Fatalf("List calls %v; want NotOlderThan(30) twice", calls)
 	}
-	if !slices.ContainsFunc(rec.get(&rec.transitions), func(s string) bool { return strings.HasSuffix(s, ":"+ReasonStaleList) }) {
+	if !rec.transitionedFor(ReasonStaleList) {
 		t.Fatalf("transitions %v; want the answer at 20 rejected as stale (%s)", rec.get(&rec.transitions), ReasonStaleList)
 	}
 	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a"}) {

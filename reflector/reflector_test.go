@@ -73,6 +73,12 @@ func (r *recorder) ConsistencyCheck(_, res string) { r.add(&r.checks, res) }
 func (r *recorder) Transition(_, from, to, reason string) {
 	r.add(&r.transitions, from+">"+to+":"+reason)
 }
+
+// transitionedFor reports whether a transition was made for reason.
+func (r *recorder) transitionedFor(reason string) bool {
+	return slices.ContainsFunc(r.get(&r.transitions), func(s string) bool { return strings.HasSuffix(s, ":"+reason) })
+}
+
 func (r *recorder) get(p *[]string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
