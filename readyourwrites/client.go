@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,6 +72,13 @@ const (
 	FallbackIncomparable = "incomparable"
 )
 
+// storeWaiter is an informer steadywatch built over its own reflector,
+// which knows the resourceVersion its indexer reflects, bookmarks included
+// (reflector.WaitForResourceVersion).
+type storeWaiter interface {
+	WaitForResourceVersion(ctx context.Context, rv string) error
+}
+
 // written is what the Client last wrote to one object.
 type written struct {
 	rv      string // the version the server returned; "" for a delete
@@ -84,6 +92,7 @@ type Client[T Object, L runtime.Object] struct {
 	typed     TypedClient[T, L]
 	namespace string
 	indexer   cache.Indexer
+	storeWait storeWaiter // nil: the informer cannot wait (client-go's own)
 	seen      *rvwait.Tracker
 	bound     time.Duration
 	name      string
@@ -114,6 +123,7 @@ func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, 
 		objects: map[string]written{}, deletes: map[string]bool{},
 	}
 	c.rec, _ = o.Metrics.(metrics.ReadRecorder)
+	c.storeWait, _ = informer.(storeWaiter)
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj) },
 		UpdateFunc: func(_, obj any) { c.observe(obj) },
@@ -287,11 +297,22 @@ func (c *Client[T, L]) List(ctx context.Context, selector labels.Selector) ([]T,
 		deleted = append(deleted, k)
 	}
 	c.mu.Unlock()
+	var reached atomic.Bool // the informer's own wait saw the store reach newest
+	if newest != "" && c.storeWait != nil && !c.storeAtLeast(newest) {
+		wctx, cancel := context.WithTimeout(ctx, c.bound)
+		defer cancel()
+		go func() {
+			if c.storeWait.WaitForResourceVersion(wctx, newest) == nil {
+				reached.Store(true)
+				c.seen.Poke()
+			}
+		}()
+	}
 	ready := func() (bool, error) {
 		if _, err := c.seen.Current(); err != nil {
 			return false, err
 		}
-		if newest != "" && !c.storeAtLeast(newest) {
+		if newest != "" && !reached.Load() && !c.storeAtLeast(newest) {
 			return false, nil
 		}
 		for _, k := range deleted {

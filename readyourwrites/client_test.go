@@ -337,3 +337,41 @@ func TestGetEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Get whose context ends = %v, want DeadlineExceeded", err)
 	}
 }
+
+// waitingInformer is an informer that knows what its store reflects (as
+// steadywatch's own does), here told by the test: a bookmark.
+type waitingInformer struct {
+	cache.SharedIndexInformer
+	bookmark chan struct{}
+}
+
+func (w waitingInformer) WaitForResourceVersion(ctx context.Context, _ string) error {
+	select {
+	case <-w.bookmark:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestListIsReleasedByTheInformersOwnWaitWithoutAnEvent(t *testing.T) {
+	s := newFakeServer()
+	_, inf, _ := setup(t, s, time.Minute)
+	wi := waitingInformer{SharedIndexInformer: inf, bookmark: make(chan struct{})}
+	c, err := New[*corev1.ConfigMap, *corev1.ConfigMapList](s, "ns", wi, Options{Bound: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c.Create(ctx, cmNamed("a"), metav1.CreateOptions{}) // its event never comes
+	mustWait(t, func(ctx context.Context) error { _, err := c.List(ctx, nil); return err })
+	done := make(chan error, 1)
+	go func() { _, err := c.List(ctx, nil); done <- err }()
+	close(wi.bookmark) // the store reflects a newer version (a bookmark)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, lists := s.counts(); lists != 0 {
+		t.Fatalf("%d lists reached the server, want 0", lists)
+	}
+}
