@@ -160,10 +160,10 @@ type recorderWithReads struct {
 func setup(t *testing.T, s *fakeServer, bound time.Duration) (*Client[*corev1.ConfigMap, *corev1.ConfigMapList], cache.SharedIndexInformer, *readRecorder) {
 	t.Helper()
 	lw := &cache.ListWatch{
-		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 			return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}}, nil
 		},
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return s.w, nil },
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return s.w, nil },
 	}
 	inf := cache.NewSharedIndexInformer(listOnly{lw}, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	rec := &readRecorder{}

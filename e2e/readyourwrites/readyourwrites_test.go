@@ -34,6 +34,7 @@ type cmClient = readyourwrites.Client[*corev1.ConfigMap, *corev1.ConfigMapList]
 // clients over steadywatch's (the default bound, and a short one).
 type env struct {
 	version string
+	pcfg    *rest.Config
 	p       *faults.Proxy
 	ns      string
 	stock   cache.SharedIndexInformer
@@ -59,6 +60,7 @@ func start(ctx context.Context, version string) *env {
 	var err error
 	e.p, pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
+	e.pcfg = pcfg
 	pcs := suite.Clientset(pcfg)
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 
@@ -170,20 +172,21 @@ func (e *env) listAfterWrite(ctx context.Context) {
 	Expect(found).To(BeTrue())
 }
 
-// rewatch makes both informers' watches start again under the proxy's
-// current stream faults and waits until both are open.
-func (e *env) rewatch() {
+// rewatch makes the watches through the proxy start again under its
+// current stream faults and waits until n of them are open again (both
+// informers: 2).
+func (e *env) rewatch(n int) {
 	mark := len(e.p.Requests())
 	e.p.EndWatches()
 	Eventually(func() int {
-		n := 0
+		watches := 0
 		for _, r := range e.p.Requests()[mark:] {
 			if r.Verb == "watch" {
-				n++
+				watches++
 			}
 		}
-		return n
-	}).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).Should(BeNumerically(">=", 2), "both informers watch again")
+		return watches
+	}).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).Should(BeNumerically(">=", n), "the watches start again")
 }
 
 func report(e *env, fault string, o outcome) {
@@ -212,10 +215,45 @@ func specs(version string) {
 		e.listAfterWrite(ctx)
 	})
 
+	It("lets reflector.New's WaitForResourceVersion return once its store holds a write, also behind a lagging watch", func(ctx SpecContext) {
+		cs := suite.Clientset(e.pcfg)
+		server, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
+		Expect(err).NotTo(HaveOccurred())
+		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		r := reflector.New(suite.ConfigMaps(cs, e.ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{Server: server}})
+		runCtx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer GinkgoRecover(); defer close(done); r.Run(runCtx) }()
+		DeferCleanup(func() { cancel(); <-done })
+		Eventually(r.HasSynced).WithTimeout(time.Minute).Should(BeTrue())
+		for _, delay := range []time.Duration{0, lag} {
+			e.p.SetStreamFaults(faults.StreamFaults{DelayEvents: delay})
+			e.rewatch(3) // both informers' and the reflector's
+			written, err := cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "wait-"}}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			begin := time.Now()
+			wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+			Expect(r.WaitForResourceVersion(wctx, written.ResourceVersion)).To(Succeed())
+			wcancel()
+			waited := time.Since(begin)
+			obj, ok, _ := store.Get(written)
+			Expect(ok).To(BeTrue(), "the store holds the object when the wait returns")
+			Expect(older(obj.(*corev1.ConfigMap).ResourceVersion, written.ResourceVersion)).To(BeFalse())
+			line := fmt.Sprintf("reflector wait %s, watch events held back %s: returned after %s", e.version, delay, waited)
+			fmt.Fprintln(GinkgoWriter, line)
+			AddReportEntry(line)
+			if delay > 0 {
+				Expect(waited).To(BeNumerically(">=", delay/2), "the wait lasts until the held-back event arrives")
+			}
+		}
+		e.p.SetStreamFaults(faults.StreamFaults{})
+		e.rewatch(3)
+	})
+
 	It("waits about the lag when the watch holds every event back", func(ctx SpecContext) {
 		e.p.SetStreamFaults(faults.StreamFaults{DelayEvents: lag})
-		DeferCleanup(func() { e.p.SetStreamFaults(faults.StreamFaults{}); e.rewatch() })
-		e.rewatch()
+		DeferCleanup(func() { e.p.SetStreamFaults(faults.StreamFaults{}); e.rewatch(2) })
+		e.rewatch(2)
 		o := e.loop(ctx, e.ours, lagCycles)
 		report(e, fmt.Sprintf("watch events held back %s", lag), o)
 		Expect(o.oursStale).To(BeZero())
