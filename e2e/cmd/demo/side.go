@@ -118,12 +118,14 @@ func (s *side) follow(ctx context.Context) {
 		defer s.wg.Done()
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
+		wasSynced := false
 		for {
 			s.printNew()
-			if s.syncedIn.Load() == 0 && s.inf.HasSynced() {
-				d := time.Since(s.start)
-				s.syncedIn.Store(int64(d))
-				s.say("SYNCED        %d objects in %v", len(s.inf.GetStore().List()), d.Round(time.Millisecond))
+			if !wasSynced {
+				if d, ok := s.synced(); ok {
+					wasSynced = true
+					s.say("SYNCED        %d objects in %v", len(s.inf.GetStore().List()), d.Round(time.Millisecond))
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -161,6 +163,9 @@ func (s *side) printNew() {
 
 // synced reports whether (and how soon after its start) the side synced.
 func (s *side) synced() (time.Duration, bool) {
+	if s.syncedIn.Load() == 0 && s.inf.HasSynced() {
+		s.syncedIn.CompareAndSwap(0, int64(time.Since(s.start)))
+	}
 	d := s.syncedIn.Load()
 	return time.Duration(d), d != 0
 }
