@@ -184,8 +184,7 @@ func demo(ctx context.Context, cfg config, stdout, progress io.Writer) ([]result
 			c = current
 		}
 		t.raw("")
-		t.say("scene", "%d/%d %s: %s", i+1, len(cfg.scenes), sc.name, sc.fault)
-		t.say("watch", "%s", sc.watch)
+		t.say("scene", "%d/%d %s: %s. Watch for: %s", i+1, len(cfg.scenes), sc.name, sc.fault, sc.watch)
 		res, err := runScene(ctx, t, sc, c, cfg)
 		if sc.legacy {
 			if serr := c.Stop(); serr != nil && err == nil {

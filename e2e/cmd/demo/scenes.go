@@ -119,7 +119,7 @@ var scenes = []scene{
 			}); err != nil {
 				return fmt.Errorf("no bookmark reached both sides: %w", err)
 			}
-			e.t.say("demo", "both sides got a bookmark at \"abc\"")
+			e.t.verbose("demo", "both sides got a bookmark at \"abc\"")
 			// Both resume from what they hold; the write must reach them.
 			return update(ctx, e, "cm-0")
 		},
@@ -157,7 +157,7 @@ var scenes = []scene{
 			n, m := e.stock.p.DropWatches(), e.ours.p.DropWatches()
 			e.stock.exp.dropped(n)
 			e.ours.exp.dropped(m)
-			e.t.say("demo", "dropped the watch connections (stock: %d, ours: %d)", n, m)
+			e.t.verbose("demo", "dropped the watch connections (stock: %d, ours: %d)", n, m)
 			return update(ctx, e, "cm-1")
 		},
 	},
@@ -247,9 +247,9 @@ func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cf
 	if f.Arm != nil {
 		soak.Lift(e.stock.p)
 		soak.Lift(e.ours.p)
-		t.say("demo", "fault lifted; one more write, then both stores against the server's")
+		t.verbose("demo", "fault lifted; one more write, then both stores against the server's")
 	} else {
-		t.say("demo", "one more write, then both stores against the server's")
+		t.verbose("demo", "one more write, then both stores against the server's")
 	}
 	if err := create(ctx, e, "after-fault"); err != nil {
 		return nil, err
