@@ -84,7 +84,7 @@ var scenes = []scene{
 	{
 		name:      "bad-bookmark",
 		fault:     `a proxy rewrites watch bookmarks to resourceVersion "abc" and ends the watch after each (a robustness case)`,
-		watch:     `stock resumes from "abc", which the server refuses (400), and never recovers; ours keeps its last good resourceVersion`,
+		watch:     `stock resumes from "abc", is refused (400) and relists from "abc", refused by the server itself, and never recovers; ours keeps its last good resourceVersion`,
 		soakFault: "bookmark-rv-abc", objects: 3, window: 5 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
 			if err := e.waitWatching(ctx); err != nil {
