@@ -70,9 +70,11 @@ e2e-slow:
 devcluster:
 	cd e2e && $(GO) run ./cmd/devcluster --server $(SERVER)
 
-## demo: the README's first command: stock client-go vs steadywatch through real faults on real servers.
+## demo: the README's first command: stock client-go vs steadywatch through real faults on real servers
+## (SCENE=name runs one scene, or a comma-separated list; SCENE=help lists them).
+SCENE ?=
 demo:
-	cd e2e && $(GO) run ./cmd/demo
+	cd e2e && $(GO) run ./cmd/demo $(if $(SCENE),--scenes $(SCENE))
 
 ## chaos: a longer chaos run (CHAOS_DURATION=10m, CHAOS_SCHEDULE=N replays schedule N; 0 = a new one;
 ## CHAOS_CONFIG=ha|floor|legacy|cache-off|mixed-ha|ha-cache-off-member picks the control plane).
