@@ -74,25 +74,10 @@ func (c *Call) situation(a Answer, class fallback.Class) (Situation, budget) {
 	if s.HasContinue && class == fallback.Gone {
 		b = restartBudget
 	}
-	c.chargeHidden(b, class, a)
-	if b != noBudget && c.bo == nil {
-		c.bo = c.p.Backoff.New() // the call's one backoff sequence, made at its first failure
-	}
-	s.AttemptsLeft = b != noBudget && c.used[b] < c.limits[b] &&
-		(b != backoffBudget || c.bo.GetElapsedTime() < c.p.Backoff.MaxElapsedTime)
-	return s, b
-}
-
-// chargeHidden charges budget b for the retries client-go's REST client
-// made inside the answered request.
-func (c *Call) chargeHidden(b budget, class fallback.Class, a Answer) {
-	if b == noBudget {
-		return
-	}
-	if ra, _ := fallback.RetryAfter(a.Err); a.WireRequests > 1 {
+	if ra, _ := fallback.RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
 		// Counted: client-go's retries inside this request.
 		c.used[b] += a.WireRequests - 1
-	} else if a.WireRequests == 0 && ra > 0 {
+	} else if b != noBudget && a.WireRequests == 0 && ra > 0 {
 		// Not counted: one hidden attempt costs at least its Retry-After; a
 		// too-large answer also waits in the watch cache (up to 3s) before
 		// it is sent.
@@ -102,6 +87,12 @@ func (c *Call) chargeHidden(b budget, class fallback.Class, a Answer) {
 		}
 		c.used[b] += min(int(a.Elapsed/per), 10)
 	}
+	if b != noBudget && c.bo == nil {
+		c.bo = c.p.Backoff.New() // the call's one backoff sequence, made at its first failure
+	}
+	s.AttemptsLeft = b != noBudget && c.used[b] < c.limits[b] &&
+		(b != backoffBudget || c.bo.GetElapsedTime() < c.p.Backoff.MaxElapsedTime)
+	return s, b
 }
 
 // accept carries out the Accept row: the page is handed over, and the next
@@ -160,32 +151,14 @@ func (c *Call) failDetail(r fallback.ReasonCode, a Answer) string {
 	return ""
 }
 
-// detail is an event's detail, built part by part and joined once.
-type detail []string
-
-func (d *detail) add(format string, args ...any) {
-	if format != "" {
-		*d = append(*d, fmt.Sprintf(format, args...))
-	}
-}
-
-// part adds s as it is, if not empty.
-func (d *detail) part(s string) {
-	if s != "" {
-		*d = append(*d, s)
-	}
-}
-
-func (d detail) String() string { return strings.Join(d, "; ") }
-
 // followUp carries out a row that sends another request for the page: it
 // builds the next query from the row's action, its wait, and the probe the
 // query needs first, if any.
 func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
-	var why detail
+	var why []string // the event's detail, part by part, joined once
 	if (r.Action == fallback.RestartListNewerRV || r.Action == fallback.RestartListUnpaginated) && c.handed > 0 {
 		st.VoidPages = true
-		why.add("%d page(s) of snapshot %s voided", c.handed, c.snapshot)
+		why = append(why, fmt.Sprintf("%d page(s) of snapshot %s voided", c.handed, c.snapshot))
 	}
 	// The floor below which no fallback may go is the requested
 	// resourceVersion, raised to the snapshot already handed over (a
@@ -197,13 +170,13 @@ func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
 	next := c.nextQuery(r.Action, floor)
 	wait, ra := c.waitFor(r.Action, a.Err)
 	if ra > 0 && r.Action != fallback.Backoff {
-		why.add("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter)
+		why = append(why, fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter))
 	}
 	newAttempt := r.Action != fallback.WaitRetryAfter && r.Action != fallback.Backoff && r.Action != fallback.CheckRVExists
 	switch {
 	case r.Action == fallback.CheckRVExists:
 		// Read the current resourceVersion at once; the wait comes after.
-		c.probe.start(PurposeCurrentRV, c.sent.Query, wait, ev, why.String(), st, "", false)
+		c.probe = probe{state: PurposeCurrentRV, page: c.sent.Query, wait: wait, pending: st, event: ev, detail: strings.Join(why, "; ")}
 		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
 		ev.After = st.Next.Query
 		ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
@@ -212,26 +185,26 @@ func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
 	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
 		if h := c.lastObserved(floor); h != "" {
 			next.ResourceVersion = h
-			why = append(detail{"newer resourceVersion " + h + " from the caller's last observed resourceVersion"}, why...)
+			why = append([]string{"newer resourceVersion " + h + " from the caller's last observed resourceVersion"}, why...)
 			break
 		}
 		// The probe is a request of its own; the event waits for its answer.
 		if wait > 0 {
-			why.add("waited %s", wait.Round(time.Millisecond))
+			why = append(why, "waited "+wait.Round(time.Millisecond).String())
 		}
-		c.probe.start(PurposeNewerRV, next, 0, ev, why.String(), st, floor, newAttempt)
+		c.probe = probe{state: PurposeNewerRV, page: next, pending: st, event: ev, detail: strings.Join(why, "; "), floor: floor, newAttempt: newAttempt}
 		st.Next = c.request(PurposeNewerRV, fallback.Query{}, wait, false)
 		return st
 	}
 	st.Next = c.request(PurposePage, next, wait, newAttempt)
 	ev.After = next
 	if r.Reason == fallback.ReasonTooLargeCacheStuck {
-		why.part(c.stuckDetailFor())
+		why = append(why, c.stuckDetailFor())
 	}
 	if wait > 0 {
-		why.add("waiting %s", wait.Round(time.Millisecond))
+		why = append(why, "waiting "+wait.Round(time.Millisecond).String())
 	}
-	ev.Detail = why.String()
+	ev.Detail = strings.Join(why, "; ")
 	st.Event = &ev
 	return st
 }
@@ -288,13 +261,9 @@ func (c *Call) lastObserved(floor string) string {
 	if h == "" || c.tried[h] || floor != "" && fallback.CompareRV(h, floor) != fallback.Newer {
 		return ""
 	}
-	c.markTried(h)
-	return h
-}
-
-func (c *Call) markTried(rv string) {
 	if c.tried == nil {
 		c.tried = map[string]bool{}
 	}
-	c.tried[rv] = true
+	c.tried[h] = true
+	return h
 }

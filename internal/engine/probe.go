@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/steadywatch/steadywatch/fallback"
@@ -13,7 +14,8 @@ import (
 // (PurposeCurrentRV: CheckRVExists). It is idle (PurposePage) until a row
 // sends one, reading while its answers are retried, and idle again once a
 // row answers it. It holds the page the read serves and the row that sent
-// it, so that the answer carries that row out.
+// it, so that the answer carries that row out. A row that sends a read
+// sets it whole (Call.followUp).
 type probe struct {
 	state Purpose
 	// page is the page the read serves: its resourceVersion comes from the
@@ -32,11 +34,6 @@ type probe struct {
 	newAttempt bool
 }
 
-// start sends the read: it serves page, for the row of pending.
-func (p *probe) start(state Purpose, page fallback.Query, wait time.Duration, ev fallback.Event, detail string, pending Step, floor string, newAttempt bool) {
-	*p = probe{state: state, page: page, wait: wait, pending: pending, event: ev, detail: detail, floor: floor, newAttempt: newAttempt}
-}
-
 // probeAnswered carries out the row for the answer to the read in flight
 // (OpNewerRV, OpCurrentRV rows). The Accept row hands the answer to the row
 // that sent the read: the step then names and carries out that row (for a
@@ -53,30 +50,36 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 		d := decide(s, c.p)
 		st = Step{Action: d.Action, Reason: d.Reason, Source: d.Source, Row: d.index, Situation: s, Class: st.Class, Evidence: st.Evidence}
 		ev = p.event
-		var why detail
-		why.add("resourceVersion %s exists (the server's current is %s)", p.page.ResourceVersion, a.ServedRV)
+		why := []string{fmt.Sprintf("resourceVersion %s exists (the server's current is %s)", p.page.ResourceVersion, a.ServedRV)}
 		if d.Action == fallback.FallbackMostRecent {
-			why.part(c.stuckDetailFor())
+			why = append(why, c.stuckDetailFor())
 			st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: c.first.Limit}, 0, true)
 		} else {
-			why.part(p.detail)
-			why.add("waiting %s", p.wait.Round(time.Millisecond))
+			if p.detail != "" {
+				why = append(why, p.detail)
+			}
+			why = append(why, "waiting "+p.wait.Round(time.Millisecond).String())
 			st.Next = c.request(PurposePage, p.page, p.wait, false)
 		}
-		ev.Detail = why.String()
+		ev.Detail = strings.Join(why, "; ")
 	case st.Action == fallback.Accept:
 		rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
 		if p.floor != "" && fallback.CompareRV(rv, p.floor) == fallback.Older {
 			rv, where = p.floor, "the floor (newest "+rv+" is older)" // never back in time
 		}
-		c.markTried(rv)
+		if c.tried == nil {
+			c.tried = map[string]bool{}
+		}
+		c.tried[rv] = true
 		next := p.page
 		next.ResourceVersion = rv
 		st = Step{Action: p.pending.Action, Reason: p.pending.Reason, Source: p.pending.Source, Row: p.pending.Row, Situation: p.pending.Situation, Class: st.Class, Evidence: st.Evidence}
 		ev = p.event
-		why := detail{"newer resourceVersion " + rv + " from " + where}
-		why.part(p.detail)
-		ev.Detail = why.String()
+		why := []string{"newer resourceVersion " + rv + " from " + where}
+		if p.detail != "" {
+			why = append(why, p.detail)
+		}
+		ev.Detail = strings.Join(why, "; ")
 		st.Next = c.request(PurposePage, next, p.wait, p.newAttempt)
 	case st.Action == fallback.Backoff:
 		c.used[b]++
