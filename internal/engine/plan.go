@@ -119,7 +119,8 @@ func (b StaticBeliefs) WatchCacheStuck() bool { return b.Stuck }
 // end of the call or the finished next request.
 type Step struct {
 	// Action and Reason are the decision; Source cites the rule; Row is the
-	// table row (-1 for the call's own conditions).
+	// table row the step carries out (for the answer to a limit=1 read,
+	// the row that sent it).
 	Action fallback.Action
 	Reason fallback.ReasonCode
 	Source string
