@@ -119,8 +119,8 @@ func (b StaticBeliefs) WatchCacheStuck() bool { return b.Stuck }
 // end of the call or the finished next request.
 type Step struct {
 	// Action and Reason are the decision; Source cites the rule; Row is the
-	// table row the step carries out (for the answer to a limit=1 read,
-	// the row that sent it).
+	// table row the step carries out (when a limit=1 read's answer is
+	// accepted, the page's row it was sent for).
 	Action fallback.Action
 	Reason fallback.ReasonCode
 	Source string
