@@ -8,8 +8,9 @@ E2E_FLAGS ?=
 E2E_TIMEOUT ?= 35m
 SERVER ?= current
 
-# Every Go module in the repository: the SDK, the e2e harness and suites, the examples, the kubectl plugin.
-MODULES := . e2e examples cmd/kubectl-steadywatch
+# Every Go module in the repository: the SDK, the e2e harness and suites, the examples, the kubectl plugin,
+# the developer tools of hack/.
+MODULES := . e2e examples cmd/kubectl-steadywatch hack
 ACTIONLINT_VERSION ?= v1.7.12
 CHAOS_DURATION ?= 75s
 
@@ -21,7 +22,9 @@ all: test
 test: lint unit build-apiservers e2e
 
 ## lint: gofmt, tidy go.mod files, go vet and staticcheck on every module; actionlint on the workflows;
-## the SDK's API against the last release tag (hack/apidiff.sh: fails on incompatible changes).
+## the SDK's API size against its ratchet (hack/apicount.sh, limits in hack/api-budget.txt: fails when
+## the exported names or option fields grow); the SDK's API against the last release (hack/apidiff.sh:
+## fails on incompatible changes).
 lint:
 	@echo "==> gofmt"; out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -29,11 +32,12 @@ lint:
 	@for m in $(MODULES); do echo "==> go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do echo "==> staticcheck ($$m)"; (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...); done
 	@echo "==> actionlint"; $(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yaml
+	@echo "==> apicount"; GO=$(GO) hack/apicount.sh
 	@echo "==> apidiff"; GO=$(GO) hack/apidiff.sh
 
-## unit: unit tests with the race detector (SDK, examples, plugin; e2e's pure packages run in `e2e`).
+## unit: unit tests with the race detector (SDK, examples, plugin, hack's tools; e2e's pure packages run in `e2e`).
 unit:
-	@for m in . examples cmd/kubectl-steadywatch; do echo "==> unit ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...); done
+	@for m in . examples cmd/kubectl-steadywatch hack; do echo "==> unit ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...); done
 
 ## build-apiservers: build (or reuse from e2e/.cache) kube-apiserver current and legacy, with progress.
 build-apiservers:
