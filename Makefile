@@ -1,4 +1,4 @@
-# steadywatch — developer entry points. The README's two commands are `make demo` and `make test`.
+# steadywatch — developer entry points (`make help` lists them). The README's two commands are `make demo` and `make test`.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
@@ -17,6 +17,16 @@ CHAOS_DURATION ?= 75s
 .PHONY: all test lint unit e2e build-apiservers devcluster demo fuzz chaos matrix bench clean-cache
 
 all: test
+
+## help: this list: every target a user runs, from the "## target:" comment above it.
+.PHONY: help
+help:
+	@awk 'function flush() { if (name == "") return; printf "  %-17s", name; n = split(text, w, " "); col = 0; \
+	    for (i = 1; i <= n; i++) { if (col > 0 && col + length(w[i]) > 80) { printf "\n  %-17s", ""; col = 0 } \
+	      printf " %s", w[i]; col += length(w[i]) + 1 } printf "\n"; name = "" } \
+	  /^## [a-z][a-z0-9-]*: / { flush(); name = substr($$2, 1, length($$2) - 1); text = substr($$0, length($$2) + 5); next } \
+	  /^## / && name != "" { text = text " " substr($$0, 4); next } \
+	  { flush() } END { flush() }' $(firstword $(MAKEFILE_LIST))
 
 ## test: everything CI runs: lint, unit tests (race), real-apiserver builds, e2e suites.
 test: lint unit build-apiservers e2e
