@@ -163,15 +163,17 @@ bench-shard:
 clean-cache:
 	rm -rf e2e/.cache
 
-## release: the kubectl plugin for linux/darwin x amd64/arm64 in dist/, with SHA256SUMS and a krew
-## manifest (VERSION defaults to the tag at HEAD).
+## release: VERSION=vX.Y.Z: tag the commit that dated that version's CHANGELOG.md section (or fail
+## saying why; nothing is pushed), prove the tag takeable (check-release), then build the kubectl plugin
+## from it for linux/darwin x amd64/arm64 in dist/, with SHA256SUMS and a krew manifest.
 VERSION ?=
 .PHONY: release
 release:
 	scripts/release.sh $(VERSION)
 
-## check-release: a module outside the repository that requires the SDK at VERSION (served from a local
-## module proxy built from the tag) builds the README's quick start.
+## check-release: VERSION=vX.Y.Z: a module outside the repository resolves the SDK at that tag (served
+## from a local module proxy built from the tag) and builds the README's quick start without Prometheus'
+## client, cobra or cli-runtime; where the plugin is in the SDK module, go install ...@VERSION installs it.
 .PHONY: check-release
 check-release:
 	scripts/check-release.sh $(VERSION)
