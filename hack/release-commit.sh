@@ -29,7 +29,13 @@ else
 	[ -n "$heading" ] || { echo "release-commit: CHANGELOG.md's section for $version is not dated: make its heading \"## [$v] - $(date -u +%F)\" and commit" >&2; exit 1; }
 fi
 # The newest commit that added the heading: -S lists every commit that changed how often it occurs.
+# In a shallow clone the oldest commit present has no parent and so seems to add the whole file: a
+# boundary commit of the shallow history is never the answer.
+shallow=$(cat "$(git rev-parse --git-path shallow)" 2>/dev/null || true)
 for c in $(git log --format=%H -S"$heading" HEAD -- CHANGELOG.md); do
+	if grep -qxF "$c" <<<"$shallow"; then
+		break
+	fi
 	if grep -qxF "$heading" <<<"$(git show "$c:CHANGELOG.md" 2>/dev/null)"; then
 		if [ "$arg" = --last ]; then echo "$version $c"; else echo "$c"; fi
 		exit 0
