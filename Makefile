@@ -1,4 +1,4 @@
-# steadywatch — developer entry points. The README's two commands are `make demo` and `make test`.
+# steadywatch — developer entry points (`make help` lists them). The README's two commands are `make demo` and `make test`.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
@@ -8,8 +8,9 @@ E2E_FLAGS ?=
 E2E_TIMEOUT ?= 35m
 SERVER ?= current
 
-# Every Go module in the repository: the SDK, the e2e harness and suites, the examples, the kubectl plugin.
-MODULES := . e2e examples cmd/kubectl-steadywatch
+# Every Go module in the repository: the SDK, the e2e harness and suites, the examples, the kubectl plugin,
+# the developer tools of hack/.
+MODULES := . e2e examples cmd/kubectl-steadywatch hack
 ACTIONLINT_VERSION ?= v1.7.12
 CHAOS_DURATION ?= 75s
 
@@ -17,11 +18,23 @@ CHAOS_DURATION ?= 75s
 
 all: test
 
+## help: this list: every target a user runs, from the "## target:" comment above it.
+.PHONY: help
+help:
+	@awk 'function flush() { if (name == "") return; printf "  %-17s", name; n = split(text, w, " "); col = 0; \
+	    for (i = 1; i <= n; i++) { if (col > 0 && col + length(w[i]) > 80) { printf "\n  %-17s", ""; col = 0 } \
+	      printf " %s", w[i]; col += length(w[i]) + 1 } printf "\n"; name = "" } \
+	  /^## [a-z][a-z0-9-]*: / { flush(); name = substr($$2, 1, length($$2) - 1); text = substr($$0, length($$2) + 5); next } \
+	  /^## / && name != "" { text = text " " substr($$0, 4); next } \
+	  { flush() } END { flush() }' $(firstword $(MAKEFILE_LIST))
+
 ## test: everything CI runs: lint, unit tests (race), real-apiserver builds, e2e suites.
 test: lint unit build-apiservers e2e
 
 ## lint: gofmt, tidy go.mod files, go vet and staticcheck on every module; actionlint on the workflows;
-## the SDK's API against the last release tag (hack/apidiff.sh: fails on incompatible changes).
+## the SDK's API size against its ratchet (hack/apicount.sh, limits in hack/api-budget.txt: fails when
+## the exported names or option fields grow); the SDK's API against the last release (hack/apidiff.sh:
+## fails on incompatible changes).
 lint:
 	@echo "==> gofmt"; out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -29,11 +42,12 @@ lint:
 	@for m in $(MODULES); do echo "==> go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 	@for m in $(MODULES); do echo "==> staticcheck ($$m)"; (cd $$m && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...); done
 	@echo "==> actionlint"; $(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yaml
+	@echo "==> apicount"; GO=$(GO) hack/apicount.sh
 	@echo "==> apidiff"; GO=$(GO) hack/apidiff.sh
 
-## unit: unit tests with the race detector (SDK, examples, plugin; e2e's pure packages run in `e2e`).
+## unit: unit tests with the race detector (SDK, examples, plugin, hack's tools; e2e's pure packages run in `e2e`).
 unit:
-	@for m in . examples cmd/kubectl-steadywatch; do echo "==> unit ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...); done
+	@for m in . examples cmd/kubectl-steadywatch hack; do echo "==> unit ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...); done
 
 ## build-apiservers: build (or reuse from e2e/.cache) kube-apiserver current and legacy, with progress.
 build-apiservers:
@@ -70,9 +84,11 @@ e2e-slow:
 devcluster:
 	cd e2e && $(GO) run ./cmd/devcluster --server $(SERVER)
 
-## demo: the README's first command: stock client-go vs steadywatch through real faults on real servers.
+## demo: the README's first command: stock client-go vs steadywatch through real faults on real servers
+## (SCENE=name runs one scene, or a comma-separated list; SCENE=help lists them).
+SCENE ?=
 demo:
-	cd e2e && $(GO) run ./cmd/demo
+	cd e2e && $(GO) run ./cmd/demo $(if $(SCENE),--scenes $(SCENE))
 
 ## chaos: a longer chaos run (CHAOS_DURATION=10m, CHAOS_SCHEDULE=N replays schedule N; 0 = a new one;
 ## CHAOS_CONFIG=ha|floor|legacy|cache-off|mixed-ha|ha-cache-off-member picks the control plane).
@@ -149,15 +165,17 @@ bench-shard:
 clean-cache:
 	rm -rf e2e/.cache
 
-## release: the kubectl plugin for linux/darwin x amd64/arm64 in dist/, with SHA256SUMS and a krew
-## manifest (VERSION defaults to the tag at HEAD).
+## release: VERSION=vX.Y.Z: tag the commit that dated that version's CHANGELOG.md section (or fail
+## saying why; nothing is pushed), prove the tag takeable (check-release), then build the kubectl plugin
+## from it for linux/darwin x amd64/arm64 in dist/, with SHA256SUMS and a krew manifest.
 VERSION ?=
 .PHONY: release
 release:
 	scripts/release.sh $(VERSION)
 
-## check-release: a module outside the repository that requires the SDK at VERSION (served from a local
-## module proxy built from the tag) builds the README's quick start.
+## check-release: VERSION=vX.Y.Z: a module outside the repository resolves the SDK at that tag (served
+## from a local module proxy built from the tag) and builds the README's quick start without Prometheus'
+## client, cobra or cli-runtime; where the plugin is in the SDK module, go install ...@VERSION installs it.
 .PHONY: check-release
 check-release:
 	scripts/check-release.sh $(VERSION)

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# API-compatibility check of the SDK module (the repository's root module) against its last release
-# tag: apidiff (golang.org/x/exp/cmd/apidiff, built with `go run` from the Go module proxy) compares the
-# exported API of every non-internal package at the tag with the working tree's, and this fails on any
-# incompatible change. Without a release tag (v*) reachable from HEAD it says so and skips.
+# API-compatibility check of the SDK module (the repository's root module) against its last release:
+# apidiff (golang.org/x/exp/cmd/apidiff, built with `go run` from the Go module proxy) compares the
+# exported API of every non-internal package at the release with the working tree's, and this fails on
+# any incompatible change.
 #
-#   APIDIFF_BASE=<ref>   compare against another tag or commit instead of the last tag
+# The last release is the newest dated section of CHANGELOG.md ("## [X.Y.Z] - YYYY-MM-DD"), and its
+# commit is the one that dated that section (hack/release-commit.sh), so the check runs in any full
+# clone: tags are not published from this repository. A tag vX.Y.Z, where one exists (make release
+# makes it), must point at that commit. Before the first dated section there is nothing to compare
+# with, and the check says so and passes.
+#
+#   APIDIFF_BASE=<ref>   compare against another tag or commit instead of the last release
 #   APIDIFF_VERSION=...  the golang.org/x/exp version apidiff is built from
 #
 # Offline, once the tool and the module's dependencies are in the module cache:
@@ -21,10 +27,23 @@ apidiff() {
 	return "$status"
 }
 
-base=${APIDIFF_BASE:-$(git describe --tags --abbrev=0 --match 'v[0-9]*' 2>/dev/null || true)}
-if [ -z "$base" ]; then
-	echo "apidiff: skipped: no release tag (v*) reachable from HEAD to compare the API with"
-	exit 0
+if [ -n "${APIDIFF_BASE:-}" ]; then
+	base=$APIDIFF_BASE label=$APIDIFF_BASE
+else
+	if ! grep -qE '^## \[[0-9]+\.[0-9]+\.[0-9]+[^]]*\] - [0-9]{4}-[0-9]{2}-[0-9]{2}$' <<<"$(git show HEAD:CHANGELOG.md)"; then
+		echo "apidiff: skipped: CHANGELOG.md has no dated release section yet, so no release to compare the API with"
+		exit 0
+	fi
+	last=$(hack/release-commit.sh --last)
+	version=${last% *} commit=${last#* }
+	if tagged=$(git rev-parse -q --verify "refs/tags/$version^{commit}"); then
+		if [ "$tagged" != "$commit" ]; then
+			echo "apidiff: tag $version points at $tagged, but the commit that dated its CHANGELOG section is $commit" >&2
+			exit 1
+		fi
+	fi
+	base=$commit label="$version ($(git rev-parse --short "$commit"))"
+	echo "apidiff: the last release is $version, dated in CHANGELOG.md by $(git log -1 --format='%h (%cs)' "$commit")"
 fi
 mod=$("$GO" list -m)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/steadywatch-apidiff.XXXXXX")
@@ -36,9 +55,9 @@ apidiff -m -w "$tmp/head.api" "$mod"
 apidiff -m "$tmp/base.api" "$tmp/head.api" >"$tmp/report"
 apidiff -m -incompatible "$tmp/base.api" "$tmp/head.api" >"$tmp/incompatible"
 if [ -s "$tmp/incompatible" ]; then
-	echo "apidiff: incompatible changes to $mod's API since $base:"
+	echo "apidiff: incompatible changes to $mod's API since $label:"
 	cat "$tmp/report"
 	exit 1
 fi
-echo "apidiff: $mod's API is compatible with $base"
+echo "apidiff: $mod's API is compatible with $label"
 cat "$tmp/report"

@@ -67,20 +67,10 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			rec.Requests = append(rec.Requests, sr)
 		}
 		if step.Evidence != engine.NoEvidence {
-			o := compat.Observation{Capability: compat.ResourceVersionMatch, Support: compat.No,
-				Detail: fmt.Sprintf("observed: %s served at %s", req.Query, ans.ServedRV)}
-			if step.Evidence == engine.EvidenceHonoured {
-				o.Support = compat.Yes
-			} else if step.Class == fallback.Gone {
-				o.Detail = fmt.Sprintf("observed: %s answered 410 (legacy Exact)", req.Query)
-			}
-			log.V(2).Info("server behaviour observed", "capability", o.Capability, "support", o.Support.String(), "detail", o.Detail)
-			l.o.Server.Observe(o)
+			l.observe(log, req, ans, step)
 		}
 		if log.V(4).Enabled() {
-			log.V(4).Info("list request", "attempt", len(rec.Requests), "resourceVersion", req.Options.ResourceVersion,
-				"resourceVersionMatch", req.Options.ResourceVersionMatch, "limit", req.Options.Limit, "continue", req.Options.Continue != "",
-				"class", step.Class.String(), "servedResourceVersion", ans.ServedRV, "items", ans.Items, "duration", ans.Elapsed, "decision", step.Action.String())
+			logRequest(log, len(rec.Requests), req, ans, step)
 		}
 		if step.Accept {
 			rec.Served, rec.ServedResourceVersion = step.Served, step.SnapshotRV
@@ -98,22 +88,8 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		if step.Action.IsFailure() {
 			err = l.fail(step, rec, ans)
 		}
-		if ev := step.Event; ev != nil {
-			var le *Error
-			if ev.Err == nil && errors.As(err, &le) {
-				ev.Err = le.Err
-			}
-			rec.Fallbacks = append(rec.Fallbacks, *ev)
-			l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))
-			kv := []any{"reason", string(ev.Reason), "action", ev.Action.String(), "attempt", ev.Attempt,
-				"before", ev.Before.String(), "after", ev.After.String(), "class", ev.Class.String()}
-			if ev.Detail != "" {
-				kv = append(kv, "detail", ev.Detail)
-			}
-			if ev.Err != nil {
-				kv = append(kv, "err", ev.Err.Error())
-			}
-			log.V(2).Info("list fallback", kv...)
+		if step.Event != nil {
+			l.record(log, rec, step.Event, err)
 		}
 		restart := step.VoidPages
 		if !restart && err == nil && cur != nil && cur.discarded(step) {
@@ -135,19 +111,64 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 		req = step.Next
 	}
 	rec.Duration = time.Since(start)
-	outcome := "ok"
-	if err != nil {
-		outcome = fallback.Classify(err).String()
-		var le *Error
-		switch {
-		case errors.As(err, &le):
-			outcome = le.Class.String()
-		case errors.Is(err, fallback.ErrInvalidQuery):
-			outcome = "invalid-query"
-		}
-	}
-	l.o.Metrics.List(l.o.Name, q.Semantic.String(), outcome)
+	l.o.Metrics.List(l.o.Name, q.Semantic.String(), outcome(err))
 	return rec, err
+}
+
+// outcome is the outcome label of a list call that ended with err.
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var le *Error
+	switch {
+	case errors.As(err, &le):
+		return le.Class.String()
+	case errors.Is(err, fallback.ErrInvalidQuery):
+		return "invalid-query"
+	}
+	return fallback.Classify(err).String()
+}
+
+// observe tells the server's capability beliefs what the answer to req
+// proved about resourceVersionMatch support.
+func (l *Lister) observe(log klog.Logger, req engine.Request, ans engine.Answer, step engine.Step) {
+	o := compat.Observation{Capability: compat.ResourceVersionMatch, Support: compat.No,
+		Detail: fmt.Sprintf("observed: %s served at %s", req.Query, ans.ServedRV)}
+	if step.Evidence == engine.EvidenceHonoured {
+		o.Support = compat.Yes
+	} else if step.Class == fallback.Gone {
+		o.Detail = fmt.Sprintf("observed: %s answered 410 (legacy Exact)", req.Query)
+	}
+	log.V(2).Info("server behaviour observed", "capability", o.Capability, "support", o.Support.String(), "detail", o.Detail)
+	l.o.Server.Observe(o)
+}
+
+// logRequest logs one request of a list call at verbosity 4.
+func logRequest(log klog.Logger, attempt int, req engine.Request, ans engine.Answer, step engine.Step) {
+	log.V(4).Info("list request", "attempt", attempt, "resourceVersion", req.Options.ResourceVersion,
+		"resourceVersionMatch", req.Options.ResourceVersionMatch, "limit", req.Options.Limit, "continue", req.Options.Continue != "",
+		"class", step.Class.String(), "servedResourceVersion", ans.ServedRV, "items", ans.Items, "duration", ans.Elapsed, "decision", step.Action.String())
+}
+
+// record records a decision's event ev in rec, its metric and its log line
+// (err: the call's error so far).
+func (l *Lister) record(log klog.Logger, rec *Record, ev *fallback.Event, err error) {
+	var le *Error
+	if ev.Err == nil && errors.As(err, &le) {
+		ev.Err = le.Err
+	}
+	rec.Fallbacks = append(rec.Fallbacks, *ev)
+	l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))
+	kv := []any{"reason", string(ev.Reason), "action", ev.Action.String(), "attempt", ev.Attempt,
+		"before", ev.Before.String(), "after", ev.After.String(), "class", ev.Class.String()}
+	if ev.Detail != "" {
+		kv = append(kv, "detail", ev.Detail)
+	}
+	if ev.Err != nil {
+		kv = append(kv, "err", ev.Err.Error())
+	}
+	log.V(2).Info("list fallback", kv...)
 }
 
 // callState is what one list call shares beyond its frame, in one

@@ -140,9 +140,9 @@ type Options struct {
 	// DisableInitialEventsCount turns off the one limit=1 list the
 	// streaming-list guard sends beside each streaming list to learn how
 	// many objects to expect (ExpectedInitialEvents). Default false: the
-	// count lets a dropped or stripped end bookmark be found 2s after the
-	// last object instead of after InitialEventsTimeout, for one cheap
-	// request (a consistent read served from the watch cache on 1.31+, a
+	// count lets a dropped or stripped end bookmark be found
+	// DefaultInitialEventsAfterCount (1.5s) after the last object instead
+	// of after InitialEventsTimeout, for one cheap request (a consistent read served from the watch cache on 1.31+, a
 	// quorum read of at most one object before). Filtered lists (selectors)
 	// never send it: the server does not count their remaining items.
 	DisableInitialEventsCount bool

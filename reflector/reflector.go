@@ -782,40 +782,11 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return stopped{}, because(ReasonContextDone, "context ended while opening a streaming list")
 	}
 	if err != nil {
-		class, retryAfter := classify(err)
-		if fallback.RejectsStreamingList(err) {
-			r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
-			return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
-		}
-		if class == fallback.Invalid {
-			// The caller's own invalid request (a bad selector): not evidence
-			// about the server. The list says the same to the caller.
-			return asList, because(ReasonStreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
-		}
-		if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, watchpipe.ErrNoWatchResponse) {
-			// The open itself hung (a proxy holding the stream, or the REST
-			// client's own retries of a 504 inside it): list MostRecent, which
-			// cannot be older than anything already served.
-			next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(ReasonStreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
-		}
-		if (class == fallback.TooLargeRV || class == fallback.ServerError) && s.query.Semantic == fallback.NotOlderThan {
-			// This server is behind the store's resourceVersion (HA lag, or a
-			// server that cannot serve it): a consistent MostRecent read cannot
-			// be older than anything already served.
-			next := r.syncState(ctx, fallback.MostRecentQuery(), s.initial, s.cause)
-			return backingOff{delay: r.delay(retryAfter), next: next}, because(ReasonTooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
-		}
-		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
+		return r.streamOpenFailed(ctx, s, asList, err)
 	}
 
 	// The initial events are applied to the store as they arrive.
-	var (
-		snap     = r.begin(0)
-		endRV    string
-		failed   error
-		applyErr error
-	)
+	ev := &streamed{snap: r.begin(0)}
 	stop := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(stop) })()
 	var expected <-chan int
@@ -827,35 +798,86 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		Expected:       expected,
 		FromMostRecent: s.query.ResourceVersion == "",
 		Server:         r.o.Server,
-	}, logger, func(ev watch.Event) bool {
-		switch ev.Type {
-		case watch.Added:
-			if applyErr = snap.add(ctx, ev.Object); applyErr != nil {
-				return false
-			}
-		case watch.Bookmark: // the initial-events-end bookmark: the guard hands over no other
-			if m, err := meta.Accessor(ev.Object); err == nil {
-				endRV = m.GetResourceVersion()
-			}
-			r.o.Metrics.Bookmark(r.name)
-		case watch.Error:
-			failed = apierrors.FromObject(ev.Object)
-		}
-		return true
-	})
+	}, logger, func(e watch.Event) bool { return r.applyStreamed(ctx, ev, e) })
 	release()
+	return r.streamEnded(ctx, s, asList, w, opened, out, detail, ev)
+}
+
+// streamOpenFailed is the state after a streaming list's watch could not
+// be opened.
+func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asList listing, err error) (state, why) {
+	class, retryAfter := classify(err)
+	if fallback.RejectsStreamingList(err) {
+		r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
+		return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
+	}
+	if class == fallback.Invalid {
+		// The caller's own invalid request (a bad selector): not evidence
+		// about the server. The list says the same to the caller.
+		return asList, because(ReasonStreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
+	}
+	if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, watchpipe.ErrNoWatchResponse) {
+		// The open itself hung (a proxy holding the stream, or the REST
+		// client's own retries of a 504 inside it): list MostRecent, which
+		// cannot be older than anything already served.
+		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+		return backingOff{delay: r.delay(0), next: next}, because(ReasonStreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
+	}
+	if (class == fallback.TooLargeRV || class == fallback.ServerError) && s.query.Semantic == fallback.NotOlderThan {
+		// This server is behind the store's resourceVersion (HA lag, or a
+		// server that cannot serve it): a consistent MostRecent read cannot
+		// be older than anything already served.
+		next := r.syncState(ctx, fallback.MostRecentQuery(), s.initial, s.cause)
+		return backingOff{delay: r.delay(retryAfter), next: next}, because(ReasonTooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
+	}
+	return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
+}
+
+// streamed is what a streaming list's initial events left: the snapshot
+// they filled, the initial-events-end bookmark's resourceVersion, the ERROR
+// event's error and the store's.
+type streamed struct {
+	snap     *snapshot
+	endRV    string
+	failed   error
+	applyErr error
+}
+
+// applyStreamed applies one initial event of a streaming list to ev's
+// snapshot; false stops the stream (the store rejected an object).
+func (r *Reflector) applyStreamed(ctx context.Context, ev *streamed, e watch.Event) bool {
+	switch e.Type {
+	case watch.Added:
+		if ev.applyErr = ev.snap.add(ctx, e.Object); ev.applyErr != nil {
+			return false
+		}
+	case watch.Bookmark: // the initial-events-end bookmark: the guard hands over no other
+		if m, err := meta.Accessor(e.Object); err == nil {
+			ev.endRV = m.GetResourceVersion()
+		}
+		r.o.Metrics.Bookmark(r.name)
+	case watch.Error:
+		ev.failed = apierrors.FromObject(e.Object)
+	}
+	return true
+}
+
+// streamEnded is the state after a streaming list's initial events ended
+// (how: out).
+func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList listing, w watch.Interface, opened time.Time, out watchpipe.InitialEventsOutcome, detail string, ev *streamed) (state, why) {
+	logger := klog.FromContext(ctx)
 	if out != watchpipe.InitialEventsEnded {
-		snap.abandon()
+		ev.snap.abandon()
 	}
 	switch out {
 	case watchpipe.InitialEventsStopped:
 		w.Stop()
-		if stale := (*StaleListError)(nil); errors.As(applyErr, &stale) {
+		if stale := (*StaleListError)(nil); errors.As(ev.applyErr, &stale) {
 			next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "streaming %s: %v", s.query, applyErr)
+			return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "streaming %s: %v", s.query, ev.applyErr)
 		}
-		if applyErr != nil {
-			return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store rejected a streamed object: %v", applyErr)
+		if ev.applyErr != nil {
+			return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store rejected a streamed object: %v", ev.applyErr)
 		}
 		return stopped{}, because(ReasonContextDone, "context ended during a streaming list")
 	case watchpipe.InitialEventsClosed, watchpipe.InitialEventsCut:
@@ -863,12 +885,12 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return backingOff{delay: r.delay(0), next: asList}, because(ReasonStreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
 	case watchpipe.InitialEventsError:
 		w.Stop()
-		class, retryAfter := classify(failed)
+		class, retryAfter := classify(ev.failed)
 		if class == fallback.Gone {
 			next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 			return backingOff{delay: r.delay(0), next: next}, because(ReasonListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 		}
-		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list error (%s): %v; listing instead", class, failed)
+		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list error (%s): %v; listing instead", class, ev.failed)
 	case watchpipe.InitialEventsNotStreaming:
 		// A server that silently ignores sendInitialEvents (v1.18) sends plain
 		// ADDED events and never the end bookmark: the guard recorded it, so
@@ -877,31 +899,31 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		logger.Info("Server ignores streaming lists; listing instead", "detail", detail)
 		return asList, because(ReasonStreamIgnored, "streaming list ignored: %s; listing instead", detail)
 	}
-	if r.pipe.Unparsable(endRV) {
+	if r.pipe.Unparsable(ev.endRV) {
 		// Every watch from it would fail: the streaming list is abandoned
 		// and the same sync is made with a list.
 		w.Stop()
-		snap.abandon()
+		ev.snap.abandon()
 		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
 		logger.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
-			"reason", ReasonBadResourceVersion, "resourceVersion", endRV)
-		return backingOff{delay: r.delay(0), next: asList}, because(ReasonBadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", endRV)
+			"reason", ReasonBadResourceVersion, "resourceVersion", ev.endRV)
+		return backingOff{delay: r.delay(0), next: asList}, because(ReasonBadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", ev.endRV)
 	}
-	if last := r.LastSyncResourceVersion(); last != "" && isOlder(endRV, last) {
+	if last := r.LastSyncResourceVersion(); last != "" && isOlder(ev.endRV, last) {
 		w.Stop()
-		snap.abandon()
+		ev.snap.abandon()
 		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", &StaleListError{Required: last, Served: endRV})
+		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", &StaleListError{Required: last, Served: ev.endRV})
 	}
 	prev := r.LastSyncResourceVersion()
-	advanced := prev == "" || isOlder(prev, endRV)
-	if err := snap.finish(ctx, endRV); err != nil {
+	advanced := prev == "" || isOlder(prev, ev.endRV)
+	if err := ev.snap.finish(ctx, ev.endRV); err != nil {
 		w.Stop()
 		return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store update failed: %v", err)
 	}
 	if r.bookmarkStore != nil {
-		if err := r.bookmarkStore.Bookmark(endRV); err != nil {
-			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", endRV)
+		if err := r.bookmarkStore.Bookmark(ev.endRV); err != nil {
+			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", ev.endRV)
 		}
 	}
 	if advanced {
@@ -910,7 +932,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		// relist decided before the next watch event still backs off.)
 		r.resetBackoff()
 	}
-	return watching{rv: endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", snap.len(), endRV)
+	return watching{rv: ev.endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", ev.snap.len(), ev.endRV)
 }
 
 func (r *Reflector) observeStreaming(s compat.Support, detail string) {
@@ -1068,12 +1090,7 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			case watchpipe.Advanced:
 				r.reportRVAdvanced()
 			case watchpipe.Stalled:
-				rv := r.LastSyncResourceVersion()
-				if !resumable(rv) {
-					return r.noResume(ctx, rv, "stalled")
-				}
-				r.o.Metrics.WatchRestart(r.name, ReasonStalled)
-				return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+				return r.watchStalled(ctx)
 			}
 			continue
 		case ev, ok = <-ch:
@@ -1081,33 +1098,7 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	received:
 		{
 			if !ok {
-				rv := r.LastSyncResourceVersion()
-				if !resumable(rv) {
-					return r.noResume(ctx, rv, fmt.Sprintf("closed after %d events", events))
-				}
-				if progressed {
-					r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
-					return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
-				}
-				// No progress, no hurry: a watch that adopted nothing is a
-				// failure for the backoff, however it ended.
-				if r.o.Clock.Since(s.opened) < r.o.ShortWatch {
-					r.shortWatches++
-					if r.shortWatches > max(r.o.MaxShortWatches, 0) {
-						// Watches from rv keep ending at once with nothing: a
-						// server whose history is gone but never says 410
-						// (kubernetes/kubernetes#104171, #137089). Relist, as
-						// client-go does after a "very short watch", and back
-						// off first, as after a 410.
-						r.shortWatches = 0
-						return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch)},
-							because(ReasonShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
-					}
-					r.o.Metrics.WatchRestart(r.name, ReasonShortWatch)
-					return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
-				}
-				r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
-				return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonWatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
+				return r.watchClosed(ctx, s, events, progressed)
 			}
 			if ev.Type == watch.Error {
 				return r.watchFailed(ctx, r.LastSyncResourceVersion(), 0, apierrors.FromObject(ev.Object))
@@ -1115,14 +1106,8 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			events++
 			r.handleEvent(ctx, logger, pw, ev)
 			if r.ended != "" {
-				// Never back in time: re-sync with a list not older than the
-				// store. A rejected event is not progress: a server that
-				// re-delivers it after every relist meets a growing backoff.
-				detail, code := r.ended, r.endedCode
-				r.ended, r.endedCode = "", ""
-				rv := r.LastSyncResourceVersion()
-				return backingOff{delay: r.regressDelay(), next: r.syncState(ctx, relistQuery(rv), false, code)},
-					because(code, "%s; relisting %s after a backoff delay", detail, relistQuery(rv))
+				return r.watchRegressed(ctx) // never back in time
+
 			}
 			if events == 1 {
 				r.reportRVAdvanced() // the first event of a watch at once, later ones on the tick
@@ -1133,6 +1118,62 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 			}
 		}
 	}
+}
+
+// watchClosed is the state after the server closed a watch that saw
+// events events and adopted a newer resourceVersion if progressed.
+func (r *Reflector) watchClosed(ctx context.Context, s watching, events int, progressed bool) (state, why) {
+	rv := r.LastSyncResourceVersion()
+	if !resumable(rv) {
+		return r.noResume(ctx, rv, fmt.Sprintf("closed after %d events", events))
+	}
+	if progressed {
+		r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
+		return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+	}
+	// No progress, no hurry: a watch that adopted nothing is a
+	// failure for the backoff, however it ended.
+	if r.o.Clock.Since(s.opened) < r.o.ShortWatch {
+		r.shortWatches++
+		if r.shortWatches > max(r.o.MaxShortWatches, 0) {
+			// Watches from rv keep ending at once with nothing: a
+			// server whose history is gone but never says 410
+			// (kubernetes/kubernetes#104171, #137089). Relist, as
+			// client-go does after a "very short watch", and back
+			// off first, as after a 410.
+			r.shortWatches = 0
+			return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch)},
+				because(ReasonShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
+		}
+		r.o.Metrics.WatchRestart(r.name, ReasonShortWatch)
+		return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
+	}
+	r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
+	return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonWatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
+}
+
+// watchStalled is the state after a watch saw no event or bookmark for
+// Options.StallTimeout.
+func (r *Reflector) watchStalled(ctx context.Context) (state, why) {
+	rv := r.LastSyncResourceVersion()
+	if !resumable(rv) {
+		return r.noResume(ctx, rv, "stalled")
+	}
+	r.o.Metrics.WatchRestart(r.name, ReasonStalled)
+	return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+}
+
+// watchRegressed is the state after the pipeline refused an event that
+// would take the store back in time (r.ended says why): never back in
+// time, re-sync with a list not older than the store. A rejected event is
+// not progress: a server that re-delivers it after every relist meets a
+// growing backoff.
+func (r *Reflector) watchRegressed(ctx context.Context) (state, why) {
+	detail, code := r.ended, r.endedCode
+	r.ended, r.endedCode = "", ""
+	rv := r.LastSyncResourceVersion()
+	return backingOff{delay: r.regressDelay(), next: r.syncState(ctx, relistQuery(rv), false, code)},
+		because(code, "%s; relisting %s after a backoff delay", detail, relistQuery(rv))
 }
 
 // handleEvent passes one watch event through the pipeline pw and applies it

@@ -63,7 +63,7 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		}
 		record(result{Fault: fault, Path: "lister.List (FromClientset, MaxRetryAfter 2 s)", Lists: lists, Seconds: took.Seconds(), Outcome: "listed after one capped wait"})
 
-		// The README's informer-factory line, on the same plain clientset:
+		// The informer-factory adoption line (docs/adoption.md), on the same plain clientset:
 		// its first request (a list or a streaming list) is answered 429.
 		ns = e.newNS(ctx, "ra-factory", 3)
 		e.p.ResetRequests()

@@ -60,13 +60,18 @@ var _ = Describe("adopting steadywatch in the examples", Label("examples", "adop
 	if err != nil {
 		panic(err)
 	}
+	adoption, err := os.ReadFile(filepath.Join(examples, "..", "docs", "adoption.md"))
+	if err != nil {
+		panic(err)
+	}
 
 	// Each program exists as examples/<name>/main.go and, without steadywatch,
 	// examples/stock/<name>/main.go (the suite builds and runs both). What is
 	// counted, from `diff stock steadywatch`: lines removed from the stock
 	// program (must be none), added import specs of steadywatch packages,
 	// added blank lines, and every other added line (must be exactly one: the
-	// line marked "adopts steadywatch", shown verbatim in the README).
+	// line marked "adopts steadywatch", shown verbatim in docs/adoption.md,
+	// whose program the README links from its line for that path).
 	DescribeTable("the steadywatch program is the stock one plus one line and its imports",
 		func(name string, maxImports int) {
 			d, raw := diffPrograms(filepath.Join(examples, "stock", name, "main.go"), filepath.Join(examples, name, "main.go"))
@@ -79,7 +84,8 @@ var _ = Describe("adopting steadywatch in the examples", Label("examples", "adop
 			Expect(len(d.imports)).To(And(BeNumerically(">=", 1), BeNumerically("<=", maxImports)), "imports: %v", d.imports)
 			Expect(d.blank).To(BeNumerically("<=", 1))
 			line := strings.TrimSuffix(d.code[0], adoptionMarker)
-			Expect(string(readme)).To(ContainSubstring(line), "README.md does not show the adoption line of %s", name)
+			Expect(string(adoption)).To(ContainSubstring(line), "docs/adoption.md does not show the adoption line of %s", name)
+			Expect(string(readme)).To(ContainSubstring("(examples/"+name+"/main.go)"), "README.md does not link the program of %s", name)
 		},
 		// informer: reflector.FactoryInformer, with lister.Options{Metrics: swprom.New(...)}.
 		Entry("informer (client-go SharedInformerFactory)", "informer", 3),

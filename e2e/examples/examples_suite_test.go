@@ -7,8 +7,8 @@
 // asserting what it prints and what it does to the cluster. On the current
 // server the stock twins must work too; on v1.18.19 they must never sync.
 // adoption_test.go asserts, with diff(1), that each steadywatch program is
-// its stock twin plus one line and the imports of steadywatch packages, and
-// that the README shows that line. The crd program creates a CRD; it is
+// its stock twin plus one line and the imports of steadywatch packages, that
+// docs/adoption.md shows that line, and that the README links the program. The crd program creates a CRD; it is
 // deleted at cleanup unless it existed before.
 //
 // With E2E_KUBECONFIG set (e2e/internal/extcluster) the current-server specs

@@ -20,8 +20,8 @@ import (
 // kube-apiserver 1.37 gzips streaming lists for a client that accepts gzip
 // (the WatchListCompression feature, beta and on by default:
 // kubernetes/kubernetes#139308, KEP-3157), which Go's transport asks for
-// unless rest.Config.DisableCompression is set. README's Performance
-// section and docs/benchmarks.md measure what that costs the apiserver; this
+// unless rest.Config.DisableCompression is set. docs/performance.md and
+// docs/benchmarks.md measure what that costs the apiserver; this
 // proves, on the real server, what the documented lever changes.
 var _ = Describe("compression of streaming lists on a current apiserver (rest.Config.DisableCompression)", Label("conformance", "needs-faults"), Ordered, func() {
 	var e *env

@@ -22,15 +22,20 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// tracker records the newest resourceVersion a path applied per object and
-// every object it applied older than that.
-type tracker struct {
+// Tracker records the newest resourceVersion a client applied per object
+// and every object it applied older than that. Give See every object an
+// informer's handlers or a store receive. It is safe for concurrent use.
+type Tracker struct {
 	mu       sync.Mutex
 	newest   map[string]uint64
 	backward []string
 }
 
-func (t *tracker) see(obj any) {
+// NewTracker returns an empty Tracker.
+func NewTracker() *Tracker { return &Tracker{newest: map[string]uint64{}} }
+
+// See notes obj (a ConfigMap, or a cache.DeletedFinalStateUnknown of one).
+func (t *Tracker) See(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -50,7 +55,9 @@ func (t *tracker) see(obj any) {
 	t.newest[cm.Name] = max(n, t.newest[cm.Name])
 }
 
-func (t *tracker) wentBack() []string {
+// WentBack lists every object applied older than one applied before it
+// ("cm-1: 812 -> 790").
+func (t *Tracker) WentBack() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(t.backward)
@@ -59,15 +66,15 @@ func (t *tracker) wentBack() []string {
 // seeingStore reports every object reflector.New gives its store.
 type seeingStore struct {
 	cache.Store
-	t *tracker
+	t *Tracker
 }
 
-func (s seeingStore) Add(obj any) error    { s.t.see(obj); return s.Store.Add(obj) }
-func (s seeingStore) Update(obj any) error { s.t.see(obj); return s.Store.Update(obj) }
-func (s seeingStore) Delete(obj any) error { s.t.see(obj); return s.Store.Delete(obj) }
+func (s seeingStore) Add(obj any) error    { s.t.See(obj); return s.Store.Add(obj) }
+func (s seeingStore) Update(obj any) error { s.t.See(obj); return s.Store.Update(obj) }
+func (s seeingStore) Delete(obj any) error { s.t.See(obj); return s.Store.Delete(obj) }
 func (s seeingStore) Replace(items []any, rv string) error {
 	for _, it := range items {
-		s.t.see(it)
+		s.t.See(it)
 	}
 	return s.Store.Replace(items, rv)
 }
@@ -78,7 +85,7 @@ type client struct {
 	ns     string
 	store  cache.Store
 	synced func() bool
-	t      *tracker
+	t      *Tracker
 	rec    *reasons.Counter
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -102,13 +109,13 @@ func start(path, ns string, cfg *rest.Config) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{path: path, ns: ns, t: &tracker{newest: map[string]uint64{}}, rec: reasons.New(), done: make(chan struct{})}
+	c := &client{path: path, ns: ns, t: NewTracker(), rec: reasons.New(), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	handlers := cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.t.see,
-		UpdateFunc: func(_, obj any) { c.t.see(obj) },
-		DeleteFunc: c.t.see,
+		AddFunc:    c.t.See,
+		UpdateFunc: func(_, obj any) { c.t.See(obj) },
+		DeleteFunc: c.t.See,
 	}
 	lo := lister.Options{Metrics: c.rec}
 	switch path {

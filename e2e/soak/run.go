@@ -124,9 +124,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("soak: the apiserver did not create namespace default: %w", err)
 	}
 
-	log := newRequestLog(p)
+	log := NewRequestLog(p)
 	lctx, stopLog := context.WithCancel(ctx)
-	go log.run(lctx, 250*time.Millisecond)
+	go log.Run(lctx, 250*time.Millisecond)
 	defer stopLog()
 
 	rep := &Report{Server: c.Version(), Duration: o.Duration, Recovery: o.Recovery, Objects: o.Objects}
@@ -229,7 +229,7 @@ func truth(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]
 // runFault holds f for o.Duration with every path started under it, lifts
 // it, and waits up to o.Recovery for every path to hold what the server
 // holds.
-func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *rest.Config, direct kubernetes.Interface, log *requestLog) (FaultReport, error) {
+func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *rest.Config, direct kubernetes.Interface, log *RequestLog) (FaultReport, error) {
 	fr := FaultReport{Fault: f}
 	suffix := rand.String(5)
 	writers := make([]*writer, len(o.Paths))
@@ -305,7 +305,7 @@ func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *re
 	}
 
 	// Lift it; one more write each, which every path must then hold.
-	atLift := log.snapshot(armed)
+	atLift := log.Snapshot(armed)
 	Lift(p)
 	lifted = true
 	liftAt := time.Now()
@@ -343,9 +343,9 @@ func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *re
 	}
 	wg.Wait()
 
-	reqs := log.snapshot(armed)
+	reqs := log.Snapshot(armed)
 	for i, c := range clients {
-		r := Result{Fault: f.ID, Path: c.path, Synced: synced[i], Backward: c.t.wentBack(), Stopped: stopped[i], HeldAtLift: Held(atLift, c.ns),
+		r := Result{Fault: f.ID, Path: c.path, Synced: synced[i], Backward: c.t.WentBack(), Stopped: stopped[i], HeldAtLift: Held(atLift, c.ns),
 			During: Count(reqs, c.ns, armed, liftAt)}
 		afterEnd := end
 		if !recoveredAt[i].IsZero() {
@@ -393,19 +393,21 @@ func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
 	return nil
 }
 
-// requestLog keeps every request the proxy logged, polled often enough
+// RequestLog keeps every request a proxy logged, polled (Run) often enough
 // that the proxy's bounded log never drops one unseen.
-type requestLog struct {
+type RequestLog struct {
 	p    *faults.Proxy
 	mu   sync.Mutex
 	reqs map[int]faults.Request
 }
 
-func newRequestLog(p *faults.Proxy) *requestLog {
-	return &requestLog{p: p, reqs: map[int]faults.Request{}}
+// NewRequestLog returns a RequestLog of p.
+func NewRequestLog(p *faults.Proxy) *RequestLog {
+	return &RequestLog{p: p, reqs: map[int]faults.Request{}}
 }
 
-func (l *requestLog) run(ctx context.Context, every time.Duration) {
+// Run polls the proxy every interval until ctx ends.
+func (l *RequestLog) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -418,7 +420,7 @@ func (l *requestLog) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (l *requestLog) poll() {
+func (l *RequestLog) poll() {
 	reqs := l.p.Requests()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -427,9 +429,9 @@ func (l *requestLog) poll() {
 	}
 }
 
-// snapshot returns every request seen so far, and forgets those that
-// arrived before drop.
-func (l *requestLog) snapshot(drop time.Time) []faults.Request {
+// Snapshot returns every request seen so far, oldest first, and forgets
+// those that arrived before drop.
+func (l *RequestLog) Snapshot(drop time.Time) []faults.Request {
 	l.poll()
 	l.mu.Lock()
 	defer l.mu.Unlock()

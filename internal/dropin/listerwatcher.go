@@ -330,6 +330,9 @@ func (f *followedWatch) forward(lw *ListerWatcher, log logr.Logger, ev watch.Eve
 	return f.Send(ev)
 }
 
+// run forwards the inner watch's events through the pipeline until the
+// watch ends: a streaming list's initial events first (when guard is set,
+// through the initial-events guard), then the watch.
 func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, release func(), guard *watchpipe.GuardOptions) {
 	defer f.Close()
 	defer func() {
@@ -340,74 +343,90 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 		}
 	}()
 	in := f.Inner().ResultChan()
-	defer func() {
-		// Stop the inner watch and wait (bounded) for it to end, so that when
-		// our channel closes, nothing of this watch runs any more.
-		f.Inner().Stop()
-		t := time.NewTimer(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case _, ok := <-in:
-				if !ok {
-					return
-				}
-			case <-t.C:
+	defer f.stopInner(in)
+	defer context.AfterFunc(ctx, f.Stop)()
+	if guard != nil && !f.initialEvents(lw, log, pw, release, guard) {
+		return
+	}
+	f.follow(lw, log, pw, in)
+}
+
+// stopInner stops the inner watch and waits (bounded) for it to end, so
+// that when our channel closes, nothing of this watch runs any more.
+func (f *followedWatch) stopInner(in <-chan watch.Event) {
+	f.Inner().Stop()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-in:
+			if !ok {
 				return
 			}
-		}
-	}()
-	defer context.AfterFunc(ctx, f.Stop)()
-	o := &lw.cfg
-	if guard != nil {
-		out, detail := watchpipe.AwaitInitialEvents(f.Stopped(), f.Inner(), *guard, log, func(ev watch.Event) bool {
-			// The guard hands over ADDED events, an ERROR, and the
-			// initial-events-end bookmark last.
-			if ev.Type == watch.Bookmark {
-				rv := resourceVersionOf(ev.Object)
-				if pw.Bookmark(rv, true) == watchpipe.AbandonStream {
-					// client-go would adopt it as its resume point (and
-					// fail every watch and relist from it): the streaming
-					// list is abandoned instead, and client-go lists.
-					o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
-					log.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
-						"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
-					f.settled = true // client-go lists instead: not a retry of this request
-					f.Send(watchpipe.NotStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
-					return false
-				}
-				// The initial-events-end bookmark: a completed streaming
-				// list is progress.
-				f.progressed(lw)
-				return f.Send(ev)
-			}
-			ev, ok := f.pass(lw, log, pw, ev)
-			if ev.Type == "" {
-				return ok // dropped, or the watch ends
-			}
-			return f.forward(lw, log, ev, true)
-		})
-		if release != nil {
-			release()
-		}
-		switch out {
-		case watchpipe.InitialEventsEnded, watchpipe.InitialEventsError:
-		case watchpipe.InitialEventsNotStreaming, watchpipe.InitialEventsCut:
-			if out == watchpipe.InitialEventsNotStreaming {
-				f.settled = true // the server does not stream lists: client-go lists instead
-			} else {
-				f.failed(lw, log, "streaming list cut before its initial-events-end bookmark")
-			}
-			f.Send(watchpipe.NotStreamingEvent(detail))
-			return
-		default:
+		case <-t.C:
 			return
 		}
 	}
-	// Stall detection and the resourceVersion-advanced metric run beside
-	// the loop (watchdog), which only counts what it forwards: per event,
-	// one receive, the pipeline's verdict, one atomic add and one send
-	// (BenchmarkP4WatchEvent).
+}
+
+// initialEvents forwards a streaming list's initial events, through the
+// initial-events guard; false: the watch ends here.
+func (f *followedWatch) initialEvents(lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, release func(), guard *watchpipe.GuardOptions) bool {
+	out, detail := watchpipe.AwaitInitialEvents(f.Stopped(), f.Inner(), *guard, log, func(ev watch.Event) bool {
+		return f.initialEvent(lw, log, pw, ev)
+	})
+	if release != nil {
+		release()
+	}
+	switch out {
+	case watchpipe.InitialEventsEnded, watchpipe.InitialEventsError:
+		return true
+	case watchpipe.InitialEventsNotStreaming:
+		f.settled = true // the server does not stream lists: client-go lists instead
+	case watchpipe.InitialEventsCut:
+		f.failed(lw, log, "streaming list cut before its initial-events-end bookmark")
+	default:
+		return false
+	}
+	f.Send(watchpipe.NotStreamingEvent(detail))
+	return false
+}
+
+// initialEvent forwards one event the initial-events guard hands over (ADDED
+// events, an ERROR, and the initial-events-end bookmark last); false stops
+// the stream.
+func (f *followedWatch) initialEvent(lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, ev watch.Event) bool {
+	if ev.Type != watch.Bookmark {
+		ev, ok := f.pass(lw, log, pw, ev)
+		if ev.Type == "" {
+			return ok // dropped, or the watch ends
+		}
+		return f.forward(lw, log, ev, true)
+	}
+	o := &lw.cfg
+	rv := resourceVersionOf(ev.Object)
+	if pw.Bookmark(rv, true) == watchpipe.AbandonStream {
+		// client-go would adopt it as its resume point (and fail every
+		// watch and relist from it): the streaming list is abandoned
+		// instead, and client-go lists.
+		o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+		log.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
+			"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
+		f.settled = true // client-go lists instead: not a retry of this request
+		f.Send(watchpipe.NotStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
+		return false
+	}
+	// The initial-events-end bookmark: a completed streaming list is progress.
+	f.progressed(lw)
+	return f.Send(ev)
+}
+
+// follow forwards the watch's events until it ends. Stall detection and the
+// resourceVersion-advanced metric run beside the loop (watchdog), which
+// only counts what it forwards: per event, one receive, the pipeline's
+// verdict, one atomic add and one send (BenchmarkP4WatchEvent).
+func (f *followedWatch) follow(lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, in <-chan watch.Event) {
+	o := &lw.cfg
 	var forwarded atomic.Uint64
 	defer watchpipe.StartWatchdog(o.StallTimeout, &forwarded,
 		func(at time.Time) { o.Metrics.ResourceVersionAdvanced(o.Name, at) },
@@ -418,29 +437,24 @@ func (f *followedWatch) run(ctx context.Context, lw *ListerWatcher, log logr.Log
 			f.Stop() // the loop ends and stops the watchdog
 		})()
 	for {
-		// Fast path: an event that is already there is taken without the
-		// select below.
 		var (
 			ev watch.Event
 			ok bool
 		)
+		// Fast path: an event that is already there is taken without
+		// waiting on f.Stopped() too.
 		select {
 		case ev, ok = <-in:
-			if !ok {
-				return
-			}
-			goto event
 		default:
-		}
-		select {
-		case <-f.Stopped():
-			return
-		case ev, ok = <-in:
-			if !ok {
+			select {
+			case <-f.Stopped():
 				return
+			case ev, ok = <-in:
 			}
 		}
-	event:
+		if !ok {
+			return
+		}
 		if ev, ok = f.pass(lw, log, pw, ev); !ok {
 			return
 		}

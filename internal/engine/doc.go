@@ -8,12 +8,20 @@
 //     KEP-2523 "Backward Compatibility" and the Kubernetes API Concepts
 //     "Resource versions" tables (see fallback.SourceKEP2523 and
 //     fallback.SourceResourceVersions); rows are disjoint and exhaustive
-//     (table_test.go walks every situation). The reflector's relist and
-//     watch-failure choices are rows too (Decide, OpRelist and OpWatch).
+//     (table_test.go walks every situation). The call's own limits
+//     (Config.MaxRequests, a restart the caller does not allow, a 200 that is
+//     not a list), the answers to its limit=1 reads (OpNewerRV, OpCurrentRV)
+//     and the reflector's relist and watch-failure choices (Decide, OpRelist
+//     and OpWatch) are rows too.
 //   - plan.go: Call, which owns the call's retry budgets and backoff, verifies
 //     each answer and says what it proves about resourceVersionMatch support
 //     (verify, also read through AcceptsListMeta before a page's items are
-//     decoded), and turns the row's Action into the next Request.
+//     decoded).
+//   - next.go: Call.Next gathers the situation, asks the table, and carries
+//     out the row: every Step names the row it carries out
+//     (steps_test.go checks it on random calls).
+//   - probe.go: the limit=1 read between two pages, a small state machine
+//     holding the page it serves and the row that sent it.
 //
 // It is internal: users see its decisions as fallback.Event and
 // fallback.ReasonCode values, and read the table in docs/rules.md.

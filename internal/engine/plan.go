@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -120,7 +119,8 @@ func (b StaticBeliefs) WatchCacheStuck() bool { return b.Stuck }
 // end of the call or the finished next request.
 type Step struct {
 	// Action and Reason are the decision; Source cites the rule; Row is the
-	// table row (-1 for the call's own conditions).
+	// table row the step carries out (when a limit=1 read's answer is
+	// accepted, the page's row it was sent for).
 	Action fallback.Action
 	Reason fallback.ReasonCode
 	Source string
@@ -239,19 +239,13 @@ type Call struct {
 	futile    int // page answers that delivered no page
 	rvChecked bool
 	learned   MatchSupport // what this call's answers proved
-	// after is the page a probe serves: its resourceVersion comes from the
-	// probe (PurposeNewerRV) or it is resent as is (PurposeCurrentRV).
-	after      fallback.Query
-	afterEvent fallback.Event
-	afterSit   Situation // the too-large page's situation, while CheckRVExists reads
+	// probe is the limit=1 read in flight, if any, and the page it serves.
+	probe probe
 	// tooLargeAt and tooLargeCur are the requested and the reported current
 	// resourceVersion of the last "too large" page; stalled: two such answers
 	// for one request reported the same current one (the cache did not move).
 	tooLargeAt, tooLargeCur string
 	stalled                 bool
-	floor                   string
-	afterWait               time.Duration
-	afterAttempt            bool
 }
 
 // tokenSet is a set of continue tokens: the first few in place (most lists
@@ -347,297 +341,6 @@ func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttem
 	return c.sent
 }
 
-// Next decides what follows the answer to the request in flight: it
-// verifies the answer, charges the budget, looks the situation up in the
-// table, and returns the end of the call or the finished next request.
-//
-//	send -> Next -> (Done | hand the page over | wait Next.Wait -> send Next.Next)
-func (c *Call) Next(a Answer) Step {
-	c.requests++
-	sent, q := c.sent, c.sent.Query
-
-	// Verify: every field is the server's.
-	class, evidence := c.verify(a)
-
-	// Look up: the situation, with the budget charged for hidden retries.
-	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
-	if class == fallback.TooLargeRV && sent.Purpose == PurposePage && a.Err != nil {
-		c.noteTooLarge(q, a.Err)
-	}
-	s.WatchCacheStuck = class == fallback.TooLargeRV && (c.stalled || c.cfg.Beliefs != nil && c.cfg.Beliefs.WatchCacheStuck())
-	if q.Continue != "" {
-		s.Semantic = c.first.Semantic
-	}
-	if sent.Purpose != PurposePage {
-		s.Match = MatchHonoured
-	}
-	b := budgetOf[class]
-	if s.HasContinue && class == fallback.Gone {
-		b = restartBudget
-	}
-	if ra, _ := fallback.RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
-		// Counted: client-go's retries inside this request.
-		c.used[b] += a.WireRequests - 1
-	} else if b != noBudget && a.WireRequests == 0 && ra > 0 {
-		// Not counted: one hidden attempt costs at least its Retry-After; a
-		// too-large answer also waits in the watch cache (up to 3s) before
-		// it is sent.
-		per := ra
-		if class == fallback.TooLargeRV {
-			per += watchCacheTooLargeWait
-		}
-		c.used[b] += min(int(a.Elapsed/per), 10)
-	}
-	if b != noBudget && c.bo == nil {
-		c.bo = c.p.Backoff.New() // the call's one backoff sequence, made at its first failure
-	}
-	s.AttemptsLeft = b != noBudget && c.used[b] < c.limits[b] &&
-		(b != backoffBudget || c.bo.GetElapsedTime() < c.p.Backoff.MaxElapsedTime)
-	d := decide(s, c.p)
-	st := Step{Action: d.Action, Reason: d.Reason, Source: d.Source, Row: d.index, Situation: s, Class: class}
-	ev := fallback.Event{Reason: d.Reason, Action: d.Action, Attempt: c.requests, Class: class, Before: q, Err: a.Err}
-	switch st.Evidence = evidence; evidence {
-	case EvidenceIgnored:
-		c.learned = MatchIgnored
-	case EvidenceHonoured:
-		c.learned = MatchHonoured
-	}
-	if a.NotAList {
-		st.Action, st.Reason, st.Row, ev.Action, ev.Reason = fallback.Fail, fallback.ReasonNotAList, -1, fallback.Fail, fallback.ReasonNotAList
-	}
-	if sent.Purpose == PurposePage && st.Action != fallback.Accept {
-		c.futile++
-	}
-
-	// Act: the answer of a probe.
-	if sent.Purpose != PurposePage {
-		ev.Before = c.after
-		var checked decision
-		if st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV && a.ServedRV != "" {
-			checked = c.decideChecked() // the page's own row, now that its version is known to exist
-		}
-		switch {
-		case st.Action == fallback.Accept && a.ServedRV == "":
-			st.Action, st.Reason, st.Row, ev.Err = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1, ErrNoListResourceVersion
-			ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
-		case checked.Action == fallback.FallbackMostRecent:
-			// The requested version exists, out of this watch cache's reach.
-			c.rvChecked = true
-			st.Action, st.Reason, st.Source, st.Row, ev = checked.Action, checked.Reason, checked.Source, checked.index, c.afterEvent
-			ev.Detail = fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s", c.after.ResourceVersion, a.ServedRV, c.stuckDetailFor())
-			st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: c.first.Limit}, 0, true)
-		case st.Action == fallback.Accept && sent.Purpose == PurposeCurrentRV:
-			// The requested version exists: a lagging member; wait and resend.
-			c.rvChecked = true
-			st.Action, st.Reason, ev = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait, c.afterEvent
-			ev.Detail = strings.TrimPrefix(fmt.Sprintf("resourceVersion %s exists (the server's current is %s); %s; waiting %s",
-				c.after.ResourceVersion, a.ServedRV, ev.Detail, c.afterWait.Round(time.Millisecond)), "; ")
-			ev.Detail = strings.Replace(ev.Detail, "; ; ", "; ", 1)
-			st.Next = c.request(PurposePage, c.after, c.afterWait, false)
-		case st.Action == fallback.Accept:
-			rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
-			if c.floor != "" && fallback.CompareRV(rv, c.floor) == fallback.Older {
-				rv, where = c.floor, "the floor (newest "+rv+" is older)" // never back in time
-			}
-			if c.tried == nil {
-				c.tried = map[string]bool{}
-			}
-			c.tried[rv] = true
-			next := c.after
-			next.ResourceVersion = rv
-			st.Action, st.Reason, ev = c.afterEvent.Action, c.afterEvent.Reason, c.afterEvent
-			ev.Detail = strings.TrimSuffix("newer resourceVersion "+rv+" from "+where+"; "+ev.Detail, "; ")
-			st.Next = c.request(PurposePage, next, c.afterWait, c.afterAttempt)
-		case st.Action == fallback.Backoff || st.Action == fallback.WaitRetryAfter:
-			c.used[b]++
-			ra, _ := fallback.RetryAfter(a.Err)
-			wait := max(min(c.bo.NextBackOff(), c.p.Backoff.Max), min(ra, c.p.MaxRetryAfter))
-			st.Next = c.request(sent.Purpose, fallback.Query{}, wait, false)
-			ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
-		case st.Reason != fallback.ReasonRVNewerThanServer:
-			st.Action, st.Reason, st.Row = fallback.Fail, fallback.ReasonNewerRVProbeFailed, -1
-			ev.Detail = fmt.Sprintf("the limit=1 read of the current resourceVersion failed (%s)", class)
-		}
-		ev.Reason, ev.Action, ev.After = st.Reason, st.Action, st.Next.Query
-		if st.Next.Purpose != PurposePage {
-			ev.Reason, ev.Action = fallback.ReasonNewerRVProbeRetry, fallback.Backoff
-		}
-		e := ev
-		st.Done, st.Event = st.Action.IsFailure(), &e
-		return st
-	}
-
-	// Act: a page.
-	switch {
-	case st.Action == fallback.Accept:
-		if c.snapshot == "" {
-			c.snapshot = a.ServedRV
-		}
-		c.handed++
-		st.Accept, st.Served, st.SnapshotRV = true, c.first, c.snapshot
-		if a.Continue == "" {
-			st.Done = true
-			return st
-		}
-		c.seen.add(a.Continue)
-		// Each continuation page asks for twice the previous page's limit,
-		// up to MaxPageSize objects and, when MaxPageBytes > 0, only while
-		// the previous page's objects say the next stays within it.
-		limit := sent.Options.Limit
-		if limit <= 0 {
-			limit = c.cfg.PageSize // a continue token on an unlimited list: a continue request needs a limit
-		}
-		if c.cfg.MaxPageSize > limit {
-			next := min(2*limit, c.cfg.MaxPageSize)
-			if c.cfg.MaxPageBytes > 0 && a.PageBytes > 0 && a.Items > 0 {
-				next = min(next, max(limit, c.cfg.MaxPageBytes/max(a.PageBytes/int64(a.Items), 1)))
-			}
-			limit = next
-		}
-		st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: limit, Continue: a.Continue}, 0, false)
-		return st
-	case st.Action.IsFailure():
-		switch st.Reason {
-		case fallback.ReasonServedOlderExhausted:
-			ev.Detail = fmt.Sprintf("served %s, requested not older than %s", a.ServedRV, c.requested.ResourceVersion)
-		case fallback.ReasonContinueRepeated:
-			ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s were handed over before the repeat", c.handed, c.snapshot)
-		}
-		e := ev
-		st.Done, st.Event, st.Served, st.SnapshotRV = true, &e, c.first, c.snapshot
-		return st
-	case c.cfg.MaxRequests > 0 && c.futile >= c.cfg.MaxRequests:
-		ev.Reason, ev.Action, ev.Detail = fallback.ReasonMaxRequests, fallback.Fail, fmt.Sprintf("%d requests delivered no page (Options.MaxRequests)", c.futile)
-		e := ev
-		st.Action, st.Reason, st.Row, st.Done, st.Event = fallback.Fail, fallback.ReasonMaxRequests, -1, true, &e
-		return st
-	}
-	c.used[b]++
-
-	// A restart voids the pages handed over, if the caller allows it.
-	restart := d.Action == fallback.RestartListNewerRV || d.Action == fallback.RestartListUnpaginated
-	refuse := ""
-	switch {
-	case restart && c.requested.Continue != "":
-		refuse = "the caller's continue token expired; its first page is unknown, so the list cannot restart"
-	case restart && c.handed > 0 && !c.cfg.CanVoidPages:
-		refuse = fmt.Sprintf("%d page(s) of snapshot %s were handed over and the caller did not allow a restart (OnRestart)", c.handed, c.snapshot)
-	case restart && c.handed > 0:
-		st.VoidPages = true
-		ev.Detail = fmt.Sprintf("%d page(s) of snapshot %s voided", c.handed, c.snapshot)
-	}
-	if refuse != "" {
-		st.Action, st.Reason, st.Row, st.Done = fallback.Fail, fallback.ReasonRestartNotAllowed, -1, true
-		ev.Action, ev.Reason, ev.Detail = st.Action, st.Reason, refuse
-		e := ev
-		st.Event = &e
-		return st
-	}
-
-	// The next request. The floor below which no fallback may go is the
-	// requested resourceVersion, raised to the snapshot already handed over
-	// (a restart never serves an older snapshot than pages the caller saw).
-	first := c.first
-	floor := first.ResourceVersion
-	if c.handed > 0 && (floor == "" || fallback.CompareRV(c.snapshot, floor) == fallback.Newer) {
-		floor = c.snapshot
-	}
-	var next fallback.Query
-	switch d.Action {
-	case fallback.WaitRetryAfter, fallback.Backoff, fallback.CheckRVExists:
-		next = q
-	case fallback.RetryNewerRV, fallback.RestartListNewerRV:
-		next = fallback.Query{Semantic: first.Semantic, Limit: first.Limit}
-		if d.Action == fallback.RetryNewerRV || first.Semantic == fallback.NotOlderThan || first.Semantic == fallback.Any && c.handed > 0 && floor != "" {
-			// Any may be served older than the pages already handed over.
-			next.Semantic = fallback.NotOlderThan
-		}
-	case fallback.FallbackMostRecent:
-		next = fallback.Query{Semantic: fallback.MostRecent, Limit: first.Limit}
-	case fallback.RetryWithLimit:
-		next = first.WithLimit(c.cfg.PageSize)
-	case fallback.RestartListUnpaginated:
-		next = first
-		next.Limit, next.Continue = 0, ""
-	}
-	var wait time.Duration
-	switch d.Action {
-	case fallback.WaitRetryAfter, fallback.Backoff, fallback.RetryNewerRV, fallback.CheckRVExists:
-		ra, _ := fallback.RetryAfter(a.Err)
-		wait = min(ra, c.p.MaxRetryAfter)
-		if d.Action != fallback.WaitRetryAfter || ra <= 0 {
-			wait = max(min(c.bo.NextBackOff(), c.p.Backoff.Max), wait)
-		}
-		if d.Action != fallback.Backoff && ra > 0 {
-			ev.Detail = strings.TrimPrefix(ev.Detail+"; "+fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter), "; ")
-		}
-	}
-	newAttempt := d.Action != fallback.WaitRetryAfter && d.Action != fallback.Backoff && d.Action != fallback.CheckRVExists
-	leaves := d.Action == fallback.FallbackMostRecent || d.Action == fallback.RestartListNewerRV || d.Action == fallback.RestartListUnpaginated
-	if first.Semantic == fallback.Exact && leaves || d.Action == fallback.RetryNewerRV && first.Semantic != fallback.NotOlderThan ||
-		d.Action == fallback.RetryWithLimit && first.Semantic != fallback.Exact {
-		// The table never pairs these (TestTableExhaustive): Exact never leaves its snapshot.
-		st.Action, st.Reason, st.Source, st.Row, st.Done = fallback.Fail, fallback.ReasonUnexpectedObservation, "no follow-up request exists for this action and semantic", -1, true
-		ev.Action, ev.Reason = st.Action, st.Reason
-		e := ev
-		st.Event = &e
-		return st
-	}
-
-	switch {
-	case d.Action == fallback.CheckRVExists:
-		// Read the current resourceVersion at once; the wait comes after.
-		c.after, c.afterWait, c.afterEvent, c.afterSit = q, wait, ev, st.Situation
-		c.afterEvent.Action, c.afterEvent.Reason = fallback.WaitRetryAfter, fallback.ReasonTooLargeWait
-		ev.Detail = "reading the server's current resourceVersion: a requested one newer than it was never handed out"
-		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
-		ev.After = st.Next.Query
-		e := ev
-		st.Event = &e
-		return st
-	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
-		if f := c.cfg.LastObserved; f != nil {
-			if h := f(); h != "" && !c.tried[h] && (floor == "" || fallback.CompareRV(h, floor) == fallback.Newer) {
-				if c.tried == nil {
-					c.tried = map[string]bool{}
-				}
-				c.tried[h] = true
-				next.ResourceVersion = h
-				ev.Detail = strings.TrimSuffix("newer resourceVersion "+h+" from the caller's last observed resourceVersion; "+ev.Detail, "; ")
-				break
-			}
-		}
-		if next.ResourceVersion == "" {
-			// The probe is a request of its own; the event waits for its answer.
-			c.after, c.afterWait, c.afterEvent, c.floor, c.afterAttempt = next, 0, ev, floor, newAttempt
-			if wait > 0 {
-				c.afterEvent.Detail = strings.TrimPrefix(c.afterEvent.Detail+"; waited "+wait.Round(time.Millisecond).String(), "; ")
-			}
-			st.Next = c.request(PurposeNewerRV, fallback.Query{}, wait, false)
-			return st
-		}
-	}
-	st.Next = c.request(PurposePage, next, wait, newAttempt)
-	ev.After = next
-	if d.Reason == fallback.ReasonTooLargeCacheStuck {
-		ev.Detail = c.stuckDetailFor()
-	}
-	if wait > 0 {
-		ev.Detail = strings.TrimPrefix(ev.Detail+"; waiting "+wait.Round(time.Millisecond).String(), "; ")
-	}
-	e := ev
-	st.Event = &e
-	return st
-}
-
-// decideChecked is the table's row for the too-large page a CheckRVExists
-// read was sent for, now that the read showed its resourceVersion exists.
-func (c *Call) decideChecked() decision {
-	s := c.afterSit
-	s.RVChecked = true
-	return decide(s, c.p)
-}
-
 // Evidence is what a response proves about resourceVersionMatch support.
 type Evidence int
 
@@ -709,8 +412,8 @@ func (c *Call) verify(a Answer) (fallback.Class, Evidence) {
 		// requested one is out of reach when no server could write up to it
 		// within the rest of the too-large budget (maxRevisionsPerSecond).
 		cur, cerr := strconv.ParseUint(a.ServedRV, 10, 64)
-		want, werr := strconv.ParseUint(c.after.ResourceVersion, 10, 64)
-		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.afterWait + watchCacheTooLargeWait)
+		want, werr := strconv.ParseUint(c.probe.page.ResourceVersion, 10, 64)
+		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.probe.wait + watchCacheTooLargeWait)
 		if cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond) {
 			class = fallback.ServedOlder
 		}

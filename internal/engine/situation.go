@@ -47,6 +47,12 @@ const (
 	OpRelist
 	// OpWatch: a reflector's watch failed.
 	OpWatch
+	// OpNewerRV: the limit=1 MostRecent read of a list call that needs a
+	// newer resourceVersion (rule 1, list restarts).
+	OpNewerRV
+	// OpCurrentRV: the same read, sent to learn whether a "too large"
+	// resourceVersion exists at all (CheckRVExists).
+	OpCurrentRV
 )
 
 func (o Op) String() string {
@@ -55,6 +61,10 @@ func (o Op) String() string {
 		return "relist"
 	case OpWatch:
 		return "watch"
+	case OpNewerRV:
+		return "newer-rv-read"
+	case OpCurrentRV:
+		return "current-rv-read"
 	}
 	return "page"
 }
@@ -86,9 +96,22 @@ type Situation struct {
 	// reach until then (compat.WatchCacheProgress is No, or two "too large"
 	// answers to one request reported the same current resourceVersion).
 	WatchCacheStuck bool
+	// NotAList: a 200 whose body has no ListMeta (OpPage; its class is Other).
+	NotAList bool
+	// RequestsLeft: Config.MaxRequests is not reached by the page answers
+	// that delivered no page, this one counted (OpPage).
+	RequestsLeft bool
+	// RestartAllowed: a restart may start the list again: the caller gave no
+	// continue token of its own, and no page was handed over or the caller
+	// allows them voided (OpPage).
+	RestartAllowed bool
+	// ListRV: the answer's ListMeta has a resourceVersion (OpNewerRV,
+	// OpCurrentRV).
+	ListRV bool
 }
 
 func (s Situation) String() string {
-	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t}",
-		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked, s.WatchCacheStuck)
+	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t notAList=%t requestsLeft=%t restartAllowed=%t listRV=%t}",
+		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked, s.WatchCacheStuck,
+		s.NotAList, s.RequestsLeft, s.RestartAllowed, s.ListRV)
 }

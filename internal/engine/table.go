@@ -30,6 +30,12 @@ type when struct {
 	mostRecentFallback []bool
 	continueExpired    []ContinueExpiredPolicy
 	tooLarge           []TooLargePolicy
+	// The call's own conditions (OpPage) and the limit=1 reads' (OpNewerRV,
+	// OpCurrentRV).
+	notAList       []bool
+	requestsLeft   []bool
+	restartAllowed []bool
+	listRV         []bool
 }
 
 func (w when) matches(s Situation, p Policy) bool {
@@ -43,7 +49,11 @@ func (w when) matches(s Situation, p Policy) bool {
 		(w.cacheStuck == nil || slices.Contains(w.cacheStuck, s.WatchCacheStuck)) &&
 		(w.mostRecentFallback == nil || slices.Contains(w.mostRecentFallback, !p.DisableMostRecentFallback)) &&
 		(w.continueExpired == nil || slices.Contains(w.continueExpired, p.ContinueExpired)) &&
-		(w.tooLarge == nil || slices.Contains(w.tooLarge, p.TooLargeAfterBudget))
+		(w.tooLarge == nil || slices.Contains(w.tooLarge, p.TooLargeAfterBudget)) &&
+		(w.notAList == nil || slices.Contains(w.notAList, s.NotAList)) &&
+		(w.requestsLeft == nil || slices.Contains(w.requestsLeft, s.RequestsLeft)) &&
+		(w.restartAllowed == nil || slices.Contains(w.restartAllowed, s.RestartAllowed)) &&
+		(w.listRV == nil || slices.Contains(w.listRV, s.ListRV))
 }
 
 // Wait says whether a reflector waits before the request a row leads to
@@ -111,16 +121,25 @@ var (
 	srcRepeated = SourceChunks + ": each continue token names the next chunk; a token handed out twice is a loop (apache/iceberg-go#1484, boto/botocore#3778)"
 )
 
-// table is every decision of a list call, one row per rule. Rows are
-// disjoint: for every (Situation, Policy) exactly one row matches (the
-// exhaustive test enumerates them all), so the order does not matter. It is
-// read through Rows (a copy): nothing outside this file can change it.
-var table = []Row{
+// table is every decision of a list call and of a reflector step, one row
+// per rule. Rows are disjoint: for every (Situation, Policy) exactly one row
+// matches (the exhaustive test enumerates them all), so the order does not
+// matter. It is read through Rows (a copy): nothing outside this file can
+// change it. It is the rules below (rules), with the call's own limits
+// applied to every follow-up row (withCallLimits), then the limit=1 reads'
+// rows (probeRows).
+var table = append(withCallLimits(rules), probeRows...)
+
+// rules are the rows of KEP-2523 and the API Concepts page, before the
+// call's own limits.
+var rules = []Row{
 	// Success and errors that are never retried.
 	{when{classes: cls(OK)}, Accept, ReasonOK, SourceResourceVersions + ", Semantics for get and list", WaitByAction},
 	{when{classes: cls(Canceled)}, Fail, ReasonContextDone, "the caller's context ended; never retried", WaitByAction},
 	{when{classes: cls(Invalid)}, Fail, ReasonInvalid, SourceResourceVersions + ", list table: Invalid, HTTP 400 Bad Request", WaitByAction},
-	{when{classes: cls(Forbidden, NotFound, Other)}, Fail, ReasonNotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
+	{when{classes: cls(Forbidden, NotFound)}, Fail, ReasonNotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
+	{when{classes: cls(Other), notAList: no}, Fail, ReasonNotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
+	{when{classes: cls(Other), notAList: yes}, Fail, ReasonNotAList, SourceResourceVersions + `: a list's answer carries ListMeta (metadata.resourceVersion, continue); a 200 without it is not a list`, WaitByAction},
 
 	// 429 / 5xx / transport: bounded jittered backoff.
 	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, ReasonThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
@@ -210,6 +229,57 @@ const (
 	reasonWatchError ReasonCode = "watch-error"
 )
 
+const (
+	srcMaxRequests = "Options.MaxRequests bounds the requests that deliver no page: a server that answers every request with a retryable failure costs a bounded number of requests"
+	srcRestart     = SourceChunks + ": a restart starts from the first page; pages of the old snapshot already handed over are void only if the caller allows it (OnRestart), and a caller's own continue token names no first page"
+	srcProbe       = SourceKEP2523 + `, Backward Compatibility: "the client might retry with a newer resourceVersion"; a limit=1 MostRecent list reads the newest one (its ListMeta.resourceVersion)`
+)
+
+// withCallLimits applies the call's own limits to the list rules: every row
+// of OpPage that sends a follow-up request becomes two, one for a call with
+// requests left (Config.MaxRequests) and one failing with
+// ReasonMaxRequests; a restart row becomes two again, one for a call that
+// may restart and one failing with ReasonRestartNotAllowed.
+func withCallLimits(rows []Row) []Row {
+	var out []Row
+	for _, r := range rows {
+		if r.when.op != OpPage || r.Action == Accept || r.Action.IsFailure() {
+			out = append(out, r)
+			continue
+		}
+		spent := r
+		spent.when.requestsLeft, spent.Action, spent.Reason, spent.Source = no, Fail, ReasonMaxRequests, srcMaxRequests
+		r.when.requestsLeft = yes
+		if r.Action == RestartListNewerRV || r.Action == RestartListUnpaginated {
+			refused := r
+			refused.when.restartAllowed, refused.Action, refused.Reason, refused.Source = no, Fail, ReasonRestartNotAllowed, srcRestart
+			r.when.restartAllowed = yes
+			out = append(out, r, refused, spent)
+			continue
+		}
+		out = append(out, r, spent)
+	}
+	return out
+}
+
+// probeRows answer a limit=1 MostRecent read (OpNewerRV, OpCurrentRV): the
+// read the call sends for a newer resourceVersion (rule 1, list restarts) or
+// to learn whether a "too large" one exists (CheckRVExists).
+var probeRows = func() []Row {
+	var out []Row
+	for _, op := range []Op{OpNewerRV, OpCurrentRV} {
+		out = append(out,
+			Row{when{op: op, classes: cls(OK), listRV: yes}, Accept, ReasonOK, srcProbe, WaitByAction},
+			Row{when{op: op, classes: cls(OK), listRV: no}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; an answer without ListMeta.resourceVersion names none", WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, ReasonNewerRVProbeRetry, srcProbe + "; retried after a backoff (Policy.Backoff)", WaitByAction},
+			Row{when{op: op, classes: cls(ServedOlder)}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: a consistent read older than the requested resourceVersion proves it was never handed out`, WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+			Row{when{op: op, classes: cls(Canceled, Invalid, Forbidden, NotFound, Other, Gone, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; any other failure ends the call", WaitByAction},
+		)
+	}
+	return out
+}()
+
 // Rows returns a copy of the table, for docs and tests.
 func Rows() []Row { return slices.Clone(table) }
 
@@ -276,6 +346,10 @@ func (r Row) Pattern() string {
 	cond("rvChecked", w.rvChecked)
 	cond("watchCacheStuck", w.cacheStuck)
 	cond("mostRecentFallbackAllowed", w.mostRecentFallback)
+	cond("notAList", w.notAList)
+	cond("requestsLeft", w.requestsLeft)
+	cond("restartAllowed", w.restartAllowed)
+	cond("listRV", w.listRV)
 	list("Policy.ContinueExpired", names(w.continueExpired))
 	list("Policy.TooLargeAfterBudget", names(w.tooLarge))
 	return strings.Join(parts, " ")

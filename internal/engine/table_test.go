@@ -13,7 +13,44 @@ import (
 
 // expected is an independent reading of KEP-2523 and the API Concepts tables, written as plain control
 // flow (not as patterns), that the table must agree with cell by cell.
-func expected(s Situation, p Policy) Action {
+func expected(s Situation, p Policy) (Action, ReasonCode) {
+	switch s.Op {
+	case OpNewerRV, OpCurrentRV: // a limit=1 MostRecent read
+		switch s.Class {
+		case OK:
+			if s.ListRV {
+				return Accept, ""
+			}
+			return Fail, ReasonNewerRVProbeFailed
+		case Throttled, ServerError, Transport, NoAnswer, TooLargeRV:
+			if s.AttemptsLeft {
+				return Backoff, ReasonNewerRVProbeRetry
+			}
+		case ServedOlder:
+			return Fail, ReasonRVNewerThanServer
+		}
+		return Fail, ReasonNewerRVProbeFailed
+	case OpRelist, OpWatch:
+		return expectedRule(s, p), ""
+	}
+	if s.NotAList && s.Class == Other {
+		return Fail, ReasonNotAList
+	}
+	a := expectedRule(s, p)
+	switch {
+	case a == Accept || a.IsFailure():
+		return a, ""
+	case !s.RequestsLeft: // Options.MaxRequests
+		return Fail, ReasonMaxRequests
+	case (a == RestartListNewerRV || a == RestartListUnpaginated) && !s.RestartAllowed:
+		return Fail, ReasonRestartNotAllowed
+	}
+	return a, ""
+}
+
+// expectedRule is the reading of the sources alone, before the call's own
+// limits.
+func expectedRule(s Situation, p Policy) Action {
 	c := s.Class
 	switch s.Op {
 	case OpRelist: // the reflector's list call failed
@@ -118,18 +155,39 @@ func expected(s Situation, p Policy) Action {
 	panic(fmt.Sprintf("unhandled class %v", c))
 }
 
+// allSituations enumerates every situation: every field a row of the op
+// may match varies, the others stay zero (TestTableRowsCiteSources checks
+// that no row matches a field its op does not vary).
 func allSituations() []Situation {
 	var out []Situation
-	for op := OpPage; op <= OpWatch; op++ {
+	bools := []bool{false, true}
+	for op := OpPage; op <= OpCurrentRV; op++ {
+		pageOnly, probeOnly := []bool{false}, []bool{false}
+		if op == OpPage {
+			pageOnly = bools
+		}
+		if op == OpNewerRV || op == OpCurrentRV {
+			probeOnly = bools
+		}
 		for sem := MostRecent; sem <= Exact; sem++ {
-			for _, lim := range []bool{false, true} {
-				for _, cont := range []bool{false, true} {
+			for _, lim := range bools {
+				for _, cont := range bools {
 					for m := MatchUnknown; m <= MatchIgnored; m++ {
 						for _, c := range Classes() {
-							for _, left := range []bool{false, true} {
-								for _, checked := range []bool{false, true} {
-									for _, stuck := range []bool{false, true} {
-										out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c, AttemptsLeft: left, RVChecked: checked, WatchCacheStuck: stuck})
+							for _, left := range bools {
+								for _, checked := range bools {
+									for _, stuck := range bools {
+										for _, notAList := range pageOnly {
+											for _, reqs := range pageOnly {
+												for _, restart := range pageOnly {
+													for _, listRV := range probeOnly {
+														out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c,
+															AttemptsLeft: left, RVChecked: checked, WatchCacheStuck: stuck,
+															NotAList: notAList, RequestsLeft: reqs, RestartAllowed: restart, ListRV: listRV})
+													}
+												}
+											}
+										}
 									}
 								}
 							}
@@ -181,8 +239,8 @@ func TestTableExhaustive(t *testing.T) {
 			if d.index != matched[0] {
 				t.Fatalf("%v: decide chose row %d, matching row is %d", s, d.index, matched[0])
 			}
-			if want := expected(s, p); d.Action != want {
-				t.Errorf("%v policy %+v: table says %v (%s), the sources say %v", s, p, d.Action, d.Reason, want)
+			if want, reason := expected(s, p); d.Action != want || reason != "" && d.Reason != reason {
+				t.Errorf("%v policy %+v: table says %v (%s), the sources say %v (%s)", s, p, d.Action, d.Reason, want, reason)
 			}
 			checkSafety(t, s, p, d)
 		}
@@ -192,7 +250,8 @@ func TestTableExhaustive(t *testing.T) {
 			t.Errorf("row %d (%s) never matches: dead rule", i, table[i].Reason)
 		}
 	}
-	if n != 3*4*2*2*3*len(Classes())*2*2*2*12 {
+	perOp := 4 * 2 * 2 * 3 * len(Classes()) * 2 * 2 * 2 * 12
+	if n != perOp*(8+1+1+2+2) {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -202,8 +261,16 @@ func checkSafety(t *testing.T, s Situation, p Policy, d decision) {
 	t.Helper()
 	// Only a plain OK is ever accepted: never a mismatched Exact, never data
 	// older than requested, never an error.
-	if d.Action == Accept && s.Class != OK || s.Op != OpPage && d.Action.IsFailure() {
+	if d.Action == Accept && s.Class != OK {
 		t.Errorf("%v: accepts class %v", s, s.Class)
+	}
+	// A reflector never gives up: it relists or watches again.
+	if (s.Op == OpRelist || s.Op == OpWatch) && d.Action.IsFailure() {
+		t.Errorf("%v: a reflector row fails", s)
+	}
+	// The follow-up queries exist only for these pairs (Call.nextQuery).
+	if s.Op == OpPage && (d.Action == RetryNewerRV && s.Semantic != NotOlderThan || d.Action == RetryWithLimit && s.Semantic != Exact) {
+		t.Errorf("%v: %v has no follow-up query for %v", s, d.Action, s.Semantic)
 	}
 	// Exact never falls back to another semantic or snapshot.
 	if s.Op == OpPage && s.Semantic == Exact {
@@ -226,8 +293,13 @@ func TestTableRowsCiteSources(t *testing.T) {
 		if r.Action != Accept && r.Action.IsFallback() != (r.Action != Fail && r.Action != FailExactUnavailable && r.Action != Backoff && r.Action != WaitRetryAfter) {
 			t.Errorf("row %d: %v is not classified as a fallback consistently", i, r.Action)
 		}
-		if (r.when.op == OpPage) != (r.Wait == WaitByAction) {
+		listRow := r.when.op == OpPage || r.when.op == OpNewerRV || r.when.op == OpCurrentRV
+		if listRow != (r.Wait == WaitByAction) {
 			t.Errorf("row %d: a list row's wait follows its action; a reflector row states its wait", i)
+		}
+		if r.when.op != OpPage && (r.when.notAList != nil || r.when.requestsLeft != nil || r.when.restartAllowed != nil) ||
+			r.when.op != OpNewerRV && r.when.op != OpCurrentRV && r.when.listRV != nil {
+			t.Errorf("row %d matches a field allSituations does not vary for op %s", i, r.when.op)
 		}
 		if len(r.when.classes) == 0 {
 			t.Errorf("row %d matches every class", i)

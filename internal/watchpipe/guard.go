@@ -268,20 +268,7 @@ func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOpti
 			if unstamped {
 				last, unstamped = time.Now(), false
 			}
-			switch {
-			case expected >= 0 && events >= expected:
-				bound = o.AfterCount
-			case expected >= 0 && events > 0:
-				// Still sending what was counted: a pause, not a lost bookmark.
-				// (The timer is re-armed lazily to the longer bound.) With no
-				// initial event at all the server may be ignoring
-				// sendInitialEvents (an aggregated API on an old library), so
-				// Timeout applies, unless the stream is from MostRecent, where
-				// that server would be sending ADDED events too.
-				bound = o.BeforeCount
-			case expected > 0 && o.FromMostRecent:
-				bound = o.BeforeCount
-			}
+			bound = o.quietBound(bound, expected, events)
 			select {
 			case <-stop:
 				return InitialEventsStopped, ""
@@ -308,10 +295,7 @@ func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOpti
 			}
 		}
 		if !ok {
-			if events > 0 {
-				return InitialEventsCut, fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey)
-			}
-			return InitialEventsClosed, "the watch ended before any event"
+			return endedEarly(events)
 		}
 		switch ev.Type {
 		case watch.Added:
@@ -340,6 +324,36 @@ func awaitInitialEvents(stop <-chan struct{}, in <-chan watch.Event, o GuardOpti
 			timer.Reset(o.AfterCount)
 		}
 	}
+}
+
+// quietBound is how long a quiet stream is waited for, with expected
+// initial events counted (-1: not known) and events received; bound is the
+// one in force.
+func (o GuardOptions) quietBound(bound time.Duration, expected, events int) time.Duration {
+	switch {
+	case expected >= 0 && events >= expected:
+		return o.AfterCount
+	case expected >= 0 && events > 0:
+		// Still sending what was counted: a pause, not a lost bookmark.
+		// (The timer is re-armed lazily to the longer bound.) With no
+		// initial event at all the server may be ignoring
+		// sendInitialEvents (an aggregated API on an old library), so
+		// Timeout applies, unless the stream is from MostRecent, where
+		// that server would be sending ADDED events too.
+		return o.BeforeCount
+	case expected > 0 && o.FromMostRecent:
+		return o.BeforeCount
+	}
+	return bound
+}
+
+// endedEarly is the outcome of a stream that ended after events initial
+// events, before its initial-events-end bookmark.
+func endedEarly(events int) (InitialEventsOutcome, string) {
+	if events > 0 {
+		return InitialEventsCut, fmt.Sprintf("the watch ended after %d event(s) without the %s bookmark", events, metav1.InitialEventsAnnotationKey)
+	}
+	return InitialEventsClosed, "the watch ended before any event"
 }
 
 // Relay is the watch.Interface an adopter hands out in place of an inner

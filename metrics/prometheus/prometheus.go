@@ -17,12 +17,17 @@
 //	steadywatch_bookmarks_total{name}                         counter: BOOKMARK events received
 //	steadywatch_items{name}                                   gauge:   objects the reflector's store reflects
 //	steadywatch_resource_version_last_advance_timestamp_seconds{name}  gauge: Unix time of the last resourceVersion advance
-//	steadywatch_seconds_since_resource_version_advance{name}  gauge:   seconds since then, computed at scrape time
 //	steadywatch_consistency_checks_total{name,result}         counter: consistency checks by result (ok, mismatch, error)
 //	steadywatch_transitions_total{name,from,to,reason}        counter: reflector state machine transitions
 //	steadywatch_store_resource_version{name}                  gauge:   the resourceVersion a store reflects (KEP-5647's store_resource_version)
 //	steadywatch_read_wait_seconds{name,outcome}               histogram: reads that waited for the cache to hold the reader's own write, by how they ended (cache, server)
 //	steadywatch_read_fallbacks_total{name,reason}             counter: reads answered by the server instead of the cache, by reason (bound, incomparable)
+//
+// The staleness of a reflector is time() minus the timestamp, computed where
+// it is queried (Prometheus' convention: export when something happened, not
+// how long ago), e.g. an alert on
+//
+//	time() - steadywatch_resource_version_last_advance_timestamp_seconds > 600
 //
 // Label cardinality is bounded: semantic, outcome, reason, cause, result and
 // states are small fixed sets chosen by steadywatch; name is chosen by the user.
@@ -51,8 +56,7 @@ type Recorder struct {
 	watchRestarts     *prometheus.CounterVec
 	bookmarks         *prometheus.CounterVec
 	items             *prometheus.GaugeVec
-	rvAdvanced        *prometheus.GaugeVec
-	sinceAdvance      *sinceCollector
+	lastAdvance       *timestampCollector
 	consistencyChecks *prometheus.CounterVec
 	transitions       *prometheus.CounterVec
 	gateWaits         *prometheus.CounterVec
@@ -105,12 +109,10 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 		watchRestarts: counter("watch_restarts_total", "Watch restarts, by reason.", "name", "reason"),
 		bookmarks:     counter("bookmarks_total", "BOOKMARK watch events received.", "name"),
 		items:         gauge("items", "Objects the reflector's store reflects.", "name"),
-		rvAdvanced:    gauge("resource_version_last_advance_timestamp_seconds", "Unix time at which the reflector's resourceVersion last advanced.", "name"),
-		sinceAdvance: &sinceCollector{
-			desc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "seconds_since_resource_version_advance"),
-				"Seconds since the reflector's resourceVersion last advanced, computed at scrape time.", []string{"name"}, nil),
-			at:  map[string]time.Time{},
-			now: time.Now,
+		lastAdvance: &timestampCollector{
+			desc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "resource_version_last_advance_timestamp_seconds"),
+				"Unix time at which the reflector's resourceVersion last advanced.", []string{"name"}, nil),
+			at: map[string]time.Time{},
 		},
 		consistencyChecks: counter("consistency_checks_total", "Consistency checks of a reflector's store against an Exact list, by result (ok, mismatch, error).", "name", "result"),
 		transitions:       counter("transitions_total", "Reflector state machine transitions.", "name", "from", "to", "reason"),
@@ -142,11 +144,10 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 }
 
 // Collectors returns the Recorder's collectors, one per Recorder method
-// (ResourceVersionAdvanced has two: the timestamp and the seconds-since
-// gauge; ListGateWait two: the waits and the seconds waited).
+// (ListGateWait has two: the waits and the seconds waited).
 func (r *Recorder) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lists, r.fallbacks, r.relists, r.watchRestarts, r.bookmarks,
-		r.items, r.rvAdvanced, r.sinceAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared, r.gateOverdue,
+		r.items, r.lastAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared, r.gateOverdue,
 		r.storeRV, r.readWait, r.readFallbacks}
 }
 
@@ -166,17 +167,18 @@ func (r *Recorder) adopt(mine, existing prometheus.Collector) {
 		}
 		return
 	}
-	for _, p := range []**prometheus.GaugeVec{&r.items, &r.rvAdvanced, &r.storeRV} {
-		if prometheus.Collector(*p) == mine {
-			if e, ok := existing.(*prometheus.GaugeVec); ok {
-				*p = e
-			}
-			return
+	for _, p := range []**prometheus.GaugeVec{&r.items, &r.storeRV} {
+		if prometheus.Collector(*p) != mine {
+			continue
 		}
+		if e, ok := existing.(*prometheus.GaugeVec); ok {
+			*p = e
+		}
+		return
 	}
-	if mine == prometheus.Collector(r.sinceAdvance) {
-		if e, ok := existing.(*sinceCollector); ok {
-			r.sinceAdvance = e
+	if mine == prometheus.Collector(r.lastAdvance) {
+		if e, ok := existing.(*timestampCollector); ok {
+			r.lastAdvance = e
 		}
 	}
 }
@@ -238,8 +240,7 @@ func (r *Recorder) Items(name string, n int) { r.items.WithLabelValues(name).Set
 
 // ResourceVersionAdvanced implements metrics.Recorder.
 func (r *Recorder) ResourceVersionAdvanced(name string, at time.Time) {
-	r.rvAdvanced.WithLabelValues(name).Set(float64(at.UnixNano()) / 1e9)
-	r.sinceAdvance.set(name, at)
+	r.lastAdvance.set(name, at)
 }
 
 // ConsistencyCheck implements metrics.Recorder.
@@ -252,18 +253,17 @@ func (r *Recorder) Transition(name, from, to, reason string) {
 	r.transitions.WithLabelValues(name, from, to, reason).Inc()
 }
 
-// sinceCollector exports, per name, the seconds elapsed since the last
-// resourceVersion advance, computed when scraped, so that a stuck reflector
-// shows a growing value without anyone calling the Recorder.
-type sinceCollector struct {
+// timestampCollector exports, per name, the Unix time of the newest time it
+// was given: a report older than one already seen (two goroutines reporting
+// out of order) does not move it back.
+type timestampCollector struct {
 	desc *prometheus.Desc
-	now  func() time.Time
 
 	mu sync.Mutex
 	at map[string]time.Time
 }
 
-func (c *sinceCollector) set(name string, at time.Time) {
+func (c *timestampCollector) set(name string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.at[name]; !ok || at.After(prev) {
@@ -271,13 +271,12 @@ func (c *sinceCollector) set(name string, at time.Time) {
 	}
 }
 
-func (c *sinceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *timestampCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
-func (c *sinceCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *timestampCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.now()
 	for name, at := range c.at {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, now.Sub(at).Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(at.UnixNano())/1e9, name)
 	}
 }

@@ -13,7 +13,6 @@ func TestRecorderExportsEveryMethod(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	r := New(reg, "")
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	r.sinceAdvance.now = func() time.Time { return t0.Add(90 * time.Second) }
 
 	r.List("v1/configmaps", "NotOlderThan", "ok")
 	r.List("v1/configmaps", "NotOlderThan", "ok")
@@ -56,9 +55,6 @@ steadywatch_items{name="v1/configmaps"} 7
 # HELP steadywatch_resource_version_last_advance_timestamp_seconds Unix time at which the reflector's resourceVersion last advanced.
 # TYPE steadywatch_resource_version_last_advance_timestamp_seconds gauge
 steadywatch_resource_version_last_advance_timestamp_seconds{name="v1/configmaps"} 1.735787045e+09
-# HELP steadywatch_seconds_since_resource_version_advance Seconds since the reflector's resourceVersion last advanced, computed at scrape time.
-# TYPE steadywatch_seconds_since_resource_version_advance gauge
-steadywatch_seconds_since_resource_version_advance{name="v1/configmaps"} 90
 # HELP steadywatch_consistency_checks_total Consistency checks of a reflector's store against an Exact list, by result (ok, mismatch, error).
 # TYPE steadywatch_consistency_checks_total counter
 steadywatch_consistency_checks_total{name="v1/configmaps",result="mismatch"} 1
@@ -81,19 +77,52 @@ steadywatch_list_gate_overdue_total{name="v1/configmaps"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected)); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
-		t.Fatalf("GatherAndCount = %d, %v; want 15 series", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 14 {
+		t.Fatalf("GatherAndCount = %d, %v; want 14 series", n, err)
 	}
 }
 
-func TestSecondsSinceAdvanceNeverGoesBackwards(t *testing.T) {
+func TestLastAdvanceTimestampNeverGoesBackwards(t *testing.T) {
 	r := New(nil, "x")
-	t0 := time.Unix(1000, 0)
-	r.sinceAdvance.now = func() time.Time { return t0.Add(10 * time.Second) }
+	t0 := time.Unix(1000, 500_000_000)
 	r.ResourceVersionAdvanced("a", t0)
 	r.ResourceVersionAdvanced("a", t0.Add(-time.Hour)) // a stale report must not make it look older
-	if got := testutil.ToFloat64(r.sinceAdvance); got != 10 {
-		t.Fatalf("seconds since advance = %v, want 10", got)
+	if got := testutil.ToFloat64(r.lastAdvance); got != 1000.5 {
+		t.Fatalf("last advance timestamp = %v, want 1000.5", got)
+	}
+	r.ResourceVersionAdvanced("a", t0.Add(2*time.Second))
+	if got := testutil.ToFloat64(r.lastAdvance); got != 1002.5 {
+		t.Fatalf("last advance timestamp = %v, want 1002.5", got)
+	}
+}
+
+// TestNoSecondsSinceGauge checks that no metric counts seconds since an
+// event (Prometheus' naming conventions: export the event's timestamp and
+// let the query subtract it from time()).
+func TestNoSecondsSinceGauge(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	r := New(reg, "")
+	r.ResourceVersionAdvanced("a", time.Unix(1000, 0))
+	r.Items("a", 1)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if strings.Contains(mf.GetName(), "seconds_since") || strings.Contains(mf.GetName(), "_age") {
+			t.Errorf("metric %s measures time since an event; export its timestamp instead", mf.GetName())
+		}
+	}
+}
+
+func TestSecondRecorderOnSameRegistrySharesTheTimestamp(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	a := New(reg, "")
+	b := New(reg, "")
+	a.ResourceVersionAdvanced("n", time.Unix(2000, 0))
+	b.ResourceVersionAdvanced("n", time.Unix(1000, 0))
+	if got := testutil.ToFloat64(b.lastAdvance); got != 2000 {
+		t.Fatalf("shared timestamp = %v, want 2000 (the newest of both recorders)", got)
 	}
 }
 

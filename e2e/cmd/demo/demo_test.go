@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/soak"
 )
 
 // stampRE matches a timeline line's time stamp.
@@ -25,48 +26,87 @@ func TestBadFlagsExit2(t *testing.T) {
 	}
 }
 
-// TestScenes runs the demo's legacy, compaction and drop scenes on real
-// kube-apiservers (build.Legacy and build.Current, from the harness) and checks its
-// verdict, its summary rows and the lines a reader relies on.
+func TestSceneHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--scenes", "help"}, &out, &errb); code != 0 {
+		t.Fatalf("--scenes help: exit %d, want 0 (stderr %q)", code, errb.String())
+	}
+	for _, name := range sceneNames() {
+		if !strings.Contains(out.String(), "  "+name+" ") {
+			t.Errorf("--scenes help lacks scene %q:\n%s", name, out.String())
+		}
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"--scenes", "nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "  bad-bookmark ") {
+		t.Errorf("an unknown scene: exit %d, stderr %q; want 2 and the list of scenes", code, errb.String())
+	}
+}
+
+// stockFails is, per scene, what stock client-go does wrong in it (a
+// substring of its failures); "" = nothing (the control scene). Ours must
+// be correct in every scene.
+var stockFails = map[string][]string{
+	"redelivered":  {"went back in time", "store != server"},
+	"cut-stream":   {"request storm"},
+	"bad-bookmark": {"store != server"},
+	"retry-after":  {"request storm"},
+	"legacy":       {"never synced", "store != server"},
+	"drop":         nil,
+}
+
+// TestScenes runs every scene on real kube-apiservers (build.Current and
+// build.Legacy, from the harness) and checks each side's verdict: stock's
+// failure in each fault scene, both correct in the control scene, ours
+// correct everywhere; and that each scene prints its start and result lines.
 func TestScenes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real apiservers")
 	}
 	var out, errb bytes.Buffer
-	code := run([]string{"--scenes", "legacy,compaction,drop", "--stock-bound", "5s"}, &out, &errb)
+	cfg := config{scenes: sceneNames(), timeout: 5 * time.Minute}
+	results, err := demo(t.Context(), cfg, &out, &errb)
 	s := out.String()
 	t.Log(s)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errb.String())
+	if err != nil {
+		t.Fatalf("demo: %v; stderr:\n%s", err, errb.String())
 	}
-	for _, want := range []string{
-		"stock  NOT SYNCED    after 5s",                    // legacy: client-go waits for a bookmark v1.18 never sends
-		"streaming list unsupported (version v1.18.19)",    // legacy: our sync path, from compat
-		"ours   sent          LIST rv=\"\" limit=1 -> 200", // legacy: the current resourceVersion, then a list not older than it
-		"410 Gone; relisting NotOlderThan(",                // compaction: our relist after the 410
-		"RESULT: steadywatch synced, never went back",      // the verdict
-	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("output lacks %q", want)
+	got := map[string]result{}
+	for _, r := range results {
+		got[r.scene+"/"+r.who] = r
+	}
+	for _, name := range sceneNames() {
+		if len(stockFails[name]) == 0 && name != "drop" {
+			t.Errorf("scene %s: no expected stock failure in the test's table", name)
+		}
+		for _, who := range []string{stock, ours} {
+			r, ok := got[name+"/"+who]
+			if !ok {
+				t.Errorf("%s/%s: no result", name, who)
+				continue
+			}
+			failures := strings.Join(r.failures(), "; ")
+			want := stockFails[name]
+			if who == ours {
+				want = nil
+			}
+			if len(want) == 0 && failures != "" {
+				t.Errorf("%s/%s: %s; want correct", name, who, failures)
+			}
+			for _, w := range want {
+				if !strings.Contains(failures, w) {
+					t.Errorf("%s/%s: failures %q lack %q", name, who, failures, w)
+				}
+			}
+		}
+		if !regexp.MustCompile(`(?m)^\[\d\d:\d\d\.\d\] scene  \d/\d ` + name + `: `).MatchString(s) {
+			t.Errorf("no start line for scene %s", name)
+		}
+		if !regexp.MustCompile(`(?m)^\[\d\d:\d\d\.\d\] result ` + name + `: stock .* \| ours correct `).MatchString(s) {
+			t.Errorf("no result line for scene %s with ours correct", name)
 		}
 	}
-	// legacy: the list we sent instead of a streaming list, served from the
-	// watch cache in one response (no limit). v1.18 has no watch progress
-	// notifications, so when the apiserver's own writes (such as its endpoint lease)
-	// moved the newest resourceVersion past the last ConfigMap write, the
-	// ConfigMap watch cache cannot catch up: the server answers 504 "Too large
-	// resource version" and, the version known to exist, we list the most
-	// recent state at once (KEP-1904). Both are real v1.18 answers; either
-	// must end in one list that succeeds.
-	servedFromCache := regexp.MustCompile(`ours   sent          LIST rv=[0-9]+ -> 200`).MatchString(s)
-	mostRecent := strings.Contains(s, "fallback too-large-rv-cache-stuck-most-recent") &&
-		strings.Contains(s, `ours   sent          LIST rv="" -> 200`)
-	if !servedFromCache && !mostRecent {
-		t.Errorf("output lacks our list NotOlderThan the current resourceVersion (LIST rv=<n> without limit -> 200), " +
-			"and lacks the fallback to the most recent list after 504 Too large resource version")
-	}
-	// Lines in time order; the deliberate drops shown as expected faults,
-	// never as client-go's bare INTERNAL_ERROR text.
+	// Lines in time order.
 	last := ""
 	for _, line := range strings.Split(s, "\n") {
 		if m := stampRE.FindStringSubmatch(line); m != nil {
@@ -75,30 +115,24 @@ func TestScenes(t *testing.T) {
 			}
 			last = m[1]
 		}
-		if strings.Contains(line, "INTERNAL_ERROR; received from peer") {
-			t.Errorf("a deliberate drop shown as client-go's error text: %s", line)
+	}
+}
+
+// A side is correct only without any of the four failures.
+func TestVerdict(t *testing.T) {
+	ok := result{synced: true, storeOK: true, recovered: true, wire: soak.Wire{Requests: 4, Busiest10s: 4}}
+	if f := ok.failures(); len(f) != 0 {
+		t.Fatalf("a correct side: %q", f)
+	}
+	for name, r := range map[string]result{
+		"went back in time": func() result { r := ok; r.backward = []string{"cm-0: 7 -> 5"}; return r }(),
+		"request storm":     func() result { r := ok; r.wire.Busiest10s = soak.LoopBound + 1; return r }(),
+		"never synced":      func() result { r := ok; r.synced = false; return r }(),
+		"store != server":   func() result { r := ok; r.storeOK = false; r.storeNote = "1 stale"; return r }(),
+	} {
+		if f := strings.Join(r.failures(), "; "); !strings.Contains(f, name) || !strings.HasPrefix(r.verdict(), "WRONG: ") {
+			t.Errorf("%s: failures %q, verdict %q", name, f, r.verdict())
 		}
-	}
-	if !strings.Contains(s, "connection dropped by the demo (expected fault") {
-		t.Error("no drop is labelled as an expected fault")
-	}
-	rows := map[string][]string{} // "scene/side" -> summary fields
-	for _, line := range strings.Split(s, "\n") {
-		if f := strings.Fields(line); len(f) > 3 && (f[1] == "stock" || f[1] == "ours") {
-			rows[f[0]+"/"+f[1]] = f
-		}
-	}
-	for _, sc := range []string{"legacy", "compaction", "drop"} {
-		f := rows[sc+"/ours"]
-		if f == nil || f[2] == "never" || !strings.Contains(strings.Join(f, " "), " 0 yes (") {
-			t.Errorf("%s: ours row %q: want synced, 0 went back, store == truth", sc, f)
-		}
-	}
-	if f := rows["legacy/stock"]; f == nil || f[2] != "never" {
-		t.Errorf("legacy: stock row %q: want never synced", f)
-	}
-	if f := rows["drop/ours"]; f == nil || f[3] != "0" {
-		t.Errorf("drop: ours row %q: want 0 relists (the watch resumes)", f)
 	}
 }
 
@@ -107,7 +141,7 @@ func TestScenes(t *testing.T) {
 // the request was sent.
 func TestTimelineInTimeOrder(t *testing.T) {
 	var out bytes.Buffer
-	tl := newTimeline(&out)
+	tl := newTimeline(&out, false)
 	start := tl.start
 	now := start
 	tl.now = func() time.Time { return now }

@@ -73,8 +73,3 @@ func (e *expected) label(text string) (string, bool) {
 	}
 	return text, isExpected
 }
-
-// errorReasons are the reflector transitions that report an error.
-var errorReasons = map[string]bool{
-	"retry": true, "watch-error": true, "list-error": true, "streaming-failed": true, "watch-gone": true, "list-gone": true, "too-large-rv": true,
-}

@@ -1,35 +1,36 @@
-// Command demo is the README's first command: it runs a stock client-go
-// informer and steadywatch's reflector side by side against real
-// kube-apiservers (built, or reused from e2e/.cache, by the harness, with
-// progress on stderr) while real trouble happens, prints a timeline of what
-// each one sent and did, and ends with a summary table.
+// Command demo is the README's first command: stock client-go and
+// steadywatch side by side on real kube-apiservers (built, or reused from the
+// harness's cache, with progress on stderr) through the faults users meet,
+// each scene seconds long, ending with a summary table.
 //
-//	cd e2e && go run ./cmd/demo [--scenes legacy,compaction,drop,ha] [--timeout 5m] [--stock-bound 20s] [-v]
+//	cd e2e && go run ./cmd/demo [--scenes redelivered,cut-stream,...|help] [--timeout 5m] [-v]
 //
-// Scenes (each on its own fresh cluster, both clients over the same server,
-// each behind its own fault proxy so every request it sends is on record):
+// Both sides are the same program: a ConfigMap informer from client-go's
+// SharedInformerFactory. Stock is that factory with client-go's defaults;
+// ours adds the one line a user adds, reflector.MustAdopt. Each watches the
+// scene's namespace through a fault proxy of its own, so every request it
+// sends is on record and counted. The faults are the e2e/soak catalogue's,
+// held for seconds instead of the soak's minute:
 //
-//   - legacy: a build.Legacy (v1.18.19) apiserver, which ignores sendInitialEvents. client-go
-//     v0.37 opens a streaming list and waits for an initial-events-end
-//     bookmark that never comes (it is given --stock-bound); steadywatch
-//     knows from /version that the server cannot stream and lists.
-//   - compaction: build.Current (v1.37.2) with the watch cache off (lists and watches served
-//     by etcd). etcd moves on and is compacted, then both watches are
-//     dropped: re-opened from their last resourceVersion they get 410 Gone.
-//     steadywatch relists NotOlderThan(last); the request is shown.
-//   - drop: build.Current; both watches are dropped mid-stream: steadywatch resumes
-//     from its last resourceVersion without relisting.
-//   - ha: two build.Current apiservers on one etcd, requests alternating between
-//     them; one member is restarted (its watch cache re-initialises from etcd
-//     and it refuses connections meanwhile) while watches are dropped and
-//     objects written. This is the lag this machine can reproduce: a restarted
-//     member, not a live member whose watch cache falls behind.
+//   - redelivered: each object's previous MODIFIED re-sent after the newer
+//     one (build.Current);
+//   - cut-stream: every streaming list ended right before its end bookmark
+//     (build.Current);
+//   - bad-bookmark: watch bookmarks at resourceVersion "abc", the watch
+//     ended after each (build.Current);
+//   - retry-after: every list and watch answered 429 with Retry-After: -1
+//     (build.Current);
+//   - legacy: a build.Legacy (v1.18.19) apiserver, which ignores
+//     sendInitialEvents;
+//   - drop: the watch connections dropped mid-stream, the control scene
+//     where both sides end correct (build.Current).
 //
-// At the end of every scene one more object is written and both stores are
-// compared with a fresh MostRecent list from the apiserver. The exit status
-// is 0 when steadywatch's side is correct in every scene (synced, store equal
-// to the truth, never back in time), 1 otherwise, 2 on bad flags. The stock
-// informer failing is expected and reported, not an error.
+// After the fault is lifted one more object is written and both stores are
+// compared with a fresh MostRecent list from the apiserver. A side is
+// correct when it never went back in time, sent no request storm (at most
+// soak.LoopBound requests in any 10 s) and ends equal to the server. The
+// exit status is 0 when ours is correct in every scene, 1 otherwise, 2 on
+// bad flags. Stock failing is what the demo shows, not an error.
 package main
 
 import (
@@ -40,7 +41,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -49,7 +49,9 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/soak"
 )
 
 func main() {
@@ -57,40 +59,52 @@ func main() {
 }
 
 type config struct {
-	scenes     []string
-	timeout    time.Duration
-	stockBound time.Duration
-	verbose    bool
+	scenes  []string
+	timeout time.Duration
+	verbose bool
+	help    bool // --scenes help: list the scenes
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenes := fs.String("scenes", strings.Join(sceneNames(), ","), "comma-separated scenes to run, in order: "+strings.Join(sceneNames(), ", "))
+	scenesFlag := fs.String("scenes", strings.Join(sceneNames(), ","), "comma-separated scenes to run, in order (\"help\" lists them): "+strings.Join(sceneNames(), ", "))
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the scenes (building the servers on a first run comes before, bounded separately by 30m)")
-	stockBound := fs.Duration("stock-bound", 20*time.Second, "how long the stock informer is given to sync")
-	verbose := fs.Bool("v", false, "also print client-go's and the harness's own logs (stderr)")
+	verbose := fs.Bool("v", false, "also print a timeline of each side's first requests and client-go's and the harness's own logs (stderr)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	c := config{timeout: *timeout, stockBound: *stockBound, verbose: *verbose}
-	for _, s := range strings.Split(*scenes, ",") {
+	c := config{timeout: *timeout, verbose: *verbose}
+	for _, s := range strings.Split(*scenesFlag, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
+		if s == "help" {
+			c.help = true
+			continue
+		}
 		if _, ok := sceneByName(s); !ok {
-			return config{}, fmt.Errorf("unknown scene %q (want some of %s)", s, strings.Join(sceneNames(), ", "))
+			return config{}, fmt.Errorf("unknown scene %q; the scenes:\n%s", s, sceneList())
 		}
 		c.scenes = append(c.scenes, s)
 	}
-	if len(c.scenes) == 0 {
-		return config{}, errors.New("no scene selected")
+	if len(c.scenes) == 0 && !c.help {
+		return config{}, errors.New("no scene selected; the scenes:\n" + sceneList())
 	}
-	if c.timeout <= 0 || c.stockBound <= 0 {
-		return config{}, errors.New("--timeout and --stock-bound must be positive")
+	if c.timeout <= 0 {
+		return config{}, errors.New("--timeout must be positive")
 	}
 	return c, nil
+}
+
+// sceneList is one line per scene: its name and fault.
+func sceneList() string {
+	var b strings.Builder
+	for _, s := range scenes {
+		fmt.Fprintf(&b, "  %-12s %s\n", s.name, s.fault)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -101,52 +115,106 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if cfg.help {
+		fmt.Fprintf(stdout, "make demo SCENE=name (or a comma-separated list); the scenes, in order:\n%s\n", sceneList())
+		return 0
+	}
 	if !cfg.verbose {
-		// client-go's informer logs through klog's global logger; the timeline
-		// shows what it did instead.
+		// client-go's informers log through klog's global logger; the
+		// summary says what they did instead.
 		klog.SetLogger(logr.Discard())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	// Build (first run: minutes, with progress on stderr) or reuse the
-	// servers first, outside --timeout, which bounds the scenes.
-	if err := ensureBinaries(ctx, cfg, stderr); err != nil {
+	results, err := demo(ctx, cfg, stdout, stderr)
+	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)
 		return 1
+	}
+	for _, r := range results {
+		if r.who == ours && len(r.failures()) > 0 {
+			fmt.Fprintln(stdout, "\nRESULT: steadywatch was NOT correct in every scene (see above).")
+			return 1
+		}
+	}
+	fmt.Fprintln(stdout, "\nRESULT: steadywatch never went back in time, never stormed, and ended equal to the apiserver in every scene.")
+	return 0
+}
+
+// demo runs cfg's scenes and prints each one's start and result lines and
+// the summary; it returns every scene's results (stock's, then ours').
+func demo(ctx context.Context, cfg config, stdout, progress io.Writer) ([]result, error) {
+	begin := time.Now()
+	// Build (first run: minutes, with progress on stderr) or reuse the
+	// servers first, outside --timeout, which bounds the scenes.
+	if err := ensureBinaries(ctx, cfg, progress); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 
-	t := newTimeline(stdout)
+	t := newTimeline(stdout, cfg.verbose)
+	var current *harness.Cluster
+	defer func() {
+		if current != nil {
+			_ = current.Stop()
+		}
+	}()
 	var results []result
-	failed := false
+	var errs []error
 	for i, name := range cfg.scenes {
 		sc, _ := sceneByName(name)
+		var c *harness.Cluster
+		if sc.legacy {
+			lc, err := startCluster(ctx, t, build.Legacy, progress)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("scene %s: %w", sc.name, err))
+				continue
+			}
+			c = lc
+		} else {
+			if current == nil {
+				cc, err := startCluster(ctx, t, build.Current, progress)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("scene %s: %w", sc.name, err))
+					continue
+				}
+				current = cc
+			}
+			c = current
+		}
 		t.raw("")
-		t.raw("== scene %d/%d: %s — %s", i+1, len(cfg.scenes), sc.name, sc.title)
-		res, err := runScene(ctx, t, sc, cfg, stderr)
-		results = append(results, res...)
+		t.say("scene", "%d/%d %s: %s. Watch for: %s", i+1, len(cfg.scenes), sc.name, sc.fault, sc.watch)
+		res, err := runScene(ctx, t, sc, c, cfg)
+		if sc.legacy {
+			if serr := c.Stop(); serr != nil && err == nil {
+				err = serr
+			}
+		}
 		if err != nil {
 			t.say("demo", "scene %s could not run: %v", sc.name, err)
-			failed = true
+			errs = append(errs, fmt.Errorf("scene %s: %w", sc.name, err))
 			if ctx.Err() != nil {
 				break
 			}
+			continue
 		}
+		t.say("result", "%s: %s", sc.name, resultLine(res))
+		results = append(results, res...)
 	}
 	printSummary(t, results)
-	for _, r := range results {
-		if r.who == "ours" && !r.ok() {
-			failed = true
-		}
+	t.raw("\n%d scene(s) in %v (servers built or reused first).", len(results)/2, time.Since(begin).Round(100*time.Millisecond))
+	return results, errors.Join(errs...)
+}
+
+func startCluster(ctx context.Context, t *timeline, version string, progress io.Writer) (*harness.Cluster, error) {
+	start := time.Now()
+	c, err := harness.Start(ctx, harness.Options{Version: version, Progress: progress})
+	if err != nil {
+		return nil, err
 	}
-	if failed {
-		t.raw("\nRESULT: steadywatch was NOT correct in every scene (see above).")
-		return 1
-	}
-	t.raw("\nRESULT: steadywatch synced, never went back in time, and ended equal to the apiserver in every scene.")
-	return 0
+	t.say("demo", "kube-apiserver %s started in %v", version, time.Since(start).Round(100*time.Millisecond))
+	return c, nil
 }
 
 // result is one side's outcome in one scene.
@@ -154,62 +222,85 @@ type result struct {
 	scene, who string
 	syncedIn   time.Duration
 	synced     bool
-	syncs      int            // lists + streaming lists on the wire
-	causes     map[string]int // ours: relist causes
-	fallbacks  map[string]int // ours: lister fallback reasons
-	decision   string         // ours: a sync path chosen as a fallback (compat)
-	requests   int
-	storeOK    bool
-	storeNote  string
-	backward   int64
+	backward   []string  // objects applied older than before
+	wire       soak.Wire // every list and watch of the scene's ConfigMaps
+	// recovered: the store held what the server holds, recoveredIn after
+	// the lift; waited is how long after the lift it was checked.
+	recovered   bool
+	recoveredIn time.Duration
+	waited      time.Duration
+	storeOK     bool // the store equals the server's at the end
+	storeNote   string
+	counters    string // ours: fallbacks and relists by reason
 }
 
-func (r result) ok() bool { return r.synced && r.storeOK && r.backward == 0 }
+// failures are what the side did wrong: went back in time, a request
+// storm, never synced, a store that differs from the server's at the end.
+// None means correct.
+func (r result) failures() []string {
+	var f []string
+	if n := len(r.backward); n > 0 {
+		f = append(f, fmt.Sprintf("went back in time %d times (%s)", n, r.backward[0]))
+	}
+	if r.wire.Busiest10s > soak.LoopBound {
+		f = append(f, fmt.Sprintf("request storm: %d requests in one 10 s", r.wire.Busiest10s))
+	}
+	if !r.synced {
+		f = append(f, "never synced")
+	}
+	if !r.storeOK {
+		f = append(f, fmt.Sprintf("store != server %.0f s after the fault (%s)", r.waited.Seconds(), r.storeNote))
+	}
+	return f
+}
+
+func (r result) verdict() string {
+	if f := r.failures(); len(f) > 0 {
+		return "WRONG: " + strings.Join(f, "; ")
+	}
+	return "correct"
+}
+
+// resultLine is a scene's result line: both sides' verdicts.
+func resultLine(res []result) string {
+	var parts []string
+	for _, r := range res {
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", r.who, r.verdict(), plural(r.wire.Requests, "request")))
+	}
+	return strings.Join(parts, " | ")
+}
+
+func (r result) recoveredText() string {
+	if r.recovered {
+		return fmt.Sprintf("yes, %.1f s", r.recoveredIn.Seconds())
+	}
+	return fmt.Sprintf("no (%.0f s)", r.waited.Seconds())
+}
 
 func printSummary(t *timeline, results []result) {
 	t.raw("")
-	t.raw("== summary (requests and syncs counted on the wire by each side's proxy; relists = syncs after the first)")
+	t.raw("== summary (requests: every ConfigMap list and watch of the side, counted by its own proxy, client-go's retries included)")
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "scene\tside\tsync time\trelists\tfallbacks by reason\trequests\twent back\tfinal store == truth")
+	fmt.Fprintln(w, "scene\tside\twent back\trequests\tbusiest 10 s\trecovered after the fault\tfinal store == server\tverdict")
 	for _, r := range results {
-		sync := "never"
-		if r.synced {
-			sync = r.syncedIn.Round(time.Millisecond).String()
-		}
-		relists := "0"
-		if r.syncs > 1 {
-			relists = fmt.Sprint(r.syncs - 1)
-		}
-		if len(r.causes) > 0 {
-			relists += " (" + counts(r.causes) + ")"
-		}
-		fb := "-"
-		if r.who == "stock" {
-			fb = "(not reported)"
-		} else {
-			var parts []string
-			if r.decision != "" {
-				parts = append(parts, r.decision)
-			}
-			if len(r.fallbacks) > 0 {
-				parts = append(parts, counts(r.fallbacks))
-			}
-			if len(parts) > 0 {
-				fb = strings.Join(parts, "; ")
-			}
-		}
-		verdict := "yes"
+		store := "yes"
 		if !r.storeOK {
-			verdict = "NO"
+			store = "NO"
 		}
-		if r.storeNote != "" {
-			verdict += " (" + r.storeNote + ")"
+		verdict := "correct"
+		if len(r.failures()) > 0 {
+			verdict = "WRONG"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.scene, r.who, sync, relists, fb, r.requests, r.backward, verdict)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.scene, r.who, len(r.backward), r.wire.Requests, r.wire.Busiest10s, r.recoveredText(), store, verdict)
 	}
 	_ = w.Flush()
 	t.raw("%s", strings.TrimRight(b.String(), "\n"))
+	for _, r := range results {
+		if r.who == ours && r.counters != "" {
+			t.raw("ours in %s: %s", r.scene, r.counters)
+		}
+	}
 }
 
 // buildTimeout bounds building the kube-apiservers (cold: several minutes each on 2 cores).
@@ -221,7 +312,11 @@ func ensureBinaries(ctx context.Context, cfg config, progress io.Writer) error {
 	seen := map[string]bool{}
 	for _, name := range cfg.scenes {
 		sc, _ := sceneByName(name)
-		if v := sc.opts.Version; !seen[v] {
+		v := build.Current
+		if sc.legacy {
+			v = build.Legacy
+		}
+		if !seen[v] {
 			seen[v] = true
 			start := time.Now()
 			bin, err := build.Ensure(ctx, v, progress)
@@ -234,15 +329,10 @@ func ensureBinaries(ctx context.Context, cfg config, progress io.Writer) error {
 	return nil
 }
 
-func counts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// plural is "1 request", "2 requests".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
 	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s×%d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
+	return fmt.Sprintf("%d %ss", n, what)
 }

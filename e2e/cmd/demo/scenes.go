@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"sync"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,96 +13,152 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
-	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/soak"
 )
 
 // env is what a scene's trouble acts on.
 type env struct {
 	c           *harness.Cluster
 	t           *timeline
-	cs          kubernetes.Interface // admin client straight to the apiserver (or HA balancer)
+	cs          kubernetes.Interface // admin client straight to the apiserver
 	ns          string
 	stock, ours *side
 }
 
+// scene is one fault, held against both sides on a real apiserver.
 type scene struct {
-	name, title string
-	opts        harness.Options
-	objects     int
-	trouble     func(ctx context.Context, e *env) error
+	name string
+	// fault and watch make the scene's start line: what happens, and what
+	// to watch for.
+	fault, watch string
+	// legacy runs the scene on build.Legacy; the others share one
+	// build.Current cluster.
+	legacy bool
+	// soakFault is the e2e/soak catalogue fault armed on both sides' proxies
+	// before they start and lifted after trouble; "" = none.
+	soakFault string
+	objects   int
+	// trouble runs once both sides are started, while the fault holds;
+	// the fault is lifted when it returns.
+	trouble func(ctx context.Context, e *env) error
+	// window is how long after the lift both sides are given to hold what
+	// the server holds (steadywatch's side is given at least oursBound).
+	window time.Duration
 }
+
+// oursBound is how long after the lift steadywatch's side may take to hold
+// what the server holds. A scene ends sooner when both sides do.
+const oursBound = 30 * time.Second
 
 var scenes = []scene{
 	{
-		name: "legacy", title: "a " + build.Legacy + " apiserver (ignores sendInitialEvents and resourceVersionMatch)",
-		opts: harness.Options{Version: build.Legacy}, objects: 50,
+		name:      "redelivered",
+		fault:     "a proxy re-sends each object's previous MODIFIED event after the newer one (kubernetes/kubernetes#73845, linkerd/linkerd#1680)",
+		watch:     "stock applies the older event and goes back in time, and stays there; ours never applies it",
+		soakFault: "older-event-redelivered", objects: 3, window: 5 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
-			// Nothing more: syncing at all is the trouble. Show the watch works.
+			if err := e.waitWatching(ctx); err != nil {
+				return err
+			}
+			// Each object updated 4 times on the stream: 3 re-deliveries each.
+			for i := 0; i < 8; i++ {
+				if err := update(ctx, e, fmt.Sprintf("cm-%d", i%2)); err != nil {
+					return err
+				}
+				if err := hold(ctx, 250*time.Millisecond); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	},
+	{
+		name:      "cut-stream",
+		fault:     "a proxy ends every streaming list cleanly right before its initial-events-end bookmark (kubernetes/kubernetes#140890)",
+		watch:     "stock asks again at once, without a delay: a request storm; ours lists instead and syncs",
+		soakFault: "cut-before-end-bookmark", objects: 10, window: 10 * time.Second,
+		trouble: func(ctx context.Context, e *env) error {
+			return hold(ctx, 5*time.Second)
+		},
+	},
+	{
+		name:      "bad-bookmark",
+		fault:     `a proxy rewrites watch bookmarks to resourceVersion "abc" and ends the watch after each (a robustness case)`,
+		watch:     `stock resumes from "abc", is refused (400) and relists from "abc", refused by the server itself, and never recovers; ours keeps its last good resourceVersion`,
+		soakFault: "bookmark-rv-abc", objects: 3, window: 5 * time.Second,
+		trouble: func(ctx context.Context, e *env) error {
+			if err := e.waitWatching(ctx); err != nil {
+				return err
+			}
+			// A write in another namespace makes the watch cache send each
+			// watch that began as a streaming list a bookmark, usually within
+			// a second; its periodic bookmark (every minute) bounds the wait.
+			scratch, err := populateNamespace(ctx, e.cs, "demo-scratch", 0)
+			if err != nil {
+				return err
+			}
+			rewritten := func(s *side) bool {
+				for _, r := range s.requests() {
+					if r.Verb == "watch" && strings.Contains(r.Fault, "-> abc") {
+						return true
+					}
+				}
+				return false
+			}
+			i, last := 0, time.Time{}
+			if err := waitFor(ctx, 75*time.Second, func() bool {
+				if rewritten(e.stock) && rewritten(e.ours) {
+					return true
+				}
+				if time.Since(last) >= 500*time.Millisecond {
+					i++
+					last = time.Now()
+					_, _ = e.cs.CoreV1().ConfigMaps(scratch).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w-%d", i)}}, metav1.CreateOptions{})
+				}
+				return false
+			}); err != nil {
+				return fmt.Errorf("no bookmark reached both sides: %w", err)
+			}
+			e.t.verbose("demo", "both sides got a bookmark at \"abc\"")
+			// Both resume from what they hold; the write must reach them.
 			return update(ctx, e, "cm-0")
 		},
 	},
 	{
-		name: "compaction", title: build.Current + ", watch cache off: compaction turns the watch into 410 Gone",
-		opts: harness.Options{Version: build.Current, DisableWatchCache: true}, objects: 20,
+		name:      "retry-after",
+		fault:     "every list and watch answered 429 Too Many Requests with Retry-After: -1 (client-go parses any integer)",
+		watch:     "stock retries each request 10 times at once, then again after its backoff: a request storm; ours one request per backoff",
+		soakFault: "429-retry-after-minus-1", objects: 3, window: 25 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
-			other, err := populateNamespace(ctx, e.cs, "demo-elsewhere", 20)
-			if err != nil {
-				return err
-			}
-			e.t.say("demo", "wrote 20 ConfigMaps in %s (no event for our namespace)", other)
-			rev, err := e.c.Etcd().Compact(ctx)
-			if err != nil {
-				return err
-			}
-			e.t.say("demo", "etcd compacted at revision %d: every resourceVersion the clients hold is gone", rev)
-			e.expectDuring("etcd compacted")
-			dropWatches(e)
-			// Wait for our relist after the 410 (it is what the scene is about).
-			return waitFor(ctx, 30*time.Second, func() bool {
-				e.ours.mu.Lock()
-				defer e.ours.mu.Unlock()
-				return e.ours.relists["watch-gone"] > 0
-			})
+			return hold(ctx, 6*time.Second)
 		},
 	},
 	{
-		name: "drop", title: build.Current + ": the watch connection is dropped mid-stream",
-		opts: harness.Options{Version: build.Current}, objects: 10,
+		name:   "legacy",
+		fault:  "a " + build.Legacy + " apiserver, which ignores sendInitialEvents: a streaming list's end bookmark never comes",
+		watch:  "stock waits for that bookmark forever and never syncs; ours lists and syncs",
+		legacy: true, objects: 20, window: 5 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
-			if err := create(ctx, e, "before-drop"); err != nil {
-				return err
-			}
-			if err := waitFor(ctx, 15*time.Second, func() bool { return has(e.ours, "before-drop") }); err != nil {
-				return err
-			}
-			dropWatches(e)
-			return create(ctx, e, "after-drop")
+			return waitFor(ctx, 30*time.Second, func() bool { _, ok := e.ours.synced(); return ok })
 		},
 	},
 	{
-		name: "ha", title: "two " + build.Current + " apiservers, requests alternating; one member restarted (lagging) meanwhile",
-		opts: harness.Options{Version: build.Current, HA: true}, objects: 10,
+		name:    "drop",
+		fault:   "the watch connections are dropped mid-stream (control: the fault client-go was built for)",
+		watch:   "both ask again from their last resourceVersion and end equal to the server (ours with one more request: its count of the objects to expect)",
+		objects: 5, window: 10 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
-			member := e.c.APIServers()[1]
-			e.t.say("demo", "restarting %s: its watch cache starts again from etcd; requests routed to it fail until it is ready", member.Name())
-			e.expectDuring(member.Name() + " restarting")
-			restarted := make(chan error, 1)
-			go func() { restarted <- member.Restart(ctx) }()
-			var errs []error
-			for i := 0; i < 10; i++ {
-				errs = append(errs, update(ctx, e, fmt.Sprintf("cm-%d", i%3)))
-				if i == 2 || i == 6 {
-					dropWatches(e)
-				}
-				time.Sleep(200 * time.Millisecond) // pacing the writes over the restart, not synchronisation
+			if err := e.waitWatching(ctx); err != nil {
+				return err
 			}
-			err := <-restarted
-			e.expectDuring("")
-			if err == nil {
-				e.t.say("demo", "%s is ready again", member.Name())
+			if err := update(ctx, e, "cm-0"); err != nil {
+				return err
 			}
-			dropWatches(e)
-			return errors.Join(append(errs, err)...)
+			n, m := e.stock.p.DropWatches(), e.ours.p.DropWatches()
+			e.stock.exp.dropped(n)
+			e.ours.exp.dropped(m)
+			e.t.verbose("demo", "dropped the watch connections (stock: %d, ours: %d)", n, m)
+			return update(ctx, e, "cm-1")
 		},
 	},
 }
@@ -126,24 +180,21 @@ func sceneByName(n string) (scene, bool) {
 	return scene{}, false
 }
 
-func runScene(ctx context.Context, t *timeline, sc scene, cfg config, progress io.Writer) (_ []result, err error) {
-	o := sc.opts
-	o.Progress = progress
-	t.say("demo", "starting %s (kube-apiserver %s; built or reused from e2e/.cache, progress on stderr)", clusterShape(o), o.Version)
-	c, err := harness.Start(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if serr := c.Stop(); serr != nil && err == nil {
-			err = serr
-		}
-	}()
-	t.say("demo", "cluster ready")
-	// Writes and the truth go straight to the first apiserver (in HA, the
-	// member that is not restarted); a MostRecent list is a consistent read.
-	direct := c.APIServers()[0].RESTConfig()
-	cs, err := kubernetes.NewForConfig(direct)
+// waitWatching waits until both sides synced and watch.
+func (e *env) waitWatching(ctx context.Context) error {
+	return waitFor(ctx, 30*time.Second, func() bool {
+		_, a := e.stock.synced()
+		_, b := e.ours.synced()
+		return a && b && e.stock.watching() && e.ours.watching()
+	})
+}
+
+// runScene runs sc on c: a namespace of its own, both sides each behind a
+// new proxy of c, the fault held, lifted, one more write, and both stores
+// compared with the server's.
+func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cfg config) (_ []result, err error) {
+	api := c.APIServers()[0]
+	cs, err := kubernetes.NewForConfig(api.RESTConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -151,177 +202,119 @@ func runScene(ctx context.Context, t *timeline, sc scene, cfg config, progress i
 	if err != nil {
 		return nil, err
 	}
-	t.say("demo", "namespace %s holds %d ConfigMaps", ns, sc.objects)
-
-	backends := c.APIServers()[:1]
-	if o.HA {
-		backends = c.APIServers()
-	}
-	stockP, stockCfg, err := c.NewProxy(ctx, backends...)
-	if err != nil {
-		return nil, err
-	}
-	oursP, oursCfg, err := c.NewProxy(ctx, backends...)
-	if err != nil {
-		return nil, err
-	}
-	if o.HA {
-		stockP.Alternate()
-		oursP.Alternate()
-	}
-
-	sctx, stopSides := context.WithCancel(ctx)
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			stopSides()
+	var f soak.Fault
+	if sc.soakFault != "" {
+		fs, unknown := soak.ByID([]string{sc.soakFault})
+		if len(unknown) > 0 {
+			return nil, fmt.Errorf("no fault %q in the soak's catalogue", sc.soakFault)
 		}
+		f = fs[0]
 	}
-	defer stop()
-	ours, err := startOurs(sctx, t, oursP, oursCfg, ns)
-	if err != nil {
-		return nil, err
-	}
-	stock, err := startStock(sctx, t, stockP, stockCfg, ns)
-	if err != nil {
-		return nil, err
-	}
-	e := &env{c: c, t: t, cs: cs, ns: ns, stock: stock, ours: ours}
-
-	// Sync: ours must, stock gets --stock-bound.
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if waitFor(ctx, cfg.stockBound, stock.hasSynced) != nil {
-			t.say("stock", "NOT SYNCED    after %v (still waiting: %s)", cfg.stockBound, lastSync(stock))
+	sctx, stopSides := context.WithCancel(ctx)
+	var started []*side
+	defer func() {
+		stopSides()
+		for _, s := range started {
+			s.stop()
+			_ = s.p.Close()
 		}
 	}()
-	oursErr := waitFor(ctx, 60*time.Second, ours.hasSynced)
-	wg.Wait()
-	if oursErr != nil {
-		t.say("ours", "NOT SYNCED    after 60s")
-	} else {
-		// Both watching (or stock hopelessly waiting) before the trouble.
-		_ = waitFor(ctx, 10*time.Second, func() bool { return watching(ours) })
-		if stock.hasSynced() {
-			_ = waitFor(ctx, 10*time.Second, func() bool { return watching(stock) })
+	e := &env{c: c, t: t, cs: cs, ns: ns}
+	for _, who := range []string{stock, ours} {
+		p, pcfg, err := c.NewProxy(ctx, api)
+		if err != nil {
+			return nil, err
 		}
-		if err := sc.trouble(ctx, e); err != nil {
-			t.say("demo", "trouble did not go as planned: %v", err)
+		if f.Arm != nil {
+			f.Arm(p)
+		}
+		s, err := startSide(sctx, t, who, p, pcfg, ns, cfg.verbose)
+		if err != nil {
+			_ = p.Close()
+			return nil, err
+		}
+		started = append(started, s)
+		if who == stock {
+			e.stock = s
+		} else {
+			e.ours = s
 		}
 	}
-
-	// One more write, then both stores against a fresh MostRecent list.
-	if err := create(ctx, e, "final"); err != nil {
+	if err := sc.trouble(ctx, e); err != nil {
+		t.say("demo", "the fault did not go as planned: %v", err)
+	}
+	lift := time.Now()
+	if f.Arm != nil {
+		soak.Lift(e.stock.p)
+		soak.Lift(e.ours.p)
+		t.verbose("demo", "fault lifted; one more write, then both stores against the server's")
+	} else {
+		t.verbose("demo", "one more write, then both stores against the server's")
+	}
+	if err := create(ctx, e, "after-fault"); err != nil {
 		return nil, err
 	}
+
+	// Both sides against a fresh MostRecent list, until both hold it, or
+	// stock's window and ours' bound passed.
+	recovered := map[string]time.Duration{}
+	check := func() error {
+		want, _, err := truth(ctx, cs, ns)
+		if err != nil {
+			return err
+		}
+		for _, s := range []*side{e.stock, e.ours} {
+			if _, ok := recovered[s.who]; !ok && maps.Equal(s.storeRVs(), want) {
+				recovered[s.who] = time.Since(lift)
+			}
+		}
+		return nil
+	}
+	var checkErr error
+	_ = waitFor(ctx, max(sc.window, oursBound), func() bool {
+		if checkErr = check(); checkErr != nil {
+			return ctx.Err() != nil
+		}
+		_, stockDone := recovered[stock]
+		_, oursDone := recovered[ours]
+		return (stockDone || time.Since(lift) >= sc.window) && (oursDone || time.Since(lift) >= oursBound)
+	})
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	end := time.Now()
 	want, rv, err := truth(ctx, cs, ns)
 	if err != nil {
 		return nil, err
 	}
-	_ = waitFor(ctx, 30*time.Second, func() bool {
-		return maps.Equal(ours.storeRVs(), want) && (!stock.hasSynced() || maps.Equal(stock.storeRVs(), want))
-	})
 	var results []result
-	for _, s := range []*side{stock, ours} {
-		s.printNew() // every request answered so far, before the verdict
-	}
-	for _, s := range []*side{stock, ours} {
-		r := result{scene: sc.name, who: s.who, syncs: s.syncs(), requests: len(s.requests()), backward: s.backward.Load()}
+	for _, s := range []*side{e.stock, e.ours} {
+		r := result{scene: sc.name, who: s.who, waited: end.Sub(lift), wire: s.wire(end), backward: s.track.WentBack()}
 		r.syncedIn, r.synced = s.synced()
-		s.mu.Lock()
-		r.causes, r.fallbacks, r.decision = maps.Clone(s.relists), maps.Clone(s.fallbacks), s.decision
-		s.mu.Unlock()
-		switch got := s.storeRVs(); {
-		case !r.synced:
-			r.storeNote = fmt.Sprintf("never synced; %d of %d objects", len(got), len(want))
-		case maps.Equal(got, want):
-			r.storeOK, r.storeNote = true, fmt.Sprintf("%d objects, list at rv %s", len(want), rv)
-		default:
+		r.recoveredIn, r.recovered = recovered[s.who]
+		if s.who == ours {
+			r.counters = s.rec.String()
+		}
+		if got := s.storeRVs(); maps.Equal(got, want) {
+			r.storeOK, r.storeNote = true, fmt.Sprintf("%d objects at rv %s", len(want), rv)
+		} else {
 			r.storeNote = diff(got, want)
 		}
-		verdict := "== truth"
-		if !r.storeOK {
-			verdict = "!= truth: " + r.storeNote
-		}
-		t.say(s.who, "FINAL         store %s", verdict)
 		results = append(results, r)
-	}
-	stop()
-	for _, s := range []*side{stock, ours} {
-		done := make(chan struct{})
-		go func() { s.wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.say(s.who, "did not stop within 15s")
-		}
 	}
 	return results, nil
 }
 
-func clusterShape(o harness.Options) string {
-	s := "1 apiserver"
-	if o.HA {
-		s = "2 apiservers behind per-client balancers"
+// hold waits d (a fault held for d), or until ctx ends.
+func hold(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
 	}
-	if o.DisableWatchCache {
-		s += ", watch cache off"
-	}
-	return s
-}
-
-// lastSync describes the side's last sync request on the wire.
-func lastSync(s *side) string {
-	var last *faults.Request
-	for _, r := range s.requests() {
-		if isSync(r) {
-			r := r
-			last = &r
-		}
-	}
-	if last == nil {
-		return "no list sent"
-	}
-	state := "open"
-	if last.Done {
-		state = "ended"
-	}
-	return fmt.Sprintf("%s, %s for %v", describeRequest(*last), state, time.Since(last.Time).Round(100*time.Millisecond))
-}
-
-// watching reports whether a watch of the side is in flight (a streaming
-// list stays open as the watch once its initial events are in).
-func watching(s *side) bool {
-	for _, r := range s.requests() {
-		if r.Verb == "watch" && !r.Done && r.Status == 200 {
-			return true
-		}
-	}
-	return false
-}
-
-func has(s *side, name string) bool {
-	_, ok := s.storeRVs()[name]
-	return ok
-}
-
-// dropWatches resets every watch stream of both sides (expected faults: the
-// sides' reports of them are labelled so).
-func dropWatches(e *env) {
-	n, m := e.stock.p.DropWatches(), e.ours.p.DropWatches()
-	e.stock.exp.dropped(n)
-	e.ours.exp.dropped(m)
-	e.t.say("demo", "dropped the watch connections (stock: %d, ours: %d): an expected fault", n, m)
-}
-
-// expectDuring marks both sides' errors as expected for why, until called
-// with "".
-func (e *env) expectDuring(why string) {
-	e.stock.exp.during(why)
-	e.ours.exp.during(why)
 }
 
 func create(ctx context.Context, e *env, name string) error {
@@ -329,7 +322,7 @@ func create(ctx context.Context, e *env, name string) error {
 	if err != nil {
 		return err
 	}
-	e.t.say("demo", "created %s at rv %s", name, cm.ResourceVersion)
+	e.t.verbose("demo", "created %s at rv %s", name, cm.ResourceVersion)
 	return nil
 }
 
@@ -347,7 +340,7 @@ func update(ctx context.Context, e *env, name string) error {
 	if err != nil {
 		return err
 	}
-	e.t.say("demo", "updated %s to rv %s", name, cm.ResourceVersion)
+	e.t.verbose("demo", "updated %s to rv %s", name, cm.ResourceVersion)
 	return nil
 }
 

@@ -4,83 +4,128 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
+	"github.com/steadywatch/steadywatch/e2e/soak"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// side is one of the two clients of a scene: client-go's stock informer or
-// steadywatch's reflector, each behind its own fault proxy so that every
-// request it sends is on record.
+// The two sides of every scene.
+const (
+	stock = "stock"
+	ours  = "ours"
+)
+
+// newInformer builds a side's ConfigMap informer of namespace ns on cs, the
+// way most programs build one: from client-go's SharedInformerFactory with
+// client-go's defaults. steadywatch's side differs by the one line a user
+// adds (reflector.MustAdopt, before the typed accessor). This is the only
+// place the two sides are built; rec receives steadywatch's fallbacks and
+// relists.
+func newInformer(who string, cs kubernetes.Interface, ns string, rec metrics.Recorder) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	if who == ours {
+		reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Metrics: rec}})
+	}
+	return factory, factory.Core().V1().ConfigMaps().Informer()
+}
+
+// side is one client of a scene, behind a fault proxy of its own, so that
+// every request it sends is on record.
 type side struct {
 	who   string
 	t     *timeline
 	p     *faults.Proxy
+	log   *soak.RequestLog
 	ns    string
 	start time.Time
 
-	hasSynced func() bool
-	list      func() []any // the store's objects
-	syncedIn  atomic.Int64 // nanoseconds; 0 = not synced (yet)
-	backward  atomic.Int64 // object or store resourceVersions that went back in time
+	inf      cache.SharedIndexInformer
+	track    *soak.Tracker    // objects applied older than before (went back in time)
+	rec      *reasons.Counter // ours: fallbacks and relists by reason
+	syncedIn atomic.Int64     // nanoseconds after start; 0 = not synced (yet)
+	exp      expected         // faults the scene causes on purpose (-v lines)
 
-	mu        sync.Mutex
-	decision  string         // ours: how it chose to sync, when that is a fallback
-	fallbacks map[string]int // ours: lister fallback reasons (metrics.Recorder.Fallback)
-	relists   map[string]int // ours: reflector relist causes (metrics.Recorder.Relist)
-	printed   map[int]bool   // proxy request Seq already on the timeline
-	exp       expected       // faults the scene causes on purpose
-	wg        sync.WaitGroup
+	verbose bool
+	mu      sync.Mutex
+	shown   map[int]bool // request Seq already on the timeline (-v)
+	hidden  int          // requests not shown (-v shows the first maxShown)
+
+	wg sync.WaitGroup
 }
 
-func newSide(who string, t *timeline, p *faults.Proxy, ns string) *side {
-	return &side{who: who, t: t, p: p, ns: ns, start: time.Now(),
-		fallbacks: map[string]int{}, relists: map[string]int{}, printed: map[int]bool{}}
-}
+// maxShown is how many of a side's requests -v prints per scene.
+const maxShown = 12
 
-// requests returns this side's logged requests on configmaps in its namespace.
-func (s *side) requests() []faults.Request {
-	var out []faults.Request
-	for _, r := range s.p.Requests() {
-		if r.Resource == "configmaps" && r.Namespace == s.ns {
-			out = append(out, r)
+func startSide(ctx context.Context, t *timeline, who string, p *faults.Proxy, cfg *rest.Config, ns string, verbose bool) (*side, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &side{who: who, t: t, p: p, log: soak.NewRequestLog(p), ns: ns, start: time.Now(),
+		track: soak.NewTracker(), rec: reasons.New(), verbose: verbose, shown: map[int]bool{}}
+	factory, inf := newInformer(who, cs, ns, s.rec)
+	s.inf = inf
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.track.See,
+		UpdateFunc: func(_, obj any) { s.track.See(obj) },
+		DeleteFunc: s.track.See,
+	}); err != nil {
+		return nil, err
+	}
+	if verbose {
+		if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			text, _ := s.exp.label(err.Error())
+			s.say("watch error   %s", text)
+		}); err != nil {
+			return nil, err
 		}
 	}
-	return out
+	factory.Start(ctx.Done())
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); <-ctx.Done(); factory.Shutdown() }()
+	go func() { defer s.wg.Done(); s.log.Run(ctx, 100*time.Millisecond) }()
+	s.follow(ctx)
+	return s, nil
 }
 
-// follow prints every request as the proxy answers it (polling; the
-// reflector's log lines and the scene's verdict flush it too), and notes the
-// sync.
+// say prints a timeline line for the side (-v only).
+func (s *side) say(format string, args ...any) {
+	if s.verbose {
+		s.t.say(s.who, format, args...)
+	}
+}
+
+// follow notes the side's sync and, with -v, prints its requests as their
+// answers come.
 func (s *side) follow(ctx context.Context) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
+		wasSynced := false
 		for {
 			s.printNew()
-			if s.syncedIn.Load() == 0 && s.hasSynced() {
-				d := time.Since(s.start)
-				s.syncedIn.Store(int64(d))
-				s.t.say(s.who, "SYNCED        %d objects in %v", len(s.list()), d.Round(time.Millisecond))
+			if !wasSynced {
+				if d, ok := s.synced(); ok {
+					wasSynced = true
+					s.say("SYNCED        %d objects in %v", len(s.inf.GetStore().List()), d.Round(time.Millisecond))
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -92,43 +137,71 @@ func (s *side) follow(ctx context.Context) {
 	}()
 }
 
+// printNew prints the side's requests answered since the last call, the
+// first maxShown of the scene (-v only).
 func (s *side) printNew() {
-	for _, r := range s.requests() {
-		if r.Status == 0 && !r.Done {
+	if !s.verbose {
+		return
+	}
+	for _, r := range s.log.Snapshot(s.start) {
+		if r.Namespace != s.ns || r.Resource != "configmaps" || (r.Status == 0 && !r.Done) {
 			continue
 		}
 		s.mu.Lock()
-		seen := s.printed[r.Seq]
-		s.printed[r.Seq] = true
+		seen := s.shown[r.Seq]
+		s.shown[r.Seq] = true
+		show := !seen && len(s.shown) <= maxShown
+		if !seen && !show {
+			s.hidden++
+		}
 		s.mu.Unlock()
-		if !seen {
+		if show {
 			s.t.sayRequest(s.who, r)
 		}
 	}
 }
 
-// synced returns the sync time, or false if the side never synced.
+// synced reports whether (and how soon after its start) the side synced.
 func (s *side) synced() (time.Duration, bool) {
+	if s.syncedIn.Load() == 0 && s.inf.HasSynced() {
+		s.syncedIn.CompareAndSwap(0, int64(time.Since(s.start)))
+	}
 	d := s.syncedIn.Load()
 	return time.Duration(d), d != 0
 }
 
-// syncs counts the lists and streaming lists the side sent (its first sync
-// and every relist), as seen on the wire.
-func (s *side) syncs() int {
-	n := 0
-	for _, r := range s.requests() {
-		if isSync(r) {
-			n++
+// wire counts the side's ConfigMap list and watch requests from its start
+// until to, as its proxy received them.
+func (s *side) wire(to time.Time) soak.Wire {
+	return soak.Count(s.log.Snapshot(s.start), s.ns, s.start, to)
+}
+
+// requests returns the side's ConfigMap requests so far.
+func (s *side) requests() []faults.Request {
+	var out []faults.Request
+	for _, r := range s.log.Snapshot(s.start) {
+		if r.Namespace == s.ns && r.Resource == "configmaps" {
+			out = append(out, r)
 		}
 	}
-	return n
+	return out
+}
+
+// watching reports whether a watch of the side is in flight (a streaming
+// list stays open as the watch once its initial events are in).
+func (s *side) watching() bool {
+	for _, r := range s.requests() {
+		if r.Verb == "watch" && !r.Done && r.Status == 200 {
+			return true
+		}
+	}
+	return false
 }
 
 // storeRVs returns name -> resourceVersion of the side's store.
 func (s *side) storeRVs() map[string]string {
 	out := map[string]string{}
-	for _, o := range s.list() {
+	for _, o := range s.inf.GetStore().List() {
 		if cm, ok := o.(*corev1.ConfigMap); ok {
 			out[cm.Name] = cm.ResourceVersion
 		}
@@ -136,148 +209,18 @@ func (s *side) storeRVs() map[string]string {
 	return out
 }
 
-// ---- stock: client-go's SharedInformerFactory, client-go's defaults ----
-
-func startStock(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Config, ns string) (*side, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
+// stop waits (bounded) for the side's goroutines once its context ended.
+func (s *side) stop() {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		s.t.say(s.who, "did not stop within 15s")
 	}
-	s := newSide("stock", t, p, ns)
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	inf := f.Core().V1().ConfigMaps().Informer()
-	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		text, _ := s.exp.label(err.Error())
-		t.say("stock", "watch error   %s", text)
-	}); err != nil {
-		return nil, err
+	if s.verbose && s.hidden > 0 {
+		s.t.say(s.who, "(%d more requests not shown; counted in the summary)", s.hidden)
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(old, cur any) {
-			o, n := old.(*corev1.ConfigMap), cur.(*corev1.ConfigMap)
-			if rvLess(n.ResourceVersion, o.ResourceVersion) {
-				s.backward.Add(1)
-				t.say("stock", "WENT BACK     %s/%s resourceVersion %s -> %s", n.Namespace, n.Name, o.ResourceVersion, n.ResourceVersion)
-			}
-		},
-	}); err != nil {
-		return nil, err
-	}
-	s.hasSynced = inf.HasSynced
-	s.list = inf.GetStore().List
-	f.Start(ctx.Done())
-	s.follow(ctx)
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); <-ctx.Done(); f.Shutdown() }()
-	return s, nil
-}
-
-// ---- ours: steadywatch's reflector ----
-
-// recorder counts what the reflector and its lister report.
-type recorder struct {
-	metrics.Nop
-	s *side
-}
-
-func (r recorder) Fallback(_, reason string) {
-	r.s.mu.Lock()
-	r.s.fallbacks[reason]++
-	r.s.mu.Unlock()
-}
-
-func (r recorder) Relist(_, cause string) {
-	r.s.mu.Lock()
-	r.s.relists[cause]++
-	r.s.mu.Unlock()
-}
-
-// rvStore is a cache.Store that counts resourceVersions going back in time.
-type rvStore struct {
-	cache.Store
-	s    *side
-	mu   sync.Mutex
-	last string
-}
-
-func (st *rvStore) note(rv string) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.last != "" && rvLess(rv, st.last) {
-		st.s.backward.Add(1)
-		st.s.t.say(st.s.who, "WENT BACK     store resourceVersion %s -> %s", st.last, rv)
-	}
-	st.last = rv
-}
-
-func (st *rvStore) UpdateResourceVersion(rv string) { st.note(rv) }
-
-func (st *rvStore) Replace(items []any, rv string) error {
-	for _, it := range items {
-		st.checkObject(it)
-	}
-	st.note(rv)
-	return st.Store.Replace(items, rv)
-}
-
-func (st *rvStore) Update(obj any) error { st.checkObject(obj); return st.Store.Update(obj) }
-
-func (st *rvStore) checkObject(obj any) {
-	n, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return
-	}
-	old, exists, _ := st.Store.Get(n)
-	if !exists {
-		return
-	}
-	if o := old.(*corev1.ConfigMap); rvLess(n.ResourceVersion, o.ResourceVersion) {
-		st.s.backward.Add(1)
-		st.s.t.say(st.s.who, "WENT BACK     %s/%s resourceVersion %s -> %s", n.Namespace, n.Name, o.ResourceVersion, n.ResourceVersion)
-	}
-}
-
-func startOurs(ctx context.Context, t *timeline, p *faults.Proxy, cfg *rest.Config, ns string) (*side, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s := newSide("ours", t, p, ns)
-	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	caps := srv.Capabilities(ctx)
-	t.say("ours", "server        %s", caps)
-	if caps.Get(compat.StreamingList) != compat.Yes {
-		t.say("ours", "decision      no streaming list (%s): a list from the watch cache instead", caps.Reasons[compat.StreamingList])
-		basis, _, _ := strings.Cut(caps.Reasons[compat.StreamingList], ":")
-		s.decision = fmt.Sprintf("streaming list unsupported (%s) -> list from the watch cache", basis)
-	} else {
-		t.say("ours", "decision      streaming list (%s)", caps.Reasons[compat.StreamingList])
-	}
-	store := &rvStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), s: s}
-	client, err := lister.FromClientset(cs, &corev1.ConfigMap{}, ns)
-	if err != nil {
-		return nil, err
-	}
-	r := reflector.New(client, &corev1.ConfigMap{}, store, reflector.Options{
-		Lister: lister.Options{
-			Name:    "ours",
-			Server:  srv,
-			Metrics: recorder{s: s},
-			// Above the apiserver's bookmark interval (about a minute), shorter
-			// than the default 3m.
-			StallTimeout: 75 * time.Second,
-		},
-	})
-	s.hasSynced = r.HasSynced
-	s.list = store.List
-	lctx := klog.NewContext(ctx, logr.New(&logSink{t: t, who: "ours", exp: &s.exp, flush: s.printNew}))
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); r.Run(lctx) }()
-	s.follow(ctx)
-	return s, nil
 }
 
 // ---- truth ----
@@ -304,7 +247,7 @@ func diff(got, want map[string]string) string {
 		case !ok:
 			missing = append(missing, k)
 		case g != v:
-			stale = append(stale, fmt.Sprintf("%s@%s(want %s)", k, g, v))
+			stale = append(stale, fmt.Sprintf("%s at %s, not %s", k, g, v))
 		}
 	}
 	for k := range got {
@@ -322,17 +265,11 @@ func diff(got, want map[string]string) string {
 		}
 		sort.Strings(p.keys)
 		n, more := len(p.keys), ""
-		if n > 4 {
-			more = fmt.Sprintf(" +%d more", n-4)
-			p.keys = p.keys[:4]
+		if n > 2 {
+			more = fmt.Sprintf(" +%d more", n-2)
+			p.keys = p.keys[:2]
 		}
-		parts = append(parts, fmt.Sprintf("%d %s (%s%s)", n, p.name, strings.Join(p.keys, ", "), more))
+		parts = append(parts, fmt.Sprintf("%d %s: %s%s", n, p.name, strings.Join(p.keys, ", "), more))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func rvLess(a, b string) bool {
-	x, e1 := strconv.ParseUint(a, 10, 64)
-	y, e2 := strconv.ParseUint(b, 10, 64)
-	return e1 == nil && e2 == nil && x < y
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
-
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 )
 
@@ -24,10 +22,12 @@ type timeline struct {
 	now   func() time.Time
 	mu    sync.Mutex
 	out   io.Writer
+	// detail: lines written with verbose are printed (-v).
+	detail bool
 }
 
-func newTimeline(out io.Writer) *timeline {
-	return &timeline{start: time.Now(), now: time.Now, out: out}
+func newTimeline(out io.Writer, detail bool) *timeline {
+	return &timeline{start: time.Now(), now: time.Now, out: out, detail: detail}
 }
 
 func (t *timeline) stamp(at time.Time) string {
@@ -43,6 +43,13 @@ func (t *timeline) say(who, format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.out, "[%s] %-6s %s\n", t.stamp(t.now()), who, fmt.Sprintf(format, args...))
+}
+
+// verbose is say for a line printed with -v only.
+func (t *timeline) verbose(who, format string, args ...any) {
+	if t.detail {
+		t.say(who, format, args...)
+	}
 }
 
 // sentLag is how long after its arrival at the proxy a request's line may be
@@ -104,85 +111,4 @@ func describeRequest(r faults.Request) string {
 		s += " [" + r.Fault + "]"
 	}
 	return s
-}
-
-// isSync reports whether r (re)fills a store: a list or a streaming list.
-func isSync(r faults.Request) bool {
-	q, _ := url.ParseQuery(r.RawQuery)
-	if r.Verb == "list" {
-		// The streaming-list guard's limit=1 count of the objects to expect
-		// (lister.ExpectedInitialEvents) does not fill a store.
-		return !(q.Get("limit") == "1" && q.Get("resourceVersion") == "" && q.Get("continue") == "")
-	}
-	return r.Verb == "watch" && q.Get("sendInitialEvents") == "true"
-}
-
-// logSink turns the steadywatch reflector's and lister's structured logs
-// (klog.FromContext, V(2)) into timeline lines.
-type logSink struct {
-	t   *timeline
-	who string
-	exp *expected
-	// flush writes the side's requests answered so far, so that a line
-	// about what the reflector did with an answer follows the request.
-	flush func()
-}
-
-var _ logr.LogSink = (*logSink)(nil)
-
-func (s *logSink) Init(logr.RuntimeInfo)          {}
-func (s *logSink) Enabled(level int) bool         { return level <= 2 }
-func (s *logSink) WithValues(...any) logr.LogSink { return s }
-func (s *logSink) WithName(string) logr.LogSink   { return s }
-func (s *logSink) Error(err error, msg string, kv ...any) {
-	s.flush()
-	text, _ := s.exp.label(fmt.Sprintf("%s: %v %s", msg, err, kvString(kv)))
-	s.t.say(s.who, "error: %s", text)
-}
-
-func (s *logSink) Info(_ int, msg string, kv ...any) {
-	s.flush()
-	m := kvMap(kv)
-	switch msg {
-	case "Reflector transition":
-		switch m["reason"] {
-		case "backoff-done", "start":
-			return
-		}
-		detail := m["detail"]
-		if errorReasons[m["reason"]] {
-			detail, _ = s.exp.label(detail)
-		}
-		s.t.say(s.who, "%-13s %s", m["to"], detail)
-	case "Watch failed":
-		// The transition that follows says the same with its consequence;
-		// this line is kept only for a failure that is not expected.
-		if _, ok := s.exp.label(m["err"]); !ok {
-			s.t.say(s.who, "%s %s", msg, kvString(kv))
-		}
-	case "list fallback":
-		s.t.say(s.who, "fallback %s %s", m["reason"], kvString(kv))
-	case "server behaviour observed":
-		s.t.say(s.who, "learned %s=%s: %s", m["capability"], m["support"], m["detail"])
-	default:
-		s.t.say(s.who, "%s %s", msg, kvString(kv))
-	}
-}
-
-func kvMap(kv []any) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
-	}
-	return m
-}
-
-func kvString(kv []any) string {
-	var b strings.Builder
-	for i := 0; i+1 < len(kv); i += 2 {
-		if k := fmt.Sprint(kv[i]); k != "reason" {
-			fmt.Fprintf(&b, "%s=%v ", k, kv[i+1])
-		}
-	}
-	return strings.TrimSpace(b.String())
 }

@@ -1,0 +1,7 @@
+package main
+
+func Exported() {}
+
+type ToolConfig struct{ A int }
+
+func main() {}

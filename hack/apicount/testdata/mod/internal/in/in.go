@@ -1,0 +1,5 @@
+package in
+
+type Opts struct{ A, B, C int }
+
+func Internal() {}

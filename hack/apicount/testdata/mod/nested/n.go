@@ -1,0 +1,5 @@
+package nested
+
+func Nested() {}
+
+type NestedOptions struct{ A int }

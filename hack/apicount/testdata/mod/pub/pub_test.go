@@ -1,0 +1,5 @@
+package pub
+
+func TestOnly() {}
+
+type TestOptions struct{ A int }
