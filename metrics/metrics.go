@@ -55,6 +55,23 @@ type ListGateRecorder interface {
 	ListGateOverdue(name string)
 }
 
+// ReadRecorder is implemented by a Recorder that also wants to know how
+// fresh a store is and what reads that wait for their own writes cost (the
+// staleness metrics KEP-5647 adds to kube-controller-manager, for any
+// controller). The Prometheus adapter implements it.
+type ReadRecorder interface {
+	// StoreResourceVersion reports the resourceVersion a store now
+	// reflects, at every advance.
+	StoreResourceVersion(name, resourceVersion string)
+	// ReadWait is called once per read that had to wait for the cache to
+	// reflect the reader's own write, with how long and how it ended
+	// ("cache": the cache caught up; "server": it read from the server).
+	ReadWait(name string, waited time.Duration, outcome string)
+	// ReadFallback is called once per read answered by the server instead
+	// of the cache, with the reason ("bound", "incomparable", ...).
+	ReadFallback(name, reason string)
+}
+
 // Nop is a Recorder that records nothing.
 type Nop struct{}
 

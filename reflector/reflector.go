@@ -26,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/rvwait"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
@@ -95,6 +96,7 @@ type Reflector struct {
 	// The store's optional interfaces, asserted once in New.
 	rvUpdater     cache.ResourceVersionUpdater
 	bookmarkStore cache.ReflectorBookmarkStore
+	seen          *rvwait.Tracker // what the store reflects, for WaitForResourceVersion (readwait.go)
 	// objects is the store when a list may fill it object by object
 	// (objectStore); nil: every list is one Replace.
 	objects cache.Store
@@ -167,6 +169,7 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 		store:   store,
 		invalid: o.Validate(),
 		pipe:    watchpipe.New(watchpipe.Config{Indexed: true, Filter: watchpipe.FilterOf(c)}),
+		seen:    rvwait.New(),
 	}
 	r.rvUpdater, _ = store.(cache.ResourceVersionUpdater)
 	r.bookmarkStore, _ = store.(cache.ReflectorBookmarkStore)
@@ -723,6 +726,7 @@ func (r *Reflector) setParsedRV(logger logr.Logger, rv string, n uint64, nOK, fo
 	r.status.ResourceVersion = rv
 	r.mu.Unlock()
 	r.rvNum, r.rvNumOK = n, nOK
+	r.reflects(rv)
 	if r.rvUpdater != nil {
 		r.rvUpdater.UpdateResourceVersion(rv)
 	}

@@ -19,6 +19,9 @@
 //	steadywatch_resource_version_last_advance_timestamp_seconds{name}  gauge: Unix time of the last resourceVersion advance
 //	steadywatch_consistency_checks_total{name,result}         counter: consistency checks by result (ok, mismatch, error)
 //	steadywatch_transitions_total{name,from,to,reason}        counter: reflector state machine transitions
+//	steadywatch_store_resource_version{name}                  gauge:   the resourceVersion a store reflects (KEP-5647's store_resource_version)
+//	steadywatch_read_wait_seconds{name,outcome}               histogram: reads that waited for the cache to hold the reader's own write, by how they ended (cache, server)
+//	steadywatch_read_fallbacks_total{name,reason}             counter: reads answered by the server instead of the cache, by reason (bound, incomparable)
 //
 // The staleness of a reflector is time() minus the timestamp, computed where
 // it is queried (Prometheus' convention: export when something happened, not
@@ -32,6 +35,7 @@ package prometheus
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -59,11 +63,15 @@ type Recorder struct {
 	gateWaitSeconds   *prometheus.CounterVec
 	gateShared        *prometheus.CounterVec
 	gateOverdue       *prometheus.CounterVec
+	storeRV           *prometheus.GaugeVec
+	readWait          *prometheus.HistogramVec
+	readFallbacks     *prometheus.CounterVec
 }
 
 var (
 	_ metrics.Recorder         = (*Recorder)(nil)
 	_ metrics.ListGateRecorder = (*Recorder)(nil)
+	_ metrics.ReadRecorder     = (*Recorder)(nil)
 )
 
 // New creates a Recorder and registers its collectors on reg. A collector
@@ -112,6 +120,11 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 		gateWaitSeconds:   counter("list_gate_wait_seconds_total", "Seconds collection reads waited for a listgate.Gate slot.", "name"),
 		gateShared:        counter("list_gate_shared_total", "Lists answered by another reader's identical request through a listgate.Gate.", "name"),
 		gateOverdue:       counter("list_gate_overdue_total", "Collection reads that held a listgate.Gate slot longer than its hold bound (stuck or slow) and stopped counting against its slots.", "name"),
+		storeRV:           gauge("store_resource_version", "The resourceVersion a store reflects (as a number; versions longer than 15 digits keep their last 15, as client-go's store_resource_version).", "name"),
+		readWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "read_wait_seconds",
+			Help:    "Seconds a read waited for the cache to hold the reader's own write, by outcome (cache: it caught up; server: read from the server).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"name", "outcome"}),
+		readFallbacks: counter("read_fallbacks_total", "Reads answered by the server instead of the cache, by reason (bound, incomparable).", "name", "reason"),
 	}
 	if reg == nil {
 		return r, nil
@@ -134,12 +147,13 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 // (ListGateWait has two: the waits and the seconds waited).
 func (r *Recorder) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lists, r.fallbacks, r.relists, r.watchRestarts, r.bookmarks,
-		r.items, r.lastAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared, r.gateOverdue}
+		r.items, r.lastAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared, r.gateOverdue,
+		r.storeRV, r.readWait, r.readFallbacks}
 }
 
 // adopt replaces a freshly created collector by the one already registered.
 func (r *Recorder) adopt(mine, existing prometheus.Collector) {
-	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions, &r.gateWaits, &r.gateWaitSeconds, &r.gateShared, &r.gateOverdue} {
+	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions, &r.gateWaits, &r.gateWaitSeconds, &r.gateShared, &r.gateOverdue, &r.readFallbacks} {
 		if prometheus.Collector(*p) == mine {
 			if e, ok := existing.(*prometheus.CounterVec); ok {
 				*p = e
@@ -147,9 +161,18 @@ func (r *Recorder) adopt(mine, existing prometheus.Collector) {
 			return
 		}
 	}
-	if mine == prometheus.Collector(r.items) {
+	if mine == prometheus.Collector(r.readWait) {
+		if e, ok := existing.(*prometheus.HistogramVec); ok {
+			r.readWait = e
+		}
+		return
+	}
+	for _, p := range []**prometheus.GaugeVec{&r.items, &r.storeRV} {
+		if prometheus.Collector(*p) != mine {
+			continue
+		}
 		if e, ok := existing.(*prometheus.GaugeVec); ok {
-			r.items = e
+			*p = e
 		}
 		return
 	}
@@ -176,6 +199,27 @@ func (r *Recorder) ListGateShared(name string) { r.gateShared.WithLabelValues(na
 
 // ListGateOverdue implements metrics.ListGateRecorder.
 func (r *Recorder) ListGateOverdue(name string) { r.gateOverdue.WithLabelValues(name).Inc() }
+
+// StoreResourceVersion implements metrics.ReadRecorder. A version that is
+// not a number is not recorded.
+func (r *Recorder) StoreResourceVersion(name, resourceVersion string) {
+	if len(resourceVersion) > 15 {
+		resourceVersion = resourceVersion[len(resourceVersion)-15:]
+	}
+	if n, err := strconv.ParseInt(resourceVersion, 10, 64); err == nil {
+		r.storeRV.WithLabelValues(name).Set(float64(n))
+	}
+}
+
+// ReadWait implements metrics.ReadRecorder.
+func (r *Recorder) ReadWait(name string, waited time.Duration, outcome string) {
+	r.readWait.WithLabelValues(name, outcome).Observe(waited.Seconds())
+}
+
+// ReadFallback implements metrics.ReadRecorder.
+func (r *Recorder) ReadFallback(name, reason string) {
+	r.readFallbacks.WithLabelValues(name, reason).Inc()
+}
 
 // Fallback implements metrics.Recorder.
 func (r *Recorder) Fallback(name, reason string) { r.fallbacks.WithLabelValues(name, reason).Inc() }

@@ -154,3 +154,26 @@ func TestConflictingRegistrationIsAnError(t *testing.T) {
 	}()
 	New(reg, "")
 }
+
+func TestRecorderExportsReadMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	r := New(reg, "")
+	r.StoreResourceVersion("v1/configmaps", "1234")
+	r.StoreResourceVersion("v1/configmaps", "opaque") // not a number: not recorded
+	r.ReadWait("v1/configmaps", 3*time.Millisecond, "cache")
+	r.ReadFallback("v1/configmaps", "bound")
+	expected := `
+# HELP steadywatch_store_resource_version The resourceVersion a store reflects (as a number; versions longer than 15 digits keep their last 15, as client-go's store_resource_version).
+# TYPE steadywatch_store_resource_version gauge
+steadywatch_store_resource_version{name="v1/configmaps"} 1234
+# HELP steadywatch_read_fallbacks_total Reads answered by the server instead of the cache, by reason (bound, incomparable).
+# TYPE steadywatch_read_fallbacks_total counter
+steadywatch_read_fallbacks_total{name="v1/configmaps",reason="bound"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), "steadywatch_store_resource_version", "steadywatch_read_fallbacks_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(r.readWait, "steadywatch_read_wait_seconds"); n != 1 {
+		t.Fatalf("read_wait_seconds has %d series, want 1", n)
+	}
+}

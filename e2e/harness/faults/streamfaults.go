@@ -78,6 +78,12 @@ type StreamFaults struct {
 	// streaming list under load. 0 = no pause.
 	PauseAfterEvents int
 	PauseFor         time.Duration
+	// DelayEvents holds every event (bookmarks too) back by this long from
+	// when the proxy read it, keeping their order: a watch that lags behind
+	// the writes the apiserver already answered, as a watch cache or a
+	// proxy under load does (kubernetes/kubernetes#59848). Reads of the
+	// same server are not delayed. 0 = none.
+	DelayEvents time.Duration
 }
 
 func (f StreamFaults) active() bool { return f != StreamFaults{} }
@@ -425,12 +431,11 @@ func mapEntry(b []byte) (key, value string, err error) {
 // It returns when the stream ends (or sf ends it: a clean end for the
 // client); read errors go to abort like forward's.
 func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.ResponseController, body io.ReadCloser, rec *Request, st *stream, sf StreamFaults, media string, abort func(error)) {
-	fr := frameReader(media, body)
-	buf := make([]byte, 32<<10)
+	next := delayedFrames(ctx, frameReader(media, body), sf.DelayEvents)
 	prev := map[string][]byte{} // RedeliverOlder: the last MODIFIED frame per object
 	forwarded := 0
 	for {
-		ev, rerr := readFrame(fr, buf)
+		ev, rerr := next()
 		if len(ev) > 0 {
 			out, end := p.applyStreamFaults(rec, sf, media, ev, prev)
 			if out != nil {
@@ -467,6 +472,53 @@ func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.Respons
 				abort(nil)
 			}
 			abort(fmt.Errorf("reading from backend %d: %w", rec.Backend, rerr))
+		}
+	}
+}
+
+// delayedFrame is a frame (or the read's error) and when it was read.
+type delayedFrame struct {
+	ev  []byte
+	err error
+	at  time.Time
+}
+
+// delayedFrames returns a function that reads the next frame from fr; with
+// delay > 0 it returns each frame delay after it was read (a goroutine
+// keeps reading meanwhile), in order. The reader ends with ctx.
+func delayedFrames(ctx context.Context, fr io.Reader, delay time.Duration) func() ([]byte, error) {
+	buf := make([]byte, 32<<10)
+	if delay <= 0 {
+		return func() ([]byte, error) { return readFrame(fr, buf) }
+	}
+	frames := make(chan delayedFrame, 1024)
+	go func() {
+		for {
+			ev, err := readFrame(fr, buf)
+			select {
+			case frames <- delayedFrame{ev: ev, err: err, at: time.Now()}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() ([]byte, error) {
+		var f delayedFrame
+		select {
+		case f = <-frames:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		t := time.NewTimer(time.Until(f.at.Add(delay)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return f.ev, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -389,3 +389,26 @@ func TestStreamFaultsEndAfterBookmarkRV(t *testing.T) {
 		t.Errorf("watch faults %q", f)
 	}
 }
+
+func TestStreamFaultsDelayEventsHoldsEveryEventBackInOrder(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	const delay = 400 * time.Millisecond
+	e.proxy.SetStreamFaults(StreamFaults{DelayEvents: delay})
+	w := e.streamingList(t)
+	sent := time.Now()
+	e.backends[0].send("ADDED", "a", "11")
+	e.backends[0].send("ADDED", "b", "12")
+	e.backends[0].sendBookmark("12", true)
+	wantEvent(t, w, "a")
+	if d := time.Since(sent); d < delay {
+		t.Errorf("the first event came %s after it was sent, want at least the %s delay", d, delay)
+	}
+	wantEvent(t, w, "b")
+	wantBookmark(t, w, "12", true)
+	sent = time.Now()
+	e.backends[0].send("ADDED", "c", "13")
+	wantEvent(t, w, "c")
+	if d := time.Since(sent); d < delay {
+		t.Errorf("a later event came %s after it was sent, want at least the %s delay", d, delay)
+	}
+}

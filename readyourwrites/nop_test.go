@@ -1,0 +1,5 @@
+package readyourwrites
+
+import "github.com/steadywatch/steadywatch/metrics"
+
+type nopRecorder = metrics.Nop
