@@ -83,13 +83,15 @@ func embeddedInformer(inf cache.SharedInformer) cache.SharedInformer {
 	return nil
 }
 
-// adoptedInformer is client-go's own SharedIndexInformer (every method
-// unchanged) that knows it runs on steadywatch and says so once in the log
-// when it starts.
+// adoptedInformer is an informer (steadywatch's own, newInformer, or
+// client-go's) that knows it runs on steadywatch and says so once in the
+// log when it starts.
 type adoptedInformer struct {
 	cache.SharedIndexInformer
 	adoption Adoption
 	once     sync.Once
+	// reflector fills the informer's store (nil for client-go's informer).
+	reflector *Reflector
 }
 
 func adopted(inf cache.SharedIndexInformer, path, name string) cache.SharedIndexInformer {
