@@ -313,4 +313,3 @@ func TestDifferentialResync(t *testing.T) {
 func isTombstone(call string) bool {
 	return len(call) > len("delete tombstone") && call[:len("delete tombstone")] == "delete tombstone"
 }
-

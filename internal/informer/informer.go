@@ -275,11 +275,11 @@ func (s *Informer) GetController() cache.Controller { return controller{s} }
 
 type controller struct{ s *Informer }
 
-func (controller) Run(<-chan struct{})                  {}
-func (controller) RunWithContext(context.Context)       {}
-func (c controller) HasSynced() bool                    { return c.s.HasSynced() }
+func (controller) Run(<-chan struct{})                   {}
+func (controller) RunWithContext(context.Context)        {}
+func (c controller) HasSynced() bool                     { return c.s.HasSynced() }
 func (c controller) HasSyncedChecker() cache.DoneChecker { return c.s.HasSyncedChecker() }
-func (c controller) LastSyncResourceVersion() string    { return c.s.LastSyncResourceVersion() }
+func (c controller) LastSyncResourceVersion() string     { return c.s.LastSyncResourceVersion() }
 
 // IsStopped implements cache.SharedInformer.
 func (s *Informer) IsStopped() bool {
