@@ -63,11 +63,11 @@ const (
 )
 
 var (
-	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathWrapDecoding, pathInformerDecoding}
+	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathWrapDecoding}
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	// informerPaths build steadywatch's informer over reflector.New: the
 	// reflector's scenarios run on the informer's reflector.
-	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata}
+	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding}
 	allPaths      = slices.Concat(dropInPaths, reflectorPaths, informerPaths)
 )
 
@@ -648,7 +648,7 @@ func runProbe(t *testing.T, path adoptionPath, pr *probe, set bool) string {
 			e.run(r, r.HasSynced, 3*time.Second)
 			e.outcome("synced=%v", r.HasSynced())
 		}
-	case pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata:
+	case pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding:
 		r := e.informerReflector(path, e.listerOptions(pr, set), pr, set)
 		if pr.refl != nil {
 			pr.refl(e, r)
@@ -786,9 +786,6 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 	case pathWrapDecoding:
 		e.scopeChecked = true
 		return lister.WrapDecoding(e.srv.InNamespace("ns").ListerWatcher(), e.client, lo)
-	case pathInformerDecoding:
-		e.scopeChecked = true
-		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
 	}
 	return informerListerWatcher(e.t, inf)
 }
@@ -817,6 +814,9 @@ func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe,
 		// The scenario's objects are ConfigMaps: served as metadata-only
 		// objects, as the metadata client would.
 		inf = NewMetadataInformer(metadataOf{e.client}, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
+	case pathInformerDecoding:
+		e.scopeChecked = true
+		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
 	}
 	a, ok := inf.(*adoptedInformer)
 	if !ok || a.reflector == nil {
