@@ -186,7 +186,7 @@ type processorListener struct {
 	syncTracker       *synctrack.SingleFileTracker
 	upstreamHasSynced cache.DoneChecker
 
-	pendingNotifications       buffer.RingGrowing
+	pendingNotifications       buffer.TypedRingGrowing[any]
 	pendingNotificationsLength atomic.Int64
 
 	// requestedResyncPeriod is the handler's own; resyncPeriod the one in
@@ -221,7 +221,7 @@ func newProcessListener(logger klog.Logger, handler cache.ResourceEventHandler, 
 		handler:               handler,
 		handlerName:           name,
 		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", hasSynced.Name(), name)),
-		pendingNotifications:  *buffer.NewRingGrowing(bufferSize),
+		pendingNotifications:  *buffer.NewTypedRingGrowing[any](buffer.RingGrowingOptions{InitialSize: bufferSize}),
 		requestedResyncPeriod: requestedResyncPeriod,
 		resyncPeriod:          resyncPeriod,
 	}
