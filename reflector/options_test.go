@@ -289,7 +289,11 @@ var optionProbes = map[string]fieldProbes{
 		reflector: &probe{base: func(_ *env, o *lister.Options) { o.Server = streams() },
 			set: func(_ *env, o *lister.Options) { o.DisableInitialEventsCount = true },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return r.HasSynced() && e.countListSent() }, e.within(false))
+				// Through the decoding informer, the count list's scope
+				// check follows it: wait for that too.
+				e.run(r, func() bool {
+					return r.HasSynced() && e.countListSent() && (!e.scopeChecked || e.scopeCheckSent())
+				}, e.within(false))
 				e.outcome("count list sent=%v", e.countListSent())
 			}},
 	},
