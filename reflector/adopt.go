@@ -83,17 +83,14 @@ func embeddedInformer(inf cache.SharedInformer) cache.SharedInformer {
 	return nil
 }
 
-// adoptedInformer is client-go's own SharedIndexInformer (every method
-// unchanged) that knows it runs on steadywatch and says so once in the log
-// when it starts.
+// adoptedInformer is steadywatch's own informer (newInformer) that knows
+// how it was built and says so once in the log when it starts.
 type adoptedInformer struct {
 	cache.SharedIndexInformer
 	adoption Adoption
 	once     sync.Once
-}
-
-func adopted(inf cache.SharedIndexInformer, path, name string) cache.SharedIndexInformer {
-	return &adoptedInformer{SharedIndexInformer: inf, adoption: Adoption{Path: path, Name: name}}
+	// reflector fills the informer's store.
+	reflector *Reflector
 }
 
 func (a *adoptedInformer) steadywatchAdoption() Adoption { return a.adoption }

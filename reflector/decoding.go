@@ -7,13 +7,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
 // NewSharedIndexInformerWithDecoding is NewSharedIndexInformerWithOptions
 // with its lists sent by steadywatch's own client, built from d for
-// exampleObject (lister.Decoding.ClientFor), and decoded item by item as
-// they arrive (lister.WrapDecoding): the win in peak heap of the adapters
+// exampleObject (lister.Decoding.ClientFor), checked against lw's scope as
+// lister.WrapDecoding does: the win in peak heap of the adapters
 // that build their own client (FromClientset, FromDynamicConfig,
 // FromMetadataConfig; docs/benchmarks.md), for a ListerWatcher built by the
 // caller. Watches go through lw unchanged.
@@ -34,17 +35,18 @@ func NewSharedIndexInformerWithDecoding(lw cache.ListerWatcher, exampleObject ru
 // sharedIndexInformerDecoding is NewSharedIndexInformerWithDecoding with
 // the decoding client (or the error that left none) given.
 func sharedIndexInformerDecoding(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options, dec lister.Client, err error) cache.SharedIndexInformer {
-	lo = lo.Resolve(exampleObject)
-	var slw *lister.ListerWatcher
+	r := lo.Resolve(exampleObject)
+	c := lister.FromListerWatcher(lw)
 	if err != nil {
-		lo.Metrics.Fallback(lo.Name, string(lister.ReasonNoDecodingClient))
+		r.Metrics.Fallback(r.Name, string(lister.ReasonNoDecodingClient))
 		klog.Background().Info("Informer lists through the caller's ListerWatcher: no item-by-item decoding client",
-			"informer", lo.Name, "reason", string(lister.ReasonNoDecodingClient), "err", err)
-		slw = lister.Wrap(lw, lo)
+			"informer", r.Name, "reason", string(lister.ReasonNoDecodingClient), "err", err)
 	} else {
-		slw = lister.WrapDecoding(lw, dec, lo)
+		// lister.WrapDecoding's client: dec's lists, checked against lw's
+		// scope until one matches; lw's watches.
+		c = &clients.Scoped{LW: c, Dec: dec, Name: r.Name, Metrics: r.Metrics, Reason: string(lister.ReasonDecodingScopeMismatch)}
 	}
-	return adopted(cache.NewSharedIndexInformerWithOptions(slw, exampleObject, o), PathSharedIndexInformer, slw.Name())
+	return newInformer(c, exampleObject, o, Options{Lister: lo}, PathSharedIndexInformer)
 }
 
 // NewInformerFuncWithDecoding is NewInformerFunc whose informers send their

@@ -42,9 +42,9 @@ type FactoryOptions struct {
 
 // FactoryInformer returns, for a typed object of client-go's clientset
 // (&corev1.ConfigMap{}, &appsv1.Deployment{}, ...), a NewInformerFunc for
-// SharedInformerFactory.InformerFor: client-go's own SharedIndexInformer over
-// a steadywatch lister.ListerWatcher on the clientset's typed client for that
-// resource, with the namespace index the factory's typed Lister uses for a
+// SharedInformerFactory.InformerFor: steadywatch's own SharedIndexInformer
+// (NewSharedIndexInformer: client-go's handler semantics) whose store
+// reflector.New fills from the clientset's typed client for that resource, with the namespace index the factory's typed Lister uses for a
 // namespaced resource. Registered before the factory's typed accessor is
 // first used, it is the informer behind that accessor's Informer() and
 // Lister(). Register it with Adopt or MustAdopt, which fail when the
@@ -93,15 +93,14 @@ func FactoryInformerFunc(exampleObject runtime.Object, o FactoryOptions) (func(k
 		indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
 	}
 	return func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		slw := lister.NewListerWatcher(p.Client(cs, o.Namespace), lo)
-		var lw cache.ListerWatcher = slw
+		c := p.Client(cs, o.Namespace)
 		if o.TweakListOptions != nil {
-			lw = tweaked{ListerWatcher: slw, tweak: o.TweakListOptions}
+			c = tweaked{Client: c, tweak: o.TweakListOptions}
 		}
-		return adopted(cache.NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
+		return newInformer(c, exampleObject, cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync,
 			Indexers:     indexers,
-		}), PathFactoryInformer, slw.Name())
+		}, Options{Lister: lo}, PathFactoryInformer)
 	}, nil
 }
 
@@ -112,27 +111,44 @@ type UnsupportedTypeError = lister.UnsupportedTypeError
 // ErrUnsupportedType matches every *UnsupportedTypeError (errors.Is).
 var ErrUnsupportedType = lister.ErrUnsupportedType
 
-// tweaked applies a factory's tweak function to the options client-go's
-// reflector passes, before the lister reads them.
+// tweaked applies a factory's tweak function to the options of every list
+// and watch the reflector sends, as the factory's own informers do. The
+// selectors it sets join the reflector's own (Lister's), as on the factory's
+// informers, where the tweak runs before steadywatch reads the options.
 type tweaked struct {
-	*lister.ListerWatcher
+	lister.Client
 	tweak func(*metav1.ListOptions)
 }
 
-func (t tweaked) List(o metav1.ListOptions) (runtime.Object, error) {
-	return t.ListWithContext(context.Background(), o)
-}
-
-func (t tweaked) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	return t.WatchWithContext(context.Background(), o)
-}
-
-func (t tweaked) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+func (t tweaked) apply(o metav1.ListOptions) metav1.ListOptions {
+	ls, fs := o.LabelSelector, o.FieldSelector
+	o.LabelSelector, o.FieldSelector = "", ""
 	t.tweak(&o)
-	return t.ListerWatcher.ListWithContext(ctx, o)
+	o.LabelSelector, o.FieldSelector = joinSelectors(o.LabelSelector, ls), joinSelectors(o.FieldSelector, fs)
+	return o
 }
 
-func (t tweaked) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	t.tweak(&o)
-	return t.ListerWatcher.WatchWithContext(ctx, o)
+func joinSelectors(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == b:
+		return a
+	}
+	return a + "," + b
+}
+
+func (t tweaked) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return t.Client.List(ctx, t.apply(o))
+}
+
+func (t tweaked) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return t.Client.Watch(ctx, t.apply(o))
+}
+
+// IsWatchListSemanticsUnSupported forwards the client's declaration (a
+// fake clientset's: no streaming lists).
+func (t tweaked) IsWatchListSemanticsUnSupported() bool {
+	d, ok := t.Client.(interface{ IsWatchListSemanticsUnSupported() bool })
+	return ok && d.IsWatchListSemanticsUnSupported()
 }

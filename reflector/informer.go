@@ -10,31 +10,18 @@ import (
 )
 
 // NewSharedIndexInformer has the shape of cache.NewSharedIndexInformer, for
-// drop-in use: it returns client-go's own SharedIndexInformer (event
-// handlers, indexers, resync, HasSynced, transform: all unchanged) whose
-// ListerWatcher is lw wrapped in a steadywatch lister.ListerWatcher.
-//
-// Why not our Reflector inside the informer: client-go builds the reflector
-// inside sharedIndexInformer.RunWithContext (cache.New -> NewReflector) with
-// no hook to swap it, and its event processor (sharedProcessor, per-handler
-// buffering, registrations, resync) is unexported; re-implementing it would
-// duplicate ~1,000 lines of subtle concurrency code that would drift from
-// client-go. Instead the informer's own reflector is made safe through its
-// ListerWatcher: every list it sends is read with the API Concepts semantics and run
-// with the KEP-2523 fallbacks (verified served resourceVersions, 410/too-large
-// recovery, legacy servers), and a streaming list on a server that ignores
-// sendInitialEvents ends with an error instead of hanging.
-//
-// Through lister.ListerWatcher it also gets stall detection, the "never
-// older than what was delivered" guard across relists, paginated relists
-// where the server paginates, per-group/version capability evidence
-// (Resource derived from exampleObject) and metrics named after the
-// resource. What it does not get from package reflector: the consistency
-// checker, the per-object "event older than the stored object" filter, and
-// the backoff between relists that follow each other without an event
-// (client-go's own reflector backs off 800ms doubling to 30s between its
-// list-and-watch rounds). README's adoption table lists each path's
-// guarantees.
+// drop-in use: it returns steadywatch's own cache.SharedIndexInformer over
+// lw (lister.FromListerWatcher). Its handlers are served exactly as by
+// client-go's informer (per-handler buffering and ordering, registrations,
+// resync, transform, indexers, tombstones), and its store is filled by
+// reflector.New, so every list and watch gets this package's guarantees:
+// the KEP-2523 fallbacks on every list, no list or event older than the
+// store applied, stall detection, the backoff between relists that follow
+// each other without an event, and a relist applied object by object as
+// it arrives (its handlers get per-object adds, updates and tombstoned
+// deletes, and the informer never holds its old contents and the new list
+// at once). docs/informer.md lists where the handler calls differ from
+// client-go's informer, and why.
 func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object, defaultEventHandlerResyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
 		ResyncPeriod: defaultEventHandlerResyncPeriod,
@@ -49,8 +36,7 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 // Resource and Name are derived from it, and the Server is scoped to its
 // group/version. Every field of lo is honoured.
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options) cache.SharedIndexInformer {
-	slw := lister.Wrap(lw, lo.Resolve(exampleObject))
-	return adopted(cache.NewSharedIndexInformerWithOptions(slw, exampleObject, o), PathSharedIndexInformer, slw.Name())
+	return newInformer(lister.FromListerWatcher(lw), exampleObject, o, Options{Lister: lo}, PathSharedIndexInformer)
 }
 
 // NewInformerFunc returns a function with exactly the signature of
@@ -70,8 +56,8 @@ func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject run
 // lister.Options, NewSharedIndexInformer itself has that signature:
 // cache.Options{NewInformer: reflector.NewSharedIndexInformer}.
 //
-// The informers' lists are controller-runtime's own, read whole and then
-// decoded; NewInformerFuncWithDecoding decodes them item by item, given the
+// The informers' lists are controller-runtime's own ListerWatcher's, read
+// whole and then decoded (then applied to the store object by object); NewInformerFuncWithDecoding decodes them item by item, given the
 // manager's configuration.
 func NewInformerFunc(o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
 	return func(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {

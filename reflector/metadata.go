@@ -15,10 +15,10 @@ const PathMetadataInformer = "MetadataInformer"
 
 // NewMetadataInformer returns a metadata-only informer of gvr: the informer
 // client-go's metadatainformer.NewFilteredMetadataInformer(client, gvr, ns,
-// resync, indexers, nil).Informer() builds (client-go's own
-// SharedIndexInformer, objects of type *metav1.PartialObjectMetadata, so
-// metadatalister.New(inf.GetIndexer(), gvr) lists them), over a steadywatch
-// lister.ListerWatcher of c instead of the metadata client's ListWatch.
+// resync, indexers, nil).Informer() builds (steadywatch's own
+// SharedIndexInformer, NewSharedIndexInformer's, objects of type *metav1.PartialObjectMetadata, so
+// metadatalister.New(inf.GetIndexer(), gvr) lists them), whose store
+// reflector.New fills from c instead of the metadata client's ListWatch.
 // Give it lister.FromMetadataConfig(cfg, gvr, namespace): the metadata
 // client's requests, each list decoded item by item and every request sent
 // once. client-go's metadata informer factory has no hook for an informer of
@@ -37,10 +37,8 @@ func NewMetadataInformer(c lister.Client, gvr schema.GroupVersionResource, resyn
 	if lo.Resource.Empty() {
 		lo.Resource = gvr
 	}
-	example := &metav1.PartialObjectMetadata{}
-	slw := lister.NewListerWatcher(c, lo.Resolve(example))
-	return adopted(cache.NewSharedIndexInformerWithOptions(slw, example, cache.SharedIndexInformerOptions{
+	return newInformer(c, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resync,
 		Indexers:     indexers,
-	}), PathMetadataInformer, slw.Name())
+	}, Options{Lister: lo}, PathMetadataInformer)
 }

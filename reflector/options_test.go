@@ -63,9 +63,12 @@ const (
 )
 
 var (
-	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathWrapDecoding, pathInformerDecoding}
+	dropInPaths    = []adoptionPath{pathListerNew, pathListerWatcher, pathWrap, pathWrapDecoding}
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
-	allPaths       = append(slices.Clone(dropInPaths), reflectorPaths...)
+	// informerPaths build steadywatch's informer over reflector.New: the
+	// reflector's scenarios run on the informer's reflector.
+	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding}
+	allPaths      = slices.Concat(dropInPaths, reflectorPaths, informerPaths)
 )
 
 // pathsTaking says which paths take each options struct.
@@ -100,7 +103,10 @@ type fieldProbes struct {
 	dropIn    *probe // the drop-in paths
 	reflector *probe // reflector.New, and reflector.New with List unless withList is set
 	withList  *probe
-	rejected  []adoptionPath // paths that reject the field (Options.Validate)
+	// informer: the informer paths, when their scenario is not the
+	// reflector's (they take no reflector.Options).
+	informer *probe
+	rejected []adoptionPath // paths that reject the field (Options.Validate)
 	// container: a nested options struct, walked field by field on its own.
 	container bool
 }
@@ -144,7 +150,11 @@ var (
 		e.run(r, func() bool { return e.replaces.Load() >= 2 }, 3*time.Second)
 		e.outcome("relisted=%v, watch restarts %v", e.replaces.Load() >= 2, e.rec.restartReasons())
 	}
-	legacyStreaming = steadywatchtest.Faults{IgnoreSendInitialEvents: true, IgnoreResourceVersionMatch: true}
+	// rejectFirstLists: the first request (the informer's limit=1 read of
+	// the current resourceVersion) answered 429: the reflector retries the
+	// list itself, paginated.
+	rejectFirstLists = steadywatchtest.Faults{RetryAfter: 1, RetryAfterRequests: 1}
+	legacyStreaming  = steadywatchtest.Faults{IgnoreSendInitialEvents: true, IgnoreResourceVersionMatch: true}
 )
 
 var optionProbes = map[string]fieldProbes{
@@ -183,15 +193,20 @@ var optionProbes = map[string]fieldProbes{
 				e.list(lw, metav1.ListOptions{ResourceVersion: e.rv0, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 			}},
 		reflector: &probe{rbase: paginate, set: func(_ *env, o *lister.Options) { o.PageSize = 3 }},
+		// The informer's first list is served in one response; the
+		// reflector's own retry of a failed list is paginated.
+		informer: &probe{faults: rejectFirstLists, base: shortRetry, set: func(_ *env, o *lister.Options) { o.PageSize = 3 }},
 	},
 	"lister.Options.MaxPageSize": {
 		dropIn:    &probe{set: func(_ *env, o *lister.Options) { o.MaxPageSize = 8 }, dropIn: listPaginated},
 		reflector: &probe{rbase: paginate, base: func(_ *env, o *lister.Options) { o.PageSize = 2 }, set: func(_ *env, o *lister.Options) { o.MaxPageSize = -1 }},
+		informer:  &probe{faults: rejectFirstLists, base: func(e *env, o *lister.Options) { shortRetry(e, o); o.PageSize = 2 }, set: func(_ *env, o *lister.Options) { o.MaxPageSize = -1 }},
 		rejected:  []adoptionPath{pathReflectorList},
 	},
 	"lister.Options.MaxPageBytes": {
 		dropIn:    &probe{base: func(_ *env, o *lister.Options) { o.MaxPageSize = 8 }, set: func(_ *env, o *lister.Options) { o.MaxPageBytes = 1 }, dropIn: listPaginated},
 		reflector: &probe{rbase: paginate, base: func(_ *env, o *lister.Options) { o.PageSize = 2 }, set: func(_ *env, o *lister.Options) { o.MaxPageBytes = 1 }},
+		informer:  &probe{faults: rejectFirstLists, base: func(e *env, o *lister.Options) { shortRetry(e, o); o.PageSize = 2 }, set: func(_ *env, o *lister.Options) { o.MaxPageBytes = 1 }},
 		rejected:  []adoptionPath{pathReflectorList},
 	},
 	"lister.Options.Metrics": {
@@ -274,7 +289,11 @@ var optionProbes = map[string]fieldProbes{
 		reflector: &probe{base: func(_ *env, o *lister.Options) { o.Server = streams() },
 			set: func(_ *env, o *lister.Options) { o.DisableInitialEventsCount = true },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return r.HasSynced() && e.countListSent() }, e.within(false))
+				// Through the decoding informer, the count list's scope
+				// check follows it: wait for that too.
+				e.run(r, func() bool {
+					return r.HasSynced() && e.countListSent() && (!e.scopeChecked || e.scopeCheckSent())
+				}, e.within(false))
 				e.outcome("count list sent=%v", e.countListSent())
 			}},
 	},
@@ -386,13 +405,20 @@ var optionProbes = map[string]fieldProbes{
 
 	"reflector.FactoryOptions.Lister": {container: true},
 	"reflector.FactoryOptions.Namespace": {
-		dropIn: &probe{fset: func(_ *env, o *FactoryOptions) { o.Namespace = "other" }, dropIn: listAndWatch},
+		informer: &probe{fset: func(_ *env, o *FactoryOptions) { o.Namespace = "other" }, refl: syncAndCount},
 	},
 	"reflector.FactoryOptions.TweakListOptions": {
-		dropIn: &probe{fset: func(_ *env, o *FactoryOptions) {
+		informer: &probe{fset: func(_ *env, o *FactoryOptions) {
 			o.TweakListOptions = func(lo *metav1.ListOptions) { lo.LabelSelector = "half=yes" }
-		}, dropIn: listAndWatch},
+		}, refl: syncAndCount},
 	},
+}
+
+// syncAndCount runs the reflector until it synced and records how many
+// objects its store holds.
+func syncAndCount(e *env, r *Reflector) {
+	e.run(r, r.HasSynced, 3*time.Second)
+	e.outcome("synced=%v, %d objects", r.HasSynced(), len(r.objects.List()))
 }
 
 // markTransformed sets a Transform that annotates every object.
@@ -570,6 +596,10 @@ func (fp fieldProbes) probeFor(path adoptionPath) *probe {
 		return fp.withList
 	case path == pathReflector || path == pathReflectorList:
 		return fp.reflector
+	case slices.Contains(informerPaths, path) && fp.informer != nil:
+		return fp.informer
+	case slices.Contains(informerPaths, path):
+		return fp.reflector
 	}
 	return fp.dropIn
 }
@@ -616,6 +646,14 @@ func runProbe(t *testing.T, path adoptionPath, pr *probe, set bool) string {
 			t.Fatalf("%s rejects options it should honour: %v", path, err)
 		}
 		r := New(e.client, &corev1.ConfigMap{}, e.store(), o)
+		if pr.refl != nil {
+			pr.refl(e, r)
+		} else {
+			e.run(r, r.HasSynced, 3*time.Second)
+			e.outcome("synced=%v", r.HasSynced())
+		}
+	case pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding:
+		r := e.informerReflector(path, e.listerOptions(pr, set), pr, set)
 		if pr.refl != nil {
 			pr.refl(e, r)
 		} else {
@@ -752,11 +790,91 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 	case pathWrapDecoding:
 		e.scopeChecked = true
 		return lister.WrapDecoding(e.srv.InNamespace("ns").ListerWatcher(), e.client, lo)
+	}
+	return informerListerWatcher(e.t, inf)
+}
+
+// informerReflector builds path's informer with lo and returns the
+// reflector that fills its store, traced as e.store() is and with the
+// scenarios' short backoff (the informer paths take no reflector.Options;
+// the default backoff only makes the scenarios slower).
+func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe, set bool) *Reflector {
+	example := &corev1.ConfigMap{}
+	var inf cache.SharedIndexInformer
+	switch path {
+	case pathFactory:
+		cs := fake.NewClientset()
+		e.srv.Install(&cs.Fake, "configmaps")
+		fo := FactoryOptions{Namespace: "ns", Lister: lo}
+		if set && pr.fset != nil {
+			pr.fset(e, &fo)
+		}
+		inf = FactoryInformer(example, fo)(cs, 0)
+	case pathSharedInformer:
+		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
+	case pathInformerFunc:
+		inf = NewInformerFunc(lo)(e.srv.InNamespace("ns").ListerWatcher(), example, 0, cache.Indexers{})
+	case pathMetadata:
+		// The scenario's objects are ConfigMaps: served as metadata-only
+		// objects, as the metadata client would.
+		inf = NewMetadataInformer(metadataOf{e.client}, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
 	case pathInformerDecoding:
 		e.scopeChecked = true
 		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
 	}
-	return informerListerWatcher(e.t, inf)
+	a, ok := inf.(*adoptedInformer)
+	if !ok || a.reflector == nil {
+		e.t.Fatalf("%s built %T, not steadywatch's informer", path, inf)
+	}
+	r := a.reflector
+	ts := traceStore{Store: r.objects, e: e}
+	r.store, r.objects = ts, ts
+	r.o.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}.WithDefaults(DefaultBackoff())
+	r.backoff, r.regressBackoff = r.o.Backoff.New(), r.o.Backoff.New()
+	r.backoff.Reset()
+	r.regressBackoff.Reset()
+	return r
+}
+
+// metadataOf serves a client's objects as metadata-only objects.
+type metadataOf struct{ Client }
+
+func (m metadataOf) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	obj, err := m.Client.List(ctx, o)
+	if err != nil {
+		return obj, err
+	}
+	items, err := meta.ExtractList(obj)
+	if err != nil {
+		return nil, err
+	}
+	lm, _ := meta.ListAccessor(obj)
+	out := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: lm.GetResourceVersion(), Continue: lm.GetContinue(), RemainingItemCount: lm.GetRemainingItemCount()}}
+	for _, it := range items {
+		out.Items = append(out.Items, *partial(it))
+	}
+	return out, nil
+}
+
+func (m metadataOf) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := m.Client.Watch(ctx, o)
+	if err != nil {
+		return w, err
+	}
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		if ev.Type != watch.Error {
+			ev.Object = partial(ev.Object)
+		}
+		return ev, true
+	}), nil
+}
+
+func partial(obj runtime.Object) *metav1.PartialObjectMetadata {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return &metav1.PartialObjectMetadata{}
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: m.GetNamespace(), Name: m.GetName(), ResourceVersion: m.GetResourceVersion(), Labels: m.GetLabels(), Annotations: m.GetAnnotations()}}
 }
 
 // informerListerWatcher returns the ListerWatcher client-go's informer
@@ -1202,13 +1320,14 @@ func TestFactorySelectorsJoinTweakListOptions(t *testing.T) {
 	inf := FactoryInformer(&corev1.ConfigMap{}, FactoryOptions{Namespace: "ns",
 		TweakListOptions: func(o *metav1.ListOptions) { o.LabelSelector = "half=yes" },
 		Lister:           lister.Options{LabelSelector: "half!=no", FieldSelector: "metadata.name=cm-02"}})(cs, 0)
-	lw := informerListerWatcher(t, inf)
-	obj, err := lw.ListWithContext(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := meta.LenList(obj); n != 1 {
-		t.Errorf("listed %d objects, want 1 (cm-02)", n)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	e.waitFor(inf.HasSynced, 5*time.Second)
+	cancel()
+	<-done
+	if n := len(inf.GetStore().List()); !inf.HasSynced() || n != 1 {
+		t.Errorf("synced %v with %d objects, want 1 (cm-02)", inf.HasSynced(), n)
 	}
 	for _, q := range e.srv.Requests() {
 		if q.Options.LabelSelector != "half=yes,half!=no" || q.Options.FieldSelector != "metadata.name=cm-02" {

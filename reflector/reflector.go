@@ -59,6 +59,9 @@ type Reflector struct {
 	o            settings
 	// invalid is Options.Validate's error: Run reports it and returns.
 	invalid error
+	// onError, if set, is given every failed list and watch (the
+	// informer's SetWatchErrorHandler; informer.go).
+	onError func(context.Context, error)
 
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
@@ -626,6 +629,7 @@ func (e *storeError) Unwrap() error { return e.err }
 func (s listing) retry() listing { s.attempt++; return s }
 
 func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query, err error) (state, why) {
+	r.reportError(ctx, err)
 	// The choice is a row of the one decision table (OpRelist).
 	class, retryAfter := classify(err)
 	required := ""
@@ -985,6 +989,7 @@ func (r *Reflector) stepStartWatch(ctx context.Context, s startingWatch) (state,
 // watchFailed decides what follows a failed watch (at start or as an ERROR
 // event): the heart of KEP-2523 recovery.
 func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err error) (state, why) {
+	r.reportError(ctx, err)
 	// The choice is a row of the one decision table (OpWatch).
 	class, retryAfter := classify(err)
 	klog.FromContext(ctx).V(2).Info("Watch failed", "resourceVersion", rv, "class", class.String(), "err", err)

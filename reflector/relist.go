@@ -42,6 +42,17 @@ func objectStore(store cache.ReflectorStore) (cache.Store, bool) {
 // ends with Bookmark(the list's resourceVersion).
 type storeBookmarker interface{ Bookmark(rv string) }
 
+// listStore is a store that is told more than a cache.Store about the
+// lists that fill it (steadywatch's own informer, internal/informer):
+// DeleteAbsent instead of Delete for an object a complete list no longer
+// holds (its handlers get a cache.DeletedFinalStateUnknown, as client-go's
+// informer gives a Replace's deletions), and ListApplied(rv) once a list
+// is applied whole and the reflector reports it synced.
+type listStore interface {
+	DeleteAbsent(obj any) error
+	ListApplied(rv string)
+}
+
 // snapshot is one list or streaming list being applied to the store.
 type snapshot struct {
 	r *Reflector
@@ -189,6 +200,9 @@ func (s *snapshot) finish(ctx context.Context, rv string) error {
 	r.status.Items = r.items
 	r.mu.Unlock()
 	r.o.Metrics.Items(r.name, r.items)
+	if ls, ok := r.objects.(listStore); ok {
+		ls.ListApplied(rv)
+	}
 	return nil
 }
 
@@ -200,11 +214,15 @@ func (s *snapshot) finish(ctx context.Context, rv string) error {
 func (s *snapshot) deleteAbsent(ctx context.Context) error {
 	var errs []error
 	deleted := 0
+	del := s.r.objects.Delete
+	if ls, ok := s.r.objects.(listStore); ok {
+		del = ls.DeleteAbsent
+	}
 	for _, obj := range s.r.objects.List() {
 		if m, err := meta.Accessor(obj); err == nil && s.relist.Has(m.GetNamespace(), m.GetName()) {
 			continue
 		}
-		if err := s.r.objects.Delete(obj); err != nil {
+		if err := del(obj); err != nil {
 			errs = append(errs, err)
 			continue
 		}

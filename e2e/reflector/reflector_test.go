@@ -142,7 +142,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 
 	for _, withServer := range []bool{false, true} {
 		name := map[bool]string{false: "without a Server", true: "with a Detector's Server"}[withServer]
-		It("NewSharedIndexInformer (client-go's informer over the lister) syncs "+name, func(ctx SpecContext) {
+		It("NewSharedIndexInformer (steadywatch's informer over reflector.New) syncs "+name, func(ctx SpecContext) {
 			lo := lister.Options{Name: "informer-" + version}
 			if withServer {
 				lo.Server = detectorServer(env.pcfg)
@@ -161,18 +161,14 @@ func proxySyncSpecs(version string, env *syncEnv) {
 			fills := relists(env.p, env.ns)
 			logRequests("requests", requests(env.p, "", env.ns))
 			switch {
-			case version == build.Legacy && !withServer:
-				// client-go (WatchListClient on) asks for a streaming list;
-				// the lister's guard ends it after its quiet timeout
-				// (lister default 5 s) and client-go lists.
-				Expect(fills).To(HaveLen(2))
-				Expect(isStreamingList(fills[0])).To(BeTrue())
-				Expect(fills[1].Verb).To(Equal("list"))
-			case version == build.Legacy && withServer:
-				// The Detector knows v1.18 cannot stream: client-go lists
-				// from the start, no streaming request is sent.
-				Expect(fills).To(HaveLen(1))
-				Expect(fills[0].Verb).To(Equal("list"))
+			case !withServer || version == build.Legacy:
+				// reflector.New streams only where the Server says the
+				// apiserver can: without one (and on v1.18) it lists.
+				Expect(fills).NotTo(BeEmpty())
+				for _, f := range fills {
+					Expect(isStreamingList(f)).To(BeFalse())
+					Expect(f.Verb).To(Equal("list"))
+				}
 			default:
 				Expect(fills).To(HaveLen(1))
 				Expect(isStreamingList(fills[0])).To(BeTrue())
@@ -222,7 +218,7 @@ var _ = Describe("sync", Ordered, func() {
 
 			for _, withServer := range []bool{false, true} {
 				name := map[bool]string{false: "without a Server", true: "with a Detector's Server"}[withServer]
-				It("NewSharedIndexInformer (client-go's informer over the lister) syncs "+name+" and its store equals a fresh list", func(ctx SpecContext) {
+				It("NewSharedIndexInformer (steadywatch's informer over reflector.New) syncs "+name+" and its store equals a fresh list", func(ctx SpecContext) {
 					cs := suite.Clientset(t.RESTConfig())
 					ns := populate(ctx, cs, "informer", 30)
 					lo := lister.Options{Name: "informer-any"}

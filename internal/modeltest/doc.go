@@ -1,6 +1,6 @@
 // Package modeltest checks steadywatch's guarantees against a model: it
 // generates random histories of writes and server faults, plays each one on
-// in-memory apiservers (steadywatchtest) and runs four clients side by side
+// in-memory apiservers (steadywatchtest) and runs five clients side by side
 // on it, one server each:
 //
 //   - "stock": client-go's cache.NewSharedIndexInformer over a plain
@@ -19,7 +19,11 @@
 //     are decoded (lister.ItemByItem), a list in one response included. The
 //     front holds back the end of each such list until one of its objects
 //     reached the store: a list read whole is a violation, and a run in
-//     which no list was applied item by item fails.
+//     which no list was applied item by item fails;
+//   - "informer": steadywatch's informer (reflector.NewSharedIndexInformerWithOptions)
+//     with the checker's handlers, so every handler call (a relist's
+//     per-object adds, updates and tombstoned deletes included) is checked
+//     against the history.
 //
 // After every change a client makes to its cache it checks that no object is
 // older than the version already held (Kubernetes API Concepts, "Resource

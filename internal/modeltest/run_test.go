@@ -30,11 +30,16 @@ const (
 	clientStock     = "stock"     // client-go's informer over a plain cache.ListWatch
 	clientDropIn    = "dropin"    // client-go's informer over lister.NewListerWatcher
 	clientReflector = "reflector" // reflector.New over a cache.Store, on a fake clock
+	// clientInformer: steadywatch's informer (reflector.NewSharedIndexInformerWithOptions,
+	// reflector.New under it) with the checker's handlers: every handler
+	// call, per-object adds, updates and tombstoned deletes of its relists
+	// included, is checked against the history.
+	clientInformer = "informer"
 	// clientWire (wire_test.go): reflector.New as clientReflector, over
 	// lister.FromClientset through HTTP.
 )
 
-var allClients = []string{clientStock, clientDropIn, clientReflector, clientWire}
+var allClients = []string{clientStock, clientDropIn, clientReflector, clientWire, clientInformer}
 
 // Bounds the invariants are checked against.
 const (
@@ -244,7 +249,7 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 				detail: fmt.Sprintf("%d requests in %v (bound %d): %s", res.requests[c], res.window.Round(time.Millisecond), limit, head(trace(r.servers[c].Requests()), 400))})
 		}
 		slack := requestSlack
-		if c == clientReflector || c == clientWire {
+		if c == clientReflector || c == clientWire || c == clientInformer {
 			slack = reflectorRequestSlack
 		}
 		if extra := faulted[c] - faulted[clientStock]; extra > 0 {
@@ -564,6 +569,13 @@ func (r *run) start() {
 		case clientDropIn:
 			lw := lister.NewListerWatcher(view, lister.Options{LabelSelector: r.h.selector})
 			inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+			if _, err := inf.AddEventHandler(chk.handlers()); err != nil {
+				panic(err)
+			}
+			runFn = inf.RunWithContext
+		case clientInformer:
+			inf := reflector.NewSharedIndexInformerWithOptions(view.ListerWatcher(), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{},
+				lister.Options{LabelSelector: r.h.selector})
 			if _, err := inf.AddEventHandler(chk.handlers()); err != nil {
 				panic(err)
 			}

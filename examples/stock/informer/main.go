@@ -13,10 +13,10 @@
 //	+factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: c.namespace, TweakListOptions: tweak, Lister: lister.Options{Metrics: swprom.New(reg, "")}}))
 //	 configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() use what was registered
 //
-// reflector.FactoryInformer builds client-go's own SharedIndexInformer over a
-// steadywatch lister.ListerWatcher on the clientset's typed ConfigMap client,
-// in the same namespace and with the same tweak as the factory's own
-// informers, so every list the informer's reflector sends runs with the
+// reflector.FactoryInformer builds steadywatch's own SharedIndexInformer
+// (client-go's handler semantics) whose store reflector.New fills from the
+// clientset's typed ConfigMap client, in the same namespace and with the
+// same tweak as the factory's own informers, so every list runs with the
 // KEP-2523 fallbacks, and a streaming list is used only where the server
 // really streams (a stock v0.37 informer never syncs against a v1.18
 // apiserver; this one does). What steadywatch did is on /metrics
