@@ -95,6 +95,16 @@ type adoptedInformer struct {
 
 func (a *adoptedInformer) steadywatchAdoption() Adoption { return a.adoption }
 
+// WaitForResourceVersion waits until the informer's indexer reflects rv or
+// a newer version ((*Reflector).WaitForResourceVersion of the reflector
+// that fills it).
+func (a *adoptedInformer) WaitForResourceVersion(ctx context.Context, rv string) error {
+	if a.reflector == nil {
+		return ErrNoResourceVersionWait
+	}
+	return a.reflector.WaitForResourceVersion(ctx, rv)
+}
+
 func (a *adoptedInformer) logStart(ctx context.Context) {
 	a.once.Do(func() {
 		klog.FromContext(ctx).Info("Informer runs on steadywatch", "informer", a.adoption.Name, "path", a.adoption.Path)

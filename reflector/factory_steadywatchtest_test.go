@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,5 +57,39 @@ func TestFactoryInformerOverSteadywatchtest(t *testing.T) {
 		if r.Namespace != "a" || r.Options.LabelSelector != "team=blue" {
 			t.Errorf("%s in namespace %q with selector %q; want namespace a, selector team=blue", r.Verb, r.Namespace, r.Options.LabelSelector)
 		}
+	}
+}
+
+// The informer behind a factory's typed accessor waits for a resourceVersion
+// through reflector.WaitForResourceVersion, which looks through client-go's
+// typed wrapper: once it returns, the typed Lister holds the write.
+func TestFactoryInformerWaitsForAResourceVersion(t *testing.T) {
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+	cs := fake.NewClientset()
+	srv.Install(&cs.Fake, "configmaps")
+	// An object first, so the list is served at a version, as a real
+	// apiserver's always is (an empty steadywatchtest server lists at "0",
+	// and a watch from "0" is not followed version by version).
+	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "before"}})
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{})
+	configMaps := factory.Core().V1().ConfigMaps()
+	inf := configMaps.Informer()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer factory.Shutdown()
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	created, err := srv.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reflector.WaitForResourceVersion(ctx, inf, created.ResourceVersion); err != nil {
+		t.Fatalf("wait for the write's resourceVersion %s: %v", created.ResourceVersion, err)
+	}
+	got, err := configMaps.Lister().ConfigMaps("ns").Get("a")
+	if err != nil || got.ResourceVersion != created.ResourceVersion {
+		t.Fatalf("after the wait the Lister holds %v (err %v), want resourceVersion %s", got, err, created.ResourceVersion)
 	}
 }

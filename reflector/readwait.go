@@ -61,13 +61,19 @@ type resourceVersionWaiter interface {
 
 // WaitForResourceVersion returns nil once informer's indexer reflects rv or
 // a newer version, as (*Reflector).WaitForResourceVersion does, for an
-// informer steadywatch built over its own reflector. For any other informer
+// informer steadywatch built (every informer constructor of this package;
+// wrappers such as client-go's typed accessors are looked through). For any
+// other informer
 // (client-go's own) it returns an error matching ErrNoResourceVersionWait
 // at once.
 func WaitForResourceVersion(ctx context.Context, informer cache.SharedInformer, rv string) error {
-	w, ok := informer.(resourceVersionWaiter)
-	if !ok {
-		return ErrNoResourceVersionWait
+	for range 8 { // wrappers of wrappers, bounded (as AdoptionOf)
+		if w, ok := informer.(resourceVersionWaiter); ok {
+			return w.WaitForResourceVersion(ctx, rv)
+		}
+		if informer = embeddedInformer(informer); informer == nil {
+			break
+		}
 	}
-	return w.WaitForResourceVersion(ctx, rv)
+	return ErrNoResourceVersionWait
 }

@@ -68,11 +68,13 @@ func New() *Tracker {
 }
 
 // Observe records that the store now reflects rv. An older or equal rv
-// changes nothing; an empty one is ignored. The first rv that is not well
+// changes nothing; an empty one is ignored, and so is "0", which the API
+// uses for "any version" and a real server never serves (an empty fake
+// server's list may carry it). The first rv that is not well
 // formed marks the server's versions as not comparable, for good. It
 // reports whether the Tracker changed.
 func (t *Tracker) Observe(rv string) bool {
-	if rv == "" {
+	if rv == "" || rv == "0" {
 		return false
 	}
 	t.mu.Lock()

@@ -109,3 +109,20 @@ func TestPokeWakesWaitersWithoutAnAdvance(t *testing.T) {
 		t.Fatal("Poke did not close the Changed channel")
 	}
 }
+
+// "0" is the API's "any version", never a version a real server serves; a
+// fake server's empty list may carry it. It says nothing about the store and
+// must not mark the server's versions incomparable.
+func TestZeroIsNotAVersionTheStoreReflects(t *testing.T) {
+	tr := New()
+	if tr.Observe("0") {
+		t.Fatal(`Observe("0") changed the tracker`)
+	}
+	if rv, err := tr.Current(); rv != "" || err != nil {
+		t.Fatalf(`after Observe("0"): Current() = %q, %v; want "", nil`, rv, err)
+	}
+	tr.Observe("7")
+	if err := tr.Wait(context.Background(), "7"); err != nil {
+		t.Fatal(err)
+	}
+}
