@@ -15,7 +15,7 @@ import (
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
-// No progress, no hurry (issue 32): a server that ends every watch cleanly
+// No progress, no hurry: a server that ends every watch cleanly
 // at once, having sent only a bookmark whose resourceVersion does not
 // parse (which is rightly not adopted), made reflector.New watch again at
 // once: 19-20 watches in 12s. A watch that adopts nothing is a failure for

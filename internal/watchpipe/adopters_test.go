@@ -67,8 +67,8 @@ const (
 
 var pipeCases = []pipeCase{
 	{
-		// issue 31: DELETED forgot the object's version, and the older
-		// MODIFIED brought the deleted object back.
+		// A pipe that forgot a DELETED object's version let an older
+		// MODIFIED bring the deleted object back.
 		name:   "a deleted object does not come back from an older event",
 		events: []string{"DELETED b 13", "MODIFIED b 9"},
 		want:   []string{"DELETED b 13"}, end: relists, counted: stale,
@@ -89,8 +89,8 @@ var pipeCases = []pipeCase{
 		want:   []string{"DELETED b 13", "ADDED b 14", "MODIFIED b 15"}, end: delivering,
 	},
 	{
-		// issue 31: an older ADDED for a name the cache does not hold
-		// passed, and the resume point went back with it.
+		// An older ADDED for a name the cache does not hold must not
+		// pass, or the resume point goes back with it.
 		name:   "an ADDED older than the watch's snapshot, for an object not held, is rejected",
 		events: []string{"ADDED c 3"},
 		end:    relists, counted: stale,

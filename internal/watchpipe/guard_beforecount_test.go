@@ -88,7 +88,7 @@ func TestGuardNoInitialEventAtAllUsesTimeout(t *testing.T) {
 // From MostRecent, a known non-zero count but no event yet: a server that
 // ignores sendInitialEvents would be sending ADDED events too, so the quiet
 // is a slow server (8 informers reading 244 MiB from etcd without the watch
-// cache took longer than Timeout, docs/benchmarks.md P5): BeforeCount
+// cache took longer than Timeout, as docs/benchmarks.md measures): BeforeCount
 // applies, and the stream is kept when its events come after Timeout.
 func TestGuardFromMostRecentWaitsForTheFirstCountedEvent(t *testing.T) {
 	const timeout = 200 * time.Millisecond

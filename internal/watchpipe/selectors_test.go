@@ -23,7 +23,7 @@ const (
 	fieldSel = "metadata.name!=z"
 )
 
-// issue 31: reflector.New with Options.Lister's selectors filtered its lists
+// reflector.New with Options.Lister's selectors once filtered its lists
 // but not its watches nor its streaming list, so objects outside them
 // entered the store until the next relist. Every request of every adopter
 // carries them: lists, streaming lists, watches.
