@@ -222,13 +222,9 @@ func (c pipeCase) list() *corev1.ConfigMapList {
 	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 	for _, it := range items {
 		f := strings.Fields(it)
-		l.Items = append(l.Items, *cm(f[0], f[1]))
+		l.Items = append(l.Items, *testfake.ConfigMap(f[0], f[1]))
 	}
 	return l
-}
-
-func cm(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 }
 
 // feed sends the case's events (and the sentinel) on the first watch.
@@ -245,10 +241,10 @@ func feed(t *testing.T, c pipeCase, client *testfake.Client) {
 	for _, e := range evs {
 		f := strings.Fields(e)
 		if f[0] == "BOOKMARK" {
-			fw.Action(watch.Bookmark, cm("", f[1]))
+			fw.Action(watch.Bookmark, testfake.ConfigMap("", f[1]))
 			continue
 		}
-		fw.Action(watch.EventType(f[0]), cm(f[1], f[2]))
+		fw.Action(watch.EventType(f[0]), testfake.ConfigMap(f[1], f[2]))
 	}
 }
 
@@ -276,7 +272,7 @@ func runListerWatcher(t *testing.T, c pipeCase, client *testfake.Client, rec *fa
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv := listRV(list)
+	rv, _, _ := testfake.ListRV(t, list)
 	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +327,7 @@ func (s *recordingStore) Delete(obj any) error {
 	return s.Store.Delete(obj)
 }
 func (s *recordingStore) Bookmark(rv string) error {
-	s.record(watch.Bookmark, cm("", rv))
+	s.record(watch.Bookmark, testfake.ConfigMap("", rv))
 	return nil
 }
 
@@ -374,14 +370,6 @@ func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallba
 			t.Fatalf("no outcome within 10s; applied %q", ops)
 		}
 	}
-}
-
-func listRV(obj runtime.Object) string {
-	m, err := meta.ListAccessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
 }
 
 // fallbacks counts the watch pipeline's fallback reasons an adopter
