@@ -216,26 +216,14 @@ func TestListerRestartsOnExpiredContinue(t *testing.T) {
 	}
 }
 
-// runReflector runs the SDK's reflector over s into store with o (backoffs
-// of milliseconds) until the test ends.
-func runReflector(t *testing.T, s *cmServer, store cache.Store, o reflector.Options) *reflector.Reflector {
-	t.Helper()
-	o.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
-	r := reflector.New(s, &corev1.ConfigMap{}, store, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return r
-}
-
 // TestReflectorSyncsAndRecoversFromGone: the SDK's reflector syncs, follows
 // writes, and after its watch ends and its resourceVersion is compacted (the
 // re-watch gets a 410 inside the stream) relists NotOlderThan and converges.
 func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
 	s := history(t, steadywatchtest.Options{})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := runReflector(t, s, store, reflector.Options{})
+	r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{Backoff: fastBackoff})
+	testfake.Start(t, context.Background(), r.Run)
 	testfake.WaitFor(t, "reflector synced", r.HasSynced)
 	keys := func() string { return strings.Join(store.ListKeys(), ",") }
 	testfake.WaitFor(t, "store a,c", func() bool { return sameSet(keys(), "ns/a,ns/c") })
@@ -279,7 +267,8 @@ func TestReflectorStreamingList(t *testing.T) {
 			streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
 			s := history(t, steadywatchtest.Options{Faults: tc.faults})
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			r := runReflector(t, s, store, reflector.Options{Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}})
+			r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{Backoff: fastBackoff, Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}})
+			testfake.Start(t, context.Background(), r.Run)
 			testfake.WaitFor(t, "reflector synced", r.HasSynced)
 			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
 				t.Errorf("store %s, want ns/a,ns/c", keys)
@@ -329,3 +318,6 @@ func TestListerStopsOnRepeatedContinueToken(t *testing.T) {
 		t.Errorf("error %v after %d lists, want an error before the context ends and at most 10 lists", err, s.Count(steadywatchtest.VerbList))
 	}
 }
+
+// fastBackoff keeps the reflector's retries milliseconds apart.
+var fastBackoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}

@@ -3,6 +3,7 @@ package testfake
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,15 +67,24 @@ func ListRV(tb testing.TB, obj runtime.Object) (rv, cont string, remaining *int6
 	return lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
 }
 
-// Start runs run in a goroutine until the test ends: at cleanup it cancels
-// run's context and waits for run to return. The stop it returns does the
-// same earlier; calling it again is a no-op.
-func Start(tb testing.TB, run func(ctx context.Context)) (stop func()) {
+// Start runs run (a reflector's or an informer's Run) in a goroutine, with
+// a context derived from ctx, until the test ends: at cleanup it cancels
+// run's context and waits for run to return, and fails the test when run
+// has not returned 30 seconds later. The stop it returns does the same
+// earlier; calling it again is a no-op.
+func Start(tb testing.TB, ctx context.Context, run func(ctx context.Context)) (stop func()) {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); run(ctx) }()
-	stop = func() { cancel(); <-done }
+	stop = func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			tb.Errorf("still running 30s after its context ended")
+		}
+	}
 	tb.Cleanup(stop)
 	return stop
 }
@@ -82,5 +92,5 @@ func Start(tb testing.TB, run func(ctx context.Context)) (stop func()) {
 // RunInformer runs inf until the test ends (see Start).
 func RunInformer(tb testing.TB, inf cache.SharedIndexInformer) (stop func()) {
 	tb.Helper()
-	return Start(tb, inf.RunWithContext)
+	return Start(tb, context.Background(), inf.RunWithContext)
 }

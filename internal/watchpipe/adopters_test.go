@@ -189,7 +189,7 @@ type adopter struct {
 
 var adopters = []adopter{
 	{"drop-in ListerWatcher", runListerWatcher},
-	{"reflector.New", runReflector},
+	{"reflector.New", reflectorOutcome},
 }
 
 func TestPipelineGuaranteesOnEveryAdopter(t *testing.T) {
@@ -337,7 +337,9 @@ func (s *recordingStore) snapshot() []string {
 	return slices.Clone(s.ops)
 }
 
-func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
+// reflectorOutcome runs c through reflector.New and returns what reached
+// its store and how the pipe ended.
+func reflectorOutcome(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
 	store := &recordingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	o := reflector.Options{
 		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
@@ -348,10 +350,7 @@ func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallba
 		o.Lister.StallTimeout = 50 * time.Millisecond
 	}
 	r := reflector.New(c.adopted(client), &corev1.ConfigMap{}, store, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer testfake.Start(t, context.Background(), r.Run)()
 	feed(t, c, client)
 	// The outcome is read once it shows; cancelling then waits for Run, so
 	// what was counted is complete.
