@@ -11,8 +11,27 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 base=${1:-c27599c}
 rounds=${2:-10}
-bench_lister='P4Pages P4PageStream P4PageStreamProto P4StreamEvent P4PlainWatchEvent ListPages'
-bench_reflector='P4WatchEvent'
+bench_lister='PaginatedList PageStream PageStreamProto StreamingListEvent PlainWatchEvent ListPages'
+bench_reflector='ReflectorWatchEvent'
+# Commits before the rename name these benchmarks by their old names; a base
+# binary runs whichever of the two names it has, and its output is printed
+# under the current name so benchstat pairs the rows.
+old_name() {
+	case $1 in
+	PaginatedList) echo P4Pages ;;
+	PageStream | PageStreamProto | PlainWatchEvent) echo "P4$1" ;;
+	StreamingListEvent) echo P4StreamEvent ;;
+	ReflectorWatchEvent) echo P4WatchEvent ;;
+	*) echo "$1" ;;
+	esac
+}
+run_bench() { # side pkg name
+	local dir=$PWD old
+	[ "$1" = base ] && dir=$tmp/base
+	old=$(old_name "$3")
+	(cd "$dir/$2" && "$tmp/$2-$1.test" -test.run '^$' -test.bench "^Benchmark($3|$old)\$" -test.benchmem -test.benchtime 300ms) |
+		sed "s/^Benchmark$old\([/ -]\)/Benchmark$3\1/" >>"$tmp/$1.txt"
+}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/steadywatch-benchcmp.XXXXXX")
 trap 'git worktree remove --force "$tmp/base" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 git worktree add -q --detach "$tmp/base" "$base"
@@ -24,17 +43,15 @@ done
 for i in $(seq 1 "$rounds"); do
 	echo "round $i of $rounds" >&2
 	for side in base head; do
-		dir=$PWD
-		[ "$side" = base ] && dir=$tmp/base
 		# One process per benchmark: the heap an earlier benchmark leaves
 		# behind (the decoded lists of ListPages are 10 MiB each) is
 		# collected during a later one's timed loop, and skewed the per-event
 		# figures by up to 20% either way.
 		for b in $bench_lister; do
-			(cd "$dir/lister" && "$tmp/lister-$side.test" -test.run '^$' -test.bench "^Benchmark$b\$" -test.benchmem -test.benchtime 300ms) >>"$tmp/$side.txt"
+			run_bench "$side" lister "$b"
 		done
 		for b in $bench_reflector; do
-			(cd "$dir/reflector" && "$tmp/reflector-$side.test" -test.run '^$' -test.bench "^Benchmark$b\$" -test.benchmem -test.benchtime 300ms) >>"$tmp/$side.txt"
+			run_bench "$side" reflector "$b"
 		done
 	done
 done

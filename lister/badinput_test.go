@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // A resourceVersion no answer can satisfy ends the call as soon as an answer
@@ -29,9 +30,9 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 		first  error
 		exact  bool
 	}{
-		{"NotOlderThan, watch cache 504", NotOlderThan(future), nil, tooLarge(1), false},
-		{"NotOlderThan with a limit, watch cache 504", NotOlderThan(future).WithLimit(500), nil, tooLarge(1), false},
-		{"Exact, watch cache 504", Exact(future), nil, tooLarge(1), true},
+		{"NotOlderThan, watch cache 504", NotOlderThan(future), nil, testfake.TooLarge(1), false},
+		{"NotOlderThan with a limit, watch cache 504", NotOlderThan(future).WithLimit(500), nil, testfake.TooLarge(1), false},
+		{"Exact, watch cache 504", Exact(future), nil, testfake.TooLarge(1), true},
 		{"Exact on a legacy server, etcd future revision", Exact(future).WithLimit(500), staticServer(compat.No, compat.No), etcdFuture, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 // older than the caller's floor, the floor was never handed out; the call
 // fails at once instead of retrying a read that cannot get newer.
 func TestMostRecentOlderThanFloorFailsAtOnce(t *testing.T) {
-	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(gone()), page("5", "", "old")}}
+	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone()), page("5", "", "old")}}
 	p := fallback.Policy{MaxNewerRVRetries: -1}
 	_, rec, err := New(s, Options{Policy: p}).List(context.Background(), NotOlderThan("10").WithLimit(5))
 	var tl *ResourceVersionTooLargeError
@@ -78,7 +79,7 @@ func TestMostRecentOlderThanFloorFailsAtOnce(t *testing.T) {
 // member) is within reach: the call waits the Retry-After and asks again,
 // and is served once the server gets there.
 func TestNearFutureResourceVersionIsWaitedFor(t *testing.T) {
-	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(tooLarge(0)), page("40", "", "a"), page("61", "", "a")}}
+	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.TooLarge(0)), page("40", "", "a"), page("61", "", "a")}}
 	p := fastPolicy()
 	_, rec, err := New(s, Options{Policy: p}).List(context.Background(), NotOlderThan("60"))
 	if err != nil || rec.ServedResourceVersion != "61" || len(s.calls()) != 3 {

@@ -1,22 +1,22 @@
 package lister_test
 
-// P4 (issue 9): per-page and per-event CPU and allocations of the lister
+// Per-page and per-event CPU and allocations of the lister
 // against raw client-go doing the same work on the same in-memory pages and
 // events (no decoding: the ratio measures only the wrapper).
 //
-//	go test -run '^$' -bench BenchmarkP4 -benchmem -count 6 ./lister | tee new.txt
+//	go test -run '^$' -bench '^Benchmark(PaginatedList|PageStream|PageStreamProto|StreamingListEvent|PlainWatchEvent)$' -benchmem -count 6 ./lister | tee new.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /impl new.txt
 //
-// BenchmarkP4Pages:   one paginated list of p4Pages pages.
+// BenchmarkPaginatedList:   one paginated list of prebuiltPages pages.
 //   impl=clientgo     the client-go pager (pager.ListWithAlloc), as client-go's reflector lists
 //   impl=steadywatch  Lister.List (verified, fallback-guarded, all pages)
-// BenchmarkP4PageStream: the same pages consumed one by one.
+// BenchmarkPageStream: the same pages consumed one by one.
 //   impl=clientgo     a hand-written limit/continue loop (the floor)
 //   impl=steadywatch  Lister.ListPages
-// BenchmarkP4PageStreamProto: the same, but every page is decoded from
+// BenchmarkPageStreamProto: the same, but every page is decoded from
 // protobuf per call (client-go's default for built-in types), so the ratio
 // shows the wrapper's share of a realistic page.
-// BenchmarkP4StreamEvent: per event of a streaming list (sendInitialEvents).
+// BenchmarkStreamingListEvent: per event of a streaming list (sendInitialEvents).
 //   impl=clientgo     the client's raw watch channel
 //   impl=steadywatch  ListerWatcher.WatchWithContext's guarded watch
 
@@ -41,26 +41,26 @@ import (
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-const p4Pages, p4PerPage = 20, 500
+const prebuiltPages, prebuiltPerPage = 20, 500
 
-// p4Modern is what a compat.Detector reports for a current apiserver.
-func p4Modern() compat.Server {
+// modernServer is what a compat.Detector reports for a current apiserver.
+func modernServer() compat.Server {
 	return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{
 		compat.ResourceVersionMatch: compat.Yes,
 		compat.StreamingList:        compat.Yes,
 	}})
 }
 
-// p4PagesClient serves pre-built pages keyed by continue token; each call
+// prebuiltClient serves pre-built pages keyed by continue token; each call
 // returns a shallow copy, as a decoder hands out a fresh list object.
-type p4PagesClient struct {
+type prebuiltClient struct {
 	pages testfake.Pages
 	evs   []watch.Event
 	// proto, when set, holds every page protobuf-encoded; List decodes it.
 	proto map[string][]byte
 }
 
-func (c *p4PagesClient) encodeProto() *p4PagesClient {
+func (c *prebuiltClient) encodeProto() *prebuiltClient {
 	s := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 	c.proto = map[string][]byte{}
 	for k, p := range c.pages {
@@ -74,11 +74,11 @@ func (c *p4PagesClient) encodeProto() *p4PagesClient {
 	return c
 }
 
-func newP4PagesClient() *p4PagesClient {
-	return &p4PagesClient{pages: testfake.NewPages(p4Pages, p4PerPage, "bench", func(cm *corev1.ConfigMap) { cm.ResourceVersion = "100" })}
+func newPrebuiltClient() *prebuiltClient {
+	return &prebuiltClient{pages: testfake.NewPages(prebuiltPages, prebuiltPerPage, "bench", func(cm *corev1.ConfigMap) { cm.ResourceVersion = "100" })}
 }
 
-func (c *p4PagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+func (c *prebuiltClient) List(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	if c.proto != nil {
 		b, ok := c.proto[o.Continue]
 		if !ok {
@@ -101,17 +101,17 @@ func (c *p4PagesClient) List(_ context.Context, o metav1.ListOptions) (runtime.O
 	return c.pages.Page(o.Continue)
 }
 
-func (c *p4PagesClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+func (c *prebuiltClient) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
 	return testfake.NewWatch(c.evs, true), nil
 }
 
-func BenchmarkP4Pages(b *testing.B) {
-	const total = p4Pages * p4PerPage
+func BenchmarkPaginatedList(b *testing.B) {
+	const total = prebuiltPages * prebuiltPerPage
 	ctx := context.Background()
 	b.Run("impl=clientgo", func(b *testing.B) {
-		c := newP4PagesClient()
+		c := newPrebuiltClient()
 		p := pager.New(c.List)
-		p.PageSize = p4PerPage
+		p.PageSize = prebuiltPerPage
 		b.ReportAllocs()
 		for b.Loop() {
 			obj, _, err := p.ListWithAlloc(ctx, metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
@@ -119,11 +119,11 @@ func BenchmarkP4Pages(b *testing.B) {
 				b.Fatalf("err=%v", err)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*prebuiltPages), "ns/page")
 	})
 	b.Run("impl=steadywatch", func(b *testing.B) {
-		l := lister.New(newP4PagesClient(), lister.Options{Server: p4Modern()})
-		q := lister.NotOlderThan("100").WithLimit(p4PerPage)
+		l := lister.New(newPrebuiltClient(), lister.Options{Server: modernServer()})
+		q := lister.NotOlderThan("100").WithLimit(prebuiltPerPage)
 		b.ReportAllocs()
 		for b.Loop() {
 			obj, _, err := l.List(ctx, q)
@@ -131,30 +131,30 @@ func BenchmarkP4Pages(b *testing.B) {
 				b.Fatalf("err=%v", err)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*prebuiltPages), "ns/page")
 	})
 }
 
-func (c *p4PagesClient) decoder() runtime.Decoder {
+func (c *prebuiltClient) decoder() runtime.Decoder {
 	return protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 }
 
-func BenchmarkP4PageStream(b *testing.B) {
-	p4PageStream(b, newP4PagesClient)
+func BenchmarkPageStream(b *testing.B) {
+	pageStream(b, newPrebuiltClient)
 }
 
-func BenchmarkP4PageStreamProto(b *testing.B) {
-	p4PageStream(b, func() *p4PagesClient { return newP4PagesClient().encodeProto() })
+func BenchmarkPageStreamProto(b *testing.B) {
+	pageStream(b, func() *prebuiltClient { return newPrebuiltClient().encodeProto() })
 }
 
-func p4PageStream(b *testing.B, newClient func() *p4PagesClient) {
-	const total = p4Pages * p4PerPage
+func pageStream(b *testing.B, newClient func() *prebuiltClient) {
+	const total = prebuiltPages * prebuiltPerPage
 	ctx := context.Background()
 	b.Run("impl=clientgo", func(b *testing.B) {
 		c := newClient()
 		b.ReportAllocs()
 		for b.Loop() {
-			n, err := testfake.PageLoop(ctx, c.List, p4PerPage)
+			n, err := testfake.PageLoop(ctx, c.List, prebuiltPerPage)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -162,11 +162,11 @@ func p4PageStream(b *testing.B, newClient func() *p4PagesClient) {
 				b.Fatal(n)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*prebuiltPages), "ns/page")
 	})
 	b.Run("impl=steadywatch", func(b *testing.B) {
-		l := lister.New(newClient(), lister.Options{Server: p4Modern()})
-		q := lister.NotOlderThan("100").WithLimit(p4PerPage)
+		l := lister.New(newClient(), lister.Options{Server: modernServer()})
+		q := lister.NotOlderThan("100").WithLimit(prebuiltPerPage)
 		b.ReportAllocs()
 		for b.Loop() {
 			n := 0
@@ -177,13 +177,13 @@ func p4PageStream(b *testing.B, newClient func() *p4PagesClient) {
 				b.Fatal(n)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p4Pages), "ns/page")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*prebuiltPages), "ns/page")
 	})
 }
 
-// p4StreamEvents builds a streaming list: n ADDED events and the
+// streamEvents builds a streaming list: n ADDED events and the
 // initial-events-end bookmark.
-func p4StreamEvents(n int) []watch.Event {
+func streamEvents(n int) []watch.Event {
 	evs := make([]watch.Event, 0, n+1)
 	for i := 0; i < n; i++ {
 		evs = append(evs, watch.Event{Type: watch.Added, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -196,11 +196,11 @@ func p4StreamEvents(n int) []watch.Event {
 	return evs
 }
 
-func BenchmarkP4StreamEvent(b *testing.B) {
+func BenchmarkStreamingListEvent(b *testing.B) {
 	ctx := context.Background()
 	opts := metav1.ListOptions{SendInitialEvents: new(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}
 	b.Run("impl=clientgo", func(b *testing.B) {
-		c := &p4PagesClient{evs: p4StreamEvents(b.N)}
+		c := &prebuiltClient{evs: streamEvents(b.N)}
 		b.ReportAllocs()
 		b.ResetTimer()
 		w, err := c.Watch(ctx, opts)
@@ -210,8 +210,8 @@ func BenchmarkP4StreamEvent(b *testing.B) {
 		drainEvents(b, w, b.N+1)
 	})
 	b.Run("impl=steadywatch", func(b *testing.B) {
-		c := &p4PagesClient{evs: p4StreamEvents(b.N)}
-		lw := lister.NewListerWatcher(c, lister.Options{Server: p4Modern()})
+		c := &prebuiltClient{evs: streamEvents(b.N)}
+		lw := lister.NewListerWatcher(c, lister.Options{Server: modernServer()})
 		b.ReportAllocs()
 		b.ResetTimer()
 		w, err := lw.WatchWithContext(ctx, opts)

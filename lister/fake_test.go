@@ -9,8 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,14 +100,6 @@ func names(obj runtime.Object) []string {
 	return out
 }
 
-func gone() error { return apierrors.NewResourceExpired("too old resource version: 10 (40)") }
-
-func tooLarge(retry int) error {
-	err := apierrors.NewTimeoutError("Too large resource version: 90, current: 40", retry)
-	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
-	return err
-}
-
 // fastPolicy keeps backoff delays tiny and jitter off for tests.
 func fastPolicy() fallback.Policy {
 	return fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
@@ -146,15 +136,6 @@ func reasons(rec *Record) []fallback.ReasonCode {
 		out = append(out, e.Reason)
 	}
 	return out
-}
-
-func listRV(t *testing.T, obj runtime.Object) string {
-	t.Helper()
-	lm, err := meta.ListAccessor(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lm.GetResourceVersion()
 }
 
 func discard() logr.Logger { return logr.Discard() }

@@ -48,10 +48,10 @@ func TestRepeatedContinueTokenEndsTheList(t *testing.T) {
 // meets a transient 429, instead of failing the whole list.
 func TestNewerRVProbeRetriedOnTransientError(t *testing.T) {
 	c := &scripted{t: t, answers: answers{
-		fail(gone()), // NotOlderThan(10)&limit=5: 410 (legacy server)
+		fail(testfake.Gone()),                              // NotOlderThan(10)&limit=5: 410 (legacy server)
 		fail(apierrors.NewTooManyRequests("slow down", 0)), // the probe: 429
-		page("40", "", "p"), // the probe again
-		page("40", "", "a"), // NotOlderThan(40)&limit=5
+		page("40", "", "p"),                                // the probe again
+		page("40", "", "a"),                                // NotOlderThan(40)&limit=5
 	}}
 	_, rec, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), NotOlderThan("10").WithLimit(5))
 	if err != nil {
@@ -69,7 +69,7 @@ func TestNewerRVProbeRetriedOnTransientError(t *testing.T) {
 func TestRestartFlooredAtHandedSnapshot(t *testing.T) {
 	c := &scripted{t: t, answers: answers{
 		page("50", "c1", "a"), // NotOlderThan(10)&limit=1, served at 50
-		fail(gone()),          // continue expired
+		fail(testfake.Gone()), // continue expired
 		page("60", "", "p"),   // probe
 		page("60", "", "a"),   // restart
 	}}
@@ -103,7 +103,7 @@ func TestListerWatcherNeverReturnsOlderThanDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := c.calls()
-	if rv := listRV(t, obj); rv != "55" || len(calls) != 3 || calls[2].ResourceVersion != "50" || calls[2].ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+	if rv, _, _ := testfake.ListRV(t, obj); rv != "55" || len(calls) != 3 || calls[2].ResourceVersion != "50" || calls[2].ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
 		t.Fatalf("served %s after %+v", rv, calls)
 	}
 }
@@ -137,7 +137,7 @@ func TestListerWatcherEndsStalledWatch(t *testing.T) {
 	// its arrival, so the watch ends no sooner than 100ms after start,
 	// however late this goroutine sees the event.
 	start := time.Now()
-	fw.Modify(cm("a", "6"))
+	fw.Modify(testfake.ConfigMap("a", "6"))
 	if ev, ok := recv(t, w, time.Second); !ok || ev.Type != watch.Modified {
 		t.Fatalf("got %v %v", ev.Type, ok)
 	}
@@ -186,8 +186,8 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	srv := compat.Static(compat.Capabilities{})
 	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
 	defer w.Stop()
-	fw.Add(cm("a", "5"))
-	fw.Add(cm("b", "6"))
+	fw.Add(testfake.ConfigMap("a", "5"))
+	fw.Add(testfake.ConfigMap("b", "6"))
 	recv(t, w, time.Second)
 	recv(t, w, time.Second)
 	ev, ok := recv(t, w, 5*time.Second)
@@ -209,7 +209,7 @@ func TestGuardCutStreamIsNoEvidence(t *testing.T) {
 	srv := compat.Static(compat.Capabilities{})
 	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Server: srv}, discard())
 	defer w.Stop()
-	fw.Add(cm("a", "5"))
+	fw.Add(testfake.ConfigMap("a", "5"))
 	recv(t, w, time.Second)
 	fw.Stop()
 	if ev, ok := recv(t, w, time.Second); !ok || ev.Type != watch.Error {
@@ -246,7 +246,7 @@ func TestStreamingListWithoutResponseIsAbandoned(t *testing.T) {
 // instead of repeating the REST client's hidden retries at that version.
 func TestRelistAtUnservedVersionIsMostRecent(t *testing.T) {
 	c := &scripted{t: t, answers: answers{page("450", "", "a")},
-		watchFn: func(metav1.ListOptions) (watch.Interface, error) { return nil, tooLarge(1) }}
+		watchFn: func(metav1.ListOptions) (watch.Interface, error) { return nil, testfake.TooLarge(1) }}
 	lw := NewListerWatcher(c, Options{Policy: fastPolicy()})
 	if _, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "439", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: ptr.To(true)}); err == nil {
 		t.Fatal("no error")
@@ -295,7 +295,7 @@ func TestListerWatcherReportsFirstEventAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	fw.Modify(cm("a", "6"))
+	fw.Modify(testfake.ConfigMap("a", "6"))
 	if _, ok := recv(t, w, time.Second); !ok {
 		t.Fatal("no event")
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // ADDED events every 30ms (10x margin) for 3x the quiet bound: no error. Then silence:
@@ -27,7 +28,7 @@ func TestGuardQuietTimerRearmsLazily(t *testing.T) {
 	begin := time.Now()
 	var last time.Time
 	for i := 0; time.Since(begin) < 900*time.Millisecond; i++ {
-		fw.Add(cm("a"+strconv.Itoa(i), "5"))
+		fw.Add(testfake.ConfigMap("a"+strconv.Itoa(i), "5"))
 		if ev, _ := recv(t, w, time.Second); ev.Type != watch.Added {
 			t.Fatalf("event %d: %v", i, ev.Type)
 		}

@@ -14,13 +14,14 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 	srv := compat.Static(compat.Capabilities{})
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		fail(gone()),            // NotOlderThan(10) limit=2: legacy Exact, compacted
+		fail(testfake.Gone()),   // NotOlderThan(10) limit=2: legacy Exact, compacted
 		page("50", "", "probe"), // limit=1 MostRecent probe
 		page("50", "c1", "a", "b"),
 		page("50", "", "c"),
@@ -68,7 +69,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 }
 
 func TestRule1PrefersCallersNewerRV(t *testing.T) {
-	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(gone()), page("30", "", "a")}}
+	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone()), page("30", "", "a")}}
 	l := New(c, Options{Policy: fastPolicy(), LastObservedRV: func() string { return "30" }})
 	_, r, err := l.List(context.Background(), NotOlderThan("10").WithLimit(5))
 	if err != nil {
@@ -84,7 +85,7 @@ func TestRule1PrefersCallersNewerRV(t *testing.T) {
 
 func TestRule1ExhaustedFallsBackToMostRecentButNeverOlder(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		fail(gone()), page("40", "", "p"), fail(gone()), page("60", "", "a"),
+		fail(testfake.Gone()), page("40", "", "p"), fail(testfake.Gone()), page("60", "", "a"),
 	}}
 	p := fastPolicy()
 	p.MaxNewerRVRetries = 1
@@ -99,7 +100,7 @@ func TestRule1ExhaustedFallsBackToMostRecentButNeverOlder(t *testing.T) {
 	}
 
 	// The MostRecent fallback answering older than the floor is never accepted.
-	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(gone()), page("5", "", "old")}}
+	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone()), page("5", "", "old")}}
 	p.MaxNewerRVRetries = -1
 	l = New(c, Options{Policy: p})
 	handed := 0
@@ -115,7 +116,7 @@ func TestRule1ExhaustedFallsBackToMostRecentButNeverOlder(t *testing.T) {
 }
 
 func TestRule1DisabledFallbackFails(t *testing.T) {
-	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(gone())}}
+	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone())}}
 	p := fastPolicy()
 	p.MaxNewerRVRetries, p.DisableMostRecentFallback = -1, true
 	_, _, err := New(c, Options{Policy: p}).List(context.Background(), NotOlderThan("10").WithLimit(5))
@@ -160,7 +161,7 @@ func TestRule2ExactMismatchRetriesWithLimit(t *testing.T) {
 func TestExactNeverReturnsOtherRV(t *testing.T) {
 	for name, answer := range map[string]func(metav1.ListOptions) (runtime.Object, error){
 		"mismatch with limit": page("12", "", "x"),
-		"410":                 fail(gone()),
+		"410":                 fail(testfake.Gone()),
 	} {
 		c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){answer}}
 		handed := 0
@@ -175,7 +176,7 @@ func TestContinueExpiredNeverStitches(t *testing.T) {
 	answers := func() []func(metav1.ListOptions) (runtime.Object, error) {
 		return []func(metav1.ListOptions) (runtime.Object, error){
 			page("20", "c1", "old-a"),
-			fail(gone()), // continue token expired
+			fail(testfake.Gone()), // continue token expired
 			page("30", "c2", "a"),
 			page("30", "", "b"),
 		}
@@ -222,7 +223,7 @@ func TestContinueExpiredNeverStitches(t *testing.T) {
 
 func TestContinueExpiredNotOlderThanRestartsAtNewerRV(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		page("20", "c1", "a"), fail(gone()), page("45", "", "probe"), page("45", "", "a", "b"),
+		page("20", "c1", "a"), fail(testfake.Gone()), page("45", "", "probe"), page("45", "", "a", "b"),
 	}}
 	obj, r, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), NotOlderThan("15").WithLimit(1))
 	if err != nil || !slices.Equal(names(obj), []string{"a", "b"}) {
@@ -238,7 +239,7 @@ func TestContinueExpiredNotOlderThanRestartsAtNewerRV(t *testing.T) {
 
 func TestContinueExpiredUnpaginatedPolicy(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		page("20", "c1", "a"), fail(gone()), page("33", "", "a", "b"),
+		page("20", "c1", "a"), fail(testfake.Gone()), page("33", "", "a", "b"),
 	}}
 	p := fastPolicy()
 	p.ContinueExpired = fallback.RestartUnpaginated
@@ -263,7 +264,7 @@ func TestContinuePageFromAnotherSnapshotIsNotStitched(t *testing.T) {
 
 func TestTooLargeHonoursRetryAfterThenFallsBack(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
-		fail(tooLarge(1)), page("95", "", "p"), fail(tooLarge(1)), page("95", "", "a"),
+		fail(testfake.TooLarge(1)), page("95", "", "p"), fail(testfake.TooLarge(1)), page("95", "", "a"),
 	}}
 	p := fastPolicy()
 	p.MaxRetryAfter = 60 * time.Millisecond // the server asks for 1s; the cap bounds it
@@ -287,7 +288,7 @@ func TestTooLargeHonoursRetryAfterThenFallsBack(t *testing.T) {
 		t.Fatalf("%v %q", reasons(r), r.Fallbacks[1].Detail)
 	}
 	// Exact never falls back.
-	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(tooLarge(0))}}
+	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.TooLarge(0))}}
 	p.MaxTooLargeRetries = -1
 	if _, _, err := New(c, Options{Policy: p}).List(context.Background(), Exact("90").WithLimit(1)); !errors.Is(err, ErrExactUnavailable) {
 		t.Fatalf("exact too large: %v", err)
@@ -349,7 +350,7 @@ func TestInvalidQueryIsRejectedBeforeAnyRequest(t *testing.T) {
 }
 
 func TestLegacyServerGetsLegacyForm(t *testing.T) {
-	c := newServer(t, steadywatchtest.V118(), cm("a", ""))
+	c := newServer(t, steadywatchtest.V118(), testfake.ConfigMap("a", ""))
 	c.Advance(9) // the store at resourceVersion 10
 	l := New(c, Options{Server: staticServer(compat.No, compat.No), PageSize: 4})
 	if _, _, err := l.List(context.Background(), Exact("10")); err != nil {
@@ -377,7 +378,7 @@ func TestGetExact(t *testing.T) {
 }
 
 func TestRemainingItemCountExposed(t *testing.T) {
-	c := newServer(t, steadywatchtest.Faults{}, cm("a", ""), cm("b", ""), cm("c", ""), cm("d", ""), cm("e", ""), cm("f", ""), cm("g", ""), cm("h", ""))
+	c := newServer(t, steadywatchtest.Faults{}, testfake.ConfigMap("a", ""), testfake.ConfigMap("b", ""), testfake.ConfigMap("c", ""), testfake.ConfigMap("d", ""), testfake.ConfigMap("e", ""), testfake.ConfigMap("f", ""), testfake.ConfigMap("g", ""), testfake.ConfigMap("h", ""))
 	var seen *int64
 	stop := errors.New("stop")
 	r, err := New(c, Options{}).ListPages(context.Background(), MostRecent().WithLimit(1), func(p runtime.Object) error {
@@ -430,7 +431,7 @@ func TestGetExactScansCollectionWhenNameListIsNotExact(t *testing.T) {
 	}
 
 	// rv compacted: the scan's 410 is ErrExactUnavailable.
-	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), fail(gone())}}
+	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), fail(testfake.Gone())}}
 	l = New(c, Options{Server: compat.Static(compat.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
 	if _, _, err := l.GetExact(context.Background(), "foo", "10"); !errors.Is(err, ErrExactUnavailable) || !apierrors.IsResourceExpired(err) {
 		t.Fatalf("want ErrExactUnavailable, got %v", err)

@@ -18,15 +18,12 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
-func cm(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: rv}}
-}
-
 func endBookmark(rv string) *corev1.ConfigMap {
-	o := cm("", rv)
+	o := testfake.ConfigMap("", rv)
 	o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	return o
 }
@@ -106,7 +103,7 @@ func TestGuardedStreamEndsWhenInitialEventsEndNeverArrives(t *testing.T) {
 	// its arrival, so it ends no sooner than 100ms after start, however
 	// late this goroutine sees the event.
 	start := time.Now()
-	fw.Add(cm("a", "5")) // a v1.18 server: ADDED events, never the bookmark
+	fw.Add(testfake.ConfigMap("a", "5")) // a v1.18 server: ADDED events, never the bookmark
 	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Added {
 		t.Fatalf("event %v", ev.Type)
 	}
@@ -142,7 +139,7 @@ func TestGuardedStreamPassesThroughAfterInitialEventsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	fw.Add(cm("a", "5"))
+	fw.Add(testfake.ConfigMap("a", "5"))
 	fw.Action(watch.Bookmark, endBookmark("6"))
 	for _, want := range []watch.EventType{watch.Added, watch.Bookmark} {
 		if ev, _ := recv(t, w, time.Second); ev.Type != want {
@@ -155,7 +152,7 @@ func TestGuardedStreamPassesThroughAfterInitialEventsEnd(t *testing.T) {
 		t.Fatalf("unexpected event %v after the bookmark", ev.Type)
 	case <-time.After(200 * time.Millisecond):
 	}
-	fw.Modify(cm("a", "7"))
+	fw.Modify(testfake.ConfigMap("a", "7"))
 	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Modified {
 		t.Fatalf("got %v", ev.Type)
 	}
@@ -169,7 +166,7 @@ func TestGuardedStreamNonAddedBeforeEndIsEvidence(t *testing.T) {
 	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	w, _ := NewListerWatcher(c, Options{InitialEventsTimeout: time.Minute}).
 		WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
-	fw.Action(watch.Bookmark, cm("", "9")) // a periodic bookmark, no annotation
+	fw.Action(watch.Bookmark, testfake.ConfigMap("", "9")) // a periodic bookmark, no annotation
 	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Error {
 		t.Fatalf("got %v", ev.Type)
 	}
@@ -185,7 +182,7 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 	srv := compat.Static(compat.Capabilities{})
 	// v1.18 serves a streaming list as a plain watch: ADDED events, then
 	// silence, never the end bookmark.
-	c := newServer(t, steadywatchtest.V118(), cm("a", ""), cm("b", ""))
+	c := newServer(t, steadywatchtest.V118(), testfake.ConfigMap("a", ""), testfake.ConfigMap("b", ""))
 	c.Advance(8) // the store at resourceVersion 10
 	watches := func() (streams, plain int) {
 		for _, r := range c.Requests() {
@@ -230,7 +227,7 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 // refused without a request.
 func TestDisableStreamingList(t *testing.T) {
 	srv := staticServer(compat.Yes, compat.Yes)
-	c := newServer(t, steadywatchtest.Faults{}, cm("a", ""), cm("b", ""))
+	c := newServer(t, steadywatchtest.Faults{}, testfake.ConfigMap("a", ""), testfake.ConfigMap("b", ""))
 	lw := NewListerWatcher(c, Options{Server: srv, DisableStreamingList: true})
 	if !lw.IsWatchListSemanticsUnSupported() {
 		t.Fatal("DisableStreamingList does not declare that the ListerWatcher does not stream lists")

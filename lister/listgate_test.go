@@ -65,7 +65,7 @@ func TestListGateHeldByAStreamingListUntilItsInitialEventsEnd(t *testing.T) {
 		listed <- err
 	}()
 	testfake.WaitFor(t, "the list to queue", func() bool { return gate.Stats().Queued == 1 })
-	fw.Add(cm("a", "5"))
+	fw.Add(testfake.ConfigMap("a", "5"))
 	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Added {
 		t.Fatalf("got %v", ev.Type)
 	}
@@ -94,7 +94,7 @@ func TestListGateReleasedWhenAStreamingListFails(t *testing.T) {
 	for name, watchFn := range map[string]func(metav1.ListOptions) (watch.Interface, error){
 		"open fails": func(metav1.ListOptions) (watch.Interface, error) { return nil, errors.New("connection refused") },
 		"closed before the end bookmark": func(metav1.ListOptions) (watch.Interface, error) {
-			return testfake.NewWatch([]watch.Event{{Type: watch.Added, Object: cm("a", "5")}}, true), nil
+			return testfake.NewWatch([]watch.Event{{Type: watch.Added, Object: testfake.ConfigMap("a", "5")}}, true), nil
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

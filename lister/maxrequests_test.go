@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestMaxRequestsDoesNotCountPages(t *testing.T) {
 	objs := make([]*corev1.ConfigMap, 150)
 	for i := range objs {
-		objs[i] = cm(fmt.Sprintf("cm-%03d", i), "")
+		objs[i] = testfake.ConfigMap(fmt.Sprintf("cm-%03d", i), "")
 	}
 	c := newServer(t, steadywatchtest.Faults{}, objs...)
 	obj, rec, err := New(c, Options{MaxRequests: 4}).List(context.Background(), MostRecent().WithLimit(1))

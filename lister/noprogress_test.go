@@ -28,7 +28,7 @@ func TestStreamingListAnswered410EveryTimeBacksOff(t *testing.T) {
 	if !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
 		t.Skip("WatchListClient is off in this client-go; the streaming path is not exercised")
 	}
-	c := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, cm("a", ""))
+	c := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, testfake.ConfigMap("a", ""))
 	rec := &countingRecorder{}
 	tc := &timedWatches{Client: c}
 	lw := NewListerWatcher(tc, Options{Server: staticServer(compat.Yes, compat.Yes), Metrics: rec})
@@ -134,7 +134,7 @@ func TestNoProgressBackoffOnlyAfterAttemptsWithoutProgress(t *testing.T) {
 
 	// A long-running plain watch: an event, then 410.
 	script = append(script, func(metav1.ListOptions) []watch.Event {
-		return []watch.Event{{Type: watch.Modified, Object: cm("a", "11")}, goneEvent()}
+		return []watch.Event{{Type: watch.Modified, Object: testfake.ConfigMap("a", "11")}, goneEvent()}
 	})
 	if _, evs := open(plain); len(evs) != 2 || evs[1].Type != watch.Error {
 		t.Fatalf("events %v", evs)
@@ -169,7 +169,7 @@ func TestNoProgressBackoffOnlyAfterAttemptsWithoutProgress(t *testing.T) {
 	// Its retry waits (800ms -50% at least) and sends no count list; the
 	// server streams this time.
 	script = append(script, func(metav1.ListOptions) []watch.Event {
-		return []watch.Event{{Type: watch.Added, Object: cm("a", "11")}, {Type: watch.Bookmark, Object: endBookmark("12")}}
+		return []watch.Event{{Type: watch.Added, Object: testfake.ConfigMap("a", "11")}, {Type: watch.Bookmark, Object: endBookmark("12")}}
 	})
 	if took, evs := open(streaming); took < 400*time.Millisecond || len(evs) != 2 {
 		t.Fatalf("the retry waited %v (want >= 400ms) and delivered %d events", took, len(evs))

@@ -2,7 +2,7 @@ package lister_test
 
 // BenchmarkTransformWatchEvent: what Options.Transform costs per event of a
 // plain watch through the drop-in ListerWatcher (the setting of
-// BenchmarkP4PlainWatchEvent).
+// BenchmarkPlainWatchEvent).
 //
 //	go test -run '^$' -bench BenchmarkTransformWatchEvent -benchmem -count 6 ./lister
 //
@@ -28,10 +28,10 @@ func BenchmarkTransformWatchEvent(b *testing.B) {
 		fn   cache.TransformFunc
 	}{{"none", nil}, {"StripManagedFields", lister.StripManagedFields}} {
 		b.Run("transform="+tc.name, func(b *testing.B) {
-			c := newP4PagesClient()
-			c.evs = p4PlainEvents(b.N)
-			lw := lister.NewListerWatcher(c, lister.Options{Server: p4Modern(), Transform: tc.fn})
-			if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "100", Limit: p4PerPage}); err != nil {
+			c := newPrebuiltClient()
+			c.evs = plainEvents(b.N)
+			lw := lister.NewListerWatcher(c, lister.Options{Server: modernServer(), Transform: tc.fn})
+			if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "100", Limit: prebuiltPerPage}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()

@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkJSONWatchEvent decodes a JSON watch stream of custom resources
-// (about 2.4 KB each, the bench's P1 custom resources) the way a dynamic
+// (about 2.4 KB each, as in e2e/bench's initial-sync runs) the way a dynamic
 // client's watch does: client-go's serializers against FromDynamicConfig's
 // (decode.FastJSONWatch). Per event; compare with benchstat.
 func BenchmarkJSONWatchEvent(b *testing.B) {

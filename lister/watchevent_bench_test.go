@@ -1,10 +1,10 @@
 package lister_test
 
-// BenchmarkP4PlainWatchEvent: per event of a plain watch (client-go's
+// BenchmarkPlainWatchEvent: per event of a plain watch (client-go's
 // reflector after its list), MODIFIED events for the objects of the list,
 // each newer than the last.
 //
-//	go test -run '^$' -bench BenchmarkP4PlainWatchEvent -benchmem -count 6 ./lister
+//	go test -run '^$' -bench BenchmarkPlainWatchEvent -benchmem -count 6 ./lister
 //
 //   impl=clientgo     the client's raw watch channel
 //   impl=steadywatch  ListerWatcher.WatchWithContext after its list: the
@@ -22,24 +22,24 @@ import (
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-// p4PlainEvents builds n MODIFIED events for the first page's objects
+// plainEvents builds n MODIFIED events for the first page's objects
 // (cm-0-0 .. cm-0-499, listed at resourceVersion 100), from 101 upwards.
-func p4PlainEvents(n int) []watch.Event {
+func plainEvents(n int) []watch.Event {
 	evs := make([]watch.Event, 0, n)
 	for i := 0; i < n; i++ {
 		evs = append(evs, watch.Event{Type: watch.Modified, Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: "cm-0-" + strconv.Itoa(i%p4PerPage), Namespace: "bench", ResourceVersion: strconv.Itoa(101 + i),
+			Name: "cm-0-" + strconv.Itoa(i%prebuiltPerPage), Namespace: "bench", ResourceVersion: strconv.Itoa(101 + i),
 		}}})
 	}
 	return evs
 }
 
-func BenchmarkP4PlainWatchEvent(b *testing.B) {
+func BenchmarkPlainWatchEvent(b *testing.B) {
 	ctx := context.Background()
 	opts := metav1.ListOptions{ResourceVersion: "100", AllowWatchBookmarks: true}
 	b.Run("impl=clientgo", func(b *testing.B) {
-		c := newP4PagesClient()
-		c.evs = p4PlainEvents(b.N)
+		c := newPrebuiltClient()
+		c.evs = plainEvents(b.N)
 		b.ReportAllocs()
 		b.ResetTimer()
 		w, err := c.Watch(ctx, opts)
@@ -49,10 +49,10 @@ func BenchmarkP4PlainWatchEvent(b *testing.B) {
 		drainEvents(b, w, b.N)
 	})
 	b.Run("impl=steadywatch", func(b *testing.B) {
-		c := newP4PagesClient()
-		c.evs = p4PlainEvents(b.N)
-		lw := lister.NewListerWatcher(c, lister.Options{Server: p4Modern()})
-		if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "100", Limit: p4PerPage}); err != nil {
+		c := newPrebuiltClient()
+		c.evs = plainEvents(b.N)
+		lw := lister.NewListerWatcher(c, lister.Options{Server: modernServer()})
+		if _, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "100", Limit: prebuiltPerPage}); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()

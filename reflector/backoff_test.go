@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +58,7 @@ func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 	}
 	run(t, r)
 	w := watcherOf(t, fc, 0)
-	w.Add(cm("x", "11"))
+	w.Add(testfake.ConfigMap("x", "11"))
 	w.Error(droppedStream())
 	start := time.Now()
 	watcherOf(t, fc, 1)

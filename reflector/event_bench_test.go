@@ -1,10 +1,10 @@
 package reflector_test
 
-// P4 (issue 9): per-event CPU and allocations of steadywatch's watch path
+// Per-event CPU and allocations of steadywatch's watch path
 // against raw client-go, on the same pre-built events, so the ratio measures
 // only the code between the watch channel and the store.
 //
-//	go test -run '^$' -bench BenchmarkP4 -benchmem -count 6 ./reflector | tee new.txt
+//	go test -run '^$' -bench '^BenchmarkReflectorWatchEvent$' -benchmem -count 6 ./reflector | tee new.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /impl new.txt
 //
 // impl=clientgo:            cache.Reflector over a plain cache.ListWatch (the floor)
@@ -34,17 +34,17 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// p4Keys is the number of distinct objects the events cycle over.
-const p4Keys = 1000
+// prebuiltKeys is the number of distinct objects the events cycle over.
+const prebuiltKeys = 1000
 
-// p4Events builds n MODIFIED events over p4Keys objects with increasing
+// prebuiltEvents builds n MODIFIED events over prebuiltKeys objects with increasing
 // resourceVersions starting after "1" (the list's RV).
-func p4Events(n int) []watch.Event {
+func prebuiltEvents(n int) []watch.Event {
 	evs := make([]watch.Event, n)
 	for i := range evs {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:            "cm-" + strconv.Itoa(i%p4Keys),
+				Name:            "cm-" + strconv.Itoa(i%prebuiltKeys),
 				Namespace:       "bench",
 				ResourceVersion: strconv.Itoa(i + 2),
 			},
@@ -55,18 +55,18 @@ func p4Events(n int) []watch.Event {
 	return evs
 }
 
-// p4Client lists an empty collection at RV "1" and hands out one watch with
+// prebuiltWatchClient lists an empty collection at RV "1" and hands out one watch with
 // the events; later watches (none are expected) never send anything.
-type p4Client struct {
+type prebuiltWatchClient struct {
 	evs    []watch.Event
 	served atomic.Bool
 }
 
-func (c *p4Client) List(context.Context, metav1.ListOptions) (runtime.Object, error) {
+func (c *prebuiltWatchClient) List(context.Context, metav1.ListOptions) (runtime.Object, error) {
 	return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 }
 
-func (c *p4Client) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+func (c *prebuiltWatchClient) Watch(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	if o.SendInitialEvents != nil && *o.SendInitialEvents {
 		// Like a server with the WatchList gate off: every contender then
 		// lists and watches, so all of them take the same path.
@@ -108,32 +108,32 @@ func newCountingStore(want int) *countingStore {
 	return &countingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), want: int64(want), done: make(chan struct{})}
 }
 
-type p4Runner func(ctx context.Context, c *p4Client, store *countingStore)
+type eventRunner func(ctx context.Context, c *prebuiltWatchClient, store *countingStore)
 
-func BenchmarkP4WatchEvent(b *testing.B) {
+func BenchmarkReflectorWatchEvent(b *testing.B) {
 	runners := []struct {
 		name string
-		run  p4Runner
+		run  eventRunner
 	}{
-		{"clientgo", func(ctx context.Context, c *p4Client, store *countingStore) {
+		{"clientgo", func(ctx context.Context, c *prebuiltWatchClient, store *countingStore) {
 			lw := &cache.ListWatch{
 				ListWithContextFunc:  c.List,
 				WatchFuncWithContext: c.Watch,
 			}
 			cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0).RunWithContext(ctx)
 		}},
-		{"clientgo+swlister", func(ctx context.Context, c *p4Client, store *countingStore) {
+		{"clientgo+swlister", func(ctx context.Context, c *prebuiltWatchClient, store *countingStore) {
 			lw := lister.NewListerWatcher(c, lister.Options{})
 			cache.NewReflector(lw, &corev1.ConfigMap{}, store, 0).RunWithContext(ctx)
 		}},
-		{"steadywatch", func(ctx context.Context, c *p4Client, store *countingStore) {
+		{"steadywatch", func(ctx context.Context, c *prebuiltWatchClient, store *countingStore) {
 			reflector.New(c, &corev1.ConfigMap{}, store, reflector.Options{}).Run(ctx)
 		}},
 	}
 	for _, r := range runners {
 		b.Run("impl="+r.name, func(b *testing.B) {
-			evs := p4Events(b.N)
-			c := &p4Client{evs: evs}
+			evs := prebuiltEvents(b.N)
+			c := &prebuiltWatchClient{evs: evs}
 			store := newCountingStore(b.N)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
@@ -151,8 +151,8 @@ func BenchmarkP4WatchEvent(b *testing.B) {
 			if got := store.n.Load(); got != int64(b.N) {
 				b.Fatalf("store saw %d events, want %d", got, b.N)
 			}
-			if len(store.List()) != min(b.N, p4Keys) {
-				b.Fatalf("store holds %d objects, want %d", len(store.List()), min(b.N, p4Keys))
+			if len(store.List()) != min(b.N, prebuiltKeys) {
+				b.Fatalf("store holds %d objects, want %d", len(store.List()), min(b.N, prebuiltKeys))
 			}
 		})
 	}

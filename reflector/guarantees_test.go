@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -25,7 +26,7 @@ import (
 // watch. A relist that follows the previous fill with no watch event in
 // between now waits a growing backoff. The fake clock makes it exact.
 func TestEveryWatchGoneBacksOffBetweenRelists(t *testing.T) {
-	srv := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, "10", cm("a", "5"))
+	srv := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, "10", testfake.ConfigMap("a", "5"))
 	relistsBackOff(t, srv, func() int { return srv.Count(steadywatchtest.VerbList) })
 }
 
@@ -42,7 +43,7 @@ func relistsBackOff(t *testing.T, c Client, lists func() int) {
 	run(t, r)
 	waitBackingOff := func(want int) {
 		t.Helper()
-		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
+		testfake.WaitFor(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
 		if n := lists(); n != want {
 			t.Fatalf("%d lists, want %d: a relist went out without a backoff", n, want)
 		}
@@ -62,14 +63,14 @@ func relistsBackOff(t *testing.T, c Client, lists func() int) {
 func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		if n == 0 {
-			return cmList("12", cm("a", "10")), nil
+			return cmList("12", testfake.ConfigMap("a", "10")), nil
 		}
-		return cmList("13", cm("a", "10")), nil
+		return cmList("13", testfake.ConfigMap("a", "10")), nil
 	}}
 	rec := &recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r, w := startWatching(t, fc, store, fastOptions(rec))
-	w.Modify(cm("a", "5"))
+	w.Modify(testfake.ConfigMap("a", "5"))
 	watcherOf(t, fc, 1)
 	obj, _, _ := store.GetByKey("ns/a")
 	if got := obj.(*corev1.ConfigMap).ResourceVersion; got != "10" {
@@ -103,14 +104,14 @@ func TestRetryAfterIsCapped(t *testing.T) {
 func TestRepeatedShortWatchesRelist(t *testing.T) {
 	fc := &fakeClient{
 		ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
-			return cmList(strconv.Itoa(10+n), cm("a", "5")), nil
+			return cmList(strconv.Itoa(10+n), testfake.ConfigMap("a", "5")), nil
 		},
 		WatchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil },
 	}
 	rec := &recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
-	eventually(t, "a relist", func() bool { return len(fc.Lists()) >= 2 })
+	testfake.WaitFor(t, "a relist", func() bool { return len(fc.Lists()) >= 2 })
 	if l := fc.Lists()[1]; l.ResourceVersion != "10" {
 		t.Fatalf("relist %+v, want NotOlderThan(10)", l)
 	}
@@ -127,10 +128,12 @@ func TestRepeatedShortWatchesRelist(t *testing.T) {
 // back off (fake clock: the next relist waits Initial, then twice that).
 func TestRepeatedStaleEventBacksOff(t *testing.T) {
 	fc := &fakeClient{
-		ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "10")), nil },
+		ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
+			return cmList("12", testfake.ConfigMap("a", "10")), nil
+		},
 		WatchFn: func(int, metav1.ListOptions) (watch.Interface, error) {
 			w := watch.NewRaceFreeFake()
-			w.Modify(cm("a", "5"))
+			w.Modify(testfake.ConfigMap("a", "5"))
 			return w, nil
 		},
 	}
@@ -146,7 +149,7 @@ func TestStaleEventAfterProgressStillBacksOff(t *testing.T) {
 	fc := &fakeClient{}
 	fc.ListFn = func(n int, _ metav1.ListOptions) (runtime.Object, error) {
 		rv := 100 + 10*n
-		return cmList(strconv.Itoa(rv), cm("a", strconv.Itoa(rv-1))), nil
+		return cmList(strconv.Itoa(rv), testfake.ConfigMap("a", strconv.Itoa(rv-1))), nil
 	}
 	fc.WatchFn = func(_ int, o metav1.ListOptions) (watch.Interface, error) {
 		from, err := strconv.Atoi(o.ResourceVersion)
@@ -154,8 +157,8 @@ func TestStaleEventAfterProgressStillBacksOff(t *testing.T) {
 			return nil, err
 		}
 		w := watch.NewRaceFreeFake()
-		w.Add(cm("b", strconv.Itoa(from+1))) // progress
-		w.Modify(cm("a", "5"))               // then older than what is held
+		w.Add(testfake.ConfigMap("b", strconv.Itoa(from+1))) // progress
+		w.Modify(testfake.ConfigMap("a", "5"))               // then older than what is held
 		return w, nil
 	}
 	relistsBackOff(t, fc, func() int { return len(fc.Lists()) })
@@ -181,7 +184,7 @@ func TestEveryListTooManyRequestsBacksOff(t *testing.T) {
 	run(t, r)
 	backingOff := func() int32 {
 		t.Helper()
-		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
+		testfake.WaitFor(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
 		return lists.Load()
 	}
 	first := backingOff()

@@ -63,7 +63,7 @@ func (s *oneResponseServer) serve(w http.ResponseWriter, r *http.Request) {
 		if s.watches.Add(1) == 1 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusGone)
-			_ = json.NewEncoder(w).Encode(gone().ErrStatus)
+			_ = json.NewEncoder(w).Encode(testfake.Gone().ErrStatus)
 			return
 		}
 		<-r.Context().Done()
@@ -193,9 +193,9 @@ var encodings = []struct {
 func TestOneResponseRelistAppliesObjectsAsDecoded(t *testing.T) {
 	for _, enc := range encodings {
 		t.Run(enc.name, func(t *testing.T) {
-			relist := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15"), cm("d", "18")), cutAt: 2,
+			relist := relistAnswer{list: cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("d", "18")), cutAt: 2,
 				sent: make(chan struct{}), release: make(chan struct{})}
-			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("b", "2"), cm("c", "3")), relists: []relistAnswer{relist}}
+			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")), relists: []relistAnswer{relist}}
 			store := newAppliedStore()
 			r, _ := oneResponseReflector(t, s, store)
 			select {
@@ -211,7 +211,7 @@ func TestOneResponseRelistAppliesObjectsAsDecoded(t *testing.T) {
 				t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
 			}
 			close(relist.release)
-			eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
 			want := []string{"update ns/a@1", "update ns/b@15", "add ns/d@18", "delete ns/c@3", "bookmark @20"}
 			if got := sortTail(store.since(first)); !slices.Equal(got, want) {
 				t.Fatalf("relist calls %q; want %q", got, want)
@@ -236,15 +236,15 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 				name += "/stale"
 			}
 			t.Run(name, func(t *testing.T) {
-				good := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15")), itemsFirst: true}
+				good := relistAnswer{list: cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15")), itemsFirst: true}
 				relists := []relistAnswer{good}
 				if stale {
-					relists = []relistAnswer{{list: cmList("5", cm("a", "1"), cm("x", "4")), itemsFirst: true}, good}
+					relists = []relistAnswer{{list: cmList("5", testfake.ConfigMap("a", "1"), testfake.ConfigMap("x", "4")), itemsFirst: true}, good}
 				}
-				s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("c", "3")), relists: relists}
+				s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("c", "3")), relists: relists}
 				store := newAppliedStore()
 				r, rec := oneResponseReflector(t, s, store)
-				eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+				testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
 				calls := store.since(0)
 				if slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, "ns/x") }) {
 					t.Fatalf("calls %q: an object of the stale list was applied", calls)
@@ -275,12 +275,12 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
 	for _, enc := range encodings {
 		t.Run(enc.name, func(t *testing.T) {
-			older := relistAnswer{list: cmList("5", cm("a", "1"), cm("x", "4"))}
-			good := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15"))}
-			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("c", "3")), relists: []relistAnswer{older, good}}
+			older := relistAnswer{list: cmList("5", testfake.ConfigMap("a", "1"), testfake.ConfigMap("x", "4"))}
+			good := relistAnswer{list: cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"))}
+			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("c", "3")), relists: []relistAnswer{older, good}}
 			store := newAppliedStore()
 			r, rec := oneResponseReflector(t, s, store)
-			eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
 			if slices.ContainsFunc(store.since(0), func(c string) bool { return strings.Contains(c, "ns/x") }) {
 				t.Fatalf("calls %q: an object of the older answer was applied", store.since(0))
 			}
@@ -307,12 +307,12 @@ func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
 func TestOneResponseRelistCutMidwayRestarts(t *testing.T) {
 	for _, enc := range encodings {
 		t.Run(enc.name, func(t *testing.T) {
-			cut := relistAnswer{list: cmList("20", cm("a", "1"), cm("x", "16"), cm("b", "15")), cutAt: 2, abort: true, sent: make(chan struct{})}
-			good := relistAnswer{list: cmList("20", cm("a", "1"), cm("b", "15"), cm("d", "18"))}
-			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", cm("a", "1"), cm("b", "2"), cm("c", "3")), relists: []relistAnswer{cut, good}}
+			cut := relistAnswer{list: cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("x", "16"), testfake.ConfigMap("b", "15")), cutAt: 2, abort: true, sent: make(chan struct{})}
+			good := relistAnswer{list: cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("d", "18"))}
+			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")), relists: []relistAnswer{cut, good}}
 			store := newAppliedStore()
 			r, rec := oneResponseReflector(t, s, store)
-			eventually(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
 			calls := store.since(0)
 			if !slices.Contains(calls, "add ns/x@16") || !slices.Contains(calls, "delete ns/x@16") {
 				t.Fatalf("calls %q; want ns/x applied from the cut answer, then deleted", calls)
@@ -344,14 +344,14 @@ func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
 		defer mu.Unlock()
 		calls = append(calls, q)
 		if len(calls) == 1 {
-			return cmList("20", cm("x", "19")), nil
+			return cmList("20", testfake.ConfigMap("x", "19")), nil
 		}
-		return cmList("30", cm("a", "25")), nil
+		return cmList("30", testfake.ConfigMap("a", "25")), nil
 	}
 	store := newCallStore()
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
-	eventually(t, "the sync at 30", func() bool { return r.LastSyncResourceVersion() == "30" })
+	testfake.WaitFor(t, "the sync at 30", func() bool { return r.LastSyncResourceVersion() == "30" })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != 2 || calls[0] != fallback.NotOlderThanQuery("30") {

@@ -15,7 +15,7 @@ import (
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
-// No progress, no hurry (issue 32): a server that ends every watch cleanly
+// No progress, no hurry: a server that ends every watch cleanly
 // at once, having sent only a bookmark whose resourceVersion does not
 // parse (which is rightly not adopted), made reflector.New watch again at
 // once: 19-20 watches in 12s. A watch that adopts nothing is a failure for
@@ -36,7 +36,7 @@ func TestWatchWithoutProgressBacksOff(t *testing.T) {
 	run(t, r)
 	waitBackingOff := func(watches, lists int) {
 		t.Helper()
-		eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
+		testfake.WaitFor(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
 		if w, l := len(fc.Watches()), len(fc.Lists()); w != watches || l != lists {
 			t.Fatalf("%d watches and %d lists, want %d and %d: a request went out without a backoff", w, l, watches, lists)
 		}
@@ -51,7 +51,7 @@ func TestWatchWithoutProgressBacksOff(t *testing.T) {
 	clk.Step(399 * time.Millisecond)
 	waitBackingOff(3, 1)
 	clk.Step(time.Millisecond)
-	eventually(t, "the relist", func() bool { return len(fc.Lists()) == 2 })
+	testfake.WaitFor(t, "the relist", func() bool { return len(fc.Lists()) == 2 })
 }
 
 // A completed streaming list that adopted a newer resourceVersion is
@@ -70,11 +70,11 @@ func TestCompletedStreamingListResetsBackoff(t *testing.T) {
 	}
 	run(t, r)
 	w := watcherOf(t, fc, 0)
-	w.Add(cm("a", "11"))
+	w.Add(testfake.ConfigMap("a", "11"))
 	w.Action(watch.Bookmark, bookmark("12", true))
-	eventually(t, "streamed", func() bool { return r.LastSyncResourceVersion() == "12" })
+	testfake.WaitFor(t, "streamed", func() bool { return r.LastSyncResourceVersion() == "12" })
 	w.Stop() // the watch after the stream ends at once, without progress
-	eventually(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
+	testfake.WaitFor(t, "backing off", func() bool { return r.State().Phase == PhaseBackingOff && clk.HasWaiters() })
 	clk.Step(100 * time.Millisecond) // Initial again
 	watcherOf(t, fc, 1)
 }

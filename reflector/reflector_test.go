@@ -7,7 +7,6 @@ package reflector
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -87,9 +85,13 @@ func (r *recorder) get(p *[]string) []string {
 
 // ---- helpers ----
 
-func cm(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
+// The package's fixtures come from testfake; these names stay for the test
+// files that still call them by their short names.
+var (
+	cm         = testfake.ConfigMap
+	eventually = testfake.WaitFor
+	tooLarge   = testfake.TooLarge
+)
 
 func cmList(rv string, items ...*corev1.ConfigMap) *corev1.ConfigMapList {
 	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
@@ -105,28 +107,6 @@ func bookmark(rv string, initialEnd bool) *corev1.ConfigMap {
 		o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	}
 	return o
-}
-
-func gone() *apierrors.StatusError { return apierrors.NewResourceExpired("too old resource version") }
-
-func tooLarge(retryAfter int32) *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusGatewayTimeout, Reason: metav1.StatusReasonTimeout,
-		Message: "Too large resource version: 99, current: 20",
-		Details: &metav1.StatusDetails{RetryAfterSeconds: retryAfter,
-			Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}},
-	}}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond) // polling interval of a deadline-bounded poll
-	}
 }
 
 // fastOptions keeps backoffs short so tests run in milliseconds.
@@ -208,7 +188,7 @@ func writeAt(t *testing.T, srv *cmServer, obj *corev1.ConfigMap) {
 func watchRequest(t *testing.T, srv *cmServer, i int) steadywatchtest.Request {
 	t.Helper()
 	var got []steadywatchtest.Request
-	eventually(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
+	testfake.WaitFor(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
 		got = requestsOf(srv, steadywatchtest.VerbWatch)
 		return len(got) > i
 	})
@@ -258,7 +238,7 @@ func relistAfterGone(t *testing.T, fc *fakeClient, store cache.ReflectorStore) (
 	t.Helper()
 	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
-	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+	watcherOf(t, fc, 0).Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
 	return r, fc.Lists()
 }
@@ -270,7 +250,7 @@ func consistencyAt15(t *testing.T, fc *fakeClient, o Options) ConsistencyReport 
 	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	w.Action(watch.Bookmark, bookmark("15", false))
 	var rep ConsistencyReport
-	eventually(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
+	testfake.WaitFor(t, "a consistency report", func() bool { var ok bool; rep, ok = r.LastConsistencyCheck(); return ok })
 	return rep
 }
 
@@ -279,7 +259,7 @@ func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); retu
 // ---- tests ----
 
 func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
-	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"), cm("b", "7"))
+	srv := newServer(t, steadywatchtest.Faults{}, "10", testfake.ConfigMap("a", "5"), testfake.ConfigMap("b", "7"))
 	rec := &recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(srv, &corev1.ConfigMap{}, store, fastOptions(rec))
@@ -297,14 +277,14 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a", "ns/b"}) || !r.HasSynced() {
 		t.Fatalf("store = %v synced=%v; want [ns/a ns/b] synced", got, r.HasSynced())
 	}
-	writeAt(t, srv, cm("a", "11"))
-	eventually(t, "RV 11 after MODIFIED", func() bool { return r.LastSyncResourceVersion() == "11" })
+	writeAt(t, srv, testfake.ConfigMap("a", "11"))
+	testfake.WaitFor(t, "RV 11 after MODIFIED", func() bool { return r.LastSyncResourceVersion() == "11" })
 	if err := srv.Delete("ns", "b"); err != nil || srv.ResourceVersion() != "12" {
 		t.Fatalf("delete b at %s: %v", srv.ResourceVersion(), err)
 	}
 	advanceTo(t, srv, "15")
 	srv.Bookmark()
-	eventually(t, "RV 15 after BOOKMARK", func() bool { return r.LastSyncResourceVersion() == "15" })
+	testfake.WaitFor(t, "RV 15 after BOOKMARK", func() bool { return r.LastSyncResourceVersion() == "15" })
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a"}) {
 		t.Fatalf("store after delete = %v", got)
 	}
@@ -331,15 +311,15 @@ func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 
 func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 	fc := &fakeClient{ListFn: testfake.Answers(
-		testfake.Returns(cmList("10", cm("a", "5")), nil),
-		testfake.Returns(nil, gone()), // NotOlderThan(15) is unavailable too
-		testfake.Returns(cmList("30", cm("a", "25")), nil),
+		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
+		testfake.Returns(nil, testfake.Gone()), // NotOlderThan(15) is unavailable too
+		testfake.Returns(cmList("30", testfake.ConfigMap("a", "25")), nil),
 	)}
 	rec := &recorder{}
 	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	w.Action(watch.Bookmark, bookmark("15", false))
-	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
-	w.Error(&gone().ErrStatus)
+	testfake.WaitFor(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
+	w.Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
 
 	lists := fc.Lists()
@@ -362,9 +342,9 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 
 func TestStaleListIsNeverApplied(t *testing.T) {
 	fc := &fakeClient{ListFn: testfake.Answers(
-		testfake.Returns(cmList("20", cm("a", "20")), nil),
-		testfake.Returns(cmList("12", cm("old", "11")), nil), // a lagging server, older than the store
-		testfake.Returns(cmList("25", cm("a", "20"), cm("b", "24")), nil),
+		testfake.Returns(cmList("20", testfake.ConfigMap("a", "20")), nil),
+		testfake.Returns(cmList("12", testfake.ConfigMap("old", "11")), nil), // a lagging server, older than the store
+		testfake.Returns(cmList("25", testfake.ConfigMap("a", "20"), testfake.ConfigMap("b", "24")), nil),
 	)}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r, lists := relistAfterGone(t, fc, store)
@@ -390,7 +370,7 @@ func TestTooLargeHonoursRetryAfterThenMostRecent(t *testing.T) {
 		case 0:
 			return cmList("10"), nil
 		case 1:
-			return nil, tooLarge(1)
+			return nil, testfake.TooLarge(1)
 		default:
 			return cmList("40"), nil
 		}
@@ -411,7 +391,7 @@ func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	fc.WatchFn = func(n int, o metav1.ListOptions) (watch.Interface, error) {
 		if n == 0 {
-			return nil, tooLarge(0)
+			return nil, testfake.TooLarge(0)
 		}
 		return fc.OpenWatch(), nil
 	}
@@ -435,7 +415,7 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	watchRequest(t, srv, 0)
-	writeAt(t, srv, cm("x", "12"))
+	writeAt(t, srv, testfake.ConfigMap("x", "12"))
 	srv.Close() // the server closed the watch (timeout)
 	if got := watchRequest(t, srv, 1).Options.ResourceVersion; got != "12" {
 		t.Fatalf("second watch from %q; want 12 (last event)", got)
@@ -490,14 +470,14 @@ func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("")}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
-	w.Add(cm("b", "50"))
-	w.Add(cm("a", "30"))
-	eventually(t, "2 items", func() bool { return len(store.ListKeys()) == 2 })
+	w.Add(testfake.ConfigMap("b", "50"))
+	w.Add(testfake.ConfigMap("a", "30"))
+	testfake.WaitFor(t, "2 items", func() bool { return len(store.ListKeys()) == 2 })
 	if rv := r.LastSyncResourceVersion(); rv != "" {
 		t.Fatalf("RV = %q after synthetic ADDED events; want unchanged", rv)
 	}
-	w.Modify(cm("a", "60"))
-	eventually(t, "RV 60", func() bool { return r.LastSyncResourceVersion() == "60" })
+	w.Modify(testfake.ConfigMap("a", "60"))
+	testfake.WaitFor(t, "RV 60", func() bool { return r.LastSyncResourceVersion() == "60" })
 }
 
 type fakeServer struct {
@@ -538,15 +518,15 @@ func TestStreamingListWhereSupported(t *testing.T) {
 		wo.ResourceVersion != "" || !wo.AllowWatchBookmarks {
 		t.Fatalf("streaming watch options = %+v", wo)
 	}
-	w.Add(cm("a", "31"))
-	w.Add(cm("b", "29"))
+	w.Add(testfake.ConfigMap("a", "31"))
+	w.Add(testfake.ConfigMap("b", "29"))
 	if r.HasSynced() {
 		t.Fatal("synced before the initial-events-end bookmark")
 	}
 	w.Action(watch.Bookmark, bookmark("40", true))
-	eventually(t, "synced at 40", func() bool { return r.HasSynced() && r.LastSyncResourceVersion() == "40" })
-	w.Modify(cm("a", "41")) // the same watch goes on
-	eventually(t, "RV 41", func() bool { return r.LastSyncResourceVersion() == "41" })
+	testfake.WaitFor(t, "synced at 40", func() bool { return r.HasSynced() && r.LastSyncResourceVersion() == "40" })
+	w.Modify(testfake.ConfigMap("a", "41")) // the same watch goes on
+	testfake.WaitFor(t, "RV 41", func() bool { return r.LastSyncResourceVersion() == "41" })
 	lists := 0
 	for _, o := range fc.Lists() {
 		if o.Limit != 1 { // limit=1: the guard's count of the initial events
@@ -564,7 +544,7 @@ func TestStreamingListWhereSupported(t *testing.T) {
 func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	// v1.18 ignores sendInitialEvents: ADDED events, then silence, never the end bookmark.
 	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) {
-		return cmList("20", cm("a", "5")), nil
+		return cmList("20", testfake.ConfigMap("a", "5")), nil
 	}}
 	srv := streamingServer()
 	o := fastOptions(&recorder{})
@@ -575,8 +555,8 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	start := time.Now()
 	run(t, r)
 	w := watcherOf(t, fc, 0)
-	w.Add(cm("a", "5"))
-	eventually(t, "synced by a list", r.HasSynced)
+	w.Add(testfake.ConfigMap("a", "5"))
+	testfake.WaitFor(t, "synced by a list", r.HasSynced)
 	took := time.Since(start)
 	if took > 2*time.Second {
 		t.Fatalf("sync took %v; want about InitialEventsTimeout", took)
@@ -604,7 +584,7 @@ func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	watcherOf(t, fc, 0).Action(watch.Bookmark, bookmark("19", false))
-	eventually(t, "synced by a list", r.HasSynced)
+	testfake.WaitFor(t, "synced by a list", r.HasSynced)
 }
 
 type bookmarkStore struct {
@@ -638,7 +618,7 @@ func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
 		advanceTo(t, srv, rv)
 		srv.Bookmark()
 	}
-	eventually(t, "RV 17", func() bool { return r.LastSyncResourceVersion() == "17" })
+	testfake.WaitFor(t, "RV 17", func() bool { return r.LastSyncResourceVersion() == "17" })
 	store.mu.Lock()
 	defer store.mu.Unlock()
 	if !slices.Equal(store.bookmarks, []string{"13", "17"}) || !slices.Equal(store.updates, []string{"10", "13", "17"}) {
@@ -652,13 +632,13 @@ func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
 }
 
 func TestFeedsDeltaFIFO(t *testing.T) {
-	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"))
+	srv := newServer(t, steadywatchtest.Faults{}, "10", testfake.ConfigMap("a", "5"))
 	known := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: known, EmitDeltaTypeReplaced: true})
 	r := newR(srv, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
 	run(t, r)
 	watchRequest(t, srv, 0)
-	writeAt(t, srv, cm("b", "11"))
+	writeAt(t, srv, testfake.ConfigMap("b", "11"))
 	var got []string
 	for len(got) < 2 {
 		_, err := fifo.Pop(func(obj any, _ bool) error {
@@ -684,9 +664,9 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 			if o.ResourceVersion != "15" {
 				return nil, fmt.Errorf("exact list at %q, want 15", o.ResourceVersion)
 			}
-			return cmList("15", cm("a", "5"), cm("c", "14"), cm("d", "9")), nil
+			return cmList("15", testfake.ConfigMap("a", "5"), testfake.ConfigMap("c", "14"), testfake.ConfigMap("d", "9")), nil
 		}
-		return cmList("10", cm("a", "5"), cm("b", "7"), cm("d", "8")), nil
+		return cmList("10", testfake.ConfigMap("a", "5"), testfake.ConfigMap("b", "7"), testfake.ConfigMap("d", "8")), nil
 	}}
 	rec := &recorder{}
 	o := fastOptions(rec)
@@ -698,7 +678,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 		t.Fatalf("report = %+v", rep)
 	}
 	// The check's goroutine counts it just after publishing the report.
-	eventually(t, "the consistency metric", func() bool { return len(rec.get(&rec.checks)) > 0 })
+	testfake.WaitFor(t, "the consistency metric", func() bool { return len(rec.get(&rec.checks)) > 0 })
 	if got := rec.get(&rec.checks); !slices.Equal(got, []string{"mismatch"}) {
 		t.Fatalf("consistency metric = %v", got)
 	}
@@ -750,8 +730,8 @@ func TestUnexpectedTypeIsIgnored(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
 	w.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "11"}})
-	w.Add(cm("a", "12"))
-	eventually(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })
+	w.Add(testfake.ConfigMap("a", "12"))
+	testfake.WaitFor(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })
 	if got := storeKeys(store); !slices.Equal(got, []string{"ns/a"}) {
 		t.Fatalf("store = %v; want only the ConfigMap", got)
 	}
@@ -767,7 +747,7 @@ func newR(c Client, expected runtime.Object, store cache.ReflectorStore, o Optio
 }
 
 func TestDefaultExecutorIsTheLister(t *testing.T) {
-	srv := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"))
+	srv := newServer(t, steadywatchtest.Faults{}, "10", testfake.ConfigMap("a", "5"))
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := New(srv, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
 	run(t, r)
@@ -798,7 +778,7 @@ func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
 		o.Lister.MaxPageSize = c.max
 		r := New(srv, &corev1.ConfigMap{}, store, o)
 		stop := run(t, r)
-		eventually(t, "synced", r.HasSynced)
+		testfake.WaitFor(t, "synced", r.HasSynced)
 		stop()
 		srv.Close()
 		var limits []int64
@@ -828,7 +808,7 @@ func TestInitialListPagesGrowWithinMaxPageBytes(t *testing.T) {
 	o.Lister.MaxPageBytes = 1 << 20
 	r := New(srv, &corev1.ConfigMap{}, store, o)
 	stop := run(t, r)
-	eventually(t, "synced", r.HasSynced)
+	testfake.WaitFor(t, "synced", r.HasSynced)
 	stop()
 	var limits []int64
 	for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
@@ -874,7 +854,7 @@ func TestInitialListFromWatchCache(t *testing.T) {
 			c.o(&o)
 			r := New(srv, &corev1.ConfigMap{}, store, o)
 			stop := run(t, r)
-			eventually(t, "synced", r.HasSynced)
+			testfake.WaitFor(t, "synced", r.HasSynced)
 			stop()
 			var got []string
 			for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
@@ -894,16 +874,16 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		switch n {
 		case 0: // the probe
-			return cmList("10", cm("a", "5")), nil
+			return cmList("10", testfake.ConfigMap("a", "5")), nil
 		case 1: // NotOlderThan(10): the cache is behind
-			return nil, tooLarge(0)
+			return nil, testfake.TooLarge(0)
 		}
-		return cmList("12", cm("a", "5")), nil
+		return cmList("12", testfake.ConfigMap("a", "5")), nil
 	}}
 	o := Options{Lister: lister.Options{Name: "test"}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
 	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
-	eventually(t, "synced", r.HasSynced)
+	testfake.WaitFor(t, "synced", r.HasSynced)
 	var got []string
 	for _, l := range fc.Lists() {
 		got = append(got, fmt.Sprintf("%s/%d", l.ResourceVersion, l.Limit))
@@ -945,7 +925,9 @@ func (c *syncedRVRecorder) Transition(_, from, to, _ string) {
 // A caller that waits for HasSynced (as cache.WaitForCacheSync does) and
 // then reads LastSyncResourceVersion gets the synced list's, never "".
 func TestHasSyncedOnlyWithTheSyncedResourceVersion(t *testing.T) {
-	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("12", cm("a", "5")), nil }}
+	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) {
+		return cmList("12", testfake.ConfigMap("a", "5")), nil
+	}}
 	rec := &syncedRVRecorder{}
 	o := fastOptions(nil)
 	o.Lister.Metrics = rec
@@ -969,15 +951,15 @@ func TestHasSyncedOnlyWithTheSyncedResourceVersion(t *testing.T) {
 func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 	fc := &fakeClient{ListFn: func(n int, _ metav1.ListOptions) (runtime.Object, error) {
 		if n == 0 {
-			return cmList("0", cm("gone", "1")), nil
+			return cmList("0", testfake.ConfigMap("gone", "1")), nil
 		}
-		return cmList("7", cm("kept", "3")), nil
+		return cmList("7", testfake.ConfigMap("kept", "3")), nil
 	}}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	rec := &recorder{}
 	_, w := startWatching(t, fc, store, fastOptions(rec))
-	w.Add(cm("kept", "3")) // synthetic ADDED: "gone" was deleted meanwhile
-	eventually(t, "kept held", func() bool { return len(store.ListKeys()) == 2 })
+	w.Add(testfake.ConfigMap("kept", "3")) // synthetic ADDED: "gone" was deleted meanwhile
+	testfake.WaitFor(t, "kept held", func() bool { return len(store.ListKeys()) == 2 })
 	w.Stop() // the watch from "0" is cut
 	watcherOf(t, fc, 1)
 	if n := len(fc.Lists()); n != 2 {
@@ -1001,16 +983,16 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 // resourceVersion are unpaginated unless PaginateLists, as here).
 func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
 	fc := &fakeClient{ListFn: testfake.Answers(
-		testfake.Returns(cmList("10", cm("a", "5")), nil),
-		testfake.Returns(nil, gone()), // NotOlderThan(15)
-		testfake.Returns(cmList("30", cm("a", "25")), nil),
+		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
+		testfake.Returns(nil, testfake.Gone()), // NotOlderThan(15)
+		testfake.Returns(cmList("30", testfake.ConfigMap("a", "25")), nil),
 	)}
 	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	run(t, r)
 	w := watcherOf(t, fc, 0)
 	w.Action(watch.Bookmark, bookmark("15", false))
-	eventually(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
-	w.Error(&gone().ErrStatus)
+	testfake.WaitFor(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
+	w.Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
 
 	lists := fc.Lists()

@@ -141,8 +141,8 @@ func sortTail(calls []string) []string {
 // the deletions last; then it reports the store synced at the list's
 // resourceVersion.
 func TestRelistCallsAreReplaceNotifications(t *testing.T) {
-	before := []*corev1.ConfigMap{cm("a", "1"), cm("b", "2"), cm("c", "3"), cm("e", "4")}
-	after := []*corev1.ConfigMap{cm("d", "18"), cm("a", "1"), cm("b", "15")}
+	before := []*corev1.ConfigMap{testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3"), testfake.ConfigMap("e", "4")}
+	after := []*corev1.ConfigMap{testfake.ConfigMap("d", "18"), testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15")}
 	fc := &fakeClient{ListFn: testfake.Answers(
 		testfake.Returns(cmList("10", before...), nil),
 		testfake.Returns(cmList("20", after...), nil),
@@ -152,7 +152,7 @@ func TestRelistCallsAreReplaceNotifications(t *testing.T) {
 	run(t, r)
 	w := watcherOf(t, fc, 0)
 	first := store.count()
-	w.Error(&gone().ErrStatus)
+	w.Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
 	got := sortTail(store.since(first))
 	want := append(sortTail(replaceNotifications(t, before, after)), "bookmark @20")
@@ -199,8 +199,8 @@ func (f *fifoCalls) Replace(list []any, rv string) error {
 // DeletedFinalStateUnknown with it.
 func TestQueueStoreKeepsReplace(t *testing.T) {
 	fc := &fakeClient{ListFn: testfake.Answers(
-		testfake.Returns(cmList("10", cm("a", "1"), cm("c", "3")), nil),
-		testfake.Returns(cmList("20", cm("a", "1"), cm("b", "15")), nil),
+		testfake.Returns(cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("c", "3")), nil),
+		testfake.Returns(cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15")), nil),
 	)}
 	fifo := &fifoCalls{DeltaFIFO: cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, EmitDeltaTypeReplaced: true})}
 	r := New(fc, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
@@ -208,7 +208,7 @@ func TestQueueStoreKeepsReplace(t *testing.T) {
 		t.Fatal("a DeltaFIFO is filled object by object; want one Replace per list")
 	}
 	run(t, r)
-	watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+	watcherOf(t, fc, 0).Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
 	if got, want := fifo.get(), []string{"replace 2 @10", "replace 2 @20"}; !slices.Equal(got, want) {
 		t.Fatalf("calls %q; want %q", got, want)
@@ -226,9 +226,9 @@ func TestRelistFailingMidwayIsCompletedByTheNext(t *testing.T) {
 	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		switch n {
 		case 0:
-			return cmList("10", cm("a", "1"), cm("b", "2"), cm("c", "3")), nil
+			return cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")), nil
 		case 1: // the MostRecent relist, first page
-			l := cmList("30", cm("a", "1"), cm("b", "20"))
+			l := cmList("30", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "20"))
 			l.Continue = "t1"
 			return l, nil
 		case 2: // its second page fails
@@ -236,11 +236,11 @@ func TestRelistFailingMidwayIsCompletedByTheNext(t *testing.T) {
 		case 3:
 			close(midway)
 			<-resume
-			l := cmList("40", cm("a", "1"), cm("b", "20"))
+			l := cmList("40", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "20"))
 			l.Continue = "t2"
 			return l, nil
 		}
-		return cmList("40", cm("d", "35")), nil // c was deleted meanwhile
+		return cmList("40", testfake.ConfigMap("d", "35")), nil // c was deleted meanwhile
 	}}
 	store := newCallStore()
 	o := fastOptions(&recorder{})
@@ -249,7 +249,7 @@ func TestRelistFailingMidwayIsCompletedByTheNext(t *testing.T) {
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
 	w := watcherOf(t, fc, 0)
-	w.Error(&tooLarge(0).ErrStatus)
+	w.Error(&testfake.TooLarge(0).ErrStatus)
 	select {
 	case <-midway:
 	case <-t.Context().Done():
@@ -288,7 +288,7 @@ func TestFirstSyncFailingMidwayIsNotSynced(t *testing.T) {
 	fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 		switch n {
 		case 0:
-			l := cmList("10", cm("a", "1"), cm("gone", "2"))
+			l := cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("gone", "2"))
 			l.Continue = "t1"
 			return l, nil
 		case 1:
@@ -297,7 +297,7 @@ func TestFirstSyncFailingMidwayIsNotSynced(t *testing.T) {
 			close(midway)
 			<-resume
 		}
-		return cmList("12", cm("a", "1"), cm("b", "11")), nil
+		return cmList("12", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "11")), nil
 	}}
 	store := newCallStore()
 	o := fastOptions(&recorder{})
@@ -324,18 +324,18 @@ func TestFirstSyncFailingMidwayIsNotSynced(t *testing.T) {
 // as stale and the next one, not older than that object, completes.
 func TestRelistNeverTakesAnObjectBackInTime(t *testing.T) {
 	fc := &fakeClient{ListFn: testfake.Answers(
-		testfake.Returns(cmList("10", cm("a", "5")), nil),
-		testfake.Returns(cmList("15", cm("a", "8"), cm("b", "14")), nil), // a@8: older than the a@12 held
-		testfake.Returns(cmList("16", cm("a", "12"), cm("b", "14")), nil),
+		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
+		testfake.Returns(cmList("15", testfake.ConfigMap("a", "8"), testfake.ConfigMap("b", "14")), nil), // a@8: older than the a@12 held
+		testfake.Returns(cmList("16", testfake.ConfigMap("a", "12"), testfake.ConfigMap("b", "14")), nil),
 	)}
 	store := newCallStore()
 	rec := &recorder{}
 	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
 	w := watcherOf(t, fc, 0)
-	w.Modify(cm("a", "12"))
-	eventually(t, "a@12 applied", func() bool { return r.LastSyncResourceVersion() == "12" })
-	w.Error(&gone().ErrStatus)
+	w.Modify(testfake.ConfigMap("a", "12"))
+	testfake.WaitFor(t, "a@12 applied", func() bool { return r.LastSyncResourceVersion() == "12" })
+	w.Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
 	for _, c := range store.since(0) {
 		if c == "update ns/a@8" || c == "add ns/a@8" {
@@ -366,18 +366,18 @@ func TestStreamingRelistAppliesEventsAsTheyArrive(t *testing.T) {
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
 	w := watcherOf(t, fc, 0) // the first sync's streaming list
-	w.Add(cm("a", "1"))
-	w.Add(cm("c", "3"))
+	w.Add(testfake.ConfigMap("a", "1"))
+	w.Add(testfake.ConfigMap("c", "3"))
 	w.Action(watch.Bookmark, bookmark("10", true))
-	eventually(t, "first sync", r.HasSynced)
-	w.Error(&gone().ErrStatus)
+	testfake.WaitFor(t, "first sync", r.HasSynced)
+	w.Error(&testfake.Gone().ErrStatus)
 	s := watcherOf(t, fc, 1) // the streaming relist
 	first := store.count()
-	s.Add(cm("a", "1"))
-	eventually(t, "ns/a applied before the stream ended", func() bool { return store.count() > first })
-	s.Add(cm("b", "15"))
+	s.Add(testfake.ConfigMap("a", "1"))
+	testfake.WaitFor(t, "ns/a applied before the stream ended", func() bool { return store.count() > first })
+	s.Add(testfake.ConfigMap("b", "15"))
 	s.Action(watch.Bookmark, bookmark("20", true))
-	eventually(t, "relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+	testfake.WaitFor(t, "relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
 	if got, want := sortTail(store.since(first)), []string{"update ns/a@1", "add ns/b@15", "delete ns/c@3", "bookmark @20"}; !slices.Equal(got, want) {
 		t.Fatalf("streaming relist calls %q; want %q", got, want)
 	}
@@ -390,7 +390,7 @@ func TestStreamingRelistCutMidwayIsCompletedByAList(t *testing.T) {
 		if o.Limit == 1 { // the streaming-list guard's count
 			return nil, fmt.Errorf("no count")
 		}
-		return cmList("30", cm("a", "1"), cm("b", "25")), nil
+		return cmList("30", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "25")), nil
 	}}
 	store := newCallStore()
 	o := fastOptions(&recorder{})
@@ -398,20 +398,20 @@ func TestStreamingRelistCutMidwayIsCompletedByAList(t *testing.T) {
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
 	w := watcherOf(t, fc, 0)
-	w.Add(cm("a", "1"))
-	w.Add(cm("c", "3"))
+	w.Add(testfake.ConfigMap("a", "1"))
+	w.Add(testfake.ConfigMap("c", "3"))
 	w.Action(watch.Bookmark, bookmark("10", true))
-	eventually(t, "first sync", r.HasSynced)
-	w.Error(&gone().ErrStatus)
+	testfake.WaitFor(t, "first sync", r.HasSynced)
+	w.Error(&testfake.Gone().ErrStatus)
 	s := watcherOf(t, fc, 1)
 	first := store.count()
-	s.Add(cm("b", "25"))
-	eventually(t, "ns/b applied", func() bool { return store.count() > first })
+	s.Add(testfake.ConfigMap("b", "25"))
+	testfake.WaitFor(t, "ns/b applied", func() bool { return store.count() > first })
 	if rv := r.LastSyncResourceVersion(); rv != "10" {
 		t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
 	}
 	s.Stop() // cut before the initial-events-end bookmark
-	eventually(t, "the list after the cut stream", func() bool { return r.LastSyncResourceVersion() == "30" })
+	testfake.WaitFor(t, "the list after the cut stream", func() bool { return r.LastSyncResourceVersion() == "30" })
 	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
 		t.Fatalf("store = %v; want a and b (c deleted)", keys)
 	}
@@ -438,21 +438,21 @@ func TestPaginateListsPaginatesRelistsIntoObjectStores(t *testing.T) {
 			fc := &fakeClient{ListFn: func(n int, o metav1.ListOptions) (runtime.Object, error) {
 				switch {
 				case n == 0:
-					return cmList("10", cm("a", "1")), nil
+					return cmList("10", testfake.ConfigMap("a", "1")), nil
 				case o.Continue == "" && o.Limit > 0:
-					l := cmList("20", cm("a", "1"), cm("b", "15"))
+					l := cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"))
 					l.Continue = "t"
 					return l, nil
 				case o.Continue != "":
-					return cmList("20", cm("c", "18")), nil
+					return cmList("20", testfake.ConfigMap("c", "18")), nil
 				}
-				return cmList("20", cm("a", "1"), cm("b", "15"), cm("c", "18")), nil
+				return cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("c", "18")), nil
 			}}
 			o := fastOptions(&recorder{})
 			o.Lister.PageSize = 2
 			r := New(fc, &corev1.ConfigMap{}, tc.store(), o)
 			run(t, r)
-			watcherOf(t, fc, 0).Error(&gone().ErrStatus)
+			watcherOf(t, fc, 0).Error(&testfake.Gone().ErrStatus)
 			watcherOf(t, fc, 1)
 			lists := fc.Lists()
 			if lists[1].ResourceVersion != "10" || lists[1].Limit != tc.limit {

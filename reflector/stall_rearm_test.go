@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -16,7 +17,7 @@ func TestStallTimerRearmsLazily(t *testing.T) {
 	rv := 11
 	var last time.Time
 	for time.Since(begin) < 900*time.Millisecond {
-		w.Action(watch.Modified, cm("a", itoa(rv)))
+		w.Action(watch.Modified, testfake.ConfigMap("a", itoa(rv)))
 		last = time.Now()
 		rv++
 		time.Sleep(30 * time.Millisecond) // event pacing (the thing under test), not synchronisation

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -25,7 +26,7 @@ func TestFaults(t *testing.T) {
 			if err != nil {
 				return "error " + err.Error()
 			}
-			rv, _, _ := listRV(t, obj)
+			rv, _, _ := testfake.ListRV(t, obj)
 			return "rv " + rv + ": " + items(t, obj)
 		}
 	}
@@ -166,12 +167,12 @@ func TestFaults(t *testing.T) {
 				if err != nil {
 					return err.Error()
 				}
-				_, tok, _ := listRV(t, first)
+				_, tok, _ := testfake.ListRV(t, first)
 				obj, err := s.List(ctx, metav1.ListOptions{Limit: 1, Continue: tok})
 				if err != nil {
 					return err.Error()
 				}
-				_, tok2, _ := listRV(t, obj)
+				_, tok2, _ := testfake.ListRV(t, obj)
 				return items(t, obj) + " same token: " + map[bool]string{true: "yes", false: "no"}[tok2 == tok]
 			},
 			good: "c@3 same token: no", bad: "c@3 same token: yes",

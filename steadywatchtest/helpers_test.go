@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -27,7 +28,7 @@ func withObjects(t *testing.T, f steadywatchtest.Faults, names ...string) *cmSer
 	t.Helper()
 	s := newCM(steadywatchtest.Options{Faults: f})
 	for _, n := range names {
-		s.MustCreate(cm("ns", n))
+		s.MustCreate(testfake.ConfigMap(n, ""))
 	}
 	t.Cleanup(s.Close)
 	return s
@@ -37,23 +38,12 @@ func newCM(o steadywatchtest.Options) *cmServer {
 	return steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](o)
 }
 
-func cm(ns, name string, lbls ...string) *corev1.ConfigMap {
-	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	for i := 0; i+1 < len(lbls); i += 2 {
-		if c.Labels == nil {
-			c.Labels = map[string]string{}
-		}
-		c.Labels[lbls[i]] = lbls[i+1]
-	}
-	return c
-}
-
 // history builds the store every table uses: a@1 b@2 c@3 (namespace ns),
 // then a updated @4 and b deleted @5. Current state: a@4, c@3.
 func history(t *testing.T, o steadywatchtest.Options) *cmServer {
 	t.Helper()
 	s := newCM(o)
-	s.MustCreate(cm("ns", "a", "app", "x"), cm("ns", "b", "app", "y"), cm("ns", "c", "app", "x"))
+	s.MustCreate(testfake.ConfigMap("a", "", testfake.Labels("app", "x")), testfake.ConfigMap("b", "", testfake.Labels("app", "y")), testfake.ConfigMap("c", "", testfake.Labels("app", "x")))
 	a, _ := s.Get("ns", "a")
 	a.Data = map[string]string{"v": "2"}
 	if _, err := s.Update(a); err != nil {
@@ -81,15 +71,6 @@ func items(t *testing.T, obj runtime.Object) string {
 		out = append(out, m.GetName()+"@"+m.GetResourceVersion())
 	}
 	return strings.Join(out, " ")
-}
-
-func listRV(t *testing.T, obj runtime.Object) (rv, cont string, remaining *int64) {
-	t.Helper()
-	lm, err := meta.ListAccessor(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount()
 }
 
 func code(err error) int32 {

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -56,7 +57,7 @@ func TestListSemantics(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if rv, _, _ := listRV(t, obj); rv != tc.rv {
+			if rv, _, _ := testfake.ListRV(t, obj); rv != tc.rv {
 				t.Errorf("ListMeta.resourceVersion %s, want %s", rv, tc.rv)
 			}
 			if got := items(t, obj); got != tc.items {
@@ -91,7 +92,7 @@ func TestListValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, _ := listRV(t, first)
+	_, tok, _ := testfake.ListRV(t, first)
 	for _, tc := range []struct {
 		name string
 		o    metav1.ListOptions
@@ -153,7 +154,7 @@ func TestCompactedExactIsGone(t *testing.T) {
 func TestPaginationIsOneSnapshot(t *testing.T) {
 	s := newCM(steadywatchtest.Options{})
 	for _, n := range []string{"e", "d", "c", "b", "a"} {
-		s.MustCreate(cm("ns", n))
+		s.MustCreate(testfake.ConfigMap(n, ""))
 	}
 	ctx := context.Background()
 	var got []string
@@ -164,7 +165,7 @@ func TestPaginationIsOneSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rv, cont, rem := listRV(t, obj)
+		rv, cont, rem := testfake.ListRV(t, obj)
 		if rv != "5" {
 			t.Fatalf("page %d served at %s, want 5", page, rv)
 		}
@@ -176,7 +177,7 @@ func TestPaginationIsOneSnapshot(t *testing.T) {
 			break
 		}
 		touch(t, s, "a") // a newer revision must not leak into the snapshot
-		s.MustCreate(cm("ns", fmt.Sprintf("aa%d", page)))
+		s.MustCreate(testfake.ConfigMap(fmt.Sprintf("aa%d", page), ""))
 		o = metav1.ListOptions{Limit: 2, Continue: cont}
 		if page == 1 {
 			o.ResourceVersion = "0" // "treated as Continue Token, Exact"
@@ -197,7 +198,7 @@ func TestContinueOfCompactedSnapshotIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, _ := listRV(t, first)
+	_, tok, _ := testfake.ListRV(t, first)
 	if err := s.Compact(""); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestContinueOfCompactedSnapshotIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rv, _, _ := listRV(t, rest); rv != "5" || items(t, rest) != "c@3" {
+	if rv, _, _ := testfake.ListRV(t, rest); rv != "5" || items(t, rest) != "c@3" {
 		t.Errorf("inconsistent continuation: rv %s items %q, want 5 and c@3", rv, items(t, rest))
 	}
 }
@@ -222,7 +223,7 @@ func TestRemainingItemCountOnlyWithoutSelectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, cont, rem := listRV(t, obj); cont == "" || rem != nil {
+	if _, cont, rem := testfake.ListRV(t, obj); cont == "" || rem != nil {
 		t.Errorf("continue %q remainingItemCount %v, want a token and none (the etcd3 store counts only without selectors)", cont, rem)
 	}
 }

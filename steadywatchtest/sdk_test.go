@@ -19,20 +19,11 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
-
-// eventually polls cond every millisecond until it holds or 10s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10s: %s", what)
-		}
-	}
-}
 
 func served(s *cmServer, verb string) []string {
 	var out []string
@@ -65,7 +56,7 @@ func TestStockInformerSyncsBehindFakeClientset(t *testing.T) {
 		t.Fatalf("informer has %d objects, want 2", len(got))
 	}
 	s.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}})
-	eventually(t, "the informer sees c", func() bool { _, err := cms.Lister().ConfigMaps("ns").Get("c"); return err == nil })
+	testfake.WaitFor(t, "the informer sees c", func() bool { _, err := cms.Lister().ConfigMaps("ns").Get("c"); return err == nil })
 	reqs := s.Requests()
 	if reqs[0].Verb != steadywatchtest.VerbList || reqs[0].Namespace != "ns" || reqs[0].Served != steadywatchtest.ServedAny {
 		t.Errorf("first request %+v, want a list of ns at Any", reqs[0])
@@ -81,8 +72,8 @@ func TestStockInformerSyncsBehindFakeClientset(t *testing.T) {
 func TestStockInformerStreamsItsInitialList(t *testing.T) {
 	s := withObjects(t, steadywatchtest.Faults{}, "a", "b")
 	inf := cache.NewSharedIndexInformer(s.ListerWatcher(), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	runInformer(t, inf)
-	eventually(t, "informer synced", inf.HasSynced)
+	testfake.RunInformer(t, inf)
+	testfake.WaitFor(t, "informer synced", inf.HasSynced)
 	if n := len(inf.GetStore().List()); n != 2 {
 		t.Errorf("store has %d objects, want 2", n)
 	}
@@ -100,8 +91,8 @@ func TestStockInformerStreamsItsInitialList(t *testing.T) {
 func TestV118StockHangsSteadywatchSyncs(t *testing.T) {
 	s := withObjects(t, steadywatchtest.V118(), "a", "b")
 	stock := cache.NewSharedIndexInformer(s.ListerWatcher(), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	runInformer(t, stock)
-	eventually(t, "the stock informer's streaming list is open", func() bool { return s.Watches() == 1 })
+	testfake.RunInformer(t, stock)
+	testfake.WaitFor(t, "the stock informer's streaming list is open", func() bool { return s.Watches() == 1 })
 	// An absence can only be shown over some time: 200ms is 10x what the
 	// SDK's informer below needs.
 	time.Sleep(200 * time.Millisecond)
@@ -112,19 +103,11 @@ func TestV118StockHangsSteadywatchSyncs(t *testing.T) {
 	s2 := withObjects(t, steadywatchtest.V118(), "a", "b")
 	sdk := reflector.NewSharedIndexInformerWithOptions(s2.ListerWatcher(), &corev1.ConfigMap{},
 		cache.SharedIndexInformerOptions{}, lister.Options{InitialEventsTimeout: 20 * time.Millisecond})
-	runInformer(t, sdk)
-	eventually(t, "steadywatch informer synced", sdk.HasSynced)
+	testfake.RunInformer(t, sdk)
+	testfake.WaitFor(t, "steadywatch informer synced", sdk.HasSynced)
 	if got := served(s2, steadywatchtest.VerbList); len(got) == 0 {
 		t.Errorf("no list after the streaming list was found ignored (requests %v)", s2.Requests())
 	}
-}
-
-func runInformer(t *testing.T, inf cache.SharedIndexInformer) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 }
 
 // TestListerSemantics runs lister.New(...).List for each semantic against a
@@ -233,37 +216,25 @@ func TestListerRestartsOnExpiredContinue(t *testing.T) {
 	}
 }
 
-// runReflector runs the SDK's reflector over s into store with o (backoffs
-// of milliseconds) until the test ends.
-func runReflector(t *testing.T, s *cmServer, store cache.Store, o reflector.Options) *reflector.Reflector {
-	t.Helper()
-	o.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
-	r := reflector.New(s, &corev1.ConfigMap{}, store, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return r
-}
-
 // TestReflectorSyncsAndRecoversFromGone: the SDK's reflector syncs, follows
 // writes, and after its watch ends and its resourceVersion is compacted (the
 // re-watch gets a 410 inside the stream) relists NotOlderThan and converges.
 func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
 	s := history(t, steadywatchtest.Options{})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := runReflector(t, s, store, reflector.Options{})
-	eventually(t, "reflector synced", r.HasSynced)
+	r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{Backoff: fastBackoff})
+	testfake.Start(t, context.Background(), r.Run)
+	testfake.WaitFor(t, "reflector synced", r.HasSynced)
 	keys := func() string { return strings.Join(store.ListKeys(), ",") }
-	eventually(t, "store a,c", func() bool { return sameSet(keys(), "ns/a,ns/c") })
-	eventually(t, "the reflector watches", func() bool { return s.Watches() == 1 })
+	testfake.WaitFor(t, "store a,c", func() bool { return sameSet(keys(), "ns/a,ns/c") })
+	testfake.WaitFor(t, "the reflector watches", func() bool { return s.Watches() == 1 })
 
 	s.Close() // the watch ends ...
 	s.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}})
 	if err := s.Compact(""); err != nil { // ... and its resourceVersion is compacted
 		t.Fatal(err)
 	}
-	eventually(t, "store a,c,d", func() bool { return sameSet(keys(), "ns/a,ns/c,ns/d") })
+	testfake.WaitFor(t, "store a,c,d", func() bool { return sameSet(keys(), "ns/a,ns/c,ns/d") })
 	var gone, relist bool
 	for _, q := range s.Requests() {
 		gone = gone || (q.Verb == steadywatchtest.VerbWatch && q.Served == steadywatchtest.ServedWatchFrom && q.ResourceVersion == "5" && s.CompactedResourceVersion() == "6")
@@ -296,8 +267,9 @@ func TestReflectorStreamingList(t *testing.T) {
 			streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
 			s := history(t, steadywatchtest.Options{Faults: tc.faults})
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			r := runReflector(t, s, store, reflector.Options{Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}})
-			eventually(t, "reflector synced", r.HasSynced)
+			r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{Backoff: fastBackoff, Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}})
+			testfake.Start(t, context.Background(), r.Run)
+			testfake.WaitFor(t, "reflector synced", r.HasSynced)
 			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
 				t.Errorf("store %s, want ns/a,ns/c", keys)
 			}
@@ -346,3 +318,6 @@ func TestListerStopsOnRepeatedContinueToken(t *testing.T) {
 		t.Errorf("error %v after %d lists, want an error before the context ends and at most 10 lists", err, s.Count(steadywatchtest.VerbList))
 	}
 }
+
+// fastBackoff keeps the reflector's retries milliseconds apart.
+var fastBackoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -56,10 +57,10 @@ func TestUpdateConflictsAndNotFound(t *testing.T) {
 	if _, err := s.Update(a); code(err) != 409 {
 		t.Errorf("stale update: %v, want 409 Conflict", err)
 	}
-	if _, err := s.Update(cm("ns", "zz")); code(err) != 404 {
+	if _, err := s.Update(testfake.ConfigMap("zz", "")); code(err) != 404 {
 		t.Errorf("update of a missing object: %v, want 404", err)
 	}
-	if _, err := s.Create(cm("ns", "a")); code(err) != 409 {
+	if _, err := s.Create(testfake.ConfigMap("a", "")); code(err) != 409 {
 		t.Errorf("duplicate create: %v, want 409 AlreadyExists", err)
 	}
 	if err := s.Delete("ns", "zz"); code(err) != 404 {

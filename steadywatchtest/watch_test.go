@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -111,7 +112,7 @@ func TestWatchSelectorTransitions(t *testing.T) {
 	if _, err := s.Update(c); err != nil {
 		t.Fatal(err)
 	}
-	s.MustCreate(cm("ns", "d", "app", "y")) // never matches: no event
+	s.MustCreate(testfake.ConfigMap("d", "", testfake.Labels("app", "y"))) // never matches: no event
 	c.Labels["app"] = "x"
 	c.ResourceVersion = ""
 	if _, err := s.Update(c); err != nil {
@@ -127,7 +128,7 @@ func TestWatchSelectorTransitions(t *testing.T) {
 
 func TestNamespaceView(t *testing.T) {
 	s := history(t, steadywatchtest.Options{})
-	s.MustCreate(cm("other", "z"))
+	s.MustCreate(testfake.ConfigMap("z", "", testfake.InNamespace("other")))
 	obj, err := s.InNamespace("other").List(context.Background(), metav1.ListOptions{})
 	if err != nil || items(t, obj) != "z@6" {
 		t.Fatalf("list in other: %v %q, want z@6", err, items(t, obj))
@@ -137,8 +138,8 @@ func TestNamespaceView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	s.MustCreate(cm("other", "y"))
-	s.MustCreate(cm("ns", "x"))
+	s.MustCreate(testfake.ConfigMap("y", "", testfake.InNamespace("other")))
+	s.MustCreate(testfake.ConfigMap("x", ""))
 	if got := next(t, w); got != "ADDED x@8" {
 		t.Errorf("watch in ns: %q, want ADDED x@8 (y is in another namespace)", got)
 	}
@@ -222,7 +223,7 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range writes {
-				if _, err := s.Apply(cm("ns", string(rune('a'+i)))); err != nil {
+				if _, err := s.Apply(testfake.ConfigMap(string(rune('a'+i)), "")); err != nil {
 					t.Error(err)
 				}
 				if j%10 == 0 {

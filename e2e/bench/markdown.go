@@ -425,12 +425,12 @@ func (r *report) summary(w func(string, ...any)) {
 }
 
 // p4Targeted reports whether the 1.05x target applies to a P4
-// benchmark: per watch event against client-go's reflector (P4WatchEvent),
-// and per decoded page against client-go's pager (P4PageStreamProto). The
+// benchmark: per watch event against client-go's reflector (ReflectorWatchEvent),
+// and per decoded page against client-go's pager (PageStreamProto). The
 // others compare the wrapper with a raw channel or pre-built pages: they
 // show its own cost, which has no stock counterpart to be held to.
 func p4Targeted(name string) bool {
-	return name == "P4WatchEvent" || name == "P4PageStreamProto"
+	return name == "ReflectorWatchEvent" || name == "PageStreamProto"
 }
 
 func (r *report) p1Section(w func(string, ...any), p *p1Report, charts map[string]string) {

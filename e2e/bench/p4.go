@@ -39,7 +39,7 @@ func runP4(ctx context.Context, c config) (*p4Report, error) {
 	// during the run would favour whichever impl ran first. -p 1: the two
 	// packages' benchmarks one after the other, not side by side on the
 	// same cores.
-	args := []string{"test", "-p", "1", "-run", "^$", "-bench", "^BenchmarkP4", "-benchmem", "-count", "1", "-benchtime", c.benchtime, "./lister", "./reflector"}
+	args := []string{"test", "-p", "1", "-run", "^$", "-bench", overheadBenchmarks, "-benchmem", "-count", "1", "-benchtime", c.benchtime, "./lister", "./reflector"}
 	var out bytes.Buffer
 	for i := range count {
 		logf("P4: repetition %d of %d", i+1, count)
@@ -73,7 +73,11 @@ func runP4(ctx context.Context, c config) (*p4Report, error) {
 	return rep, nil
 }
 
-var benchLine = regexp.MustCompile(`^(BenchmarkP4\w+)/impl=([\w+]+)-\d+\s+\d+\s+(.*)$`)
+// overheadBenchmarks selects the lister's and the reflector's per-page and
+// per-event benchmarks, each of which compares steadywatch with client-go.
+const overheadBenchmarks = "^Benchmark(PaginatedList|PageStream|PageStreamProto|StreamingListEvent|PlainWatchEvent|ReflectorWatchEvent)$"
+
+var benchLine = regexp.MustCompile(`^(Benchmark\w+)/impl=([\w+]+)-\d+\s+\d+\s+(.*)$`)
 
 // p4Ratios pairs the i-th run of each non-clientgo impl with the i-th
 // clientgo run of the same benchmark, per metric.

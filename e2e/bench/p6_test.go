@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-func TestSpliceP6(t *testing.T) {
+func TestSpliceRelistMemorySection(t *testing.T) {
 	sec := func(body string) string { return p6Begin + "\n" + body + "\n" + p6End + "\n\n" }
 	for _, tc := range []struct{ name, page, want string }{
-		{"before P2", "# B\n\n## P5: x\n\n## P2: y\n", "# B\n\n## P5: x\n\n" + sec("new") + "## P2: y\n"},
+		{"before the watch 410 recovery section", "# B\n\n## P5: x\n\n## P2: y\n", "# B\n\n## P5: x\n\n" + sec("new") + "## P2: y\n"},
 		{"replaces only the old section", "# B\n\n" + sec("old") + "## P2: y\n", "# B\n\n" + sec("new") + "## P2: y\n"},
 		{"at the end", "# B\n\n## P1: x\n", "# B\n\n## P1: x\n\n" + sec("new")},
 	} {
@@ -32,7 +32,7 @@ func TestCountRelists(t *testing.T) {
 	}
 }
 
-func TestP6Flags(t *testing.T) {
+func TestRelistMemoryFlags(t *testing.T) {
 	var c config
 	c.p6Window = 1
 	if err := c.p6Flags("", "10000,50000", "", "off,on", 3, ""); err != nil {

@@ -10,7 +10,7 @@ import (
 
 // The static ranges of 1, 2 and 4 replicas cover the hash space exactly
 // once, with equal numbers of slices.
-func TestP7SelectorsPartition(t *testing.T) {
+func TestShardSelectorsPartitionTheHashSpace(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	hashes := []uint64{0, ^uint64(0), 1 << 63, (1 << 63) - 1}
 	for range 10000 {
@@ -51,7 +51,7 @@ func TestP7SelectorsPartition(t *testing.T) {
 	}
 }
 
-func TestP7CheckSplit(t *testing.T) {
+func TestShardReplicasSplitTheObjects(t *testing.T) {
 	res := func(mode string, names ...string) p7Result {
 		return p7Result{Mode: mode, Objects: len(names), Names: names}
 	}
@@ -77,13 +77,13 @@ func TestP7CheckSplit(t *testing.T) {
 	}
 }
 
-func TestSpliceP7(t *testing.T) {
+func TestSpliceShardingSection(t *testing.T) {
 	sec := func(begin, end, body string) string { return begin + "\n" + body + "\n" + end + "\n\n" }
 	p7 := func(body string) string { return sec(p7Begin, p7End, body) }
 	for _, tc := range []struct{ name, page, want string }{
-		{"after P6", "# B\n\n" + sec(p6Begin, p6End, "p6") + "## P2: y\n", "# B\n\n" + sec(p6Begin, p6End, "p6") + p7("new") + "## P2: y\n"},
+		{"after the relist memory section", "# B\n\n" + sec(p6Begin, p6End, "p6") + "## P2: y\n", "# B\n\n" + sec(p6Begin, p6End, "p6") + p7("new") + "## P2: y\n"},
 		{"replaces only the old section", "# B\n\n" + p7("old") + "## P2: y\n", "# B\n\n" + p7("new") + "## P2: y\n"},
-		{"before P2", "# B\n\n## P5: x\n\n## P2: y\n", "# B\n\n## P5: x\n\n" + p7("new") + "## P2: y\n"},
+		{"before the watch 410 recovery section", "# B\n\n## P5: x\n\n## P2: y\n", "# B\n\n## P5: x\n\n" + p7("new") + "## P2: y\n"},
 		{"at the end", "# B\n\n## P1: x\n", "# B\n\n## P1: x\n\n" + p7("new")},
 	} {
 		if got := spliceP7(tc.page, p7("new")); got != tc.want {

@@ -29,7 +29,7 @@ func TestParseContenders(t *testing.T) {
 	}
 }
 
-func TestPairedP5HeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
+func TestPairedHeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
 	run := func(base, peak float64) p5Run { return p5Run{HeapBase: base, HeapPeak: peak} }
 	p := &p5Report{Runs: map[string][]p5Run{
 		"stock": {run(600, 1200), run(620, 1240), run(600, 1200)},
@@ -53,7 +53,7 @@ func TestPairedP5HeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
 	}
 }
 
-func TestSummaryReportsOnlyP5ContendersTheRunIncluded(t *testing.T) {
+func TestSummaryReportsOnlyStartupCostContendersTheRunIncluded(t *testing.T) {
 	run := p5Run{HeapBase: 600, HeapPeak: 1200, Result: &syncResult{wireStats: wireStats{Requests: map[string]int{"watch-list": 8}}}}
 	r := &report{P5: []*p5Report{{Server: "v1.37.2", Informers: 8, Objects: 5000,
 		Contenders: []string{"stock", "sw-informer", "sw-informer-gate1"},
@@ -72,7 +72,7 @@ func TestSummaryReportsOnlyP5ContendersTheRunIncluded(t *testing.T) {
 	}
 }
 
-func TestP5ProfileNames(t *testing.T) {
+func TestStartupCostProfileNames(t *testing.T) {
 	for suffix, want := range map[string]string{
 		".cpu":                    "p5-v1.37.2-nocache-stock-1.cpu.pprof",
 		"-baseline.heap":          "p5-v1.37.2-nocache-stock-1-baseline.heap.pprof",

@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -62,21 +61,17 @@ func TestScheduleSingleServerHasNoFailover(t *testing.T) {
 	}
 }
 
-func cm(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
-
 func TestTrackerFlagsRegressionsAndDeletes(t *testing.T) {
 	tr := NewTracker()
 	s := NewTrackingStore(tr)
-	_ = s.Replace([]any{cm("a", "10"), cm("b", "11"), cm("c", "12")}, "12")
-	_ = s.Update(cm("a", "13"))
-	_ = s.Replace([]any{cm("a", "13"), cm("b", "11")}, "14") // c dropped by a relist
-	_ = s.Delete(cm("b", "15"))
+	_ = s.Replace([]any{testfake.ConfigMap("a", "10"), testfake.ConfigMap("b", "11"), testfake.ConfigMap("c", "12")}, "12")
+	_ = s.Update(testfake.ConfigMap("a", "13"))
+	_ = s.Replace([]any{testfake.ConfigMap("a", "13"), testfake.ConfigMap("b", "11")}, "14") // c dropped by a relist
+	_ = s.Delete(testfake.ConfigMap("b", "15"))
 	if r := tr.Regressions(); len(r) != 0 {
 		t.Fatalf("unexpected regressions %v", r)
 	}
-	_ = s.Update(cm("a", "12")) // older than 13
+	_ = s.Update(testfake.ConfigMap("a", "12")) // older than 13
 	if r := tr.Regressions(); len(r) != 1 {
 		t.Fatalf("regression not flagged: %v", r)
 	}
@@ -85,12 +80,12 @@ func TestTrackerFlagsRegressionsAndDeletes(t *testing.T) {
 		t.Fatalf("delete report %+v", rep)
 	}
 	h := Handler(tr)
-	h.OnAdd(cm("d", "20"), false)
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: cm("d", "20")})
+	h.OnAdd(testfake.ConfigMap("d", "20"), false)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: testfake.ConfigMap("d", "20")})
 	if !tr.DeleteSeen("ns/d") || tr.Events()["tombstone"] != 1 {
 		t.Fatalf("tombstone not recorded: %v", tr.Events())
 	}
-	h.OnAdd(cm("d", "21"), false)
+	h.OnAdd(testfake.ConfigMap("d", "21"), false)
 	if r := tr.Regressions(); len(r) != 2 {
 		t.Fatalf("an add after an observed delete of a never-reused name must be flagged: %v", r)
 	}

@@ -46,7 +46,7 @@ var _ = Describe("compression of streaming lists on a current apiserver (rest.Co
 		}{{"gz", e.pcfg, "gzip"}, {"plain", plainCfg, ""}} {
 			sel := "set=" + c.set
 			lw := lister.NewListerWatcher(suite.ConfigMaps(kubernetes.NewForConfigOrDie(c.cfg), e.ns), lister.Options{Server: srv, LabelSelector: sel})
-			inf := runInformer(ctx, lw, &corev1.ConfigMap{})
+			inf := startStockInformer(ctx, lw, &corev1.ConfigMap{})
 			Eventually(inf.HasSynced).WithTimeout(30*time.Second).WithPolling(20*time.Millisecond).Should(BeTrue(), sel)
 			Expect(inf.GetStore().ListKeys()).To(HaveLen(objects), sel)
 

@@ -22,6 +22,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -49,25 +50,19 @@ func (r *restarts) count(reason string) int {
 	return r.n[reason]
 }
 
-// runInformer runs client-go's SharedIndexInformer over lw (client-go v0.37
-// defaults: it asks for a streaming list first) until the spec ends.
-func runInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object) cache.SharedIndexInformer {
+// startStockInformer runs client-go's SharedIndexInformer over lw (client-go
+// v0.37 defaults: it asks for a streaming list first) until the spec ends.
+func startStockInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object) cache.SharedIndexInformer {
 	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
-	ictx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ictx) }()
-	DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(30 * time.Second).Should(BeClosed()) })
+	testfake.Start(GinkgoTB(), ctx, inf.RunWithContext)
 	return inf
 }
 
-// runReflector runs reflector.New on c until the spec ends.
-func runReflector(ctx context.Context, c lister.Client, example runtime.Object, o reflector.Options) (*reflector.Reflector, cache.Store) {
+// startReflector runs reflector.New on c into a new store until the spec ends.
+func startReflector(ctx context.Context, c lister.Client, example runtime.Object, o reflector.Options) (*reflector.Reflector, cache.Store) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := reflector.New(c, example, store, o)
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(rctx) }()
-	DeferCleanup(func() { cancel(); Eventually(done).WithTimeout(30 * time.Second).Should(BeClosed()) })
+	testfake.Start(GinkgoTB(), ctx, r.Run)
 	return r, store
 }
 
@@ -101,7 +96,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		e.create(ctx, "stl", 2)
 		rec := &restarts{}
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{LabelSelector: "set=stl", StallTimeout: 3 * time.Second, Metrics: rec})
-		inf := runInformer(ctx, lw, &corev1.ConfigMap{})
+		inf := startStockInformer(ctx, lw, &corev1.ConfigMap{})
 		Eventually(inf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Eventually(e.proxy.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
 
@@ -134,9 +129,9 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		e.proxy.ResetRequests()
 		const bad = "set in (sel"
 		// Both adoption paths with the caller's own bad selector.
-		runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: bad, Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
+		startStockInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: bad, Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
 		badClient := configMapsWithSelector(e.pcs, e.ns, bad)
-		runReflector(ctx, badClient, &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, Name: "bad-selector"}})
+		startReflector(ctx, badClient, &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, Name: "bad-selector"}})
 		// Each sent its streaming list and got the real server's own 400.
 		Eventually(func() int { return len(e.streamingLists("configmaps", bad)) }).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 2))
 		Eventually(func() int {
@@ -155,10 +150,10 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		Expect(belief(srv, coreV1)).NotTo(Equal(compat.No), "the caller's own 400 is not evidence about the server")
 
 		// Another informer (and a reflector) on the same host streams its list.
-		good := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=sel", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
+		good := startStockInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=sel", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
 		Eventually(good.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Expect(good.GetStore().List()).To(HaveLen(3))
-		r, _ := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=sel"), &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, Name: "good-selector"}})
+		r, _ := startReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=sel"), &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, Name: "good-selector"}})
 		Eventually(r.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		streamed := e.streamingLists("configmaps", "set=sel")
 		Expect(len(streamed)).To(BeNumerically(">=", 2), "the drop-in informer and the reflector with a good selector both sent sendInitialEvents=true")
@@ -184,16 +179,16 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 
 		deps := e.pcs.AppsV1().Deployments(e.ns)
 		dc := lister.FromFuncs(deps.List, deps.Watch)
-		dinf := runInformer(ctx, lister.NewListerWatcher(dc, lister.Options{Server: srv, Resource: appsv1.SchemeGroupVersion.WithResource("deployments")}), &appsv1.Deployment{})
+		dinf := startStockInformer(ctx, lister.NewListerWatcher(dc, lister.Options{Server: srv, Resource: appsv1.SchemeGroupVersion.WithResource("deployments")}), &appsv1.Deployment{})
 		Eventually(dinf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Expect(dinf.GetStore().List()).To(HaveLen(2))
-		dr, _ := runReflector(ctx, dc, &appsv1.Deployment{}, reflector.Options{Lister: lister.Options{Server: srv}})
+		dr, _ := startReflector(ctx, dc, &appsv1.Deployment{}, reflector.Options{Lister: lister.Options{Server: srv}})
 		Eventually(dr.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Expect(belief(srv, appsV1)).To(Equal(compat.No), "the 422 naming sendInitialEvents is evidence for apps/v1")
 
-		cinf := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=gv", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
+		cinf := startStockInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=gv", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
 		Eventually(cinf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
-		cr, _ := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=gv"), &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv}})
+		cr, _ := startReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set=gv"), &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv}})
 		Eventually(cr.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		streamed := e.streamingLists("configmaps", "set=gv")
 		Expect(len(streamed)).To(BeNumerically(">=", 2), "core v1: the drop-in informer and the reflector streamed their lists")

@@ -62,7 +62,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 			// Six different requests (nothing to share): each leaves one object out.
 			lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=" + set,
 				FieldSelector: fmt.Sprintf("metadata.name!=%s-%d", set, i), DisableStreamingList: true, ListGate: gate})
-			infs = append(infs, runInformer(ctx, lw, &corev1.ConfigMap{}))
+			infs = append(infs, startStockInformer(ctx, lw, &corev1.ConfigMap{}))
 		}
 		for _, inf := range infs {
 			Eventually(inf.HasSynced).WithTimeout(60 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
@@ -101,12 +101,12 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 			n     int
 		}{
 			{"drop-in informers (client-go lists resourceVersion 0: identical requests in flight are shared too)", func(gate *listgate.Gate) (func() bool, cache.Store) {
-				inf := runInformer(ctx, lister.NewListerWatcher(client, lister.Options{Server: srv, LabelSelector: "set=" + set, DisableStreamingList: true, ListGate: gate}), &corev1.ConfigMap{})
+				inf := startStockInformer(ctx, lister.NewListerWatcher(client, lister.Options{Server: srv, LabelSelector: "set=" + set, DisableStreamingList: true, ListGate: gate}), &corev1.ConfigMap{})
 				return inf.HasSynced, inf.GetStore()
 			}, 6},
 			{"reflector.New (MostRecent: only requests queued together are shared)", func(gate *listgate.Gate) (func() bool, cache.Store) {
 				// The namespace holds only the set: no selector needed.
-				r, store := runReflector(ctx, client, &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, DisableStreamingList: true, ListGate: gate}})
+				r, store := startReflector(ctx, client, &corev1.ConfigMap{}, reflector.Options{Lister: lister.Options{Server: srv, DisableStreamingList: true, ListGate: gate}})
 				return r.HasSynced, store
 			}, 4},
 		} {
@@ -147,10 +147,10 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 		var synced []func() bool
 		var stores []cache.Store
 		for i := range 2 {
-			r, store := runReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set="+set), &corev1.ConfigMap{},
+			r, store := startReflector(ctx, configMapsWithSelector(e.pcs, e.ns, "set="+set), &corev1.ConfigMap{},
 				reflector.Options{Lister: lister.Options{Server: srv, Name: fmt.Sprintf("gated-%d", i), ListGate: gate}})
 			synced, stores = append(synced, r.HasSynced), append(stores, store)
-			inf := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=" + set, ListGate: gate}), &corev1.ConfigMap{})
+			inf := startStockInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=" + set, ListGate: gate}), &corev1.ConfigMap{})
 			synced, stores = append(synced, inf.HasSynced), append(stores, inf.GetStore())
 		}
 		for i := range synced {
@@ -180,10 +180,10 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 		defer e.proxy.Remove(rule)
 		sctx, stopStuck := context.WithCancel(ctx)
 		defer stopStuck()
-		stuck := runInformer(sctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, Name: "stuck", LabelSelector: "stuck=true",
+		stuck := startStockInformer(sctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, Name: "stuck", LabelSelector: "stuck=true",
 			DisableStreamingList: true, ListGate: gate}), &corev1.ConfigMap{})
 		Eventually(func() int { return gate.Stats().InFlight }).WithTimeout(10*time.Second).Should(Equal(1), "the stuck list holds the slot")
-		inf := runInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, Name: "queued", LabelSelector: "set=" + set,
+		inf := startStockInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, Name: "queued", LabelSelector: "set=" + set,
 			DisableStreamingList: true, ListGate: gate}), &corev1.ConfigMap{})
 		Eventually(inf.HasSynced).WithTimeout(60 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		Expect(inf.GetStore().ListKeys()).To(HaveLen(objects))

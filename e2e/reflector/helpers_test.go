@@ -21,6 +21,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -152,17 +153,7 @@ func runReflector(cfg *rest.Config, ns string, o reflector.Options) *running {
 	}
 	store := newRVLog()
 	r := reflector.New(suite.ConfigMaps(suite.Clientset(cfg), ns), &corev1.ConfigMap{}, store, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer GinkgoRecover(); defer close(done); r.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			Eventually(done).WithTimeout(10 * time.Second).Should(BeClosed())
-		})
-	}
-	DeferCleanup(stop)
+	stop := testfake.Start(GinkgoTB(), context.Background(), r.Run)
 	return &running{r: r, store: store, stop: stop}
 }
 

@@ -424,7 +424,7 @@ func (f *followedWatch) initialEvent(lw *ListerWatcher, log logr.Logger, pw *wat
 // follow forwards the watch's events until it ends. Stall detection and the
 // resourceVersion-advanced metric run beside the loop (watchdog), which
 // only counts what it forwards: per event, one receive, the pipeline's
-// verdict, one atomic add and one send (BenchmarkP4WatchEvent).
+// verdict, one atomic add and one send (BenchmarkReflectorWatchEvent).
 func (f *followedWatch) follow(lw *ListerWatcher, log logr.Logger, pw *watchpipe.Watch, in <-chan watch.Event) {
 	o := &lw.cfg
 	var forwarded atomic.Uint64

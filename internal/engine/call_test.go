@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	. "github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // TestCallFollowUpsAreSafe drives Call.Next with random answers (every kind
@@ -20,7 +21,7 @@ import (
 // verdict on every page answer without an error.
 func TestCallFollowUpsAreSafe(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
-	errs := []error{gone(), tooLarge(1), tooLarge(0), apierrors.NewTooManyRequests("slow", 1), apierrors.NewInternalError(errors.New("boom")),
+	errs := []error{testfake.Gone(), testfake.TooLarge(1), testfake.TooLarge(0), apierrors.NewTooManyRequests("slow", 1), apierrors.NewInternalError(errors.New("boom")),
 		apierrors.NewBadRequest("bad"), apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no"))}
 	firsts := []Query{NotOlderThanQuery("100"), NotOlderThanQuery("100").WithLimit(5), ExactQuery("100"), ExactQuery("100").WithLimit(5),
 		MostRecentQuery().WithLimit(5), AnyQuery().WithLimit(5)}

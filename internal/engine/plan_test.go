@@ -9,15 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
-
-func tooLarge(retry int) error {
-	err := apierrors.NewTimeoutError("Too large resource version: 90, current: 40", retry)
-	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
-	return err
-}
-
-func gone() error { return apierrors.NewResourceExpired("too old resource version") }
 
 func start(t *testing.T, q fallback.Query, cfg Config) *Call {
 	t.Helper()
@@ -34,13 +27,13 @@ func start(t *testing.T, q fallback.Query, cfg Config) *Call {
 // multiplying 10 hidden retries by its own.
 func TestHiddenRetriesAreCharged(t *testing.T) {
 	q := fallback.NotOlderThanQuery("10")
-	if st := start(t, q, Config{}).Next(Answer{Err: tooLarge(1)}); st.Action != fallback.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
 		t.Fatalf("a quick answer: %v %+v, want CheckRVExists at once", st.Action, st.Next)
 	}
-	if st := start(t, q, Config{}).Next(Answer{Err: tooLarge(1), Elapsed: 3500 * time.Millisecond}); st.Action != fallback.CheckRVExists {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3500 * time.Millisecond}); st.Action != fallback.CheckRVExists {
 		t.Fatalf("one slow answer: %v, want CheckRVExists", st.Action)
 	}
-	if st := start(t, q, Config{}).Next(Answer{Err: tooLarge(1), Elapsed: 40 * time.Second}); st.Action != fallback.FallbackMostRecent {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 40 * time.Second}); st.Action != fallback.FallbackMostRecent {
 		t.Fatalf("an answer after 10 hidden retries: %v (%s), want FallbackMostRecent", st.Action, st.Reason)
 	}
 }
@@ -53,7 +46,7 @@ func TestRule1ProbeIsARequest(t *testing.T) {
 	if err != nil || first.Options.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || first.Options.Limit != 500 {
 		t.Fatalf("%v %+v", err, first.Options)
 	}
-	st := c.Next(Answer{Err: gone()})
+	st := c.Next(Answer{Err: testfake.Gone()})
 	if st.Action != fallback.RetryNewerRV || st.Evidence != EvidenceIgnored || st.Next.Purpose != PurposeNewerRV || st.Next.Options.Limit != 1 || st.Event != nil {
 		t.Fatalf("%+v", st)
 	}
@@ -75,7 +68,7 @@ func TestCallFollowUpsKeepTheFloor(t *testing.T) {
 		if st := c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2}); !st.Accept || st.Next.Query.Continue != "c" {
 			t.Fatalf("%v: %+v", q, st)
 		}
-		st := c.Next(Answer{Err: gone()})
+		st := c.Next(Answer{Err: testfake.Gone()})
 		if st.Action != fallback.RestartListNewerRV || !st.VoidPages || st.Next.Purpose != PurposeNewerRV {
 			t.Fatalf("%v: %+v", q, st)
 		}
@@ -90,7 +83,7 @@ func TestCallFollowUpsKeepTheFloor(t *testing.T) {
 func TestRestartRefusedWithoutOnRestart(t *testing.T) {
 	c := start(t, fallback.MostRecentQuery().WithLimit(2), Config{})
 	c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2})
-	if st := c.Next(Answer{Err: gone()}); st.Action != fallback.Fail || st.Reason != fallback.ReasonRestartNotAllowed || !st.Done {
+	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != fallback.Fail || st.Reason != fallback.ReasonRestartNotAllowed || !st.Done {
 		t.Fatalf("%+v", st)
 	}
 }
@@ -123,7 +116,7 @@ func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	stuck := StaticBeliefs{Stuck: true}
 	c := start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck})
-	st := c.Next(Answer{Err: tooLarge(1), Elapsed: 3 * time.Second})
+	st := c.Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3 * time.Second})
 	if st.Action != fallback.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
 		t.Fatalf("first too-large: %v %v %+v, want CheckRVExists", st.Action, st.Situation, st.Next)
 	}
@@ -145,7 +138,7 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 
 	// A version the caller has seen exists: no read, the first too-large falls back.
 	c = start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
-	if st = c.Next(Answer{Err: tooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
+	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
 		st.Event == nil || !strings.Contains(st.Event.Detail, "KEP-1904") {
 		t.Fatalf("seen version: %v %s %+v", st.Action, st.Reason, st.Next)
 	}
@@ -163,7 +156,7 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
 	} {
 		c := start(t, tc.q, tc.cfg)
-		if st := c.Next(Answer{Err: tooLarge(1)}); st.Action != fallback.CheckRVExists {
+		if st := c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.CheckRVExists {
 			t.Fatalf("%s: %v", tc.name, st.Action)
 		}
 		if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter || st.Next.Wait < time.Second || st.Next.Query.ResourceVersion != "199" {

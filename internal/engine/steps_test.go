@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // randomAnswer is one answer a server might give to a request asking for
@@ -25,7 +26,7 @@ func randomAnswer(r *rand.Rand, sentRV string) Answer {
 		a.ServedRV, a.Continue, a.Items = rvs[r.Intn(len(rvs))], conts[r.Intn(len(conts))], r.Intn(3)
 		a.PageBytes = int64(r.Intn(3) * 1000)
 	case 4:
-		a.Err = gone()
+		a.Err = testfake.Gone()
 	case 5:
 		err := apierrors.NewTimeoutError("Too large resource version: 30, current: "+[]string{"10", "20"}[r.Intn(2)], r.Intn(3))
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}

@@ -174,7 +174,7 @@ A streaming list (stock client-go's default since 1.35, and steadywatch's where 
 served from the apiserver's watch cache. For a resource the watch cache does not hold
 (` + "`--watch-cache=false`" + `, or ` + "`--watch-cache-sizes=<resource>#0`" + `) the apiserver reads the whole
 collection from etcd into memory for each streaming list, several times what paginated lists cost it
-(docs/benchmarks.md, P5). No answer of
+(docs/benchmarks.md, the section on 8 informers starting at once). No answer of
 the API says which resources are cached, so set it yourself for those resources:
 ` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers) or
 ` + "`reflector.Options.Lister.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
@@ -184,7 +184,7 @@ When several informers of one process start together (controllers with informer 
 own), share one ` + "`listgate.New(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
 ` + "`reflector.Options.Lister.ListGate`" + `): their collection reads reach the apiserver one at a time, streaming
 lists included, and identical list requests are sent once: informers that start together cost the
-apiserver about one list instead of one each (docs/benchmarks.md, P5). Where the
+apiserver about one list instead of one each (docs/benchmarks.md, the section on 8 informers starting at once). Where the
 server streams lists from its watch cache it only makes informers wait (more apiserver CPU, a slower sync). ` + "`steadywatch_list_gate_waits_total`" + `
 and ` + "`steadywatch_list_gate_shared_total`" + ` show what it did; ` + "`steadywatch_list_gate_overdue_total`" + ` counts
 reads that held a slot longer than the gate's hold bound (1 minute unless ` + "`listgate.WithMaxHold`" + ` says

@@ -87,10 +87,10 @@ func (b *BlockingLists) Counts() (sent, maxInFlight int) {
 
 // WaitFor polls cond every millisecond until it holds (a poll with a
 // deadline, not a sleep used as synchronisation); it fails the test when
-// cond still does not hold after 5 seconds.
+// cond still does not hold after 10 seconds.
 func WaitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)

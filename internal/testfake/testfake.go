@@ -1,9 +1,11 @@
-// Package testfake holds the small fakes the SDK's own tests and benchmarks
-// share (lister, reflector, listgate, fallback, compat): a watch that
-// replays pre-built events, a scripted client, lists that block until
-// released, and an HTTP server that counts the requests on the wire. For a
-// fake apiserver with real resourceVersion semantics, use package
-// steadywatchtest.
+// Package testfake holds the small fakes and fixtures the SDK's own tests,
+// benchmarks and e2e suites share: a watch that replays pre-built events, a
+// scripted client, lists that block until released, an HTTP server that
+// counts the requests on the wire, objects (ConfigMap), the apiserver's
+// 410 and 504 answers (Gone, TooLarge), a poll with a deadline (WaitFor),
+// and a runner that stops a reflector or an informer when the test ends
+// (Start, RunInformer). For a fake apiserver with real resourceVersion
+// semantics, use package steadywatchtest.
 package testfake
 
 import (

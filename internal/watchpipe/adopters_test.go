@@ -67,8 +67,8 @@ const (
 
 var pipeCases = []pipeCase{
 	{
-		// issue 31: DELETED forgot the object's version, and the older
-		// MODIFIED brought the deleted object back.
+		// A pipe that forgot a DELETED object's version let an older
+		// MODIFIED bring the deleted object back.
 		name:   "a deleted object does not come back from an older event",
 		events: []string{"DELETED b 13", "MODIFIED b 9"},
 		want:   []string{"DELETED b 13"}, end: relists, counted: stale,
@@ -89,8 +89,8 @@ var pipeCases = []pipeCase{
 		want:   []string{"DELETED b 13", "ADDED b 14", "MODIFIED b 15"}, end: delivering,
 	},
 	{
-		// issue 31: an older ADDED for a name the cache does not hold
-		// passed, and the resume point went back with it.
+		// An older ADDED for a name the cache does not hold must not
+		// pass, or the resume point goes back with it.
 		name:   "an ADDED older than the watch's snapshot, for an object not held, is rejected",
 		events: []string{"ADDED c 3"},
 		end:    relists, counted: stale,
@@ -189,7 +189,7 @@ type adopter struct {
 
 var adopters = []adopter{
 	{"drop-in ListerWatcher", runListerWatcher},
-	{"reflector.New", runReflector},
+	{"reflector.New", reflectorOutcome},
 }
 
 func TestPipelineGuaranteesOnEveryAdopter(t *testing.T) {
@@ -222,13 +222,9 @@ func (c pipeCase) list() *corev1.ConfigMapList {
 	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 	for _, it := range items {
 		f := strings.Fields(it)
-		l.Items = append(l.Items, *cm(f[0], f[1]))
+		l.Items = append(l.Items, *testfake.ConfigMap(f[0], f[1]))
 	}
 	return l
-}
-
-func cm(name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 }
 
 // feed sends the case's events (and the sentinel) on the first watch.
@@ -245,10 +241,10 @@ func feed(t *testing.T, c pipeCase, client *testfake.Client) {
 	for _, e := range evs {
 		f := strings.Fields(e)
 		if f[0] == "BOOKMARK" {
-			fw.Action(watch.Bookmark, cm("", f[1]))
+			fw.Action(watch.Bookmark, testfake.ConfigMap("", f[1]))
 			continue
 		}
-		fw.Action(watch.EventType(f[0]), cm(f[1], f[2]))
+		fw.Action(watch.EventType(f[0]), testfake.ConfigMap(f[1], f[2]))
 	}
 }
 
@@ -276,7 +272,7 @@ func runListerWatcher(t *testing.T, c pipeCase, client *testfake.Client, rec *fa
 	if err != nil {
 		t.Fatal(err)
 	}
-	rv := listRV(list)
+	rv, _, _ := testfake.ListRV(t, list)
 	w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +327,7 @@ func (s *recordingStore) Delete(obj any) error {
 	return s.Store.Delete(obj)
 }
 func (s *recordingStore) Bookmark(rv string) error {
-	s.record(watch.Bookmark, cm("", rv))
+	s.record(watch.Bookmark, testfake.ConfigMap("", rv))
 	return nil
 }
 
@@ -341,7 +337,9 @@ func (s *recordingStore) snapshot() []string {
 	return slices.Clone(s.ops)
 }
 
-func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
+// reflectorOutcome runs c through reflector.New and returns what reached
+// its store and how the pipe ended.
+func reflectorOutcome(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
 	store := &recordingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	o := reflector.Options{
 		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
@@ -352,10 +350,7 @@ func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallba
 		o.Lister.StallTimeout = 50 * time.Millisecond
 	}
 	r := reflector.New(c.adopted(client), &corev1.ConfigMap{}, store, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer testfake.Start(t, context.Background(), r.Run)()
 	feed(t, c, client)
 	// The outcome is read once it shows; cancelling then waits for Run, so
 	// what was counted is complete.
@@ -374,14 +369,6 @@ func runReflector(t *testing.T, c pipeCase, client *testfake.Client, rec *fallba
 			t.Fatalf("no outcome within 10s; applied %q", ops)
 		}
 	}
-}
-
-func listRV(obj runtime.Object) string {
-	m, err := meta.ListAccessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
 }
 
 // fallbacks counts the watch pipeline's fallback reasons an adopter

@@ -371,7 +371,7 @@ type Relay struct {
 // every event a goroutine hand-off on top of the inner watch's own; a buffer
 // lets the relay and client-go's reflector run side by side, so that under a
 // flood of events the reflector finds them waiting instead of being woken per
-// event (BenchmarkP4WatchEvent in package reflector compares buffer sizes).
+// event (BenchmarkReflectorWatchEvent in package reflector compares buffer sizes).
 // The cost is the channel's array, 32 KiB per open watch (1024 x 32-byte
 // watch.Event). Events still buffered when the consumer calls Stop are
 // dropped, as an unbuffered watch's next event would be.

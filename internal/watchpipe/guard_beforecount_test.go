@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -15,7 +16,7 @@ func TestGuardWaitsLongerWhileCountedEventsAreMissing(t *testing.T) {
 	expected := make(chan int, 1)
 	expected <- 3
 	close(expected)
-	fw.Add(cm("a", "5"))
+	fw.Add(testfake.ConfigMap("a", "5"))
 	stop := make(chan struct{})
 	defer close(stop)
 	type result struct {
@@ -36,8 +37,8 @@ func TestGuardWaitsLongerWhileCountedEventsAreMissing(t *testing.T) {
 		t.Fatalf("decided %v during a pause shorter than BeforeCount", r.out)
 	case <-time.After(2 * timeout):
 	}
-	fw.Add(cm("b", "6"))
-	fw.Add(cm("c", "7"))
+	fw.Add(testfake.ConfigMap("b", "6"))
+	fw.Add(testfake.ConfigMap("c", "7"))
 	last := time.Now()
 	// The count is reached; the end bookmark never comes.
 	select {
@@ -88,7 +89,7 @@ func TestGuardNoInitialEventAtAllUsesTimeout(t *testing.T) {
 // From MostRecent, a known non-zero count but no event yet: a server that
 // ignores sendInitialEvents would be sending ADDED events too, so the quiet
 // is a slow server (8 informers reading 244 MiB from etcd without the watch
-// cache took longer than Timeout, docs/benchmarks.md P5): BeforeCount
+// cache took longer than Timeout, as docs/benchmarks.md measures): BeforeCount
 // applies, and the stream is kept when its events come after Timeout.
 func TestGuardFromMostRecentWaitsForTheFirstCountedEvent(t *testing.T) {
 	const timeout = 200 * time.Millisecond
@@ -109,8 +110,8 @@ func TestGuardFromMostRecentWaitsForTheFirstCountedEvent(t *testing.T) {
 		t.Fatalf("decided %v before BeforeCount without a first event", out)
 	case <-time.After(2 * timeout):
 	}
-	fw.Add(cm("a", "5"))
-	fw.Add(cm("b", "6"))
+	fw.Add(testfake.ConfigMap("a", "5"))
+	fw.Add(testfake.ConfigMap("b", "6"))
 	fw.Action(watch.Bookmark, endBookmark("7"))
 	select {
 	case out := <-done:

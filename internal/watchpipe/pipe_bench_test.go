@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -32,7 +33,7 @@ func BenchmarkWatchEvent(b *testing.B) {
 			load()
 			evs := make([]*corev1.ConfigMap, 0, 1<<16)
 			for i := range cap(evs) {
-				evs = append(evs, cm("cm-"+strconv.Itoa(i%objects), strconv.Itoa(101+i)))
+				evs = append(evs, testfake.ConfigMap("cm-"+strconv.Itoa(i%objects), strconv.Itoa(101+i)))
 				evs[i].Namespace = "bench"
 			}
 			w := p.Watch("100", false)

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -23,7 +24,7 @@ func history(t *testing.T) *Pipeline {
 		rv string
 		n  string
 	}{{watch.Modified, "12", "b"}, {watch.Deleted, "13", "c"}} {
-		if v, _ := w.Event(ev.t, cm(ev.n, ev.rv)); v != Deliver {
+		if v, _ := w.Event(ev.t, testfake.ConfigMap(ev.n, ev.rv)); v != Deliver {
 			t.Fatalf("history: %s %s@%s: %s", ev.t, ev.n, ev.rv, v)
 		}
 	}
@@ -72,8 +73,8 @@ func TestRelistEndsAsReplace(t *testing.T) {
 		n  string
 		rv string
 	}{{watch.Modified, "b", "11"}, {watch.Added, "c", "12"}, {watch.Modified, "a", "15"}, {watch.Deleted, "d", "16"}} {
-		va, _ := byItem.Watch("14", false).Event(ev.t, cm(ev.n, ev.rv))
-		vb, _ := whole.Watch("14", false).Event(ev.t, cm(ev.n, ev.rv))
+		va, _ := byItem.Watch("14", false).Event(ev.t, testfake.ConfigMap(ev.n, ev.rv))
+		vb, _ := whole.Watch("14", false).Event(ev.t, testfake.ConfigMap(ev.n, ev.rv))
 		if va != vb {
 			t.Fatalf("%s %s@%s: %s after Relist, %s after Replace", ev.t, ev.n, ev.rv, va, vb)
 		}

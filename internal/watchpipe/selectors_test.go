@@ -23,14 +23,14 @@ const (
 	fieldSel = "metadata.name!=z"
 )
 
-// issue 31: reflector.New with Options.Lister's selectors filtered its lists
+// reflector.New with Options.Lister's selectors once filtered its lists
 // but not its watches nor its streaming list, so objects outside them
 // entered the store until the next relist. Every request of every adopter
 // carries them: lists, streaming lists, watches.
 func TestSelectorsOnEveryRequest(t *testing.T) {
 	streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
 	endOfStream := func(rv string) *corev1.ConfigMap {
-		o := cm("", rv)
+		o := testfake.ConfigMap("", rv)
 		o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 		return o
 	}
@@ -67,7 +67,7 @@ func TestSelectorsOnEveryRequest(t *testing.T) {
 			if !ok {
 				t.Fatal("no streaming list within 5s")
 			}
-			fw.Add(cm("a", "10"))
+			fw.Add(testfake.ConfigMap("a", "10"))
 			fw.Action(watch.Bookmark, endOfStream("12"))
 			fw.Stop() // the watch that follows the stream ends: a plain watch follows
 			if _, ok := c.Watcher(1, 5*time.Second); !ok {

@@ -319,18 +319,6 @@ func (s *syncBuffer) String() string {
 	return string(s.b)
 }
 
-// eventually polls cond every 10ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

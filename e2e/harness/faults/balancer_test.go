@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -166,7 +167,7 @@ func TestCloseEndsEverything(t *testing.T) {
 			_, err := e.cs.CoreV1().ConfigMaps("default").Watch(ctxT(t, 30*time.Second), metav1.ListOptions{})
 			stalled <- err
 		}()
-		eventually(t, 5*time.Second, "stalled watch at a backend", func() bool { return e.proxy.Watches() == 2 })
+		testfake.WaitFor(t, "stalled watch at a backend", func() bool { return e.proxy.Watches() == 2 })
 
 		start := time.Now()
 		if err := e.proxy.Close(); err != nil {
@@ -197,7 +198,7 @@ func TestCloseEndsEverything(t *testing.T) {
 		}
 		for _, b := range e.backends {
 			b.stop()
-			eventually(t, 5*time.Second, "backend watches to end", func() bool { return b.openWatches() == 0 })
+			testfake.WaitFor(t, "backend watches to end", func() bool { return b.openWatches() == 0 })
 		}
 	}()
 	// Everything started since `before` must end: the proxy's server, handler

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -429,7 +430,7 @@ func TestResetStalled(t *testing.T) {
 		}
 		errc <- err
 	}()
-	eventually(t, 5*time.Second, "the request is held", func() bool { return len(e.proxy.Requests()) == 1 })
+	testfake.WaitFor(t, "the request is held", func() bool { return len(e.proxy.Requests()) == 1 })
 	e.proxy.Remove(id)
 	select {
 	case err := <-errc:
@@ -445,7 +446,7 @@ func TestResetStalled(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("still held after ResetStalled")
 	}
-	eventually(t, 5*time.Second, "the request is logged as reset", func() bool {
+	testfake.WaitFor(t, "the request is logged as reset", func() bool {
 		r := e.proxy.Requests()
 		return len(r) == 1 && r[0].Done && strings.Contains(r[0].Fault, "connection reset")
 	})

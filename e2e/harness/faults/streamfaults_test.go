@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +47,7 @@ func (e *env) streamingList(t *testing.T) watch.Interface {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	eventually(t, 5*time.Second, "watch at backend", func() bool { return e.backends[0].openSince(mark) == 1 })
+	testfake.WaitFor(t, "watch at backend", func() bool { return e.backends[0].openSince(mark) == 1 })
 	return w
 }
 
@@ -107,7 +108,7 @@ func TestStreamFaultsDropBookmarks(t *testing.T) {
 	// StreamFaults{} restores plain forwarding for new streams.
 	e.proxy.SetStreamFaults(StreamFaults{})
 	w.Stop()
-	eventually(t, 5*time.Second, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
+	testfake.WaitFor(t, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
 	w2 := e.streamingList(t)
 	e.backends[0].sendBookmark("14", true)
 	wantBookmark(t, w2, "14", true)
@@ -139,7 +140,7 @@ func TestStreamFaultsCutBeforeInitialEventsEnd(t *testing.T) {
 		wantEvent(t, w, "a")
 		wantBookmark(t, w, "11", false)
 		wantCleanEnd(t, w)
-		eventually(t, 5*time.Second, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
+		testfake.WaitFor(t, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
 	}
 	if f := watchFaults(e); len(f) != 2 || f[0] != "cut before initial-events-end" || f[1] != f[0] {
 		t.Errorf("watch faults %q", f)
@@ -334,7 +335,7 @@ func TestStreamFaultsPauseAfterEvents(t *testing.T) {
 	// The proxy counts an event once it was written to the client, which
 	// may read it first: wait for the count.
 	var rec Request
-	eventually(t, 5*time.Second, "the request log to count 5 events", func() bool {
+	testfake.WaitFor(t, "the request log to count 5 events", func() bool {
 		for _, r := range e.proxy.Requests() {
 			if r.Verb == "watch" {
 				rec = r

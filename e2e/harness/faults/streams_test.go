@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -25,7 +26,7 @@ func (e *env) openWatch(t *testing.T, b int) watch.Interface {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	eventually(t, 5*time.Second, "watch at backend", func() bool { return e.backends[b].openSince(mark) == 1 })
+	testfake.WaitFor(t, "watch at backend", func() bool { return e.backends[b].openSince(mark) == 1 })
 	return w
 }
 
@@ -67,8 +68,8 @@ func TestDropWatchesEndsStreamsAbruptly(t *testing.T) {
 		}
 	}
 	// The upstream watches were cancelled too.
-	eventually(t, 5*time.Second, "backend watches to end", func() bool { return e.backends[0].openWatches() == 0 })
-	eventually(t, 5*time.Second, "proxy streams to end", func() bool { return e.proxy.Watches() == 0 })
+	testfake.WaitFor(t, "backend watches to end", func() bool { return e.backends[0].openWatches() == 0 })
+	testfake.WaitFor(t, "proxy streams to end", func() bool { return e.proxy.Watches() == 0 })
 	for _, r := range e.proxy.Requests() {
 		if r.Verb == "watch" && (r.Fault != "dropped" || !r.Done) {
 			t.Errorf("watch log entry: %+v", r)
@@ -102,7 +103,7 @@ func TestDropWatchesOnTheWire(t *testing.T) {
 		if (resp.ProtoMajor == 2) != h2 {
 			t.Fatalf("want h2=%v, got %s", h2, resp.Proto)
 		}
-		eventually(t, 5*time.Second, "watch at backend", func() bool { return e.backends[0].openWatches() == 1 })
+		testfake.WaitFor(t, "watch at backend", func() bool { return e.backends[0].openWatches() == 1 })
 		e.backends[0].send("ADDED", "a", "11")
 		br := bufio.NewReader(resp.Body)
 		if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, `"a"`) {
@@ -118,7 +119,7 @@ func TestDropWatchesOnTheWire(t *testing.T) {
 		t.Logf("h2=%v: client saw %v", h2, err)
 		resp.Body.Close()
 		tr.CloseIdleConnections()
-		eventually(t, 5*time.Second, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
+		testfake.WaitFor(t, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
 	}
 }
 
@@ -134,7 +135,7 @@ func TestEndWatchesEndsStreamsCleanly(t *testing.T) {
 	if ev, ok := recv(t, w.ResultChan(), 5*time.Second); ok {
 		t.Fatalf("want a clean close, got %v %#v", ev.Type, ev.Object)
 	}
-	eventually(t, 5*time.Second, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
+	testfake.WaitFor(t, "backend watch to end", func() bool { return e.backends[0].openWatches() == 0 })
 }
 
 func TestStallWatches(t *testing.T) {
@@ -158,7 +159,7 @@ func TestStallWatches(t *testing.T) {
 		}
 		opened <- err
 	}()
-	eventually(t, 5*time.Second, "second watch at backend", func() bool { return e.backends[0].openWatches() == 2 })
+	testfake.WaitFor(t, "second watch at backend", func() bool { return e.backends[0].openWatches() == 2 })
 	select {
 	case err := <-opened:
 		t.Fatalf("watch call returned during the stall: %v", err)
