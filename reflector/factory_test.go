@@ -26,6 +26,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -124,7 +125,7 @@ func TestFactoryInformerHonoursNamespaceAndTweak(t *testing.T) {
 	if len(got) != 1 || got[0].Name != "blue-1" {
 		t.Fatalf("typed Lister has %v; want only a/blue-1 (namespace a, team=blue)", got)
 	}
-	eventually(t, "a watch", func() bool { return slices.ContainsFunc(log.get(), func(r string) bool { return r[:5] == "watch" }) })
+	testfake.WaitFor(t, "a watch", func() bool { return slices.ContainsFunc(log.get(), func(r string) bool { return r[:5] == "watch" }) })
 	for _, r := range log.get() {
 		if r != "list a team=blue" && r != "watch a team=blue" {
 			t.Errorf("request %q; want every list and watch in namespace a with selector team=blue", r)

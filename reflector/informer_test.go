@@ -14,12 +14,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestNewSharedIndexInformerSyncsThroughTheLister(t *testing.T) {
-	api := newServer(t, steadywatchtest.Faults{}, "10", cm("a", "5"), cm("b", "6"))
+	api := newServer(t, steadywatchtest.Faults{}, "10", testfake.ConfigMap("a", "5"), testfake.ConfigMap("b", "6"))
 	lw := api.ListerWatcher()
 	// client-go v0.37 tries a streaming list first (WatchListClient); a server
 	// known not to stream makes the lister refuse it at once, so client-go lists.
@@ -35,7 +36,7 @@ func TestNewSharedIndexInformerSyncsThroughTheLister(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, "informer synced", inf.HasSynced)
+	testfake.WaitFor(t, "informer synced", inf.HasSynced)
 	if got := watchRequest(t, api, 0).Options.ResourceVersion; got != "10" {
 		t.Fatalf("informer watch from %q; want 10", got)
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/listgate"
@@ -144,7 +145,7 @@ var (
 	lagging       = steadywatchtest.Faults{Lagging: 2}
 	shortRetry    = func(_ *env, o *lister.Options) { o.Policy.MaxRetryAfter = time.Millisecond }
 	streamNoCount = func(_ *env, o *lister.Options) { o.Server = streams(); o.DisableInitialEventsCount = true }
-	tooLargeWatch = func(e *env) { e.client.watchErr = tooLarge(0) }
+	tooLargeWatch = func(e *env) { e.client.watchErr = testfake.TooLarge(0) }
 	emptyWatches  = steadywatchtest.Faults{EmptyWatches: true}
 	untilRelisted = func(e *env, r *Reflector) {
 		e.run(r, func() bool { return e.replaces.Load() >= 2 }, 3*time.Second)

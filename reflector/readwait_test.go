@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +32,7 @@ func TestWaitForResourceVersionReturnsOnceTheStoreHoldsTheObject(t *testing.T) {
 		t.Fatalf("the listed version: %v", err)
 	}
 	done := waitAsync(r, "11")
-	w.Add(cm("a", "11"))
+	w.Add(testfake.ConfigMap("a", "11"))
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestWaitForResourceVersionReturnsOnceTheStoreHoldsTheObject(t *testing.T) {
 		t.Fatalf("the wait for 11 returned before the store held the object at 11: %v %v", ok, obj)
 	}
 	done = waitAsync(r, "12")
-	w.Delete(cm("a", "12"))
+	w.Delete(testfake.ConfigMap("a", "12"))
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestWaitForResourceVersionReturnsOnceTheStoreHoldsTheObject(t *testing.T) {
 func TestWaitForResourceVersionIsSatisfiedByABookmarkNewerThanEveryObject(t *testing.T) {
 	r, w := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
 	done := waitAsync(r, "15") // a write of another resource at 15: no object event here
-	w.Add(cm("a", "11"))
+	w.Add(testfake.ConfigMap("a", "11"))
 	select {
 	case err := <-done:
 		t.Fatalf("the wait for 15 returned with the store at 11: %v", err)
@@ -107,7 +108,7 @@ func TestTheStoresResourceVersionIsReportedAtEveryAdvance(t *testing.T) {
 	o := fastOptions(&rec.recorder)
 	o.Lister.Metrics = rec
 	r, w := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
-	w.Add(cm("a", "11"))
+	w.Add(testfake.ConfigMap("a", "11"))
 	if err := waitAsyncResult(r, "11"); err != nil {
 		t.Fatal(err)
 	}

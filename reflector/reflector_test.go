@@ -85,14 +85,6 @@ func (r *recorder) get(p *[]string) []string {
 
 // ---- helpers ----
 
-// The package's fixtures come from testfake; these names stay for the test
-// files that still call them by their short names.
-var (
-	cm         = testfake.ConfigMap
-	eventually = testfake.WaitFor
-	tooLarge   = testfake.TooLarge
-)
-
 func cmList(rv string, items ...*corev1.ConfigMap) *corev1.ConfigMapList {
 	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 	for _, it := range items {
