@@ -38,13 +38,22 @@ type stale struct {
 	mu   sync.Mutex
 	objs map[client.ObjectKey]*corev1.ConfigMap
 	inf  *informer
+	read chan struct{} // a read happened (buffered, never blocks)
+}
+
+func (s *stale) signal() {
+	select {
+	case s.read <- struct{}{}:
+	default:
+	}
 }
 
 func newStale() *stale {
-	return &stale{objs: map[client.ObjectKey]*corev1.ConfigMap{}, inf: &informer{FakeInformer: &controllertest.FakeInformer{}}}
+	return &stale{objs: map[client.ObjectKey]*corev1.ConfigMap{}, inf: &informer{FakeInformer: &controllertest.FakeInformer{}}, read: make(chan struct{}, 1)}
 }
 
 func (s *stale) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	defer s.signal()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cm, ok := s.objs[key]
@@ -56,6 +65,7 @@ func (s *stale) Get(_ context.Context, key client.ObjectKey, obj client.Object, 
 }
 
 func (s *stale) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	defer s.signal()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := list.(*corev1.ConfigMapList)
@@ -137,6 +147,7 @@ func TestGetWaitsForTheCacheToHoldItsOwnUpdate(t *testing.T) {
 		errc <- c.Get(t.Context(), client.ObjectKeyFromObject(written), &cm)
 		got <- &cm
 	}()
+	<-cached.read // Get saw the stale copy: only now does the cache catch up
 	cached.set(written)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -185,6 +196,7 @@ func TestListWaitsUntilItsOwnDeleteLeftTheCache(t *testing.T) {
 	errc := make(chan error, 1)
 	var l corev1.ConfigMapList
 	go func() { errc <- c.List(t.Context(), &l) }()
+	<-cached.read // List saw the deleted object: only now does it leave the cache
 	cached.del(written)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
