@@ -281,6 +281,9 @@ func (c *Client) watch(ctx context.Context, gvk schema.GroupVersionKind, obj cli
 		UpdateFunc: func(_, o any) { observe(o) },
 		DeleteFunc: observe,
 	}); err != nil {
+		c.mu.Lock()
+		k.informer = nil // the next read or write tries again
+		c.mu.Unlock()
 		return nil, fmt.Errorf("registering the event handler of %s: %w", gvk.Kind, err)
 	}
 	return k, nil
@@ -466,7 +469,9 @@ func (c *Client) wait(ctx context.Context, k *kind, gvk schema.GroupVersionKind,
 // to reflect rv (a bookmark counts, which no event handler sees); when it
 // does, rv counts as seen. For any other informer it does nothing.
 func (c *Client) storeWait(ctx context.Context, k *kind, rv string) {
+	c.mu.Lock()
 	inf, ok := k.informer.(toolscache.SharedInformer)
+	c.mu.Unlock()
 	if !ok {
 		return
 	}
