@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/engine"
 )
@@ -67,6 +68,62 @@ func (c metadataKinded) listItems(ctx context.Context, o metav1.ListOptions, eac
 		return each.Item(obj)
 	}
 	return c.Client.(itemLister).listItems(ctx, o, &e)
+}
+
+// scopedItems is clients.Scoped (WrapDecoding's client, and that of
+// reflector.NewSharedIndexInformerWithDecoding) as an itemLister: once its
+// scope check has confirmed that the decoding client lists what the
+// caller's ListerWatcher lists, a list call hands items over as the
+// decoding client decodes them. Until then, lists are whole, each checked
+// by Scoped.List; after a mismatch they stay whole, through the caller's
+// ListerWatcher. New wraps a *clients.Scoped in it.
+type scopedItems struct{ *clients.Scoped }
+
+// confirmed returns the decoding client once the scope is confirmed (a
+// decision that never changes again), else nil.
+func (c scopedItems) confirmed() Client {
+	if d := c.Confirmed(); d != nil {
+		return d
+	}
+	return nil
+}
+
+func (c scopedItems) listsItems() bool {
+	il, ok := c.confirmed().(itemLister)
+	return ok && il.listsItems()
+}
+
+// listItems is only called once listsItems reported true: the scope is
+// confirmed for good.
+func (c scopedItems) listItems(ctx context.Context, o metav1.ListOptions, each *decode.Each) (runtime.Object, error) {
+	il, ok := c.confirmed().(itemLister)
+	if !ok {
+		return nil, errors.New("lister: internal error: an item-by-item list before the decoding client's scope was confirmed")
+	}
+	return il.listItems(ctx, o, each)
+}
+
+// listTransformed applies tf to each item as the confirmed decoding client
+// decodes it; before that (and after a mismatch), tf transforms the whole
+// list.
+func (c scopedItems) listTransformed(ctx context.Context, o metav1.ListOptions, tf *transformer) (runtime.Object, error) {
+	if tl, ok := c.confirmed().(transformingLister); ok {
+		return tl.listTransformed(ctx, o, tf)
+	}
+	obj, err := c.Scoped.List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return obj, tf.list(obj)
+}
+
+// withScopedItems returns c ready to hand items over (scopedItems) when it
+// is a *clients.Scoped, else c.
+func withScopedItems(c Client) Client {
+	if s, ok := c.(*clients.Scoped); ok && s != nil {
+		return scopedItems{s}
+	}
+	return c
 }
 
 // handover is ItemByItem in one call: each page request's answer is

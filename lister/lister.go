@@ -30,7 +30,7 @@ type Lister struct {
 // with no example object (Options.Resolve).
 func New(c Client, o Options) *Lister {
 	o = o.Resolve(nil)
-	return &Lister{c: withTransform(c, o), o: o}
+	return &Lister{c: withTransform(withScopedItems(c), o), o: o}
 }
 
 // PageFunc receives one page (a list object with its items). It must not

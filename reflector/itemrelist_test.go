@@ -38,6 +38,11 @@ type oneResponseServer struct {
 	relists []relistAnswer
 	lists   atomic.Int32
 	watches atomic.Int32
+	// scopePages: a limit=1 list is the first page of the list at its
+	// resourceVersion (or of the current one), as an apiserver answers a
+	// scope check, not an empty list.
+	scopePages bool
+	probes     atomic.Int32 // limit=1 lists at a resourceVersion (scope checks)
 }
 
 // relistAnswer is one relist's answer: its body up to the cut before item
@@ -67,6 +72,11 @@ func (s *oneResponseServer) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		<-r.Context().Done()
+		return
+	case q.Get("limit") == "1" && s.scopePages && s.firstPage(w, q.Get("resourceVersion"), ct):
+		if q.Get("resourceVersion") != "" {
+			s.probes.Add(1)
+		}
 		return
 	case q.Get("limit") == "1":
 		rv := s.initial.ResourceVersion
@@ -107,6 +117,35 @@ func (s *oneResponseServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_, _ = w.Write(body[cut:])
+}
+
+// firstPage answers the limit=1 page of the list served at rv ("": the
+// current one), if any.
+func (s *oneResponseServer) firstPage(w http.ResponseWriter, rv, ct string) bool {
+	lists := []*corev1.ConfigMapList{s.initial}
+	for _, a := range s.relists {
+		lists = append(lists, a.list)
+	}
+	if rv == "" {
+		rv = s.initial.ResourceVersion
+		if s.lists.Load() > 0 {
+			rv = s.relists[len(s.relists)-1].list.ResourceVersion
+		}
+	}
+	for _, l := range lists {
+		if l.ResourceVersion != rv || len(l.Items) == 0 {
+			continue
+		}
+		page := cmList(rv, &l.Items[0])
+		if rest := int64(len(l.Items) - 1); rest > 0 {
+			page.Continue, page.RemainingItemCount = "next", &rest
+		}
+		body, _ := testfake.ListBody(s.t, page, s.proto, false)
+		w.Header().Set("Content-Type", ct)
+		_, _ = w.Write(body)
+		return true
+	}
+	return false
 }
 
 // appliedStore is a callStore that also reports each Add and Update on a

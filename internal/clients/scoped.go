@@ -57,9 +57,38 @@ type Scoped struct {
 	Metrics metrics.Recorder
 	Reason  string
 
-	confirmed atomic.Bool  // a list of dec matched lw's scope
-	mismatch  atomic.Bool  // one did not: every list goes through lw
+	// state is scopeUnchecked until one list decides it (scopeConfirmed:
+	// every list goes through dec; scopeMismatch: through lw), then never
+	// changes again.
+	state     atomic.Int32
 	unchecked atomic.Int32 // checks that failed (an error, not a mismatch)
+}
+
+const (
+	scopeUnchecked int32 = iota
+	scopeConfirmed
+	scopeMismatch
+)
+
+// settle decides the scope (scopeConfirmed or scopeMismatch) unless a
+// concurrent list decided it first, and returns the decision that holds.
+func (c *Scoped) settle(s int32) (held int32, decided bool) {
+	if c.state.CompareAndSwap(scopeUnchecked, s) {
+		return s, true
+	}
+	return c.state.Load(), false
+}
+
+// Confirmed returns Dec once a list of it matched LW's scope: from then on
+// every list goes through Dec and the decision never changes, so a caller
+// may list through Dec directly (item by item, where Dec decodes its lists
+// itself). It returns nil until then, and for good once a list did not
+// match.
+func (c *Scoped) Confirmed() Lister {
+	if c.state.Load() == scopeConfirmed {
+		return c.Dec
+	}
+	return nil
 }
 
 // maxUncheckedLists is how many lists of dec may go out while the check
@@ -69,22 +98,27 @@ type Scoped struct {
 const maxUncheckedLists = 3
 
 func (c *Scoped) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	if c.mismatch.Load() {
+	switch c.state.Load() {
+	case scopeMismatch:
 		return c.LW.List(ctx, o)
+	case scopeConfirmed:
+		return c.Dec.List(ctx, o)
 	}
 	if pipelineFilter(c.LW) != nil {
 		// lw filters what it lists itself (shard.Wrap: a shardSelector, and
 		// the hash range applied on the client where the server ignores
 		// it). dec's lists carry neither, and the scope check cannot see it:
-		// lw's limit=1 page keeps the server's remainingItemCount.
-		c.mismatch.Store(true)
-		c.Metrics.Fallback(c.Name, c.Reason)
-		klog.FromContext(ctx).Info("The caller's ListerWatcher filters its own lists; listing through it from now on, not decoded item by item",
-			"lister", c.Name, "reason", c.Reason)
+		// lw's limit=1 page keeps the server's remainingItemCount. (A filter
+		// is lw's for good: no list of dec was confirmed before.)
+		if _, decided := c.settle(scopeMismatch); decided {
+			c.Metrics.Fallback(c.Name, c.Reason)
+			klog.FromContext(ctx).Info("The caller's ListerWatcher filters its own lists; listing through it from now on, not decoded item by item",
+				"lister", c.Name, "reason", c.Reason)
+		}
 		return c.LW.List(ctx, o)
 	}
 	obj, err := c.Dec.List(ctx, o)
-	if err != nil || c.confirmed.Load() || o.Continue != "" {
+	if err != nil || c.state.Load() == scopeConfirmed || o.Continue != "" {
 		return obj, err
 	}
 	log := klog.FromContext(ctx).WithValues("lister", c.Name)
@@ -97,14 +131,23 @@ func (c *Scoped) List(ctx context.Context, o metav1.ListOptions) (runtime.Object
 	case err != nil:
 		detail = fmt.Sprintf("the scope check failed %d times: %v", maxUncheckedLists, err)
 	case detail == "":
-		c.confirmed.Store(true)
-		log.V(2).Info("the decoding client lists what the caller's ListerWatcher lists; lists are decoded item by item")
-		return obj, nil
+		held, decided := c.settle(scopeConfirmed)
+		if decided {
+			log.V(2).Info("the decoding client lists what the caller's ListerWatcher lists; lists are decoded item by item")
+		}
+		if held == scopeConfirmed {
+			return obj, nil
+		}
+		// A concurrent list decided the scope does not match.
+		return c.LW.List(ctx, o)
 	}
-	c.mismatch.Store(true)
-	c.Metrics.Fallback(c.Name, c.Reason)
-	log.Info("The decoding client does not list what the caller's ListerWatcher lists; listing through the caller's ListerWatcher from now on",
-		"reason", c.Reason, "detail", detail)
+	// When a concurrent list confirmed the scope first, that decision
+	// stands for the lists after this one; this one goes through lw.
+	if _, decided := c.settle(scopeMismatch); decided {
+		c.Metrics.Fallback(c.Name, c.Reason)
+		log.Info("The decoding client does not list what the caller's ListerWatcher lists; listing through the caller's ListerWatcher from now on",
+			"reason", c.Reason, "detail", detail)
+	}
 	return c.LW.List(ctx, o)
 }
 

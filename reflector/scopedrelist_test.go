@@ -1,0 +1,79 @@
+package reflector
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/lister"
+)
+
+// The client of lister.WrapDecoding and NewSharedIndexInformerWithDecoding
+// (steadywatch's decoding client, checked against the caller's
+// ListerWatcher's scope): once the first list's scope check has confirmed
+// the scope, a relist answered in one response is applied object by object
+// as it is decoded, as over lister.FromClientset. The store holds the
+// first objects before the rest of the body is sent.
+func TestScopedDecodingRelistAppliesObjectsAsDecoded(t *testing.T) {
+	for _, enc := range encodings {
+		t.Run(enc.name, func(t *testing.T) {
+			relist := relistAnswer{list: cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("d", "18")), cutAt: 2,
+				sent: make(chan struct{}), release: make(chan struct{})}
+			s := &oneResponseServer{t: t, proto: enc.proto, scopePages: true,
+				initial: cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")), relists: []relistAnswer{relist}}
+			cfg, _ := testfake.WireServer(t, false, s.serve)
+			cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())
+			rec := &recorder{}
+			o := fastOptions(rec)
+			o.PaginateLists = false
+			o.Lister.Policy.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+			c := &clients.Scoped{LW: lister.FromListerWatcher(lw), Dec: dec, Name: "configmaps", Metrics: rec, Reason: string(lister.ReasonDecodingScopeMismatch)}
+			store := newAppliedStore()
+			r := New(c, &corev1.ConfigMap{}, store, o)
+			run(t, r)
+			select {
+			case <-relist.sent:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no relist")
+			}
+			if c.Confirmed() == nil {
+				t.Fatal("the first list's scope check did not confirm the scope")
+			}
+			first := slices.Index(store.since(0), "bookmark @10") + 1
+			// The server holds back ns/d: ns/a and ns/b must be in the
+			// store already.
+			store.waitApplied(t, "update ns/b@15")
+			if rv := r.LastSyncResourceVersion(); rv != "10" {
+				t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
+			}
+			close(relist.release)
+			testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+			want := []string{"update ns/a@1", "update ns/b@15", "add ns/d@18", "delete ns/c@3", "bookmark @20"}
+			if got := sortTail(store.since(first)); !slices.Equal(got, want) {
+				t.Fatalf("relist calls %q; want %q", got, want)
+			}
+			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
+				t.Fatalf("store = %v; want the relist's objects", keys)
+			}
+			if n := s.probes.Load(); n != 1 {
+				t.Fatalf("%d scope checks; want 1 (the first list's)", n)
+			}
+		})
+	}
+}
