@@ -231,7 +231,8 @@ type result struct {
 	waited      time.Duration
 	storeOK     bool // the store equals the server's at the end
 	storeNote   string
-	counters    string // ours: fallbacks and relists by reason
+	counters    string      // ours: fallbacks and relists by reason
+	loop        *loopResult // the stale-reads scene's controller loop; nil elsewhere
 }
 
 // failures are what the side did wrong: went back in time, a request
@@ -241,6 +242,9 @@ func (r result) failures() []string {
 	var f []string
 	if n := len(r.backward); n > 0 {
 		f = append(f, fmt.Sprintf("went back in time %d times (%s)", n, r.backward[0]))
+	}
+	if l := r.loop; l != nil && l.stale > 0 {
+		f = append(f, fmt.Sprintf("went back in time: %d of %d reads right after its own write were stale", l.stale, l.cycles))
 	}
 	if r.wire.Busiest10s > soak.LoopBound {
 		f = append(f, fmt.Sprintf("request storm: %d requests in one 10 s", r.wire.Busiest10s))
@@ -254,6 +258,17 @@ func (r result) failures() []string {
 	return f
 }
 
+// wentBack is the summary's "went back" count: objects the side's informer
+// applied older than before, plus, in the stale-reads scene, reads right
+// after the side's own write that returned an object older than the write.
+func (r result) wentBack() int {
+	n := len(r.backward)
+	if r.loop != nil {
+		n += r.loop.stale
+	}
+	return n
+}
+
 func (r result) verdict() string {
 	if f := r.failures(); len(f) > 0 {
 		return "WRONG: " + strings.Join(f, "; ")
@@ -265,7 +280,11 @@ func (r result) verdict() string {
 func resultLine(res []result) string {
 	var parts []string
 	for _, r := range res {
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", r.who, r.verdict(), plural(r.wire.Requests, "request")))
+		extra := ""
+		if r.loop != nil && r.loop.stale == 0 { // otherwise the verdict says it
+			extra = "; " + r.loop.String()
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s%s)", r.who, r.verdict(), plural(r.wire.Requests, "request"), extra))
 	}
 	return strings.Join(parts, " | ")
 }
@@ -292,11 +311,14 @@ func printSummary(t *timeline, results []result) {
 		if len(r.failures()) > 0 {
 			verdict = "WRONG"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.scene, r.who, len(r.backward), r.wire.Requests, r.wire.Busiest10s, r.recoveredText(), store, verdict)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.scene, r.who, r.wentBack(), r.wire.Requests, r.wire.Busiest10s, r.recoveredText(), store, verdict)
 	}
 	_ = w.Flush()
 	t.raw("%s", strings.TrimRight(b.String(), "\n"))
 	for _, r := range results {
+		if r.loop != nil {
+			t.raw("%s in %s: %s", r.who, r.scene, r.loop)
+		}
 		if r.who == ours && r.counters != "" {
 			t.raw("ours in %s: %s", r.scene, r.counters)
 		}
