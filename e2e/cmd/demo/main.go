@@ -22,12 +22,17 @@
 //     (build.Current);
 //   - legacy: a build.Legacy (v1.18.19) apiserver, which ignores
 //     sendInitialEvents;
+//   - stale-reads: every watch event held back 300 ms while a controller
+//     loop writes an object and reads it right back, 30 times: stock from
+//     its informer's cache, ours through readyourwrites.Client
+//     (build.Current);
 //   - drop: the watch connections dropped mid-stream, the control scene
 //     where both sides end correct (build.Current).
 //
 // After the fault is lifted one more object is written and both stores are
 // compared with a fresh MostRecent list from the apiserver. A side is
-// correct when it never went back in time, sent no request storm (at most
+// correct when it never went back in time (in stale-reads: never read its
+// own object older than its own write), sent no request storm (at most
 // soak.LoopBound requests in any 10 s) and ends equal to the server. The
 // exit status is 0 when ours is correct in every scene, 1 otherwise, 2 on
 // bad flags. Stock failing is what the demo shows, not an error.
