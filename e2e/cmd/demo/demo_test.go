@@ -52,6 +52,7 @@ var stockFails = map[string][]string{
 	"bad-bookmark": {"store != server"},
 	"retry-after":  {"request storm"},
 	"legacy":       {"never synced", "store != server"},
+	"stale-reads":  {"reads right after its own write were stale"},
 	"drop":         nil,
 }
 
@@ -84,6 +85,9 @@ func TestScenes(t *testing.T) {
 			if !ok {
 				t.Errorf("%s/%s: no result", name, who)
 				continue
+			}
+			if name == "stale-reads" && (r.loop == nil || r.loop.cycles != staleCycles) {
+				t.Errorf("%s/%s: the controller loop did not run its %d cycles: %+v", name, who, staleCycles, r.loop)
 			}
 			failures := strings.Join(r.failures(), "; ")
 			want := stockFails[name]
@@ -129,6 +133,11 @@ func TestVerdict(t *testing.T) {
 		"request storm":     func() result { r := ok; r.wire.Busiest10s = soak.LoopBound + 1; return r }(),
 		"never synced":      func() result { r := ok; r.synced = false; return r }(),
 		"store != server":   func() result { r := ok; r.storeOK = false; r.storeNote = "1 stale"; return r }(),
+		"reads right after its own write were stale": func() result {
+			r := ok
+			r.loop = &loopResult{cycles: 30, stale: 1}
+			return r
+		}(),
 	} {
 		if f := strings.Join(r.failures(), "; "); !strings.Contains(f, name) || !strings.HasPrefix(r.verdict(), "WRONG: ") {
 			t.Errorf("%s: failures %q, verdict %q", name, f, r.verdict())

@@ -22,12 +22,17 @@
 //     (build.Current);
 //   - legacy: a build.Legacy (v1.18.19) apiserver, which ignores
 //     sendInitialEvents;
+//   - stale-reads: every watch event held back 300 ms while a controller
+//     loop writes an object and reads it right back, 30 times: stock from
+//     its informer's cache, ours through readyourwrites.Client
+//     (build.Current);
 //   - drop: the watch connections dropped mid-stream, the control scene
 //     where both sides end correct (build.Current).
 //
 // After the fault is lifted one more object is written and both stores are
 // compared with a fresh MostRecent list from the apiserver. A side is
-// correct when it never went back in time, sent no request storm (at most
+// correct when it never went back in time (in stale-reads: never read its
+// own object older than its own write), sent no request storm (at most
 // soak.LoopBound requests in any 10 s) and ends equal to the server. The
 // exit status is 0 when ours is correct in every scene, 1 otherwise, 2 on
 // bad flags. Stock failing is what the demo shows, not an error.
@@ -231,7 +236,8 @@ type result struct {
 	waited      time.Duration
 	storeOK     bool // the store equals the server's at the end
 	storeNote   string
-	counters    string // ours: fallbacks and relists by reason
+	counters    string      // ours: fallbacks and relists by reason
+	loop        *loopResult // the stale-reads scene's controller loop; nil elsewhere
 }
 
 // failures are what the side did wrong: went back in time, a request
@@ -241,6 +247,9 @@ func (r result) failures() []string {
 	var f []string
 	if n := len(r.backward); n > 0 {
 		f = append(f, fmt.Sprintf("went back in time %d times (%s)", n, r.backward[0]))
+	}
+	if l := r.loop; l != nil && l.stale > 0 {
+		f = append(f, fmt.Sprintf("went back in time: %d of %d reads right after its own write were stale", l.stale, l.cycles))
 	}
 	if r.wire.Busiest10s > soak.LoopBound {
 		f = append(f, fmt.Sprintf("request storm: %d requests in one 10 s", r.wire.Busiest10s))
@@ -254,6 +263,17 @@ func (r result) failures() []string {
 	return f
 }
 
+// wentBack is the summary's "went back" count: objects the side's informer
+// applied older than before, plus, in the stale-reads scene, reads right
+// after the side's own write that returned an object older than the write.
+func (r result) wentBack() int {
+	n := len(r.backward)
+	if r.loop != nil {
+		n += r.loop.stale
+	}
+	return n
+}
+
 func (r result) verdict() string {
 	if f := r.failures(); len(f) > 0 {
 		return "WRONG: " + strings.Join(f, "; ")
@@ -265,7 +285,11 @@ func (r result) verdict() string {
 func resultLine(res []result) string {
 	var parts []string
 	for _, r := range res {
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", r.who, r.verdict(), plural(r.wire.Requests, "request")))
+		extra := ""
+		if r.loop != nil && r.loop.stale == 0 { // otherwise the verdict says it
+			extra = "; " + r.loop.String()
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s%s)", r.who, r.verdict(), plural(r.wire.Requests, "request"), extra))
 	}
 	return strings.Join(parts, " | ")
 }
@@ -292,11 +316,14 @@ func printSummary(t *timeline, results []result) {
 		if len(r.failures()) > 0 {
 			verdict = "WRONG"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.scene, r.who, len(r.backward), r.wire.Requests, r.wire.Busiest10s, r.recoveredText(), store, verdict)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.scene, r.who, r.wentBack(), r.wire.Requests, r.wire.Busiest10s, r.recoveredText(), store, verdict)
 	}
 	_ = w.Flush()
 	t.raw("%s", strings.TrimRight(b.String(), "\n"))
 	for _, r := range results {
+		if r.loop != nil {
+			t.raw("%s in %s: %s", r.who, r.scene, r.loop)
+		}
 		if r.who == ours && r.counters != "" {
 			t.raw("ours in %s: %s", r.scene, r.counters)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/soak"
 )
 
@@ -37,7 +39,10 @@ type scene struct {
 	// soakFault is the e2e/soak catalogue fault armed on both sides' proxies
 	// before they start and lifted after trouble; "" = none.
 	soakFault string
-	objects   int
+	// arm, when set, arms a fault of the scene's own on both sides'
+	// proxies before they start; soak.Lift lifts it after trouble.
+	arm     func(p *faults.Proxy)
+	objects int
 	// trouble runs once both sides are started, while the fault holds;
 	// the fault is lifted when it returns.
 	trouble func(ctx context.Context, e *env) error
@@ -143,6 +148,24 @@ var scenes = []scene{
 		},
 	},
 	{
+		name: "stale-reads",
+		fault: fmt.Sprintf("a proxy holds every watch event back %v (a lagging watch, kubernetes/kubernetes#59848) while a controller loop writes an object and reads it right back, %d times",
+			staleDelay, staleCycles),
+		watch:   "stock reads its informer's cache and gets objects older than its own write (stale reads); ours reads through readyourwrites.Client: never older, at the cost of a wait",
+		arm:     func(p *faults.Proxy) { p.SetStreamFaults(faults.StreamFaults{DelayEvents: staleDelay}) },
+		objects: 1, window: 5 * time.Second,
+		trouble: func(ctx context.Context, e *env) error {
+			if err := e.waitWatching(ctx); err != nil {
+				return err
+			}
+			// Both controllers loop at once, each on its own object.
+			errs := make(chan error, 2)
+			go func() { errs <- e.stock.stockLoop(ctx, "stock-loop", staleCycles) }()
+			go func() { errs <- e.ours.oursLoop(ctx, "ours-loop", staleCycles) }()
+			return errors.Join(<-errs, <-errs)
+		},
+	},
+	{
 		name:    "drop",
 		fault:   "the watch connections are dropped mid-stream (control: the fault client-go was built for)",
 		watch:   "both ask again from their last resourceVersion and end equal to the server (ours with one more request: its count of the objects to expect)",
@@ -228,6 +251,9 @@ func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cf
 		if f.Arm != nil {
 			f.Arm(p)
 		}
+		if sc.arm != nil {
+			sc.arm(p)
+		}
 		s, err := startSide(sctx, t, who, p, pcfg, ns, cfg.verbose)
 		if err != nil {
 			_ = p.Close()
@@ -244,7 +270,7 @@ func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cf
 		t.say("demo", "the fault did not go as planned: %v", err)
 	}
 	lift := time.Now()
-	if f.Arm != nil {
+	if f.Arm != nil || sc.arm != nil {
 		soak.Lift(e.stock.p)
 		soak.Lift(e.ours.p)
 		t.verbose("demo", "fault lifted; one more write, then both stores against the server's")
@@ -295,6 +321,7 @@ func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cf
 		if s.who == ours {
 			r.counters = s.rec.String()
 		}
+		r.loop = s.loop
 		if got := s.storeRVs(); maps.Equal(got, want) {
 			r.storeOK, r.storeNote = true, fmt.Sprintf("%d objects at rv %s", len(want), rv)
 		} else {

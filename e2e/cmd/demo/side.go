@@ -54,7 +54,9 @@ type side struct {
 	ns    string
 	start time.Time
 
+	cs       kubernetes.Interface // through the side's proxy
 	inf      cache.SharedIndexInformer
+	loop     *loopResult      // the stale-reads scene's controller loop; nil elsewhere
 	track    *soak.Tracker    // objects applied older than before (went back in time)
 	rec      *reasons.Counter // ours: fallbacks and relists by reason
 	syncedIn atomic.Int64     // nanoseconds after start; 0 = not synced (yet)
@@ -76,7 +78,7 @@ func startSide(ctx context.Context, t *timeline, who string, p *faults.Proxy, cf
 	if err != nil {
 		return nil, err
 	}
-	s := &side{who: who, t: t, p: p, log: soak.NewRequestLog(p), ns: ns, start: time.Now(),
+	s := &side{who: who, cs: cs, t: t, p: p, log: soak.NewRequestLog(p), ns: ns, start: time.Now(),
 		track: soak.NewTracker(), rec: reasons.New(), verbose: verbose, shown: map[int]bool{}}
 	factory, inf := newInformer(who, cs, ns, s.rec)
 	s.inf = inf
