@@ -168,7 +168,7 @@ var scenes = []scene{
 	{
 		name:    "drop",
 		fault:   "the watch connections are dropped mid-stream (control: the fault client-go was built for)",
-		watch:   "both ask again from their last resourceVersion and end equal to the server (ours with one more request: its count of the objects to expect)",
+		watch:   "both ask again from their last resourceVersion and end equal to the server",
 		objects: 5, window: 10 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
 			if err := e.waitWatching(ctx); err != nil {
