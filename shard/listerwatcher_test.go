@@ -338,6 +338,10 @@ func stream(t *testing.T, srv *fakeServer, lw *shard.ListerWatcher, objs ...core
 	fw := srv.w
 	srv.mu.Unlock()
 	yes := true
+	// The channel of the next completed list, taken before the stream can
+	// end: taken after the end bookmark was sent, it could already be the
+	// channel of the list after this one (seen under load).
+	_, next := lw.Listed()
 	w, err := lw.Watch(metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +351,6 @@ func stream(t *testing.T, srv *fakeServer, lw *shard.ListerWatcher, objs ...core
 		fw.Add(&objs[i])
 	}
 	fw.Action(watch.Bookmark, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "6", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
-	_, next := lw.Listed()
 	for ev := range w.ResultChan() {
 		if ev.Type == watch.Bookmark {
 			break
