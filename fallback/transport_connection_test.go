@@ -43,18 +43,21 @@ func TestNoHiddenRetriesOnConnectionFailure(t *testing.T) {
 		name string
 		cfg  func(t *testing.T) (*rest.Config, *atomic.Int32)
 		is   error
+		// or, where the kernel may answer a close with unread data with a
+		// reset instead of an orderly end, this one (seen under load).
+		orIs error
 	}{
 		{"EOF", func(t *testing.T) (*rest.Config, *atomic.Int32) {
 			return testfake.WireServer(t, false, testfake.HangUp)
-		}, io.EOF},
+		}, io.EOF, nil},
 		{"connection reset", func(t *testing.T) (*rest.Config, *atomic.Int32) {
 			return testfake.WireServer(t, false, testfake.ResetConn)
-		}, syscall.ECONNRESET},
-		{"HTTP/2 connection closed mid-request", func(t *testing.T) (*rest.Config, *atomic.Int32) { return testfake.WireServer(t, true, testfake.HangUp) }, io.ErrUnexpectedEOF},
+		}, syscall.ECONNRESET, nil},
+		{"HTTP/2 connection closed mid-request", func(t *testing.T) (*rest.Config, *atomic.Int32) { return testfake.WireServer(t, true, testfake.HangUp) }, io.ErrUnexpectedEOF, syscall.ECONNRESET},
 		{"HTTP/2 connection lost", func(t *testing.T) (*rest.Config, *atomic.Int32) {
 			var n atomic.Int32
 			return &rest.Config{Host: "http://127.0.0.1:1", WrapTransport: func(http.RoundTripper) http.RoundTripper { return failing{h2Lost, &n} }}, &n
-		}, h2Lost},
+		}, h2Lost, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,7 +71,7 @@ func TestNoHiddenRetriesOnConnectionFailure(t *testing.T) {
 				t.Fatalf("list: %d requests; want 1 (%v)", got, err)
 			}
 			var cl *fallback.ConnectionLostError
-			if !errors.As(err, &cl) || !errors.Is(err, fallback.ErrConnectionLost) || !errors.Is(err, c.is) || fallback.Classify(err) != fallback.Transport {
+			if !errors.As(err, &cl) || !errors.Is(err, fallback.ErrConnectionLost) || !(errors.Is(err, c.is) || c.orIs != nil && errors.Is(err, c.orIs)) || fallback.Classify(err) != fallback.Transport {
 				t.Fatalf("list error %v (%T); want a *fallback.ConnectionLostError matching %v, class transport", err, err, c.is)
 			}
 			if took := time.Since(begin); took > 2*time.Second {
