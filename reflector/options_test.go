@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -666,7 +665,7 @@ func runProbe(t *testing.T, path adoptionPath, pr *probe, set bool) string {
 		if pr.dropIn == nil {
 			t.Fatalf("no drop-in scenario")
 		}
-		pr.dropIn(e, e.listerWatcher(path, lo, pr, set))
+		pr.dropIn(e, e.listerWatcher(path, lo))
 	}
 	return e.trace()
 }
@@ -760,11 +759,9 @@ func (e *env) customList(tag string) ListFunc {
 	}
 }
 
-// listerWatcher builds path's ListerWatcher with lo, as client-go's
-// reflector gets it.
-func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set bool) cache.ListerWatcherWithContext {
-	example := &corev1.ConfigMap{}
-	var inf cache.SharedIndexInformer
+// listerWatcher builds a drop-in path's ListerWatcher (dropInPaths) with
+// lo, as client-go's reflector gets it.
+func (e *env) listerWatcher(path adoptionPath, lo lister.Options) cache.ListerWatcherWithContext {
 	switch path {
 	case pathListerNew:
 		return lister.New(e.client, lo).ListerWatcher()
@@ -772,27 +769,12 @@ func (e *env) listerWatcher(path adoptionPath, lo lister.Options, pr *probe, set
 		return lister.NewListerWatcher(e.client, lo)
 	case pathWrap:
 		return lister.Wrap(e.srv.InNamespace("ns").ListerWatcher(), lo)
-	case pathFactory:
-		cs := fake.NewClientset()
-		e.srv.Install(&cs.Fake, "configmaps")
-		fo := FactoryOptions{Namespace: "ns", Lister: lo}
-		if set && pr.fset != nil {
-			pr.fset(e, &fo)
-		}
-		inf = FactoryInformer(example, fo)(cs, 0)
-	case pathSharedInformer:
-		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
-	case pathInformerFunc:
-		inf = NewInformerFunc(lo)(e.srv.InNamespace("ns").ListerWatcher(), example, 0, cache.Indexers{})
-	case pathMetadata:
-		// The scenario's objects are ConfigMaps; the ListerWatcher does not
-		// look at their type.
-		inf = NewMetadataInformer(e.client, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
 	case pathWrapDecoding:
 		e.scopeChecked = true
 		return lister.WrapDecoding(e.srv.InNamespace("ns").ListerWatcher(), e.client, lo)
 	}
-	return informerListerWatcher(e.t, inf)
+	e.t.Fatalf("%s is not a drop-in path", path)
+	return nil
 }
 
 // informerReflector builds path's informer with lo and returns the
@@ -876,20 +858,6 @@ func partial(obj runtime.Object) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{}
 	}
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: m.GetNamespace(), Name: m.GetName(), ResourceVersion: m.GetResourceVersion(), Labels: m.GetLabels(), Annotations: m.GetAnnotations()}}
-}
-
-// informerListerWatcher returns the ListerWatcher client-go's informer
-// holds (its unexported listerWatcher field): the one its reflector calls.
-func informerListerWatcher(t *testing.T, inf cache.SharedIndexInformer) cache.ListerWatcherWithContext {
-	if a, ok := inf.(*adoptedInformer); ok {
-		inf = a.SharedIndexInformer // steadywatch's marker around client-go's informer
-	}
-	v := reflect.ValueOf(inf).Elem().FieldByName("listerWatcher")
-	if !v.IsValid() {
-		t.Fatalf("client-go's %T has no listerWatcher field any more: update informerListerWatcher", inf)
-	}
-	lw := reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem().Interface().(cache.ListerWatcher)
-	return cache.ToListerWatcherWithContext(lw)
 }
 
 func (e *env) store() cache.ReflectorStore {
