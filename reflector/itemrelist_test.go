@@ -237,28 +237,39 @@ func TestOneResponseRelistAppliesObjectsAsDecoded(t *testing.T) {
 			s := &oneResponseServer{t: t, proto: enc.proto, initial: cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")), relists: []relistAnswer{relist}}
 			store := newAppliedStore()
 			r, _ := oneResponseReflector(t, s, store)
-			select {
-			case <-relist.sent:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no relist")
-			}
-			first := slices.Index(store.since(0), "bookmark @10") + 1
-			// The server holds back ns/d: ns/a and ns/b must be in the
-			// store already.
-			store.waitApplied(t, "update ns/b@15")
-			if rv := r.LastSyncResourceVersion(); rv != "10" {
-				t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
-			}
-			close(relist.release)
-			testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
-			want := []string{"update ns/a@1", "update ns/b@15", "add ns/d@18", "delete ns/c@3", "bookmark @20"}
-			if got := sortTail(store.since(first)); !slices.Equal(got, want) {
-				t.Fatalf("relist calls %q; want %q", got, want)
-			}
-			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
-				t.Fatalf("store = %v; want the relist's objects", keys)
-			}
+			relistAppliedAsDecoded(t, r, store, relist)
 		})
+	}
+}
+
+// relistAppliedAsDecoded checks the relist of relist (ns/a at 1, ns/b at 15,
+// ns/d at 18, served at 20, after an initial list at 10 of ns/a, ns/b and
+// ns/c; the server holds back its end after two items): the store holds
+// ns/a and ns/b before the rest of the body is written, the reflector
+// claims 20 only once the list is complete, and the relist's calls are the
+// updates, add and delete of a Replace of the same list.
+func relistAppliedAsDecoded(t *testing.T, r *Reflector, store *appliedStore, relist relistAnswer) {
+	t.Helper()
+	select {
+	case <-relist.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no relist")
+	}
+	first := slices.Index(store.since(0), "bookmark @10") + 1
+	// The server holds back ns/d: ns/a and ns/b must be in the
+	// store already.
+	store.waitApplied(t, "update ns/b@15")
+	if rv := r.LastSyncResourceVersion(); rv != "10" {
+		t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
+	}
+	close(relist.release)
+	testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
+	want := []string{"update ns/a@1", "update ns/b@15", "add ns/d@18", "delete ns/c@3", "bookmark @20"}
+	if got := sortTail(store.since(first)); !slices.Equal(got, want) {
+		t.Fatalf("relist calls %q; want %q", got, want)
+	}
+	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
+		t.Fatalf("store = %v; want the relist's objects", keys)
 	}
 }
 

@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -47,29 +46,9 @@ func TestScopedDecodingRelistAppliesObjectsAsDecoded(t *testing.T) {
 			store := newAppliedStore()
 			r := New(c, &corev1.ConfigMap{}, store, o)
 			run(t, r)
-			select {
-			case <-relist.sent:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no relist")
-			}
+			relistAppliedAsDecoded(t, r, store, relist)
 			if c.Confirmed() == nil {
 				t.Fatal("the first list's scope check did not confirm the scope")
-			}
-			first := slices.Index(store.since(0), "bookmark @10") + 1
-			// The server holds back ns/d: ns/a and ns/b must be in the
-			// store already.
-			store.waitApplied(t, "update ns/b@15")
-			if rv := r.LastSyncResourceVersion(); rv != "10" {
-				t.Fatalf("midway, LastSyncResourceVersion = %q; want 10", rv)
-			}
-			close(relist.release)
-			testfake.WaitFor(t, "the relist at 20", func() bool { return r.LastSyncResourceVersion() == "20" })
-			want := []string{"update ns/a@1", "update ns/b@15", "add ns/d@18", "delete ns/c@3", "bookmark @20"}
-			if got := sortTail(store.since(first)); !slices.Equal(got, want) {
-				t.Fatalf("relist calls %q; want %q", got, want)
-			}
-			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
-				t.Fatalf("store = %v; want the relist's objects", keys)
 			}
 			if n := s.probes.Load(); n != 1 {
 				t.Fatalf("%d scope checks; want 1 (the first list's)", n)
