@@ -167,13 +167,13 @@ func (r *countingRecorder) ReadFallback(string, string) {
 }
 
 // playOwnWrites plays one generated history of own writes and reads.
-func playOwnWrites(t *testing.T, seed uint64, ops int) ownWritesResult {
-	rng := rand.New(rand.NewPCG(seed, 41))
+func playOwnWrites(t *testing.T, stream uint64, ops int) ownWritesResult {
+	rng := rand.New(rand.NewPCG(stream, 41))
 	const ns = "own"
 	s := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{GroupResource: corev1.Resource("configmaps")})
 	defer s.Close()
 	lw := &laggingLW{lw: s.InNamespace(ns).ListerWatcher(), maxLag: time.Duration(1+rng.IntN(8)) * time.Millisecond,
-		cutAt: rng.IntN(12), rng: rand.New(rand.NewPCG(seed, 7))}
+		cutAt: rng.IntN(12), rng: rand.New(rand.NewPCG(stream, 7))}
 	inf := reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{},
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}, lister.Options{})
 	rec := &countingRecorder{}
@@ -192,7 +192,7 @@ func playOwnWrites(t *testing.T, seed uint64, ops int) ownWritesResult {
 	}
 	// Another writer: its own objects, and bookmarks.
 	wg.Go(func() {
-		orng := rand.New(rand.NewPCG(seed, 99))
+		orng := rand.New(rand.NewPCG(stream, 99))
 		for i := 0; ctx.Err() == nil; i++ {
 			name := "other-" + strconv.Itoa(orng.IntN(3))
 			if _, err := s.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
@@ -257,7 +257,7 @@ func playOwnWrites(t *testing.T, seed uint64, ops int) ownWritesResult {
 				out, err = c.Update(ctx, cur, metav1.UpdateOptions{})
 			}
 			if err != nil {
-				t.Fatalf("seed %d: own write of %s: %v", seed, name, err)
+				t.Fatalf("stream %d: own write of %s: %v", stream, name, err)
 			}
 			if out != nil {
 				mine[name] = out.ResourceVersion
@@ -266,7 +266,7 @@ func playOwnWrites(t *testing.T, seed uint64, ops int) ownWritesResult {
 		case 2, 3, 4:
 			obj, err := c.Get(ctx, name)
 			if err != nil && !apierrors.IsNotFound(err) {
-				t.Fatalf("seed %d: Get %s: %v", seed, name, err)
+				t.Fatalf("stream %d: Get %s: %v", stream, name, err)
 			}
 			res.reads++
 			if err != nil {
@@ -276,7 +276,7 @@ func playOwnWrites(t *testing.T, seed uint64, ops int) ownWritesResult {
 		case 5:
 			items, err := c.List(ctx, nil)
 			if err != nil {
-				t.Fatalf("seed %d: List: %v", seed, err)
+				t.Fatalf("stream %d: List: %v", stream, err)
 			}
 			res.reads++
 			byName := map[string]*corev1.ConfigMap{}
@@ -301,10 +301,10 @@ func TestOwnWritesAreNeverReadOlder(t *testing.T) {
 	}
 	var stale, reads, fallbacks int
 	for i := range histories {
-		seed := uint64(1000 + i)
-		res := playOwnWrites(t, seed, ops)
+		stream := uint64(1000 + i)
+		res := playOwnWrites(t, stream, ops)
 		for _, v := range res.violations {
-			t.Errorf("seed %d: %s", seed, v)
+			t.Errorf("stream %d: %s", stream, v)
 		}
 		stale += res.stockStale
 		reads += res.reads
