@@ -369,11 +369,13 @@ func TestSyncNotSyncedOneError(t *testing.T) {
 		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"configmaps is forbidden: User \"u\" cannot list resource \"configmaps\"","reason":"Forbidden","code":403}`)
 	})
 	kc := writeKubeconfig(t, srv.URL)
-	r := runPlugin(t, "--kubeconfig", kc, "--cache-dir", t.TempDir(), "sync", "--timeout", "1s")
+	// 3s: the command's bound, not a claim on speed; the first refused list
+	// reached the error handler only after 1s in a loaded -race run.
+	r := runPlugin(t, "--kubeconfig", kc, "--cache-dir", t.TempDir(), "sync", "--timeout", "3s")
 	if r.code != exitFailure {
 		t.Errorf("exit %d, want %d", r.code, exitFailure)
 	}
-	oneErrorLine(t, "sync forbidden", r, `configmaps not synced within --timeout 1s; last error: `)
+	oneErrorLine(t, "sync forbidden", r, `configmaps not synced within --timeout 3s; last error: `)
 	if !strings.Contains(r.errOut, `cannot list resource \"configmaps\"`) && !strings.Contains(r.errOut, `cannot list resource "configmaps"`) {
 		t.Errorf("the error line lacks the server's reason: %s", r.errOut)
 	}
