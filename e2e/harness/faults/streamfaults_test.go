@@ -364,12 +364,18 @@ func TestStallRule(t *testing.T) {
 	if n := len(e.backends[0].requests()); n != 1 {
 		t.Errorf("%d requests reached the backend, want 1 (the stalled one never does)", n)
 	}
+	// The proxy logs the stalled request once it sees the client hang up,
+	// which may come after the client's own deadline error: wait for it.
 	var stalled []Request
-	for _, r := range e.proxy.Requests() {
-		if r.Fault != "" {
-			stalled = append(stalled, r)
+	testfake.WaitFor(t, "the stalled request to be logged as done", func() bool {
+		stalled = stalled[:0]
+		for _, r := range e.proxy.Requests() {
+			if r.Fault != "" {
+				stalled = append(stalled, r)
+			}
 		}
-	}
+		return len(stalled) == 1 && stalled[0].Done
+	})
 	if len(stalled) != 1 || stalled[0].Fault != fmt.Sprintf("rule %d: stalled without an answer", id) || stalled[0].Status != 0 || !stalled[0].Done {
 		t.Fatalf("log entries with a fault %+v", stalled)
 	}
