@@ -2,7 +2,8 @@
 # API-compatibility check of the SDK module (the repository's root module) against its last release:
 # apidiff (golang.org/x/exp/cmd/apidiff, built with `go run` from the Go module proxy) compares the
 # exported API of every non-internal package at the release with the working tree's, and this fails on
-# any incompatible change.
+# any incompatible change, except before v1 when CHANGELOG.md's Unreleased section has a "### Breaking"
+# subsection that announces it (v0 makes no compatibility promise, but a break is never silent).
 #
 # The last release is the newest dated section of CHANGELOG.md ("## [X.Y.Z] - YYYY-MM-DD"), and its
 # commit is the one that dated that section (hack/release-commit.sh), so the check runs in any full
@@ -55,8 +56,18 @@ apidiff -m -w "$tmp/head.api" "$mod"
 apidiff -m "$tmp/base.api" "$tmp/head.api" >"$tmp/report"
 apidiff -m -incompatible "$tmp/base.api" "$tmp/head.api" >"$tmp/incompatible"
 if [ -s "$tmp/incompatible" ]; then
+	# Before v1, a minor release may break the API (Go's module versioning: v0 makes no compatibility
+	# promise), but never silently: the CHANGELOG's Unreleased section must say so under "### Breaking".
+	if [[ "$label" == v0.* ]] && awk '/^## \[Unreleased\]/{u=1;next} /^## \[/{u=0} u && /^### Breaking/{f=1} END{exit !f}' CHANGELOG.md; then
+		echo "apidiff: incompatible changes to $mod's API since $label, announced under \"### Breaking\" in CHANGELOG.md's Unreleased section:"
+		cat "$tmp/report"
+		exit 0
+	fi
 	echo "apidiff: incompatible changes to $mod's API since $label:"
 	cat "$tmp/report"
+	if [[ "$label" == v0.* ]]; then
+		echo "apidiff: before v1 a release may break the API, but CHANGELOG.md's Unreleased section must announce it under \"### Breaking\"" >&2
+	fi
 	exit 1
 fi
 echo "apidiff: $mod's API is compatible with $label"
