@@ -3,6 +3,8 @@ package canonical
 import (
 	"errors"
 	"fmt"
+
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // ErrInvalidChain is matched (errors.Is) by every error NewChain returns.
@@ -46,15 +48,15 @@ const (
 
 func (r Reason) sentinel() error {
 	switch r {
-	case ReasonNewerShape:
+	case reason.NewerShape:
 		return ErrNewerShape
-	case ReasonUnrecognized:
+	case reason.Unrecognized:
 		return ErrUnrecognized
-	case ReasonConversionFailed:
+	case reason.ConversionFailed:
 		return ErrConversionFailed
-	case ReasonRecognizerPanicked:
+	case reason.RecognizerPanicked:
 		return ErrRecognizerPanicked
-	case ReasonNotUnstructured:
+	case reason.NotUnstructured:
 		return ErrNotUnstructured
 	}
 	return nil

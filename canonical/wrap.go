@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -229,7 +230,7 @@ func (d *ListerWatcher) event(ctx context.Context, ev watch.Event) (watch.Event,
 	var canon *unstructured.Unstructured
 	var rej *RejectedError
 	if !ok {
-		rej = &RejectedError{Reason: ReasonNotUnstructured, Err: fmt.Errorf("event object is %T", ev.Object)}
+		rej = &RejectedError{Reason: reason.NotUnstructured, Err: fmt.Errorf("event object is %T", ev.Object)}
 	} else if c, _, err := d.chain.Canonicalize(obj); err != nil {
 		rej = err.(*RejectedError)
 	} else {

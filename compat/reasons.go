@@ -1,6 +1,10 @@
 package compat
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/steadywatch/steadywatch/internal/reason"
+)
 
 // ReasonCode is the reason label compat gives metrics.Recorder.Fallback when a
 // belief changes. The set is closed: one constant per capability in
@@ -36,12 +40,12 @@ const (
 
 // reasonCodes is indexed by capability, then by Support (Unknown, Yes, No).
 var reasonCodes = map[Capability][3]ReasonCode{
-	ResourceVersionMatch:    {ReasonResourceVersionMatchUnknown, ReasonResourceVersionMatchYes, ReasonResourceVersionMatchNo},
-	WatchBookmarks:          {ReasonWatchBookmarksUnknown, ReasonWatchBookmarksYes, ReasonWatchBookmarksNo},
-	StreamingList:           {ReasonStreamingListUnknown, ReasonStreamingListYes, ReasonStreamingListNo},
-	ConsistentListFromCache: {ReasonConsistentListFromCacheUnknown, ReasonConsistentListFromCacheYes, ReasonConsistentListFromCacheNo},
-	TooLargeRVMessage:       {ReasonTooLargeRVMessageUnknown, ReasonTooLargeRVMessageYes, ReasonTooLargeRVMessageNo},
-	WatchCacheProgress:      {ReasonWatchCacheProgressUnknown, ReasonWatchCacheProgressYes, ReasonWatchCacheProgressNo},
+	ResourceVersionMatch:    {reason.ResourceVersionMatchUnknown, reason.ResourceVersionMatchYes, reason.ResourceVersionMatchNo},
+	WatchBookmarks:          {reason.WatchBookmarksUnknown, reason.WatchBookmarksYes, reason.WatchBookmarksNo},
+	StreamingList:           {reason.StreamingListUnknown, reason.StreamingListYes, reason.StreamingListNo},
+	ConsistentListFromCache: {reason.ConsistentListFromCacheUnknown, reason.ConsistentListFromCacheYes, reason.ConsistentListFromCacheNo},
+	TooLargeRVMessage:       {reason.TooLargeRVMessageUnknown, reason.TooLargeRVMessageYes, reason.TooLargeRVMessageNo},
+	WatchCacheProgress:      {reason.WatchCacheProgressUnknown, reason.WatchCacheProgressYes, reason.WatchCacheProgressNo},
 }
 
 // ReasonFor returns the reason code for "the belief about k is now s". A
@@ -50,7 +54,7 @@ var reasonCodes = map[Capability][3]ReasonCode{
 func ReasonFor(k Capability, s Support) ReasonCode {
 	codes, ok := reasonCodes[k]
 	if !ok {
-		return ReasonUnlistedCapability
+		return reason.UnlistedCapability
 	}
 	switch s {
 	case Yes:
@@ -70,7 +74,7 @@ func ReasonCodes() []ReasonCode {
 		c := reasonCodes[k]
 		out = append(out, c[:]...)
 	}
-	return append(out, ReasonUnlistedCapability)
+	return append(out, reason.UnlistedCapability)
 }
 
 // MetricsName is the name compat gives metrics.Recorder.Fallback for a belief

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 var (
@@ -325,8 +327,8 @@ func TestForGroupVersionMetricsAndLogs(t *testing.T) {
 	clk.SetTime(clk.Now().Add(5 * time.Minute))
 	_ = apps.Capabilities(ctx)
 	want := []string{
-		"compat/apps/v1 " + string(ReasonStreamingListNo),  // departs from the host's yes
-		"compat/apps/v1 " + string(ReasonStreamingListYes), // expired: back to the host's yes
+		"compat/apps/v1 " + string(reason.StreamingListNo),  // departs from the host's yes
+		"compat/apps/v1 " + string(reason.StreamingListYes), // expired: back to the host's yes
 	}
 	if got := rec.take(); !slices.Equal(got, want) {
 		t.Errorf("view metrics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -335,7 +337,7 @@ func TestForGroupVersionMetricsAndLogs(t *testing.T) {
 	// An unlisted capability never becomes a label of its own.
 	host.Observe(Observation{Capability: "somethingElse", Support: Yes})
 	_ = host.Capabilities(ctx)
-	if got := rec.take(); !slices.Equal(got, []string{"compat " + string(ReasonUnlistedCapability)}) {
+	if got := rec.take(); !slices.Equal(got, []string{"compat " + string(reason.UnlistedCapability)}) {
 		t.Errorf("unlisted capability: %v", got)
 	}
 
@@ -387,9 +389,9 @@ func TestReasonCodesAreTheClosedSet(t *testing.T) {
 		s    Support
 		want ReasonCode
 	}{
-		{"notDeclared", Yes, ReasonUnlistedCapability},
-		{"", No, ReasonUnlistedCapability},
-		{StreamingList, Support(42), ReasonStreamingListUnknown},
+		{"notDeclared", Yes, reason.UnlistedCapability},
+		{"", No, reason.UnlistedCapability},
+		{StreamingList, Support(42), reason.StreamingListUnknown},
 	}
 	for _, tc := range tests {
 		if got := ReasonFor(tc.k, tc.s); got != tc.want {
@@ -397,7 +399,7 @@ func TestReasonCodesAreTheClosedSet(t *testing.T) {
 		}
 	}
 	codes[0] = "mutated"
-	if ReasonCodes()[0] != ReasonResourceVersionMatchUnknown {
+	if ReasonCodes()[0] != reason.ResourceVersionMatchUnknown {
 		t.Error("ReasonCodes returns shared state")
 	}
 }
@@ -524,21 +526,21 @@ func TestForGroupVersionReportsOnlyItsOwnChanges(t *testing.T) {
 		}, nil},
 		{"apps observes yes: apps departs", func() {
 			apps.Observe(Observation{Capability: StreamingList, Support: Yes})
-		}, []string{"compat/apps/v1 " + string(ReasonStreamingListYes)}},
+		}, []string{"compat/apps/v1 " + string(reason.StreamingListYes)}},
 		{"host-wide yes: the host changes, apps (already yes) does not", func() {
 			clk.SetTime(clk.Now().Add(time.Minute))
 			host.Observe(Observation{Capability: StreamingList, Support: Yes})
-		}, []string{"compat " + string(ReasonStreamingListYes)}},
+		}, []string{"compat " + string(reason.StreamingListYes)}},
 		{"apps' observation expires: apps stays yes through the host-wide one", func() {
 			clk.SetTime(clk.Now().Add(4 * time.Minute))
 		}, nil},
 		{"the host-wide observation expires: counted once for the host", func() {
 			clk.SetTime(clk.Now().Add(time.Minute))
-		}, []string{"compat " + string(ReasonStreamingListNo)}},
+		}, []string{"compat " + string(reason.StreamingListNo)}},
 		{"an in-place upgrade to v1.34: counted once for the host", func() {
 			src.set("v1.34.4", nil)
 			clk.SetTime(clk.Now().Add(10 * time.Minute))
-		}, []string{"compat " + string(ReasonStreamingListYes)}},
+		}, []string{"compat " + string(reason.StreamingListYes)}},
 	}
 	for _, st := range steps {
 		st.do()

@@ -174,15 +174,15 @@ const (
 // order (for docs and exhaustive tests).
 func ListReasons() []ReasonCode {
 	return []ReasonCode{
-		ReasonOK, ReasonContextDone, ReasonInvalid, ReasonNotRetriable, ReasonThrottledBackoff,
-		ReasonServerErrorBackoff, ReasonTransportBackoff, ReasonNoAnswerBackoff, ReasonRetriesExhausted, ReasonRule1RetryNewerRV,
-		ReasonRule1FallbackMostRecent, ReasonRule1Exhausted, ReasonExactGone, ReasonGoneUnexpected,
-		ReasonContinueExpiredExact, ReasonContinueExpiredRestart, ReasonContinueExpiredUnpaginated,
-		ReasonContinueExpiredFail, ReasonContinueExpiredExhausted, ReasonContinueRepeated,
-		ReasonRule2RetryWithLimit, ReasonRule2MismatchWithLimit, ReasonUnexpectedObservation,
-		ReasonServedOlderRetry, ReasonServedOlderExhausted, ReasonRVNewerThanServer, ReasonTooLargeWait, ReasonTooLargeExhausted,
-		ReasonTooLargeExactUnavailable, ReasonTooLargeFallbackMostRecent, ReasonTooLargeCheckRV, ReasonTooLargeCacheStuck,
-		ReasonMaxRequests, ReasonRestartNotAllowed, ReasonNewerRVProbeFailed, ReasonNewerRVProbeRetry,
-		ReasonNotAList, ReasonGetExactScan,
+		reason.OK, reason.ContextDone, reason.Invalid, reason.NotRetriable, reason.ThrottledBackoff,
+		reason.ServerErrorBackoff, reason.TransportBackoff, reason.NoAnswerBackoff, reason.RetriesExhausted, reason.Rule1RetryNewerRV,
+		reason.Rule1FallbackMostRecent, reason.Rule1Exhausted, reason.ExactGone, reason.GoneUnexpected,
+		reason.ContinueExpiredExact, reason.ContinueExpiredRestart, reason.ContinueExpiredUnpaginated,
+		reason.ContinueExpiredFail, reason.ContinueExpiredExhausted, reason.ContinueRepeated,
+		reason.Rule2RetryWithLimit, reason.Rule2MismatchWithLimit, reason.UnexpectedObservation,
+		reason.ServedOlderRetry, reason.ServedOlderExhausted, reason.RVNewerThanServer, reason.TooLargeWait, reason.TooLargeExhausted,
+		reason.TooLargeExactUnavailable, reason.TooLargeFallbackMostRecent, reason.TooLargeCheckRV, reason.TooLargeCacheStuck,
+		reason.MaxRequests, reason.RestartNotAllowed, reason.NewerRVProbeFailed, reason.NewerRVProbeRetry,
+		reason.NotAList, reason.GetExactScan,
 	}
 }

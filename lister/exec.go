@@ -17,6 +17,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
@@ -270,12 +271,12 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req eng
 func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 	kind, err, requested := kindOf(step.Reason), ans.Err, rec.Requested
 	switch {
-	case step.Reason == fallback.ReasonRVNewerThanServer ||
-		(step.Reason == fallback.ReasonTooLargeExactUnavailable || step.Reason == fallback.ReasonTooLargeExhausted) && requested.ResourceVersion != "":
+	case step.Reason == reason.RVNewerThanServer ||
+		(step.Reason == reason.TooLargeExactUnavailable || step.Reason == reason.TooLargeExhausted) && requested.ResourceVersion != "":
 		// No server answer can satisfy the request: say so in the caller's
 		// terms (an Exact list still matches ErrExactUnavailable).
 		cur := currentRVOf(err)
-		if step.Reason == fallback.ReasonRVNewerThanServer {
+		if step.Reason == reason.RVNewerThanServer {
 			cur = ans.ServedRV
 		}
 		err = &ResourceVersionTooLargeError{Requested: requested.ResourceVersion, Current: cur, Requests: len(rec.Requests), Err: err}
@@ -288,10 +289,10 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 			// Keep 410 semantics for callers that test apierrors.IsResourceExpired.
 			err = apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is not served exactly (served %s)", requested.ResourceVersion, ans.ServedRV))
 		}
-	case step.Reason == fallback.ReasonContinueRepeated:
+	case step.Reason == reason.ContinueRepeated:
 		err = fmt.Errorf("the server repeated continue token %q after %d page(s); its pagination is broken (%s)",
 			redactToken(ans.Continue), rec.Pages, fallback.SourceChunks)
-	case step.Reason == fallback.ReasonNewerRVProbeFailed && err == nil:
+	case step.Reason == reason.NewerRVProbeFailed && err == nil:
 		err = engine.ErrNoListResourceVersion
 	}
 	last := Query{}

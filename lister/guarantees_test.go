@@ -16,6 +16,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -35,7 +36,7 @@ func TestRepeatedContinueTokenEndsTheList(t *testing.T) {
 		handed := 0
 		rec, err := New(c, Options{Policy: fastPolicy()}).ListPages(context.Background(), MostRecent().WithLimit(1), func(runtime.Object) error { handed++; return nil })
 		var le *Error
-		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != fallback.ReasonContinueRepeated {
+		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != reason.ContinueRepeated {
 			t.Fatalf("%s: err %v", name, err)
 		}
 		if len(c.calls()) != len(ans) || rec.Pages != handed || handed != len(ans)-1 {
@@ -57,7 +58,7 @@ func TestNewerRVProbeRetriedOnTransientError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonNewerRVProbeRetry, fallback.ReasonRule1RetryNewerRV}
+	want := []fallback.ReasonCode{reason.NewerRVProbeRetry, reason.Rule1RetryNewerRV}
 	if !slices.Equal(reasons(rec), want) || rec.ServedResourceVersion != "40" {
 		t.Fatalf("reasons %v served %s", reasons(rec), rec.ServedResourceVersion)
 	}

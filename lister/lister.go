@@ -17,6 +17,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Lister runs list calls with explicit semantics against one Client. It is
@@ -194,7 +195,7 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 	named.FieldSelector = sel.String()
 	list, rec, err := l.list(ctx, fallback.ExactQuery(rv), named)
 	var le *Error
-	if err != nil && errors.As(err, &le) && le.Reason == fallback.ReasonRule2MismatchWithLimit {
+	if err != nil && errors.As(err, &le) && le.Reason == reason.Rule2MismatchWithLimit {
 		return l.getExactByScan(ctx, name, rv, base, rec, err)
 	}
 	if err != nil {
@@ -211,7 +212,7 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 // the items named name; first is the failed single-object attempt.
 func (l *Lister) getExactByScan(ctx context.Context, name, rv string, base metav1.ListOptions, first *Record, cause error) (runtime.Object, *Record, error) {
 	q := fallback.ExactQuery(rv).WithLimit(l.o.PageSize)
-	ev := fallback.Event{Reason: ReasonGetExactScan, Action: fallback.RetryWithLimit, Attempt: len(first.Requests),
+	ev := fallback.Event{Reason: reason.GetExactScan, Action: fallback.RetryWithLimit, Attempt: len(first.Requests),
 		Before: fallback.ExactQuery(rv), After: q, Err: cause,
 		Detail: "the server answered fieldSelector=metadata.name at another resourceVersion even with a limit (servers before v1.19 read one object at its newest revision); scanning the collection at the exact resourceVersion"}
 	l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))

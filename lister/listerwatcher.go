@@ -10,6 +10,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/dropin"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
@@ -143,9 +144,9 @@ const (
 // ListerWatcherReasons returns every reason code the ListerWatcher reports,
 // in a stable order (for docs and exhaustive tests).
 func ListerWatcherReasons() []string {
-	return []string{ReasonClientGoRelist, ReasonClientGoRewatch, ReasonWatchStalled, string(ReasonStaleListReasked),
-		string(ReasonStaleEvent), string(ReasonBadResourceVersion), string(ReasonStreamingListAbandoned), string(ReasonUnservedRVMostRecent),
-		string(ReasonNoProgressBackoff), string(ReasonTransformFailed), string(ReasonDecodingScopeMismatch), string(ReasonNoDecodingClient)}
+	return []string{reason.ClientGoRelist, reason.ClientGoRewatch, reason.WatchStalled, string(reason.StaleListReasked),
+		string(reason.StaleEvent), string(reason.BadResourceVersion), string(reason.StreamingListAbandoned), string(reason.UnservedRVMostRecent),
+		string(reason.NoProgressBackoff), string(reason.TransformFailed), string(reason.DecodingScopeMismatch), string(reason.NoDecodingClient)}
 }
 
 // ListerWatcher returns the client-go adapter of l.

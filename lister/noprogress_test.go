@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -64,10 +65,10 @@ func TestStreamingListAnswered410EveryTimeBacksOff(t *testing.T) {
 		}
 	}
 	rec.mu.Lock()
-	delayed := slices.Contains(rec.fallbacks, string(ReasonNoProgressBackoff))
+	delayed := slices.Contains(rec.fallbacks, string(reason.NoProgressBackoff))
 	rec.mu.Unlock()
 	if !delayed {
-		t.Errorf("no %s fallback counted; got %v", ReasonNoProgressBackoff, rec.fallbacks)
+		t.Errorf("no %s fallback counted; got %v", reason.NoProgressBackoff, rec.fallbacks)
 	}
 }
 
@@ -178,7 +179,7 @@ func TestNoProgressBackoffOnlyAfterAttemptsWithoutProgress(t *testing.T) {
 	rec.mu.Lock()
 	got := slices.Clone(rec.fallbacks)
 	rec.mu.Unlock()
-	if !slices.Contains(got, string(ReasonNoProgressBackoff)) {
+	if !slices.Contains(got, string(reason.NoProgressBackoff)) {
 		t.Fatalf("the delayed attempt was not counted: %v", got)
 	}
 	// The completed streaming list was progress (it then closed without

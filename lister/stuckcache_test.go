@@ -15,6 +15,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
@@ -76,7 +77,7 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeCacheStuck}
+	want := []fallback.ReasonCode{reason.TooLargeCheckRV, reason.TooLargeCacheStuck}
 	if got := reasonsOf(r); !slices.Equal(got, want) {
 		t.Fatalf("reasons %v, want %v", got, want)
 	}
@@ -95,13 +96,13 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if took >= time.Second {
 		t.Fatalf("took %s: the 1 s Retry-After was waited", took)
 	}
-	if !slices.Contains(rec.reasons, string(fallback.ReasonTooLargeCacheStuck)) {
+	if !slices.Contains(rec.reasons, string(reason.TooLargeCacheStuck)) {
 		t.Fatalf("metric reasons %v", rec.reasons)
 	}
 	logMu.Lock()
 	defer logMu.Unlock()
 	if !slices.ContainsFunc(logs, func(s string) bool {
-		return strings.Contains(s, string(fallback.ReasonTooLargeCacheStuck)) && strings.Contains(s, "KEP-1904")
+		return strings.Contains(s, string(reason.TooLargeCacheStuck)) && strings.Contains(s, "KEP-1904")
 	}) {
 		t.Fatalf("no log line with the reason and its detail: %q", logs)
 	}
@@ -118,7 +119,7 @@ func TestNotOlderThanOnStuckWatchCacheUnknownServerSeesItInTheAnswers(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeCacheStuck}
+	want := []fallback.ReasonCode{reason.TooLargeCheckRV, reason.TooLargeWait, reason.TooLargeCacheStuck}
 	if got := reasonsOf(r); !slices.Equal(got, want) {
 		t.Fatalf("reasons %v, want %v", got, want)
 	}

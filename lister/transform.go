@@ -15,6 +15,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -241,8 +242,8 @@ func transformable(elem reflect.Type) bool {
 
 // observe logs and counts a failed transform.
 func (t *transformer) observe(ctx context.Context, err error) {
-	t.metrics.Fallback(t.name, string(ReasonTransformFailed))
-	klog.FromContext(ctx).Error(err, "Options.Transform failed; nothing untransformed is kept in its place", "lister", t.name, "reason", string(ReasonTransformFailed))
+	t.metrics.Fallback(t.name, string(reason.TransformFailed))
+	klog.FromContext(ctx).Error(err, "Options.Transform failed; nothing untransformed is kept in its place", "lister", t.name, "reason", string(reason.TransformFailed))
 }
 
 // transformingLister is implemented by the SDK's own adapters, which apply

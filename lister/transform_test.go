@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -235,8 +236,8 @@ func TestTransformOverAnyClient(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if n := countOf(rec.fallbacks, string(ReasonTransformFailed)); n != 2 {
-		t.Errorf("%d %s counted (%v); want 2 (the watch, the list)", n, ReasonTransformFailed, rec.fallbacks)
+	if n := countOf(rec.fallbacks, string(reason.TransformFailed)); n != 2 {
+		t.Errorf("%d %s counted (%v); want 2 (the watch, the list)", n, reason.TransformFailed, rec.fallbacks)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Phase names a state of the reflector's state machine, for introspection,
@@ -220,8 +221,8 @@ const (
 
 // Reasons returns every reason code of the reflector, in a stable order.
 func Reasons() []string {
-	return []string{ReasonStart, ReasonListed, ReasonStreamed, ReasonWatchOpened, ReasonWatchClosed, ReasonShortWatch,
-		ReasonStalled, ReasonWatchGone, ReasonListGone, ReasonTooLargeRV, ReasonStaleList, ReasonStaleEvent, ReasonBadResourceVersion, ReasonNoResumeVersion, ReasonRetry,
-		ReasonWatchError, ReasonListError, ReasonStreamIgnored, ReasonStreamRejected, ReasonStreamFailed,
-		ReasonBackoffDone, ReasonContextDone, ReasonInitial, ReasonInvalidOptions}
+	return []string{reason.Start, reason.Listed, reason.Streamed, reason.WatchOpened, reason.WatchClosed, reason.ShortWatch,
+		reason.Stalled, reason.WatchGone, reason.ListGone, reason.TooLargeRV, reason.StaleList, reason.StaleEvent, reason.BadResourceVersion, reason.NoResumeVersion, reason.Retry,
+		reason.WatchError, reason.ListError, reason.StreamIgnored, reason.StreamRejected, reason.StreamFailed,
+		reason.BackoffDone, reason.ContextDone, reason.Initial, reason.InvalidOptions}
 }

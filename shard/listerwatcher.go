@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -178,8 +179,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 	if errors.Is(err, ErrShardInfoMismatch) {
 		// The server filtered by something else: what it returned is not a
 		// superset of the range. Ask for everything and filter here.
-		lw.o.Metrics.Fallback(lw.o.Name, ReasonShardInfoMismatch)
-		log.Info("The server's shardInfo does not echo the shardSelector sent; listing without it and filtering on the client", "reason", ReasonShardInfoMismatch, "err", err)
+		lw.o.Metrics.Fallback(lw.o.Name, reason.ShardInfoMismatch)
+		log.Info("The server's shardInfo does not echo the shardSelector sent; listing without it and filtering on the client", "reason", reason.ShardInfoMismatch, "err", err)
 		opts.ShardSelector = ""
 		if list, err = lw.inner.ListWithContext(ctx, opts); err != nil {
 			return nil, err
@@ -193,8 +194,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		if err != nil {
 			return nil, err
 		}
-		lw.o.Metrics.Fallback(lw.o.Name, ReasonClientFilter)
-		log.V(2).Info("The server ignored the shardSelector; filtered on the client", "reason", ReasonClientFilter, "dropped", dropped)
+		lw.o.Metrics.Fallback(lw.o.Name, reason.ShardClientFilter)
+		log.V(2).Info("The server ignored the shardSelector; filtered on the client", "reason", reason.ShardClientFilter, "dropped", dropped)
 	}
 	return lw.done(log, sel, mode, list, cacheList(opts, list)), nil
 }
@@ -272,7 +273,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 	if streaming {
 		sel = cur
 	} else if !cur.Equal(sel) {
-		lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
+		lw.o.Metrics.Fallback(lw.o.Name, reason.ShardRangeChanged)
 		return nil, rangeChangedError()
 	}
 	opts.ShardSelector = sel.String()
@@ -320,9 +321,9 @@ func (r *watchRange) Keep(m metav1.Object) bool {
 		return true
 	}
 	if r.sent {
-		r.lw.o.Metrics.Fallback(r.lw.o.Name, ReasonEventOutsideRange)
+		r.lw.o.Metrics.Fallback(r.lw.o.Name, reason.ShardEventOutsideRange)
 		if r.outside.CompareAndSwap(false, true) {
-			r.log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange)
+			r.log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", reason.ShardEventOutsideRange)
 			r.lw.believe(r.log, r.sel, ModeClient, "observed: a watch event outside the shardSelector's range")
 		}
 	}
@@ -350,7 +351,7 @@ func (f pipelineFilter) Immutable() bool { return true }
 
 // rangeChangedError is a 410 Expired: client-go's reflector relists.
 func rangeChangedError() *apierrors.StatusError {
-	return apierrors.NewResourceExpired("steadywatch: the shard range changed (" + ReasonRangeChanged + "); relisting")
+	return apierrors.NewResourceExpired("steadywatch: the shard range changed (" + reason.ShardRangeChanged + "); relisting")
 }
 
 // rangeWatch forwards the events of a watch, ends it with 410 Expired when
@@ -388,8 +389,8 @@ func (f *rangeWatch) run(lw *ListerWatcher, r *watchRange, changed <-chan struct
 		case <-f.stop:
 			return
 		case <-changed:
-			lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
-			r.log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", ReasonRangeChanged)
+			lw.o.Metrics.Fallback(lw.o.Name, reason.ShardRangeChanged)
+			r.log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", reason.ShardRangeChanged)
 			st := rangeChangedError().ErrStatus
 			send(watch.Event{Type: watch.Error, Object: &st})
 			return

@@ -22,6 +22,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -29,9 +30,9 @@ import (
 
 // Reasons that mean "the streaming list was abandoned" (a fallback).
 var abandonReasons = []string{
-	string(lister.ReasonStreamingListAbandoned), // drop-in informer (lister's ListerWatcher)
-	reflector.ReasonStreamIgnored,               // reflector.New: the guard found no streaming
-	reflector.ReasonStreamFailed,                // reflector.New: cut or failed stream
+	string(reason.StreamingListAbandoned), // drop-in informer (lister's ListerWatcher)
+	reason.StreamIgnored,                  // reflector.New: the guard found no streaming
+	reason.StreamFailed,                   // reflector.New: cut or failed stream
 }
 
 // recorder notes, with their time, the fallbacks and transitions of one client.

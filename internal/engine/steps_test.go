@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -103,9 +104,9 @@ func TestEveryStepNamesItsRow(t *testing.T) {
 			req = st.Next
 		}
 	}
-	for _, must := range []fallback.ReasonCode{fallback.ReasonNotAList, fallback.ReasonMaxRequests, fallback.ReasonRestartNotAllowed,
-		fallback.ReasonNewerRVProbeFailed, fallback.ReasonNewerRVProbeRetry, fallback.ReasonTooLargeCacheStuck, fallback.ReasonRule1RetryNewerRV,
-		fallback.ReasonTooLargeWait, fallback.ReasonRVNewerThanServer} {
+	for _, must := range []fallback.ReasonCode{reason.NotAList, reason.MaxRequests, reason.RestartNotAllowed,
+		reason.NewerRVProbeFailed, reason.NewerRVProbeRetry, reason.TooLargeCacheStuck, reason.Rule1RetryNewerRV,
+		reason.TooLargeWait, reason.RVNewerThanServer} {
 		if reached[must] == 0 {
 			t.Errorf("no step reached a row with reason %s", must)
 		}

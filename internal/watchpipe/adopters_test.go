@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/lister"
@@ -61,8 +62,8 @@ type pipeCase struct {
 }
 
 const (
-	stale      = "event-older-than-store"      // lister.ReasonStaleEvent, reflector.ReasonStaleEvent
-	unparsable = "unparsable-resource-version" // lister.ReasonBadResourceVersion, reflector.ReasonBadResourceVersion
+	stale      = "event-older-than-store"      // reason.StaleEvent, reason.StaleEvent
+	unparsable = "unparsable-resource-version" // reason.BadResourceVersion, reason.BadResourceVersion
 )
 
 var pipeCases = []pipeCase{
