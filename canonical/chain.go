@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
@@ -46,7 +47,7 @@ type Chain struct {
 // NewChain returns the chain of shapes (oldest first) whose canonical shape is
 // the one named canonical. Shapes after the canonical one are newer shapes the
 // controller knows exist but does not support: objects in them are rejected
-// with ReasonNewerShape. So one published definition of an API's shapes can
+// with "newer-shape". So one published definition of an API's shapes can
 // serve every controller version, each choosing the newest shape it
 // understands as canonical.
 //
@@ -208,6 +209,6 @@ func (c *Chain) step(from, to int) string {
 	return c.shapes[from].Name + "->" + c.shapes[to].Name
 }
 
-func (c *Chain) reject(obj *unstructured.Unstructured, r Reason, shape, step string, err error) *RejectedError {
-	return &RejectedError{Reason: r, Namespace: obj.GetNamespace(), Name: obj.GetName(), Shape: shape, Step: step, Err: err}
+func (c *Chain) reject(obj *unstructured.Unstructured, r reason.Code, shape, step string, err error) *RejectedError {
+	return &RejectedError{Reason: fallback.ReasonCode(r), Namespace: obj.GetNamespace(), Name: obj.GetName(), Shape: shape, Step: step, Err: err}
 }

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 func TestNewChainValidation(t *testing.T) {
@@ -126,12 +126,12 @@ func TestCanonicalize(t *testing.T) {
 		name     string
 		js       string
 		chain    *Chain
-		reason   Reason
+		reason   fallback.ReasonCode
 		sentinel error
 		shape    string
 	}{
-		{"newer shape", v1beta1Obj, c, reason.NewerShape, ErrNewerShape, "v1beta1"},
-		{"unrecognised", unknownObj, c, reason.Unrecognized, ErrUnrecognized, ""},
+		{"newer shape", v1beta1Obj, c, "newer-shape", ErrNewerShape, "v1beta1"},
+		{"unrecognised", unknownObj, c, "unrecognized", ErrUnrecognized, ""},
 	}
 	for _, tc := range rejects {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,29 +165,29 @@ func TestCanonicalizeContainsFailures(t *testing.T) {
 	cases := []struct {
 		name   string
 		shapes []Shape
-		reason Reason
+		reason fallback.ReasonCode
 		check  func(t *testing.T, err error)
 	}{
-		{"upgrade returns an error", shapes(func(*unstructured.Unstructured) error { return boom }, nil), reason.ConversionFailed,
+		{"upgrade returns an error", shapes(func(*unstructured.Unstructured) error { return boom }, nil), "conversion-failed",
 			func(t *testing.T, err error) {
 				if !errors.Is(err, boom) {
 					t.Errorf("%v does not wrap the conversion's error", err)
 				}
 			}},
-		{"upgrade panics", shapes(func(*unstructured.Unstructured) error { panic("kaput") }, nil), reason.ConversionFailed,
+		{"upgrade panics", shapes(func(*unstructured.Unstructured) error { panic("kaput") }, nil), "conversion-failed",
 			func(t *testing.T, err error) {
 				var p *PanicError
 				if !errors.As(err, &p) || p.Value != "kaput" || p.Func != "upgrade v1alpha1->v1alpha2" {
 					t.Errorf("%v: want a *PanicError from the upgrade", err)
 				}
 			}},
-		{"upgrade result not canonical", shapes(func(*unstructured.Unstructured) error { return nil }, nil), reason.ConversionFailed,
+		{"upgrade result not canonical", shapes(func(*unstructured.Unstructured) error { return nil }, nil), "conversion-failed",
 			func(t *testing.T, err error) {
 				if !strings.Contains(err.Error(), "not claimed by the recogniser of the canonical shape") {
 					t.Errorf("%v: want the result check to fail", err)
 				}
 			}},
-		{"recogniser panics", shapes(nil, func(*unstructured.Unstructured) bool { panic("rec") }), reason.RecognizerPanicked,
+		{"recogniser panics", shapes(nil, func(*unstructured.Unstructured) bool { panic("rec") }), "recognizer-panicked",
 			func(t *testing.T, err error) {
 				var p *PanicError
 				if !errors.As(err, &p) || p.Func != "recognize v1alpha2" {
@@ -227,7 +227,7 @@ func TestRejectedErrorMessageHasNoContent(t *testing.T) {
 			t.Fatalf("error %q leaks object content %q", err, secret)
 		}
 	}
-	if !strings.Contains(err.Error(), "ns/d") || !strings.Contains(err.Error(), string(reason.Unrecognized)) {
+	if !strings.Contains(err.Error(), "ns/d") || !strings.Contains(err.Error(), "unrecognized") {
 		t.Fatalf("error %q lacks identity or reason", err)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -275,7 +274,7 @@ func TestWrapWatchEvents(t *testing.T) {
 
 func TestTombstoneKeepsMetadataOnly(t *testing.T) {
 	u := obj(t, unknownObj)
-	ts := tombstone(u, reason.Unrecognized)
+	ts := tombstone(u, "unrecognized")
 	if ts.GetName() != "d" || ts.GetNamespace() != "ns" || ts.GetResourceVersion() != "13" || ts.GetLabels()["x"] != "y" {
 		t.Fatalf("tombstone lost metadata: %s", mustJSON(t, ts))
 	}

@@ -131,7 +131,7 @@ func (c metadataKinded) List(ctx context.Context, o metav1.ListOptions) (runtime
 // dec's list and the number of objects it reports must match. When it is
 // not (another namespace, a selector only lw sets), or the check failed on
 // three lists, lists go through lw from then on, counted and logged (reason
-// ReasonDecodingScopeMismatch), so the cache never holds objects lw does
+// "decoding-scope-mismatch"), so the cache never holds objects lw does
 // not list. A lw that filters its own lists (shard.Wrap) is always listed
 // through: its lists are not decoded item by item.
 func WrapDecoding(lw cache.ListerWatcher, dec Client, o Options) *ListerWatcher {

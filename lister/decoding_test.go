@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -263,7 +262,7 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 			if got, want := caller.sent(), []int64{1, 0, 0}; !slices.Equal(got, want) {
 				t.Errorf("the caller's list function sent limits %v, want %v (the check, then every list)", got, want)
 			}
-			if got := rec.reasons(); !slices.Equal(got, []string{string(reason.DecodingScopeMismatch)}) {
+			if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 				t.Errorf("fallbacks %v", got)
 			}
 		})
@@ -328,7 +327,7 @@ func TestWrapDecodingFailingScopeCheckIsBounded(t *testing.T) {
 	if got, want := caller.sent(), []int64{1, 1, 1, 0, 0, 0}; !slices.Equal(got, want) {
 		t.Errorf("the caller's list function sent limits %v, want %v", got, want)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{string(reason.DecodingScopeMismatch)}) {
+	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -465,7 +464,7 @@ func TestSharedIndexInformerWithDecodingFallsBackObservably(t *testing.T) {
 	if got := caller.sent(); !slices.Equal(got, []int64{1, 0}) {
 		t.Errorf("the caller's list function sent limits %v; want the informer's lists [1 0]", got)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{string(reason.NoDecodingClient)}) {
+	if got := rec.reasons(); !slices.Equal(got, []string{"no-decoding-client"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -504,7 +503,7 @@ func TestWrapDecodingListsThroughACallerThatFilters(t *testing.T) {
 	if got, want := caller.sent(), []int64{0, 0}; !slices.Equal(got, want) {
 		t.Errorf("the caller's list function sent limits %v, want %v (every list, no scope check)", got, want)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{string(reason.DecodingScopeMismatch)}) {
-		t.Errorf("fallbacks %v, want one %s", got, reason.DecodingScopeMismatch)
+	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
+		t.Errorf("fallbacks %v, want one %s", got, "decoding-scope-mismatch")
 	}
 }

@@ -79,7 +79,7 @@ func (e *Error) Unwrap() []error {
 	return out
 }
 
-func kindOf(r fallback.ReasonCode) error {
+func kindOf(r reason.Code) error {
 	switch r {
 	case reason.ExactGone, reason.ContinueExpiredExact, reason.Rule2MismatchWithLimit, reason.TooLargeExactUnavailable:
 		return ErrExactUnavailable

@@ -97,7 +97,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			restart, err = cur.afterDiscard(step, rec)
 		}
 		if restart && err == nil {
-			ev := fallback.Event{Reason: step.Reason, Action: step.Action, Class: step.Class, Attempt: len(rec.Requests), Before: req.Query}
+			ev := fallback.Event{Reason: fallback.ReasonCode(step.Reason), Action: step.Action, Class: step.Class, Attempt: len(rec.Requests), Before: req.Query}
 			if step.Event != nil {
 				ev = *step.Event
 			}
@@ -299,7 +299,7 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 	if step.Event != nil {
 		last = step.Event.Before
 	}
-	return &Error{Reason: step.Reason, Class: step.Class, Requested: requested, Last: last, Attempt: len(rec.Requests), Err: err, kind: kind}
+	return &Error{Reason: fallback.ReasonCode(step.Reason), Class: step.Class, Requested: requested, Last: last, Attempt: len(rec.Requests), Err: err, kind: kind}
 }
 
 // redactToken shortens a continue token for messages: tokens are opaque and

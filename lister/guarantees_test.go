@@ -16,7 +16,6 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -36,7 +35,7 @@ func TestRepeatedContinueTokenEndsTheList(t *testing.T) {
 		handed := 0
 		rec, err := New(c, Options{Policy: fastPolicy()}).ListPages(context.Background(), MostRecent().WithLimit(1), func(runtime.Object) error { handed++; return nil })
 		var le *Error
-		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != reason.ContinueRepeated {
+		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != "continue-token-repeated" {
 			t.Fatalf("%s: err %v", name, err)
 		}
 		if len(c.calls()) != len(ans) || rec.Pages != handed || handed != len(ans)-1 {
@@ -58,7 +57,7 @@ func TestNewerRVProbeRetriedOnTransientError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{reason.NewerRVProbeRetry, reason.Rule1RetryNewerRV}
+	want := []fallback.ReasonCode{"newer-rv-probe-retry", "rule1-gone-retry-newer-rv"}
 	if !slices.Equal(reasons(rec), want) || rec.ServedResourceVersion != "40" {
 		t.Fatalf("reasons %v served %s", reasons(rec), rec.ServedResourceVersion)
 	}

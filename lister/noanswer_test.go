@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 )
@@ -74,7 +73,7 @@ func TestListWithoutHeadersEndsWithNoAnswer(t *testing.T) {
 				begin := time.Now()
 				_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
 				checkNoAnswer(t, err, rec, n.Load(), 1, "response headers", time.Since(begin))
-				if len(rec.Fallbacks) == 0 || rec.Fallbacks[len(rec.Fallbacks)-1].Reason != reason.RetriesExhausted {
+				if len(rec.Fallbacks) == 0 || rec.Fallbacks[len(rec.Fallbacks)-1].Reason != "retries-exhausted" {
 					t.Errorf("fallbacks %v; want the retries exhausted", rec.Fallbacks)
 				}
 			})
@@ -89,8 +88,8 @@ func TestNoAnswerIsRetriedAfterBackoff(t *testing.T) {
 	begin := time.Now()
 	_, rec, err := lister.New(c, noAnswerOptions(1)).List(withDeadline(t), fallback.MostRecentQuery())
 	checkNoAnswer(t, err, rec, n.Load(), 2, "response headers", time.Since(begin))
-	if len(rec.Fallbacks) == 0 || rec.Fallbacks[0].Reason != reason.NoAnswerBackoff {
-		t.Errorf("fallbacks %v; want %s first", rec.Fallbacks, reason.NoAnswerBackoff)
+	if len(rec.Fallbacks) == 0 || rec.Fallbacks[0].Reason != "no-answer-backoff" {
+		t.Errorf("fallbacks %v; want %s first", rec.Fallbacks, "no-answer-backoff")
 	}
 }
 

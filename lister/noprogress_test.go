@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -65,10 +64,10 @@ func TestStreamingListAnswered410EveryTimeBacksOff(t *testing.T) {
 		}
 	}
 	rec.mu.Lock()
-	delayed := slices.Contains(rec.fallbacks, string(reason.NoProgressBackoff))
+	delayed := slices.Contains(rec.fallbacks, "no-progress-backoff")
 	rec.mu.Unlock()
 	if !delayed {
-		t.Errorf("no %s fallback counted; got %v", reason.NoProgressBackoff, rec.fallbacks)
+		t.Errorf("no %s fallback counted; got %v", "no-progress-backoff", rec.fallbacks)
 	}
 }
 
@@ -179,7 +178,7 @@ func TestNoProgressBackoffOnlyAfterAttemptsWithoutProgress(t *testing.T) {
 	rec.mu.Lock()
 	got := slices.Clone(rec.fallbacks)
 	rec.mu.Unlock()
-	if !slices.Contains(got, string(reason.NoProgressBackoff)) {
+	if !slices.Contains(got, "no-progress-backoff") {
 		t.Fatalf("the delayed attempt was not counted: %v", got)
 	}
 	// The completed streaming list was progress (it then closed without

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/internal/decode"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -236,8 +235,8 @@ func TestTransformOverAnyClient(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if n := countOf(rec.fallbacks, string(reason.TransformFailed)); n != 2 {
-		t.Errorf("%d %s counted (%v); want 2 (the watch, the list)", n, reason.TransformFailed, rec.fallbacks)
+	if n := countOf(rec.fallbacks, "transform-failed"); n != 2 {
+		t.Errorf("%d %s counted (%v); want 2 (the watch, the list)", n, "transform-failed", rec.fallbacks)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 // When no decoding client can be built for exampleObject (a custom
 // resource's Go type; an unstructured or metadata object without d.Mapper),
 // lists go through lw, as with NewSharedIndexInformerWithOptions: logged
-// and counted (reason lister.ReasonNoDecodingClient).
+// and counted (reason "no-decoding-client").
 func NewSharedIndexInformerWithDecoding(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options, d lister.Decoding) cache.SharedIndexInformer {
 	dec, err := d.ClientFor(exampleObject)
 	return sharedIndexInformerDecoding(lw, exampleObject, o, lo, dec, err)

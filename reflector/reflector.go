@@ -77,7 +77,8 @@ type Reflector struct {
 	// ended, when set, says why the watch pipeline ended the watch (an
 	// event older than what the store holds, or a resourceVersion that does
 	// not parse): the reflector re-syncs. endedCode is its reason code.
-	ended, endedCode string
+	ended     string
+	endedCode reason.Code
 	// rvAdvanced: the resourceVersion advanced since the watch loop last
 	// reported it (Metrics.ResourceVersionAdvanced, once per tick).
 	rvAdvanced bool
@@ -139,7 +140,7 @@ type Reflector struct {
 // the store see the objects change one by one instead of at once. Every
 // object passes the watch pipeline first: one older than the version the
 // store holds for it, or than its deletion, is never applied, and the
-// list is abandoned as stale (ReasonStaleList) and asked again not older
+// list is abandoned as stale ("stale-list") and asked again not older
 // than that object. Streaming lists are applied event by event; lists
 // object by object as the lister decodes them (lister.ItemByItem), a list
 // in one response (the watch cache's) included, over the SDK's clients that
@@ -358,8 +359,8 @@ func (r *Reflector) transition(ctx context.Context, from, to state, w why) {
 	r.status.Reason = w.detail
 	r.status.Since = now
 	r.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Reflector transition", "from", from.phase(), "to", to.phase(), "reason", w.code, "detail", w.detail)
-	r.o.Metrics.Transition(r.name, string(from.phase()), string(to.phase()), w.code)
+	klog.FromContext(ctx).V(2).Info("Reflector transition", "from", from.phase(), "to", to.phase(), "reason", string(w.code), "detail", w.detail)
+	r.o.Metrics.Transition(r.name, string(from.phase()), string(to.phase()), string(w.code))
 }
 
 func (r *Reflector) initialState(ctx context.Context) state {
@@ -372,7 +373,7 @@ func (r *Reflector) initialState(ctx context.Context) state {
 
 // syncState is the state that (re)fills the store: a streaming list where the
 // server is known to honour it, a list otherwise.
-func (r *Reflector) syncState(ctx context.Context, q fallback.Query, initial bool, cause string) state {
+func (r *Reflector) syncState(ctx context.Context, q fallback.Query, initial bool, cause reason.Code) state {
 	if r.streamingSupported(ctx) && q.Semantic != fallback.Any && q.Semantic != fallback.Exact {
 		return streamingList{query: q, initial: initial, cause: cause}
 	}
@@ -509,7 +510,7 @@ func (r *Reflector) resetBackoff() {
 func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 	logger := klog.FromContext(ctx)
 	if !s.initial && s.attempt == 0 {
-		r.o.Metrics.Relist(r.name, s.cause)
+		r.o.Metrics.Relist(r.name, string(s.cause))
 	}
 	q, probe, err := r.planList(ctx, s)
 	if err != nil {
@@ -650,12 +651,12 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	case fallback.FallbackMostRecent:
 		next.query = fallback.MostRecentQuery()
 	}
-	w := because(string(d.Reason), "%s failed (%s): %v; listing %s", q, class, err, next.query)
+	w := because(d.Reason, "%s failed (%s): %v; listing %s", q, class, err, next.query)
 	if d.Wait == engine.WaitNone {
 		return next, w
 	}
 	delay := r.delay(retryAfter)
-	if le := (*lister.Error)(nil); errors.As(err, &le) && le.Reason == reason.RetriesExhausted {
+	if le := (*lister.Error)(nil); errors.As(err, &le) && reason.Code(le.Reason) == reason.RetriesExhausted {
 		// The call's own retries (Lister.Policy.Backoff) already waited up
 		// to their Max between failed requests: the next call does not
 		// start sooner, or a persistent fault would see the call's burst
@@ -718,7 +719,7 @@ func (r *Reflector) setParsedRV(logger logr.Logger, rv string, n uint64, nOK, fo
 	if !force && !nOK && r.rvNumOK {
 		// This server's versions parse; one that does not (a bookmark at
 		// "abc") is not adopted: every watch from it would fail.
-		r.o.Metrics.Fallback(r.name, reason.BadResourceVersion)
+		r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 		logger.Info("Ignoring a resourceVersion that does not parse on a server whose versions do", "resourceVersion", rv, "current", r.status.ResourceVersion)
 		return
 	}
@@ -762,7 +763,7 @@ func (r *Reflector) reportRVAdvanced() {
 func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why) {
 	logger := klog.FromContext(ctx)
 	if !s.initial && s.attempt == 0 {
-		r.o.Metrics.Relist(r.name, s.cause)
+		r.o.Metrics.Relist(r.name, string(s.cause))
 	}
 	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt + 1} // the same (re)list, another way
 	opts := r.selectors()
@@ -909,9 +910,9 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 		// and the same sync is made with a list.
 		w.Stop()
 		ev.snap.abandon()
-		r.o.Metrics.Fallback(r.name, reason.BadResourceVersion)
+		r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 		logger.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
-			"reason", reason.BadResourceVersion, "resourceVersion", ev.endRV)
+			"reason", string(reason.BadResourceVersion), "resourceVersion", ev.endRV)
 		return backingOff{delay: r.delay(0), next: asList}, because(reason.BadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", ev.endRV)
 	}
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(ev.endRV, last) {
@@ -1002,9 +1003,9 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	)
 	switch {
 	case d.Action == fallback.Relist:
-		next, then = r.syncState(ctx, relistQuery(rv), false, string(d.Reason)), "relisting "+relistQuery(rv).String()
+		next, then = r.syncState(ctx, relistQuery(rv), false, d.Reason), "relisting "+relistQuery(rv).String()
 	case d.Action == fallback.FallbackMostRecent:
-		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason)), "relisting "+fallback.MostRecentQuery().String()
+		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, d.Reason), "relisting "+fallback.MostRecentQuery().String()
 	case !resumable(rv):
 		// A watch from "" or "0" resumes nothing (resumable): list.
 		next = r.syncState(ctx, fallback.MostRecentQuery(), false, reason.NoResumeVersion)
@@ -1017,7 +1018,7 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	if class == fallback.Gone {
 		what = "410 Gone"
 	}
-	w := because(string(d.Reason), "watch from %q: %s; %s (%v)", rv, what, then, err)
+	w := because(d.Reason, "watch from %q: %s; %s (%v)", rv, what, then, err)
 	if d.Wait == engine.WaitIfRepeated {
 		return r.relist(next, 0), w
 	}
@@ -1134,7 +1135,7 @@ func (r *Reflector) watchClosed(ctx context.Context, s watching, events int, pro
 		return r.noResume(ctx, rv, fmt.Sprintf("closed after %d events", events))
 	}
 	if progressed {
-		r.o.Metrics.WatchRestart(r.name, reason.WatchClosed)
+		r.o.Metrics.WatchRestart(r.name, string(reason.WatchClosed))
 		return startingWatch{rv: rv}, because(reason.WatchClosed, "watch closed after %d events; resuming from %q", events, rv)
 	}
 	// No progress, no hurry: a watch that adopted nothing is a
@@ -1151,10 +1152,10 @@ func (r *Reflector) watchClosed(ctx context.Context, s watching, events int, pro
 			return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, reason.ShortWatch)},
 				because(reason.ShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
 		}
-		r.o.Metrics.WatchRestart(r.name, reason.ShortWatch)
+		r.o.Metrics.WatchRestart(r.name, string(reason.ShortWatch))
 		return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(reason.ShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
 	}
-	r.o.Metrics.WatchRestart(r.name, reason.WatchClosed)
+	r.o.Metrics.WatchRestart(r.name, string(reason.WatchClosed))
 	return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(reason.WatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
 }
 
@@ -1165,7 +1166,7 @@ func (r *Reflector) watchStalled(ctx context.Context) (state, why) {
 	if !resumable(rv) {
 		return r.noResume(ctx, rv, "stalled")
 	}
-	r.o.Metrics.WatchRestart(r.name, reason.Stalled)
+	r.o.Metrics.WatchRestart(r.name, string(reason.Stalled))
 	return startingWatch{rv: rv}, because(reason.Stalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
 }
 
@@ -1199,7 +1200,7 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *wat
 	if ev.Type == watch.Bookmark {
 		if pw.Bookmark(rv, false) == watchpipe.Drop {
 			// Every watch from it would fail: not adopted.
-			r.o.Metrics.Fallback(r.name, reason.BadResourceVersion)
+			r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 			logger.Info("Ignoring a bookmark whose resourceVersion does not parse on a server whose versions do", "resourceVersion", rv, "current", r.LastSyncResourceVersion())
 			return
 		}
@@ -1220,13 +1221,13 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *wat
 	case watchpipe.DeliverAsDeleted:
 		ev.Type = watch.Deleted
 	case watchpipe.EndStale:
-		r.o.Metrics.Fallback(r.name, reason.StaleEvent)
+		r.o.Metrics.Fallback(r.name, string(reason.StaleEvent))
 		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
 		r.ended, r.endedCode = fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already applied", ev.Type, obj, rv, held), reason.StaleEvent
 		logger.Info("Ignoring a watch event older than what the store already reflects", "type", ev.Type, "object", obj, "event", rv, "applied", held)
 		return
 	case watchpipe.EndUnparsable:
-		r.o.Metrics.Fallback(r.name, reason.BadResourceVersion)
+		r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
 		r.ended, r.endedCode = fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), reason.BadResourceVersion
 		logger.Info("Ignoring a watch event whose resourceVersion does not parse on a server whose versions do", "type", ev.Type, "object", obj, "resourceVersion", rv)

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -350,8 +349,8 @@ func TestRelistNeverTakesAnObjectBackInTime(t *testing.T) {
 	if rv := r.LastSyncResourceVersion(); rv != "16" {
 		t.Fatalf("LastSyncResourceVersion = %q; want 16", rv)
 	}
-	if got := rec.get(&rec.transitions); !slices.ContainsFunc(got, func(s string) bool { return s == "Relisting>BackingOff:"+reason.StaleList }) {
-		t.Fatalf("transitions %v; want the stale list rejected (%s)", got, reason.StaleList)
+	if got := rec.get(&rec.transitions); !slices.ContainsFunc(got, func(s string) bool { return s == "Relisting>BackingOff:"+"stale-list" }) {
+		t.Fatalf("transitions %v; want the stale list rejected (%s)", got, "stale-list")
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -30,7 +29,7 @@ func TestStallTimerRearmsLazily(t *testing.T) {
 	if d := time.Since(last); d < 290*time.Millisecond {
 		t.Fatalf("stall restart %v after the last event; want >= StallTimeout", d)
 	}
-	if got := rec.get(&rec.restarts); len(got) != 1 || got[0] != reason.Stalled {
+	if got := rec.get(&rec.restarts); len(got) != 1 || got[0] != "stalled" {
 		t.Fatalf("restarts %v", got)
 	}
 	if r.State().Items != 1 || r.LastSyncResourceVersion() != itoa(rv-1) {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -91,7 +90,7 @@ func TestTransformFailureIsRetriedNotDropped(t *testing.T) {
 	if n := e.srv.Count(steadywatchtest.VerbList); n < 3 {
 		t.Fatalf("%d lists; want the list retried", n)
 	}
-	if !slices.Contains(e.rec.lines(), "Fallback v1/configmaps "+string(reason.TransformFailed)) {
-		t.Errorf("metrics %v; want %s counted", e.rec.lines(), reason.TransformFailed)
+	if !slices.Contains(e.rec.lines(), "Fallback v1/configmaps "+"transform-failed") {
+		t.Errorf("metrics %v; want %s counted", e.rec.lines(), "transform-failed")
 	}
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -165,7 +164,7 @@ func TestGetExactOnV118(t *testing.T) {
 		}
 		scanned := false
 		for _, e := range rec.Fallbacks {
-			scanned = scanned || e.Reason == reason.GetExactScan
+			scanned = scanned || e.Reason == "get-exact-name-list-not-exact-scan-collection"
 		}
 		if scanned != (f != steadywatchtest.Faults{}) {
 			t.Errorf("faults %+v: collection scan %v, want it only on v1.18", f, scanned)

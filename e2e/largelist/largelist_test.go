@@ -22,7 +22,6 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -30,9 +29,9 @@ import (
 
 // Reasons that mean "the streaming list was abandoned" (a fallback).
 var abandonReasons = []string{
-	string(reason.StreamingListAbandoned), // drop-in informer (lister's ListerWatcher)
-	reason.StreamIgnored,                  // reflector.New: the guard found no streaming
-	reason.StreamFailed,                   // reflector.New: cut or failed stream
+	"streaming-list-abandoned", // drop-in informer (lister's ListerWatcher)
+	"streaming-ignored",        // reflector.New: the guard found no streaming
+	"streaming-failed",         // reflector.New: cut or failed stream
 }
 
 // recorder notes, with their time, the fallbacks and transitions of one client.

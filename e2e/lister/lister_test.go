@@ -31,7 +31,6 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -293,7 +292,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(first.Options.Limit).To(Equal(int64(2)))
 		Expect(first.Class).To(Equal(fallback.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410 from the server: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
+		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal(lister.PurposeNewerRVProbe))
 		Expect(rec.Served.Semantic).To(Equal(fallback.NotOlderThan))
 		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
@@ -347,7 +346,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 			return nil
 		}, lister.OnRestart(func(ev fallback.Event) error {
 			restarts++
-			Expect(ev.Reason).To(Equal(reason.ContinueExpiredRestart))
+			Expect(ev.Reason).To(Equal("continue-expired-restart-newer-rv"))
 			pages = nil
 			return nil
 		}))
@@ -409,7 +408,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		_, rec, err := lister.New(e.client(false), lister.Options{LabelSelector: "set=eg"}).List(ctx, lister.Exact(rv0))
 		Expect(errors.Is(err, lister.ErrExactUnavailable)).To(BeTrue(), "%v", err)
 		Expect(apierrors.IsResourceExpired(err)).To(BeTrue(), "%v", err)
-		Expect(reasons(rec)).To(HaveExactElements(reason.ExactGone))
+		Expect(reasons(rec)).To(HaveExactElements("exact-gone"))
 		Expect(rec.ServedResourceVersion).To(BeEmpty())
 	})
 
@@ -481,7 +480,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		for _, r := range rec.Requests {
 			Expect(r.WireRequests).To(Equal(1), "each request once on the wire")
 		}
-		Expect(reasons(rec)).To(HaveExactElements(reason.TooLargeCheckRV, reason.TooLargeWait))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
 	})
 
 	It("Retry-After that client-go does not absorb is honoured by the lister (504 too-large, client-go retries off)", func(ctx SpecContext) {
@@ -493,7 +492,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		// The 504, the consistent limit=1 read that shows rv exists, then the same list after Retry-After.
 		Expect(rec.Requests).To(HaveLen(3))
 		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements(reason.TooLargeCheckRV, reason.TooLargeWait))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("Retry-After 2s honoured"))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(3))
@@ -519,7 +518,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(rec.Requests).To(HaveLen(2))
 		Expect(rec.Requests[0].WireRequests).To(Equal(11))
 		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements(reason.TooLargeFallbackMostRecent))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-fallback-most-recent"))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(12))
 		for i := 0; i < 11; i++ {
@@ -537,7 +536,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 500, Count: 1})
 		_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=thr"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(reasons(rec)).To(HaveExactElements(reason.ThrottledBackoff, reason.ServerErrorBackoff))
+		Expect(reasons(rec)).To(HaveExactElements("throttled-backoff", "server-error-backoff"))
 		Expect(rec.Requests[0].Class).To(Equal(fallback.Throttled))
 		Expect(rec.Requests[1].Class).To(Equal(fallback.ServerError))
 		lists := e.requests("list")
@@ -554,7 +553,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(err).NotTo(HaveOccurred())
 		// The two injected 504s answer the list and the consistent read that checks rv exists; that read is
 		// retried with backoff, then the list is sent again.
-		Expect(reasons(rec)).To(HaveExactElements(reason.TooLargeCheckRV, reason.NewerRVProbeRetry, reason.TooLargeWait))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "newer-rv-probe-retry", "too-large-rv-wait-retry-after"))
 		rvAtLeast(rec.ServedResourceVersion, rv)
 	})
 
@@ -592,8 +591,8 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(ok).To(BeTrue())
 		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(reasons(res.rec)[0]).To(Equal(reason.TooLargeCheckRV))
-		Expect(reasons(res.rec)[1:]).To(HaveEach(reason.TooLargeWait))
+		Expect(reasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(reasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
 		rvAtLeast(res.rec.ServedResourceVersion, future)
 		for _, r := range e.requests("list") {
 			Expect(r.Fault).To(BeEmpty(), "every answer came from the real server")
@@ -675,7 +674,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		obj, rec, err := l.List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests[0].Class).To(Equal(fallback.ServedNewerThanExact))
-		Expect(reasons(rec)).To(HaveExactElements(reason.Rule2RetryWithLimit))
+		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(2))
 		caps = srv.Capabilities(ctx)
@@ -727,7 +726,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(rec.Requests[0].Options.Limit).To(BeZero())
 		Expect(rec.Requests[0].Class).To(Equal(fallback.ServedNewerThanExact))
 		Expect(fallback.CompareRV(rec.Requests[0].ServedResourceVersion, rv0)).To(Equal(fallback.Newer), "v1.18 ignored the match")
-		Expect(reasons(rec)).To(HaveExactElements(reason.Rule2RetryWithLimit))
+		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		// The retry: legacy form (the server is now known to ignore the match), limit = PageSize, two pages at rv0.
 		Expect(rec.Requests).To(HaveLen(3))
 		retry := rec.Requests[1]
@@ -756,7 +755,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(first.Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan), "sent with the match: v1.18 ignores it")
 		Expect(first.Class).To(Equal(fallback.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
+		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal(lister.PurposeNewerRVProbe))
 		Expect(rec.Requests[2].Options.ResourceVersionMatch).To(BeEmpty(), "the 410 proved the match ignored: legacy form from then on")
 		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
@@ -792,8 +791,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(first.Class).To(Equal(fallback.TooLargeRV))
 		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(reasons(res.rec)[0]).To(Equal(reason.TooLargeCheckRV))
-		Expect(reasons(res.rec)[1:]).To(HaveEach(reason.TooLargeWait))
+		Expect(reasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(reasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
 		rvAtLeast(res.rec.ServedResourceVersion, future)
 	})
 
@@ -813,7 +812,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMap).Data["v"]).To(Equal("1"))
 		Expect(rec.ServedResourceVersion).To(Equal(old))
-		Expect(reasons(rec)).To(HaveExactElements(reason.Rule2RetryWithLimit, reason.Rule2MismatchWithLimit, reason.GetExactScan))
+		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit", "rule2-exact-mismatch-with-limit", "get-exact-name-list-not-exact-scan-collection"))
 		Expect(rec.Requests[1].Options.FieldSelector).To(Equal("metadata.name=lge-0"))
 		Expect(rec.Requests[1].Options.Limit).To(BeNumerically(">", 0))
 		Expect(fallback.CompareRV(rec.Requests[1].ServedResourceVersion, old)).To(Equal(fallback.Newer), "v1.18 ignored the RV even with a limit")

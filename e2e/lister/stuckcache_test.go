@@ -19,7 +19,6 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -104,7 +103,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		fmt.Fprintln(GinkgoWriter, summary)
 		AddReportEntry("NotOlderThan behind a stuck watch cache on "+build.Legacy, summary)
 
-		Expect(reasons(rec)).To(HaveExactElements(reason.TooLargeCheckRV, reason.TooLargeCacheStuck))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-cache-stuck-most-recent"))
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("KEP-1904"))
 		Expect(rec.Requests).To(HaveLen(3))
 		first := rec.Requests[0]
@@ -137,7 +136,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		fmt.Fprintln(GinkgoWriter, summary)
 		AddReportEntry("NotOlderThan behind a stuck watch cache on "+build.Legacy+", unknown server", summary)
 
-		Expect(reasons(rec)).To(HaveExactElements(reason.TooLargeCheckRV, reason.TooLargeWait, reason.TooLargeCacheStuck))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after", "too-large-rv-cache-stuck-most-recent"))
 		Expect(rec.Fallbacks[2].Detail).To(ContainSubstring("in two answers"))
 		Expect(rec.Requests).To(HaveLen(4))
 		Expect(rec.Requests[0].Err).To(MatchError(ContainSubstring("Too large resource version")))
@@ -176,8 +175,8 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 			statuses = append(statuses, l.Status)
 		}
 		Expect(statuses).To(ContainElement(504), "the sync met the stuck watch cache")
-		Expect(rec.get()).To(ContainElement(reason.TooLargeCacheStuck))
-		Expect(rec.get()).NotTo(ContainElement(reason.TooLargeWait))
+		Expect(rec.get()).To(ContainElement("too-large-rv-cache-stuck-most-recent"))
+		Expect(rec.get()).NotTo(ContainElement("too-large-rv-wait-retry-after"))
 		Expect(took).To(BeNumerically("<", 8*time.Second))
 
 		truth, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "set=stksync"})

@@ -78,20 +78,6 @@ type Listed struct {
 	Pages, Items    int
 }
 
-// Reasons the ListerWatcher reports (package lister's constants of the same
-// names document each one).
-const (
-	ReasonClientGoRelist                             = "client-go-relist"
-	ReasonClientGoRewatch                            = "client-go-rewatch"
-	ReasonWatchStalled                               = "watch-stalled"
-	ReasonStreamingListAbandoned fallback.ReasonCode = "streaming-list-abandoned"
-	ReasonUnservedRVMostRecent   fallback.ReasonCode = "unserved-rv-most-recent"
-	ReasonStaleListReasked       fallback.ReasonCode = "stale-list-reasked"
-	ReasonStaleEvent             fallback.ReasonCode = "event-older-than-store"
-	ReasonBadResourceVersion     fallback.ReasonCode = "unparsable-resource-version"
-	ReasonNoProgressBackoff      fallback.ReasonCode = "no-progress-backoff"
-)
-
 // New returns the ListerWatcher of cfg.
 func New(cfg Config) *ListerWatcher {
 	return &ListerWatcher{cfg: cfg, pipe: watchpipe.New(watchpipe.Config{Shared: true, Filter: watchpipe.FilterOf(cfg.Client)}), gate: newProgressGate()}
@@ -116,7 +102,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 	relist := lw.lists > 1 || lw.watches > 0 // a list after a streaming list is a relist too
 	lw.mu.Unlock()
 	if relist {
-		o.Metrics.Relist(o.Name, reason.ClientGoRelist)
+		o.Metrics.Relist(o.Name, string(reason.ClientGoRelist))
 		log.V(2).Info("client-go relists", "query", q.String(), "delivered", delivered)
 	}
 	if q.Semantic == fallback.NotOlderThan && unserved != "" && q.ResourceVersion == unserved {
@@ -176,10 +162,10 @@ func (lw *ListerWatcher) replaceHeld(list runtime.Object, rv string) {
 // client-go must not apply (a stale one, one with a version that does not
 // parse): 410 Expired, which client-go's reflector answers with a relist,
 // never older than what it holds.
-func relistError(detail string, reason fallback.ReasonCode) watch.Event {
+func relistError(detail string, why reason.Code) watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
-		Message: "steadywatch: " + detail + " (" + string(reason) + "); relisting",
+		Message: "steadywatch: " + detail + " (" + string(why) + "); relisting",
 	}}
 }
 
@@ -193,7 +179,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	rewatch := lw.watches > 1
 	lw.mu.Unlock()
 	if rewatch {
-		o.Metrics.WatchRestart(o.Name, reason.ClientGoRewatch)
+		o.Metrics.WatchRestart(o.Name, string(reason.ClientGoRewatch))
 	}
 	if options.SendInitialEvents == nil || !*options.SendInitialEvents {
 		if _, err := lw.awaitProgressGate(ctx, log); err != nil {
@@ -432,9 +418,9 @@ func (f *followedWatch) follow(lw *ListerWatcher, log logr.Logger, pw *watchpipe
 	defer watchpipe.StartWatchdog(o.StallTimeout, &forwarded,
 		func(at time.Time) { o.Metrics.ResourceVersionAdvanced(o.Name, at) },
 		func() {
-			o.Metrics.WatchRestart(o.Name, reason.WatchStalled)
+			o.Metrics.WatchRestart(o.Name, string(reason.WatchStalled))
 			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
-				"reason", reason.WatchStalled, "quiet", o.StallTimeout)
+				"reason", string(reason.WatchStalled), "quiet", o.StallTimeout)
 			f.Stop() // the loop ends and stops the watchdog
 		})()
 	for {

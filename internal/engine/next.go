@@ -28,7 +28,7 @@ func (c *Call) Next(a Answer) Step {
 	case EvidenceHonoured:
 		c.learned = MatchHonoured
 	}
-	ev := fallback.Event{Reason: d.Reason, Action: d.Action, Attempt: c.requests, Class: class, Before: c.sent.Query, Err: a.Err}
+	ev := fallback.Event{Reason: fallback.ReasonCode(d.Reason), Action: d.Action, Attempt: c.requests, Class: class, Before: c.sent.Query, Err: a.Err}
 	if c.sent.Purpose != PurposePage {
 		return c.probeAnswered(st, ev, a, b)
 	}
@@ -135,7 +135,7 @@ func (c *Call) end(st Step, ev fallback.Event, detail string) Step {
 }
 
 // failDetail is the event detail of a failing row of a page.
-func (c *Call) failDetail(r fallback.ReasonCode, a Answer) string {
+func (c *Call) failDetail(r reason.Code, a Answer) string {
 	switch r {
 	case reason.ServedOlderExhausted:
 		return fmt.Sprintf("served %s, requested not older than %s", a.ServedRV, c.requested.ResourceVersion)

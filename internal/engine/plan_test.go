@@ -128,7 +128,7 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if n := st.Next; n.Purpose != PurposePage || n.Wait != 0 || n.Query.Semantic != fallback.MostRecent || n.Options.ResourceVersion != "" {
 		t.Fatalf("next request %+v, want MostRecent at once", n)
 	}
-	if ev := st.Event; ev == nil || ev.Reason != reason.TooLargeCacheStuck || ev.After.Semantic != fallback.MostRecent ||
+	if ev := st.Event; ev == nil || reason.Code(ev.Reason) != reason.TooLargeCacheStuck || ev.After.Semantic != fallback.MostRecent ||
 		!strings.Contains(ev.Detail, "199 exists") || !strings.Contains(ev.Detail, "KEP-1904") {
 		t.Fatalf("event %+v", st.Event)
 	}

@@ -97,7 +97,7 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 	if st.Next.Purpose == PurposePage {
 		p.state = PurposePage // answered: idle again
 	}
-	ev.Reason, ev.Action, ev.After = st.Reason, st.Action, st.Next.Query
+	ev.Reason, ev.Action, ev.After = fallback.ReasonCode(st.Reason), st.Action, st.Next.Query
 	st.Done, st.Event = st.Action.IsFailure(), &ev
 	return st
 }

@@ -92,7 +92,7 @@ func (w Wait) String() string {
 type Row struct {
 	when   when
 	Action Action
-	Reason ReasonCode
+	Reason reason.Code
 	// Source quotes the public text the row implements.
 	Source string
 	// Wait is read by the reflector only (OpRelist and OpWatch rows).
@@ -218,18 +218,6 @@ var rules = []Row{
 	{when{op: OpWatch, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact, ServedOlder)}, Relist, reason.WatchError, srcWatch410 + "; any other failure: relist not older than the held resourceVersion", WaitBackoff},
 }
 
-// The reflector's reason codes for its rows (package reflector exports the
-// same strings; docs_test checks they agree).
-const (
-	reasonStaleList  ReasonCode = "stale-list"
-	reasonListGone   ReasonCode = "list-gone"
-	reasonTooLargeRV ReasonCode = "too-large-rv"
-	reasonListError  ReasonCode = "list-error"
-	reasonWatchGone  ReasonCode = "watch-gone"
-	reasonRetry      ReasonCode = "retry"
-	reasonWatchError ReasonCode = "watch-error"
-)
-
 const (
 	srcMaxRequests = "Options.MaxRequests bounds the requests that deliver no page: a server that answers every request with a retryable failure costs a bounded number of requests"
 	srcRestart     = SourceChunks + ": a restart starts from the first page; pages of the old snapshot already handed over are void only if the caller allows it (OnRestart), and a caller's own continue token names no first page"
@@ -239,8 +227,8 @@ const (
 // withCallLimits applies the call's own limits to the list rules: every row
 // of OpPage that sends a follow-up request becomes two, one for a call with
 // requests left (Config.MaxRequests) and one failing with
-// ReasonMaxRequests; a restart row becomes two again, one for a call that
-// may restart and one failing with ReasonRestartNotAllowed.
+// reason.MaxRequests; a restart row becomes two again, one for a call that
+// may restart and one failing with reason.RestartNotAllowed.
 func withCallLimits(rows []Row) []Row {
 	var out []Row
 	for _, r := range rows {
@@ -308,7 +296,7 @@ func decide(s Situation, p Policy) decision {
 // Decision is a row's answer for the reflector (OpRelist, OpWatch).
 type Decision struct {
 	Action Action
-	Reason ReasonCode
+	Reason reason.Code
 	Wait   Wait
 	Row    int
 }

@@ -14,7 +14,7 @@ import (
 
 // expected is an independent reading of KEP-2523 and the API Concepts tables, written as plain control
 // flow (not as patterns), that the table must agree with cell by cell.
-func expected(s Situation, p Policy) (Action, ReasonCode) {
+func expected(s Situation, p Policy) (Action, reason.Code) {
 	switch s.Op {
 	case OpNewerRV, OpCurrentRV: // a limit=1 MostRecent read
 		switch s.Class {
@@ -286,7 +286,7 @@ func checkSafety(t *testing.T, s Situation, p Policy, d decision) {
 }
 
 func TestTableRowsCiteSources(t *testing.T) {
-	seen := map[ReasonCode]bool{}
+	seen := map[reason.Code]bool{}
 	for i, r := range table {
 		if r.Reason == "" || r.Source == "" {
 			t.Errorf("row %d has no reason or source", i)
@@ -310,7 +310,7 @@ func TestTableRowsCiteSources(t *testing.T) {
 		}
 		seen[r.Reason] = true
 	}
-	for _, must := range []ReasonCode{reason.Rule1RetryNewerRV, reason.Rule1FallbackMostRecent, reason.Rule2RetryWithLimit,
+	for _, must := range []reason.Code{reason.Rule1RetryNewerRV, reason.Rule1FallbackMostRecent, reason.Rule2RetryWithLimit,
 		reason.ContinueExpiredRestart, reason.ContinueExpiredUnpaginated, reason.TooLargeWait, reason.TooLargeFallbackMostRecent, reason.TooLargeCacheStuck} {
 		if !seen[must] {
 			t.Errorf("no row with reason %s", must)

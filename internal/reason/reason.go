@@ -352,8 +352,8 @@ const (
 // tombstone, and the last part of the "canonical:<action>:<reason>" label.
 const (
 	// NewerShape: a recogniser of a shape after the canonical one
-	// claimed the object. the Gateway API versioning guide: controllers MUST ignore CRs in shapes
-	// created after they were written.
+	// claimed the object; the Gateway API versioning guide says controllers
+	// MUST ignore CRs in shapes created after they were written.
 	NewerShape Code = "newer-shape"
 	// Unrecognized: no recogniser claimed the object, so its shape is
 	// unknown (typically a field from a future shape that the chain has no

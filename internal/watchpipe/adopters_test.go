@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/lister"
@@ -62,8 +61,8 @@ type pipeCase struct {
 }
 
 const (
-	stale      = "event-older-than-store"      // reason.StaleEvent, reason.StaleEvent
-	unparsable = "unparsable-resource-version" // reason.BadResourceVersion, reason.BadResourceVersion
+	stale      = "event-older-than-store"      // the reflector's and the drop-in's reason code
+	unparsable = "unparsable-resource-version" // the reflector's and the drop-in's reason code
 )
 
 var pipeCases = []pipeCase{
