@@ -29,6 +29,9 @@ const (
 	// canonical): "canonical:<action>:<reason>" as the "reason" of
 	// steadywatch_fallbacks_total.
 	Canonical
+	// ReadYourWrites: a read of package readyourwrites went to the server
+	// instead of the cache: "reason" of steadywatch_read_fallbacks_total.
+	ReadYourWrites
 )
 
 // Entry is one reason code and the parts of the SDK that report it.
@@ -85,6 +88,8 @@ func All() []Entry {
 
 		{NewerShape, Canonical}, {Unrecognized, Canonical}, {ConversionFailed, Canonical},
 		{RecognizerPanicked, Canonical}, {NotUnstructured, Canonical},
+
+		{ReadBound, ReadYourWrites}, {ReadIncomparable, ReadYourWrites},
 	}
 }
 

@@ -396,3 +396,15 @@ const (
 	// not one of the declared constants, whatever its support.
 	UnlistedCapability Code = "compat:unlisted-capability"
 )
+
+// Reasons a read of package readyourwrites went to the server instead of
+// the cache: "reason" of steadywatch_read_fallbacks_total.
+const (
+	// ReadBound: the cache did not catch up with the client's own write
+	// within readyourwrites.Options.Bound; the read went to the server.
+	ReadBound Code = "bound"
+	// ReadIncomparable: the server's resourceVersions are not comparable
+	// (KEP-5504), so the cache's freshness cannot be known; the read went
+	// to the server.
+	ReadIncomparable Code = "incomparable"
+)

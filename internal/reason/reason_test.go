@@ -183,6 +183,7 @@ var sources = []struct {
 	{Compat, "compat", "a belief about the server changed (package compat): `reason` of `steadywatch_fallbacks_total` under the name `compat` or `compat/<group/version>`"},
 	{Shard, "shard", "a sharded ListerWatcher (package shard): `reason` of `steadywatch_fallbacks_total`"},
 	{Canonical, "canonical", "a canonical ListerWatcher rejected an object (package canonical): the Reason of a `*canonical.RejectedError`, the tombstone's annotation, and `canonical:<action>:<reason>` as the `reason` of `steadywatch_fallbacks_total`"},
+	{ReadYourWrites, "readyourwrites", "a read of package readyourwrites went to the server instead of the cache: `reason` of `steadywatch_read_fallbacks_total`"},
 }
 
 // Meanings returns each code's meaning: its constant's doc comment, or for
