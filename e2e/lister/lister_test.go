@@ -237,10 +237,12 @@ func rvAtLeast(got, floor string) {
 	Expect(fallback.CompareRV(got, floor)).To(BeElementOf(fallback.Same, fallback.Newer), "served %s, floor %s", got, floor)
 }
 
-func reasons(r *lister.Record) []fallback.ReasonCode {
-	var out []fallback.ReasonCode
+// reasons returns the reason codes of r's fallbacks, as the strings users
+// compare them with.
+func reasons(r *lister.Record) []string {
+	var out []string
 	for _, ev := range r.Fallbacks {
-		out = append(out, ev.Reason)
+		out = append(out, string(ev.Reason))
 	}
 	return out
 }
@@ -346,7 +348,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 			return nil
 		}, lister.OnRestart(func(ev fallback.Event) error {
 			restarts++
-			Expect(ev.Reason).To(Equal("continue-expired-restart-newer-rv"))
+			Expect(string(ev.Reason)).To(Equal("continue-expired-restart-newer-rv"))
 			pages = nil
 			return nil
 		}))

@@ -28,19 +28,19 @@ import (
 type fallbackReasons struct {
 	metrics.Nop
 	mu      sync.Mutex
-	reasons []fallback.ReasonCode
+	reasons []string
 }
 
 func (r *fallbackReasons) Fallback(_, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reasons = append(r.reasons, fallback.ReasonCode(reason))
+	r.reasons = append(r.reasons, reason)
 }
 
-func (r *fallbackReasons) get() []fallback.ReasonCode {
+func (r *fallbackReasons) get() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]fallback.ReasonCode(nil), r.reasons...)
+	return append([]string(nil), r.reasons...)
 }
 
 // A v1.18 apiserver has no watch progress notifications (KEP-1904,
