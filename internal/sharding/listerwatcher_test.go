@@ -1,4 +1,4 @@
-package shard_test
+package sharding_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
-	"github.com/steadywatch/steadywatch/shard"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 )
 
 // fakeServer answers lists with its objects, filtered and echoed only when

@@ -1,4 +1,4 @@
-package shard_test
+package sharding_test
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	apisharding "k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/steadywatch/steadywatch/shard"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 )
 
 const half = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
