@@ -152,10 +152,11 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, o Options) (*Info
 //	}
 //	defer done()
 //
-// Ownership moves when replicas join or leave; a replica hands an object
-// over only after every done of its owned reconciles was called, so a
-// reconcile that never calls done holds its replica's share in place. When
-// ok is false, done does nothing.
+// Ownership moves when replicas join or leave. A replica hands an object
+// over only after the done of each reconcile of it (and of the objects of
+// its slice, 1/24 of the hash space) was called; a reconcile that never
+// calls done keeps that slice with this replica. When ok is false, done
+// does nothing.
 func (s *Informer) Owns(obj runtime.Object) (done func(), ok bool) {
 	// Counted before the check: a handoff that starts between the two
 	// waits for this reconcile.
@@ -314,8 +315,9 @@ func (h *serialHandler) OnDelete(obj any) {
 	h.h.OnDelete(obj)
 }
 
-// inflight counts the running reconciles per slice; wait returns once none
-// runs on the slices a Selector holds.
+// inflight counts the running reconciles per slice; wait returns the
+// released slices some of which still run when ctx ends (none once they
+// all ended).
 type inflight struct {
 	mu      sync.Mutex
 	n       [sharding.DefaultMembershipSlices]int
@@ -334,26 +336,26 @@ func (f *inflight) add(slice, d int) {
 	}
 }
 
-func (f *inflight) wait(ctx context.Context, released sharding.Selector) error {
+func (f *inflight) wait(ctx context.Context, released []int) (busy []int) {
 	for {
 		f.mu.Lock()
 		if f.changed == nil {
 			f.changed = make(chan struct{})
 		}
-		busy, changed := 0, f.changed
-		for i, n := range f.n {
-			if n > 0 && released.MatchesHash(sharding.Slice(i, len(f.n)).Start) {
-				busy += n
+		busy, changed := busy[:0], f.changed
+		for _, i := range released {
+			if i >= 0 && i < len(f.n) && f.n[i] > 0 {
+				busy = append(busy, i)
 			}
 		}
 		f.mu.Unlock()
-		if busy == 0 {
+		if len(busy) == 0 {
 			return nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("shard: %d reconciles of the released objects still running: %w", busy, ctx.Err())
+			return busy
 		}
 	}
 }

@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
-	shard "github.com/steadywatch/steadywatch/internal/sharding"
 )
 
 // fakeServer answers lists with its objects, filtered and echoed only when
