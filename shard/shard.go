@@ -56,8 +56,8 @@ type Options struct {
 	Identity string
 	// LeaseDuration: a replica whose Lease has not been renewed for this
 	// long is gone and its objects move. A replica renews every 2/15 of it
-	// and stops acting after 2/3 of it without a renewal. Default 15s (with
-	// 2s and 10s: client-go's leader election).
+	// and stops acting after 2/3 of it without a renewal. Default 15s (so 2s
+	// and 10s: client-go's leader election defaults); at least 3s.
 	LeaseDuration time.Duration
 	// Metrics counts the fallbacks (Reason*) and the informer's requests.
 	// Default: none.
