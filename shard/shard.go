@@ -59,8 +59,8 @@ type Options struct {
 	// and stops acting after 2/3 of it without a renewal. Default 15s (so 2s
 	// and 10s: client-go's leader election defaults); at least 3s.
 	LeaseDuration time.Duration
-	// Metrics counts the fallbacks (Reason*) and the informer's requests.
-	// Default: none.
+	// Metrics counts the informer's requests and fallbacks (among them
+	// shard-client-filter where the server ignored the range). Default: none.
 	Metrics metrics.Recorder
 }
 
