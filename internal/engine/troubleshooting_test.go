@@ -133,7 +133,7 @@ Every fallback steadywatch takes is a **reason code**: a metric label (see
 [metrics/prometheus](../metrics/prometheus)) and the ` + "`reason`" + ` key of a log line at
 verbosity 2 (` + "`-v=2`" + ` with klog, or a logr logger at V(2) in the context). The codes are
 constants in the code, so this page lists every one, with the constant's own documentation.
-[reasons.md](reasons.md) lists them by metric.
+[reasons.md](reasons.md) lists them all, with the metric labels that carry each.
 
 ## My informer never syncs
 
