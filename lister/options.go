@@ -197,7 +197,7 @@ type Options struct {
 	// never-older filter, the store's key and a reflector's kind check need
 	// them): cleared ones are restored, changed ones fail.
 	// A failure (an error, nil, another type, a changed identity) is a
-	// *TransformError, logged and counted (reason ReasonTransformFailed),
+	// *TransformError, logged and counted (reason "transform-failed"),
 	// and nothing untransformed is kept in its place: the list fails, a
 	// watch ends with TransformFailedEvent, and the informer lists again
 	// after a backoff. On the drop-in paths, client-go's own transform

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -26,7 +27,7 @@ import (
 // When no decoding client can be built for exampleObject (a custom
 // resource's Go type; an unstructured or metadata object without d.Mapper),
 // lists go through lw, as with NewSharedIndexInformerWithOptions: logged
-// and counted (reason lister.ReasonNoDecodingClient).
+// and counted (reason "no-decoding-client").
 func NewSharedIndexInformerWithDecoding(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options, d lister.Decoding) cache.SharedIndexInformer {
 	dec, err := d.ClientFor(exampleObject)
 	return sharedIndexInformerDecoding(lw, exampleObject, o, lo, dec, err)
@@ -38,13 +39,13 @@ func sharedIndexInformerDecoding(lw cache.ListerWatcher, exampleObject runtime.O
 	r := lo.Resolve(exampleObject)
 	c := lister.FromListerWatcher(lw)
 	if err != nil {
-		r.Metrics.Fallback(r.Name, string(lister.ReasonNoDecodingClient))
+		r.Metrics.Fallback(r.Name, string(reason.NoDecodingClient))
 		klog.Background().Info("Informer lists through the caller's ListerWatcher: no item-by-item decoding client",
-			"informer", r.Name, "reason", string(lister.ReasonNoDecodingClient), "err", err)
+			"informer", r.Name, "reason", string(reason.NoDecodingClient), "err", err)
 	} else {
 		// lister.WrapDecoding's client: dec's lists, checked against lw's
 		// scope until one matches; lw's watches.
-		c = &clients.Scoped{LW: c, Dec: dec, Name: r.Name, Metrics: r.Metrics, Reason: string(lister.ReasonDecodingScopeMismatch)}
+		c = &clients.Scoped{LW: c, Dec: dec, Name: r.Name, Metrics: r.Metrics, Reason: string(reason.DecodingScopeMismatch)}
 	}
 	return newInformer(c, exampleObject, o, Options{Lister: lo}, PathSharedIndexInformer)
 }

@@ -23,23 +23,6 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// Reasons reported through metrics.Recorder.Fallback by a sharded informer.
-const (
-	// ReasonClientFilter: a list came back without shardInfo (the server
-	// ignored the shardSelector); the objects outside the range were dropped
-	// on the client.
-	ReasonClientFilter = sharding.ReasonClientFilter
-	// ReasonEventOutsideRange: a watch delivered an object outside the
-	// range (the server does not filter watches); it was dropped.
-	ReasonEventOutsideRange = sharding.ReasonEventOutsideRange
-	// ReasonShardInfoMismatch: a list's shardInfo named another selector; the
-	// list was repeated without the parameter and filtered on the client.
-	ReasonShardInfoMismatch = sharding.ReasonShardInfoMismatch
-	// ReasonRangeChanged: the range changed (members joined or left); the
-	// watch ended with 410 Expired so that the informer lists the new range.
-	ReasonRangeChanged = sharding.ReasonRangeChanged
-)
-
 // Options configures New.
 type Options struct {
 	// Leases is the client of the coordination.k8s.io/v1 Leases through
