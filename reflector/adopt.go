@@ -23,8 +23,9 @@ const (
 // Adoption says how an informer runs on steadywatch.
 type Adoption struct {
 	// Path is the adoption path that built it: "SharedInformerFactory" (a
-	// typed informer of NewSharedInformerFactory's factory) or
-	// "NewSharedIndexInformer" (NewSharedIndexInformer and its variants).
+	// typed informer of NewSharedInformerFactory's factory),
+	// "NewSharedIndexInformer" (NewSharedIndexInformer and its variants) or
+	// "MetadataInformer" (NewMetadataInformer).
 	Path string
 	// Name is the name its logs and metrics carry ("v1/configmaps").
 	Name string
