@@ -48,7 +48,7 @@ const (
 	pathListerNew      adoptionPath = "lister.New"
 	pathListerWatcher  adoptionPath = "lister.NewListerWatcher"
 	pathWrap           adoptionPath = "lister.Wrap"
-	pathFactory        adoptionPath = "reflector.FactoryInformer"
+	pathFactory        adoptionPath = "reflector.NewSharedInformerFactory"
 	pathSharedInformer adoptionPath = "reflector.NewSharedIndexInformerWithOptions"
 	pathInformerFunc   adoptionPath = "reflector.NewInformerFunc"
 	pathMetadata       adoptionPath = "reflector.NewMetadataInformer"
