@@ -342,3 +342,13 @@ func TestNewInformerFuncNamesEachInformer(t *testing.T) {
 		t.Fatalf("lists recorded under %v; want %v", got, want)
 	}
 }
+
+// BenchmarkNewSharedInformerFactory measures the constructor, which reads
+// the factory's scope by running two probe informers.
+func BenchmarkNewSharedInformerFactory(b *testing.B) {
+	cs := fake.NewClientset()
+	tweak := informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" })
+	for b.Loop() {
+		NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"), tweak)
+	}
+}
