@@ -442,7 +442,7 @@ func TestInformerFuncWithDecodingControllerRuntimeMetadataShape(t *testing.T) {
 			t.Fatalf("item kind %v, want %v", got, gvk)
 		}
 	}
-	if a, ok := reflector.AdoptionOf(inf); !ok || a.Path != reflector.PathSharedIndexInformer {
+	if a, ok := reflector.AdoptionOf(inf); !ok || a.Path != "NewSharedIndexInformer" {
 		t.Errorf("AdoptionOf = %+v, %v", a, ok)
 	}
 }

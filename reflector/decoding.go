@@ -47,7 +47,7 @@ func sharedIndexInformerDecoding(lw cache.ListerWatcher, exampleObject runtime.O
 		// scope until one matches; lw's watches.
 		c = &clients.Scoped{LW: c, Dec: dec, Name: r.Name, Metrics: r.Metrics, Reason: string(reason.DecodingScopeMismatch)}
 	}
-	return newInformer(c, exampleObject, o, Options{Lister: lo}, PathSharedIndexInformer)
+	return newInformer(c, exampleObject, o, Options{Lister: lo}, pathSharedIndexInformer)
 }
 
 // NewInformerFuncWithDecoding is NewInformerFunc whose informers send their
