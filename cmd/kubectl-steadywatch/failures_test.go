@@ -239,7 +239,7 @@ func TestRequestTimeout(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v with --request-timeout 300ms", d)
 	}
-	f := newRootCommand(io.Discard, io.Discard).PersistentFlags().Lookup("request-timeout")
+	f := newCLI(io.Discard, io.Discard).global.Lookup("request-timeout")
 	if f == nil || f.DefValue != defaultRequestTimeout || defaultRequestTimeout == "0" {
 		t.Errorf("--request-timeout default %v, want %s (not 0)", f, defaultRequestTimeout)
 	}
@@ -344,7 +344,7 @@ func TestServerRefusesListExit2Once(t *testing.T) {
 	})
 	kc := writeKubeconfig(t, srv.URL)
 	for _, args := range [][]string{{"list", "--rv", "5"}, {"list", "--rv", "5", "-o", "json"}} {
-		r := runPlugin(t, append([]string{"--kubeconfig", kc, "--cache-dir", t.TempDir()}, args...)...)
+		r := runPlugin(t, append([]string{"--kubeconfig", kc}, args...)...)
 		t.Logf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.out, r.errOut)
 		if r.code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, r.code, exitUsage)
@@ -371,7 +371,7 @@ func TestSyncNotSyncedOneError(t *testing.T) {
 	kc := writeKubeconfig(t, srv.URL)
 	// 3s: the command's bound, not a claim on speed; the first refused list
 	// reached the error handler only after 1s in a loaded -race run.
-	r := runPlugin(t, "--kubeconfig", kc, "--cache-dir", t.TempDir(), "sync", "--timeout", "3s")
+	r := runPlugin(t, "--kubeconfig", kc, "sync", "--timeout", "3s")
 	if r.code != exitFailure {
 		t.Errorf("exit %d, want %d", r.code, exitFailure)
 	}

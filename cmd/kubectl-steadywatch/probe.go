@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/cobra"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,9 +65,9 @@ type probeOptions struct {
 	cleanupTimeout  time.Duration
 }
 
-func newProbeCommand(a *app) *cobra.Command {
+func newProbeCommand(a *app) *command {
 	o := &probeOptions{}
-	cmd := &cobra.Command{
+	cmd := &command{
 		Use:   "probe",
 		Short: "Run every cell of the KEP-2523 resourceVersion tables and report what the server did",
 		Long: `probe creates a scratch namespace (or, with -n, uses that namespace) and a few
@@ -88,8 +87,8 @@ is reported as "missing right: VERB RESOURCE ..." before anything is created.
 -o json prints the versioned schema documented in README.md (schemaVersion 1).`,
 		Example: `  kubectl steadywatch probe
   kubectl steadywatch probe -n my-namespace -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runProbe(cmd, o) },
+		Args: noArgs,
+		RunE: func(cmd *command, _ []string) error { return a.runProbe(cmd, o) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
@@ -134,7 +133,7 @@ func randomSuffix() string {
 	return string(b)
 }
 
-func (a *app) runProbe(cmd *cobra.Command, o *probeOptions) (err error) {
+func (a *app) runProbe(cmd *command, o *probeOptions) (err error) {
 	if err := outputFormat(o.output); err != nil {
 		return err
 	}

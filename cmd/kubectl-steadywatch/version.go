@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-
-	"github.com/spf13/cobra"
 )
 
 // buildVersion is what `version` and --version print, read from the
@@ -100,13 +98,13 @@ func (v buildVersion) String() string {
 	return b.String()
 }
 
-func newVersionCommand(out io.Writer) *cobra.Command {
-	return &cobra.Command{
+func newVersionCommand(out io.Writer) *command {
+	return &command{
 		Use:         "version",
 		Short:       "Print the plugin's version, the steadywatch and client-go versions it is built with, and Go's",
-		Args:        cobra.NoArgs,
+		Args:        noArgs,
 		Annotations: map[string]string{annotationOffline: "true"},
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(*command, []string) error {
 			_, err := io.WriteString(out, readBuildVersion().String())
 			return err
 		},
