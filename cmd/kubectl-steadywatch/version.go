@@ -19,7 +19,8 @@ type buildVersion struct {
 	// with "+dirty" when the work tree had changes.
 	Revision string
 	// SDK and ClientGo are the versions of the steadywatch SDK and
-	// k8s.io/client-go linked in ("(devel)" for a replaced SDK).
+	// k8s.io/client-go linked in. The plugin is a package of the SDK's
+	// module, so SDK is Plugin unless a build replaces the module.
 	SDK, ClientGo string
 	Go            string
 	Platform      string
@@ -44,6 +45,9 @@ func readBuildVersion() buildVersion {
 	if bi.Main.Version != "" {
 		v.Plugin = bi.Main.Version
 	}
+	if bi.Main.Path == sdkModule {
+		v.SDK = v.Plugin
+	}
 
 	for _, d := range bi.Deps {
 		switch d.Path {
@@ -67,7 +71,7 @@ func readBuildVersion() buildVersion {
 	}
 	if releaseVersion != "" {
 		v.Plugin = releaseVersion
-		if v.SDK == "(devel)" {
+		if v.SDK == "(devel)" || v.SDK == "unknown" {
 			v.SDK = releaseVersion // the SDK of this repository, released with it from one tag
 		}
 	}
