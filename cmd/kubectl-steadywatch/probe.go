@@ -24,7 +24,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // ErrMissingRight is matched (errors.Is) by every *MissingRightError.
@@ -632,7 +632,7 @@ func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOpt
 }
 
 // runStreamingList waits for the initial-events-end bookmark with the SDK's
-// one streaming-list guard (lister.AwaitInitialEvents), quiet bounding each
+// one streaming-list guard (watchpipe.AwaitInitialEvents), quiet bounding each
 // wait. The probe records what it saw; it keeps no belief about the server.
 func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.ListOptions, quiet time.Duration, r *cellReport) error {
 	opts.SendInitialEvents = ptrBool(true)
@@ -646,20 +646,20 @@ func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.Lis
 	}
 	defer w.Stop()
 	var last watch.Event
-	out, detail := lister.AwaitInitialEvents(wctx.Done(), w, lister.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
+	out, detail := watchpipe.AwaitInitialEvents(wctx.Done(), w, watchpipe.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
 		r.Events++
 		last = ev
 		return true
 	})
 	switch out {
-	case lister.InitialEventsEnded:
+	case watchpipe.InitialEventsEnded:
 		r.Observed = SemInitialEventsEnd
 		if acc, err := meta.Accessor(last.Object); err == nil {
 			r.ServedResourceVersion = acc.GetResourceVersion()
 		}
-	case lister.InitialEventsError:
+	case watchpipe.InitialEventsError:
 		recordErrorEvent(last, r)
-	case lister.InitialEventsStopped:
+	case watchpipe.InitialEventsStopped:
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
@@ -749,14 +749,16 @@ func (e *probeEnv) runFarFutureWatch(ctx context.Context, opts metav1.ListOption
 	return nil
 }
 
-// listerClient is the probe's namespace as a lister.Client, sending every
-// request as given (no client-side retries).
-func (e *probeEnv) listerClient() lister.Client {
-	return lister.FromFuncs(
-		func(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
-			return e.list(ctx, opts)
-		},
-		e.watch)
+// probeLister lists the probe's namespace, sending every request as given
+// (no client-side retries).
+type probeLister struct{ e *probeEnv }
+
+func (l probeLister) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	list, err := l.e.list(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // itemCount returns the number of items of a list object.
