@@ -1,6 +1,6 @@
 package compat
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import "github.com/steadywatch/steadywatch/internal/capability"
 
 // ReasonCode is the reason label compat gives metrics.Recorder.Fallback when a
 // belief changes. The set is closed: one constant per capability in
@@ -35,27 +35,27 @@ const (
 )
 
 // reasonCodes is indexed by capability, then by Support (Unknown, Yes, No).
-var reasonCodes = map[Capability][3]ReasonCode{
-	ResourceVersionMatch:    {ReasonResourceVersionMatchUnknown, ReasonResourceVersionMatchYes, ReasonResourceVersionMatchNo},
-	WatchBookmarks:          {ReasonWatchBookmarksUnknown, ReasonWatchBookmarksYes, ReasonWatchBookmarksNo},
-	StreamingList:           {ReasonStreamingListUnknown, ReasonStreamingListYes, ReasonStreamingListNo},
-	ConsistentListFromCache: {ReasonConsistentListFromCacheUnknown, ReasonConsistentListFromCacheYes, ReasonConsistentListFromCacheNo},
-	TooLargeRVMessage:       {ReasonTooLargeRVMessageUnknown, ReasonTooLargeRVMessageYes, ReasonTooLargeRVMessageNo},
-	WatchCacheProgress:      {ReasonWatchCacheProgressUnknown, ReasonWatchCacheProgressYes, ReasonWatchCacheProgressNo},
+var reasonCodes = map[capability.Capability][3]ReasonCode{
+	capability.ResourceVersionMatch:    {ReasonResourceVersionMatchUnknown, ReasonResourceVersionMatchYes, ReasonResourceVersionMatchNo},
+	capability.WatchBookmarks:          {ReasonWatchBookmarksUnknown, ReasonWatchBookmarksYes, ReasonWatchBookmarksNo},
+	capability.StreamingList:           {ReasonStreamingListUnknown, ReasonStreamingListYes, ReasonStreamingListNo},
+	capability.ConsistentListFromCache: {ReasonConsistentListFromCacheUnknown, ReasonConsistentListFromCacheYes, ReasonConsistentListFromCacheNo},
+	capability.TooLargeRVMessage:       {ReasonTooLargeRVMessageUnknown, ReasonTooLargeRVMessageYes, ReasonTooLargeRVMessageNo},
+	capability.WatchCacheProgress:      {ReasonWatchCacheProgressUnknown, ReasonWatchCacheProgressYes, ReasonWatchCacheProgressNo},
 }
 
 // ReasonFor returns the reason code for "the belief about k is now s". A
 // Capability that is not a declared constant gives ReasonUnlistedCapability; a
 // Support other than Yes or No counts as Unknown (as Support.String does).
-func ReasonFor(k Capability, s Support) ReasonCode {
+func ReasonFor(k capability.Capability, s capability.Support) ReasonCode {
 	codes, ok := reasonCodes[k]
 	if !ok {
 		return ReasonUnlistedCapability
 	}
 	switch s {
-	case Yes:
+	case capability.Yes:
 		return codes[1]
-	case No:
+	case capability.No:
 		return codes[2]
 	default:
 		return codes[0]
@@ -66,29 +66,9 @@ func ReasonFor(k Capability, s Support) ReasonCode {
 // in AllCapabilities order, then ReasonUnlistedCapability.
 func ReasonCodes() []ReasonCode {
 	out := make([]ReasonCode, 0, 3*len(reasonCodes)+1)
-	for _, k := range []Capability{ResourceVersionMatch, WatchBookmarks, StreamingList, ConsistentListFromCache, TooLargeRVMessage, WatchCacheProgress} {
+	for _, k := range []capability.Capability{capability.ResourceVersionMatch, capability.WatchBookmarks, capability.StreamingList, capability.ConsistentListFromCache, capability.TooLargeRVMessage, capability.WatchCacheProgress} {
 		c := reasonCodes[k]
 		out = append(out, c[:]...)
 	}
 	return append(out, ReasonUnlistedCapability)
-}
-
-// MetricsName is the name compat gives metrics.Recorder.Fallback for a belief
-// change in the host-wide scope. A group/version view reports under
-// MetricsName + "/" + its group/version ("compat/v1", "compat/apps/v1"); see
-// MetricsNameFor. The apiserver's host is never part of a label (it is logged,
-// without user information): a label must not carry credentials, and one
-// label value per host would grow with every cluster (and every test server)
-// a process talks to.
-const MetricsName = "compat"
-
-// MetricsNameFor returns the metrics name for the scope gv: MetricsName for the
-// zero GroupVersion (the host-wide scope), else "compat/<group>/<version>"
-// ("compat/v1" for the core group). The number of values is bounded by the
-// group/versions a process lists, like the lister's and reflector's names.
-func MetricsNameFor(gv schema.GroupVersion) string {
-	if gv.Empty() {
-		return MetricsName
-	}
-	return MetricsName + "/" + gv.String()
 }
