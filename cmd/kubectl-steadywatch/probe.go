@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -118,7 +118,7 @@ type probeEnv struct {
 	// caps is what the server's version says it can do; streamBase is the
 	// scope of the proxy-chain cells' streaming list; endObs is that list's
 	// observation, shared by the three cells.
-	caps       compat.Capabilities
+	caps       capability.Capabilities
 	streamBase metav1.ListOptions
 	endObs     *endObservation
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -229,9 +229,9 @@ func verdictOfResult(result string) string {
 // streamingNotApplicable says why the server's version cannot stream lists
 // (compat's version table: sendInitialEvents is ignored before 1.19 and
 // refused for a watch with resourceVersionMatch before 1.27), or "".
-func streamingNotApplicable(c compat.Capabilities) string {
-	if c.Get(compat.StreamingList) == compat.No && c.Basis[compat.StreamingList] == compat.BasisVersion {
-		return fmt.Sprintf("server %s cannot stream lists (%s): there is no end bookmark to lose", c.Version, c.Reasons[compat.StreamingList])
+func streamingNotApplicable(c capability.Capabilities) string {
+	if c.Get(capability.StreamingList) == capability.No && c.Basis[capability.StreamingList] == capability.BasisVersion {
+		return fmt.Sprintf("server %s cannot stream lists (%s): there is no end bookmark to lose", c.Version, c.Reasons[capability.StreamingList])
 	}
 	return ""
 }
@@ -257,7 +257,7 @@ func countInitialEvents(ctx context.Context, c watchpipe.ListClient, base metav1
 
 // observeEndBookmark sends one streaming list with base's scope and lets
 // steadywatch's guard read it.
-func (e *probeEnv) observeEndBookmark(ctx context.Context, caps compat.Capabilities, base metav1.ListOptions, quiet time.Duration) (o endObservation, err error) {
+func (e *probeEnv) observeEndBookmark(ctx context.Context, caps capability.Capabilities, base metav1.ListOptions, quiet time.Duration) (o endObservation, err error) {
 	o.Expected = -1
 	begin := time.Now()
 	defer func() { o.Seconds = roundSeconds(time.Since(begin)) }()
