@@ -19,7 +19,7 @@ type DetectorOptions struct {
 	// ObservationTTL is how long behaviour the SDK observed (for example a
 	// streaming list refused with 422) outranks what the version says, a
 	// "no" as much as a "yes": after it the next request verifies again.
-	// Zero means 10 min (docs/adoption.md: "Server capabilities").
+	// Zero means 10 min.
 	ObservationTTL time.Duration
 	// Metrics counts belief changes as Fallback(name, reason): reason is one
 	// of ReasonCodes, name is "compat" for a host's beliefs and
