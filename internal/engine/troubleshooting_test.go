@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -83,6 +84,8 @@ func constDocs(t *testing.T, dir string) map[string]string {
 // non-empty explanation, taken from the constant's doc comment.
 func TestTroubleshootingIsGenerated(t *testing.T) {
 	fb, lw, rf, cp := constDocs(t, "../../fallback"), constDocs(t, "../../lister"), constDocs(t, "../../reflector"), constDocs(t, "../../compat")
+	// The capabilities' own docs are on their constants in internal/capability.
+	maps.Copy(cp, constDocs(t, "../capability"))
 	var b bytes.Buffer
 	b.WriteString(troubleshootingHeader)
 	table := func(title, intro string, codes []string, docs map[string]string) {
