@@ -149,7 +149,10 @@ func (c *clients) resolveResource(arg string) (*meta.RESTMapping, error) {
 	if strings.TrimSpace(arg) == "" {
 		return nil, usagef("--resource is required")
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.mapperDisc))
+	// kubectl's mapper: discovery cached for the run, short names ("cm")
+	// expanded.
+	cached := memory.NewMemCacheClient(c.mapperDisc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
 	fullGVR, gr := schema.ParseResourceArg(strings.ToLower(arg))
 	var gvk schema.GroupVersionKind
 	var err error

@@ -393,3 +393,22 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// --resource takes kubectl's short names: "cm" is resolved through
+// discovery's shortNames to configmaps, and the list reaches the server.
+func TestResourceShortName(t *testing.T) {
+	var lists atomic.Int64
+	srv := fakeAPIServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		lists.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}`)
+	})
+	kc := writeKubeconfig(t, srv.URL)
+	r := runPlugin(t, "--kubeconfig", kc, "list", "--resource", "cm", "-o", "json")
+	if r.code != exitOK || lists.Load() == 0 {
+		t.Fatalf("list --resource cm: exit %d, %d list(s)\nstdout: %s\nstderr: %s", r.code, lists.Load(), r.out, r.errOut)
+	}
+	if !strings.Contains(r.out, `"resource": "configmaps"`) && !strings.Contains(r.out, `"resource":"configmaps"`) {
+		t.Errorf("list --resource cm did not list configmaps:\n%s", r.out)
+	}
+}
