@@ -1,4 +1,4 @@
-package shard_test
+package sharding_test
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/internal/capability"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
-	"github.com/steadywatch/steadywatch/shard"
 )
 
 // fakeServer answers lists with its objects, filtered and echoed only when
