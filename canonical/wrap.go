@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -145,7 +146,7 @@ func Wrap(lw cache.ListerWatcher, chain *Chain, opts Options) *ListerWatcher {
 		raw:   lw,
 		chain: chain,
 		opts:  opts,
-		rec:   metrics.OrNop(opts.Metrics),
+		rec:   metricsnop.Or(opts.Metrics),
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 // fakeLW returns a fixed list and a fake watch. It is a fake for pure logic:
@@ -37,7 +37,7 @@ type noWatchListLW struct{ *fakeLW }
 func (noWatchListLW) IsWatchListSemanticsUnSupported() bool { return true }
 
 type recorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu  sync.Mutex
 	got []string
 }

@@ -16,14 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // reasonCounter counts Fallback reasons.
 type reasonCounter struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	fallbacks map[string]int
 }

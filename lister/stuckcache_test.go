@@ -15,13 +15,13 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 type fallbackRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu      sync.Mutex
 	reasons []string
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -38,7 +39,7 @@ var (
 
 // recorder records the metrics.ListGateRecorder calls.
 type recorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu      sync.Mutex
 	waits   []string
 	shared  []string

@@ -17,8 +17,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -106,7 +106,7 @@ func ExampleNewSharedIndexInformer() {
 
 // history is a metrics.Recorder that keeps lists and relists, in order.
 type history struct {
-	metrics.Nop
+	metricsnop.Nop
 	events chan string
 }
 

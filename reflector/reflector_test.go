@@ -23,9 +23,9 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -891,7 +891,7 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 // reflector's goroutine, between the steps of a sync), that r never shows
 // HasSynced without the resourceVersion the store was synced at.
 type syncedRVRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	r      *Reflector
 	mu     sync.Mutex
 	broken []string

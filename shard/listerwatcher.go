@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -102,7 +103,7 @@ func Wrap(lw cache.ListerWatcher, o WrapOptions) *ListerWatcher {
 	if o.Selector == nil {
 		o.Selector = func() Selector { return Selector{} }
 	}
-	o.Metrics = metrics.OrNop(o.Metrics)
+	o.Metrics = metricsnop.Or(o.Metrics)
 	if o.Name == "" {
 		o.Name = "shard"
 	}

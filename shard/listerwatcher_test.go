@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 	"github.com/steadywatch/steadywatch/shard"
 )
@@ -82,7 +82,7 @@ func (s *fakeServer) lw() *cache.ListWatch {
 }
 
 type counting struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	fallbacks map[string]int
 }

@@ -29,8 +29,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 const (
@@ -200,7 +200,7 @@ func dynamicLW(dyn dynamic.Interface, r schema.GroupVersionResource, ns string) 
 // observed collects what the decorator reported: rejections (OnReject),
 // metrics (Fallback) and log lines (klog.FromContext at V(2)).
 type observed struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu         sync.Mutex
 	rejections []string // "event name reason action"
 	fallbacks  map[string]int
