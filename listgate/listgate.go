@@ -192,7 +192,7 @@ func (g *Gate) Stats() Stats {
 // (a lister's or reflector's Name), and returns the function that frees it
 // (idempotent). It returns ctx's error, and holds nothing, when ctx ends
 // first. A read that waited is logged at verbosity 2 with how long, and
-// reported to rec when it implements metrics.ListGateRecorder. A nil gate
+// reported to rec (when not nil). A nil gate
 // returns at once.
 func (g *Gate) Acquire(ctx context.Context, name string, rec metrics.Recorder) (release func(), err error) {
 	if g == nil {
@@ -266,8 +266,8 @@ func (g *Gate) list(ctx context.Context, key string, joinable bool, name string,
 				g.stats.Shared++
 				g.mu.Unlock()
 				klog.FromContext(ctx).V(4).Info("List answered by an identical request of another reader (listgate.Gate)", "lister", name)
-				if r, ok := rec.(metrics.ListGateRecorder); ok {
-					r.ListGateShared(name)
+				if rec != nil {
+					rec.ListGateShared(name)
 				}
 				return fl.results[i], true, nil
 			}
@@ -358,8 +358,8 @@ func (g *Gate) acquireLocked(ctx context.Context, name string, rec metrics.Recor
 	g.stats.WaitTime += waited
 	g.mu.Unlock()
 	h.logger.V(2).Info("Collection read waited for a listgate.Gate slot", "lister", name, "waited", waited, "slots", g.slots)
-	if r, ok := rec.(metrics.ListGateRecorder); ok {
-		r.ListGateWait(name, waited)
+	if rec != nil {
+		rec.ListGateWait(name, waited)
 	}
 	return h, nil
 }
@@ -427,8 +427,8 @@ func (g *Gate) overdueHold(h *hold) {
 	g.mu.Unlock()
 	h.logger.V(1).Info("Collection read held a listgate.Gate slot longer than the gate's hold bound: no longer counted, the next read is admitted",
 		"lister", h.name, "maxHold", g.maxHold, "queued", queued)
-	if r, ok := h.rec.(metrics.ListGateRecorder); ok {
-		r.ListGateOverdue(h.name)
+	if h.rec != nil {
+		h.rec.ListGateOverdue(h.name)
 	}
 }
 

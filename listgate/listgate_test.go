@@ -37,7 +37,7 @@ var (
 	anyRV      = metav1.ListOptions{ResourceVersion: "0"}
 )
 
-// recorder records the metrics.ListGateRecorder calls.
+// recorder records the metrics.Recorder listgate calls.
 type recorder struct {
 	metricsnop.Nop
 	mu      sync.Mutex

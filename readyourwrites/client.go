@@ -22,8 +22,8 @@ import (
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
-// DefaultBound is Options.Bound's default.
-const DefaultBound = 5 * time.Second
+// defaultBound is Options.Bound's default.
+const defaultBound = 5 * time.Second
 
 // Object is a typed API object pointer, such as *corev1.ConfigMap.
 type Object interface {
@@ -51,25 +51,24 @@ type statusUpdater[T Object] interface {
 type Options struct {
 	// Bound is the longest a read waits for the cache to catch up with
 	// the Client's own write before it reads from the server instead.
-	// Default DefaultBound (5s); the apiserver sends a bookmark about once
+	// Default 5s; the apiserver sends a bookmark about once
 	// a minute, so an idle resource may need the bound.
 	Bound time.Duration
 	// Name names the resource in logs and metrics. Default: derived from
 	// the object type, as package lister does ("v1/configmaps").
 	Name string
 	// Metrics receives the read waits, the server fallbacks and the
-	// store's resourceVersion when it implements metrics.ReadRecorder.
-	// Default: none.
+	// store's resourceVersion. Default: none.
 	Metrics metrics.Recorder
 }
 
-// Reasons a read went to the server (metrics.ReadRecorder.ReadFallback).
+// Reasons a read went to the server (metrics.Recorder.ReadFallback).
 const (
-	// FallbackBound: the cache did not catch up within Options.Bound.
-	FallbackBound = "bound"
-	// FallbackIncomparable: the server's resourceVersions are not
+	// fallbackBound: the cache did not catch up within Options.Bound.
+	fallbackBound = "bound"
+	// fallbackIncomparable: the server's resourceVersions are not
 	// comparable (KEP-5504), so the cache's freshness cannot be known.
-	FallbackIncomparable = "incomparable"
+	fallbackIncomparable = "incomparable"
 )
 
 // storeWaiter is an informer steadywatch built over its own reflector,
@@ -96,7 +95,7 @@ type Client[T Object, L runtime.Object] struct {
 	seen      *rvwait.Tracker
 	bound     time.Duration
 	name      string
-	rec       metrics.ReadRecorder // nil: none
+	rec       metrics.Recorder // nil: none
 
 	mu      sync.Mutex
 	objects map[string]written // by namespace/name
@@ -110,7 +109,7 @@ type Client[T Object, L runtime.Object] struct {
 // event handler on informer to learn what its cache reflects.
 func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, informer cache.SharedIndexInformer, o Options) (*Client[T, L], error) {
 	if o.Bound <= 0 {
-		o.Bound = DefaultBound
+		o.Bound = defaultBound
 	}
 	if o.Name == "" {
 		var zero T
@@ -122,7 +121,7 @@ func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, 
 		seen: rvwait.New(), bound: o.Bound, name: o.Name,
 		objects: map[string]written{}, deletes: map[string]bool{},
 	}
-	c.rec, _ = o.Metrics.(metrics.ReadRecorder)
+	c.rec = o.Metrics
 	c.storeWait, _ = informer.(storeWaiter)
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj) },
@@ -359,7 +358,7 @@ func (c *Client[T, L]) wait(ctx context.Context, op, name string, ready func() (
 		changed := c.seen.Changed() // before the check: no wakeup is lost
 		ok, err := ready()
 		if err != nil {
-			return true, c.fallback(ctx, op, name, FallbackIncomparable, start, err)
+			return true, c.fallback(ctx, op, name, fallbackIncomparable, start, err)
 		}
 		if ok {
 			if !start.IsZero() && c.rec != nil {
@@ -375,7 +374,7 @@ func (c *Client[T, L]) wait(ctx context.Context, op, name string, ready func() (
 		select {
 		case <-changed:
 		case <-timer.C:
-			return true, c.fallback(ctx, op, name, FallbackBound, start, nil)
+			return true, c.fallback(ctx, op, name, fallbackBound, start, nil)
 		case <-ctx.Done():
 			return false, fmt.Errorf("waiting for the cache of %s to reflect this client's own write: %w", c.name, context.Cause(ctx))
 		}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
@@ -1189,10 +1190,11 @@ var (
 // the timestamps of ResourceVersionAdvanced; after freeze, later calls are
 // kept apart.
 type traceRecorder struct {
-	mu       sync.Mutex
-	set      map[string]bool
-	frozen   bool
-	restarts map[string]bool
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	set            map[string]bool
+	frozen         bool
+	restarts       map[string]bool
 }
 
 func (r *traceRecorder) add(format string, args ...any) {

@@ -49,13 +49,14 @@ func watcherOf(t *testing.T, fc *fakeClient, i int) *watch.RaceFreeFakeWatcher {
 }
 
 type recorder struct {
-	mu          sync.Mutex
-	relists     []string
-	restarts    []string
-	bookmarks   int
-	checks      []string
-	transitions []string
-	lists       []string
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	relists        []string
+	restarts       []string
+	bookmarks      int
+	checks         []string
+	transitions    []string
+	lists          []string
 }
 
 func (r *recorder) add(p *[]string, s string) { r.mu.Lock(); *p = append(*p, s); r.mu.Unlock() }

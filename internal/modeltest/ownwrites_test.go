@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/readyourwrites"
@@ -145,8 +146,9 @@ type ownWritesResult struct {
 }
 
 type countingRecorder struct {
-	mu        sync.Mutex
-	fallbacks int
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	fallbacks      int
 }
 
 func (*countingRecorder) List(string, string, string)               {}
