@@ -377,10 +377,10 @@ func TestAdmitsTheNextReadWhenOneOutlivesTheHoldBound(t *testing.T) {
 }
 
 func TestHoldBoundAppliesToStreamsAndCanBeTurnedOff(t *testing.T) {
-	if g := New(1); g.maxHold != DefaultMaxHold {
-		t.Fatalf("default hold bound %v, want %v", g.maxHold, DefaultMaxHold)
+	if g := New(1); g.maxHold != defaultMaxHold {
+		t.Fatalf("default hold bound %v, want %v", g.maxHold, defaultMaxHold)
 	}
-	if g := New(1, WithMaxHold(0)); g.maxHold != DefaultMaxHold {
+	if g := New(1, WithMaxHold(0)); g.maxHold != defaultMaxHold {
 		t.Fatalf("WithMaxHold(0) gives %v, want the default", g.maxHold)
 	}
 	// Acquire (streaming lists): a stream holding its slot past the bound
