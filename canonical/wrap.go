@@ -172,7 +172,7 @@ func (d *ListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, erro
 
 // ListWithContext lists through the wrapped ListerWatcher and returns a new
 // *unstructured.UnstructuredList with the canonicalized items. A list of any
-// other type is an error matching ErrNotUnstructured.
+// other type is an error matching errNotUnstructured.
 func (d *ListerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 	obj, err := d.inner.ListWithContext(ctx, options)
 	if err != nil {
@@ -180,7 +180,7 @@ func (d *ListerWatcher) ListWithContext(ctx context.Context, options metav1.List
 	}
 	list, ok := obj.(*unstructured.UnstructuredList)
 	if !ok {
-		return nil, fmt.Errorf("%w: list is %T (canonical.Wrap needs a dynamic-client ListerWatcher)", ErrNotUnstructured, obj)
+		return nil, fmt.Errorf("%w: list is %T (canonical.Wrap needs a dynamic-client ListerWatcher)", errNotUnstructured, obj)
 	}
 	out := &unstructured.UnstructuredList{Object: list.Object, Items: make([]unstructured.Unstructured, 0, len(list.Items))}
 	for i := range list.Items {

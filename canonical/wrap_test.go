@@ -152,7 +152,7 @@ func TestWrapList(t *testing.T) {
 func TestWrapListNotUnstructured(t *testing.T) {
 	lw := Wrap(&fakeLW{list: &metav1.List{}}, btlsChain(t), Options{})
 	_, err := lw.List(metav1.ListOptions{})
-	if !errors.Is(err, ErrNotUnstructured) {
+	if !errors.Is(err, errNotUnstructured) {
 		t.Fatalf("err = %v", err)
 	}
 }
