@@ -141,8 +141,8 @@ func (c *Chain) recognize(i int, obj *unstructured.Unstructured) (claimed bool, 
 // shape obj was recognised in. After converting, the canonical recogniser must
 // claim the result, or the conversion counts as failed.
 //
-// Errors are *RejectedError (errors.Is(err, errRejected) and the sentinel of
-// its Reason). Panics in user functions are recovered and reported.
+// Errors are *RejectedError (errors.As), whose Reason says why. Panics in
+// user functions are recovered and reported.
 func (c *Chain) Canonicalize(obj *unstructured.Unstructured) (out *unstructured.Unstructured, from string, err error) {
 	i, err := c.classify(obj)
 	if err != nil {

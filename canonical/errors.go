@@ -8,17 +8,12 @@ import (
 // errInvalidChain is matched (errors.Is) by every error NewChain returns.
 var errInvalidChain = errors.New("canonical: invalid chain")
 
-// errRejected is matched (errors.Is) by every *RejectedError, whatever its
-// reason. The per-reason sentinels below are matched as well.
-var errRejected = errors.New("canonical: object rejected")
-
-// Per-reason sentinels, matched by a *RejectedError with that Reason.
+// Errors a round trip reports for a sample (RoundTrip), and a list that
+// is not unstructured (Wrap).
 var (
-	errNewerShape         = errors.New("canonical: object is in a shape newer than the canonical one")
-	errUnrecognized       = errors.New("canonical: no recogniser claims the object")
-	errConversionFailed   = errors.New("canonical: conversion failed")
-	errRecognizerPanicked = errors.New("canonical: recogniser panicked")
-	errNotUnstructured    = errors.New("canonical: object is not *unstructured.Unstructured")
+	errNewerShape      = errors.New("canonical: object is in a shape newer than the canonical one")
+	errUnrecognized    = errors.New("canonical: no recogniser claims the object")
+	errNotUnstructured = errors.New("canonical: object is not *unstructured.Unstructured")
 )
 
 // Reason says why an object could not be canonicalized. Its string form is
@@ -43,22 +38,6 @@ const (
 	// that is not *unstructured.Unstructured.
 	ReasonNotUnstructured Reason = "not-unstructured"
 )
-
-func (r Reason) sentinel() error {
-	switch r {
-	case ReasonNewerShape:
-		return errNewerShape
-	case ReasonUnrecognized:
-		return errUnrecognized
-	case ReasonConversionFailed:
-		return errConversionFailed
-	case ReasonRecognizerPanicked:
-		return errRecognizerPanicked
-	case ReasonNotUnstructured:
-		return errNotUnstructured
-	}
-	return nil
-}
 
 // RejectedError says why one object could not be brought to the canonical
 // shape. It never contains the object's content, only its identity.
@@ -90,11 +69,6 @@ func (e *RejectedError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *RejectedError) Unwrap() error { return e.Err }
-
-// Is matches errRejected and the sentinel of e.Reason.
-func (e *RejectedError) Is(target error) bool {
-	return target == errRejected || (target != nil && target == e.Reason.sentinel())
-}
 
 // panicError is a panic recovered from a user function (recogniser or conversion).
 type panicError struct {

@@ -77,7 +77,7 @@ func ExampleWrap() {
 			fmt.Println("rejected", r.Err.Namespace+"/"+r.Err.Name, r.Err.Reason, r.Action)
 		},
 	})
-	list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	list, err := cache.ToListerWatcherWithContext(lw).ListWithContext(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		panic(err)
 	}
