@@ -121,11 +121,11 @@ func TestCanonicalize(t *testing.T) {
 	})
 
 	rejects := []struct {
-		name     string
-		js       string
-		chain    *Chain
-		reason   Reason
-		shape    string
+		name   string
+		js     string
+		chain  *Chain
+		reason Reason
+		shape  string
 	}{
 		{"newer shape", v1beta1Obj, c, ReasonNewerShape, "v1beta1"},
 		{"unrecognised", unknownObj, c, ReasonUnrecognized, ""},
