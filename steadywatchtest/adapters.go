@@ -89,7 +89,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, o metav1.ListOpti
 // informers built on it list and watch. Use ListerWatcher to exercise
 // streaming lists.
 func (s *Server[T]) Install(f *clienttesting.Fake, resource string) {
-	f.PrependReactor(VerbList, resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+	f.PrependReactor(verbList, resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
 		la, ok := a.(clienttesting.ListActionImpl)
 		if !ok {
 			return true, nil, fmt.Errorf("steadywatchtest: unexpected list action %T", a)

@@ -9,26 +9,26 @@ import (
 
 // Verb of a request.
 const (
-	VerbList  = "list"
-	VerbWatch = "watch"
+	verbList  = "list"
+	verbWatch = "watch"
 )
 
 // How the server read a request (Request.Served).
 const (
-	ServedMostRecent    = "MostRecent"    // list, resourceVersion unset
-	ServedAny           = "Any"           // list, resourceVersion "0"
-	ServedNotOlderThan  = "NotOlderThan"  // list, resourceVersionMatch=NotOlderThan or legacy without limit
-	ServedExact         = "Exact"         // list, resourceVersionMatch=Exact or legacy with limit
-	ServedContinue      = "Continue"      // list, a continue token's snapshot
-	ServedStreamingList = "StreamingList" // watch with sendInitialEvents=true
-	ServedWatchState    = "WatchState"    // watch from "" or "0": synthetic ADDED events first
-	ServedWatchFrom     = "WatchFrom"     // watch from an exact resourceVersion
-	ServedRejected      = "Rejected"      // answered with an error before reading the semantic
+	servedMostRecent    = "MostRecent"    // list, resourceVersion unset
+	servedAny           = "Any"           // list, resourceVersion "0"
+	servedNotOlderThan  = "NotOlderThan"  // list, resourceVersionMatch=NotOlderThan or legacy without limit
+	servedExact         = "Exact"         // list, resourceVersionMatch=Exact or legacy with limit
+	servedContinue      = "Continue"      // list, a continue token's snapshot
+	servedStreamingList = "StreamingList" // watch with sendInitialEvents=true
+	servedWatchState    = "WatchState"    // watch from "" or "0": synthetic ADDED events first
+	servedWatchFrom     = "WatchFrom"     // watch from an exact resourceVersion
+	servedRejected      = "Rejected"      // answered with an error before reading the semantic
 )
 
 // Request is one list or watch as the server received and answered it.
 type Request struct {
-	Verb      string // VerbList or VerbWatch
+	Verb      string // verbList or verbWatch
 	Namespace string // "" for all namespaces
 	// Options are the ListOptions as received.
 	Options metav1.ListOptions
@@ -70,7 +70,7 @@ func (s *Server[T]) Requests() []Request {
 	return append([]Request(nil), s.log...)
 }
 
-// Count returns how many requests of verb (VerbList or VerbWatch) were received.
+// Count returns how many requests of verb (verbList or verbWatch) were received.
 func (s *Server[T]) Count(verb string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
