@@ -33,10 +33,10 @@ const (
 		"and now may show up in the list."
 )
 
-// List serves a list request for all namespaces, like GET
-// /api/v1/<resource>?... on a real apiserver.
+// List serves a list request for all namespaces (or the namespace of
+// InNamespace), like GET /api/v1/<resource>?... on a real apiserver.
 func (s *Server[T]) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return s.list(ctx, "", o)
+	return s.list(ctx, s.ns, o)
 }
 
 func (s *Server[T]) list(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {

@@ -28,11 +28,18 @@ const (
 
 // Request is one list or watch as the server received and answered it.
 type Request struct {
-	Verb      string // verbList or verbWatch
+	Verb      string // "list" or "watch"
 	Namespace string // "" for all namespaces
 	// Options are the ListOptions as received.
 	Options metav1.ListOptions
-	// Served says how the server read the request (Served... constants).
+	// Served says how the server read the request: "MostRecent"
+	// (resourceVersion unset), "Any" ("0"), "NotOlderThan", "Exact" (with
+	// resourceVersionMatch, or the legacy reading: limit set Exact, unset
+	// NotOlderThan), "Continue" (a list page from a continue token's
+	// snapshot), "StreamingList" (a watch with sendInitialEvents=true),
+	// "WatchState" (a watch from "" or "0": synthetic ADDED events first),
+	// "WatchFrom" (a watch from an exact resourceVersion) or "Rejected"
+	// (answered with an error before reading the semantic).
 	Served string
 	// Code is the HTTP status: 200, or the error's code (a watch answered
 	// with a 410 ERROR event inside its stream is 200 here, as on the wire).

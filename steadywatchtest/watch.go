@@ -16,10 +16,11 @@ import (
 // garbageRV is the bookmark resourceVersion under Faults.GarbageBookmarkRV.
 const garbageRV = "not-a-resource-version"
 
-// Watch serves a watch request for all namespaces. The stream ends when it
-// is stopped, ctx is done, timeoutSeconds pass, or Close is called.
+// Watch serves a watch request for all namespaces (or the namespace of
+// InNamespace). The stream ends when it is stopped, ctx is done,
+// timeoutSeconds pass, or Close is called.
 func (s *Server[T]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return s.watch(ctx, "", o)
+	return s.watch(ctx, s.ns, o)
 }
 
 func (s *Server[T]) watch(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {

@@ -85,7 +85,7 @@ func (o ownServer) List(ctx context.Context, opts metav1.ListOptions) (*corev1.C
 // laggingLW holds every watch event back by a random delay (up to maxLag,
 // in order) and ends a watch cleanly after a random number of events.
 type laggingLW struct {
-	lw     *steadywatchtest.ListerWatcher
+	lw     cache.ListerWatcher
 	maxLag time.Duration
 	cutAt  int // end a watch after this many events (0: never)
 	mu     sync.Mutex
