@@ -26,14 +26,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 // namedRecorder records the metric name of every list call.
 type namedRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu    sync.Mutex
 	lists []string
 }
