@@ -45,7 +45,7 @@ type NoAnswerError struct {
 }
 
 func (e *NoAnswerError) Error() string {
-	return fmt.Sprintf("steadywatch: %s %s: no %s from the server within %s (fallback.Policy.ResponseTimeout); request ended", e.Method, e.Path, e.Waiting, e.After)
+	return fmt.Sprintf("steadywatch: %s %s: no %s from the server within %s (policy.Policy.ResponseTimeout); request ended", e.Method, e.Path, e.Waiting, e.After)
 }
 
 // Is makes errors.Is(err, ErrNoAnswer) true.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,7 +39,7 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(c.first), page("40", "", "a")}}
-			p := fallback.Policy{MaxRetryAfter: 10 * time.Second} // the defaults otherwise: a wait would show
+			p := policy.Policy{MaxRetryAfter: 10 * time.Second} // the defaults otherwise: a wait would show
 			start := time.Now()
 			_, rec, err := New(s, Options{Policy: p, Server: c.server}).List(context.Background(), c.q)
 			var tl *ResourceVersionTooLargeError
@@ -67,7 +69,7 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 // fails at once instead of retrying a read that cannot get newer.
 func TestMostRecentOlderThanFloorFailsAtOnce(t *testing.T) {
 	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone()), page("5", "", "old")}}
-	p := fallback.Policy{MaxNewerRVRetries: -1}
+	p := policy.Policy{MaxNewerRVRetries: -1}
 	_, rec, err := New(s, Options{Policy: p}).List(context.Background(), NotOlderThan("10").WithLimit(5))
 	var tl *ResourceVersionTooLargeError
 	if !errors.As(err, &tl) || tl.Current != "5" || len(s.calls()) != 2 || len(rec.Requests) != 2 {

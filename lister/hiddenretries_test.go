@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,9 +73,9 @@ func adapters(t *testing.T, cfg *rest.Config) map[string]lister.Client {
 
 // quick is a Policy whose own retries are fast: two retries, 1ms apart, and
 // a server's Retry-After capped at 50ms.
-var quick = lister.Options{Policy: fallback.Policy{
+var quick = lister.Options{Policy: policy.Policy{
 	MaxRetryAfter: 50 * time.Millisecond,
-	Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: 2},
+	Backoff:       policy.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: 2},
 }}
 
 // A 429 or 5xx with any Retry-After client-go parses (zero, negative,

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -242,7 +244,7 @@ func TestContinueExpiredUnpaginatedPolicy(t *testing.T) {
 		page("20", "c1", "a"), fail(testfake.Gone()), page("33", "", "a", "b"),
 	}}
 	p := fastPolicy()
-	p.ContinueExpired = fallback.RestartUnpaginated
+	p.ContinueExpired = policy.RestartUnpaginated
 	_, r, err := New(c, Options{Policy: p}).List(context.Background(), NotOlderThan("15").WithLimit(1))
 	if err != nil || c.calls()[2] != (metav1.ListOptions{ResourceVersion: "15", ResourceVersionMatch: "NotOlderThan"}) {
 		t.Fatalf("%v %+v", err, c.calls())

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -26,9 +28,9 @@ const bound = 300 * time.Millisecond
 
 // noAnswerOptions bounds responses to 300ms and retries once, at once.
 func noAnswerOptions(retries int) lister.Options {
-	return lister.Options{Policy: fallback.Policy{
+	return lister.Options{Policy: policy.Policy{
 		ResponseTimeout: bound,
-		Backoff:         fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: retries},
+		Backoff:         policy.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: retries},
 	}}
 }
 

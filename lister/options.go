@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -41,7 +42,7 @@ type Options struct {
 	// Policy configures the fallbacks; the zero value is fallback's safe
 	// default. Its MaxRetryAfter also caps every Retry-After reflector.New
 	// honours between its own attempts.
-	Policy fallback.Policy
+	Policy policy.Policy
 	// PageSize is the limit the executor uses when it must choose one: rule 2
 	// (an Exact list retried with a limit) and Exact on a server that ignores
 	// resourceVersionMatch. Default DefaultPageSize (500, client-go's pager

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 
@@ -32,8 +34,8 @@ const (
 // DefaultBackoff returns Options.Backoff's defaults, client-go's reflector
 // backoff: 800ms doubling to 30s, +/-50% jitter, reset after 2 minutes
 // without a failure.
-func DefaultBackoff() fallback.BackoffPolicy {
-	return fallback.BackoffPolicy{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
+func DefaultBackoff() policy.Backoff {
+	return policy.Backoff{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
 }
 
 // ListFunc performs one complete list (every page) with an explicit
@@ -152,7 +154,7 @@ type Options struct {
 	// ends). A server's Retry-After, capped by Lister.Policy.MaxRetryAfter,
 	// replaces the computed delay when longer. Failures are consecutive unless
 	// a watch delivered an event or bookmark in between.
-	Backoff fallback.BackoffPolicy
+	Backoff policy.Backoff
 
 	// ResyncPeriod, if positive, calls the store's Resync at that interval
 	// (it only means something for queues such as DeltaFIFO). Default 0: never.
@@ -189,9 +191,9 @@ func (o Options) withDefaults() Options {
 		o.ShortWatch = DefaultShortWatch
 	}
 	o.Backoff = o.Backoff.WithDefaults(DefaultBackoff())
-	o.MaxTooLargeWatchRetries = fallback.CountOrDefault(o.MaxTooLargeWatchRetries, DefaultMaxTooLargeWatchRetries)
-	o.MaxStaleListRetries = fallback.CountOrDefault(o.MaxStaleListRetries, DefaultMaxStaleListRetries)
-	o.MaxShortWatches = fallback.CountOrDefault(o.MaxShortWatches, DefaultMaxShortWatches)
+	o.MaxTooLargeWatchRetries = policy.CountOrDefault(o.MaxTooLargeWatchRetries, DefaultMaxTooLargeWatchRetries)
+	o.MaxStaleListRetries = policy.CountOrDefault(o.MaxStaleListRetries, DefaultMaxStaleListRetries)
+	o.MaxShortWatches = policy.CountOrDefault(o.MaxShortWatches, DefaultMaxShortWatches)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -240,7 +242,7 @@ func (o Options) Validate() error {
 	switch {
 	case lo.LabelSelector != "" || lo.FieldSelector != "":
 		return &OptionsError{Field: "Lister.LabelSelector/FieldSelector", Reason: "List is given the query only and would not apply them, while the watches would; filter in your List's client and in the Client passed to New"}
-	case p != (fallback.Policy{}):
+	case p != (policy.Policy{}):
 		return &OptionsError{Field: "Lister.Policy", Reason: "apart from MaxRetryAfter and ResponseTimeout, it " + onlyDefault}
 	case lo.MaxPageSize != 0:
 		return &OptionsError{Field: "Lister.MaxPageSize", Reason: onlyDefault}

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -371,7 +373,7 @@ var optionProbes = map[string]fieldProbes{
 	"reflector.Options.Backoff": {
 		// Watches close at once; the relist that follows waits a backoff.
 		reflector: &probe{faults: emptyWatches, rbase: func(_ *env, o *Options) { o.MaxShortWatches = -1 },
-			rset: func(_ *env, o *Options) { o.Backoff = fallback.BackoffPolicy{Initial: time.Hour, Max: time.Hour} },
+			rset: func(_ *env, o *Options) { o.Backoff = policy.Backoff{Initial: time.Hour, Max: time.Hour} },
 			refl: func(e *env, r *Reflector) {
 				e.run(r, func() bool { return e.replaces.Load() >= 2 }, e.within(false))
 				e.outcome("relisted=%v", e.replaces.Load() >= 2)
@@ -533,7 +535,7 @@ func exportedFields(v any, prefix string) []string {
 	return out
 }
 
-// policyFieldsInPolicyProbe are the fallback.Policy fields the
+// policyFieldsInPolicyProbe are the policy.Policy fields the
 // lister.Options.Policy probe stands for (each is also walked by the
 // decision table's exhaustive test, internal/engine). Every other Policy
 // field needs its own entry in optionProbes.
@@ -543,7 +545,7 @@ var policyFieldsInPolicyProbe = []string{"MaxNewerRVRetries", "DisableMostRecent
 func TestEveryOptionIsHonouredOrRejectedOnEveryPath(t *testing.T) {
 	var fields []string
 	fields = append(fields, exportedFields(lister.Options{}, "lister.Options")...)
-	for _, f := range exportedFields(fallback.Policy{}, "lister.Options.Policy") {
+	for _, f := range exportedFields(policy.Policy{}, "lister.Options.Policy") {
 		if !slices.Contains(policyFieldsInPolicyProbe, strings.TrimPrefix(f, "lister.Options.Policy.")) {
 			fields = append(fields, f)
 		}
@@ -734,7 +736,7 @@ func (e *env) listerOptions(pr *probe, set bool) lister.Options {
 }
 
 func (e *env) reflectorOptions(path adoptionPath, pr *probe, set bool) Options {
-	o := Options{Lister: e.listerOptions(pr, set), Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+	o := Options{Lister: e.listerOptions(pr, set), Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
 	if path == pathReflectorList {
 		o.List = e.customList("base")
 	}
@@ -812,7 +814,7 @@ func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe,
 	r := a.reflector
 	ts := traceStore{Store: r.objects, e: e}
 	r.store, r.objects = ts, ts
-	r.o.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}.WithDefaults(DefaultBackoff())
+	r.o.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}.WithDefaults(DefaultBackoff())
 	r.backoff, r.regressBackoff = r.o.Backoff.New(), r.o.Backoff.New()
 	r.backoff.Reset()
 	r.regressBackoff.Reset()
@@ -1150,7 +1152,7 @@ func (c *faultClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.In
 }
 
 // sawBound records the bound a request is sent with
-// (fallback.Policy.ResponseTimeout, on its context).
+// (policy.Policy.ResponseTimeout, on its context).
 func (e *env) sawBound(ctx context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

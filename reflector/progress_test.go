@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -11,7 +13,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -31,7 +32,7 @@ func TestWatchWithoutProgressBacksOff(t *testing.T) {
 	}
 	o := fastOptions(&recorder{})
 	o.Clock = clk
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	o.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	waitBackingOff := func(watches, lists int) {
@@ -63,7 +64,7 @@ func TestCompletedStreamingListResetsBackoff(t *testing.T) {
 	o.Clock = clk
 	o.Lister.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
 	o.Lister.DisableInitialEventsCount = true
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Hour, Jitter: -1}
+	o.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Hour, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for range 10 { // earlier failures: the next delay would be 102.4s
 		r.delay(0)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,7 +111,7 @@ func bookmark(rv string, initialEnd bool) *corev1.ConfigMap {
 func fastOptions(rec *recorder) Options {
 	return Options{
 		Lister:        lister.Options{Name: "test", Metrics: rec},
-		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
+		Backoff:       policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond},
 		PaginateLists: true,
 	}
 }
@@ -424,7 +426,7 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	o := fastOptions(rec)
-	o.Backoff = fallback.BackoffPolicy{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
+	o.Backoff = policy.Backoff{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	watcherOf(t, fc, 0).Stop() // closed at once, no event
@@ -842,7 +844,7 @@ func TestInitialListFromWatchCache(t *testing.T) {
 				srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i)}})
 			}
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			o := Options{Lister: lister.Options{Name: "test"}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+			o := Options{Lister: lister.Options{Name: "test"}, Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
 			c.o(&o)
 			r := New(srv, &corev1.ConfigMap{}, store, o)
 			stop := run(t, r)
@@ -872,7 +874,7 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 		}
 		return cmList("12", testfake.ConfigMap("a", "5")), nil
 	}}
-	o := Options{Lister: lister.Options{Name: "test"}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+	o := Options{Lister: lister.Options{Name: "test"}, Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
 	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	testfake.WaitFor(t, "synced", r.HasSynced)

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -80,7 +81,7 @@ func TestTransformFailureIsRetriedNotDropped(t *testing.T) {
 			return nil, errors.New("cannot shrink cm-03")
 		}
 		return obj, nil
-	}}, Backoff: fallback.BackoffPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}}
+	}}, Backoff: policy.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := New(e.client, &corev1.ConfigMap{}, store, o)
 	e.run(r, func() bool { return e.srv.Count(steadywatchtest.VerbList) >= 3 }, 5*time.Second)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -145,8 +147,8 @@ func TestListerSemantics(t *testing.T) {
 	}
 }
 
-func fastPolicy() fallback.Policy {
-	return fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
+func fastPolicy() policy.Policy {
+	return policy.Policy{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
 }
 
 // TestGetExactOnV118: a v1.18 server answers the single-name list from the
@@ -320,4 +322,4 @@ func TestListerStopsOnRepeatedContinueToken(t *testing.T) {
 }
 
 // fastBackoff keeps the reflector's retries milliseconds apart.
-var fastBackoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+var fastBackoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -148,14 +150,14 @@ const (
 // startWatcher runs one path on ns through the proxy until cleanup and
 // waits for it to sync.
 func (e *env) startWatcher(ctx context.Context, path, ns string) *watcher {
-	w, synced := e.runWatcher(path, ns, e.pcs, fallback.Policy{})
+	w, synced := e.runWatcher(path, ns, e.pcs, policy.Policy{})
 	Eventually(synced).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
 	return w
 }
 
 // runWatcher starts one path on ns through cs (steadywatch's paths with
 // policy) until cleanup and returns it with its HasSynced.
-func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy fallback.Policy) (*watcher, func() bool) {
+func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy policy.Policy) (*watcher, func() bool) {
 	w := &watcher{name: path, ns: ns, rec: reasons.NewFallbacks(), newest: map[string]uint64{}}
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -265,7 +267,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 	It("2: a 429 with Retry-After: 3600 is waited at most Policy.MaxRetryAfter; stock waits to its deadline", func(ctx SpecContext) {
 		const fault = "429 Retry-After 3600"
 		ns := e.newNS(ctx, "ra", 3)
-		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
+		policy := policy.Policy{MaxRetryAfter: 2 * time.Second}
 		rec := reasons.NewFallbacks()
 		cs := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(e.pcfg))
 		e.p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})

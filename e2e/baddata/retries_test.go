@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +17,6 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -41,7 +42,7 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 
 	It("a 429 with Retry-After: 3600: lister.List and FactoryInformer wait Policy.MaxRetryAfter, one request each time", func(ctx SpecContext) {
 		const fault = "429 Retry-After 3600, plain clientset"
-		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
+		policy := policy.Policy{MaxRetryAfter: 2 * time.Second}
 
 		// lister.List over FromClientset.
 		ns := e.newNS(ctx, "ra-plain", 3)

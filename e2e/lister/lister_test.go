@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -778,7 +780,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		go func() {
 			defer GinkgoRecover()
 			// No Retry-After on a raw 500: the lister backs off; 1 s, 2 s, 4 s leaves time to write up to the RV.
-			p := fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Second, Jitter: -1}}
+			p := policy.Policy{Backoff: policy.Backoff{Initial: time.Second, Jitter: -1}}
 			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), Policy: p, LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
 			done <- result{rec, err}
 		}()

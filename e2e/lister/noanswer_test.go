@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +35,7 @@ var _ = Describe("a request the server accepts and never answers", Label("confor
 		e.proxy.Inject(faults.Rule{Resource: "configmaps", Namespace: e.ns, Stall: true})
 		e.proxy.ResetRequests()
 
-		policy := fallback.Policy{ResponseTimeout: bound}
+		policy := policy.Policy{ResponseTimeout: bound}
 		once := policy
 		once.Backoff.MaxRetries = -1
 		begin := time.Now()

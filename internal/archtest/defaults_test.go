@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -43,15 +45,15 @@ var (
 // default other than the one the code applies: "DefaultX (v)" anywhere in a
 // field's doc must be the constant's value, and "Default v" must be the
 // value the options' defaulting gives a zero field (lister.Options.Resolve,
-// fallback.Policy.WithDefaults), or, for reflector.Options, whose
+// policy.Policy.WithDefaults), or, for reflector.Options, whose
 // defaulting is internal, the constant Default<Field>.
 func TestOptionDocsNameTheirDefaults(t *testing.T) {
 	resolved := map[string]reflect.Value{
 		"lister.Options":    reflect.ValueOf(lister.Options{}.Resolve(nil)),
-		"fallback.Policy":   reflect.ValueOf(fallback.Policy{}.WithDefaults()),
+		"policy.Policy":     reflect.ValueOf(policy.Policy{}.WithDefaults()),
 		"reflector.Options": {},
 	}
-	files := map[string]string{"lister.Options": "lister/options.go", "fallback.Policy": "fallback/policy.go", "reflector.Options": "reflector/options.go"}
+	files := map[string]string{"lister.Options": "lister/options.go", "policy.Policy": "fallback/policy.go", "reflector.Options": "reflector/options.go"}
 	checked := 0
 	for name, file := range files {
 		typ := name[strings.Index(name, ".")+1:]

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	//lint:ignore ST1001 the table reads in the KEP's vocabulary (OK, Gone, NotOlderThan, ...), row by row
 	. "github.com/steadywatch/steadywatch/fallback"
 )
@@ -28,8 +30,8 @@ type when struct {
 	cacheStuck   []bool
 	// mostRecentFallback matches !Policy.DisableMostRecentFallback.
 	mostRecentFallback []bool
-	continueExpired    []ContinueExpiredPolicy
-	tooLarge           []TooLargePolicy
+	continueExpired    []policy.ContinueExpiredPolicy
+	tooLarge           []policy.TooLargePolicy
 	// The call's own conditions (OpPage) and the limit=1 reads' (OpNewerRV,
 	// OpCurrentRV).
 	notAList       []bool
@@ -38,7 +40,7 @@ type when struct {
 	listRV         []bool
 }
 
-func (w when) matches(s Situation, p Policy) bool {
+func (w when) matches(s Situation, p policy.Policy) bool {
 	return w.op == s.Op &&
 		(w.classes == nil || slices.Contains(w.classes, s.Class)) &&
 		(w.semantics == nil || slices.Contains(w.semantics, s.Semantic)) &&
@@ -104,7 +106,7 @@ var (
 	onlyNOT     = []Semantic{NotOlderThan}
 	onlyExact   = []Semantic{Exact}
 	cls         = func(c ...Class) []Class { return c }
-	restarting  = []ContinueExpiredPolicy{RestartNewerRV, RestartUnpaginated}
+	restarting  = []policy.ContinueExpiredPolicy{policy.RestartNewerRV, policy.RestartUnpaginated}
 	withRV      = []Semantic{NotOlderThan, Exact}
 
 	srcRule1    = SourceKEP2523 + ", Backward Compatibility; " + SourceResourceVersions + `: "When using resourceVersionMatch=NotOlderThan and limit is set, clients must handle HTTP 410 "Gone" responses. For example, the client might retry with a newer resourceVersion or fall back to resourceVersion=""."`
@@ -157,10 +159,10 @@ var rules = []Row{
 
 	// Continue-token expiry: never stitch pages from two snapshots.
 	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, ReasonContinueExpiredExact, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartNewerRV}}, RestartListNewerRV, ReasonContinueExpiredRestart, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartUnpaginated}}, RestartListUnpaginated, ReasonContinueExpiredUnpaginated, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartNewerRV}}, RestartListNewerRV, ReasonContinueExpiredRestart, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartUnpaginated}}, RestartListUnpaginated, ReasonContinueExpiredUnpaginated, srcContinue, WaitByAction},
 	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, ReasonContinueExpiredExhausted, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []ContinueExpiredPolicy{FailOnContinueExpired}}, Fail, ReasonContinueExpiredFail, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []policy.ContinueExpiredPolicy{policy.FailOnContinueExpired}}, Fail, ReasonContinueExpiredFail, srcContinue, WaitByAction},
 
 	// A continue token the server already handed out: broken pagination, never followed.
 	{when{classes: cls(ContinueRepeated)}, Fail, ReasonContinueRepeated, srcRepeated, WaitByAction},
@@ -188,17 +190,17 @@ var rules = []Row{
 	// notifications): then a NotOlderThan list reads the newest state at once.
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyExact, rvChecked: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: no}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeCacheStuck, srcStuck, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFail}}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeCacheStuck, srcStuck, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, ReasonTooLargeExactUnavailable, srcTooLarge + "; " + srcExact410, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFail}}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
 
 	// The reflector's list call failed (OpRelist), after the lister's own
 	// rules above: what refills the store next.
@@ -292,7 +294,7 @@ type decision struct {
 // decide returns the one row matching s under p (only p's enum and bool
 // fields are read). A 410 on a list request with a continue token is
 // ContinueExpired before lookup.
-func decide(s Situation, p Policy) decision {
+func decide(s Situation, p policy.Policy) decision {
 	if s.Op == OpPage && s.Class == Gone && s.HasContinue {
 		s.Class = ContinueExpired
 	}
@@ -314,7 +316,7 @@ type Decision struct {
 
 // Decide returns the row for one of the reflector's situations (s.Op is
 // OpRelist or OpWatch); the list executor's situations go through Call.
-func Decide(s Situation, p Policy) Decision {
+func Decide(s Situation, p policy.Policy) Decision {
 	d := decide(s, p)
 	return Decision{Action: d.Action, Reason: d.Reason, Wait: d.Wait, Row: d.index}
 }
