@@ -150,7 +150,7 @@ constants in the code, so this page lists every one, with the constant's own doc
    ` + "`kubectl steadywatch probe`" + ` checks your own proxy chain; [field-failures.md](field-failures.md) has
    every reported case, with stock client-go beside steadywatch.
 3. **Retries that end.** ` + "`retries-exhausted`" + `, ` + "`too-large-rv-exhausted`" + `, ` + "`served-older-exhausted`" + `:
-   the server stayed unavailable, behind, or lagging for the whole budget (` + "`policy.Policy`" + `);
+   the server stayed unavailable, behind, or lagging for the whole retry budget;
    the reflector retries after a backoff, ` + "`lister.List`" + ` returns the typed error.
 4. **Not a resourceVersion problem.** ` + "`not-retriable`" + ` (RBAC: Forbidden; a wrong group/version:
    NotFound) and ` + "`invalid-not-retried`" + ` (a bad selector) are returned as the server said them.
