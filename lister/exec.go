@@ -32,11 +32,11 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	}
 	st := &callState{l: l}
 	st.trace.WroteHeaders = func() { st.wire.written.Add(1) }
-	ctx = wirewait.WithBound(httptrace.WithClientTrace(ctx, &st.trace), l.o.Policy.ResponseTimeout)
+	ctx = wirewait.WithBound(httptrace.WithClientTrace(ctx, &st.trace), l.o.ResponseTimeout)
 	st.ctx = ctx
 	call, req, err := engine.Start(q, engine.Config{
-		Policy: l.o.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.MaxPageSize, MaxPageBytes: max(l.o.MaxPageBytes, 0),
-		MaxRequests: l.o.MaxRequests, Base: base, LastObserved: l.o.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
+		Policy: l.o.knobs.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.knobs.MaxPageSize, MaxPageBytes: max(l.o.knobs.MaxPageBytes, 0),
+		MaxRequests: l.o.knobs.MaxRequests, Base: base, LastObserved: l.o.knobs.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
 		Beliefs: st,
 	})
 	var h *handover // nil: pages delivered whole (no ItemByItem)
@@ -258,7 +258,7 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req eng
 		}
 		ans.ServedRV, ans.Continue, ans.Items = lm.GetResourceVersion(), lm.GetContinue(), meta.LenList(obj)
 		sr.ServedResourceVersion, sr.Items, sr.MoreAfter = ans.ServedRV, ans.Items, ans.Continue != ""
-		if ans.Continue != "" && l.o.MaxPageBytes > 0 && l.o.MaxPageSize > opts.Limit && opts.Limit > 0 {
+		if ans.Continue != "" && l.o.knobs.MaxPageBytes > 0 && l.o.knobs.MaxPageSize > opts.Limit && opts.Limit > 0 {
 			ans.PageBytes = estimatePageBytes(obj, ans.Items) // bounds the next page's growth
 		}
 	}

@@ -63,7 +63,7 @@ func ExpectedInitialEvents(ctx context.Context, c Client, base metav1.ListOption
 // expectInitialEvents counts the objects a streaming list should send
 // (beside it, one limit=1 list) unless Options.DisableInitialEventsCount.
 func (l *Lister) expectInitialEvents(ctx context.Context, base metav1.ListOptions) <-chan int {
-	if l.o.DisableInitialEventsCount {
+	if l.o.knobs.DisableInitialEventsCount {
 		return nil
 	}
 	return watchpipe.ExpectInitialEvents(ctx, l.c, base)

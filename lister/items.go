@@ -171,7 +171,7 @@ func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
 	if !ok || !il.listsItems() {
 		return nil
 	}
-	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.MaxPageBytes > 0}
+	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.knobs.MaxPageBytes > 0}
 }
 
 // forRequest returns h for a page request of call, nil for any other (a

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,7 +50,7 @@ func TestListGateHeldByAStreamingListUntilItsInitialEventsEnd(t *testing.T) {
 	sc := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	rec := &gateRecorder{}
 	srv := staticServer(compat.Yes, compat.Yes)
-	w, err := NewListerWatcher(sc, Options{Server: srv, ListGate: gate, Metrics: rec, DisableInitialEventsCount: true}).
+	w, err := NewListerWatcher(sc, knobs.WithLister(Options{Server: srv, ListGate: gate, Metrics: rec}, knobs.Lister{DisableInitialEventsCount: true})).
 		WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +101,7 @@ func TestListGateReleasedWhenAStreamingListFails(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			sc := &scripted{t: t, watchFn: watchFn}
-			lw := NewListerWatcher(sc, Options{Server: staticServer(compat.Yes, compat.Yes), ListGate: gate, DisableInitialEventsCount: true})
+			lw := NewListerWatcher(sc, knobs.WithLister(Options{Server: staticServer(compat.Yes, compat.Yes), ListGate: gate}, knobs.Lister{DisableInitialEventsCount: true}))
 			w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 			if err == nil {
 				for range w.ResultChan() {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	"github.com/go-logr/logr/funcr"
@@ -116,7 +118,7 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 func TestNotOlderThanOnStuckWatchCacheUnknownServerSeesItInTheAnswers(t *testing.T) {
 	srv, rv := stuckServer(t)
 	p := policy.Policy{MaxRetryAfter: time.Millisecond}
-	obj, r, err := lister.New(srv.InNamespace("default"), lister.Options{Policy: p}).List(context.Background(), lister.NotOlderThan(rv))
+	obj, r, err := lister.New(srv.InNamespace("default"), knobs.WithLister(lister.Options{}, knobs.Lister{Policy: p})).List(context.Background(), lister.NotOlderThan(rv))
 	if err != nil {
 		t.Fatal(err)
 	}

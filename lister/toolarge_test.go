@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +30,7 @@ func TestExactFarFutureIsTypedTooLarge(t *testing.T) {
 		}
 	}
 	policy := policy.Policy{MaxRetryAfter: time.Millisecond}
-	_, rec, err := lister.New(srv.InNamespace("default"), lister.Options{Policy: policy}).List(context.Background(), lister.Exact("999999999"))
+	_, rec, err := lister.New(srv.InNamespace("default"), knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy})).List(context.Background(), lister.Exact("999999999"))
 	var tl *lister.ResourceVersionTooLargeError
 	if !errors.As(err, &tl) {
 		t.Fatalf("err = %v; want a *lister.ResourceVersionTooLargeError", err)

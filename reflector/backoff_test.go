@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,7 @@ import (
 )
 
 func TestBackoffDelayNeverExceedsMax(t *testing.T) {
-	o := Options{Backoff: policy.Backoff{Initial: time.Second, Max: 4 * time.Second}}
+	o := knobs.WithReflector(Options{}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Second, Max: 4 * time.Second}})
 	r := New(&fakeClient{}, nil, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	sawMax := false
 	for i := 0; i < 50; i++ {
@@ -54,7 +56,7 @@ func droppedStream() runtime.Object {
 func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
-	o.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
+	o.knobs.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ { // earlier failures: the next delay would be ~1 minute
 		r.delay(0)
@@ -79,7 +81,7 @@ func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
-	o.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
+	o.knobs.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ {
 		r.delay(0)

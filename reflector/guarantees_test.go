@@ -38,8 +38,8 @@ func relistsBackOff(t *testing.T, c Client, lists func() int) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
 	o := fastOptions(&recorder{})
-	o.Clock = clk
-	o.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	o.knobs.Clock = clk
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(c, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	waitBackingOff := func(want int) {
@@ -179,8 +179,8 @@ func TestEveryListTooManyRequestsBacksOff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	o := fastOptions(&recorder{})
 	o.PaginateLists = false // the default: the current-resourceVersion read first
-	o.Clock = clk
-	o.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	o.knobs.Clock = clk
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	backingOff := func() int32 {

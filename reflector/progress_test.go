@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +33,8 @@ func TestWatchWithoutProgressBacksOff(t *testing.T) {
 		},
 	}
 	o := fastOptions(&recorder{})
-	o.Clock = clk
-	o.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	o.knobs.Clock = clk
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	waitBackingOff := func(watches, lists int) {
@@ -61,10 +63,10 @@ func TestCompletedStreamingListResetsBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
-	o.Clock = clk
+	o.knobs.Clock = clk
 	o.Lister.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
-	o.Lister.DisableInitialEventsCount = true
-	o.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Hour, Jitter: -1}
+	knobs.ListerOf(&o.Lister).DisableInitialEventsCount = true
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Hour, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for range 10 { // earlier failures: the next delay would be 102.4s
 		r.delay(0)

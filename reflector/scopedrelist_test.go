@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +45,7 @@ func TestScopedDecodingRelistAppliesObjectsAsDecoded(t *testing.T) {
 			rec := &recorder{}
 			o := fastOptions(rec)
 			o.PaginateLists = false
-			o.Lister.Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+			knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
 			c := &clients.Scoped{LW: lister.FromListerWatcher(lw), Dec: dec, Name: "configmaps", Metrics: rec, Reason: string(lister.ReasonDecodingScopeMismatch)}
 			store := newAppliedStore()
 			r := New(c, &corev1.ConfigMap{}, store, o)

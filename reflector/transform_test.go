@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,12 +78,12 @@ func TestTransformAppliesToStreamingLists(t *testing.T) {
 // growing backoff, never syncing an incomplete store.
 func TestTransformFailureIsRetriedNotDropped(t *testing.T) {
 	e := newEnv(t, &probe{})
-	o := Options{Lister: lister.Options{Metrics: e.rec, Transform: func(obj any) (any, error) {
+	o := knobs.WithReflector(Options{Lister: lister.Options{Metrics: e.rec, Transform: func(obj any) (any, error) {
 		if m, err := meta.Accessor(obj); err == nil && m.GetName() == "cm-03" {
 			return nil, errors.New("cannot shrink cm-03")
 		}
 		return obj, nil
-	}}, Backoff: policy.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}}
+	}}}, knobs.Reflector{Backoff: policy.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := New(e.client, &corev1.ConfigMap{}, store, o)
 	e.run(r, func() bool { return e.srv.Count(steadywatchtest.VerbList) >= 3 }, 5*time.Second)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -169,13 +171,13 @@ func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy policy
 		store := seeingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), w: w}
 		w.store = store
 		r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{
-			Lister: lister.Options{Name: path, Server: srv, Metrics: w.rec, Policy: policy}})
+			Lister: knobs.WithLister(lister.Options{Name: path, Server: srv, Metrics: w.rec}, knobs.Lister{Policy: policy})})
 		go func() { defer GinkgoRecover(); defer close(done); r.Run(rctx) }()
 		synced = r.HasSynced
 	default:
 		var lw cache.ListerWatcher
 		if path == pathDropIn {
-			lw = lister.NewListerWatcher(suite.ConfigMaps(cs, ns), lister.Options{Name: path, Metrics: w.rec, Policy: policy})
+			lw = lister.NewListerWatcher(suite.ConfigMaps(cs, ns), knobs.WithLister(lister.Options{Name: path, Metrics: w.rec}, knobs.Lister{Policy: policy}))
 		} else {
 			lw = cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
 		}
@@ -274,7 +276,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		start := time.Now()
-		obj, _, err := lister.New(suite.ConfigMaps(cs, ns), lister.Options{Name: "ra", Metrics: rec, Policy: policy}).List(lctx, lister.MostRecent())
+		obj, _, err := lister.New(suite.ConfigMaps(cs, ns), knobs.WithLister(lister.Options{Name: "ra", Metrics: rec}, knobs.Lister{Policy: policy})).List(lctx, lister.MostRecent())
 		took := time.Since(start)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))

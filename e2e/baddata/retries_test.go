@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -51,7 +53,7 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		start := time.Now()
-		obj, rec, err := lister.New(suite.ConfigMaps(e.pcs, ns), lister.Options{Name: "ra-plain", Policy: policy}).List(lctx, lister.MostRecent())
+		obj, rec, err := lister.New(suite.ConfigMaps(e.pcs, ns), knobs.WithLister(lister.Options{Name: "ra-plain"}, knobs.Lister{Policy: policy})).List(lctx, lister.MostRecent())
 		took := time.Since(start)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))
@@ -70,7 +72,7 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		e.p.ResetRequests()
 		e.p.Inject(faults.Rule{Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
 		factory := informers.NewSharedInformerFactoryWithOptions(e.pcs, 0, informers.WithNamespace(ns))
-		inf := factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Policy: policy}}))
+		inf := factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy})}))
 		fctx, fcancel := context.WithCancel(context.Background())
 		DeferCleanup(func() { fcancel(); factory.Shutdown() })
 		start = time.Now()

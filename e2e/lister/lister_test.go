@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -781,7 +783,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 			defer GinkgoRecover()
 			// No Retry-After on a raw 500: the lister backs off; 1 s, 2 s, 4 s leaves time to write up to the RV.
 			p := policy.Policy{Backoff: policy.Backoff{Initial: time.Second, Jitter: -1}}
-			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), Policy: p, LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
+			_, rec, err := lister.New(e.client(true), knobs.WithLister(lister.Options{Server: legacyMatch(), LabelSelector: "set=ltl"}, knobs.Lister{Policy: p})).List(ctx, lister.NotOlderThan(future).WithLimit(5))
 			done <- result{rec, err}
 		}()
 		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))

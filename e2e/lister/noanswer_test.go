@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -39,7 +41,7 @@ var _ = Describe("a request the server accepts and never answers", Label("confor
 		once := policy
 		once.Backoff.MaxRetries = -1
 		begin := time.Now()
-		_, rec, err := lister.New(suite.ConfigMaps(e.pcs, e.ns), lister.Options{Policy: once}).List(ctx, fallback.MostRecentQuery())
+		_, rec, err := lister.New(suite.ConfigMaps(e.pcs, e.ns), knobs.WithLister(lister.Options{}, knobs.Lister{Policy: once})).List(ctx, fallback.MostRecentQuery())
 		took := time.Since(begin)
 		lists := e.requests("list")
 		summary := fmt.Sprintf("%s, %d list request(s) on the wire, %d in the record: %v", took.Round(100*time.Millisecond), len(lists), len(rec.Requests), err)
@@ -59,7 +61,7 @@ var _ = Describe("a request the server accepts and never answers", Label("confor
 		// by the bound, and syncs once the fault is lifted.
 		e.proxy.ResetRequests()
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-		r := reflector.New(suite.ConfigMaps(e.pcs, e.ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{Policy: policy}})
+		r := reflector.New(suite.ConfigMaps(e.pcs, e.ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy})})
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(rctx) }()

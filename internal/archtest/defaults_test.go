@@ -16,22 +16,13 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/reflector"
 )
 
 // defaultConstants are the exported defaults an option's doc may name, by
 // name. TestOptionDocsNameTheirDefaults fails on a name a doc uses that is
 // not here, so a new one is added.
 var defaultConstants = map[string]any{
-	"DefaultPageSize": lister.DefaultPageSize, "DefaultMaxPageBytes": lister.DefaultMaxPageBytes,
-	"DefaultStallTimeout": lister.DefaultStallTimeout, "DefaultMaxRequests": lister.DefaultMaxRequests,
-	"DefaultInitialEventsTimeout": lister.DefaultInitialEventsTimeout, "DefaultInitialEventsAfterCount": lister.DefaultInitialEventsAfterCount,
-	"DefaultInitialEventsBeforeCountFactor": lister.DefaultInitialEventsBeforeCountFactor,
-	"DefaultMaxPageSizeFactor":              reflector.DefaultMaxPageSizeFactor, "DefaultWatchTimeoutMin": reflector.DefaultWatchTimeoutMin,
-	"DefaultWatchTimeoutMax": reflector.DefaultWatchTimeoutMax, "DefaultShortWatch": reflector.DefaultShortWatch,
-	"DefaultMaxTooLargeWatchRetries": reflector.DefaultMaxTooLargeWatchRetries, "DefaultMaxStaleListRetries": reflector.DefaultMaxStaleListRetries,
-	"DefaultMaxShortWatches": reflector.DefaultMaxShortWatches, "DefaultResponseTimeout": fallback.DefaultResponseTimeout,
-	"DefaultLegacyExactLimit": fallback.DefaultLegacyExactLimit,
+	"DefaultResponseTimeout": fallback.DefaultResponseTimeout, "DefaultLegacyExactLimit": fallback.DefaultLegacyExactLimit,
 }
 
 var (
@@ -53,7 +44,7 @@ func TestOptionDocsNameTheirDefaults(t *testing.T) {
 		"policy.Policy":     reflect.ValueOf(policy.Policy{}.WithDefaults()),
 		"reflector.Options": {},
 	}
-	files := map[string]string{"lister.Options": "lister/options.go", "policy.Policy": "fallback/policy.go", "reflector.Options": "reflector/options.go"}
+	files := map[string]string{"lister.Options": "lister/options.go", "policy.Policy": "internal/policy/policy.go", "reflector.Options": "reflector/options.go"}
 	checked := 0
 	for name, file := range files {
 		typ := name[strings.Index(name, ".")+1:]

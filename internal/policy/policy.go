@@ -230,3 +230,11 @@ func (p Policy) WithDefaults() Policy {
 	p.Backoff = p.Backoff.WithDefaults(DefaultListBackoff())
 	return p
 }
+
+// DefaultReflectorBackoff is the backoff between a reflector's failed
+// attempts, client-go's reflector backoff: 800ms doubling to 30s, +/-50%
+// jitter, reset after 2 minutes without a failure. MaxRetries and
+// MaxElapsedTime do not apply: a reflector retries until its context ends.
+func DefaultReflectorBackoff() Backoff {
+	return Backoff{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
+}

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	corev1 "k8s.io/api/core/v1"
@@ -342,11 +344,7 @@ func (s *recordingStore) snapshot() []string {
 // its store and how the pipe ended.
 func reflectorOutcome(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
 	store := &recordingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	o := reflector.Options{
-		Backoff:       policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond},
-		PaginateLists: true,
-		Lister:        lister.Options{Name: "test", StallTimeout: -1, Metrics: rec},
-	}
+	o := knobs.WithReflector(reflector.Options{PaginateLists: true, Lister: lister.Options{Name: "test", StallTimeout: -1, Metrics: rec}}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 	if c.stall {
 		o.Lister.StallTimeout = 50 * time.Millisecond
 	}

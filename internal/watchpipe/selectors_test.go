@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +59,7 @@ func TestSelectorsOnEveryRequest(t *testing.T) {
 			w.Stop()
 		}},
 		{"reflector.New", func(t *testing.T, c *testfake.Client) {
-			o := reflector.Options{Lister: lister.Options{Server: streams}, Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+			o := knobs.WithReflector(reflector.Options{Lister: lister.Options{Server: streams}}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 			o.Lister.LabelSelector, o.Lister.FieldSelector = labelSel, fieldSel
 			r := reflector.New(c, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 			ctx, cancel := context.WithCancel(context.Background())
