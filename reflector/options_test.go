@@ -269,7 +269,7 @@ var optionProbes = map[string]fieldProbes{
 				e.list(lw, metav1.ListOptions{ResourceVersion: e.rv0, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 4})
 			}},
 		reflector: &probe{set: func(e *env, o *lister.Options) { knobs.ListerOf(o).LastObservedRV = func() string { return e.rv } }},
-		unused:    []adoptionPath{pathReflector, pathReflectorList},
+		unused:    slices.Concat(reflectorPaths, informerPaths), // the reflector sets it: its LastSyncResourceVersion
 	},
 	"lister.Options.InitialEventsTimeout": {
 		// A server that ignores sendInitialEvents: the streaming list is given up after the timeout.
@@ -381,7 +381,11 @@ var optionProbes = map[string]fieldProbes{
 				e.outcome("relists after the first sync=%v", e.relistSemantics())
 			}},
 	},
-	"reflector.Options.PaginateLists":       {reflector: &probe{rset: paginate}},
+	"reflector.Options.PaginateLists": {reflector: &probe{rset: paginate}},
+	"reflector.Options.Unpaginated": {
+		// A paginated MostRecent list is sent without a limit.
+		reflector: &probe{rbase: paginate, rset: func(_ *env, o *Options) { o.knobs.Unpaginated = true }},
+	},
 	"reflector.Options.InitialListSemantic": {reflector: &probe{rset: func(_ *env, o *Options) { o.InitialListSemantic = fallback.Any }}},
 	"reflector.Options.WatchTimeoutMin": {
 		reflector: &probe{rset: func(_ *env, o *Options) { o.knobs.WatchTimeoutMin = 20 * time.Minute }, refl: watchTimeouts},
