@@ -129,9 +129,9 @@ func FuzzInitialEvents(f *testing.F) {
 			fw.Stop()
 		}()
 		var last watch.Event
-		out, _ := AwaitInitialEvents(nil, fw, GuardOptions{Timeout: 50 * time.Millisecond}, discard(), func(ev watch.Event) bool { last = ev; return true })
+		out, _ := watchpipe.AwaitInitialEvents(nil, fw, watchpipe.GuardOptions{Timeout: 50 * time.Millisecond}, discard(), func(ev watch.Event) bool { last = ev; return true })
 		fw.Stop()
-		if out == InitialEventsEnded && (last.Type != watch.Bookmark || !watchpipe.IsInitialEventsEnd(last.Object)) {
+		if out == watchpipe.InitialEventsEnded && (last.Type != watch.Bookmark || !watchpipe.IsInitialEventsEnd(last.Object)) {
 			t.Fatalf("ended on %v", last.Type)
 		}
 	})

@@ -186,7 +186,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	expected <- 2
 	close(expected)
 	srv := compat.Static(compat.Capabilities{})
-	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
+	w := watchpipe.GuardInitialEvents(context.Background(), fw, watchpipe.GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(testfake.ConfigMap("a", "5"))
 	fw.Add(testfake.ConfigMap("b", "6"))
@@ -209,7 +209,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 func TestGuardCutStreamIsNoEvidence(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	srv := compat.Static(compat.Capabilities{})
-	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Server: srv}, discard())
+	w := watchpipe.GuardInitialEvents(context.Background(), fw, watchpipe.GuardOptions{Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(testfake.ConfigMap("a", "5"))
 	recv(t, w, time.Second)

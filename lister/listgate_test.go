@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
+
 	"github.com/steadywatch/steadywatch/internal/knobs"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +31,7 @@ func TestListGateLeavesSingleObjectReadsAlone(t *testing.T) {
 	if _, _, err := l.CurrentResourceVersion(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := ExpectedInitialEvents(context.Background(), c, metav1.ListOptions{}); !ok || n != 0 {
+	if n, ok := watchpipe.ExpectedInitialEvents(context.Background(), c, metav1.ListOptions{}); !ok || n != 0 {
 		t.Fatalf("count list: %d, %v", n, ok)
 	}
 	if _, _, err := l.List(context.Background(), MostRecent().WithLimit(1)); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
+
 	"github.com/spf13/cobra"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -633,7 +635,7 @@ func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOpt
 }
 
 // runStreamingList waits for the initial-events-end bookmark with the SDK's
-// one streaming-list guard (lister.AwaitInitialEvents), quiet bounding each
+// one streaming-list guard (watchpipe.AwaitInitialEvents), quiet bounding each
 // wait. The probe records what it saw; it keeps no belief about the server.
 func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.ListOptions, quiet time.Duration, r *cellReport) error {
 	opts.SendInitialEvents = ptrBool(true)
@@ -647,20 +649,20 @@ func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.Lis
 	}
 	defer w.Stop()
 	var last watch.Event
-	out, detail := lister.AwaitInitialEvents(wctx.Done(), w, lister.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
+	out, detail := watchpipe.AwaitInitialEvents(wctx.Done(), w, watchpipe.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
 		r.Events++
 		last = ev
 		return true
 	})
 	switch out {
-	case lister.InitialEventsEnded:
+	case watchpipe.InitialEventsEnded:
 		r.Observed = SemInitialEventsEnd
 		if acc, err := meta.Accessor(last.Object); err == nil {
 			r.ServedResourceVersion = acc.GetResourceVersion()
 		}
-	case lister.InitialEventsError:
+	case watchpipe.InitialEventsError:
 		recordErrorEvent(last, r)
-	case lister.InitialEventsStopped:
+	case watchpipe.InitialEventsStopped:
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,7 +25,7 @@ import (
 // k8s.io/initial-events-end (KEP-3157), so once every initial event has
 // arrived (counted beforehand from a limit=1 list: its item plus
 // remainingItemCount) that bookmark is due at once. The probe runs the SDK's
-// own guard (lister.AwaitInitialEvents) on it, with the same bounds as
+// own guard (watchpipe.AwaitInitialEvents) on it, with the same bounds as
 // steadywatch's informers, so each cell also shows what steadywatch decides
 // and how soon.
 
@@ -124,7 +126,7 @@ type endObservation struct {
 	Annotated bool
 	// ErrorEventStatus is the code of a watch ERROR event.
 	ErrorEventStatus int
-	Outcome          lister.InitialEventsOutcome
+	Outcome          watchpipe.InitialEventsOutcome
 	Detail           string
 	// DecidedAfterLast is the time from the last initial event (or the
 	// stream's start, if none) to the guard's decision.
@@ -141,11 +143,11 @@ func (o endObservation) observed() string {
 		return SemInconclusive
 	}
 	switch o.Outcome {
-	case lister.InitialEventsEnded:
+	case watchpipe.InitialEventsEnded:
 		return SemEndBookmark
-	case lister.InitialEventsCut, lister.InitialEventsClosed:
+	case watchpipe.InitialEventsCut, watchpipe.InitialEventsClosed:
 		return SemCutBeforeEnd
-	case lister.InitialEventsNotStreaming:
+	case watchpipe.InitialEventsNotStreaming:
 		switch {
 		case o.Bookmarks > 0 && !o.Annotated:
 			return SemAnnotationMissing
@@ -241,7 +243,7 @@ func streamingNotApplicable(c compat.Capabilities) string {
 // steadywatch's guard uses), else from a full list (the probe's own
 // objects are few).
 func countInitialEvents(ctx context.Context, c lister.Client, base metav1.ListOptions) (int, string) {
-	if n, ok := lister.ExpectedInitialEvents(ctx, c, base); ok {
+	if n, ok := watchpipe.ExpectedInitialEvents(ctx, c, base); ok {
 		return n, "a limit=1 list: item + remainingItemCount"
 	}
 	obj, err := c.List(ctx, base)
@@ -289,7 +291,7 @@ func (e *probeEnv) observeEndBookmark(ctx context.Context, caps compat.Capabilit
 	}
 	defer w.Stop()
 	o.read(wctx, w, quiet, time.Now())
-	if o.Outcome == lister.InitialEventsStopped && ctx.Err() != nil {
+	if o.Outcome == watchpipe.InitialEventsStopped && ctx.Err() != nil {
 		return o, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 	return o, nil
@@ -307,7 +309,7 @@ func (o *endObservation) read(ctx context.Context, w watch.Interface, quiet time
 	close(expected)
 	last := begin
 	var errEvent watch.Event
-	out, detail := lister.AwaitInitialEvents(ctx.Done(), spy, lister.GuardOptions{Timeout: quiet, Expected: expected},
+	out, detail := watchpipe.AwaitInitialEvents(ctx.Done(), spy, watchpipe.GuardOptions{Timeout: quiet, Expected: expected},
 		klog.FromContext(ctx), func(ev watch.Event) bool {
 			switch ev.Type {
 			case watch.Added:
@@ -322,9 +324,9 @@ func (o *endObservation) read(ctx context.Context, w watch.Interface, quiet time
 	o.Outcome, o.Detail = out, detail
 	o.Bookmarks, o.Annotated = spy.bookmarks()
 	switch out {
-	case lister.InitialEventsStopped:
+	case watchpipe.InitialEventsStopped:
 		o.Detail = "no decision before the bound"
-	case lister.InitialEventsError:
+	case watchpipe.InitialEventsError:
 		if st, ok := errEvent.Object.(*metav1.Status); ok {
 			o.ErrorEventStatus, o.Message = int(st.Code), oneLine(apierrors.FromObject(st).Error())
 		}

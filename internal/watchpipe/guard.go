@@ -192,7 +192,7 @@ const (
 
 // AwaitInitialEvents is the one streaming-list guard of the SDK (the drop-in
 // ListerWatcher and the reflector run it as the first stage of their watch
-// pipeline; kubectl-steadywatch calls it through lister.AwaitInitialEvents). It reads w's initial events, hands
+// pipeline; kubectl-steadywatch calls it through watchpipe.AwaitInitialEvents). It reads w's initial events, hands
 // each to each (which returns false to stop), and returns when they end or
 // when the server shows it does not stream lists:
 //
