@@ -21,7 +21,7 @@ const StatusReasonStreamingListUnsupported = watchpipe.StatusReasonStreamingList
 var ErrNoWatchResponse = watchpipe.ErrNoWatchResponse
 
 // expectInitialEvents counts the objects a streaming list should send
-// (beside it, one limit=1 list) unless Options.knobs.Lister.DisableInitialEventsCount.
+// (beside it, one limit=1 list) unless knobs.Lister.DisableInitialEventsCount.
 func (l *Lister) expectInitialEvents(ctx context.Context, base metav1.ListOptions) <-chan int {
 	if l.o.knobs.DisableInitialEventsCount {
 		return nil

@@ -140,7 +140,7 @@ type handover struct {
 	call       engine.Call
 	page       PageFunc
 	item       func(runtime.Object) error
-	sampleSize bool // estimate the page's bytes (Options.MaxPageBytes)
+	sampleSize bool // estimate the page's bytes (knobs.Lister.MaxPageBytes)
 
 	// The current answer's: headed, its page was handed over; refused, the
 	// list (ListMeta, no items) the engine refused before it was; items,

@@ -441,7 +441,7 @@ func relistQuery(rv string) fallback.Query {
 }
 
 // delay returns the next backoff delay, or the server's Retry-After when it
-// is longer; a Retry-After is capped by Options.Lister.Policy.MaxRetryAfter (a proxy
+// is longer; a Retry-After is capped by Options.Lister.MaxRetryAfter (a proxy
 // answering "Retry-After: 3600" does not park the reflector for an hour).
 func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	now := r.o.Clock.Now()
@@ -450,7 +450,7 @@ func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	}
 	r.lastFailure = now
 	// The jitter spreads the delay over [0.5, 1.5] times the current
-	// interval; Options.Backoff.Max is a cap on the delay itself.
+	// interval; knobs.Reflector.Backoff.Max is a cap on the delay itself.
 	d := min(r.backoff.NextBackOff(), r.o.Backoff.Max)
 	return max(d, min(retryAfter, r.o.lk.Policy.MaxRetryAfter))
 }
@@ -660,7 +660,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	}
 	delay := r.delay(retryAfter)
 	if le := (*lister.Error)(nil); errors.As(err, &le) && le.Reason == fallback.ReasonRetriesExhausted {
-		// The call's own retries (Lister.Policy.Backoff) already waited up
+		// The call's own retries (knobs.Lister.Policy.Backoff) already waited up
 		// to their Max between failed requests: the next call does not
 		// start sooner, or a persistent fault would see the call's burst
 		// repeat after a short reflector delay.

@@ -141,7 +141,7 @@ const (
 	// ReasonShortWatch: watches closed at once without any event, again and
 	// again (kubernetes/kubernetes#104171: some servers and proxies do this
 	// instead of a 410); backing off, then relisting after
-	// Options.MaxShortWatches of them.
+	// knobs.Reflector.MaxShortWatches of them.
 	ReasonShortWatch = "short-watch"
 	// ReasonStalled: no event or bookmark for Options.Lister.StallTimeout (a proxy
 	// holding a dead connection); the watch was restarted from the last
@@ -157,11 +157,11 @@ const (
 	// ReasonTooLargeRV: "too large resource version": the server has not
 	// caught up with the resourceVersion (a lagging HA member); waiting its
 	// Retry-After (capped by the lister Policy's MaxRetryAfter), then
-	// MostRecent after Options.MaxTooLargeWatchRetries.
+	// MostRecent after knobs.Reflector.MaxTooLargeWatchRetries.
 	ReasonTooLargeRV = "too-large-rv"
 	// ReasonStaleList: a relist came back older than what the store already
 	// holds; never applied (the store never goes back in time), asked again
-	// after a backoff, then MostRecent after Options.MaxStaleListRetries.
+	// after a backoff, then MostRecent after knobs.Reflector.MaxStaleListRetries.
 	ReasonStaleList = "stale-list"
 	// ReasonStaleEvent: a watch event's resourceVersion is older than the
 	// stored object's, than the object's deletion, or than the watch's

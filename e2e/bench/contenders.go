@@ -61,7 +61,7 @@ type contender struct {
 	// many slots (0: none).
 	ListGate int `json:"list_gate,omitempty"`
 	gate     *listgate.Gate
-	// NoCount: lister.Options.DisableInitialEventsCount (no limit=1 read
+	// NoCount: knobs.Lister.DisableInitialEventsCount (no limit=1 read
 	// beside each streaming list) for Kind sw-informer.
 	NoCount bool `json:"no_count,omitempty"`
 	// Relist: an adoption path run in P6 only (relist memory), not in
@@ -126,7 +126,7 @@ var contenders = []contender{
 	// A process's initial lists queued through one listgate.Gate (P5 on
 	// servers where stock lists unpaginated).
 	{Name: "sw-informer-nocount", Kind: "sw-informer", Ours: true, NoCount: true, P5Lever: true,
-		Desc: "lever: sw-informer with lister.Options.DisableInitialEventsCount (no limit=1 count read beside each streaming list)"},
+		Desc: "lever: sw-informer with the initial-events count read turned off (no limit=1 count read beside each streaming list)"},
 	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, P5Lever: true,
 		Desc: "lever: sw-informer with one listgate.Gate of 1 slot shared by the process's informers"},
 	{Name: "sw-informer-gate2", Kind: "sw-informer", Ours: true, ListGate: 2, P5Lever: true,
