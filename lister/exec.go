@@ -23,7 +23,7 @@ import (
 // run is one list call, top-down: send, ask the engine, act. Every decision
 // (the next request, its wire form, its wait, a probe, the end of the call)
 // is engine.Call.Next's; run only sends, hands pages over and records.
-func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
+func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page pageFunc, cfg *pageConfig) (*Record, error) {
 	start := time.Now()
 	rec := &Record{Requested: q}
 	log := klog.FromContext(ctx)
@@ -245,9 +245,9 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req eng
 		ans.Elapsed = 0
 	}
 	ans.WireRequests = wire.take(klog.FromContext(ctx))
-	purpose := PurposePage
+	purpose := purposePage
 	if req.Purpose != engine.PurposePage {
-		purpose = PurposeNewerRVProbe
+		purpose = purposeNewerRVProbe
 	}
 	sr = SentRequest{Purpose: purpose, Options: opts, Form: req.Form, Err: ans.Err, Duration: ans.Elapsed, Shared: shared, WireRequests: ans.WireRequests}
 	if ans.Err == nil {

@@ -196,7 +196,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	if !ok || ev.Type != watch.Error {
 		t.Fatalf("got %v %v", ev.Type, ok)
 	}
-	if st, _ := ev.Object.(*metav1.Status); st == nil || st.Reason != StatusReasonStreamingListUnsupported {
+	if st, _ := ev.Object.(*metav1.Status); st == nil || st.Reason != watchpipe.StatusReasonStreamingListUnsupported {
 		t.Fatalf("error event %+v", ev.Object)
 	}
 	if srv.Capabilities(context.Background()).Get(compat.StreamingList) != compat.No {

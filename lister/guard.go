@@ -12,10 +12,6 @@ import (
 // watch pipeline (internal/watchpipe), which the ListerWatcher and
 // reflector.New share (kubectl-steadywatch and e2e import it directly).
 
-// StatusReasonStreamingListUnsupported is the reason of the error event a
-// guarded streaming list ends with.
-const StatusReasonStreamingListUnsupported = watchpipe.StatusReasonStreamingListUnsupported
-
 // ErrNoWatchResponse: a watch request got no response (not even headers)
 // within its bound (OpenWatch).
 var ErrNoWatchResponse = watchpipe.ErrNoWatchResponse

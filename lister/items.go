@@ -138,7 +138,7 @@ type handover struct {
 	// without ItemByItem allocates nothing for it). Nothing changes the
 	// call while its request is in flight, and head only reads it.
 	call       engine.Call
-	page       PageFunc
+	page       pageFunc
 	item       func(runtime.Object) error
 	sampleSize bool // estimate the page's bytes (knobs.Lister.MaxPageBytes)
 
@@ -163,7 +163,7 @@ var errHeadRefused = errors.New("lister: answer refused from its ListMeta before
 // after its items were handed over could not be voided), a ListGate (its
 // answers are shared whole among the callers that start together), or a
 // client that does not decode its lists itself.
-func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
+func (l *Lister) handover(page pageFunc, cfg *pageConfig) *handover {
 	if cfg.item == nil || cfg.onRestart == nil || l.o.ListGate != nil {
 		return nil
 	}

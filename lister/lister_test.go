@@ -56,7 +56,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 		!strings.Contains(r.Fallbacks[0].Detail, "limit=1 MostRecent list") || r.Fallbacks[0].Attempt != 1 {
 		t.Fatalf("fallbacks %v", r.Fallbacks)
 	}
-	if r.Requests[1].Purpose != PurposeNewerRVProbe || r.Requests[0].Class != fallback.Gone {
+	if r.Requests[1].Purpose != purposeNewerRVProbe || r.Requests[0].Class != fallback.Gone {
 		t.Fatalf("requests %+v", r.Requests)
 	}
 	// The 410 proved the server ignores resourceVersionMatch: the next list uses the legacy form.

@@ -121,7 +121,7 @@ func (o Options) Resolve(exampleObject runtime.Object) Options {
 	if o.Name == "" {
 		switch {
 		case !o.Resource.Empty():
-			o.Name = ResourceName(o.Resource)
+			o.Name = resourceName(o.Resource)
 		case exampleObject != nil:
 			o.Name = fmt.Sprintf("%T", exampleObject)
 		default:
