@@ -4,10 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/steadywatch/steadywatch/internal/knobs"
-
-	"github.com/steadywatch/steadywatch/internal/policy"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +38,9 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 	})
 	AfterEach(func() { e.p.ClearRules(); e.p.ResetRequests() })
 
-	It("a 429 with Retry-After: 3600: lister.List and FactoryInformer wait Policy.MaxRetryAfter, one request each time", func(ctx SpecContext) {
+	It("a 429 with Retry-After: 3600: lister.List and FactoryInformer wait lister.Options.MaxRetryAfter, one request each time", func(ctx SpecContext) {
 		const fault = "429 Retry-After 3600, plain clientset"
-		policy := policy.Policy{MaxRetryAfter: 2 * time.Second}
+		const maxRetryAfter = 2 * time.Second
 
 		// lister.List over FromClientset.
 		ns := e.newNS(ctx, "ra-plain", 3)
@@ -53,11 +49,11 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		start := time.Now()
-		obj, rec, err := lister.New(suite.ConfigMaps(e.pcs, ns), knobs.WithLister(lister.Options{Name: "ra-plain"}, knobs.Lister{Policy: policy})).List(lctx, lister.MostRecent())
+		obj, rec, err := lister.New(suite.ConfigMaps(e.pcs, ns), lister.Options{Name: "ra-plain", MaxRetryAfter: maxRetryAfter}).List(lctx, lister.MostRecent())
 		took := time.Since(start)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))
-		Expect(took).To(BeNumerically("<", policy.MaxRetryAfter+3*time.Second), "waited the cap, not the hour")
+		Expect(took).To(BeNumerically("<", maxRetryAfter+3*time.Second), "waited the cap, not the hour")
 		lists, _ := e.wire(ns, true)
 		Expect(lists).To(Equal(2), "the 429 and the retry: no request of client-go's own")
 		Expect(rec.Requests).To(HaveLen(2))
@@ -72,12 +68,12 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		e.p.ResetRequests()
 		e.p.Inject(faults.Rule{Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
 		factory := informers.NewSharedInformerFactoryWithOptions(e.pcs, 0, informers.WithNamespace(ns))
-		inf := factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy})}))
+		inf := factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{MaxRetryAfter: maxRetryAfter}}))
 		fctx, fcancel := context.WithCancel(context.Background())
 		DeferCleanup(func() { fcancel(); factory.Shutdown() })
 		start = time.Now()
 		factory.Start(fctx.Done())
-		Eventually(inf.HasSynced).WithTimeout(policy.MaxRetryAfter + 8*time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		Eventually(inf.HasSynced).WithTimeout(maxRetryAfter + 8*time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
 		took = time.Since(start)
 		Expect(inf.GetStore().ListKeys()).To(HaveLen(3))
 		lists, watches := e.wire(ns, false)
