@@ -13,10 +13,9 @@ import (
 // noProgressBackoff is the delay between watch attempts (streaming lists and
 // plain watches) that end without progress: client-go's reflector defaults
 // (tools/cache/reflector.go: 800ms doubling to 30s), jittered +/-50%, and
-// started afresh after two minutes without such a failure.
-func noProgressBackoff() policy.Backoff {
-	return policy.Backoff{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
-}
+// started afresh after two minutes without such a failure: the reflector's
+// own backoff (policy.DefaultReflectorBackoff).
+func noProgressBackoff() policy.Backoff { return policy.DefaultReflectorBackoff() }
 
 // progressGate spaces out watch attempts that make no progress. client-go's
 // reflector retries a streaming list answered 410 Expired (or "too large

@@ -67,7 +67,7 @@ const (
 	// (Retry-After or backoff for retries, none for fallbacks).
 	WaitByAction Wait = iota
 	// WaitBackoff: the next backoff delay, or the server's Retry-After when
-	// longer (capped by Policy.MaxRetryAfter).
+	// longer (capped by lister.Options.MaxRetryAfter).
 	WaitBackoff
 	// WaitNone: at once.
 	WaitNone
@@ -144,11 +144,11 @@ var rules = []Row{
 	{when{classes: cls(Other), notAList: yes}, Fail, ReasonNotAList, SourceResourceVersions + `: a list's answer carries ListMeta (metadata.resourceVersion, continue); a 200 without it is not a list`, WaitByAction},
 
 	// 429 / 5xx / transport: bounded jittered backoff.
-	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, ReasonThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
-	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, ReasonServerErrorBackoff, "5xx (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, ReasonThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, ReasonServerErrorBackoff, "5xx (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction},
 	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, ReasonTransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction},
-	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, ReasonNoAnswerBackoff, "no answer within Policy.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
-	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, ReasonRetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, ReasonNoAnswerBackoff, "no answer within lister.Options.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
+	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, ReasonRetriesExhausted, "bounded retries (5, within 30s)", WaitByAction},
 
 	// Rule 1: NotOlderThan answered 410 (the server ignored the match and applied legacy Exact).
 	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, ReasonRule1RetryNewerRV, srcRule1, WaitByAction},
@@ -273,9 +273,9 @@ var probeRows = func() []Row {
 		out = append(out,
 			Row{when{op: op, classes: cls(OK), listRV: yes}, Accept, ReasonOK, srcProbe, WaitByAction},
 			Row{when{op: op, classes: cls(OK), listRV: no}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; an answer without ListMeta.resourceVersion names none", WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, ReasonNewerRVProbeRetry, srcProbe + "; retried after a backoff (Policy.Backoff)", WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, ReasonNewerRVProbeRetry, srcProbe + "; retried after a backoff", WaitByAction},
 			Row{when{op: op, classes: cls(ServedOlder)}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: a consistent read older than the requested resourceVersion proves it was never handed out`, WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; bounded retries (5, within 30s)", WaitByAction},
 			Row{when{op: op, classes: cls(Canceled, Invalid, Forbidden, NotFound, Other, Gone, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; any other failure ends the call", WaitByAction},
 		)
 	}
