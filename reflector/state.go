@@ -140,8 +140,7 @@ const (
 	ReasonWatchClosed = "watch-closed"
 	// ReasonShortWatch: watches closed at once without any event, again and
 	// again (kubernetes/kubernetes#104171: some servers and proxies do this
-	// instead of a 410); backing off, then relisting after
-	// knobs.Reflector.MaxShortWatches of them.
+	// instead of a 410); backing off, then relisting after 2 of them.
 	ReasonShortWatch = "short-watch"
 	// ReasonStalled: no event or bookmark for Options.Lister.StallTimeout (a proxy
 	// holding a dead connection); the watch was restarted from the last
@@ -156,12 +155,12 @@ const (
 	ReasonListGone = "list-gone"
 	// ReasonTooLargeRV: "too large resource version": the server has not
 	// caught up with the resourceVersion (a lagging HA member); waiting its
-	// Retry-After (capped by the lister Policy's MaxRetryAfter), then
-	// MostRecent after knobs.Reflector.MaxTooLargeWatchRetries.
+	// Retry-After (capped by lister.Options.MaxRetryAfter), then
+	// MostRecent after 3 attempts.
 	ReasonTooLargeRV = "too-large-rv"
 	// ReasonStaleList: a relist came back older than what the store already
 	// holds; never applied (the store never goes back in time), asked again
-	// after a backoff, then MostRecent after knobs.Reflector.MaxStaleListRetries.
+	// after a backoff, then MostRecent after 2 attempts.
 	ReasonStaleList = "stale-list"
 	// ReasonStaleEvent: a watch event's resourceVersion is older than the
 	// stored object's, than the object's deletion, or than the watch's

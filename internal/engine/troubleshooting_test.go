@@ -178,7 +178,7 @@ collection from etcd into memory for each streaming list, several times what pag
 the API says which resources are cached, so set it yourself for those resources:
 ` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers) or
 ` + "`reflector.Options.Lister.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
-under ` + "`lister.Options.MaxPageBytes`" + ` (16 MiB), so large objects keep pages of 500.
+under 16 MiB, so large objects keep pages of 500.
 
 When several informers of one process start together (controllers with informer factories of their
 own), share one ` + "`listgate.New(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,
