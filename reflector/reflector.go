@@ -37,15 +37,6 @@ import (
 // every adapter (lister.FromFuncs, FromDynamic, FromMetadata) serves both.
 type Client = lister.Client
 
-// ListFromLister returns l's List as a ListFunc (its Record is dropped; the
-// lister logs and counts its fallbacks itself).
-func ListFromLister(l *lister.Lister) ListFunc {
-	return func(ctx context.Context, q fallback.Query) (runtime.Object, error) {
-		obj, _, err := l.List(ctx, q)
-		return obj, err
-	}
-}
-
 // Reflector keeps a client-go store in step with the apiserver: list (or
 // streaming list), then watch, then recover from every resourceVersion corner
 // case of KEP-2523. Create it with New and start it with Run.
