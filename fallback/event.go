@@ -1,17 +1,21 @@
 package fallback
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/steadywatch/steadywatch/internal/vocab"
+)
 
 // Event records one fallback or retry the executor took.
 type Event struct {
 	// Reason is the reason code of the table row that decided it.
 	Reason ReasonCode
 	// Action is the action taken.
-	Action Action
+	Action vocab.Action
 	// Attempt counts the requests of the list call so far (1 = the first request).
 	Attempt int
 	// Class is the class of the response decided on.
-	Class Class
+	Class vocab.Class
 	// Before is the request that was answered; After is the next request
 	// (zero for Fail and FailExactUnavailable).
 	Before, After Query

@@ -12,7 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
@@ -33,7 +35,7 @@ func boundedContext(t *testing.T) context.Context {
 func wantNoAnswer(t *testing.T, err error, waiting string, requests int32) {
 	t.Helper()
 	var na *fallback.NoAnswerError
-	if !errors.As(err, &na) || !errors.Is(err, fallback.ErrNoAnswer) || fallback.Classify(err) != fallback.NoAnswer {
+	if !errors.As(err, &na) || !errors.Is(err, fallback.ErrNoAnswer) || engine.Classify(err) != vocab.NoAnswer {
 		t.Fatalf("err = %v; want a *fallback.NoAnswerError, class NoAnswer", err)
 	}
 	if na.Waiting != waiting || na.After != noAnswerBound || na.Path != "/api/v1/namespaces/default/configmaps" || strings.Contains(na.Error(), "?") {

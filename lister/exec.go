@@ -17,6 +17,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
@@ -102,7 +103,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			}
 			err = cfg.onRestart(ev)
 		}
-		if step.Action == fallback.RestartListNewerRV || step.Action == fallback.RestartListUnpaginated {
+		if step.Action == vocab.RestartListNewerRV || step.Action == vocab.RestartListUnpaginated {
 			rec.Pages, rec.Items, rec.Restarts = 0, 0, rec.Restarts+1
 		}
 		if step.Done {
@@ -127,7 +128,7 @@ func outcome(err error) string {
 	case errors.Is(err, fallback.ErrInvalidQuery):
 		return "invalid-query"
 	}
-	return fallback.Classify(err).String()
+	return engine.Classify(err).String()
 }
 
 // observe tells the server's capability beliefs what the answer to req
@@ -137,7 +138,7 @@ func (l *Lister) observe(log klog.Logger, req engine.Request, ans engine.Answer,
 		Detail: fmt.Sprintf("observed: %s served at %s", req.Query, ans.ServedRV)}
 	if step.Evidence == engine.EvidenceHonoured {
 		o.Support = compat.Yes
-	} else if step.Class == fallback.Gone {
+	} else if step.Class == vocab.Gone {
 		o.Detail = fmt.Sprintf("observed: %s answered 410 (legacy Exact)", req.Query)
 	}
 	log.V(2).Info("server behaviour observed", "capability", o.Capability, "support", o.Support.String(), "detail", o.Detail)
@@ -282,7 +283,7 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 		if requested.Semantic == fallback.Exact {
 			kind = ErrExactUnavailable
 		}
-	case step.Action == fallback.FailExactUnavailable:
+	case step.Action == vocab.FailExactUnavailable:
 		kind = ErrExactUnavailable
 		if err == nil {
 			// Keep 410 semantics for callers that test apierrors.IsResourceExpired.
@@ -290,7 +291,7 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 		}
 	case step.Reason == fallback.ReasonContinueRepeated:
 		err = fmt.Errorf("the server repeated continue token %q after %d page(s); its pagination is broken (%s)",
-			redactToken(ans.Continue), rec.Pages, fallback.SourceChunks)
+			redactToken(ans.Continue), rec.Pages, vocab.SourceChunks)
 	case step.Reason == fallback.ReasonNewerRVProbeFailed && err == nil:
 		err = engine.ErrNoListResourceVersion
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // Lister runs list calls with explicit semantics against one Client. It is
@@ -145,9 +146,9 @@ func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, e
 	q := fallback.MostRecentQuery().WithLimit(1)
 	rec := &Record{Requested: q}
 	var wire wireTally
-	_, ans, sr, sent := l.send(wire.trace(ctx), &wire, nil, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
+	_, ans, sr, sent := l.send(wire.trace(ctx), &wire, nil, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: vocab.Match, Options: engine.ApplyTo(q, l.baseOptions(), vocab.Match)})
 	if sent {
-		sr.Class = fallback.Classify(ans.Err)
+		sr.Class = engine.Classify(ans.Err)
 		rec.Requests = append(rec.Requests, sr)
 	}
 	rec.Duration = time.Since(start)
@@ -211,7 +212,7 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 // the items named name; first is the failed single-object attempt.
 func (l *Lister) getExactByScan(ctx context.Context, name, rv string, base metav1.ListOptions, first *Record, cause error) (runtime.Object, *Record, error) {
 	q := fallback.ExactQuery(rv).WithLimit(l.o.PageSize)
-	ev := fallback.Event{Reason: ReasonGetExactScan, Action: fallback.RetryWithLimit, Attempt: len(first.Requests),
+	ev := fallback.Event{Reason: ReasonGetExactScan, Action: vocab.RetryWithLimit, Attempt: len(first.Requests),
 		Before: fallback.ExactQuery(rv), After: q, Err: cause,
 		Detail: "the server answered fieldSelector=metadata.name at another resourceVersion even with a limit (servers before v1.19 read one object at its newest revision); scanning the collection at the exact resourceVersion"}
 	l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))

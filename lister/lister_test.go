@@ -15,6 +15,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -52,7 +53,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 		!strings.Contains(r.Fallbacks[0].Detail, "limit=1 MostRecent list") || r.Fallbacks[0].Attempt != 1 {
 		t.Fatalf("fallbacks %v", r.Fallbacks)
 	}
-	if r.Requests[1].Purpose != PurposeNewerRVProbe || r.Requests[0].Class != fallback.Gone {
+	if r.Requests[1].Purpose != PurposeNewerRVProbe || r.Requests[0].Class != vocab.Gone {
 		t.Fatalf("requests %+v", r.Requests)
 	}
 	// The 410 proved the server ignores resourceVersionMatch: the next list uses the legacy form.
@@ -150,7 +151,7 @@ func TestRule2ExactMismatchRetriesWithLimit(t *testing.T) {
 	if got := names(obj); !slices.Equal(got, []string{"a", "b"}) || r.ServedResourceVersion != "10" {
 		t.Fatalf("items %v rv %s", got, r.ServedResourceVersion)
 	}
-	if !slices.Equal(reasons(r), []fallback.ReasonCode{fallback.ReasonRule2RetryWithLimit}) || r.Requests[0].Class != fallback.ServedNewerThanExact {
+	if !slices.Equal(reasons(r), []fallback.ReasonCode{fallback.ReasonRule2RetryWithLimit}) || r.Requests[0].Class != vocab.ServedNewerThanExact {
 		t.Fatalf("reasons %v", reasons(r))
 	}
 	if srv.Capabilities(context.Background()).Get(compat.ResourceVersionMatch) != compat.No {

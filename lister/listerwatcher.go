@@ -20,7 +20,7 @@ import (
 // reflector has:
 //
 //   - List reads the wire options exactly as an apiserver would
-//     (fallback.FromListOptions: client-go's "0" is Any, a last-synced RV
+//     (engine.FromListOptions: client-go's "0" is Any, a last-synced RV
 //     with a limit is legacy Exact, without a limit NotOlderThan), runs the
 //     whole list with the KEP-2523 rules — all pages internally, one
 //     snapshot — and returns one complete list without a continue token. An

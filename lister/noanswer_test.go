@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -49,8 +51,8 @@ func checkNoAnswer(t *testing.T, err error, rec *lister.Record, wire int32, want
 	if na.Waiting != waiting || na.After != bound || !strings.HasPrefix(na.Path, "/api") || strings.Contains(na.Error(), "?") {
 		t.Errorf("NoAnswerError %+v (%q); want waiting for %q after %s, the path without the query", na, na.Error(), waiting, bound)
 	}
-	if fallback.Classify(err) != fallback.NoAnswer {
-		t.Errorf("Classify = %v; want %v", fallback.Classify(err), fallback.NoAnswer)
+	if engine.Classify(err) != vocab.NoAnswer {
+		t.Errorf("Classify = %v; want %v", engine.Classify(err), vocab.NoAnswer)
 	}
 	if int(wire) != want || rec == nil || len(rec.Requests) != want {
 		n := -1

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // Purpose says why a request was sent.
@@ -26,9 +27,9 @@ type SentRequest struct {
 	// Options are the wire ListOptions actually sent (selectors included).
 	Options metav1.ListOptions
 	// Form is the wire form used.
-	Form fallback.WireForm
+	Form vocab.WireForm
 	// Class of the answer (after the executor's verification of ListMeta).
-	Class fallback.Class
+	Class vocab.Class
 	// Err is the error returned, if any.
 	Err error
 	// ServedResourceVersion is the answer's ListMeta.resourceVersion.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,7 +100,7 @@ func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) {
 	r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
 	floor := fallback.Policy{}.WithDefaults().Backoff.Max
-	exhausted := &lister.Error{Reason: fallback.ReasonRetriesExhausted, Class: fallback.Throttled, Attempt: 6,
+	exhausted := &lister.Error{Reason: fallback.ReasonRetriesExhausted, Class: vocab.Throttled, Attempt: 6,
 		Err: apierrors.NewTooManyRequests("slow down", 0)}
 	for i := 0; i < 3; i++ {
 		st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(), exhausted)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
@@ -933,7 +934,7 @@ func errClass(err error) string {
 	case errors.Is(err, lister.ErrStreamingListUnsupported):
 		return "streaming list unsupported"
 	}
-	return fallback.Classify(err).String()
+	return engine.Classify(err).String()
 }
 
 // holdGate takes the gate's only slot until the returned function is called.

@@ -27,6 +27,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
@@ -635,7 +636,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	required := ""
 	if stale := (*StaleListError)(nil); errors.As(err, &stale) {
 		// Never go back in time: the list was older than the store.
-		class, required = fallback.ServedOlder, stale.Required
+		class, required = vocab.ServedOlder, stale.Required
 		klog.FromContext(ctx).Info("Rejected a list older than the store", "query", q.String(), "served", stale.Served, "required", stale.Required)
 	} else {
 		klog.FromContext(ctx).V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
@@ -644,9 +645,9 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}, r.o.Lister.Policy)
 	next := s.retry()
 	switch d.Action {
-	case fallback.Relist:
+	case vocab.Relist:
 		next.query = relistQuery(required)
-	case fallback.FallbackMostRecent:
+	case vocab.FallbackMostRecent:
 		next.query = fallback.MostRecentQuery()
 	}
 	w := because(string(d.Reason), "%s failed (%s): %v; listing %s", q, class, err, next.query)
@@ -811,11 +812,11 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 // be opened.
 func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asList listing, err error) (state, why) {
 	class, retryAfter := classify(err)
-	if fallback.RejectsStreamingList(err) {
+	if engine.RejectsStreamingList(err) {
 		r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
 		return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
 	}
-	if class == fallback.Invalid {
+	if class == vocab.Invalid {
 		// The caller's own invalid request (a bad selector): not evidence
 		// about the server. The list says the same to the caller.
 		return asList, because(ReasonStreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
@@ -827,7 +828,7 @@ func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asLis
 		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(0), next: next}, because(ReasonStreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
 	}
-	if (class == fallback.TooLargeRV || class == fallback.ServerError) && s.query.Semantic == fallback.NotOlderThan {
+	if (class == vocab.TooLargeRV || class == vocab.ServerError) && s.query.Semantic == fallback.NotOlderThan {
 		// This server is behind the store's resourceVersion (HA lag, or a
 		// server that cannot serve it): a consistent MostRecent read cannot
 		// be older than anything already served.
@@ -890,7 +891,7 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 	case watchpipe.InitialEventsError:
 		w.Stop()
 		class, retryAfter := classify(ev.failed)
-		if class == fallback.Gone {
+		if class == vocab.Gone {
 			next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 			return backingOff{delay: r.delay(0), next: next}, because(ReasonListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 		}
@@ -1000,9 +1001,9 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		then       = "watching again from " + strconv.Quote(rv)
 	)
 	switch {
-	case d.Action == fallback.Relist:
+	case d.Action == vocab.Relist:
 		next, then = r.syncState(ctx, relistQuery(rv), false, string(d.Reason)), "relisting "+relistQuery(rv).String()
-	case d.Action == fallback.FallbackMostRecent:
+	case d.Action == vocab.FallbackMostRecent:
 		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason)), "relisting "+fallback.MostRecentQuery().String()
 	case !resumable(rv):
 		// A watch from "" or "0" resumes nothing (resumable): list.
@@ -1013,7 +1014,7 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
 	what := fmt.Sprintf("failed (%s, Retry-After %v)", class, retryAfter)
-	if class == fallback.Gone {
+	if class == vocab.Gone {
 		what = "410 Gone"
 	}
 	w := because(string(d.Reason), "watch from %q: %s; %s (%v)", rv, what, then, err)
@@ -1302,7 +1303,7 @@ func (r *Reflector) resyncLoop(ctx context.Context, done chan<- struct{}) {
 func ptrTo[T any](v T) *T { return &v }
 
 // classify returns fallback's class of err and the server's Retry-After (0 if none).
-func classify(err error) (fallback.Class, time.Duration) {
+func classify(err error) (vocab.Class, time.Duration) {
 	d, _ := fallback.RetryAfter(err)
-	return fallback.Classify(err), d
+	return engine.Classify(err), d
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -29,7 +30,7 @@ var defaultConstants = map[string]any{
 	"DefaultWatchTimeoutMax": reflector.DefaultWatchTimeoutMax, "DefaultShortWatch": reflector.DefaultShortWatch,
 	"DefaultMaxTooLargeWatchRetries": reflector.DefaultMaxTooLargeWatchRetries, "DefaultMaxStaleListRetries": reflector.DefaultMaxStaleListRetries,
 	"DefaultMaxShortWatches": reflector.DefaultMaxShortWatches, "DefaultResponseTimeout": fallback.DefaultResponseTimeout,
-	"DefaultLegacyExactLimit": fallback.DefaultLegacyExactLimit,
+	"DefaultLegacyExactLimit": vocab.DefaultLegacyExactLimit,
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 func start(t *testing.T, q fallback.Query, cfg Config) *Call {
@@ -27,13 +28,13 @@ func start(t *testing.T, q fallback.Query, cfg Config) *Call {
 // multiplying 10 hidden retries by its own.
 func TestHiddenRetriesAreCharged(t *testing.T) {
 	q := fallback.NotOlderThanQuery("10")
-	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
 		t.Fatalf("a quick answer: %v %+v, want CheckRVExists at once", st.Action, st.Next)
 	}
-	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3500 * time.Millisecond}); st.Action != fallback.CheckRVExists {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3500 * time.Millisecond}); st.Action != vocab.CheckRVExists {
 		t.Fatalf("one slow answer: %v, want CheckRVExists", st.Action)
 	}
-	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 40 * time.Second}); st.Action != fallback.FallbackMostRecent {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 40 * time.Second}); st.Action != vocab.FallbackMostRecent {
 		t.Fatalf("an answer after 10 hidden retries: %v (%s), want FallbackMostRecent", st.Action, st.Reason)
 	}
 }
@@ -47,12 +48,12 @@ func TestRule1ProbeIsARequest(t *testing.T) {
 		t.Fatalf("%v %+v", err, first.Options)
 	}
 	st := c.Next(Answer{Err: testfake.Gone()})
-	if st.Action != fallback.RetryNewerRV || st.Evidence != EvidenceIgnored || st.Next.Purpose != PurposeNewerRV || st.Next.Options.Limit != 1 || st.Event != nil {
+	if st.Action != vocab.RetryNewerRV || st.Evidence != EvidenceIgnored || st.Next.Purpose != PurposeNewerRV || st.Next.Options.Limit != 1 || st.Event != nil {
 		t.Fatalf("%+v", st)
 	}
 	st = c.Next(Answer{ServedRV: "70", Items: 1})
 	o := st.Next.Options
-	if st.Action != fallback.RetryNewerRV || st.Event == nil || st.Next.Purpose != PurposePage || o.ResourceVersion != "70" || o.ResourceVersionMatch != "" || o.Limit != 500 {
+	if st.Action != vocab.RetryNewerRV || st.Event == nil || st.Next.Purpose != PurposePage || o.ResourceVersion != "70" || o.ResourceVersionMatch != "" || o.Limit != 500 {
 		t.Fatalf("%v %+v", st.Action, o)
 	}
 	if st = c.Next(Answer{ServedRV: "70", Items: 3}); !st.Accept || !st.Done || st.SnapshotRV != "70" {
@@ -69,7 +70,7 @@ func TestCallFollowUpsKeepTheFloor(t *testing.T) {
 			t.Fatalf("%v: %+v", q, st)
 		}
 		st := c.Next(Answer{Err: testfake.Gone()})
-		if st.Action != fallback.RestartListNewerRV || !st.VoidPages || st.Next.Purpose != PurposeNewerRV {
+		if st.Action != vocab.RestartListNewerRV || !st.VoidPages || st.Next.Purpose != PurposeNewerRV {
 			t.Fatalf("%v: %+v", q, st)
 		}
 		st = c.Next(Answer{ServedRV: "40"}) // a probe older than the handed snapshot
@@ -83,7 +84,7 @@ func TestCallFollowUpsKeepTheFloor(t *testing.T) {
 func TestRestartRefusedWithoutOnRestart(t *testing.T) {
 	c := start(t, fallback.MostRecentQuery().WithLimit(2), Config{})
 	c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2})
-	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != fallback.Fail || st.Reason != fallback.ReasonRestartNotAllowed || !st.Done {
+	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != vocab.Fail || st.Reason != fallback.ReasonRestartNotAllowed || !st.Done {
 		t.Fatalf("%+v", st)
 	}
 }
@@ -117,11 +118,11 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	stuck := StaticBeliefs{Stuck: true}
 	c := start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck})
 	st := c.Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3 * time.Second})
-	if st.Action != fallback.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
+	if st.Action != vocab.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
 		t.Fatalf("first too-large: %v %v %+v, want CheckRVExists", st.Action, st.Situation, st.Next)
 	}
 	st = c.Next(Answer{ServedRV: "201", Items: 1})
-	if st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Row < 0 || st.Done {
+	if st.Action != vocab.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Row < 0 || st.Done {
 		t.Fatalf("after the read: %v %s row %d, want FallbackMostRecent %s", st.Action, st.Reason, st.Row, fallback.ReasonTooLargeCacheStuck)
 	}
 	if n := st.Next; n.Purpose != PurposePage || n.Wait != 0 || n.Query.Semantic != fallback.MostRecent || n.Options.ResourceVersion != "" {
@@ -132,13 +133,13 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		t.Fatalf("event %+v", st.Event)
 	}
 	// The MostRecent answer is verified against the caller's floor.
-	if st = c.Next(Answer{ServedRV: "198", Items: 1}); st.Accept || st.Class != fallback.ServedOlder {
+	if st = c.Next(Answer{ServedRV: "198", Items: 1}); st.Accept || st.Class != vocab.ServedOlder {
 		t.Fatalf("MostRecent served older than 199: %v %v", st.Action, st.Class)
 	}
 
 	// A version the caller has seen exists: no read, the first too-large falls back.
 	c = start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
-	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
+	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
 		st.Event == nil || !strings.Contains(st.Event.Detail, "KEP-1904") {
 		t.Fatalf("seen version: %v %s %+v", st.Action, st.Reason, st.Next)
 	}
@@ -156,10 +157,10 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
 	} {
 		c := start(t, tc.q, tc.cfg)
-		if st := c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.CheckRVExists {
+		if st := c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.CheckRVExists {
 			t.Fatalf("%s: %v", tc.name, st.Action)
 		}
-		if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter || st.Next.Wait < time.Second || st.Next.Query.ResourceVersion != "199" {
+		if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != vocab.WaitRetryAfter || st.Next.Wait < time.Second || st.Next.Query.ResourceVersion != "199" {
 			t.Errorf("%s: %v %+v, want WaitRetryAfter then 199 again", tc.name, st.Action, st.Next)
 		}
 	}
@@ -177,14 +178,14 @@ func tooLargeAt(want, current string) error {
 // newest state instead of waiting again. A cache that moves is waited for.
 func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
 	c := start(t, fallback.NotOlderThanQuery("199"), Config{})
-	if st := c.Next(Answer{Err: tooLargeAt("199", "197")}); st.Action != fallback.CheckRVExists || st.Situation.WatchCacheStuck {
+	if st := c.Next(Answer{Err: tooLargeAt("199", "197")}); st.Action != vocab.CheckRVExists || st.Situation.WatchCacheStuck {
 		t.Fatalf("first: %v %v", st.Action, st.Situation)
 	}
-	if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter {
+	if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != vocab.WaitRetryAfter {
 		t.Fatalf("after the read: %v, want WaitRetryAfter (one answer proves nothing)", st.Action)
 	}
 	st := c.Next(Answer{Err: tooLargeAt("199", "197")})
-	if st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
+	if st.Action != vocab.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
 		st.Next.Wait != 0 || st.Next.Query.Semantic != fallback.MostRecent {
 		t.Fatalf("same current twice: %v %s %+v", st.Action, st.Reason, st.Next)
 	}
@@ -195,14 +196,14 @@ func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
 	c = start(t, fallback.NotOlderThanQuery("199"), Config{})
 	c.Next(Answer{Err: tooLargeAt("199", "197")})
 	c.Next(Answer{ServedRV: "201", Items: 1})
-	if st := c.Next(Answer{Err: tooLargeAt("199", "198")}); st.Action != fallback.WaitRetryAfter || st.Situation.WatchCacheStuck {
+	if st := c.Next(Answer{Err: tooLargeAt("199", "198")}); st.Action != vocab.WaitRetryAfter || st.Situation.WatchCacheStuck {
 		t.Fatalf("a moving cache: %v %v, want WaitRetryAfter", st.Action, st.Situation)
 	}
 	// No current in the message (a proxy's 504): no evidence either way.
 	c2 := start(t, fallback.NotOlderThanQuery("199"), Config{})
 	c2.Next(Answer{Err: tooLargeAt("199", "")})
 	c2.Next(Answer{ServedRV: "201", Items: 1})
-	if st := c2.Next(Answer{Err: tooLargeAt("199", "")}); st.Action != fallback.WaitRetryAfter {
+	if st := c2.Next(Answer{Err: tooLargeAt("199", "")}); st.Action != vocab.WaitRetryAfter {
 		t.Fatalf("no current: %v, want WaitRetryAfter", st.Action)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	//lint:ignore ST1001 the table reads in the KEP's vocabulary (OK, Gone, NotOlderThan, ...), row by row
 	. "github.com/steadywatch/steadywatch/fallback"
+	//lint:ignore ST1001 the table reads in the KEP's vocabulary (Accept, RetryNewerRV, Gone, ...), row by row
+	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // yes and no are the values a pattern over a bool allows; nil allows both.

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	. "github.com/steadywatch/steadywatch/fallback"
+	//lint:ignore ST1001 the table reads in the KEP's vocabulary
+	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // expected is an independent reading of KEP-2523 and the API Concepts tables, written as plain control
@@ -344,7 +346,7 @@ func TestEvidenceOf(t *testing.T) {
 		{exact, MatchUnknown, nil, "20", NoEvidence},
 	}
 	for _, c := range cases {
-		call := Call{match: c.match, sent: Request{Purpose: PurposePage, Query: c.q, Options: c.q.ApplyTo(metav1.ListOptions{}, Match)}}
+		call := Call{match: c.match, sent: Request{Purpose: PurposePage, Query: c.q, Options: ApplyTo(c.q, metav1.ListOptions{}, Match)}}
 		if _, got := call.verify(Answer{Err: c.err, ServedRV: c.served}); got != c.want {
 			t.Errorf("%s (match %s) answered %q, err %v: evidence %v, want %v", c.q, c.match, c.served, c.err, got, c.want)
 		}
