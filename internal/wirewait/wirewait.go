@@ -2,7 +2,7 @@
 // for the response's headers once the request is written, and, while a
 // list body is read, for each next bytes. It is the one implementation of
 // fallback.Policy.ResponseTimeout, used by the SDK's own clients (package
-// internal/clients) and by fallback.OwnRetryAfter's transport.
+// internal/clients) and by fallback.NoHiddenRetries' transport.
 //
 // It is not a deadline on the whole request: a huge list whose bytes keep
 // arriving may take as long as it takes; only silence is bounded. A watch
