@@ -13,23 +13,23 @@ func TestValidate(t *testing.T) {
 		q    Query
 		rule vocab.Rule // "" = valid
 	}{
-		{MostRecentQuery(), ""},
-		{AnyQuery(), ""},
-		{NotOlderThanQuery("10"), ""},
-		{NotOlderThanQuery("0"), ""}, // API Concepts list table: NotOlderThan + "0" is Any, not invalid
-		{ExactQuery("10").WithLimit(5), ""},
-		{MostRecentQuery().WithLimit(5).WithContinue("t"), ""},
+		{Query{Semantic: MostRecent}, ""},
+		{Query{Semantic: Any}, ""},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "10"}, ""},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "0"}, ""}, // API Concepts list table: NotOlderThan + "0" is Any, not invalid
+		{Query{Semantic: Exact, ResourceVersion: "10"}.WithLimit(5), ""},
+		{Query{Semantic: MostRecent}.WithLimit(5).WithContinue("t"), ""},
 		{Query{Semantic: 9}, vocab.RuleUnknownSemantic},
 		{Query{Semantic: -1}, vocab.RuleUnknownSemantic},
-		{NotOlderThanQuery(""), vocab.RuleResourceVersionRequired},
-		{ExactQuery(""), vocab.RuleResourceVersionRequired},
-		{ExactQuery("0"), vocab.RuleExactZero},
+		{Query{Semantic: NotOlderThan, ResourceVersion: ""}, vocab.RuleResourceVersionRequired},
+		{Query{Semantic: Exact, ResourceVersion: ""}, vocab.RuleResourceVersionRequired},
+		{Query{Semantic: Exact, ResourceVersion: "0"}, vocab.RuleExactZero},
 		{Query{Semantic: MostRecent, ResourceVersion: "5"}, vocab.RuleNoResourceVersionForSemantic},
 		{Query{Semantic: Any, ResourceVersion: "0"}, vocab.RuleNoResourceVersionForSemantic},
-		{MostRecentQuery().WithLimit(-1), vocab.RuleNegativeLimit},
-		{ExactQuery("10").WithLimit(5).WithContinue("t"), vocab.RuleContinueWithResourceVersion},
-		{AnyQuery().WithLimit(5).WithContinue("t"), vocab.RuleContinueWithResourceVersion},
-		{MostRecentQuery().WithContinue("t"), vocab.RuleContinueWithoutLimit},
+		{Query{Semantic: MostRecent}.WithLimit(-1), vocab.RuleNegativeLimit},
+		{Query{Semantic: Exact, ResourceVersion: "10"}.WithLimit(5).WithContinue("t"), vocab.RuleContinueWithResourceVersion},
+		{Query{Semantic: Any}.WithLimit(5).WithContinue("t"), vocab.RuleContinueWithResourceVersion},
+		{Query{Semantic: MostRecent}.WithContinue("t"), vocab.RuleContinueWithoutLimit},
 	}
 	for _, c := range cases {
 		err := c.q.Validate()

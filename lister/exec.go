@@ -24,7 +24,7 @@ import (
 // run is one list call, top-down: send, ask the engine, act. Every decision
 // (the next request, its wire form, its wait, a probe, the end of the call)
 // is engine.Call.Next's; run only sends, hands pages over and records.
-func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
+func (l *Lister) run(ctx context.Context, q fallback.Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
 	start := time.Now()
 	rec := &Record{Requested: q}
 	log := klog.FromContext(ctx)
@@ -295,7 +295,7 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 	case step.Reason == fallback.ReasonNewerRVProbeFailed && err == nil:
 		err = engine.ErrNoListResourceVersion
 	}
-	last := Query{}
+	last := fallback.Query{}
 	if step.Event != nil {
 		last = step.Event.Before
 	}

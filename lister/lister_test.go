@@ -338,7 +338,7 @@ func TestContextCancelledIsNotRetried(t *testing.T) {
 
 func TestInvalidQueryIsRejectedBeforeAnyRequest(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("1", "")}}
-	for _, q := range []Query{Exact("0"), Exact(""), NotOlderThan(""), MostRecent().WithContinue("t"), Exact("5").WithLimit(1).WithContinue("t")} {
+	for _, q := range []fallback.Query{Exact("0"), Exact(""), NotOlderThan(""), MostRecent().WithContinue("t"), Exact("5").WithLimit(1).WithContinue("t")} {
 		_, _, err := New(c, Options{}).List(context.Background(), q)
 		var iq *fallback.InvalidQueryError
 		if !errors.Is(err, fallback.ErrInvalidQuery) || !errors.As(err, &iq) {

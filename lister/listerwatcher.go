@@ -169,7 +169,7 @@ func (l *Lister) ListerWatcher() *ListerWatcher {
 
 // listed is list for the drop-in ListerWatcher: the list and what it was
 // served at.
-func (l *Lister) listed(ctx context.Context, q Query, base metav1.ListOptions) (runtime.Object, dropin.Listed, error) {
+func (l *Lister) listed(ctx context.Context, q fallback.Query, base metav1.ListOptions) (runtime.Object, dropin.Listed, error) {
 	obj, rec, err := l.list(ctx, q, base)
 	if err != nil {
 		return nil, dropin.Listed{}, err

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/listgate"
 )
@@ -136,7 +137,7 @@ func (r *gateRecorder) waits() []string {
 }
 
 // listAsync starts a List of q by a new Lister over c sharing gate.
-func listAsync(c Client, gate *listgate.Gate, q Query) <-chan listResult {
+func listAsync(c Client, gate *listgate.Gate, q fallback.Query) <-chan listResult {
 	out := make(chan listResult, 1)
 	go func() {
 		obj, rec, err := New(c, Options{ListGate: gate}).List(context.Background(), q)

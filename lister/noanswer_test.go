@@ -73,7 +73,7 @@ func TestListWithoutHeadersEndsWithNoAnswer(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				n.Store(0)
 				begin := time.Now()
-				_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
+				_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), lister.MostRecent())
 				checkNoAnswer(t, err, rec, n.Load(), 1, "response headers", time.Since(begin))
 				if len(rec.Fallbacks) == 0 || rec.Fallbacks[len(rec.Fallbacks)-1].Reason != fallback.ReasonRetriesExhausted {
 					t.Errorf("fallbacks %v; want the retries exhausted", rec.Fallbacks)
@@ -88,7 +88,7 @@ func TestNoAnswerIsRetriedAfterBackoff(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, testfake.Hold)
 	c := adapters(t, cfg)["FromClientset"]
 	begin := time.Now()
-	_, rec, err := lister.New(c, noAnswerOptions(1)).List(withDeadline(t), fallback.MostRecentQuery())
+	_, rec, err := lister.New(c, noAnswerOptions(1)).List(withDeadline(t), lister.MostRecent())
 	checkNoAnswer(t, err, rec, n.Load(), 2, "response headers", time.Since(begin))
 	if len(rec.Fallbacks) == 0 || rec.Fallbacks[0].Reason != fallback.ReasonNoAnswerBackoff {
 		t.Errorf("fallbacks %v; want %s first", rec.Fallbacks, fallback.ReasonNoAnswerBackoff)
@@ -101,7 +101,7 @@ func TestListBodyThatStopsEndsWithNoAnswer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			n.Store(0)
 			begin := time.Now()
-			_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
+			_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), lister.MostRecent())
 			checkNoAnswer(t, err, rec, n.Load(), 1, "more of the response body", time.Since(begin))
 		})
 	}
@@ -134,7 +134,7 @@ func TestSlowListBodyIsNotCut(t *testing.T) {
 	c := adapters(t, cfg)["FromClientset"]
 	o := noAnswerOptions(-1)
 	o.Policy.ResponseTimeout = slowBound
-	obj, _, err := lister.New(c, o).List(withDeadline(t), fallback.MostRecentQuery())
+	obj, _, err := lister.New(c, o).List(withDeadline(t), lister.MostRecent())
 	if err != nil {
 		t.Fatalf("List: %v; want the whole list", err)
 	}
@@ -166,14 +166,14 @@ func TestUsersClientBoundThroughNoHiddenRetries(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, testfake.Hold)
 	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
 	begin := time.Now()
-	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
+	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), noAnswerOptions(-1)).List(withDeadline(t), lister.MostRecent())
 	checkNoAnswer(t, err, rec, n.Load(), 1, "response headers", time.Since(begin))
 
 	n.Store(0)
 	plain := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*bound)
 	defer cancel()
-	_, _, err = lister.New(lister.FromFuncs(plain.List, plain.Watch), noAnswerOptions(-1)).List(ctx, fallback.MostRecentQuery())
+	_, _, err = lister.New(lister.FromFuncs(plain.List, plain.Watch), noAnswerOptions(-1)).List(ctx, lister.MostRecent())
 	if errors.Is(err, fallback.ErrNoAnswer) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a plain clientset: %v; want the caller's deadline (client-go's behaviour)", err)
 	}

@@ -103,7 +103,7 @@ func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) 
 	exhausted := &lister.Error{Reason: fallback.ReasonRetriesExhausted, Class: vocab.Throttled, Attempt: 6,
 		Err: apierrors.NewTooManyRequests("slow down", 0)}
 	for i := 0; i < 3; i++ {
-		st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(), exhausted)
+		st, _ := r.listFailed(context.Background(), listing{query: lister.MostRecent()}, lister.MostRecent(), exhausted)
 		b, ok := st.(backingOff)
 		if !ok {
 			t.Fatalf("after an exhausted list call: state %T; want backingOff", st)
@@ -115,7 +115,7 @@ func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) 
 	// A single failed request is not a spent budget: the reflector's own
 	// backoff applies (800ms, jittered, on the first failure).
 	r = New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
-	st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(),
+	st, _ := r.listFailed(context.Background(), listing{query: lister.MostRecent()}, lister.MostRecent(),
 		apierrors.NewTooManyRequests("slow down", 0))
 	if b, ok := st.(backingOff); !ok || b.delay >= floor {
 		t.Fatalf("after one throttled request: %#v; want the reflector's own first delay, below %v", st, floor)

@@ -363,9 +363,9 @@ func (r *Reflector) transition(ctx context.Context, from, to state, w why) {
 }
 
 func (r *Reflector) initialState(ctx context.Context) state {
-	q := fallback.MostRecentQuery()
+	q := lister.MostRecent()
 	if r.o.InitialListSemantic == fallback.Any {
-		q = fallback.AnyQuery()
+		q = lister.Any()
 	}
 	return r.syncState(ctx, q, true, ReasonInitial)
 }
@@ -415,7 +415,7 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list
 	// through the lister (which would follow its continue token to the end).
-	probe = fallback.MostRecentQuery().WithLimit(1)
+	probe = lister.MostRecent().WithLimit(1)
 	rv, _, err := r.lister.CurrentResourceVersion(ctx)
 	if err != nil {
 		return q, probe, err
@@ -424,16 +424,16 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		return q.WithLimit(r.o.pageSize), q, nil
 	}
 	klog.FromContext(ctx).V(4).Info("Listing from the watch cache, not older than the current resourceVersion", "resourceVersion", rv)
-	return fallback.NotOlderThanQuery(rv), q, nil
+	return lister.NotOlderThan(rv), q, nil
 }
 
 // relistQuery is the cheapest list that never goes back in time from rv:
 // NotOlderThan(rv), served from the watch cache; MostRecent if there is no rv.
 func relistQuery(rv string) fallback.Query {
 	if rv == "" || rv == "0" {
-		return fallback.MostRecentQuery()
+		return lister.MostRecent()
 	}
-	return fallback.NotOlderThanQuery(rv)
+	return lister.NotOlderThan(rv)
 }
 
 // delay returns the next backoff delay, or the server's Retry-After when it
@@ -648,7 +648,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	case vocab.Relist:
 		next.query = relistQuery(required)
 	case vocab.FallbackMostRecent:
-		next.query = fallback.MostRecentQuery()
+		next.query = lister.MostRecent()
 	}
 	w := because(string(d.Reason), "%s failed (%s): %v; listing %s", q, class, err, next.query)
 	if d.Wait == engine.WaitNone {
@@ -825,14 +825,14 @@ func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asLis
 		// The open itself hung (a proxy holding the stream, or the REST
 		// client's own retries of a 504 inside it): list MostRecent, which
 		// cannot be older than anything already served.
-		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+		next := listing{query: lister.MostRecent(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(0), next: next}, because(ReasonStreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
 	}
 	if (class == vocab.TooLargeRV || class == vocab.ServerError) && s.query.Semantic == fallback.NotOlderThan {
 		// This server is behind the store's resourceVersion (HA lag, or a
 		// server that cannot serve it): a consistent MostRecent read cannot
 		// be older than anything already served.
-		next := r.syncState(ctx, fallback.MostRecentQuery(), s.initial, s.cause)
+		next := r.syncState(ctx, lister.MostRecent(), s.initial, s.cause)
 		return backingOff{delay: r.delay(retryAfter), next: next}, because(ReasonTooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
 	}
 	return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
@@ -892,7 +892,7 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 		w.Stop()
 		class, retryAfter := classify(ev.failed)
 		if class == vocab.Gone {
-			next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+			next := streamingList{query: lister.MostRecent(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 			return backingOff{delay: r.delay(0), next: next}, because(ReasonListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 		}
 		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list error (%s): %v; listing instead", class, ev.failed)
@@ -1004,12 +1004,12 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	case d.Action == vocab.Relist:
 		next, then = r.syncState(ctx, relistQuery(rv), false, string(d.Reason)), "relisting "+relistQuery(rv).String()
 	case d.Action == vocab.FallbackMostRecent:
-		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason)), "relisting "+fallback.MostRecentQuery().String()
+		next, then = r.syncState(ctx, lister.MostRecent(), false, string(d.Reason)), "relisting "+lister.MostRecent().String()
 	case !resumable(rv):
 		// A watch from "" or "0" resumes nothing (resumable): list.
-		next = r.syncState(ctx, fallback.MostRecentQuery(), false, ReasonNoResumeVersion)
+		next = r.syncState(ctx, lister.MostRecent(), false, ReasonNoResumeVersion)
 		return backingOff{delay: r.delay(retryAfter), next: next},
-			because(ReasonNoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, fallback.MostRecentQuery())
+			because(ReasonNoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, lister.MostRecent())
 	default:
 		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
@@ -1039,7 +1039,7 @@ func resumable(rv string) bool { return rv != "" && rv != "0" }
 // (progress adopts a resourceVersion other than "" and "0"), so the delay
 // grows as after any failure.
 func (r *Reflector) noResume(ctx context.Context, rv, detail string) (state, why) {
-	q := fallback.MostRecentQuery()
+	q := lister.MostRecent()
 	return backingOff{delay: r.delay(0), next: r.syncState(ctx, q, false, ReasonNoResumeVersion)},
 		because(ReasonNoResumeVersion, "watch from %q %s; a watch cannot resume from there, listing %s", rv, detail, q)
 }

@@ -128,7 +128,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		// would repeat those retries.
 		o.Metrics.Fallback(o.Name, string(ReasonUnservedRVMostRecent))
 		log.V(2).Info("listing MostRecent: the streaming list at this resourceVersion just failed", "reason", string(ReasonUnservedRVMostRecent), "resourceVersion", unserved)
-		q = fallback.MostRecentQuery().WithLimit(q.Limit)
+		q = fallback.Query{Semantic: fallback.MostRecent}.WithLimit(q.Limit)
 	}
 	if paginates && q.Semantic == fallback.NotOlderThan && q.Limit == 0 {
 		q = q.WithLimit(o.PageSize)
@@ -140,7 +140,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		o.Metrics.Fallback(o.Name, string(ReasonStaleListReasked))
 		log.V(2).Info("list served older than already delivered; asking again", "reason", string(ReasonStaleListReasked),
 			"query", q.String(), "served", rec.ResourceVersion, "delivered", delivered)
-		obj, rec, err = o.List(ctx, fallback.NotOlderThanQuery(delivered).WithLimit(q.Limit), base)
+		obj, rec, err = o.List(ctx, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: delivered}.WithLimit(q.Limit), base)
 	}
 	if err != nil {
 		return nil, err

@@ -316,7 +316,7 @@ func Start(q fallback.Query, cfg Config) (Call, Request, error) {
 // one gets PageSize.
 func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttempt bool) Request {
 	if p != PurposePage {
-		q = fallback.MostRecentQuery().WithLimit(1)
+		q = fallback.Query{Semantic: fallback.MostRecent}.WithLimit(1)
 		c.sent = Request{Purpose: p, Query: q, Form: vocab.Match, Options: ApplyTo(q, c.cfg.Base, vocab.Match), Wait: wait}
 		return c.sent
 	}

@@ -27,7 +27,7 @@ func start(t *testing.T, q fallback.Query, cfg Config) *Call {
 // spends the too-large budget (2), so the list falls back at once instead of
 // multiplying 10 hidden retries by its own.
 func TestHiddenRetriesAreCharged(t *testing.T) {
-	q := fallback.NotOlderThanQuery("10")
+	q := fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}
 	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
 		t.Fatalf("a quick answer: %v %+v, want CheckRVExists at once", st.Action, st.Next)
 	}
@@ -43,7 +43,7 @@ func TestHiddenRetriesAreCharged(t *testing.T) {
 // its own; its answer gives the next page its resourceVersion, in the wire
 // form the 410 proved (legacy: the server ignored the match).
 func TestRule1ProbeIsARequest(t *testing.T) {
-	c, first, err := Start(fallback.NotOlderThanQuery("10").WithLimit(500), Config{})
+	c, first, err := Start(fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}.WithLimit(500), Config{})
 	if err != nil || first.Options.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || first.Options.Limit != 500 {
 		t.Fatalf("%v %+v", err, first.Options)
 	}
@@ -64,7 +64,7 @@ func TestRule1ProbeIsARequest(t *testing.T) {
 // After a continue-token expiry with pages handed over, the restart's floor
 // is the handed snapshot, and an Any list restarts as NotOlderThan it.
 func TestCallFollowUpsKeepTheFloor(t *testing.T) {
-	for _, q := range []fallback.Query{fallback.NotOlderThanQuery("10").WithLimit(2), fallback.AnyQuery().WithLimit(2)} {
+	for _, q := range []fallback.Query{fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}.WithLimit(2), fallback.Query{Semantic: fallback.Any}.WithLimit(2)} {
 		c := start(t, q, Config{CanVoidPages: true})
 		if st := c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2}); !st.Accept || st.Next.Query.Continue != "c" {
 			t.Fatalf("%v: %+v", q, st)
@@ -82,7 +82,7 @@ func TestCallFollowUpsKeepTheFloor(t *testing.T) {
 
 // A restart that would void pages the caller cannot discard is refused.
 func TestRestartRefusedWithoutOnRestart(t *testing.T) {
-	c := start(t, fallback.MostRecentQuery().WithLimit(2), Config{})
+	c := start(t, fallback.Query{Semantic: fallback.MostRecent}.WithLimit(2), Config{})
 	c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2})
 	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != vocab.Fail || st.Reason != fallback.ReasonRestartNotAllowed || !st.Done {
 		t.Fatalf("%+v", st)
@@ -94,14 +94,14 @@ func TestRestartRefusedWithoutOnRestart(t *testing.T) {
 // the backoff budget holds).
 func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 	throttled := apierrors.NewTooManyRequests("slow down", 1)
-	c, _, err := Start(fallback.MostRecentQuery(), Config{})
+	c, _, err := Start(fallback.Query{Semantic: fallback.MostRecent}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := c.Next(Answer{Err: throttled, Elapsed: 40 * time.Second, WireRequests: 1}); st.Failed() {
 		t.Fatalf("one request, however slow: %v (%s), want a retry", st.Action, st.Reason)
 	}
-	c, _, _ = Start(fallback.MostRecentQuery(), Config{})
+	c, _, _ = Start(fallback.Query{Semantic: fallback.MostRecent}, Config{})
 	if st := c.Next(Answer{Err: throttled, Elapsed: time.Second, WireRequests: 11}); !st.Failed() {
 		t.Fatalf("11 requests on the wire: %v (%s), want the budget spent", st.Action, st.Reason)
 	}
@@ -116,7 +116,7 @@ func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 // cache catches up.
 func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	stuck := StaticBeliefs{Stuck: true}
-	c := start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck})
+	c := start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{Beliefs: stuck})
 	st := c.Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3 * time.Second})
 	if st.Action != vocab.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
 		t.Fatalf("first too-large: %v %v %+v, want CheckRVExists", st.Action, st.Situation, st.Next)
@@ -138,7 +138,7 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	}
 
 	// A version the caller has seen exists: no read, the first too-large falls back.
-	c = start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
+	c = start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
 	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
 		st.Event == nil || !strings.Contains(st.Event.Detail, "KEP-1904") {
 		t.Fatalf("seen version: %v %s %+v", st.Action, st.Reason, st.Next)
@@ -150,11 +150,11 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		q    fallback.Query
 		cfg  Config
 	}{
-		{"a cache that catches up", fallback.NotOlderThanQuery("199"), Config{Beliefs: StaticBeliefs{}}},
-		{"unknown", fallback.NotOlderThanQuery("199"), Config{}},
-		{"Exact", fallback.ExactQuery("199"), Config{Beliefs: stuck}},
-		{"MostRecent fallback disabled", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{DisableMostRecentFallback: true}}},
-		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
+		{"a cache that catches up", fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{Beliefs: StaticBeliefs{}}},
+		{"unknown", fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{}},
+		{"Exact", fallback.Query{Semantic: fallback.Exact, ResourceVersion: "199"}, Config{Beliefs: stuck}},
+		{"MostRecent fallback disabled", fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{Beliefs: stuck, Policy: fallback.Policy{DisableMostRecentFallback: true}}},
+		{"TooLargeFail", fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{Beliefs: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
 	} {
 		c := start(t, tc.q, tc.cfg)
 		if st := c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.CheckRVExists {
@@ -177,7 +177,7 @@ func tooLargeAt(want, current string) error {
 // move mean the watch cache is not catching up, and the list reads the
 // newest state instead of waiting again. A cache that moves is waited for.
 func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
-	c := start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c := start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{})
 	if st := c.Next(Answer{Err: tooLargeAt("199", "197")}); st.Action != vocab.CheckRVExists || st.Situation.WatchCacheStuck {
 		t.Fatalf("first: %v %v", st.Action, st.Situation)
 	}
@@ -193,14 +193,14 @@ func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
 		t.Fatalf("event %+v", st.Event)
 	}
 
-	c = start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c = start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{})
 	c.Next(Answer{Err: tooLargeAt("199", "197")})
 	c.Next(Answer{ServedRV: "201", Items: 1})
 	if st := c.Next(Answer{Err: tooLargeAt("199", "198")}); st.Action != vocab.WaitRetryAfter || st.Situation.WatchCacheStuck {
 		t.Fatalf("a moving cache: %v %v, want WaitRetryAfter", st.Action, st.Situation)
 	}
 	// No current in the message (a proxy's 504): no evidence either way.
-	c2 := start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c2 := start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{})
 	c2.Next(Answer{Err: tooLargeAt("199", "")})
 	c2.Next(Answer{ServedRV: "201", Items: 1})
 	if st := c2.Next(Answer{Err: tooLargeAt("199", "")}); st.Action != vocab.WaitRetryAfter {

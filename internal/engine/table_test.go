@@ -339,10 +339,10 @@ func TestEvidenceOf(t *testing.T) {
 		{notOlder, MatchUnknown, gone, "", EvidenceIgnored},
 		{notOlder, MatchHonoured, gone, "", EvidenceIgnored},
 		{Query{Semantic: NotOlderThan, ResourceVersion: "20", Limit: 500, Continue: "t"}, MatchUnknown, gone, "", NoEvidence},
-		{NotOlderThanQuery("20"), MatchUnknown, gone, "", NoEvidence},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "20"}, MatchUnknown, gone, "", NoEvidence},
 		{notOlder, MatchUnknown, nil, "30", EvidenceHonoured},
 		{notOlder, MatchUnknown, nil, "20", NoEvidence},
-		{NotOlderThanQuery("20"), MatchUnknown, nil, "30", NoEvidence},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "20"}, MatchUnknown, nil, "30", NoEvidence},
 		{exact, MatchUnknown, nil, "20", NoEvidence},
 	}
 	for _, c := range cases {

@@ -76,15 +76,15 @@ func TestListOptionsForms(t *testing.T) {
 		legacyMeans  Semantic
 		continueSent bool
 	}{
-		{MostRecentQuery(), Match, "", "", 0, MostRecent, false},
-		{AnyQuery().WithLimit(3), Legacy, "0", "", 3, Any, false},
-		{NotOlderThanQuery("9"), Match, "9", metav1.ResourceVersionMatchNotOlderThan, 0, NotOlderThan, false},
-		{NotOlderThanQuery("9"), Legacy, "9", "", 0, NotOlderThan, false},
-		{NotOlderThanQuery("9").WithLimit(4), Legacy, "9", "", 4, Exact, false}, // acceptable: exact 9 is not older than 9
-		{ExactQuery("9"), Match, "9", metav1.ResourceVersionMatchExact, 0, NotOlderThan, false},
-		{ExactQuery("9"), Legacy, "9", "", DefaultLegacyExactLimit, Exact, false},
-		{ExactQuery("9").WithLimit(7), Legacy, "9", "", 7, Exact, false},
-		{MostRecentQuery().WithLimit(2).WithContinue("tok"), Match, "", "", 2, MostRecent, true},
+		{Query{Semantic: MostRecent}, Match, "", "", 0, MostRecent, false},
+		{Query{Semantic: Any}.WithLimit(3), Legacy, "0", "", 3, Any, false},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "9"}, Match, "9", metav1.ResourceVersionMatchNotOlderThan, 0, NotOlderThan, false},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "9"}, Legacy, "9", "", 0, NotOlderThan, false},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "9"}.WithLimit(4), Legacy, "9", "", 4, Exact, false}, // acceptable: exact 9 is not older than 9
+		{Query{Semantic: Exact, ResourceVersion: "9"}, Match, "9", metav1.ResourceVersionMatchExact, 0, NotOlderThan, false},
+		{Query{Semantic: Exact, ResourceVersion: "9"}, Legacy, "9", "", DefaultLegacyExactLimit, Exact, false},
+		{Query{Semantic: Exact, ResourceVersion: "9"}.WithLimit(7), Legacy, "9", "", 7, Exact, false},
+		{Query{Semantic: MostRecent}.WithLimit(2).WithContinue("tok"), Match, "", "", 2, MostRecent, true},
 	}
 	for _, c := range cases {
 		o := ListOptions(c.q, c.form)
@@ -99,7 +99,7 @@ func TestListOptionsForms(t *testing.T) {
 		}
 	}
 	base := metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "3", ResourceVersionMatch: "Exact", Continue: "x"}
-	o := ApplyTo(MostRecentQuery(), base, Match)
+	o := ApplyTo(Query{Semantic: MostRecent}, base, Match)
 	if o.LabelSelector != "a=b" || o.ResourceVersion != "" || o.ResourceVersionMatch != "" || o.Continue != "" {
 		t.Errorf("ApplyTo kept stale fields or lost selectors: %+v", o)
 	}

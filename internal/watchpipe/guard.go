@@ -118,7 +118,7 @@ func (o GuardOptions) withDefaults() GuardOptions {
 // selectors, nor by some servers) or the list fails; the guard then relies on
 // GuardOptions.Timeout alone.
 func ExpectedInitialEvents(ctx context.Context, c ListClient, base metav1.ListOptions) (n int, ok bool) {
-	opts := engine.ApplyTo(fallback.MostRecentQuery().WithLimit(1), base, vocab.Match)
+	opts := engine.ApplyTo(fallback.Query{Semantic: fallback.MostRecent}.WithLimit(1), base, vocab.Match)
 	opts.Watch, opts.SendInitialEvents, opts.AllowWatchBookmarks, opts.TimeoutSeconds = false, nil, false, nil
 	obj, err := c.List(ctx, opts)
 	if err != nil {
