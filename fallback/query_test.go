@@ -49,5 +49,3 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
-
-// TestFromListOptionsConceptsTable checks every cell of the API Concepts list table.

@@ -12,6 +12,7 @@ import (
 	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
+// TestFromListOptionsConceptsTable checks every cell of the API Concepts list table.
 func TestFromListOptionsConceptsTable(t *testing.T) {
 	type cell struct {
 		match    metav1.ResourceVersionMatch
