@@ -101,7 +101,7 @@ func TestNoHiddenRetriesNegativeRetryAfter(t *testing.T) {
 	if got := n.Load(); got != 1 || !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("NoHiddenRetries: %d requests, %v; want 1 and the 503", got, err)
 	}
-	if ra, ok := fallback.RetryAfter(err); ok && ra != 0 {
+	if ra, ok := engine.RetryAfter(err); ok && ra != 0 {
 		t.Fatalf("RetryAfter = %v; a negative Retry-After asks for no delay", ra)
 	}
 }

@@ -90,7 +90,7 @@ func TestNoHiddenRetriesKeepsTheDelay(t *testing.T) {
 			if !c.check(err) {
 				t.Fatalf("error %v lost its kind", err)
 			}
-			if ra, ok := fallback.RetryAfter(err); !ok || ra != 3*time.Second {
+			if ra, ok := engine.RetryAfter(err); !ok || ra != 3*time.Second {
 				t.Fatalf("RetryAfter(%v) = %v, %v; want 3s", err, ra, ok)
 			}
 		})
@@ -117,7 +117,7 @@ func TestNoHiddenRetriesClampsAHugeRetryAfter(t *testing.T) {
 	if got := n.Load(); got != 1 {
 		t.Fatalf("%d requests; want 1", got)
 	}
-	if ra, ok := fallback.RetryAfter(err); !ok || ra < time.Hour {
+	if ra, ok := engine.RetryAfter(err); !ok || ra < time.Hour {
 		t.Fatalf("RetryAfter(%v) = %v, %v; want the clamped (huge) delay for the caller to cap", err, ra, ok)
 	}
 }

@@ -1304,6 +1304,6 @@ func ptrTo[T any](v T) *T { return &v }
 
 // classify returns fallback's class of err and the server's Retry-After (0 if none).
 func classify(err error) (vocab.Class, time.Duration) {
-	d, _ := fallback.RetryAfter(err)
+	d, _ := engine.RetryAfter(err)
 	return engine.Classify(err), d
 }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
@@ -495,7 +494,7 @@ func (e *probeEnv) runList(ctx context.Context, c cell, opts metav1.ListOptions,
 		r.HTTPStatus = statusOf(err)
 		r.Observed = errorSemantic(r.HTTPStatus, engine.Classify(err))
 		r.Message = oneLine(err.Error())
-		if d, ok := fallback.RetryAfter(err); ok {
+		if d, ok := engine.RetryAfter(err); ok {
 			r.RetryAfterSeconds = int(d / time.Second)
 		}
 		return nil

@@ -589,7 +589,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(errors.As(first.Err, &st)).To(BeTrue())
 		Expect(st.Status().Code).To(Equal(int32(504)))
 		Expect(st.Status().Details.Causes).To(ContainElement(HaveField("Type", metav1.CauseTypeResourceVersionTooLarge)))
-		ra, ok := fallback.RetryAfter(first.Err)
+		ra, ok := engine.RetryAfter(first.Err)
 		Expect(ok).To(BeTrue())
 		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.

@@ -75,7 +75,7 @@ func (c *Call) situation(a Answer, class vocab.Class) (Situation, budget) {
 	if s.HasContinue && class == vocab.Gone {
 		b = restartBudget
 	}
-	if ra, _ := fallback.RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
+	if ra, _ := RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
 		// Counted: client-go's retries inside this request.
 		c.used[b] += a.WireRequests - 1
 	} else if b != noBudget && a.WireRequests == 0 && ra > 0 {
@@ -241,7 +241,7 @@ func (c *Call) nextQuery(act vocab.Action, floor string) fallback.Query {
 func (c *Call) waitFor(act vocab.Action, err error) (wait, ra time.Duration) {
 	switch act {
 	case vocab.WaitRetryAfter, vocab.Backoff, vocab.RetryNewerRV, vocab.CheckRVExists:
-		ra, _ = fallback.RetryAfter(err)
+		ra, _ = RetryAfter(err)
 		wait = min(ra, c.p.MaxRetryAfter)
 		if act != vocab.WaitRetryAfter || ra <= 0 {
 			wait = max(min(c.bo.NextBackOff(), c.p.Backoff.Max), wait)

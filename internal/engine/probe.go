@@ -84,7 +84,7 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 		st.Next = c.request(PurposePage, next, p.wait, p.newAttempt)
 	case st.Action == vocab.Backoff:
 		c.used[b]++
-		ra, _ := fallback.RetryAfter(a.Err)
+		ra, _ := RetryAfter(a.Err)
 		wait := max(min(c.bo.NextBackOff(), c.p.Backoff.Max), min(ra, c.p.MaxRetryAfter))
 		st.Next = c.request(c.sent.Purpose, fallback.Query{}, wait, false)
 		ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
