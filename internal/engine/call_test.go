@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	. "github.com/steadywatch/steadywatch/fallback"
-	//lint:ignore ST1001 the table reads in the KEP's vocabulary
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	. "github.com/steadywatch/steadywatch/internal/vocab"
 )

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	//lint:ignore ST1001 the table reads in the KEP's vocabulary
 	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	. "github.com/steadywatch/steadywatch/fallback"
-	//lint:ignore ST1001 the table reads in the KEP's vocabulary
 	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 

@@ -6,9 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	//lint:ignore ST1001 the table reads in the KEP's vocabulary (OK, Gone, NotOlderThan, ...), row by row
 	. "github.com/steadywatch/steadywatch/fallback"
-	//lint:ignore ST1001 the table reads in the KEP's vocabulary
 	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
