@@ -26,9 +26,11 @@ type SentRequest struct {
 	Purpose Purpose
 	// Options are the wire ListOptions actually sent (selectors included).
 	Options metav1.ListOptions
-	// Form is the wire form used.
+	// Form is the wire form used; its String is "Match" (resourceVersionMatch
+	// sent) or "Legacy" (the semantic spelled without it).
 	Form vocab.WireForm
-	// Class of the answer (after the executor's verification of ListMeta).
+	// Class of the answer (after the executor's verification of ListMeta);
+	// its String names it (e.g. "ok", "gone", "too-large-rv").
 	Class vocab.Class
 	// Err is the error returned, if any.
 	Err error
