@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultResponseTimeout is Policy.ResponseTimeout's default, and the bound
-// of OwnRetryAfter's transport for a request sent without a Policy.
+// of NoHiddenRetries' transport for a request sent without a Policy.
 //
 // A real kube-apiserver answers every request that is not long-running (a
 // list, a get, discovery) within its --request-timeout, 60 s by default,

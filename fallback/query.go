@@ -36,7 +36,8 @@ func (s Semantic) String() string {
 }
 
 // Query is one list request with an explicit semantic. The zero value is a
-// MostRecent, unpaginated list.
+// MostRecent, unpaginated list. lister.MostRecent, lister.Any,
+// lister.NotOlderThan and lister.Exact build one.
 type Query struct {
 	// Semantic is the resource version semantic requested.
 	Semantic Semantic
@@ -48,18 +49,6 @@ type Query struct {
 	// token carries neither a resourceVersion nor a match (the token encodes them).
 	Continue string
 }
-
-// MostRecentQuery returns a MostRecent query (resourceVersion unset).
-func MostRecentQuery() Query { return Query{Semantic: MostRecent} }
-
-// AnyQuery returns an Any query (resourceVersion "0").
-func AnyQuery() Query { return Query{Semantic: Any} }
-
-// NotOlderThanQuery returns a NotOlderThan(rv) query.
-func NotOlderThanQuery(rv string) Query { return Query{Semantic: NotOlderThan, ResourceVersion: rv} }
-
-// ExactQuery returns an Exact(rv) query.
-func ExactQuery(rv string) Query { return Query{Semantic: Exact, ResourceVersion: rv} }
 
 // WithLimit returns a copy of q with the page size set.
 func (q Query) WithLimit(n int64) Query { q.Limit = n; return q }

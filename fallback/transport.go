@@ -24,11 +24,11 @@ import (
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
-// HeaderRetryAfterOwned carries the Retry-After value of a response that
-// OwnRetryAfter took over, for logs and debugging proxies.
-const HeaderRetryAfterOwned = "X-Steadywatch-Retry-After"
+// headerRetryAfterOwned carries the Retry-After value of a response that
+// wrapOwnRetryAfter took over, for logs and debugging proxies.
+const headerRetryAfterOwned = "X-Steadywatch-Retry-After"
 
-// maxOwnedErrorBody bounds how much of an error body OwnRetryAfter reads.
+// maxOwnedErrorBody bounds how much of an error body wrapOwnRetryAfter reads.
 const maxOwnedErrorBody = 1 << 20
 
 // NoHiddenRetries returns a copy of cfg whose clients never retry a request
@@ -84,7 +84,7 @@ const maxOwnedErrorBody = 1 << 20
 // build, which ends all three, and turn client-go's empty watch into a
 // *ConnectionLostError; compat.Detector.ForConfig builds its discovery
 // client from NoHiddenRetries. NoHiddenRetries does the same for any client built from its config,
-// through the transport: it wraps it with OwnRetryAfter, which takes the
+// through the transport: it wraps it with a transport that takes the
 // Retry-After header away from client-go (leaving the server's delay in the
 // error the caller sees, Status details.retryAfterSeconds, read by
 // RetryAfter, where the lister and the reflector honour it, capped by
@@ -123,15 +123,15 @@ func NoHiddenRetries(cfg *rest.Config) *rest.Config {
 		return nil
 	}
 	out := rest.CopyConfig(cfg)
-	out.WrapTransport = transport.Wrappers(out.WrapTransport, OwnRetryAfter)
+	out.WrapTransport = transport.Wrappers(out.WrapTransport, wrapOwnRetryAfter)
 	return out
 }
 
-// OwnRetryAfter wraps rt so that client-go's REST client does not retry on
+// wrapOwnRetryAfter wraps rt so that client-go's REST client does not retry on
 // its own (see NoHiddenRetries).
 //
 // For an answer 429 or 5xx with a Retry-After header that client-go would
-// parse (strconv.Atoi), it moves the header to HeaderRetryAfterOwned and
+// parse (strconv.Atoi), it moves the header to headerRetryAfterOwned and
 // makes sure the error body carries the delay (a negative one counts as
 // none): a Kubernetes Status in JSON gets details.retryAfterSeconds when it
 // lacks it; a body that is not a Status (the apiserver's own 429 from
@@ -148,7 +148,7 @@ func NoHiddenRetries(cfg *rest.Config) *rest.Config {
 // its context (Policy.ResponseTimeout; DefaultResponseTimeout without one)
 // fails with a *NoAnswerError (see NoHiddenRetries, "A request nobody
 // answers"). Every other answer and error passes unchanged.
-func OwnRetryAfter(rt http.RoundTripper) http.RoundTripper {
+func wrapOwnRetryAfter(rt http.RoundTripper) http.RoundTripper {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
@@ -203,7 +203,7 @@ func (t *ownRetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 		"status", resp.StatusCode, "retryAfterSeconds", secs, "path", req.URL.Path)
 	resp.Header = resp.Header.Clone()
 	resp.Header.Del("Retry-After")
-	resp.Header.Set(HeaderRetryAfterOwned, ra)
+	resp.Header.Set(headerRetryAfterOwned, ra)
 
 	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch media {
@@ -318,15 +318,12 @@ func (e *ConnectionLostError) Timeout() bool { return false }
 // Temporary is false (net.Error).
 func (e *ConnectionLostError) Temporary() bool { return false }
 
-// RetriedByClientGo reports whether client-go's REST client retries a GET
+// retriedByClientGo reports whether client-go's REST client retries a GET
 // or a watch that failed with err on its own (rest/request.go
 // Request.request: net.IsConnectionReset, net.IsProbableEOF,
 // net.IsHTTP2ConnectionLost; Request.Watch: net.IsProbableEOF,
 // net.IsTimeout), leaving out the caller's own cancellation, which
-// client-go does not retry.
-func RetriedByClientGo(err error) bool { return retriedByClientGo(err, true) }
-
-// retriedByClientGo is RetriedByClientGo for a watch (timeouts included)
+// client-go does not retry; for a watch (timeouts included)
 // or another GET (timeouts are not retried there).
 func retriedByClientGo(err error, watch bool) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

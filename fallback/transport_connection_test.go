@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // client-go's typed clients send lists through rest.Request.Do, which
@@ -71,7 +73,7 @@ func TestNoHiddenRetriesOnConnectionFailure(t *testing.T) {
 				t.Fatalf("list: %d requests; want 1 (%v)", got, err)
 			}
 			var cl *fallback.ConnectionLostError
-			if !errors.As(err, &cl) || !errors.Is(err, fallback.ErrConnectionLost) || !(errors.Is(err, c.is) || c.orIs != nil && errors.Is(err, c.orIs)) || fallback.Classify(err) != fallback.Transport {
+			if !errors.As(err, &cl) || !errors.Is(err, fallback.ErrConnectionLost) || !(errors.Is(err, c.is) || c.orIs != nil && errors.Is(err, c.orIs)) || engine.Classify(err) != vocab.Transport {
 				t.Fatalf("list error %v (%T); want a *fallback.ConnectionLostError matching %v, class transport", err, err, c.is)
 			}
 			if took := time.Since(begin); took > 2*time.Second {
@@ -99,7 +101,7 @@ func TestNoHiddenRetriesNegativeRetryAfter(t *testing.T) {
 	if got := n.Load(); got != 1 || !apierrors.IsServiceUnavailable(err) {
 		t.Fatalf("NoHiddenRetries: %d requests, %v; want 1 and the 503", got, err)
 	}
-	if ra, ok := fallback.RetryAfter(err); ok && ra != 0 {
+	if ra, ok := engine.RetryAfter(err); ok && ra != 0 {
 		t.Fatalf("RetryAfter = %v; a negative Retry-After asks for no delay", ra)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
@@ -33,7 +35,7 @@ func boundedContext(t *testing.T) context.Context {
 func wantNoAnswer(t *testing.T, err error, waiting string, requests int32) {
 	t.Helper()
 	var na *fallback.NoAnswerError
-	if !errors.As(err, &na) || !errors.Is(err, fallback.ErrNoAnswer) || fallback.Classify(err) != fallback.NoAnswer {
+	if !errors.As(err, &na) || !errors.Is(err, fallback.ErrNoAnswer) || engine.Classify(err) != vocab.NoAnswer {
 		t.Fatalf("err = %v; want a *fallback.NoAnswerError, class NoAnswer", err)
 	}
 	if na.Waiting != waiting || na.After != noAnswerBound || na.Path != "/api/v1/namespaces/default/configmaps" || strings.Contains(na.Error(), "?") {
@@ -44,21 +46,21 @@ func wantNoAnswer(t *testing.T, err error, waiting string, requests int32) {
 	}
 }
 
-func TestOwnRetryAfterBoundsAListWithoutHeaders(t *testing.T) {
+func TestNoHiddenRetriesBoundsAListWithoutHeaders(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, testfake.Hold)
 	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
 	_, err := cms.List(boundedContext(t), metav1.ListOptions{ResourceVersion: "0", LabelSelector: "secret=token"})
 	wantNoAnswer(t, err, "response headers", n.Load())
 }
 
-func TestOwnRetryAfterBoundsAListBodyThatStops(t *testing.T) {
+func TestNoHiddenRetriesBoundsAListBodyThatStops(t *testing.T) {
 	cfg, n := testfake.WireServer(t, true, testfake.StopMidBody(`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[`))
 	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
 	_, err := cms.List(boundedContext(t), metav1.ListOptions{})
 	wantNoAnswer(t, err, "more of the response body", n.Load())
 }
 
-func TestOwnRetryAfterBoundsAWatchWithoutHeaders(t *testing.T) {
+func TestNoHiddenRetriesBoundsAWatchWithoutHeaders(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, testfake.Hold)
 	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
 	_, err := cms.Watch(boundedContext(t), metav1.ListOptions{ResourceVersion: "5"})
@@ -67,7 +69,7 @@ func TestOwnRetryAfterBoundsAWatchWithoutHeaders(t *testing.T) {
 
 // Once a watch's headers are in, silence is normal: the bound does not end
 // it (the stall watchdog of the watch pipeline decides).
-func TestOwnRetryAfterLeavesAnAnsweredWatchOpen(t *testing.T) {
+func TestNoHiddenRetriesLeavesAnAnsweredWatchOpen(t *testing.T) {
 	cfg, _ := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
@@ -88,7 +90,7 @@ func TestOwnRetryAfterLeavesAnAnsweredWatchOpen(t *testing.T) {
 }
 
 // A negative bound is none: the caller's context decides, as in client-go.
-func TestOwnRetryAfterWithoutBound(t *testing.T) {
+func TestNoHiddenRetriesWithoutBound(t *testing.T) {
 	cfg, _ := testfake.WireServer(t, false, testfake.Hold)
 	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
 	ctx, cancel := context.WithTimeout(wirewait.WithBound(context.Background(), -1), 4*noAnswerBound)
@@ -98,9 +100,9 @@ func TestOwnRetryAfterWithoutBound(t *testing.T) {
 	}
 }
 
-// A 503 whose Status body stops half-way: the body OwnRetryAfter reads to
+// A 503 whose Status body stops half-way: the body NoHiddenRetries' transport reads to
 // carry the Retry-After is bounded as well.
-func TestOwnRetryAfterBoundsAnErrorBodyThatStops(t *testing.T) {
+func TestNoHiddenRetriesBoundsAnErrorBodyThatStops(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Content-Type", "application/json")

@@ -14,7 +14,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 const tooLargeStatus = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: 999999999, current: 42","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":%s},"code":504}`
@@ -58,8 +60,8 @@ func TestNoHiddenRetries(t *testing.T) {
 	if got := n.Load(); got != 1 {
 		t.Fatalf("NoHiddenRetries: %d requests on the wire; want 1", got)
 	}
-	if fallback.Classify(err) != fallback.TooLargeRV {
-		t.Fatalf("class %v of %v; want too-large", fallback.Classify(err), err)
+	if engine.Classify(err) != vocab.TooLargeRV {
+		t.Fatalf("class %v of %v; want too-large", engine.Classify(err), err)
 	}
 }
 
@@ -69,10 +71,10 @@ func TestNoHiddenRetriesKeepsTheDelay(t *testing.T) {
 		code                    int
 		check                   func(error) bool
 	}{
-		{"apiserver Status with details", "application/json", fmt.Sprintf(tooLargeStatus, "3"), 504, func(err error) bool { return fallback.Classify(err) == fallback.TooLargeRV }},
+		{"apiserver Status with details", "application/json", fmt.Sprintf(tooLargeStatus, "3"), 504, func(err error) bool { return engine.Classify(err) == vocab.TooLargeRV }},
 		{"Status without details", "application/json", `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"busy","reason":"ServiceUnavailable","code":503}`, 503, apierrors.IsServiceUnavailable},
 		{"priority and fairness 429 (plain text)", "text/plain; charset=utf-8", "Too many requests, please try again later.\n", 429, apierrors.IsTooManyRequests},
-		{"a proxy's HTML page", "text/html", "<html>502 Bad Gateway</html>", 502, func(err error) bool { return fallback.Classify(err) == fallback.ServerError }},
+		{"a proxy's HTML page", "text/html", "<html>502 Bad Gateway</html>", 502, func(err error) bool { return engine.Classify(err) == vocab.ServerError }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,7 +90,7 @@ func TestNoHiddenRetriesKeepsTheDelay(t *testing.T) {
 			if !c.check(err) {
 				t.Fatalf("error %v lost its kind", err)
 			}
-			if ra, ok := fallback.RetryAfter(err); !ok || ra != 3*time.Second {
+			if ra, ok := engine.RetryAfter(err); !ok || ra != 3*time.Second {
 				t.Fatalf("RetryAfter(%v) = %v, %v; want 3s", err, ra, ok)
 			}
 		})
@@ -115,7 +117,7 @@ func TestNoHiddenRetriesClampsAHugeRetryAfter(t *testing.T) {
 	if got := n.Load(); got != 1 {
 		t.Fatalf("%d requests; want 1", got)
 	}
-	if ra, ok := fallback.RetryAfter(err); !ok || ra < time.Hour {
+	if ra, ok := engine.RetryAfter(err); !ok || ra < time.Hour {
 		t.Fatalf("RetryAfter(%v) = %v, %v; want the clamped (huge) delay for the caller to cap", err, ra, ok)
 	}
 }

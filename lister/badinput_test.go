@@ -30,7 +30,7 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 	etcdFuture := apierrors.NewInternalError(errors.New("etcdserver: mvcc: required revision is a future revision"))
 	for _, c := range []struct {
 		name   string
-		q      Query
+		q      fallback.Query
 		server compat.Server
 		first  error
 		exact  bool

@@ -10,6 +10,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -45,7 +46,7 @@ type Error struct {
 	// "max-requests" or "restart-not-allowed").
 	Reason fallback.ReasonCode
 	// Class of the last response.
-	Class fallback.Class
+	Class vocab.Class
 	// Requested is the query the caller asked for; Last the last one sent.
 	Requested, Last fallback.Query
 	// Attempt is the number of requests sent.
@@ -122,7 +123,7 @@ func (e *ResourceVersionTooLargeError) Error() string {
 		cur = "unknown"
 	}
 	s := fmt.Sprintf("resourceVersion %s is newer than the server's newest (%s) after %d request(s): it was never served by this server (%s)",
-		e.Requested, cur, e.Requests, fallback.SourceResourceVersions)
+		e.Requested, cur, e.Requests, vocab.SourceResourceVersions)
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}

@@ -18,13 +18,14 @@ import (
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
 // run is one list call, top-down: send, ask the engine, act. Every decision
 // (the next request, its wire form, its wait, a probe, the end of the call)
 // is engine.Call.Next's; run only sends, hands pages over and records.
-func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page pageFunc, cfg *pageConfig) (*Record, error) {
+func (l *Lister) run(ctx context.Context, q fallback.Query, base metav1.ListOptions, page pageFunc, cfg *pageConfig) (*Record, error) {
 	start := time.Now()
 	rec := &Record{Requested: q}
 	log := klog.FromContext(ctx)
@@ -103,7 +104,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			}
 			err = cfg.onRestart(ev)
 		}
-		if step.Action == fallback.RestartListNewerRV || step.Action == fallback.RestartListUnpaginated {
+		if step.Action == vocab.RestartListNewerRV || step.Action == vocab.RestartListUnpaginated {
 			rec.Pages, rec.Items, rec.Restarts = 0, 0, rec.Restarts+1
 		}
 		if step.Done {
@@ -128,7 +129,7 @@ func outcome(err error) string {
 	case errors.Is(err, fallback.ErrInvalidQuery):
 		return "invalid-query"
 	}
-	return fallback.Classify(err).String()
+	return engine.Classify(err).String()
 }
 
 // observe tells the server's capability beliefs what the answer to req
@@ -138,7 +139,7 @@ func (l *Lister) observe(log klog.Logger, req engine.Request, ans engine.Answer,
 		Detail: fmt.Sprintf("observed: %s served at %s", req.Query, ans.ServedRV)}
 	if step.Evidence == engine.EvidenceHonoured {
 		o.Support = capability.Yes
-	} else if step.Class == fallback.Gone {
+	} else if step.Class == vocab.Gone {
 		o.Detail = fmt.Sprintf("observed: %s answered 410 (legacy Exact)", req.Query)
 	}
 	log.V(2).Info("server behaviour observed", "capability", o.Capability, "support", o.Support.String(), "detail", o.Detail)
@@ -283,7 +284,7 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 		if requested.Semantic == fallback.Exact {
 			kind = ErrExactUnavailable
 		}
-	case step.Action == fallback.FailExactUnavailable:
+	case step.Action == vocab.FailExactUnavailable:
 		kind = ErrExactUnavailable
 		if err == nil {
 			// Keep 410 semantics for callers that test apierrors.IsResourceExpired.
@@ -291,11 +292,11 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 		}
 	case step.Reason == reason.ContinueRepeated:
 		err = fmt.Errorf("the server repeated continue token %q after %d page(s); its pagination is broken (%s)",
-			redactToken(ans.Continue), rec.Pages, fallback.SourceChunks)
+			redactToken(ans.Continue), rec.Pages, vocab.SourceChunks)
 	case step.Reason == reason.NewerRVProbeFailed && err == nil:
 		err = engine.ErrNoListResourceVersion
 	}
-	last := Query{}
+	last := fallback.Query{}
 	if step.Event != nil {
 		last = step.Event.Before
 	}

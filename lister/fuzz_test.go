@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -64,7 +65,7 @@ func FuzzListResponses(f *testing.F) {
 			return
 		}
 		c := &scripted{t: t, answers: ans}
-		q := []Query{MostRecent().WithLimit(2), Any(), NotOlderThan("10").WithLimit(2), Exact("10")}[int(sem)%4]
+		q := []fallback.Query{MostRecent().WithLimit(2), Any(), NotOlderThan("10").WithLimit(2), Exact("10")}[int(sem)%4]
 		p := fastPolicy()
 		p.MaxRetryAfter = time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -21,7 +21,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -148,7 +150,7 @@ func TestWatchConnectionFailureSentOnce(t *testing.T) {
 				if got := n.Load(); got != 1 {
 					t.Fatalf("%d requests on the wire; want 1", got)
 				}
-				if !errors.Is(err, fallback.ErrConnectionLost) || fallback.Classify(err) != fallback.Transport {
+				if !errors.Is(err, fallback.ErrConnectionLost) || engine.Classify(err) != vocab.Transport {
 					t.Fatalf("watch = %v, %v; want a *fallback.ConnectionLostError (class transport)", w, err)
 				}
 				if took := time.Since(begin); took > 2*time.Second {

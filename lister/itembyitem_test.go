@@ -60,7 +60,7 @@ func fastRetries() lister.Options {
 	return knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy.Policy{Backoff: policy.Backoff{Initial: time.Millisecond, Max: time.Millisecond}}})
 }
 
-func pagesAndItems(t *testing.T, c lister.Client, q lister.Query, noRestart bool) []string {
+func pagesAndItems(t *testing.T, c lister.Client, q fallback.Query, noRestart bool) []string {
 	t.Helper()
 	got, err := handedOver(c, lister.Options{}, q, noRestart)
 	if err != nil {
@@ -71,7 +71,7 @@ func pagesAndItems(t *testing.T, c lister.Client, q lister.Query, noRestart bool
 
 // handedOver lists q through c with ItemByItem (and OnRestart unless
 // noRestart) and returns what was handed over, in order.
-func handedOver(c lister.Client, o lister.Options, q lister.Query, noRestart bool) ([]string, error) {
+func handedOver(c lister.Client, o lister.Options, q fallback.Query, noRestart bool) ([]string, error) {
 	var got []string
 	opts := []lister.PageOption{lister.ItemByItem(func(obj runtime.Object) error {
 		m, _ := meta.Accessor(obj)
@@ -105,7 +105,7 @@ func TestItemByItemRefusedAnswerHandsNothingOver(t *testing.T) {
 		_, _ = w.Write(body)
 	})
 	c := wireConfigMaps(t, cfg)
-	q := fallback.ExactQuery("20")
+	q := lister.Exact("20")
 	want := []string{"page@20 (0 items)", "item a", "item b"}
 	if got := pagesAndItems(t, c, q, false); !slices.Equal(got, want) {
 		t.Fatalf("handed over %q; want %q", got, want)

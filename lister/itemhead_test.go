@@ -13,6 +13,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -74,7 +75,7 @@ func TestItemByItemRefusesOlderAnswerFromListMeta(t *testing.T) {
 				t.Fatalf("%d requests on the wire, %d in the Record; want 2 and 2", n, len(rec.Requests))
 			}
 			first := rec.Requests[0]
-			if first.ServedResourceVersion != "10" || first.Items != 0 || first.Class != fallback.ServedOlder {
+			if first.ServedResourceVersion != "10" || first.Items != 0 || first.Class != vocab.ServedOlder {
 				t.Errorf("first request recorded served at %q with %d items, class %v; want 10, 0 handed over, served-older", first.ServedResourceVersion, first.Items, first.Class)
 			}
 			if len(rec.Fallbacks) != 1 || rec.Fallbacks[0].Reason != "served-older-retry" {

@@ -18,6 +18,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // Lister runs list calls with explicit semantics against one Client. It is
@@ -95,11 +96,11 @@ func ItemByItem(item func(obj runtime.Object) error) PageOption {
 // the items received so far; within that cap the server's
 // remainingItemCount sizes the growth so the last pages fit without more
 // reallocations (a 10,000-item list in pages of 500 is allocated once).
-func (l *Lister) List(ctx context.Context, q Query) (runtime.Object, *Record, error) {
+func (l *Lister) List(ctx context.Context, q fallback.Query) (runtime.Object, *Record, error) {
 	return l.list(ctx, q, metav1.ListOptions{LabelSelector: l.o.LabelSelector, FieldSelector: l.o.FieldSelector})
 }
 
-func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (runtime.Object, *Record, error) {
+func (l *Lister) list(ctx context.Context, q fallback.Query, base metav1.ListOptions) (runtime.Object, *Record, error) {
 	var acc runtime.Object
 	rec, err := l.run(ctx, q, base, func(page runtime.Object) error {
 		if acc == nil {
@@ -125,7 +126,7 @@ func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (ru
 // ListPages runs q page by page and hands each page to page as it arrives;
 // memory stays bounded by the page size (set it with q.WithLimit). The
 // Record's RemainingItemCount (and each page's ListMeta) show progress.
-func (l *Lister) ListPages(ctx context.Context, q Query, page pageFunc, opts ...PageOption) (*Record, error) {
+func (l *Lister) ListPages(ctx context.Context, q fallback.Query, page pageFunc, opts ...PageOption) (*Record, error) {
 	cfg := &pageConfig{}
 	for _, o := range opts {
 		o(cfg)
@@ -143,12 +144,12 @@ func (l *Lister) ListPages(ctx context.Context, q Query, page pageFunc, opts ...
 // not older than now.
 func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, error) {
 	start := time.Now()
-	q := fallback.MostRecentQuery().WithLimit(1)
+	q := MostRecent().WithLimit(1)
 	rec := &Record{Requested: q}
 	var wire wireTally
-	_, ans, sr, sent := l.send(wire.trace(ctx), &wire, nil, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: fallback.Match, Options: q.ApplyTo(l.baseOptions(), fallback.Match)})
+	_, ans, sr, sent := l.send(wire.trace(ctx), &wire, nil, engine.Request{Purpose: engine.PurposeNewerRV, Query: q, Form: vocab.Match, Options: engine.ApplyTo(q, l.baseOptions(), vocab.Match)})
 	if sent {
-		sr.Class = fallback.Classify(ans.Err)
+		sr.Class = engine.Classify(ans.Err)
 		rec.Requests = append(rec.Requests, sr)
 	}
 	rec.Duration = time.Since(start)
@@ -188,7 +189,7 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 	}
 	named := base
 	named.FieldSelector = sel.String()
-	list, rec, err := l.list(ctx, fallback.ExactQuery(rv), named)
+	list, rec, err := l.list(ctx, Exact(rv), named)
 	var le *Error
 	if err != nil && errors.As(err, &le) && reason.Code(le.Reason) == reason.Rule2MismatchWithLimit {
 		return l.getExactByScan(ctx, name, rv, base, rec, err)
@@ -206,9 +207,9 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 // getExactByScan lists the collection at Exact(rv) page by page and keeps
 // the items named name; first is the failed single-object attempt.
 func (l *Lister) getExactByScan(ctx context.Context, name, rv string, base metav1.ListOptions, first *Record, cause error) (runtime.Object, *Record, error) {
-	q := fallback.ExactQuery(rv).WithLimit(l.o.PageSize)
-	ev := fallback.Event{Reason: fallback.ReasonCode(reason.GetExactScan), Action: fallback.RetryWithLimit, Attempt: len(first.Requests),
-		Before: fallback.ExactQuery(rv), After: q, Err: cause,
+	q := (fallback.Query{Semantic: fallback.Exact, ResourceVersion: rv}).WithLimit(l.o.PageSize)
+	ev := fallback.Event{Reason: fallback.ReasonCode(reason.GetExactScan), Action: vocab.RetryWithLimit, Attempt: len(first.Requests),
+		Before: (fallback.Query{Semantic: fallback.Exact, ResourceVersion: rv}), After: q, Err: cause,
 		Detail: "the server answered fieldSelector=metadata.name at another resourceVersion even with a limit (servers before v1.19 read one object at its newest revision); scanning the collection at the exact resourceVersion"}
 	l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))
 	klog.FromContext(ctx).WithValues("lister", l.o.Name).V(2).Info("list fallback", "reason", string(ev.Reason),

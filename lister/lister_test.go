@@ -19,6 +19,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -56,7 +57,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 		!strings.Contains(r.Fallbacks[0].Detail, "limit=1 MostRecent list") || r.Fallbacks[0].Attempt != 1 {
 		t.Fatalf("fallbacks %v", r.Fallbacks)
 	}
-	if r.Requests[1].Purpose != purposeNewerRVProbe || r.Requests[0].Class != fallback.Gone {
+	if r.Requests[1].Purpose != purposeNewerRVProbe || r.Requests[0].Class != vocab.Gone {
 		t.Fatalf("requests %+v", r.Requests)
 	}
 	// The 410 proved the server ignores resourceVersionMatch: the next list uses the legacy form.
@@ -154,7 +155,7 @@ func TestRule2ExactMismatchRetriesWithLimit(t *testing.T) {
 	if got := names(obj); !slices.Equal(got, []string{"a", "b"}) || r.ServedResourceVersion != "10" {
 		t.Fatalf("items %v rv %s", got, r.ServedResourceVersion)
 	}
-	if !slices.Equal(reasons(r), []fallback.ReasonCode{"rule2-exact-mismatch-retry-with-limit"}) || r.Requests[0].Class != fallback.ServedNewerThanExact {
+	if !slices.Equal(reasons(r), []fallback.ReasonCode{"rule2-exact-mismatch-retry-with-limit"}) || r.Requests[0].Class != vocab.ServedNewerThanExact {
 		t.Fatalf("reasons %v", reasons(r))
 	}
 	if srv.Capabilities(context.Background()).Get(capability.ResourceVersionMatch) != capability.No {
@@ -341,7 +342,7 @@ func TestContextCancelledIsNotRetried(t *testing.T) {
 
 func TestInvalidQueryIsRejectedBeforeAnyRequest(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("1", "")}}
-	for _, q := range []Query{Exact("0"), Exact(""), NotOlderThan(""), MostRecent().WithContinue("t"), Exact("5").WithLimit(1).WithContinue("t")} {
+	for _, q := range []fallback.Query{Exact("0"), Exact(""), NotOlderThan(""), MostRecent().WithContinue("t"), Exact("5").WithLimit(1).WithContinue("t")} {
 		_, _, err := New(c, Options{}).List(context.Background(), q)
 		var iq *fallback.InvalidQueryError
 		if !errors.Is(err, fallback.ErrInvalidQuery) || !errors.As(err, &iq) {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/dropin"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
@@ -19,7 +20,7 @@ import (
 // reflector has:
 //
 //   - List reads the wire options exactly as an apiserver would
-//     (fallback.FromListOptions: client-go's "0" is Any, a last-synced RV
+//     (engine.FromListOptions: client-go's "0" is Any, a last-synced RV
 //     with a limit is legacy Exact, without a limit NotOlderThan), runs the
 //     whole list with the KEP-2523 rules — all pages internally, one
 //     snapshot — and returns one complete list without a continue token. An
@@ -98,7 +99,7 @@ func (l *Lister) ListerWatcher() *ListerWatcher {
 
 // listed is list for the drop-in ListerWatcher: the list and what it was
 // served at.
-func (l *Lister) listed(ctx context.Context, q Query, base metav1.ListOptions) (runtime.Object, dropin.Listed, error) {
+func (l *Lister) listed(ctx context.Context, q fallback.Query, base metav1.ListOptions) (runtime.Object, dropin.Listed, error) {
 	obj, rec, err := l.list(ctx, q, base)
 	if err != nil {
 		return nil, dropin.Listed{}, err

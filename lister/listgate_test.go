@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 
 	"github.com/steadywatch/steadywatch/internal/knobs"
@@ -140,7 +141,7 @@ func (r *gateRecorder) waits() []string {
 }
 
 // listAsync starts a List of q by a new Lister over c sharing gate.
-func listAsync(c Client, gate *listgate.Gate, q Query) <-chan listResult {
+func listAsync(c Client, gate *listgate.Gate, q fallback.Query) <-chan listResult {
 	out := make(chan listResult, 1)
 	go func() {
 		obj, rec, err := New(c, Options{ListGate: gate}).List(context.Background(), q)

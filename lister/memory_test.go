@@ -9,8 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // A list whose first page holds 2 objects and claims 1,048,576 more must not
@@ -28,7 +26,7 @@ func TestListMemoryFollowsArrivedItems(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	obj, _, err := l.List(context.Background(), fallback.AnyQuery().WithLimit(2))
+	obj, _, err := l.List(context.Background(), Any().WithLimit(2))
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -53,8 +55,8 @@ func checkNoAnswer(t *testing.T, err error, rec *lister.Record, wire int32, want
 	if na.Waiting != waiting || na.After != bound || !strings.HasPrefix(na.Path, "/api") || strings.Contains(na.Error(), "?") {
 		t.Errorf("NoAnswerError %+v (%q); want waiting for %q after %s, the path without the query", na, na.Error(), waiting, bound)
 	}
-	if fallback.Classify(err) != fallback.NoAnswer {
-		t.Errorf("Classify = %v; want %v", fallback.Classify(err), fallback.NoAnswer)
+	if engine.Classify(err) != vocab.NoAnswer {
+		t.Errorf("Classify = %v; want %v", engine.Classify(err), vocab.NoAnswer)
 	}
 	if int(wire) != want || rec == nil || len(rec.Requests) != want {
 		n := -1
@@ -75,7 +77,7 @@ func TestListWithoutHeadersEndsWithNoAnswer(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				n.Store(0)
 				begin := time.Now()
-				_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
+				_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), lister.MostRecent())
 				checkNoAnswer(t, err, rec, n.Load(), 1, "response headers", time.Since(begin))
 				if len(rec.Fallbacks) == 0 || rec.Fallbacks[len(rec.Fallbacks)-1].Reason != "retries-exhausted" {
 					t.Errorf("fallbacks %v; want the retries exhausted", rec.Fallbacks)
@@ -90,7 +92,7 @@ func TestNoAnswerIsRetriedAfterBackoff(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, testfake.Hold)
 	c := adapters(t, cfg)["FromClientset"]
 	begin := time.Now()
-	_, rec, err := lister.New(c, noAnswerOptions(1)).List(withDeadline(t), fallback.MostRecentQuery())
+	_, rec, err := lister.New(c, noAnswerOptions(1)).List(withDeadline(t), lister.MostRecent())
 	checkNoAnswer(t, err, rec, n.Load(), 2, "response headers", time.Since(begin))
 	if len(rec.Fallbacks) == 0 || rec.Fallbacks[0].Reason != "no-answer-backoff" {
 		t.Errorf("fallbacks %v; want %s first", rec.Fallbacks, "no-answer-backoff")
@@ -103,7 +105,7 @@ func TestListBodyThatStopsEndsWithNoAnswer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			n.Store(0)
 			begin := time.Now()
-			_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
+			_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), lister.MostRecent())
 			checkNoAnswer(t, err, rec, n.Load(), 1, "more of the response body", time.Since(begin))
 		})
 	}
@@ -136,7 +138,7 @@ func TestSlowListBodyIsNotCut(t *testing.T) {
 	c := adapters(t, cfg)["FromClientset"]
 	o := noAnswerOptions(-1)
 	o.ResponseTimeout = slowBound
-	obj, _, err := lister.New(c, o).List(withDeadline(t), fallback.MostRecentQuery())
+	obj, _, err := lister.New(c, o).List(withDeadline(t), (fallback.Query{Semantic: fallback.MostRecent}))
 	if err != nil {
 		t.Fatalf("List: %v; want the whole list", err)
 	}
@@ -168,14 +170,14 @@ func TestUsersClientBoundThroughNoHiddenRetries(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, testfake.Hold)
 	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
 	begin := time.Now()
-	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
+	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), noAnswerOptions(-1)).List(withDeadline(t), lister.MostRecent())
 	checkNoAnswer(t, err, rec, n.Load(), 1, "response headers", time.Since(begin))
 
 	n.Store(0)
 	plain := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*bound)
 	defer cancel()
-	_, _, err = lister.New(lister.FromFuncs(plain.List, plain.Watch), noAnswerOptions(-1)).List(ctx, fallback.MostRecentQuery())
+	_, _, err = lister.New(lister.FromFuncs(plain.List, plain.Watch), noAnswerOptions(-1)).List(ctx, lister.MostRecent())
 	if errors.Is(err, fallback.ErrNoAnswer) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a plain clientset: %v; want the caller's deadline (client-go's behaviour)", err)
 	}

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // Why a request was sent (SentRequest.Purpose).
@@ -23,10 +24,12 @@ type SentRequest struct {
 	Purpose string
 	// Options are the wire ListOptions actually sent (selectors included).
 	Options metav1.ListOptions
-	// Form is the wire form used.
-	Form fallback.WireForm
-	// Class of the answer (after the executor's verification of ListMeta).
-	Class fallback.Class
+	// Form is the wire form used; its String is "Match" (resourceVersionMatch
+	// sent) or "Legacy" (the semantic spelled without it).
+	Form vocab.WireForm
+	// Class of the answer (after the executor's verification of ListMeta);
+	// its String names it (e.g. "ok", "gone", "too-large-rv").
+	Class vocab.Class
 	// Err is the error returned, if any.
 	Err error
 	// ServedResourceVersion is the answer's ListMeta.resourceVersion.

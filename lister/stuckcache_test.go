@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/internal/knobs"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 
 	"github.com/steadywatch/steadywatch/internal/policy"
 
@@ -90,7 +91,7 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if last := r.Requests[2]; last.Options.ResourceVersion != "" || last.Options.Limit != 0 {
 		t.Fatalf("last request %+v, want a MostRecent list", last.Options)
 	}
-	if fallback.CompareRV(r.ServedResourceVersion, rv) == fallback.Older || r.Served.Semantic != fallback.MostRecent {
+	if vocab.CompareRV(r.ServedResourceVersion, rv) == vocab.Older || r.Served.Semantic != fallback.MostRecent {
 		t.Fatalf("served %s at %s, want MostRecent not older than %s", r.Served, r.ServedResourceVersion, rv)
 	}
 	if n := len(obj.(*corev1.ConfigMapList).Items); n != 2 {
@@ -129,7 +130,7 @@ func TestNotOlderThanOnStuckWatchCacheUnknownServerSeesItInTheAnswers(t *testing
 	if !strings.Contains(r.Fallbacks[2].Detail, "in two answers") || len(r.Requests) != 4 {
 		t.Fatalf("detail %q after %d requests; want the stalled cache named, 4 requests", r.Fallbacks[2].Detail, len(r.Requests))
 	}
-	if fallback.CompareRV(r.ServedResourceVersion, rv) == fallback.Older || len(obj.(*corev1.ConfigMapList).Items) != 2 {
+	if vocab.CompareRV(r.ServedResourceVersion, rv) == vocab.Older || len(obj.(*corev1.ConfigMapList).Items) != 2 {
 		t.Fatalf("served at %s (floor %s)", r.ServedResourceVersion, rv)
 	}
 }

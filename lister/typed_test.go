@@ -22,8 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // everyTypedResource returns every typed client of kubernetes.Interface as
@@ -182,7 +183,7 @@ func TestFromClientsetErrors(t *testing.T) {
 	}
 	// A body cut short is a transport failure (retried with backoff, not
 	// evidence about the server), as client-go's own "unexpected EOF" is.
-	if c := fallback.Classify(err); c != fallback.Transport {
+	if c := engine.Classify(err); c != vocab.Transport {
 		t.Errorf("cut body classified %v; want transport", c)
 	}
 }

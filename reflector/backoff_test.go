@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/internal/knobs"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 
 	"github.com/steadywatch/steadywatch/internal/policy"
 
@@ -16,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 )
@@ -104,10 +104,10 @@ func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) {
 	r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
 	floor := policy.Policy{}.WithDefaults().Backoff.Max
-	exhausted := &lister.Error{Reason: "retries-exhausted", Class: fallback.Throttled, Attempt: 6,
+	exhausted := &lister.Error{Reason: "retries-exhausted", Class: vocab.Throttled, Attempt: 6,
 		Err: apierrors.NewTooManyRequests("slow down", 0)}
 	for i := 0; i < 3; i++ {
-		st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(), exhausted)
+		st, _ := r.listFailed(context.Background(), listing{query: lister.MostRecent()}, lister.MostRecent(), exhausted)
 		b, ok := st.(backingOff)
 		if !ok {
 			t.Fatalf("after an exhausted list call: state %T; want backingOff", st)
@@ -119,7 +119,7 @@ func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) 
 	// A single failed request is not a spent budget: the reflector's own
 	// backoff applies (800ms, jittered, on the first failure).
 	r = New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
-	st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(),
+	st, _ := r.listFailed(context.Background(), listing{query: lister.MostRecent()}, lister.MostRecent(),
 		apierrors.NewTooManyRequests("slow down", 0))
 	if b, ok := st.(backingOff); !ok || b.delay >= floor {
 		t.Fatalf("after one throttled request: %#v; want the reflector's own first delay, below %v", st, floor)

@@ -5,12 +5,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/steadywatch/steadywatch/lister"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-
-	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // maxKeysLogged bounds the keys a mismatch report logs per category.
@@ -85,7 +84,7 @@ func (r *Reflector) maybeCheckConsistency(ctx context.Context, rv string) {
 func (r *Reflector) checkConsistency(ctx context.Context, rv string, store map[string]string) {
 	logger := klog.FromContext(ctx)
 	rep := ConsistencyReport{ResourceVersion: rv}
-	obj, err := r.listWhole(ctx, fallback.ExactQuery(rv).WithLimit(r.o.PageSize))
+	obj, err := r.listWhole(ctx, lister.Exact(rv).WithLimit(r.o.PageSize))
 	if ctx.Err() != nil {
 		return
 	}

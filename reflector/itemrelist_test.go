@@ -408,7 +408,7 @@ func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
 	testfake.WaitFor(t, "the sync at 30", func() bool { return r.LastSyncResourceVersion() == "30" })
 	mu.Lock()
 	defer mu.Unlock()
-	if len(calls) != 2 || calls[0] != fallback.NotOlderThanQuery("30") {
+	if len(calls) != 2 || calls[0] != lister.NotOlderThan("30") {
 		t.Fatalf("List calls %v; want NotOlderThan(30) twice", calls)
 	}
 	if !rec.transitionedFor("stale-list") {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/knobs"
 
 	"github.com/steadywatch/steadywatch/internal/policy"
@@ -951,7 +952,7 @@ func errClass(err error) string {
 	case errors.Is(err, lister.ErrStreamingListUnsupported):
 		return "streaming list unsupported"
 	}
-	return fallback.Classify(err).String()
+	return engine.Classify(err).String()
 }
 
 // holdGate takes the gate's only slot until the returned function is called.

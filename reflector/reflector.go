@@ -29,6 +29,7 @@ import (
 	"github.com/steadywatch/steadywatch/internal/knobs"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
@@ -360,9 +361,9 @@ func (r *Reflector) transition(ctx context.Context, from, to state, w why) {
 }
 
 func (r *Reflector) initialState(ctx context.Context) state {
-	q := fallback.MostRecentQuery()
+	q := lister.MostRecent()
 	if r.o.InitialListSemantic == fallback.Any {
-		q = fallback.AnyQuery()
+		q = lister.Any()
 	}
 	return r.syncState(ctx, q, true, reason.Initial)
 }
@@ -412,7 +413,7 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list
 	// through the lister (which would follow its continue token to the end).
-	probe = fallback.MostRecentQuery().WithLimit(1)
+	probe = lister.MostRecent().WithLimit(1)
 	rv, _, err := r.lister.CurrentResourceVersion(ctx)
 	if err != nil {
 		return q, probe, err
@@ -421,16 +422,16 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		return q.WithLimit(r.o.pageSize), q, nil
 	}
 	klog.FromContext(ctx).V(4).Info("Listing from the watch cache, not older than the current resourceVersion", "resourceVersion", rv)
-	return fallback.NotOlderThanQuery(rv), q, nil
+	return lister.NotOlderThan(rv), q, nil
 }
 
 // relistQuery is the cheapest list that never goes back in time from rv:
 // NotOlderThan(rv), served from the watch cache; MostRecent if there is no rv.
 func relistQuery(rv string) fallback.Query {
 	if rv == "" || rv == "0" {
-		return fallback.MostRecentQuery()
+		return lister.MostRecent()
 	}
-	return fallback.NotOlderThanQuery(rv)
+	return lister.NotOlderThan(rv)
 }
 
 // delay returns the next backoff delay, or the server's Retry-After when it
@@ -633,7 +634,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	required := ""
 	if stale := (*StaleListError)(nil); errors.As(err, &stale) {
 		// Never go back in time: the list was older than the store.
-		class, required = fallback.ServedOlder, stale.Required
+		class, required = vocab.ServedOlder, stale.Required
 		klog.FromContext(ctx).Info("Rejected a list older than the store", "query", q.String(), "served", stale.Served, "required", stale.Required)
 	} else {
 		klog.FromContext(ctx).V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
@@ -642,10 +643,10 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}, r.o.lk.Policy)
 	next := s.retry()
 	switch d.Action {
-	case fallback.Relist:
+	case vocab.Relist:
 		next.query = relistQuery(required)
-	case fallback.FallbackMostRecent:
-		next.query = fallback.MostRecentQuery()
+	case vocab.FallbackMostRecent:
+		next.query = lister.MostRecent()
 	}
 	w := because(d.Reason, "%s failed (%s): %v; listing %s", q, class, err, next.query)
 	if d.Wait == engine.WaitNone {
@@ -809,11 +810,11 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 // be opened.
 func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asList listing, err error) (state, why) {
 	class, retryAfter := classify(err)
-	if fallback.RejectsStreamingList(err) {
+	if engine.RejectsStreamingList(err) {
 		r.observeStreaming(capability.No, fmt.Sprintf("streaming list rejected: %v", err))
 		return asList, because(reason.StreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
 	}
-	if class == fallback.Invalid {
+	if class == vocab.Invalid {
 		// The caller's own invalid request (a bad selector): not evidence
 		// about the server. The list says the same to the caller.
 		return asList, because(reason.StreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
@@ -822,14 +823,14 @@ func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asLis
 		// The open itself hung (a proxy holding the stream, or the REST
 		// client's own retries of a 504 inside it): list MostRecent, which
 		// cannot be older than anything already served.
-		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+		next := listing{query: (fallback.Query{Semantic: fallback.MostRecent}), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 		return backingOff{delay: r.delay(0), next: next}, because(reason.StreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
 	}
-	if (class == fallback.TooLargeRV || class == fallback.ServerError) && s.query.Semantic == fallback.NotOlderThan {
+	if (class == vocab.TooLargeRV || class == vocab.ServerError) && s.query.Semantic == fallback.NotOlderThan {
 		// This server is behind the store's resourceVersion (HA lag, or a
 		// server that cannot serve it): a consistent MostRecent read cannot
 		// be older than anything already served.
-		next := r.syncState(ctx, fallback.MostRecentQuery(), s.initial, s.cause)
+		next := r.syncState(ctx, (fallback.Query{Semantic: fallback.MostRecent}), s.initial, s.cause)
 		return backingOff{delay: r.delay(retryAfter), next: next}, because(reason.TooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
 	}
 	return backingOff{delay: r.delay(retryAfter), next: asList}, because(reason.StreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
@@ -888,8 +889,8 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 	case watchpipe.InitialEventsError:
 		w.Stop()
 		class, retryAfter := classify(ev.failed)
-		if class == fallback.Gone {
-			next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+		if class == vocab.Gone {
+			next := streamingList{query: (fallback.Query{Semantic: fallback.MostRecent}), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
 			return backingOff{delay: r.delay(0), next: next}, because(reason.ListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 		}
 		return backingOff{delay: r.delay(retryAfter), next: asList}, because(reason.StreamFailed, "streaming list error (%s): %v; listing instead", class, ev.failed)
@@ -998,20 +999,20 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		then       = "watching again from " + strconv.Quote(rv)
 	)
 	switch {
-	case d.Action == fallback.Relist:
+	case d.Action == vocab.Relist:
 		next, then = r.syncState(ctx, relistQuery(rv), false, d.Reason), "relisting "+relistQuery(rv).String()
-	case d.Action == fallback.FallbackMostRecent:
-		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, d.Reason), "relisting "+fallback.MostRecentQuery().String()
+	case d.Action == vocab.FallbackMostRecent:
+		next, then = r.syncState(ctx, (fallback.Query{Semantic: fallback.MostRecent}), false, d.Reason), "relisting "+(fallback.Query{Semantic: fallback.MostRecent}).String()
 	case !resumable(rv):
 		// A watch from "" or "0" resumes nothing (resumable): list.
-		next = r.syncState(ctx, fallback.MostRecentQuery(), false, reason.NoResumeVersion)
+		next = r.syncState(ctx, (fallback.Query{Semantic: fallback.MostRecent}), false, reason.NoResumeVersion)
 		return backingOff{delay: r.delay(retryAfter), next: next},
-			because(reason.NoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, fallback.MostRecentQuery())
+			because(reason.NoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, (fallback.Query{Semantic: fallback.MostRecent}))
 	default:
 		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
 	what := fmt.Sprintf("failed (%s, Retry-After %v)", class, retryAfter)
-	if class == fallback.Gone {
+	if class == vocab.Gone {
 		what = "410 Gone"
 	}
 	w := because(d.Reason, "watch from %q: %s; %s (%v)", rv, what, then, err)
@@ -1036,7 +1037,7 @@ func resumable(rv string) bool { return rv != "" && rv != "0" }
 // (progress adopts a resourceVersion other than "" and "0"), so the delay
 // grows as after any failure.
 func (r *Reflector) noResume(ctx context.Context, rv, detail string) (state, why) {
-	q := fallback.MostRecentQuery()
+	q := (fallback.Query{Semantic: fallback.MostRecent})
 	return backingOff{delay: r.delay(0), next: r.syncState(ctx, q, false, reason.NoResumeVersion)},
 		because(reason.NoResumeVersion, "watch from %q %s; a watch cannot resume from there, listing %s", rv, detail, q)
 }
@@ -1300,7 +1301,7 @@ func (r *Reflector) resyncLoop(ctx context.Context, done chan<- struct{}) {
 func ptrTo[T any](v T) *T { return &v }
 
 // classify returns fallback's class of err and the server's Retry-After (0 if none).
-func classify(err error) (fallback.Class, time.Duration) {
-	d, _ := fallback.RetryAfter(err)
-	return fallback.Classify(err), d
+func classify(err error) (vocab.Class, time.Duration) {
+	d, _ := engine.RetryAfter(err)
+	return engine.Classify(err), d
 }

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // isOlder reports whether rv is known to be older than ref (both parse as
 // uint64 and rv < ref); incomparable resourceVersions are never "older".
 func isOlder(rv, ref string) bool {
-	return fallback.CompareRV(rv, ref) == fallback.Older
+	return vocab.CompareRV(rv, ref) == vocab.Older
 }
 
 // ErrStaleList is matched (errors.Is) by a *StaleListError.

@@ -13,8 +13,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
@@ -65,7 +66,7 @@ func runUntil(t *testing.T, r *reflector.Reflector, cond func() bool) {
 // not evidence that the server cannot stream lists: the belief (shared by
 // every informer on the host) must stay as it was, so that other informers
 // keep streaming. The same classification as the drop-in ListerWatcher's
-// (fallback.RejectsStreamingList).
+// (engine.RejectsStreamingList).
 func TestStreamingListInvalidForCallerIsNotEvidence(t *testing.T) {
 	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
 	defer srv.Close()
@@ -81,7 +82,7 @@ func TestStreamingListInvalidForCallerIsNotEvidence(t *testing.T) {
 	for _, req := range srv.Requests() {
 		if req.Verb == "watch" && req.Options.SendInitialEvents != nil && *req.Options.SendInitialEvents {
 			streamed = true
-			if fallback.Classify(req.Err) != fallback.Invalid {
+			if engine.Classify(req.Err) != vocab.Invalid {
 				t.Fatalf("streaming list answered %v; want the server's 400 for the bad selector", req.Err)
 			}
 		}

@@ -124,7 +124,7 @@ func TestListerSemantics(t *testing.T) {
 	}{{"current", steadywatchtest.Faults{}}, {"v1.18", steadywatchtest.V118()}} {
 		for _, tc := range []struct {
 			name      string
-			q         lister.Query
+			q         fallback.Query
 			rv, items string
 		}{
 			{"MostRecent", lister.MostRecent(), "5", "a@4 c@3"},

@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // The probe's cells are data: each one is a request shape and what KEP-2523
@@ -266,9 +266,9 @@ func probeCells() []cell {
 }
 
 // errorSemantic maps a failed request to the observed semantic.
-func errorSemantic(status int, class fallback.Class) string {
+func errorSemantic(status int, class vocab.Class) string {
 	switch {
-	case class == fallback.TooLargeRV:
+	case class == vocab.TooLargeRV:
 		return SemTooLarge
 	case status == 400 || status == 422:
 		return SemInvalid
@@ -292,12 +292,12 @@ type listRefs struct {
 // served, and the relation of served to the reference it is compared with.
 func observeList(c cell, served string, r listRefs) (observed, relation, relativeTo string) {
 	rel := func(a, b string) string {
-		switch fallback.CompareRV(a, b) {
-		case fallback.Same:
+		switch vocab.CompareRV(a, b) {
+		case vocab.Same:
 			return "exact"
-		case fallback.Newer:
+		case vocab.Newer:
 			return "newer"
-		case fallback.Older:
+		case vocab.Older:
 			return "older"
 		}
 		return "incomparable"

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -261,7 +262,7 @@ func (a *app) runList(cmd *command, o *listOptions) error {
 		}
 		for _, ev := range rec.Fallbacks {
 			fr := fallbackReport{Reason: string(ev.Reason), Action: ev.Action.String(), Attempt: ev.Attempt, Before: ev.Before.String(), Detail: ev.Detail}
-			if ev.Action != fallback.Fail && ev.Action != fallback.FailExactUnavailable {
+			if ev.Action != vocab.Fail && ev.Action != vocab.FailExactUnavailable {
 				fr.After = ev.After.String()
 			}
 			if ev.Err != nil {

@@ -22,8 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -353,7 +354,7 @@ func setup(ctx context.Context, e *probeEnv) error {
 		return fmt.Errorf("setup: a first page of %d of %d ConfigMaps came without a continue token", probeLimit, len(e.names))
 	}
 	e.token, e.tokenRV = page.GetContinue(), page.GetResourceVersion()
-	if fallback.CompareRV(e.latest, e.old) != fallback.Newer {
+	if vocab.CompareRV(e.latest, e.old) != vocab.Newer {
 		return fmt.Errorf("setup: the list after newer writes is at %s, not newer than N=%s", e.latest, e.old)
 	}
 	return nil
@@ -490,9 +491,9 @@ func (e *probeEnv) runList(ctx context.Context, c cell, opts metav1.ListOptions,
 			return f
 		}
 		r.HTTPStatus = statusOf(err)
-		r.Observed = errorSemantic(r.HTTPStatus, fallback.Classify(err))
+		r.Observed = errorSemantic(r.HTTPStatus, engine.Classify(err))
 		r.Message = oneLine(err.Error())
-		if d, ok := fallback.RetryAfter(err); ok {
+		if d, ok := engine.RetryAfter(err); ok {
 			r.RetryAfterSeconds = int(d / time.Second)
 		}
 		return nil
@@ -501,7 +502,7 @@ func (e *probeEnv) runList(ctx context.Context, c cell, opts metav1.ListOptions,
 	r.ServedResourceVersion = l.GetResourceVersion()
 	r.Items = len(l.Items)
 	r.Observed, r.Relation, r.RelativeTo = observeList(c, r.ServedResourceVersion, refs)
-	if fallback.CompareRV(r.ServedResourceVersion, e.latest) == fallback.Newer {
+	if vocab.CompareRV(r.ServedResourceVersion, e.latest) == vocab.Newer {
 		e.latest = r.ServedResourceVersion
 	}
 	return nil
@@ -517,7 +518,7 @@ func (e *probeEnv) openWatch(ctx context.Context, opts metav1.ListOptions, r *ce
 			return nil, f
 		}
 		r.HTTPStatus = statusOf(err)
-		r.Observed = errorSemantic(r.HTTPStatus, fallback.Classify(err))
+		r.Observed = errorSemantic(r.HTTPStatus, engine.Classify(err))
 		r.Message = oneLine(err.Error())
 		return nil, nil
 	}
@@ -534,7 +535,7 @@ func recordErrorEvent(ev watch.Event, r *cellReport) {
 	}
 	err := apierrors.FromObject(st)
 	r.ErrorEventStatus = int(st.Code)
-	r.Observed = errorSemantic(int(st.Code), fallback.Classify(err))
+	r.Observed = errorSemantic(int(st.Code), engine.Classify(err))
 	r.Message = oneLine(st.Message)
 }
 

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	shard "github.com/steadywatch/steadywatch/internal/sharding"
 )
 
@@ -168,7 +168,7 @@ func outsideHalf(list runtime.Object, half shard.Selector) (string, bool) {
 func observeShardSelector(list runtime.Object, reqErr error, sent shard.Selector) (observed, result, evidence string) {
 	if reqErr != nil {
 		status := statusOf(reqErr)
-		return errorSemantic(status, fallback.Classify(reqErr)), ResultError,
+		return errorSemantic(status, engine.Classify(reqErr)), ResultError,
 			fmt.Sprintf("the list with a shardSelector was answered %d: %s", status, oneLine(reqErr.Error()))
 	}
 	mode, err := shard.Verify(list, sent)

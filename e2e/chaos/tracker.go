@@ -8,13 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // Tracker records what one informer delivered, per object key: every
 // resourceVersion observed (adds, updates, deletes, list replacements) in
 // order, whether the key was ever seen and whether its deletion was seen.
-// It flags a resourceVersion that goes back (fallback.CompareRV Older) for
+// It flags a resourceVersion that goes back (vocab.CompareRV Older) for
 // the same key: with unique names (the writer never reuses one) that is a
 // regression, an informer showing an object older than it already showed.
 // Safe for concurrent use.
@@ -51,7 +51,7 @@ func (t *Tracker) observe(key, rv, what string) {
 	if rv == "" {
 		return
 	}
-	if prev, ok := t.last[key]; ok && fallback.CompareRV(rv, prev) == fallback.Older {
+	if prev, ok := t.last[key]; ok && vocab.CompareRV(rv, prev) == vocab.Older {
 		t.regressions = append(t.regressions, fmt.Sprintf("%s: %s %s after %s", key, what, rv, prev))
 		return // keep the newest as the reference
 	}

@@ -29,7 +29,7 @@ var _ = DescribeTableSubtree("a list at a resourceVersion far in the future fail
 			e = startHarness(ctx, harness.Options{Version: version}, "counts requests at the harness's fault proxy")
 			e.create(ctx, "fut", 1)
 		})
-		DescribeTable("on "+version, func(ctx SpecContext, q lister.Query, exact bool) {
+		DescribeTable("on "+version, func(ctx SpecContext, q fallback.Query, exact bool) {
 			srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
 			Expect(err).NotTo(HaveOccurred())
 			cs := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(e.pcfg))

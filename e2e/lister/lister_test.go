@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/knobs"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 
 	"github.com/steadywatch/steadywatch/internal/policy"
 
@@ -193,7 +195,7 @@ func (e *env) waitCache(ctx context.Context, rv string) {
 	Eventually(func(g Gomega) {
 		l, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(fallback.CompareRV(l.ResourceVersion, rv)).To(BeElementOf(fallback.Same, fallback.Newer))
+		g.Expect(vocab.CompareRV(l.ResourceVersion, rv)).To(BeElementOf(vocab.Same, vocab.Newer))
 	}).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 }
 
@@ -240,7 +242,7 @@ func query(raw string) url.Values {
 }
 
 func rvAtLeast(got, floor string) {
-	Expect(fallback.CompareRV(got, floor)).To(BeElementOf(fallback.Same, fallback.Newer), "served %s, floor %s", got, floor)
+	Expect(vocab.CompareRV(got, floor)).To(BeElementOf(vocab.Same, vocab.Newer), "served %s, floor %s", got, floor)
 }
 
 // reasons returns the reason codes of r's fallbacks, as the strings users
@@ -298,12 +300,12 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(first.Options.ResourceVersion).To(Equal(rv0))
 		Expect(first.Options.ResourceVersionMatch).To(BeEmpty(), "legacy form")
 		Expect(first.Options.Limit).To(Equal(int64(2)))
-		Expect(first.Class).To(Equal(fallback.Gone))
+		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410 from the server: %v", first.Err)
 		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Served.Semantic).To(Equal(fallback.NotOlderThan))
-		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
+		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
 		rvAtLeast(rec.ServedResourceVersion, rv0)
 		Expect(countItems(obj)).To(Equal(5))
 	})
@@ -318,7 +320,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Fallbacks).To(BeEmpty())
 		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan))
-		Expect(fallback.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(fallback.Newer))
+		Expect(vocab.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(vocab.Newer))
 		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.Yes))
 	})
 
@@ -368,9 +370,9 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(rec.Pages).To(BeNumerically(">=", 3))
 		// The restart was caused by the server's own 410 on the continue page.
 		Expect(rec.Requests[1].Options.Continue).NotTo(BeEmpty())
-		Expect(rec.Requests[1].Class).To(Equal(fallback.ContinueExpired))
+		Expect(rec.Requests[1].Class).To(Equal(vocab.ContinueExpired))
 		Expect(apierrors.IsResourceExpired(rec.Requests[1].Err)).To(BeTrue(), "a real 410: %v", rec.Requests[1].Err)
-		Expect(fallback.CompareRV(rec.ServedResourceVersion, rec.Requests[0].ServedResourceVersion)).To(Equal(fallback.Newer))
+		Expect(vocab.CompareRV(rec.ServedResourceVersion, rec.Requests[0].ServedResourceVersion)).To(Equal(vocab.Newer))
 		for _, rv := range pages {
 			Expect(rv).To(Equal(rec.ServedResourceVersion), "a page from another snapshot")
 		}
@@ -499,7 +501,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(err).NotTo(HaveOccurred())
 		// The 504, the consistent limit=1 read that shows rv exists, then the same list after Retry-After.
 		Expect(rec.Requests).To(HaveLen(3))
-		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
+		Expect(rec.Requests[0].Class).To(Equal(vocab.TooLargeRV))
 		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("Retry-After 2s honoured"))
 		lists := e.requests("list")
@@ -525,7 +527,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests).To(HaveLen(2))
 		Expect(rec.Requests[0].WireRequests).To(Equal(11))
-		Expect(rec.Requests[0].Class).To(Equal(fallback.TooLargeRV))
+		Expect(rec.Requests[0].Class).To(Equal(vocab.TooLargeRV))
 		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-fallback-most-recent"))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(12))
@@ -545,8 +547,8 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=thr"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(reasons(rec)).To(HaveExactElements("throttled-backoff", "server-error-backoff"))
-		Expect(rec.Requests[0].Class).To(Equal(fallback.Throttled))
-		Expect(rec.Requests[1].Class).To(Equal(fallback.ServerError))
+		Expect(rec.Requests[0].Class).To(Equal(vocab.Throttled))
+		Expect(rec.Requests[1].Class).To(Equal(vocab.ServerError))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(3))
 		Expect([]int{lists[0].Status, lists[1].Status, lists[2].Status}).To(Equal([]int{429, 500, 200}))
@@ -590,12 +592,12 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
 		Expect(res.err).NotTo(HaveOccurred())
 		first := res.rec.Requests[0]
-		Expect(first.Class).To(Equal(fallback.TooLargeRV))
+		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		var st apierrors.APIStatus
 		Expect(errors.As(first.Err, &st)).To(BeTrue())
 		Expect(st.Status().Code).To(Equal(int32(504)))
 		Expect(st.Status().Details.Causes).To(ContainElement(HaveField("Type", metav1.CauseTypeResourceVersionTooLarge)))
-		ra, ok := fallback.RetryAfter(first.Err)
+		ra, ok := engine.RetryAfter(first.Err)
 		Expect(ok).To(BeTrue())
 		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
@@ -681,7 +683,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		DeferCleanup(func() { e.proxy.StripParams() })
 		obj, rec, err := l.List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rec.Requests[0].Class).To(Equal(fallback.ServedNewerThanExact))
+		Expect(rec.Requests[0].Class).To(Equal(vocab.ServedNewerThanExact))
 		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(2))
@@ -699,7 +701,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		_, rec, err = l.List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests).To(HaveLen(1))
-		Expect(rec.Requests[0].Form).To(Equal(fallback.Legacy))
+		Expect(rec.Requests[0].Form).To(Equal(vocab.Legacy))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.No))
 
@@ -709,9 +711,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.Yes))
 		_, rec, err = l.List(ctx, lister.NotOlderThan(rv0).WithLimit(1))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rec.Requests[0].Form).To(Equal(fallback.Match))
+		Expect(rec.Requests[0].Form).To(Equal(vocab.Match))
 		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan))
-		Expect(fallback.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(fallback.Newer))
+		Expect(vocab.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(vocab.Newer))
 		caps = srv.Capabilities(ctx)
 		Expect(caps.Get(capability.ResourceVersionMatch)).To(Equal(capability.Yes))
 		Expect(caps.Basis[capability.ResourceVersionMatch]).To(Equal(capability.BasisObserved))
@@ -732,8 +734,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchExact))
 		Expect(rec.Requests[0].Options.Limit).To(BeZero())
-		Expect(rec.Requests[0].Class).To(Equal(fallback.ServedNewerThanExact))
-		Expect(fallback.CompareRV(rec.Requests[0].ServedResourceVersion, rv0)).To(Equal(fallback.Newer), "v1.18 ignored the match")
+		Expect(rec.Requests[0].Class).To(Equal(vocab.ServedNewerThanExact))
+		Expect(vocab.CompareRV(rec.Requests[0].ServedResourceVersion, rv0)).To(Equal(vocab.Newer), "v1.18 ignored the match")
 		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		// The retry: legacy form (the server is now known to ignore the match), limit = PageSize, two pages at rv0.
 		Expect(rec.Requests).To(HaveLen(3))
@@ -761,12 +763,12 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(err).NotTo(HaveOccurred())
 		first := rec.Requests[0]
 		Expect(first.Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan), "sent with the match: v1.18 ignores it")
-		Expect(first.Class).To(Equal(fallback.Gone))
+		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410: %v", first.Err)
 		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Requests[2].Options.ResourceVersionMatch).To(BeEmpty(), "the 410 proved the match ignored: legacy form from then on")
-		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
+		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
 		rvAtLeast(rec.ServedResourceVersion, rv0)
 		Expect(countItems(obj)).To(Equal(4))
 		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.No))
@@ -796,7 +798,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
 		Expect(res.err).NotTo(HaveOccurred())
 		first := res.rec.Requests[0]
-		Expect(first.Class).To(Equal(fallback.TooLargeRV))
+		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
 		Expect(reasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
@@ -823,7 +825,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit", "rule2-exact-mismatch-with-limit", "get-exact-name-list-not-exact-scan-collection"))
 		Expect(rec.Requests[1].Options.FieldSelector).To(Equal("metadata.name=lge-0"))
 		Expect(rec.Requests[1].Options.Limit).To(BeNumerically(">", 0))
-		Expect(fallback.CompareRV(rec.Requests[1].ServedResourceVersion, old)).To(Equal(fallback.Newer), "v1.18 ignored the RV even with a limit")
+		Expect(vocab.CompareRV(rec.Requests[1].ServedResourceVersion, old)).To(Equal(vocab.Newer), "v1.18 ignored the RV even with a limit")
 		Expect(rec.Requests[2].Options.FieldSelector).To(BeEmpty())
 		Expect(rec.Requests[2].ServedResourceVersion).To(Equal(old))
 	})
@@ -890,7 +892,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Fallbacks).To(BeEmpty(), "no rule-2 round trip: the version already says legacy")
 		Expect(rec.Requests).To(HaveLen(1))
-		Expect(rec.Requests[0].Form).To(Equal(fallback.Legacy))
+		Expect(rec.Requests[0].Form).To(Equal(vocab.Legacy))
 		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(BeEmpty())
 		Expect(rec.Requests[0].Options.Limit).To(Equal(int64(500)))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
@@ -956,7 +958,7 @@ var _ = Describe("the API Concepts list table on real servers", func() {
 							case "N":
 								o.ResourceVersion = rvN
 							}
-							q, qerr := fallback.FromListOptions(o)
+							q, qerr := engine.FromListOptions(o)
 							rc := &recordingClient{inner: e.client(false)}
 							obj, err := lister.NewListerWatcher(rc, lister.Options{}).ListWithContext(ctx, o)
 							lists, watches := rc.sent()

@@ -39,7 +39,7 @@ var _ = Describe("a request the server accepts and never answers", Label("confor
 
 		once := policy.Policy{Backoff: policy.Backoff{MaxRetries: -1}} // no retry: one request
 		begin := time.Now()
-		_, rec, err := lister.New(suite.ConfigMaps(e.pcs, e.ns), knobs.WithLister(lister.Options{ResponseTimeout: bound}, knobs.Lister{Policy: once})).List(ctx, fallback.MostRecentQuery())
+		_, rec, err := lister.New(suite.ConfigMaps(e.pcs, e.ns), knobs.WithLister(lister.Options{ResponseTimeout: bound}, knobs.Lister{Policy: once})).List(ctx, (fallback.Query{Semantic: fallback.MostRecent}))
 		took := time.Since(begin)
 		lists := e.requests("list")
 		summary := fmt.Sprintf("%s, %d list request(s) on the wire, %d in the record: %v", took.Round(100*time.Millisecond), len(lists), len(rec.Requests), err)

@@ -18,9 +18,9 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -79,7 +79,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		Expect(err).NotTo(HaveOccurred())
 		last := ""
 		for _, cm := range l.Items {
-			if last == "" || fallback.CompareRV(cm.ResourceVersion, last) == fallback.Newer {
+			if last == "" || vocab.CompareRV(cm.ResourceVersion, last) == vocab.Newer {
 				last = cm.ResourceVersion
 			}
 		}
@@ -88,7 +88,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		Expect(err).NotTo(HaveOccurred())
 		cached, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(fallback.CompareRV(cached.ResourceVersion, s.ResourceVersion)).To(Equal(fallback.Older),
+		Expect(vocab.CompareRV(cached.ResourceVersion, s.ResourceVersion)).To(Equal(vocab.Older),
 			"the ConfigMap watch cache (%s) is behind the Secret's write (%s)", cached.ResourceVersion, s.ResourceVersion)
 		return s.ResourceVersion
 	}
@@ -108,7 +108,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("KEP-1904"))
 		Expect(rec.Requests).To(HaveLen(3))
 		first := rec.Requests[0]
-		Expect(first.Class).To(Equal(fallback.TooLargeRV))
+		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		var st apierrors.APIStatus
 		Expect(errors.As(first.Err, &st)).To(BeTrue())
 		Expect(st.Status().Code).To(Equal(int32(504)), "the real watch cache's answer: %v", first.Err)

@@ -18,7 +18,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -86,7 +87,7 @@ func floorBody(version string) {
 				Expect(cause.Type).NotTo(Equal(metav1.CauseTypeResourceVersionTooLarge), "the cause type came with 1.18.6")
 			}
 		}
-		Expect(fallback.Classify(err)).To(Equal(fallback.TooLargeRV), "classified by the pre-1.18.6 message")
+		Expect(engine.Classify(err)).To(Equal(vocab.TooLargeRV), "classified by the pre-1.18.6 message")
 
 		// steadywatch never hands out data older than asked: NotOlderThan(future)
 		// cannot be served before the server reaches that RV, so the list
@@ -108,7 +109,7 @@ func floorBody(version string) {
 		}
 		fmt.Fprintf(GinkgoWriter, "TIMING steadywatch NotOlderThan(future) on %s: %s, %d requests, err=%v\n", version, took.Round(time.Millisecond), len(rec.Requests), err)
 		Expect(rec.Requests).NotTo(BeEmpty())
-		Expect(fallback.Classify(rec.Requests[0].Err)).To(Equal(fallback.TooLargeRV), "the first answer is the pre-1.18.6 too-large 504")
+		Expect(engine.Classify(rec.Requests[0].Err)).To(Equal(vocab.TooLargeRV), "the first answer is the pre-1.18.6 too-large 504")
 		if err == nil {
 			Expect(strconv.ParseInt(rec.ServedResourceVersion, 10, 64)).To(BeNumerically(">=", n+100000), "never older than asked")
 			Expect(obj).NotTo(BeNil())

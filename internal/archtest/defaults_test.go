@@ -15,6 +15,7 @@ import (
 	"github.com/steadywatch/steadywatch/internal/policy"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -22,7 +23,7 @@ import (
 // name. TestOptionDocsNameTheirDefaults fails on a name a doc uses that is
 // not here, so a new one is added.
 var defaultConstants = map[string]any{
-	"DefaultResponseTimeout": fallback.DefaultResponseTimeout, "DefaultLegacyExactLimit": fallback.DefaultLegacyExactLimit,
+	"DefaultResponseTimeout": fallback.DefaultResponseTimeout, "DefaultLegacyExactLimit": vocab.DefaultLegacyExactLimit,
 }
 
 var (

@@ -22,7 +22,9 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -86,7 +88,7 @@ func New(cfg Config) *ListerWatcher {
 
 // ListWithContext implements cache.ListerWithContext.
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-	q, err := fallback.FromListOptions(options)
+	q, err := engine.FromListOptions(options)
 	if err != nil {
 		return nil, err
 	}
@@ -114,19 +116,19 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		// would repeat those retries.
 		o.Metrics.Fallback(o.Name, string(reason.UnservedRVMostRecent))
 		log.V(2).Info("listing MostRecent: the streaming list at this resourceVersion just failed", "reason", string(reason.UnservedRVMostRecent), "resourceVersion", unserved)
-		q = fallback.MostRecentQuery().WithLimit(q.Limit)
+		q = (fallback.Query{Semantic: fallback.MostRecent}).WithLimit(q.Limit)
 	}
 	if paginates && q.Semantic == fallback.NotOlderThan && q.Limit == 0 {
 		q = q.WithLimit(o.PageSize)
 	}
 	obj, rec, err := o.List(ctx, q, base)
 	if err == nil && delivered != "" && q.Semantic != fallback.Exact &&
-		fallback.CompareRV(rec.ResourceVersion, delivered) == fallback.Older {
+		vocab.CompareRV(rec.ResourceVersion, delivered) == vocab.Older {
 		// Never back in time: ask again for what was already delivered.
 		o.Metrics.Fallback(o.Name, string(reason.StaleListReasked))
 		log.V(2).Info("list served older than already delivered; asking again", "reason", string(reason.StaleListReasked),
 			"query", q.String(), "served", rec.ResourceVersion, "delivered", delivered)
-		obj, rec, err = o.List(ctx, fallback.NotOlderThanQuery(delivered).WithLimit(q.Limit), base)
+		obj, rec, err = o.List(ctx, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: delivered}.WithLimit(q.Limit), base)
 	}
 	if err != nil {
 		return nil, err
@@ -221,15 +223,15 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		release()
 	}
 	if err != nil && options.ResourceVersion != "" && options.ResourceVersion != "0" {
-		switch c := fallback.Classify(err); {
-		case c == fallback.TooLargeRV, c == fallback.ServerError, errors.Is(err, watchpipe.ErrNoWatchResponse):
+		switch c := engine.Classify(err); {
+		case c == vocab.TooLargeRV, c == vocab.ServerError, errors.Is(err, watchpipe.ErrNoWatchResponse):
 			lw.mu.Lock()
 			lw.unserved = options.ResourceVersion
 			lw.mu.Unlock()
 		}
 	}
 	if err != nil {
-		if fallback.RejectsStreamingList(err) {
+		if engine.RejectsStreamingList(err) {
 			// 1.19-1.26 reject resourceVersionMatch on watch, 1.27+ with the
 			// WatchList gate off reject sendInitialEvents: 422 naming the
 			// parameter. Any other 400/422 (a bad selector) is the caller's
@@ -307,7 +309,7 @@ func (f *followedWatch) forward(lw *ListerWatcher, log logr.Logger, ev watch.Eve
 	case watch.Error:
 		f.failed(lw, log, "error event before any progress")
 	case watch.Bookmark:
-		if rv := resourceVersionOf(ev.Object); f.from == "" || fallback.CompareRV(rv, f.from) == fallback.Newer {
+		if rv := resourceVersionOf(ev.Object); f.from == "" || vocab.CompareRV(rv, f.from) == vocab.Newer {
 			f.progressed(lw)
 		}
 	default:

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // TestCallFollowUpsAreSafe drives Call.Next with random answers (every kind
@@ -23,8 +24,8 @@ func TestCallFollowUpsAreSafe(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	errs := []error{testfake.Gone(), testfake.TooLarge(1), testfake.TooLarge(0), apierrors.NewTooManyRequests("slow", 1), apierrors.NewInternalError(errors.New("boom")),
 		apierrors.NewBadRequest("bad"), apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("no"))}
-	firsts := []Query{NotOlderThanQuery("100"), NotOlderThanQuery("100").WithLimit(5), ExactQuery("100"), ExactQuery("100").WithLimit(5),
-		MostRecentQuery().WithLimit(5), AnyQuery().WithLimit(5)}
+	firsts := []Query{Query{Semantic: NotOlderThan, ResourceVersion: "100"}, Query{Semantic: NotOlderThan, ResourceVersion: "100"}.WithLimit(5), Query{Semantic: Exact, ResourceVersion: "100"}, Query{Semantic: Exact, ResourceVersion: "100"}.WithLimit(5),
+		Query{Semantic: MostRecent}.WithLimit(5), Query{Semantic: Any}.WithLimit(5)}
 	runs := 0
 	for _, p := range allPolicies() {
 		for _, first := range firsts {
@@ -83,7 +84,7 @@ func checkRequest(t *testing.T, first Query, req Request) {
 		t.Fatalf("%v: RV or match with continue: %+v", first, o)
 	}
 	if req.Purpose != PurposePage {
-		if q != MostRecentQuery().WithLimit(1) {
+		if q != (Query{Semantic: MostRecent}).WithLimit(1) {
 			t.Fatalf("%v: probe %v", first, q)
 		}
 		return

@@ -6,8 +6,8 @@
 //
 //   - table.go: every rule as a row of data, checked line by line against
 //     KEP-2523 "Backward Compatibility" and the Kubernetes API Concepts
-//     "Resource versions" tables (see fallback.SourceKEP2523 and
-//     fallback.SourceResourceVersions); rows are disjoint and exhaustive
+//     "Resource versions" tables (see vocab.SourceKEP2523 and
+//     vocab.SourceResourceVersions); rows are disjoint and exhaustive
 //     (table_test.go walks every situation). The call's own limits
 //     (Config.MaxRequests, a restart the caller does not allow, a 200 that is
 //     not a list), the answers to its limit=1 reads (OpNewerRV, OpCurrentRV)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // Next decides what follows the answer to the request in flight: it
@@ -33,7 +34,7 @@ func (c *Call) Next(a Answer) Step {
 		return c.probeAnswered(st, ev, a, b)
 	}
 	switch {
-	case d.Action == fallback.Accept:
+	case d.Action == vocab.Accept:
 		return c.accept(st, a)
 	case d.Action.IsFailure():
 		c.futile++
@@ -47,20 +48,20 @@ func (c *Call) Next(a Answer) Step {
 // situation gathers what the table matches on for the answer to the request
 // in flight, and charges the class's budget for the retries hidden inside
 // the request. It returns the budget charged.
-func (c *Call) situation(a Answer, class fallback.Class) (Situation, budget) {
+func (c *Call) situation(a Answer, class vocab.Class) (Situation, budget) {
 	sent, q := c.sent, c.sent.Query
 	s := Situation{Semantic: q.Semantic, HasLimit: sent.Options.Limit > 0, HasContinue: q.Continue != "", Match: c.match, Class: class, RVChecked: c.rvChecked}
-	if class == fallback.TooLargeRV && sent.Purpose == PurposePage && a.Err != nil {
+	if class == vocab.TooLargeRV && sent.Purpose == PurposePage && a.Err != nil {
 		c.noteTooLarge(q, a.Err)
 	}
-	s.WatchCacheStuck = class == fallback.TooLargeRV && (c.stalled || c.cfg.Beliefs != nil && c.cfg.Beliefs.WatchCacheStuck())
+	s.WatchCacheStuck = class == vocab.TooLargeRV && (c.stalled || c.cfg.Beliefs != nil && c.cfg.Beliefs.WatchCacheStuck())
 	if q.Continue != "" {
 		s.Semantic = c.first.Semantic
 	}
 	switch sent.Purpose {
 	case PurposePage:
 		futile := c.futile
-		if class != fallback.OK {
+		if class != vocab.OK {
 			futile++ // this answer delivers no page
 		}
 		s.NotAList = a.NotAList
@@ -72,10 +73,10 @@ func (c *Call) situation(a Answer, class fallback.Class) (Situation, budget) {
 		s.Op, s.Match, s.ListRV = OpCurrentRV, MatchHonoured, a.ServedRV != ""
 	}
 	b := budgetOf[class]
-	if s.HasContinue && class == fallback.Gone {
+	if s.HasContinue && class == vocab.Gone {
 		b = restartBudget
 	}
-	if ra, _ := fallback.RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
+	if ra, _ := RetryAfter(a.Err); b != noBudget && a.WireRequests > 1 {
 		// Counted: client-go's retries inside this request.
 		c.used[b] += a.WireRequests - 1
 	} else if b != noBudget && a.WireRequests == 0 && ra > 0 {
@@ -83,7 +84,7 @@ func (c *Call) situation(a Answer, class fallback.Class) (Situation, budget) {
 		// too-large answer also waits in the watch cache (up to 3s) before
 		// it is sent.
 		per := ra
-		if class == fallback.TooLargeRV {
+		if class == vocab.TooLargeRV {
 			per += watchCacheTooLargeWait
 		}
 		c.used[b] += min(int(a.Elapsed/per), 10)
@@ -157,7 +158,7 @@ func (c *Call) failDetail(r reason.Code, a Answer) string {
 // query needs first, if any.
 func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
 	var why []string // the event's detail, part by part, joined once
-	if (r.Action == fallback.RestartListNewerRV || r.Action == fallback.RestartListUnpaginated) && c.handed > 0 {
+	if (r.Action == vocab.RestartListNewerRV || r.Action == vocab.RestartListUnpaginated) && c.handed > 0 {
 		st.VoidPages = true
 		why = append(why, fmt.Sprintf("%d page(s) of snapshot %s voided", c.handed, c.snapshot))
 	}
@@ -165,17 +166,17 @@ func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
 	// resourceVersion, raised to the snapshot already handed over (a
 	// restart never serves an older snapshot than pages the caller saw).
 	floor := c.first.ResourceVersion
-	if c.handed > 0 && (floor == "" || fallback.CompareRV(c.snapshot, floor) == fallback.Newer) {
+	if c.handed > 0 && (floor == "" || vocab.CompareRV(c.snapshot, floor) == vocab.Newer) {
 		floor = c.snapshot
 	}
 	next := c.nextQuery(r.Action, floor)
 	wait, ra := c.waitFor(r.Action, a.Err)
-	if ra > 0 && r.Action != fallback.Backoff {
+	if ra > 0 && r.Action != vocab.Backoff {
 		why = append(why, fmt.Sprintf("Retry-After %s honoured (cap %s)", ra, c.p.MaxRetryAfter))
 	}
-	newAttempt := r.Action != fallback.WaitRetryAfter && r.Action != fallback.Backoff && r.Action != fallback.CheckRVExists
+	newAttempt := r.Action != vocab.WaitRetryAfter && r.Action != vocab.Backoff && r.Action != vocab.CheckRVExists
 	switch {
-	case r.Action == fallback.CheckRVExists:
+	case r.Action == vocab.CheckRVExists:
 		// Read the current resourceVersion at once; the wait comes after.
 		c.probe = probe{state: PurposeCurrentRV, page: c.sent.Query, wait: wait, pending: st, event: ev, detail: strings.Join(why, "; ")}
 		st.Next = c.request(PurposeCurrentRV, fallback.Query{}, 0, false)
@@ -214,21 +215,21 @@ func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
 // unset when a newer one is needed). The table pairs RetryNewerRV only with
 // NotOlderThan, RetryWithLimit only with Exact, and never lets Exact leave
 // its snapshot (TestTableExhaustive).
-func (c *Call) nextQuery(act fallback.Action, floor string) fallback.Query {
+func (c *Call) nextQuery(act vocab.Action, floor string) fallback.Query {
 	first := c.first
 	switch act {
-	case fallback.RetryNewerRV, fallback.RestartListNewerRV:
+	case vocab.RetryNewerRV, vocab.RestartListNewerRV:
 		next := fallback.Query{Semantic: first.Semantic, Limit: first.Limit}
-		if act == fallback.RetryNewerRV || first.Semantic == fallback.NotOlderThan || first.Semantic == fallback.Any && c.handed > 0 && floor != "" {
+		if act == vocab.RetryNewerRV || first.Semantic == fallback.NotOlderThan || first.Semantic == fallback.Any && c.handed > 0 && floor != "" {
 			// Any may be served older than the pages already handed over.
 			next.Semantic = fallback.NotOlderThan
 		}
 		return next
-	case fallback.FallbackMostRecent:
+	case vocab.FallbackMostRecent:
 		return fallback.Query{Semantic: fallback.MostRecent, Limit: first.Limit}
-	case fallback.RetryWithLimit:
+	case vocab.RetryWithLimit:
 		return first.WithLimit(c.cfg.PageSize)
-	case fallback.RestartListUnpaginated:
+	case vocab.RestartListUnpaginated:
 		next := first
 		next.Limit, next.Continue = 0, ""
 		return next
@@ -238,12 +239,12 @@ func (c *Call) nextQuery(act fallback.Action, floor string) fallback.Query {
 
 // waitFor is how long to wait before a follow-up action's request, and the
 // server's Retry-After.
-func (c *Call) waitFor(act fallback.Action, err error) (wait, ra time.Duration) {
+func (c *Call) waitFor(act vocab.Action, err error) (wait, ra time.Duration) {
 	switch act {
-	case fallback.WaitRetryAfter, fallback.Backoff, fallback.RetryNewerRV, fallback.CheckRVExists:
-		ra, _ = fallback.RetryAfter(err)
+	case vocab.WaitRetryAfter, vocab.Backoff, vocab.RetryNewerRV, vocab.CheckRVExists:
+		ra, _ = RetryAfter(err)
 		wait = min(ra, c.p.MaxRetryAfter)
-		if act != fallback.WaitRetryAfter || ra <= 0 {
+		if act != vocab.WaitRetryAfter || ra <= 0 {
 			wait = max(min(c.bo.NextBackOff(), c.p.Backoff.Max), wait)
 		}
 		return wait, ra
@@ -259,7 +260,7 @@ func (c *Call) lastObserved(floor string) string {
 		return ""
 	}
 	h := f()
-	if h == "" || c.tried[h] || floor != "" && fallback.CompareRV(h, floor) != fallback.Newer {
+	if h == "" || c.tried[h] || floor != "" && vocab.CompareRV(h, floor) != vocab.Newer {
 		return ""
 	}
 	if c.tried == nil {

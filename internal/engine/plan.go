@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/internal/policy"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 
 	"github.com/cenkalti/backoff/v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ type Request struct {
 	// Query is what is asked (for a probe, MostRecent with limit 1).
 	Query fallback.Query
 	// Form and Options are the wire form; Options carries Config.Base's selectors.
-	Form    fallback.WireForm
+	Form    vocab.WireForm
 	Options metav1.ListOptions
 	// Wait is how long to wait before sending.
 	Wait time.Duration
@@ -124,13 +125,13 @@ type Step struct {
 	// Action and Reason are the decision; Source cites the rule; Row is the
 	// table row the step carries out (when a limit=1 read's answer is
 	// accepted, the page's row it was sent for).
-	Action fallback.Action
+	Action vocab.Action
 	Reason reason.Code
 	Source string
 	Row    int
 	// Situation is what the row matched; Class is the verified class.
 	Situation Situation
-	Class     fallback.Class
+	Class     vocab.Class
 	// Accept: hand the answered page over.
 	Accept bool
 	// Done: the call ends here, with an error when Failed.
@@ -216,9 +217,9 @@ const (
 )
 
 // budgetOf is the budget of each class.
-var budgetOf = map[fallback.Class]budget{
-	fallback.Gone: newerRVBudget, fallback.ContinueExpired: restartBudget, fallback.TooLargeRV: tooLargeBudget,
-	fallback.Throttled: backoffBudget, fallback.ServerError: backoffBudget, fallback.Transport: backoffBudget, fallback.NoAnswer: backoffBudget, fallback.ServedOlder: backoffBudget,
+var budgetOf = map[vocab.Class]budget{
+	vocab.Gone: newerRVBudget, vocab.ContinueExpired: restartBudget, vocab.TooLargeRV: tooLargeBudget,
+	vocab.Throttled: backoffBudget, vocab.ServerError: backoffBudget, vocab.Transport: backoffBudget, vocab.NoAnswer: backoffBudget, vocab.ServedOlder: backoffBudget,
 }
 
 // Call is one list call's state: its budgets, its backoff, the snapshot
@@ -296,7 +297,7 @@ func Start(q fallback.Query, cfg Config) (Call, Request, error) {
 	}
 	p := cfg.Policy.WithDefaults()
 	if cfg.PageSize <= 0 {
-		cfg.PageSize = fallback.DefaultLegacyExactLimit
+		cfg.PageSize = vocab.DefaultLegacyExactLimit
 	}
 	c := Call{cfg: cfg, p: p, requested: q}
 	c.limits = [numBudgets]int{newerRVBudget: max(p.MaxNewerRVRetries, 0), restartBudget: max(p.MaxListRestarts, 0),
@@ -304,7 +305,7 @@ func Start(q fallback.Query, cfg Config) (Call, Request, error) {
 	if f := cfg.LastObserved; f != nil && q.ResourceVersion != "" {
 		// A version the caller has seen is known to exist: no check needed.
 		h := f()
-		c.rvChecked = h != "" && (fallback.CompareRV(h, q.ResourceVersion) == fallback.Newer || fallback.CompareRV(h, q.ResourceVersion) == fallback.Same)
+		c.rvChecked = h != "" && (vocab.CompareRV(h, q.ResourceVersion) == vocab.Newer || vocab.CompareRV(h, q.ResourceVersion) == vocab.Same)
 	}
 	req := c.request(PurposePage, q, 0, true)
 	return c, req, nil
@@ -318,8 +319,8 @@ func Start(q fallback.Query, cfg Config) (Call, Request, error) {
 // one gets PageSize.
 func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttempt bool) Request {
 	if p != PurposePage {
-		q = fallback.MostRecentQuery().WithLimit(1)
-		c.sent = Request{Purpose: p, Query: q, Form: fallback.Match, Options: q.ApplyTo(c.cfg.Base, fallback.Match), Wait: wait}
+		q = fallback.Query{Semantic: fallback.MostRecent}.WithLimit(1)
+		c.sent = Request{Purpose: p, Query: q, Form: vocab.Match, Options: ApplyTo(q, c.cfg.Base, vocab.Match), Wait: wait}
 		return c.sent
 	}
 	if newAttempt {
@@ -332,12 +333,12 @@ func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttem
 	if (q.Continue == "" || c.requests == 0) && c.learned != MatchUnknown {
 		c.match = c.learned // this call's own evidence is the newest
 	}
-	form := fallback.Match
+	form := vocab.Match
 	if c.match == MatchIgnored {
-		form = fallback.Legacy
+		form = vocab.Legacy
 	}
-	opts := q.ApplyTo(c.cfg.Base, form)
-	if form == fallback.Legacy && q.Semantic == fallback.Exact && q.Continue == "" && q.Limit == 0 {
+	opts := ApplyTo(q, c.cfg.Base, form)
+	if form == vocab.Legacy && q.Semantic == fallback.Exact && q.Continue == "" && q.Limit == 0 {
 		opts.Limit = c.cfg.PageSize
 	}
 	c.sent = Request{Purpose: PurposePage, Query: q, Form: form, Options: opts, Wait: wait}
@@ -374,7 +375,7 @@ func (c *Call) AcceptsListMeta(served, cont string) bool {
 		return true
 	}
 	class, _ := c.verify(Answer{ServedRV: served, Continue: cont})
-	return class == fallback.OK
+	return class == vocab.OK
 }
 
 // verify reads the answer to the request in flight against what was asked
@@ -394,22 +395,22 @@ func (c *Call) AcceptsListMeta(served, cont string) bool {
 //     match serves NotOlderThan, which is never 410; legacy applies Exact).
 //   - NotOlderThan(N) with a limit served at an RV newer than N: honoured (a legacy
 //     server applies Exact with a limit and serves exactly N).
-func (c *Call) verify(a Answer) (fallback.Class, Evidence) {
+func (c *Call) verify(a Answer) (vocab.Class, Evidence) {
 	sent, q := c.sent, c.sent.Query
-	class := fallback.ClassifyRequest(sent.Options, a.Err)
+	class := ClassifyRequest(sent.Options, a.Err)
 	switch {
 	case a.Err != nil:
 	case a.NotAList:
-		class = fallback.Other
+		class = vocab.Other
 	case a.Continue != "" && (a.Continue == q.Continue || c.seen.has(a.Continue)):
-		class = fallback.ContinueRepeated
+		class = vocab.ContinueRepeated
 	case q.Continue != "" && c.snapshot != "" && a.ServedRV != c.snapshot:
-		class = fallback.ContinueExpired // never stitch two snapshots
+		class = vocab.ContinueExpired // never stitch two snapshots
 	case q.Continue != "":
 	case q.Semantic == fallback.Exact && a.ServedRV != q.ResourceVersion:
-		class = fallback.ServedNewerThanExact
-	case q.Semantic == fallback.NotOlderThan && fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Older:
-		class = fallback.ServedOlder
+		class = vocab.ServedNewerThanExact
+	case q.Semantic == fallback.NotOlderThan && vocab.CompareRV(a.ServedRV, q.ResourceVersion) == vocab.Older:
+		class = vocab.ServedOlder
 	case sent.Purpose == PurposeCurrentRV:
 		// The server's current resourceVersion, from a consistent read: the
 		// requested one is out of reach when no server could write up to it
@@ -418,23 +419,23 @@ func (c *Call) verify(a Answer) (fallback.Class, Evidence) {
 		want, werr := strconv.ParseUint(c.probe.page.ResourceVersion, 10, 64)
 		horizon := time.Duration(c.limits[tooLargeBudget]-c.used[tooLargeBudget]+1) * (c.probe.wait + watchCacheTooLargeWait)
 		if cerr == nil && werr == nil && want > cur && want-cur > uint64(horizon.Seconds()*maxRevisionsPerSecond) {
-			class = fallback.ServedOlder
+			class = vocab.ServedOlder
 		}
 	case c.requested.Semantic != fallback.Any && c.requested.ResourceVersion != "" && q.Semantic != fallback.Exact &&
-		fallback.CompareRV(a.ServedRV, c.requested.ResourceVersion) == fallback.Older:
-		class = fallback.ServedOlder // a fallback or a probe never goes below the caller's floor
+		vocab.CompareRV(a.ServedRV, c.requested.ResourceVersion) == vocab.Older:
+		class = vocab.ServedOlder // a fallback or a probe never goes below the caller's floor
 	}
 	if sent.Purpose != PurposePage || q.Continue != "" || q.ResourceVersion == "" || c.match == MatchIgnored {
 		return class, NoEvidence
 	}
 	limited := sent.Options.Limit > 0
 	switch {
-	case q.Semantic == fallback.Exact && !limited && class == fallback.ServedNewerThanExact:
+	case q.Semantic == fallback.Exact && !limited && class == vocab.ServedNewerThanExact:
 		return class, EvidenceIgnored
-	case q.Semantic == fallback.NotOlderThan && limited && class == fallback.Gone:
+	case q.Semantic == fallback.NotOlderThan && limited && class == vocab.Gone:
 		return class, EvidenceIgnored
-	case q.Semantic == fallback.NotOlderThan && limited && class == fallback.OK &&
-		fallback.CompareRV(a.ServedRV, q.ResourceVersion) == fallback.Newer:
+	case q.Semantic == fallback.NotOlderThan && limited && class == vocab.OK &&
+		vocab.CompareRV(a.ServedRV, q.ResourceVersion) == vocab.Newer:
 		return class, EvidenceHonoured
 	}
 	return class, NoEvidence

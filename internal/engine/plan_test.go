@@ -13,6 +13,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 func start(t *testing.T, q fallback.Query, cfg Config) *Call {
@@ -29,14 +30,14 @@ func start(t *testing.T, q fallback.Query, cfg Config) *Call {
 // spends the too-large budget (2), so the list falls back at once instead of
 // multiplying 10 hidden retries by its own.
 func TestHiddenRetriesAreCharged(t *testing.T) {
-	q := fallback.NotOlderThanQuery("10")
-	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
+	q := fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.CheckRVExists || st.Next.Purpose != PurposeCurrentRV || st.Next.Wait != 0 {
 		t.Fatalf("a quick answer: %v %+v, want CheckRVExists at once", st.Action, st.Next)
 	}
-	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3500 * time.Millisecond}); st.Action != fallback.CheckRVExists {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3500 * time.Millisecond}); st.Action != vocab.CheckRVExists {
 		t.Fatalf("one slow answer: %v, want CheckRVExists", st.Action)
 	}
-	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 40 * time.Second}); st.Action != fallback.FallbackMostRecent {
+	if st := start(t, q, Config{}).Next(Answer{Err: testfake.TooLarge(1), Elapsed: 40 * time.Second}); st.Action != vocab.FallbackMostRecent {
 		t.Fatalf("an answer after 10 hidden retries: %v (%s), want FallbackMostRecent", st.Action, st.Reason)
 	}
 }
@@ -45,17 +46,17 @@ func TestHiddenRetriesAreCharged(t *testing.T) {
 // its own; its answer gives the next page its resourceVersion, in the wire
 // form the 410 proved (legacy: the server ignored the match).
 func TestRule1ProbeIsARequest(t *testing.T) {
-	c, first, err := Start(fallback.NotOlderThanQuery("10").WithLimit(500), Config{})
+	c, first, err := Start(fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}.WithLimit(500), Config{})
 	if err != nil || first.Options.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || first.Options.Limit != 500 {
 		t.Fatalf("%v %+v", err, first.Options)
 	}
 	st := c.Next(Answer{Err: testfake.Gone()})
-	if st.Action != fallback.RetryNewerRV || st.Evidence != EvidenceIgnored || st.Next.Purpose != PurposeNewerRV || st.Next.Options.Limit != 1 || st.Event != nil {
+	if st.Action != vocab.RetryNewerRV || st.Evidence != EvidenceIgnored || st.Next.Purpose != PurposeNewerRV || st.Next.Options.Limit != 1 || st.Event != nil {
 		t.Fatalf("%+v", st)
 	}
 	st = c.Next(Answer{ServedRV: "70", Items: 1})
 	o := st.Next.Options
-	if st.Action != fallback.RetryNewerRV || st.Event == nil || st.Next.Purpose != PurposePage || o.ResourceVersion != "70" || o.ResourceVersionMatch != "" || o.Limit != 500 {
+	if st.Action != vocab.RetryNewerRV || st.Event == nil || st.Next.Purpose != PurposePage || o.ResourceVersion != "70" || o.ResourceVersionMatch != "" || o.Limit != 500 {
 		t.Fatalf("%v %+v", st.Action, o)
 	}
 	if st = c.Next(Answer{ServedRV: "70", Items: 3}); !st.Accept || !st.Done || st.SnapshotRV != "70" {
@@ -66,13 +67,13 @@ func TestRule1ProbeIsARequest(t *testing.T) {
 // After a continue-token expiry with pages handed over, the restart's floor
 // is the handed snapshot, and an Any list restarts as NotOlderThan it.
 func TestCallFollowUpsKeepTheFloor(t *testing.T) {
-	for _, q := range []fallback.Query{fallback.NotOlderThanQuery("10").WithLimit(2), fallback.AnyQuery().WithLimit(2)} {
+	for _, q := range []fallback.Query{fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}.WithLimit(2), fallback.Query{Semantic: fallback.Any}.WithLimit(2)} {
 		c := start(t, q, Config{CanVoidPages: true})
 		if st := c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2}); !st.Accept || st.Next.Query.Continue != "c" {
 			t.Fatalf("%v: %+v", q, st)
 		}
 		st := c.Next(Answer{Err: testfake.Gone()})
-		if st.Action != fallback.RestartListNewerRV || !st.VoidPages || st.Next.Purpose != PurposeNewerRV {
+		if st.Action != vocab.RestartListNewerRV || !st.VoidPages || st.Next.Purpose != PurposeNewerRV {
 			t.Fatalf("%v: %+v", q, st)
 		}
 		st = c.Next(Answer{ServedRV: "40"}) // a probe older than the handed snapshot
@@ -84,9 +85,9 @@ func TestCallFollowUpsKeepTheFloor(t *testing.T) {
 
 // A restart that would void pages the caller cannot discard is refused.
 func TestRestartRefusedWithoutOnRestart(t *testing.T) {
-	c := start(t, fallback.MostRecentQuery().WithLimit(2), Config{})
+	c := start(t, fallback.Query{Semantic: fallback.MostRecent}.WithLimit(2), Config{})
 	c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2})
-	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != fallback.Fail || st.Reason != reason.RestartNotAllowed || !st.Done {
+	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != vocab.Fail || st.Reason != reason.RestartNotAllowed || !st.Done {
 		t.Fatalf("%+v", st)
 	}
 }
@@ -96,14 +97,14 @@ func TestRestartRefusedWithoutOnRestart(t *testing.T) {
 // the backoff budget holds).
 func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 	throttled := apierrors.NewTooManyRequests("slow down", 1)
-	c, _, err := Start(fallback.MostRecentQuery(), Config{})
+	c, _, err := Start(fallback.Query{Semantic: fallback.MostRecent}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := c.Next(Answer{Err: throttled, Elapsed: 40 * time.Second, WireRequests: 1}); st.Failed() {
 		t.Fatalf("one request, however slow: %v (%s), want a retry", st.Action, st.Reason)
 	}
-	c, _, _ = Start(fallback.MostRecentQuery(), Config{})
+	c, _, _ = Start(fallback.Query{Semantic: fallback.MostRecent}, Config{})
 	if st := c.Next(Answer{Err: throttled, Elapsed: time.Second, WireRequests: 11}); !st.Failed() {
 		t.Fatalf("11 requests on the wire: %v (%s), want the budget spent", st.Action, st.Reason)
 	}
@@ -118,13 +119,13 @@ func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 // cache catches up.
 func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	stuck := StaticBeliefs{Stuck: true}
-	c := start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck})
+	c := start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{Beliefs: stuck})
 	st := c.Next(Answer{Err: testfake.TooLarge(1), Elapsed: 3 * time.Second})
-	if st.Action != fallback.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
+	if st.Action != vocab.CheckRVExists || !st.Situation.WatchCacheStuck || st.Next.Purpose != PurposeCurrentRV {
 		t.Fatalf("first too-large: %v %v %+v, want CheckRVExists", st.Action, st.Situation, st.Next)
 	}
 	st = c.Next(Answer{ServedRV: "201", Items: 1})
-	if st.Action != fallback.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || st.Row < 0 || st.Done {
+	if st.Action != vocab.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || st.Row < 0 || st.Done {
 		t.Fatalf("after the read: %v %s row %d, want FallbackMostRecent %s", st.Action, st.Reason, st.Row, reason.TooLargeCacheStuck)
 	}
 	if n := st.Next; n.Purpose != PurposePage || n.Wait != 0 || n.Query.Semantic != fallback.MostRecent || n.Options.ResourceVersion != "" {
@@ -135,13 +136,13 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		t.Fatalf("event %+v", st.Event)
 	}
 	// The MostRecent answer is verified against the caller's floor.
-	if st = c.Next(Answer{ServedRV: "198", Items: 1}); st.Accept || st.Class != fallback.ServedOlder {
+	if st = c.Next(Answer{ServedRV: "198", Items: 1}); st.Accept || st.Class != vocab.ServedOlder {
 		t.Fatalf("MostRecent served older than 199: %v %v", st.Action, st.Class)
 	}
 
 	// A version the caller has seen exists: no read, the first too-large falls back.
-	c = start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
-	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || st.Next.Wait != 0 ||
+	c = start(t, (fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}), Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
+	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || st.Next.Wait != 0 ||
 		st.Event == nil || !strings.Contains(st.Event.Detail, "KEP-1904") {
 		t.Fatalf("seen version: %v %s %+v", st.Action, st.Reason, st.Next)
 	}
@@ -152,17 +153,17 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		q    fallback.Query
 		cfg  Config
 	}{
-		{"a cache that catches up", fallback.NotOlderThanQuery("199"), Config{Beliefs: StaticBeliefs{}}},
-		{"unknown", fallback.NotOlderThanQuery("199"), Config{}},
-		{"Exact", fallback.ExactQuery("199"), Config{Beliefs: stuck}},
-		{"MostRecent fallback disabled", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: policy.Policy{DisableMostRecentFallback: true}}},
-		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: policy.Policy{TooLargeAfterBudget: policy.TooLargeFail}}},
+		{"a cache that catches up", (fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}), Config{Beliefs: StaticBeliefs{}}},
+		{"unknown", (fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}), Config{}},
+		{"Exact", (fallback.Query{Semantic: fallback.Exact, ResourceVersion: "199"}), Config{Beliefs: stuck}},
+		{"MostRecent fallback disabled", (fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}), Config{Beliefs: stuck, Policy: policy.Policy{DisableMostRecentFallback: true}}},
+		{"TooLargeFail", (fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}), Config{Beliefs: stuck, Policy: policy.Policy{TooLargeAfterBudget: policy.TooLargeFail}}},
 	} {
 		c := start(t, tc.q, tc.cfg)
-		if st := c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.CheckRVExists {
+		if st := c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != vocab.CheckRVExists {
 			t.Fatalf("%s: %v", tc.name, st.Action)
 		}
-		if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter || st.Next.Wait < time.Second || st.Next.Query.ResourceVersion != "199" {
+		if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != vocab.WaitRetryAfter || st.Next.Wait < time.Second || st.Next.Query.ResourceVersion != "199" {
 			t.Errorf("%s: %v %+v, want WaitRetryAfter then 199 again", tc.name, st.Action, st.Next)
 		}
 	}
@@ -179,15 +180,15 @@ func tooLargeAt(want, current string) error {
 // move mean the watch cache is not catching up, and the list reads the
 // newest state instead of waiting again. A cache that moves is waited for.
 func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
-	c := start(t, fallback.NotOlderThanQuery("199"), Config{})
-	if st := c.Next(Answer{Err: tooLargeAt("199", "197")}); st.Action != fallback.CheckRVExists || st.Situation.WatchCacheStuck {
+	c := start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{})
+	if st := c.Next(Answer{Err: tooLargeAt("199", "197")}); st.Action != vocab.CheckRVExists || st.Situation.WatchCacheStuck {
 		t.Fatalf("first: %v %v", st.Action, st.Situation)
 	}
-	if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != fallback.WaitRetryAfter {
+	if st := c.Next(Answer{ServedRV: "201", Items: 1}); st.Action != vocab.WaitRetryAfter {
 		t.Fatalf("after the read: %v, want WaitRetryAfter (one answer proves nothing)", st.Action)
 	}
 	st := c.Next(Answer{Err: tooLargeAt("199", "197")})
-	if st.Action != fallback.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
+	if st.Action != vocab.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
 		st.Next.Wait != 0 || st.Next.Query.Semantic != fallback.MostRecent {
 		t.Fatalf("same current twice: %v %s %+v", st.Action, st.Reason, st.Next)
 	}
@@ -195,17 +196,17 @@ func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
 		t.Fatalf("event %+v", st.Event)
 	}
 
-	c = start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c = start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{})
 	c.Next(Answer{Err: tooLargeAt("199", "197")})
 	c.Next(Answer{ServedRV: "201", Items: 1})
-	if st := c.Next(Answer{Err: tooLargeAt("199", "198")}); st.Action != fallback.WaitRetryAfter || st.Situation.WatchCacheStuck {
+	if st := c.Next(Answer{Err: tooLargeAt("199", "198")}); st.Action != vocab.WaitRetryAfter || st.Situation.WatchCacheStuck {
 		t.Fatalf("a moving cache: %v %v, want WaitRetryAfter", st.Action, st.Situation)
 	}
 	// No current in the message (a proxy's 504): no evidence either way.
-	c2 := start(t, fallback.NotOlderThanQuery("199"), Config{})
+	c2 := start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "199"}, Config{})
 	c2.Next(Answer{Err: tooLargeAt("199", "")})
 	c2.Next(Answer{ServedRV: "201", Items: 1})
-	if st := c2.Next(Answer{Err: tooLargeAt("199", "")}); st.Action != fallback.WaitRetryAfter {
+	if st := c2.Next(Answer{Err: tooLargeAt("199", "")}); st.Action != vocab.WaitRetryAfter {
 		t.Fatalf("no current: %v, want WaitRetryAfter", st.Action)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // probe is the limit=1 MostRecent read a list call sends between two
@@ -44,7 +45,7 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 	p := &c.probe
 	ev.Before = p.page
 	switch {
-	case st.Action == fallback.Accept && p.state == PurposeCurrentRV:
+	case st.Action == vocab.Accept && p.state == PurposeCurrentRV:
 		c.rvChecked = true
 		s := p.pending.Situation
 		s.RVChecked = true
@@ -52,7 +53,7 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 		st = Step{Action: d.Action, Reason: d.Reason, Source: d.Source, Row: d.index, Situation: s, Class: st.Class, Evidence: st.Evidence}
 		ev = p.event
 		why := []string{fmt.Sprintf("resourceVersion %s exists (the server's current is %s)", p.page.ResourceVersion, a.ServedRV)}
-		if d.Action == fallback.FallbackMostRecent {
+		if d.Action == vocab.FallbackMostRecent {
 			why = append(why, c.stuckDetailFor())
 			st.Next = c.request(PurposePage, fallback.Query{Semantic: fallback.MostRecent, Limit: c.first.Limit}, 0, true)
 		} else {
@@ -63,9 +64,9 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 			st.Next = c.request(PurposePage, p.page, p.wait, false)
 		}
 		ev.Detail = strings.Join(why, "; ")
-	case st.Action == fallback.Accept:
+	case st.Action == vocab.Accept:
 		rv, where := a.ServedRV, "ListMeta.resourceVersion of a limit=1 MostRecent list"
-		if p.floor != "" && fallback.CompareRV(rv, p.floor) == fallback.Older {
+		if p.floor != "" && vocab.CompareRV(rv, p.floor) == vocab.Older {
 			rv, where = p.floor, "the floor (newest "+rv+" is older)" // never back in time
 		}
 		if c.tried == nil {
@@ -82,13 +83,13 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 		}
 		ev.Detail = strings.Join(why, "; ")
 		st.Next = c.request(PurposePage, next, p.wait, p.newAttempt)
-	case st.Action == fallback.Backoff:
+	case st.Action == vocab.Backoff:
 		c.used[b]++
-		ra, _ := fallback.RetryAfter(a.Err)
+		ra, _ := RetryAfter(a.Err)
 		wait := max(min(c.bo.NextBackOff(), c.p.Backoff.Max), min(ra, c.p.MaxRetryAfter))
 		st.Next = c.request(c.sent.Purpose, fallback.Query{}, wait, false)
 		ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
-	case st.Reason == reason.NewerRVProbeFailed && !st.Situation.ListRV && st.Class == fallback.OK:
+	case st.Reason == reason.NewerRVProbeFailed && !st.Situation.ListRV && st.Class == vocab.OK:
 		ev.Err = ErrNoListResourceVersion
 		ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
 	case st.Reason == reason.NewerRVProbeFailed:

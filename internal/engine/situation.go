@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // MatchSupport is the executor's belief about the server's handling of
@@ -30,11 +31,11 @@ func (m MatchSupport) String() string {
 }
 
 // Form returns the wire form to send under this belief.
-func (m MatchSupport) Form() fallback.WireForm {
+func (m MatchSupport) Form() vocab.WireForm {
 	if m == MatchIgnored {
-		return fallback.Legacy
+		return vocab.Legacy
 	}
-	return fallback.Match
+	return vocab.Match
 }
 
 // Op names whose answer a situation describes.
@@ -82,9 +83,9 @@ type Situation struct {
 	HasContinue bool
 	// Match is the belief about resourceVersionMatch support when it was sent.
 	Match MatchSupport
-	// Class is the response's class (fallback.Classify plus the executor's
+	// Class is the response's class (Classify plus the executor's
 	// verification of ListMeta).
-	Class fallback.Class
+	Class vocab.Class
 	// AttemptsLeft: the budget of Class (budgetFor) is not spent yet.
 	AttemptsLeft bool
 	// RVChecked: a consistent read in this call already showed that the

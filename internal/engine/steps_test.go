@@ -52,9 +52,9 @@ func randomAnswer(r *rand.Rand, sentRV string) Answer {
 
 // randomCall starts a call with a random query, policy and configuration.
 func randomCall(r *rand.Rand) (*Call, Request, error) {
-	qs := []fallback.Query{fallback.NotOlderThanQuery("20"), fallback.NotOlderThanQuery("20").WithLimit(2), fallback.ExactQuery("20"),
-		fallback.ExactQuery("20").WithLimit(2), fallback.MostRecentQuery(), fallback.MostRecentQuery().WithLimit(2), fallback.AnyQuery(),
-		fallback.AnyQuery().WithLimit(2), {Semantic: fallback.MostRecent, Limit: 2, Continue: "tok"}}
+	qs := []fallback.Query{(fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "20"}), (fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "20"}).WithLimit(2), (fallback.Query{Semantic: fallback.Exact, ResourceVersion: "20"}),
+		(fallback.Query{Semantic: fallback.Exact, ResourceVersion: "20"}).WithLimit(2), (fallback.Query{Semantic: fallback.MostRecent}), (fallback.Query{Semantic: fallback.MostRecent}).WithLimit(2), (fallback.Query{Semantic: fallback.Any}),
+		(fallback.Query{Semantic: fallback.Any}).WithLimit(2), {Semantic: fallback.MostRecent, Limit: 2, Continue: "tok"}}
 	p := policy.Policy{MaxNewerRVRetries: r.Intn(3), MaxListRestarts: r.Intn(3), MaxTooLargeRetries: r.Intn(3), DisableMostRecentFallback: r.Intn(2) == 0,
 		ContinueExpired: policy.ContinueExpiredPolicy(r.Intn(3)), TooLargeAfterBudget: policy.TooLargePolicy(r.Intn(2)),
 		MaxRetryAfter: time.Duration(r.Intn(3)) * time.Second}

@@ -7,9 +7,11 @@ import (
 
 	"github.com/steadywatch/steadywatch/internal/policy"
 
+	"github.com/steadywatch/steadywatch/internal/reason"
 	//lint:ignore ST1001 the table reads in the KEP's vocabulary (OK, Gone, NotOlderThan, ...), row by row
 	. "github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
+	//lint:ignore ST1001 the table reads in the KEP's vocabulary (Accept, RetryNewerRV, Gone, ...), row by row
+	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // yes and no are the values a pattern over a bool allows; nil allows both.

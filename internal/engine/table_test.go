@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/steadywatch/steadywatch/internal/policy"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	. "github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/policy"
 	"github.com/steadywatch/steadywatch/internal/reason"
+
+	. "github.com/steadywatch/steadywatch/fallback"
+	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // expected is an independent reading of KEP-2523 and the API Concepts tables, written as plain control
@@ -340,14 +341,14 @@ func TestEvidenceOf(t *testing.T) {
 		{notOlder, MatchUnknown, gone, "", EvidenceIgnored},
 		{notOlder, MatchHonoured, gone, "", EvidenceIgnored},
 		{Query{Semantic: NotOlderThan, ResourceVersion: "20", Limit: 500, Continue: "t"}, MatchUnknown, gone, "", NoEvidence},
-		{NotOlderThanQuery("20"), MatchUnknown, gone, "", NoEvidence},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "20"}, MatchUnknown, gone, "", NoEvidence},
 		{notOlder, MatchUnknown, nil, "30", EvidenceHonoured},
 		{notOlder, MatchUnknown, nil, "20", NoEvidence},
-		{NotOlderThanQuery("20"), MatchUnknown, nil, "30", NoEvidence},
+		{Query{Semantic: NotOlderThan, ResourceVersion: "20"}, MatchUnknown, nil, "30", NoEvidence},
 		{exact, MatchUnknown, nil, "20", NoEvidence},
 	}
 	for _, c := range cases {
-		call := Call{match: c.match, sent: Request{Purpose: PurposePage, Query: c.q, Options: c.q.ApplyTo(metav1.ListOptions{}, Match)}}
+		call := Call{match: c.match, sent: Request{Purpose: PurposePage, Query: c.q, Options: ApplyTo(c.q, metav1.ListOptions{}, Match)}}
 		if _, got := call.verify(Answer{Err: c.err, ServedRV: c.served}); got != c.want {
 			t.Errorf("%s (match %s) answered %q, err %v: evidence %v, want %v", c.q, c.match, c.served, c.err, got, c.want)
 		}

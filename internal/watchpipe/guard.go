@@ -17,6 +17,8 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 // ListClient lists; lister.Client is one.
@@ -117,7 +119,7 @@ func (o GuardOptions) withDefaults() GuardOptions {
 // selectors, nor by some servers) or the list fails; the guard then relies on
 // GuardOptions.Timeout alone.
 func ExpectedInitialEvents(ctx context.Context, c ListClient, base metav1.ListOptions) (n int, ok bool) {
-	opts := fallback.MostRecentQuery().WithLimit(1).ApplyTo(base, fallback.Match)
+	opts := engine.ApplyTo(fallback.Query{Semantic: fallback.MostRecent}.WithLimit(1), base, vocab.Match)
 	opts.Watch, opts.SendInitialEvents, opts.AllowWatchBookmarks, opts.TimeoutSeconds = false, nil, false, nil
 	obj, err := c.List(ctx, opts)
 	if err != nil {

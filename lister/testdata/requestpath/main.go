@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -63,7 +62,7 @@ func run(dir string) error {
 	if err := coverage.ClearCounters(); err != nil {
 		return fmt.Errorf("build with -covermode=atomic: %w", err)
 	}
-	_, rec, lerr := l.List(context.Background(), fallback.NotOlderThanQuery("10").WithLimit(500))
+	_, rec, lerr := l.List(context.Background(), lister.NotOlderThan("10").WithLimit(500))
 	if err := coverage.WriteCountersDir(dir); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package fallback
+package engine
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
 func tooLargeCurrent() error {
@@ -97,7 +99,7 @@ func FuzzClassify(f *testing.F) {
 		}
 		err := &apierrors.StatusError{ErrStatus: st}
 		c := Classify(err)
-		if c < OK || c >= numClasses || c == ContinueExpired || c == ServedNewerThanExact || c == ServedOlder || c == OK {
+		if c < OK || c >= Class(len(Classes())) || c == ContinueExpired || c == ServedNewerThanExact || c == ServedOlder || c == OK {
 			t.Fatalf("Classify(%+v) = %v", st, c)
 		}
 		if c2 := Classify(fmt.Errorf("wrapped: %w", err)); c2 != c {

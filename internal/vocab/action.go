@@ -1,4 +1,4 @@
-package fallback
+package vocab
 
 import "fmt"
 
@@ -18,7 +18,7 @@ const (
 	RetryWithLimit
 	// FailExactUnavailable fails with "exact version unavailable" (410 semantics).
 	FailExactUnavailable
-	// WaitRetryAfter waits the server's Retry-After (capped by Policy.MaxRetryAfter,
+	// WaitRetryAfter waits the server's Retry-After (capped by the policy's MaxRetryAfter,
 	// or a backoff delay when none was given) and sends the same request again.
 	WaitRetryAfter
 	// Backoff waits a jittered backoff delay (or the server's Retry-After when

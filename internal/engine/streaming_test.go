@@ -1,4 +1,4 @@
-package fallback_test
+package engine_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 )
 
 func TestRejectsStreamingList(t *testing.T) {
@@ -33,7 +33,7 @@ func TestRejectsStreamingList(t *testing.T) {
 		{"nil", nil, false},
 	}
 	for _, c := range cases {
-		if got := fallback.RejectsStreamingList(c.err); got != c.want {
+		if got := engine.RejectsStreamingList(c.err); got != c.want {
 			t.Errorf("%s: RejectsStreamingList(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package fallback
+package vocab
 
 // Public sources the SDK implements, cited in rows, errors and docs by these
 // names. A reader can open each one; nothing here refers to private notes.
