@@ -33,6 +33,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
@@ -49,7 +50,6 @@ const (
 	pathWrap           adoptionPath = "lister.Wrap"
 	pathFactory        adoptionPath = "reflector.FactoryInformer"
 	pathSharedInformer adoptionPath = "reflector.NewSharedIndexInformerWithOptions"
-	pathInformerFunc   adoptionPath = "reflector.NewInformerFunc"
 	pathMetadata       adoptionPath = "reflector.NewMetadataInformer"
 	pathReflector      adoptionPath = "reflector.New"
 	pathReflectorList  adoptionPath = "reflector.New with Options.List"
@@ -59,7 +59,7 @@ const (
 // client.
 const (
 	pathWrapDecoding     adoptionPath = "lister.WrapDecoding"
-	pathInformerDecoding adoptionPath = "reflector.NewSharedIndexInformerWithDecoding"
+	pathInformerFor      adoptionPath = "reflector.NewInformerFor"
 )
 
 var (
@@ -67,7 +67,7 @@ var (
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	// informerPaths build steadywatch's informer over reflector.New: the
 	// reflector's scenarios run on the informer's reflector.
-	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding}
+	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathMetadata, pathInformerFor}
 	allPaths      = slices.Concat(dropInPaths, reflectorPaths, informerPaths)
 )
 
@@ -652,7 +652,7 @@ func runProbe(t *testing.T, path adoptionPath, pr *probe, set bool) string {
 			e.run(r, r.HasSynced, 3*time.Second)
 			e.outcome("synced=%v", r.HasSynced())
 		}
-	case pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding:
+	case pathFactory, pathSharedInformer, pathMetadata, pathInformerFor:
 		r := e.informerReflector(path, e.listerOptions(pr, set), pr, set)
 		if pr.refl != nil {
 			pr.refl(e, r)
@@ -795,15 +795,18 @@ func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe,
 		inf = FactoryInformer(example, fo)(cs, 0)
 	case pathSharedInformer:
 		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
-	case pathInformerFunc:
-		inf = NewInformerFunc(lo)(e.srv.InNamespace("ns").ListerWatcher(), example, 0, cache.Indexers{})
 	case pathMetadata:
 		// The scenario's objects are ConfigMaps: served as metadata-only
 		// objects, as the metadata client would.
 		inf = NewMetadataInformer(metadataOf{e.client}, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
-	case pathInformerDecoding:
+	case pathInformerFor:
 		e.scopeChecked = true
-		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
+		// An object in another namespace, which neither the hook's
+		// ListerWatcher nor the informer lists: NewInformerFor tells the
+		// namespace's client from the every-namespace one by it.
+		e.srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "elsewhere"}})
+		e.rv = e.srv.ResourceVersion()
+		inf = informerFor(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.decodingClient)
 	}
 	a, ok := inf.(*adoptedInformer)
 	if !ok || a.reflector == nil {
@@ -817,6 +820,18 @@ func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe,
 	r.backoff.Reset()
 	r.regressBackoff.Reset()
 	return r
+}
+
+// decodingClient is NewInformerFor's client for namespace: the scenario's
+// client in "ns", the server's own for every namespace.
+func (e *env) decodingClient(namespace string) (clients.Lister, error) {
+	switch namespace {
+	case "ns":
+		return e.client, nil
+	case "":
+		return &faultClient{Client: e.srv.InNamespace(""), e: e}, nil
+	}
+	return nil, fmt.Errorf("no client for namespace %q in this test", namespace)
 }
 
 // metadataOf serves a client's objects as metadata-only objects.
@@ -987,7 +1002,8 @@ func (e *env) waitFor(cond func() bool, d time.Duration) bool {
 // Exact scope check, are not it).
 func (e *env) countListSent() bool {
 	for _, q := range e.srv.Requests() {
-		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
+		// (NewInformerFor's every-namespace limit=1 list is its scope check.)
+		if q.Verb == steadywatchtest.VerbList && q.Namespace == "ns" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
 			return true
 		}
 	}
