@@ -70,8 +70,8 @@ func (c metadataKinded) listItems(ctx context.Context, o metav1.ListOptions, eac
 	return c.Client.(itemLister).listItems(ctx, o, &e)
 }
 
-// scopedItems is clients.Scoped (WrapDecoding's client, and that of
-// reflector.NewSharedIndexInformerWithDecoding) as an itemLister: once its
+// scopedItems is clients.Scoped (WrapDecoding's client) or clients.Inferred
+// (reflector.NewInformerFor's) as an itemLister: once its
 // scope check has confirmed that the decoding client lists what the
 // caller's ListerWatcher lists, a list call hands items over as the
 // decoding client decodes them. Until then, lists are whole, each checked

@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -26,7 +27,7 @@ const PathInformerFor = "NewInformerFor"
 // built from cfg, so the manager runs every informer on steadywatch with
 // every guarantee in one line:
 //
-//	cache.Options{NewInformer: reflector.NewInformerFor(cfg, lister.Options{})}
+//	cache.Options{NewInformer: reflector.NewInformerFor(cfg)}
 //
 // Each informer is steadywatch's own cache.SharedIndexInformer (see
 // NewSharedIndexInformer) whose lists and watches are sent by steadywatch's
@@ -51,9 +52,18 @@ const PathInformerFor = "NewInformerFor"
 // object is in one namespace), a list goes through it and the next list
 // checks again.
 //
-// o applies to every informer; leave o.Name and o.Resource empty (each
-// informer derives them from its example object, lister.Options.Resolve).
-func NewInformerFor(cfg *rest.Config, o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
+// o, at most one (it panics with more), applies to every informer; its
+// zero value without. Leave o.Name and o.Resource empty: each informer
+// derives them from its example object (lister.Options.Resolve).
+func NewInformerFor(cfg *rest.Config, opts ...lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
+	var o lister.Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		panic(fmt.Sprintf("reflector.NewInformerFor: %d lister.Options given, want at most one", len(opts)))
+	}
 	mapper := sync.OnceValue(func() meta.RESTMapper {
 		dc, err := discovery.NewDiscoveryClientForConfig(fallback.NoHiddenRetries(cfg))
 		if err != nil {

@@ -34,8 +34,8 @@
 // It is not an informer (no event handlers, no indexers of its own). The
 // drop-in informers are client-go's own over a steadywatch ListerWatcher, one
 // line per adoption path: FactoryInformer for a client-go
-// SharedInformerFactory (factory.InformerFor), NewSharedIndexInformer and
-// NewInformerFunc for controller-runtime's cache.Options.NewInformer or in
+// SharedInformerFactory (factory.InformerFor), NewInformerFor(cfg) for
+// controller-runtime's cache.Options.NewInformer, NewSharedIndexInformer in
 // place of cache.NewSharedIndexInformer. It does not decide the
 // KEP-2523 list fallbacks itself: package lister executes every list
 // (Options.List), following the SDK's decision table (docs/rules.md).

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -181,6 +182,8 @@ func readPage(obj runtime.Object) (page, error) {
 // probe lists one object of l at rv ("" for the newest), with o's
 // selectors.
 func probe(ctx context.Context, l Lister, o metav1.ListOptions, rv string) (page, error) {
+	ctx, cancel := untraced(ctx)
+	defer cancel()
 	obj, err := l.List(ctx, metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector, Limit: 1, ResourceVersion: rv})
 	if err != nil {
 		return page{}, err
@@ -269,8 +272,9 @@ func (c *Inferred) infer(ctx context.Context, all Lister, o metav1.ListOptions) 
 	switch {
 	case !lp.known && o.LabelSelector == "" && o.FieldSelector == "":
 		// An apiserver leaves remainingItemCount out of a list with a
-		// selector: LW sets one of its own.
-		c.decide(ctx, scopeMismatch, nil, c.MismatchReason, "the hook's ListerWatcher lists with a selector of its own")
+		// selector: LW sets one of its own (or its server leaves it out of
+		// every list of this kind: v1.18's metadata-only lists).
+		c.decide(ctx, scopeMismatch, nil, c.MismatchReason, "the hook's ListerWatcher's list tells no number of objects: it lists with a selector of its own, or its server does not count this kind of list")
 		return "", true, nil
 	case !lp.known || !ap.known:
 		c.decide(ctx, scopeMismatch, nil, c.MismatchReason, "lists with a selector tell no number of objects to compare scopes with")
@@ -334,4 +338,27 @@ func (c *Inferred) checkFailed(ctx context.Context, err error) (string, bool, er
 	}
 	c.decide(ctx, scopeMismatch, nil, c.MismatchReason, fmt.Sprintf("the scope check failed %d times: %v", n, err))
 	return "", true, nil
+}
+
+// untraced returns ctx's cancellation, deadline, logger and request bound
+// (wirewait.WithBound) without its other values: the scope check's requests
+// are not the list's or watch's own, so they stay out of the HTTP trace
+// with which the lister counts the requests written for one call (and
+// logs more than one as a retry inside client-go).
+func untraced(ctx context.Context) (context.Context, context.CancelFunc) {
+	pctx := klog.NewContext(context.Background(), klog.FromContext(ctx))
+	if d := wirewait.BoundFrom(ctx, 0); d != 0 {
+		pctx = wirewait.WithBound(pctx, d)
+	}
+	var cancel context.CancelFunc
+	if dl, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithDeadline(pctx, dl)
+	} else {
+		pctx, cancel = context.WithCancel(pctx)
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return pctx, func() {
+		stop()
+		cancel()
+	}
 }
