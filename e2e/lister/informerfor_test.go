@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -162,7 +163,11 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 			})
 
 			It("hands a reset connection to the informer, not to a retry inside client-go", func(ctx SpecContext) {
-				e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Reset: true, Count: 1})
+				// The informer's own list (no limit), not a limit=1 request of
+				// the scope check: the lister counts the requests written under
+				// its list call, so a retry inside client-go would be seen.
+				e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: e.ns, Reset: true, Count: 1,
+					Match: func(q url.Values) bool { return q.Get("limit") == "" }})
 				rec := &informerMetrics{}
 				inf := reflector.NewInformerFor(e.pcfg, lister.Options{Metrics: rec})(controllerRuntimeStructured(e.pcfg, e.ns), &corev1.ConfigMap{}, 0, cache.Indexers{})
 				logs := &capturedLogs{}
