@@ -58,8 +58,8 @@ const (
 // The decoding paths, with the in-memory server's client as the decoding
 // client.
 const (
-	pathWrapDecoding     adoptionPath = "lister.WrapDecoding"
-	pathInformerFor      adoptionPath = "reflector.NewInformerFor"
+	pathWrapDecoding adoptionPath = "lister.WrapDecoding"
+	pathInformerFor  adoptionPath = "reflector.NewInformerFor"
 )
 
 var (
