@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Recognizer decides from an object's content whether it is in a shape. It
@@ -44,7 +47,7 @@ type Chain struct {
 // NewChain returns the chain of shapes (oldest first) whose canonical shape is
 // the one named canonical. Shapes after the canonical one are newer shapes the
 // controller knows exist but does not support: objects in them are rejected
-// with ReasonNewerShape. So one published definition of an API's shapes can
+// with "newer-shape". So one published definition of an API's shapes can
 // serve every controller version, each choosing the newest shape it
 // understands as canonical.
 //
@@ -146,28 +149,28 @@ func (c *Chain) recognize(i int, obj *unstructured.Unstructured) (claimed bool, 
 func (c *Chain) Canonicalize(obj *unstructured.Unstructured) (out *unstructured.Unstructured, from string, err error) {
 	i, err := c.classify(obj)
 	if err != nil {
-		return nil, "", c.reject(obj, ReasonRecognizerPanicked, "", "", err)
+		return nil, "", c.reject(obj, reason.RecognizerPanicked, "", "", err)
 	}
 	if i < 0 {
-		return nil, "", c.reject(obj, ReasonUnrecognized, "", "", nil)
+		return nil, "", c.reject(obj, reason.Unrecognized, "", "", nil)
 	}
 	from = c.shapes[i].Name
 	switch {
 	case i > c.canonical:
-		return nil, from, c.reject(obj, ReasonNewerShape, from, "", nil)
+		return nil, from, c.reject(obj, reason.NewerShape, from, "", nil)
 	case i == c.canonical:
 		return obj, from, nil
 	}
 	out = obj.DeepCopy()
 	if k, err := c.walk(out, i, c.canonical); err != nil {
-		return nil, from, c.reject(obj, ReasonConversionFailed, from, c.step(k, k+1), err)
+		return nil, from, c.reject(obj, reason.ConversionFailed, from, c.step(k, k+1), err)
 	}
 	claimed, err := c.recognize(c.canonical, out)
 	if err == nil && !claimed {
 		err = fmt.Errorf("the result is not claimed by the recogniser of the canonical shape %q", c.Canonical())
 	}
 	if err != nil {
-		return nil, from, c.reject(obj, ReasonConversionFailed, from, c.step(i, c.canonical), err)
+		return nil, from, c.reject(obj, reason.ConversionFailed, from, c.step(i, c.canonical), err)
 	}
 	return out, from, nil
 }
@@ -206,6 +209,6 @@ func (c *Chain) step(from, to int) string {
 	return c.shapes[from].Name + "->" + c.shapes[to].Name
 }
 
-func (c *Chain) reject(obj *unstructured.Unstructured, r Reason, shape, step string, err error) *RejectedError {
-	return &RejectedError{Reason: r, Namespace: obj.GetNamespace(), Name: obj.GetName(), Shape: shape, Step: step, Err: err}
+func (c *Chain) reject(obj *unstructured.Unstructured, r reason.Code, shape, step string, err error) *RejectedError {
+	return &RejectedError{Reason: fallback.ReasonCode(r), Namespace: obj.GetNamespace(), Name: obj.GetName(), Shape: shape, Step: step, Err: err}
 }

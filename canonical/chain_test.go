@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 func TestNewChainValidation(t *testing.T) {
@@ -124,12 +126,12 @@ func TestCanonicalize(t *testing.T) {
 		name     string
 		js       string
 		chain    *Chain
-		reason   Reason
+		reason   fallback.ReasonCode
 		sentinel error
 		shape    string
 	}{
-		{"newer shape", v1beta1Obj, c, ReasonNewerShape, ErrNewerShape, "v1beta1"},
-		{"unrecognised", unknownObj, c, ReasonUnrecognized, ErrUnrecognized, ""},
+		{"newer shape", v1beta1Obj, c, "newer-shape", ErrNewerShape, "v1beta1"},
+		{"unrecognised", unknownObj, c, "unrecognized", ErrUnrecognized, ""},
 	}
 	for _, tc := range rejects {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,29 +165,29 @@ func TestCanonicalizeContainsFailures(t *testing.T) {
 	cases := []struct {
 		name   string
 		shapes []Shape
-		reason Reason
+		reason fallback.ReasonCode
 		check  func(t *testing.T, err error)
 	}{
-		{"upgrade returns an error", shapes(func(*unstructured.Unstructured) error { return boom }, nil), ReasonConversionFailed,
+		{"upgrade returns an error", shapes(func(*unstructured.Unstructured) error { return boom }, nil), "conversion-failed",
 			func(t *testing.T, err error) {
 				if !errors.Is(err, boom) {
 					t.Errorf("%v does not wrap the conversion's error", err)
 				}
 			}},
-		{"upgrade panics", shapes(func(*unstructured.Unstructured) error { panic("kaput") }, nil), ReasonConversionFailed,
+		{"upgrade panics", shapes(func(*unstructured.Unstructured) error { panic("kaput") }, nil), "conversion-failed",
 			func(t *testing.T, err error) {
 				var p *PanicError
 				if !errors.As(err, &p) || p.Value != "kaput" || p.Func != "upgrade v1alpha1->v1alpha2" {
 					t.Errorf("%v: want a *PanicError from the upgrade", err)
 				}
 			}},
-		{"upgrade result not canonical", shapes(func(*unstructured.Unstructured) error { return nil }, nil), ReasonConversionFailed,
+		{"upgrade result not canonical", shapes(func(*unstructured.Unstructured) error { return nil }, nil), "conversion-failed",
 			func(t *testing.T, err error) {
 				if !strings.Contains(err.Error(), "not claimed by the recogniser of the canonical shape") {
 					t.Errorf("%v: want the result check to fail", err)
 				}
 			}},
-		{"recogniser panics", shapes(nil, func(*unstructured.Unstructured) bool { panic("rec") }), ReasonRecognizerPanicked,
+		{"recogniser panics", shapes(nil, func(*unstructured.Unstructured) bool { panic("rec") }), "recognizer-panicked",
 			func(t *testing.T, err error) {
 				var p *PanicError
 				if !errors.As(err, &p) || p.Func != "recognize v1alpha2" {
@@ -225,7 +227,7 @@ func TestRejectedErrorMessageHasNoContent(t *testing.T) {
 			t.Fatalf("error %q leaks object content %q", err, secret)
 		}
 	}
-	if !strings.Contains(err.Error(), "ns/d") || !strings.Contains(err.Error(), string(ReasonUnrecognized)) {
+	if !strings.Contains(err.Error(), "ns/d") || !strings.Contains(err.Error(), "unrecognized") {
 		t.Fatalf("error %q lacks identity or reason", err)
 	}
 }

@@ -3,6 +3,9 @@ package canonical
 import (
 	"errors"
 	"fmt"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // ErrInvalidChain is matched (errors.Is) by every error NewChain returns.
@@ -21,40 +24,18 @@ var (
 	ErrNotUnstructured    = errors.New("canonical: object is not *unstructured.Unstructured")
 )
 
-// Reason says why an object could not be canonicalized. Its string form is
-// stable: it appears in logs and in metrics ("canonical:skip:<reason>").
-type Reason string
-
-const (
-	// ReasonNewerShape: a recogniser of a shape after the canonical one
-	// claimed the object. the Gateway API versioning guide: controllers MUST ignore CRs in shapes
-	// created after they were written.
-	ReasonNewerShape Reason = "newer-shape"
-	// ReasonUnrecognized: no recogniser claimed the object, so its shape is
-	// unknown (typically a field from a future shape that the chain has no
-	// name for).
-	ReasonUnrecognized Reason = "unrecognized"
-	// ReasonConversionFailed: an Upgrade returned an error or panicked, or its
-	// result was not claimed by the canonical shape's recogniser.
-	ReasonConversionFailed Reason = "conversion-failed"
-	// ReasonRecognizerPanicked: a recogniser panicked on the object.
-	ReasonRecognizerPanicked Reason = "recognizer-panicked"
-	// ReasonNotUnstructured: the wrapped ListerWatcher returned an object
-	// that is not *unstructured.Unstructured.
-	ReasonNotUnstructured Reason = "not-unstructured"
-)
-
-func (r Reason) sentinel() error {
-	switch r {
-	case ReasonNewerShape:
+// sentinel returns the per-reason sentinel error of r (nil for none).
+func sentinel(r fallback.ReasonCode) error {
+	switch reason.Code(r) {
+	case reason.NewerShape:
 		return ErrNewerShape
-	case ReasonUnrecognized:
+	case reason.Unrecognized:
 		return ErrUnrecognized
-	case ReasonConversionFailed:
+	case reason.ConversionFailed:
 		return ErrConversionFailed
-	case ReasonRecognizerPanicked:
+	case reason.RecognizerPanicked:
 		return ErrRecognizerPanicked
-	case ReasonNotUnstructured:
+	case reason.NotUnstructured:
 		return ErrNotUnstructured
 	}
 	return nil
@@ -63,12 +44,16 @@ func (r Reason) sentinel() error {
 // RejectedError says why one object could not be brought to the canonical
 // shape. It never contains the object's content, only its identity.
 type RejectedError struct {
-	Reason    Reason
+	// Reason says why the object was rejected; its value is stable (logs,
+	// metrics "canonical:<action>:<reason>", the RejectedAnnotation):
+	// "newer-shape", "unrecognized", "conversion-failed",
+	// "recognizer-panicked" or "not-unstructured" (docs/reasons.md).
+	Reason    fallback.ReasonCode
 	Namespace string
 	Name      string
-	// Shape is the shape a recogniser claimed, if any ("" for ReasonUnrecognized).
+	// Shape is the shape a recogniser claimed, if any ("" for "unrecognized").
 	Shape string
-	// Step is the conversion that failed, "from->to" (ReasonConversionFailed only).
+	// Step is the conversion that failed, "from->to" ("conversion-failed" only).
 	Step string
 	// Err is the underlying error: a conversion's error, a *PanicError, or nil.
 	Err error
@@ -93,7 +78,7 @@ func (e *RejectedError) Unwrap() error { return e.Err }
 
 // Is matches ErrRejected and the sentinel of e.Reason.
 func (e *RejectedError) Is(target error) bool {
-	return target == ErrRejected || (target != nil && target == e.Reason.sentinel())
+	return target == ErrRejected || (target != nil && target == sentinel(e.Reason))
 }
 
 // PanicError is a panic recovered from a user function (recogniser or conversion).

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -229,7 +231,7 @@ func (d *ListerWatcher) event(ctx context.Context, ev watch.Event) (watch.Event,
 	var canon *unstructured.Unstructured
 	var rej *RejectedError
 	if !ok {
-		rej = &RejectedError{Reason: ReasonNotUnstructured, Err: fmt.Errorf("event object is %T", ev.Object)}
+		rej = &RejectedError{Reason: fallback.ReasonCode(reason.NotUnstructured), Err: fmt.Errorf("event object is %T", ev.Object)}
 	} else if c, _, err := d.chain.Canonicalize(obj); err != nil {
 		rej = err.(*RejectedError)
 	} else {
@@ -256,7 +258,7 @@ func (d *ListerWatcher) event(ctx context.Context, ev watch.Event) (watch.Event,
 
 // tombstone returns apiVersion, kind and a copy of obj's metadata, annotated
 // with the reason.
-func tombstone(obj *unstructured.Unstructured, r Reason) *unstructured.Unstructured {
+func tombstone(obj *unstructured.Unstructured, r fallback.ReasonCode) *unstructured.Unstructured {
 	t := &unstructured.Unstructured{Object: map[string]any{}}
 	if v, ok := obj.Object["apiVersion"]; ok {
 		t.Object["apiVersion"] = v

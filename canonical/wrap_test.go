@@ -274,7 +274,7 @@ func TestWrapWatchEvents(t *testing.T) {
 
 func TestTombstoneKeepsMetadataOnly(t *testing.T) {
 	u := obj(t, unknownObj)
-	ts := tombstone(u, ReasonUnrecognized)
+	ts := tombstone(u, "unrecognized")
 	if ts.GetName() != "d" || ts.GetNamespace() != "ns" || ts.GetResourceVersion() != "13" || ts.GetLabels()["x"] != "y" {
 		t.Fatalf("tombstone lost metadata: %s", mustJSON(t, ts))
 	}

@@ -63,7 +63,7 @@ type DetectorOptions struct {
 	// Clock is the time source for all TTLs; nil means the real clock.
 	Clock clock.PassiveClock
 	// Metrics counts belief changes as Fallback(name, reason), where reason is
-	// one of ReasonCodes ("compat:<capability>=<support>") and name is
+	// "compat:<capability>=<support>" (docs/reasons.md) and name is
 	// MetricsNameFor the scope: "compat" for the host-wide beliefs (reported
 	// once per host, whichever view asks), "compat/apps/v1" when a
 	// group/version view's own observations change its belief (it departs

@@ -43,8 +43,8 @@
 // the host-wide beliefs (reported once per host, whichever view asks) and
 // "compat/<group/version>" (MetricsNameFor) when a view's own observations
 // change its belief (it departs from, or returns to, the host-wide one); the
-// host is never a label. reason is one of the declared
-// ReasonCode constants, the complete set (ReasonCodes):
+// host is never a label. reason is one of these fallback.ReasonCode values
+// (fallback.Reasons lists them with every other reason code):
 //
 //	compat:resourceVersionMatch=unknown    compat:resourceVersionMatch=yes    compat:resourceVersionMatch=no
 //	compat:watchBookmarks=unknown          compat:watchBookmarks=yes          compat:watchBookmarks=no

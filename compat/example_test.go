@@ -80,11 +80,10 @@ func ExampleForGroupVersion() {
 		c := s.Capabilities(ctx)
 		fmt.Printf("%q: streamingList=%s (%s)\n", c.GroupVersion, c.Get(compat.StreamingList), c.Basis[compat.StreamingList])
 	}
-	fmt.Println(compat.MetricsNameFor(schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}),
-		compat.ReasonFor(compat.StreamingList, compat.No))
+	fmt.Println(compat.MetricsNameFor(schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}))
 	// Output:
 	// "v1": streamingList=yes (gate-default)
 	// "metrics.k8s.io/v1beta1": streamingList=no (observed)
 	// "": streamingList=yes (gate-default)
-	// compat/metrics.k8s.io/v1beta1 compat:streamingList=no
+	// compat/metrics.k8s.io/v1beta1
 }

@@ -1,56 +1,29 @@
 package compat
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
-// ReasonCode is the reason label compat gives metrics.Recorder.Fallback when a
-// belief changes. The set is closed: one constant per capability in
-// AllCapabilities and Support value, plus ReasonUnlistedCapability for a
-// Capability that is not one of the declared constants (a caller may Observe
-// any Capability string; it never reaches a label). ReasonCodes lists them all.
-type ReasonCode string
-
-// The complete set of reason codes compat reports, "compat:<capability>=<support>".
-const (
-	ReasonResourceVersionMatchUnknown    ReasonCode = "compat:resourceVersionMatch=unknown"
-	ReasonResourceVersionMatchYes        ReasonCode = "compat:resourceVersionMatch=yes"
-	ReasonResourceVersionMatchNo         ReasonCode = "compat:resourceVersionMatch=no"
-	ReasonWatchBookmarksUnknown          ReasonCode = "compat:watchBookmarks=unknown"
-	ReasonWatchBookmarksYes              ReasonCode = "compat:watchBookmarks=yes"
-	ReasonWatchBookmarksNo               ReasonCode = "compat:watchBookmarks=no"
-	ReasonStreamingListUnknown           ReasonCode = "compat:streamingList=unknown"
-	ReasonStreamingListYes               ReasonCode = "compat:streamingList=yes"
-	ReasonStreamingListNo                ReasonCode = "compat:streamingList=no"
-	ReasonConsistentListFromCacheUnknown ReasonCode = "compat:consistentListFromCache=unknown"
-	ReasonConsistentListFromCacheYes     ReasonCode = "compat:consistentListFromCache=yes"
-	ReasonConsistentListFromCacheNo      ReasonCode = "compat:consistentListFromCache=no"
-	ReasonTooLargeRVMessageUnknown       ReasonCode = "compat:tooLargeRVByMessage=unknown"
-	ReasonTooLargeRVMessageYes           ReasonCode = "compat:tooLargeRVByMessage=yes"
-	ReasonTooLargeRVMessageNo            ReasonCode = "compat:tooLargeRVByMessage=no"
-	ReasonWatchCacheProgressUnknown      ReasonCode = "compat:watchCacheProgress=unknown"
-	ReasonWatchCacheProgressYes          ReasonCode = "compat:watchCacheProgress=yes"
-	ReasonWatchCacheProgressNo           ReasonCode = "compat:watchCacheProgress=no"
-	// ReasonUnlistedCapability stands for every change of a Capability that is
-	// not one of the declared constants, whatever its support.
-	ReasonUnlistedCapability ReasonCode = "compat:unlisted-capability"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // reasonCodes is indexed by capability, then by Support (Unknown, Yes, No).
-var reasonCodes = map[Capability][3]ReasonCode{
-	ResourceVersionMatch:    {ReasonResourceVersionMatchUnknown, ReasonResourceVersionMatchYes, ReasonResourceVersionMatchNo},
-	WatchBookmarks:          {ReasonWatchBookmarksUnknown, ReasonWatchBookmarksYes, ReasonWatchBookmarksNo},
-	StreamingList:           {ReasonStreamingListUnknown, ReasonStreamingListYes, ReasonStreamingListNo},
-	ConsistentListFromCache: {ReasonConsistentListFromCacheUnknown, ReasonConsistentListFromCacheYes, ReasonConsistentListFromCacheNo},
-	TooLargeRVMessage:       {ReasonTooLargeRVMessageUnknown, ReasonTooLargeRVMessageYes, ReasonTooLargeRVMessageNo},
-	WatchCacheProgress:      {ReasonWatchCacheProgressUnknown, ReasonWatchCacheProgressYes, ReasonWatchCacheProgressNo},
+var reasonCodes = map[Capability][3]reason.Code{
+	ResourceVersionMatch:    {reason.ResourceVersionMatchUnknown, reason.ResourceVersionMatchYes, reason.ResourceVersionMatchNo},
+	WatchBookmarks:          {reason.WatchBookmarksUnknown, reason.WatchBookmarksYes, reason.WatchBookmarksNo},
+	StreamingList:           {reason.StreamingListUnknown, reason.StreamingListYes, reason.StreamingListNo},
+	ConsistentListFromCache: {reason.ConsistentListFromCacheUnknown, reason.ConsistentListFromCacheYes, reason.ConsistentListFromCacheNo},
+	TooLargeRVMessage:       {reason.TooLargeRVMessageUnknown, reason.TooLargeRVMessageYes, reason.TooLargeRVMessageNo},
+	WatchCacheProgress:      {reason.WatchCacheProgressUnknown, reason.WatchCacheProgressYes, reason.WatchCacheProgressNo},
 }
 
-// ReasonFor returns the reason code for "the belief about k is now s". A
-// Capability that is not a declared constant gives ReasonUnlistedCapability; a
-// Support other than Yes or No counts as Unknown (as Support.String does).
-func ReasonFor(k Capability, s Support) ReasonCode {
+// reasonFor returns the reason code for "the belief about k is now s". A
+// Capability that is not a declared constant gives
+// "compat:unlisted-capability"; a Support other than Yes or No counts as
+// Unknown (as Support.String does).
+func reasonFor(k Capability, s Support) reason.Code {
 	codes, ok := reasonCodes[k]
 	if !ok {
-		return ReasonUnlistedCapability
+		return reason.UnlistedCapability
 	}
 	switch s {
 	case Yes:
@@ -60,17 +33,6 @@ func ReasonFor(k Capability, s Support) ReasonCode {
 	default:
 		return codes[0]
 	}
-}
-
-// ReasonCodes returns every reason code compat reports (a new slice each call),
-// in AllCapabilities order, then ReasonUnlistedCapability.
-func ReasonCodes() []ReasonCode {
-	out := make([]ReasonCode, 0, 3*len(reasonCodes)+1)
-	for _, k := range []Capability{ResourceVersionMatch, WatchBookmarks, StreamingList, ConsistentListFromCache, TooLargeRVMessage, WatchCacheProgress} {
-		c := reasonCodes[k]
-		out = append(out, c[:]...)
-	}
-	return append(out, ReasonUnlistedCapability)
 }
 
 // MetricsName is the name compat gives metrics.Recorder.Fallback for a belief

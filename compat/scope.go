@@ -262,7 +262,7 @@ func report(ctx context.Context, rec metrics.Recorder, host string, gv schema.Gr
 			kv = append(kv, "groupVersion", gv.String())
 		}
 		logger.V(2).Info("apiserver capability belief changed", kv...)
-		rec.Fallback(name, string(ReasonFor(ch.k, ch.to)))
+		rec.Fallback(name, string(reasonFor(ch.k, ch.to)))
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 var (
@@ -325,8 +327,8 @@ func TestForGroupVersionMetricsAndLogs(t *testing.T) {
 	clk.SetTime(clk.Now().Add(5 * time.Minute))
 	_ = apps.Capabilities(ctx)
 	want := []string{
-		"compat/apps/v1 " + string(ReasonStreamingListNo),  // departs from the host's yes
-		"compat/apps/v1 " + string(ReasonStreamingListYes), // expired: back to the host's yes
+		"compat/apps/v1 " + "compat:streamingList=no",  // departs from the host's yes
+		"compat/apps/v1 " + "compat:streamingList=yes", // expired: back to the host's yes
 	}
 	if got := rec.take(); !slices.Equal(got, want) {
 		t.Errorf("view metrics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -335,7 +337,7 @@ func TestForGroupVersionMetricsAndLogs(t *testing.T) {
 	// An unlisted capability never becomes a label of its own.
 	host.Observe(Observation{Capability: "somethingElse", Support: Yes})
 	_ = host.Capabilities(ctx)
-	if got := rec.take(); !slices.Equal(got, []string{"compat " + string(ReasonUnlistedCapability)}) {
+	if got := rec.take(); !slices.Equal(got, []string{"compat " + "compat:unlisted-capability"}) {
 		t.Errorf("unlisted capability: %v", got)
 	}
 
@@ -359,46 +361,35 @@ func TestForGroupVersionMetricsAndLogs(t *testing.T) {
 	}
 }
 
-func TestReasonCodesAreTheClosedSet(t *testing.T) {
-	codes := ReasonCodes()
+func TestBeliefReasonCodesAreTheClosedSet(t *testing.T) {
+	codes := reason.By(reason.Compat)
 	if len(codes) != 3*len(AllCapabilities)+1 {
 		t.Fatalf("%d reason codes, want %d", len(codes), 3*len(AllCapabilities)+1)
 	}
-	seen := map[ReasonCode]bool{}
-	for _, c := range codes {
-		if seen[c] {
-			t.Errorf("duplicate reason code %q", c)
-		}
-		seen[c] = true
-	}
 	for _, k := range AllCapabilities {
 		for _, s := range []Support{Unknown, Yes, No} {
-			got := ReasonFor(k, s)
-			if want := ReasonCode("compat:" + string(k) + "=" + s.String()); got != want {
-				t.Errorf("ReasonFor(%s, %s) = %q, want %q", k, s, got, want)
+			got := reasonFor(k, s)
+			if want := reason.Code("compat:" + string(k) + "=" + s.String()); got != want {
+				t.Errorf("reasonFor(%s, %s) = %q, want %q", k, s, got, want)
 			}
-			if !seen[got] {
-				t.Errorf("ReasonFor(%s, %s) = %q is not in ReasonCodes", k, s, got)
+			if !slices.Contains(codes, got) {
+				t.Errorf("reasonFor(%s, %s) = %q is not one of the compat reason codes", k, s, got)
 			}
 		}
 	}
 	tests := []struct {
 		k    Capability
 		s    Support
-		want ReasonCode
+		want reason.Code
 	}{
-		{"notDeclared", Yes, ReasonUnlistedCapability},
-		{"", No, ReasonUnlistedCapability},
-		{StreamingList, Support(42), ReasonStreamingListUnknown},
+		{"notDeclared", Yes, "compat:unlisted-capability"},
+		{"", No, "compat:unlisted-capability"},
+		{StreamingList, Support(42), "compat:streamingList=unknown"},
 	}
 	for _, tc := range tests {
-		if got := ReasonFor(tc.k, tc.s); got != tc.want {
-			t.Errorf("ReasonFor(%q, %d) = %q, want %q", tc.k, tc.s, got, tc.want)
+		if got := reasonFor(tc.k, tc.s); got != tc.want {
+			t.Errorf("reasonFor(%q, %d) = %q, want %q", tc.k, tc.s, got, tc.want)
 		}
-	}
-	codes[0] = "mutated"
-	if ReasonCodes()[0] != ReasonResourceVersionMatchUnknown {
-		t.Error("ReasonCodes returns shared state")
 	}
 }
 
@@ -524,21 +515,21 @@ func TestForGroupVersionReportsOnlyItsOwnChanges(t *testing.T) {
 		}, nil},
 		{"apps observes yes: apps departs", func() {
 			apps.Observe(Observation{Capability: StreamingList, Support: Yes})
-		}, []string{"compat/apps/v1 " + string(ReasonStreamingListYes)}},
+		}, []string{"compat/apps/v1 " + "compat:streamingList=yes"}},
 		{"host-wide yes: the host changes, apps (already yes) does not", func() {
 			clk.SetTime(clk.Now().Add(time.Minute))
 			host.Observe(Observation{Capability: StreamingList, Support: Yes})
-		}, []string{"compat " + string(ReasonStreamingListYes)}},
+		}, []string{"compat " + "compat:streamingList=yes"}},
 		{"apps' observation expires: apps stays yes through the host-wide one", func() {
 			clk.SetTime(clk.Now().Add(4 * time.Minute))
 		}, nil},
 		{"the host-wide observation expires: counted once for the host", func() {
 			clk.SetTime(clk.Now().Add(time.Minute))
-		}, []string{"compat " + string(ReasonStreamingListNo)}},
+		}, []string{"compat " + "compat:streamingList=no"}},
 		{"an in-place upgrade to v1.34: counted once for the host", func() {
 			src.set("v1.34.4", nil)
 			clk.SetTime(clk.Now().Add(10 * time.Minute))
-		}, []string{"compat " + string(ReasonStreamingListYes)}},
+		}, []string{"compat " + "compat:streamingList=yes"}},
 	}
 	for _, st := range steps {
 		st.do()

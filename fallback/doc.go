@@ -3,7 +3,7 @@
 // against the Kubernetes API Concepts list table, the mapping to and from wire
 // ListOptions, the comparison of resource versions, the classification of
 // apiserver errors, the Policy that configures fallbacks, and the Actions,
-// ReasonCodes and Events that report them.
+// ReasonCode and Events that report them.
 //
 // The decision table itself (which action follows which answer) is internal
 // to the SDK and executed by package lister; docs/rules.md shows it row by row

@@ -79,7 +79,7 @@ const maxOwnedErrorBody = 1 << 20
 // (rest/urlbackoff.go); both end with the request's context.
 //
 // The SDK's own list and watch clients (lister.FromClientset, and so
-// reflector.FactoryInformer; FromRESTClient, FromDynamicConfig,
+// reflector.NewSharedInformerFactory; FromRESTClient, FromDynamicConfig,
 // FromMetadataConfig) set rest.Request.MaxRetries(0) on every request they
 // build, which ends all three, and turn client-go's empty watch into a
 // *ConnectionLostError; compat.Detector.ForConfig builds its discovery

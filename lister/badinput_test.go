@@ -54,7 +54,7 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 			if el := time.Since(start); el > time.Second {
 				t.Fatalf("took %v: waited although the answer proved the request impossible", el)
 			}
-			want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonRVNewerThanServer}
+			want := []fallback.ReasonCode{"too-large-rv-check-exists", "requested-rv-newer-than-server"}
 			if got := reasons(rec); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 				t.Fatalf("reasons %v, want %v", got, want)
 			}
@@ -85,7 +85,7 @@ func TestNearFutureResourceVersionIsWaitedFor(t *testing.T) {
 	if err != nil || rec.ServedResourceVersion != "61" || len(s.calls()) != 3 {
 		t.Fatalf("err %v served %q after %d requests", err, rec.ServedResourceVersion, len(s.calls()))
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait}
+	want := []fallback.ReasonCode{"too-large-rv-check-exists", "too-large-rv-wait-retry-after"}
 	if got := reasons(rec); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("reasons %v, want %v", got, want)
 	}

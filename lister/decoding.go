@@ -15,6 +15,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Decoding is what steadywatch needs to send the lists of a caller's
@@ -129,11 +130,11 @@ func (c metadataKinded) List(ctx context.Context, o metav1.ListOptions) (runtime
 // dec's list and the number of objects it reports must match. When it is
 // not (another namespace, a selector only lw sets), or the check failed on
 // three lists, lists go through lw from then on, counted and logged (reason
-// ReasonDecodingScopeMismatch), so the cache never holds objects lw does
+// "decoding-scope-mismatch"), so the cache never holds objects lw does
 // not list. A lw that filters its own lists (shard.Wrap) is always listed
 // through: its lists are not decoded item by item.
 func WrapDecoding(lw cache.ListerWatcher, dec Client, o Options) *ListerWatcher {
-	c := &clients.Scoped{LW: FromListerWatcher(lw), Dec: dec, Reason: string(ReasonDecodingScopeMismatch)}
+	c := &clients.Scoped{LW: FromListerWatcher(lw), Dec: dec, Reason: string(reason.DecodingScopeMismatch)}
 	slw := NewListerWatcher(c, o)
 	c.Name, c.Metrics = slw.l.o.Name, slw.l.o.Metrics
 	return slw

@@ -278,7 +278,7 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 			if got, want := caller.sent(), []int64{1, 0, 0}; !slices.Equal(got, want) {
 				t.Errorf("the caller's list function sent limits %v, want %v (the check, then every list)", got, want)
 			}
-			if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
+			if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 				t.Errorf("fallbacks %v", got)
 			}
 		})
@@ -343,7 +343,7 @@ func TestWrapDecodingFailingScopeCheckIsBounded(t *testing.T) {
 	if got, want := caller.sent(), []int64{1, 1, 1, 0, 0, 0}; !slices.Equal(got, want) {
 		t.Errorf("the caller's list function sent limits %v, want %v", got, want)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
+	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -418,7 +418,7 @@ func TestInformerForFindsTheNamespaceOfADynamicListWatch(t *testing.T) {
 	if _, ok := inf.GetStore().List()[0].(*unstructured.Unstructured); !ok {
 		t.Errorf("store holds %T", inf.GetStore().List()[0])
 	}
-	if a, ok := reflector.AdoptionOf(inf); !ok || a.Path != reflector.PathInformerFor {
+	if a, ok := reflector.AdoptionOf(inf); !ok || a.Path != "NewInformerFor" {
 		t.Errorf("AdoptionOf = %+v, %v", a, ok)
 	}
 }
@@ -486,7 +486,7 @@ func TestInformerForFallsBackObservablyOnTheCallersOwnSelector(t *testing.T) {
 	if got := caller.sent(); !slices.Equal(got, []int64{1, 1, 0}) {
 		t.Errorf("the caller's list function sent limits %v; want the scope check and the informer's lists [1 1 0]", got)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
+	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -510,7 +510,7 @@ func TestInformerForFallsBackObservablyWithoutAClient(t *testing.T) {
 	if got := caller.sent(); !slices.Equal(got, []int64{1, 0}) {
 		t.Errorf("the caller's list function sent limits %v; want the informer's lists [1 0]", got)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonNoDecodingClient)}) {
+	if got := rec.reasons(); !slices.Equal(got, []string{"no-decoding-client"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -549,7 +549,7 @@ func TestWrapDecodingListsThroughACallerThatFilters(t *testing.T) {
 	if got, want := caller.sent(), []int64{0, 0}; !slices.Equal(got, want) {
 		t.Errorf("the caller's list function sent limits %v, want %v (every list, no scope check)", got, want)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{string(lister.ReasonDecodingScopeMismatch)}) {
-		t.Errorf("fallbacks %v, want one %s", got, lister.ReasonDecodingScopeMismatch)
+	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
+		t.Errorf("fallbacks %v, want one %s", got, "decoding-scope-mismatch")
 	}
 }

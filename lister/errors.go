@@ -9,6 +9,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
@@ -78,19 +79,19 @@ func (e *Error) Unwrap() []error {
 	return out
 }
 
-func kindOf(r fallback.ReasonCode) error {
+func kindOf(r reason.Code) error {
 	switch r {
-	case fallback.ReasonExactGone, fallback.ReasonContinueExpiredExact, fallback.ReasonRule2MismatchWithLimit, fallback.ReasonTooLargeExactUnavailable:
+	case reason.ExactGone, reason.ContinueExpiredExact, reason.Rule2MismatchWithLimit, reason.TooLargeExactUnavailable:
 		return ErrExactUnavailable
-	case fallback.ReasonServedOlderExhausted:
+	case reason.ServedOlderExhausted:
 		return ErrServedOlder
-	case fallback.ReasonTooLargeExhausted, fallback.ReasonRVNewerThanServer:
+	case reason.TooLargeExhausted, reason.RVNewerThanServer:
 		return ErrTooLargeResourceVersion
-	case fallback.ReasonContinueExpiredFail, fallback.ReasonContinueExpiredExhausted, fallback.ReasonRestartNotAllowed:
+	case reason.ContinueExpiredFail, reason.ContinueExpiredExhausted, reason.RestartNotAllowed:
 		return ErrContinueExpired
-	case fallback.ReasonRetriesExhausted, fallback.ReasonRule1Exhausted, fallback.ReasonMaxRequests:
+	case reason.RetriesExhausted, reason.Rule1Exhausted, reason.MaxRequests:
 		return ErrRetriesExhausted
-	case fallback.ReasonContinueRepeated:
+	case reason.ContinueRepeated:
 		return ErrBrokenPagination
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
 
@@ -96,7 +97,7 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 			restart, err = cur.afterDiscard(step, rec)
 		}
 		if restart && err == nil {
-			ev := fallback.Event{Reason: step.Reason, Action: step.Action, Class: step.Class, Attempt: len(rec.Requests), Before: req.Query}
+			ev := fallback.Event{Reason: fallback.ReasonCode(step.Reason), Action: step.Action, Class: step.Class, Attempt: len(rec.Requests), Before: req.Query}
 			if step.Event != nil {
 				ev = *step.Event
 			}
@@ -270,12 +271,12 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req eng
 func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 	kind, err, requested := kindOf(step.Reason), ans.Err, rec.Requested
 	switch {
-	case step.Reason == fallback.ReasonRVNewerThanServer ||
-		(step.Reason == fallback.ReasonTooLargeExactUnavailable || step.Reason == fallback.ReasonTooLargeExhausted) && requested.ResourceVersion != "":
+	case step.Reason == reason.RVNewerThanServer ||
+		(step.Reason == reason.TooLargeExactUnavailable || step.Reason == reason.TooLargeExhausted) && requested.ResourceVersion != "":
 		// No server answer can satisfy the request: say so in the caller's
 		// terms (an Exact list still matches ErrExactUnavailable).
 		cur := currentRVOf(err)
-		if step.Reason == fallback.ReasonRVNewerThanServer {
+		if step.Reason == reason.RVNewerThanServer {
 			cur = ans.ServedRV
 		}
 		err = &ResourceVersionTooLargeError{Requested: requested.ResourceVersion, Current: cur, Requests: len(rec.Requests), Err: err}
@@ -288,17 +289,17 @@ func (l *Lister) fail(step engine.Step, rec *Record, ans engine.Answer) error {
 			// Keep 410 semantics for callers that test apierrors.IsResourceExpired.
 			err = apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is not served exactly (served %s)", requested.ResourceVersion, ans.ServedRV))
 		}
-	case step.Reason == fallback.ReasonContinueRepeated:
+	case step.Reason == reason.ContinueRepeated:
 		err = fmt.Errorf("the server repeated continue token %q after %d page(s); its pagination is broken (%s)",
 			redactToken(ans.Continue), rec.Pages, fallback.SourceChunks)
-	case step.Reason == fallback.ReasonNewerRVProbeFailed && err == nil:
+	case step.Reason == reason.NewerRVProbeFailed && err == nil:
 		err = engine.ErrNoListResourceVersion
 	}
 	last := Query{}
 	if step.Event != nil {
 		last = step.Event.Before
 	}
-	return &Error{Reason: step.Reason, Class: step.Class, Requested: requested, Last: last, Attempt: len(rec.Requests), Err: err, kind: kind}
+	return &Error{Reason: fallback.ReasonCode(step.Reason), Class: step.Class, Requested: requested, Last: last, Attempt: len(rec.Requests), Err: err, kind: kind}
 }
 
 // redactToken shortens a continue token for messages: tokens are opaque and

@@ -35,7 +35,7 @@ func TestRepeatedContinueTokenEndsTheList(t *testing.T) {
 		handed := 0
 		rec, err := New(c, Options{Policy: fastPolicy()}).ListPages(context.Background(), MostRecent().WithLimit(1), func(runtime.Object) error { handed++; return nil })
 		var le *Error
-		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != fallback.ReasonContinueRepeated {
+		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != "continue-token-repeated" {
 			t.Fatalf("%s: err %v", name, err)
 		}
 		if len(c.calls()) != len(ans) || rec.Pages != handed || handed != len(ans)-1 {
@@ -57,7 +57,7 @@ func TestNewerRVProbeRetriedOnTransientError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonNewerRVProbeRetry, fallback.ReasonRule1RetryNewerRV}
+	want := []fallback.ReasonCode{"newer-rv-probe-retry", "rule1-gone-retry-newer-rv"}
 	if !slices.Equal(reasons(rec), want) || rec.ServedResourceVersion != "40" {
 		t.Fatalf("reasons %v served %s", reasons(rec), rec.ServedResourceVersion)
 	}

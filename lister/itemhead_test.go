@@ -77,8 +77,8 @@ func TestItemByItemRefusesOlderAnswerFromListMeta(t *testing.T) {
 			if first.ServedResourceVersion != "10" || first.Items != 0 || first.Class != fallback.ServedOlder {
 				t.Errorf("first request recorded served at %q with %d items, class %v; want 10, 0 handed over, served-older", first.ServedResourceVersion, first.Items, first.Class)
 			}
-			if len(rec.Fallbacks) != 1 || rec.Fallbacks[0].Reason != fallback.ReasonServedOlderRetry {
-				t.Errorf("fallbacks %+v; want one %s", rec.Fallbacks, fallback.ReasonServedOlderRetry)
+			if len(rec.Fallbacks) != 1 || rec.Fallbacks[0].Reason != "served-older-retry" {
+				t.Errorf("fallbacks %+v; want one %s", rec.Fallbacks, "served-older-retry")
 			}
 			if rec.ServedResourceVersion != "25" || rec.Pages != 1 || rec.Items != 2 {
 				t.Errorf("record served at %q, %d pages, %d items; want 25, 1, 2", rec.ServedResourceVersion, rec.Pages, rec.Items)

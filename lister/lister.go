@@ -17,6 +17,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Lister runs list calls with explicit semantics against one Client. It is
@@ -158,11 +159,6 @@ func (l *Lister) CurrentResourceVersion(ctx context.Context) (string, *Record, e
 	return ans.ServedRV, rec, nil
 }
 
-// ReasonGetExactScan is the reason of the Event GetExact records when the
-// server answered the single-object list at another resourceVersion even with
-// a limit, and GetExact scans the collection at rv instead.
-const ReasonGetExactScan fallback.ReasonCode = "get-exact-name-list-not-exact-scan-collection"
-
 // GetExact returns the object name as it was at exactly resourceVersion rv:
 // a list with fieldSelector=metadata.name=NAME at Exact(rv) (KEP-2523,
 // "Impact on get calls"), with the same verification and fallbacks as List.
@@ -174,11 +170,11 @@ const ReasonGetExactScan fallback.ReasonCode = "get-exact-name-list-not-exact-sc
 // (k8s.io/apiserver v0.18 registry Store.List -> storage GetToList; verified
 // on a real v1.18.19), so the single-object list is never exact there even
 // with a limit. When that happens (the list fails with reason
-// fallback.ReasonRule2MismatchWithLimit), GetExact scans the collection at
+// "rule2-exact-mismatch-with-limit"), GetExact scans the collection at
 // Exact(rv) page by page (Options.PageSize; a paginated collection list is
 // legacy Exact on those servers) and keeps only the object named name: one
 // more list of the whole collection, never data from another resourceVersion.
-// The Record then holds both attempts, the scan's event (ReasonGetExactScan)
+// The Record then holds both attempts, the scan's event ("get-exact-name-list-not-exact-scan-collection")
 // between them.
 func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object, *Record, error) {
 	base := l.baseOptions()
@@ -194,7 +190,7 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 	named.FieldSelector = sel.String()
 	list, rec, err := l.list(ctx, fallback.ExactQuery(rv), named)
 	var le *Error
-	if err != nil && errors.As(err, &le) && le.Reason == fallback.ReasonRule2MismatchWithLimit {
+	if err != nil && errors.As(err, &le) && reason.Code(le.Reason) == reason.Rule2MismatchWithLimit {
 		return l.getExactByScan(ctx, name, rv, base, rec, err)
 	}
 	if err != nil {
@@ -211,7 +207,7 @@ func (l *Lister) GetExact(ctx context.Context, name, rv string) (runtime.Object,
 // the items named name; first is the failed single-object attempt.
 func (l *Lister) getExactByScan(ctx context.Context, name, rv string, base metav1.ListOptions, first *Record, cause error) (runtime.Object, *Record, error) {
 	q := fallback.ExactQuery(rv).WithLimit(l.o.PageSize)
-	ev := fallback.Event{Reason: ReasonGetExactScan, Action: fallback.RetryWithLimit, Attempt: len(first.Requests),
+	ev := fallback.Event{Reason: fallback.ReasonCode(reason.GetExactScan), Action: fallback.RetryWithLimit, Attempt: len(first.Requests),
 		Before: fallback.ExactQuery(rv), After: q, Err: cause,
 		Detail: "the server answered fieldSelector=metadata.name at another resourceVersion even with a limit (servers before v1.19 read one object at its newest revision); scanning the collection at the exact resourceVersion"}
 	l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))

@@ -48,7 +48,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 	if r.ServedResourceVersion != "50" || r.Served != NotOlderThan("50").WithLimit(2) || r.Pages != 2 || r.Items != 3 {
 		t.Fatalf("record %+v", r)
 	}
-	if len(r.Fallbacks) != 1 || r.Fallbacks[0].Reason != fallback.ReasonRule1RetryNewerRV ||
+	if len(r.Fallbacks) != 1 || r.Fallbacks[0].Reason != "rule1-gone-retry-newer-rv" ||
 		!strings.Contains(r.Fallbacks[0].Detail, "limit=1 MostRecent list") || r.Fallbacks[0].Attempt != 1 {
 		t.Fatalf("fallbacks %v", r.Fallbacks)
 	}
@@ -94,7 +94,7 @@ func TestRule1ExhaustedFallsBackToMostRecentButNeverOlder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonRule1RetryNewerRV, fallback.ReasonRule1FallbackMostRecent}
+	want := []fallback.ReasonCode{"rule1-gone-retry-newer-rv", "rule1-gone-fallback-most-recent"}
 	if !slices.Equal(reasons(r), want) || r.Served != MostRecent().WithLimit(5) || r.ServedResourceVersion != "60" {
 		t.Fatalf("reasons %v served %v at %s", reasons(r), r.Served, r.ServedResourceVersion)
 	}
@@ -121,7 +121,7 @@ func TestRule1DisabledFallbackFails(t *testing.T) {
 	p.MaxNewerRVRetries, p.DisableMostRecentFallback = -1, true
 	_, _, err := New(c, Options{Policy: p}).List(context.Background(), NotOlderThan("10").WithLimit(5))
 	var le *Error
-	if !errors.As(err, &le) || le.Reason != fallback.ReasonRule1Exhausted || !errors.Is(err, ErrRetriesExhausted) || !apierrors.IsResourceExpired(err) {
+	if !errors.As(err, &le) || le.Reason != "rule1-gone-exhausted" || !errors.Is(err, ErrRetriesExhausted) || !apierrors.IsResourceExpired(err) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -150,7 +150,7 @@ func TestRule2ExactMismatchRetriesWithLimit(t *testing.T) {
 	if got := names(obj); !slices.Equal(got, []string{"a", "b"}) || r.ServedResourceVersion != "10" {
 		t.Fatalf("items %v rv %s", got, r.ServedResourceVersion)
 	}
-	if !slices.Equal(reasons(r), []fallback.ReasonCode{fallback.ReasonRule2RetryWithLimit}) || r.Requests[0].Class != fallback.ServedNewerThanExact {
+	if !slices.Equal(reasons(r), []fallback.ReasonCode{"rule2-exact-mismatch-retry-with-limit"}) || r.Requests[0].Class != fallback.ServedNewerThanExact {
 		t.Fatalf("reasons %v", reasons(r))
 	}
 	if srv.Capabilities(context.Background()).Get(compat.ResourceVersionMatch) != compat.No {
@@ -201,7 +201,7 @@ func TestContinueExpiredNeverStitches(t *testing.T) {
 	}, OnRestart(func(ev fallback.Event) error {
 		restarts++
 		got = nil
-		if ev.Reason != fallback.ReasonContinueExpiredRestart {
+		if ev.Reason != "continue-expired-restart-newer-rv" {
 			t.Errorf("restart reason %s", ev.Reason)
 		}
 		return nil
@@ -247,7 +247,7 @@ func TestContinueExpiredUnpaginatedPolicy(t *testing.T) {
 	if err != nil || c.calls()[2] != (metav1.ListOptions{ResourceVersion: "15", ResourceVersionMatch: "NotOlderThan"}) {
 		t.Fatalf("%v %+v", err, c.calls())
 	}
-	if !slices.Equal(reasons(r), []fallback.ReasonCode{fallback.ReasonContinueExpiredUnpaginated}) {
+	if !slices.Equal(reasons(r), []fallback.ReasonCode{"continue-expired-restart-unpaginated"}) {
 		t.Fatalf("%v", reasons(r))
 	}
 }
@@ -283,7 +283,7 @@ func TestTooLargeHonoursRetryAfterThenFallsBack(t *testing.T) {
 	if calls[0] != calls[2] || calls[1].Limit != 1 || calls[1].ResourceVersion != "" || calls[3] != (metav1.ListOptions{}) {
 		t.Fatalf("calls %+v", calls)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeFallbackMostRecent}
+	want := []fallback.ReasonCode{"too-large-rv-check-exists", "too-large-rv-wait-retry-after", "too-large-rv-fallback-most-recent"}
 	if !slices.Equal(reasons(r), want) || !strings.Contains(r.Fallbacks[1].Detail, "Retry-After 1s") {
 		t.Fatalf("%v %q", reasons(r), r.Fallbacks[1].Detail)
 	}
@@ -415,11 +415,11 @@ func TestGetExactScansCollectionWhenNameListIsNotExact(t *testing.T) {
 	if got := c.calls(); !slices.Equal(got, want) {
 		t.Fatalf("sent %+v", got)
 	}
-	wantReasons := []fallback.ReasonCode{fallback.ReasonRule2RetryWithLimit, fallback.ReasonRule2MismatchWithLimit, ReasonGetExactScan}
+	wantReasons := []fallback.ReasonCode{"rule2-exact-mismatch-retry-with-limit", "rule2-exact-mismatch-with-limit", "get-exact-name-list-not-exact-scan-collection"}
 	if !slices.Equal(reasons(r), wantReasons) || len(r.Requests) != 4 || r.Pages != 2 {
 		t.Fatalf("reasons %v requests %d pages %d", reasons(r), len(r.Requests), r.Pages)
 	}
-	if !slices.Contains(rm.fallbacks, string(ReasonGetExactScan)) {
+	if !slices.Contains(rm.fallbacks, "get-exact-name-list-not-exact-scan-collection") {
 		t.Fatalf("scan not counted: %v", rm.fallbacks)
 	}
 

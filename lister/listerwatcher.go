@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/dropin"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 )
@@ -30,7 +29,7 @@ import (
 //   - Never back in time: a list served older than a resourceVersion this
 //     ListerWatcher already delivered (a lagging HA member answering RV "0"
 //     or "") is not returned as current; it is asked again as
-//     NotOlderThan(delivered), counted (reason ReasonStaleListReasked).
+//     NotOlderThan(delivered), counted (reason "stale-list-reasked").
 //   - Relists stay paginated where the server paginates: once a list came
 //     back in pages (the watch cache is off: every list is an etcd read),
 //     an unpaginated NotOlderThan relist is sent with Options.PageSize, as
@@ -50,7 +49,7 @@ import (
 //     started from, or older than the newest event the watch delivered (a
 //     watch cache re-delivering history, kubernetes/kubernetes#73845; streams
 //     mixed by a proxy, linkerd/linkerd#1680) is not delivered. It is
-//     counted and logged with both versions (reason ReasonStaleEvent), and
+//     counted and logged with both versions (reason "event-older-than-store"), and
 //     the watch ends with a 410 Expired error event, so client-go's
 //     reflector relists NotOlderThan its last synced resourceVersion (after
 //     its own jittered backoff) instead of applying it. The versions are one
@@ -65,7 +64,7 @@ import (
 //     client-go's streaming list retries at once) delays the next watch by
 //     a growing, jittered backoff (800ms doubling to 30s), reset by progress
 //     or a successful list; a retry goes without the limit=1 count list.
-//     Counted and logged (reason ReasonNoProgressBackoff).
+//     Counted and logged (reason "no-progress-backoff").
 //   - Relists, watch restarts, bookmarks and items are counted and logged
 //     from where the ListerWatcher sees them (Options.Metrics, Options.Name).
 type ListerWatcher struct {
@@ -77,76 +76,6 @@ var (
 	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
 	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
 )
-
-// Reasons the ListerWatcher reports (metrics.Recorder Relist, WatchRestart
-// and Fallback labels): the complete set.
-const (
-	// ReasonClientGoRelist: client-go's reflector listed again (after a 410,
-	// a watch error, or a failed streaming list).
-	ReasonClientGoRelist = "client-go-relist"
-	// ReasonClientGoRewatch: client-go's reflector opened another watch.
-	ReasonClientGoRewatch = "client-go-rewatch"
-	// ReasonWatchStalled: a watch delivered nothing for StallTimeout (a proxy
-	// or balancer holding a dead connection) and was ended; client-go
-	// watches again from its resourceVersion, without a relist.
-	ReasonWatchStalled = "watch-stalled"
-	// ReasonStreamingListAbandoned: a streaming list ended without its
-	// initial-events-end bookmark (guarded) and client-go lists instead.
-	ReasonStreamingListAbandoned fallback.ReasonCode = "streaming-list-abandoned"
-	// ReasonUnservedRVMostRecent: client-go relisted at a resourceVersion
-	// whose streaming list had just failed (too large, 5xx, no response);
-	// a MostRecent list was sent instead.
-	ReasonUnservedRVMostRecent fallback.ReasonCode = "unserved-rv-most-recent"
-	// ReasonStaleListReasked: a list came back older than what this
-	// ListerWatcher already delivered (a lagging HA member answering
-	// resourceVersion "0" or ""); it was not returned as current but asked
-	// again NotOlderThan what was delivered, so the informer's cache never
-	// goes back in time.
-	ReasonStaleListReasked fallback.ReasonCode = "stale-list-reasked"
-	// ReasonStaleEvent: a watch event's resourceVersion was older than the
-	// one this ListerWatcher already delivered for the same object, than the
-	// object's deletion, or than the watch's starting resourceVersion (a watch
-	// cache re-delivering history, kubernetes/kubernetes#73845, or a proxy
-	// mixing streams, linkerd/linkerd#1680); it was not delivered, the watch
-	// ended with 410 Expired and client-go's reflector relists NotOlderThan
-	// what it holds. Only where resourceVersions compare as numbers.
-	ReasonStaleEvent fallback.ReasonCode = "event-older-than-store"
-	// ReasonBadResourceVersion: a bookmark or event carried a
-	// resourceVersion that does not parse on a server whose versions do.
-	// client-go never resumes a watch from it (every such watch would fail
-	// with 400): a bookmark is not forwarded; an event ends the watch with
-	// 410 Expired before it is delivered, so client-go relists and gets the
-	// object from the list. For the bookmark that ends a streaming list, the
-	// streaming list was abandoned instead and client-go lists.
-	ReasonBadResourceVersion fallback.ReasonCode = "unparsable-resource-version"
-	// ReasonNoProgressBackoff: a watch (a streaming list or a plain watch)
-	// was delayed because the previous ones ended without progress — nothing
-	// newer than where they started, such as a server answering every watch
-	// with 410 Expired, which client-go's streaming list retries at once.
-	// The delay grows from 800ms to 30s, jittered, and resets on progress.
-	ReasonNoProgressBackoff fallback.ReasonCode = "no-progress-backoff"
-	// ReasonDecodingScopeMismatch: the decoding client given to WrapDecoding
-	// (or built from a Decoding) does not list what the caller's
-	// ListerWatcher lists: another namespace, or a selector set only inside
-	// the caller's functions — or the check itself failed on three lists.
-	// Lists go through the caller's ListerWatcher from then on (read whole,
-	// then decoded); set Decoding.Namespace and lister.Options' selectors to
-	// what the ListerWatcher uses.
-	ReasonDecodingScopeMismatch fallback.ReasonCode = "decoding-scope-mismatch"
-	// ReasonNoDecodingClient: no item-by-item decoding client could be built
-	// for an informer's example object from the Decoding it was given (a
-	// custom resource's Go type, an object without apiVersion and kind, no
-	// Mapper); its lists go through the caller's ListerWatcher.
-	ReasonNoDecodingClient fallback.ReasonCode = "no-decoding-client"
-)
-
-// ListerWatcherReasons returns every reason code the ListerWatcher reports,
-// in a stable order (for docs and exhaustive tests).
-func ListerWatcherReasons() []string {
-	return []string{ReasonClientGoRelist, ReasonClientGoRewatch, ReasonWatchStalled, string(ReasonStaleListReasked),
-		string(ReasonStaleEvent), string(ReasonBadResourceVersion), string(ReasonStreamingListAbandoned), string(ReasonUnservedRVMostRecent),
-		string(ReasonNoProgressBackoff), string(ReasonTransformFailed), string(ReasonDecodingScopeMismatch), string(ReasonNoDecodingClient)}
-}
 
 // ListerWatcher returns the client-go adapter of l.
 func (l *Lister) ListerWatcher() *ListerWatcher {

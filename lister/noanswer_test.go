@@ -73,7 +73,7 @@ func TestListWithoutHeadersEndsWithNoAnswer(t *testing.T) {
 				begin := time.Now()
 				_, rec, err := lister.New(c, noAnswerOptions(-1)).List(withDeadline(t), fallback.MostRecentQuery())
 				checkNoAnswer(t, err, rec, n.Load(), 1, "response headers", time.Since(begin))
-				if len(rec.Fallbacks) == 0 || rec.Fallbacks[len(rec.Fallbacks)-1].Reason != fallback.ReasonRetriesExhausted {
+				if len(rec.Fallbacks) == 0 || rec.Fallbacks[len(rec.Fallbacks)-1].Reason != "retries-exhausted" {
 					t.Errorf("fallbacks %v; want the retries exhausted", rec.Fallbacks)
 				}
 			})
@@ -88,8 +88,8 @@ func TestNoAnswerIsRetriedAfterBackoff(t *testing.T) {
 	begin := time.Now()
 	_, rec, err := lister.New(c, noAnswerOptions(1)).List(withDeadline(t), fallback.MostRecentQuery())
 	checkNoAnswer(t, err, rec, n.Load(), 2, "response headers", time.Since(begin))
-	if len(rec.Fallbacks) == 0 || rec.Fallbacks[0].Reason != fallback.ReasonNoAnswerBackoff {
-		t.Errorf("fallbacks %v; want %s first", rec.Fallbacks, fallback.ReasonNoAnswerBackoff)
+	if len(rec.Fallbacks) == 0 || rec.Fallbacks[0].Reason != "no-answer-backoff" {
+		t.Errorf("fallbacks %v; want %s first", rec.Fallbacks, "no-answer-backoff")
 	}
 }
 

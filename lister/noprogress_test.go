@@ -64,10 +64,10 @@ func TestStreamingListAnswered410EveryTimeBacksOff(t *testing.T) {
 		}
 	}
 	rec.mu.Lock()
-	delayed := slices.Contains(rec.fallbacks, string(ReasonNoProgressBackoff))
+	delayed := slices.Contains(rec.fallbacks, "no-progress-backoff")
 	rec.mu.Unlock()
 	if !delayed {
-		t.Errorf("no %s fallback counted; got %v", ReasonNoProgressBackoff, rec.fallbacks)
+		t.Errorf("no %s fallback counted; got %v", "no-progress-backoff", rec.fallbacks)
 	}
 }
 
@@ -178,7 +178,7 @@ func TestNoProgressBackoffOnlyAfterAttemptsWithoutProgress(t *testing.T) {
 	rec.mu.Lock()
 	got := slices.Clone(rec.fallbacks)
 	rec.mu.Unlock()
-	if !slices.Contains(got, string(ReasonNoProgressBackoff)) {
+	if !slices.Contains(got, "no-progress-backoff") {
 		t.Fatalf("the delayed attempt was not counted: %v", got)
 	}
 	// The completed streaming list was progress (it then closed without

@@ -181,7 +181,7 @@ type Options struct {
 	// included, on every adoption path (reflector.New rejects it together
 	// with a List of the caller's own, which it cannot reach). Over the
 	// SDK's own adapters (FromClientset, FromRESTClient, FromDynamicConfig,
-	// FromMetadataConfig, and so reflector.FactoryInformer) it runs on each
+	// FromMetadataConfig, and so reflector.NewSharedInformerFactory) it runs on each
 	// list item as soon as that item is decoded, so what it drops is garbage
 	// before the next item is read and never held for the whole list; over a
 	// client whose lists are read whole (FromFuncs, FromDynamic,
@@ -197,7 +197,7 @@ type Options struct {
 	// never-older filter, the store's key and a reflector's kind check need
 	// them): cleared ones are restored, changed ones fail.
 	// A failure (an error, nil, another type, a changed identity) is a
-	// *TransformError, logged and counted (reason ReasonTransformFailed),
+	// *TransformError, logged and counted (reason "transform-failed"),
 	// and nothing untransformed is kept in its place: the list fails, a
 	// watch ends with TransformFailedEvent, and the informer lists again
 	// after a backoff. On the drop-in paths, client-go's own transform

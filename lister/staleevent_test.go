@@ -120,7 +120,7 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, "the stale event is counted and client-go syncs again, NotOlderThan what it holds", func() bool {
-		return rec.fallback(string(lister.ReasonStaleEvent)) == 1 && syncs() == 2
+		return rec.fallback("event-older-than-store") == 1 && syncs() == 2
 	})
 	var resync steadywatchtest.Request
 	for _, r := range srv.Requests() {
@@ -142,7 +142,7 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 		ga, ok1, _ := inf.GetStore().GetByKey("ns/a")
 		gb, ok2, _ := inf.GetStore().GetByKey("ns/b")
 		return ok1 && ok2 && ga.(*corev1.ConfigMap).ResourceVersion == a.ResourceVersion && gb.(*corev1.ConfigMap).ResourceVersion == b.ResourceVersion &&
-			rec.fallback(string(lister.ReasonStaleEvent)) == 2
+			rec.fallback("event-older-than-store") == 2
 	})
 	// ... and nothing ever went back in time.
 	mu.Lock()
@@ -178,10 +178,10 @@ func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
 		return false
 	}
 	until(t, "a plain watch is open", watching)
-	before := rec.fallback(string(lister.ReasonBadResourceVersion))
+	before := rec.fallback("unparsable-resource-version")
 	srv.Bookmark()
 	until(t, "the bookmark is dropped and counted", func() bool {
-		return rec.fallback(string(lister.ReasonBadResourceVersion)) == before+1
+		return rec.fallback("unparsable-resource-version") == before+1
 	})
 	srv.Close() // every watch ends; client-go watches again from its resourceVersion
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}})

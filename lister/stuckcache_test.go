@@ -76,7 +76,7 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeCacheStuck}
+	want := []fallback.ReasonCode{"too-large-rv-check-exists", "too-large-rv-cache-stuck-most-recent"}
 	if got := reasonsOf(r); !slices.Equal(got, want) {
 		t.Fatalf("reasons %v, want %v", got, want)
 	}
@@ -95,13 +95,13 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if took >= time.Second {
 		t.Fatalf("took %s: the 1 s Retry-After was waited", took)
 	}
-	if !slices.Contains(rec.reasons, string(fallback.ReasonTooLargeCacheStuck)) {
+	if !slices.Contains(rec.reasons, "too-large-rv-cache-stuck-most-recent") {
 		t.Fatalf("metric reasons %v", rec.reasons)
 	}
 	logMu.Lock()
 	defer logMu.Unlock()
 	if !slices.ContainsFunc(logs, func(s string) bool {
-		return strings.Contains(s, string(fallback.ReasonTooLargeCacheStuck)) && strings.Contains(s, "KEP-1904")
+		return strings.Contains(s, "too-large-rv-cache-stuck-most-recent") && strings.Contains(s, "KEP-1904")
 	}) {
 		t.Fatalf("no log line with the reason and its detail: %q", logs)
 	}
@@ -118,7 +118,7 @@ func TestNotOlderThanOnStuckWatchCacheUnknownServerSeesItInTheAnswers(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []fallback.ReasonCode{fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeCacheStuck}
+	want := []fallback.ReasonCode{"too-large-rv-check-exists", "too-large-rv-wait-retry-after", "too-large-rv-cache-stuck-most-recent"}
 	if got := reasonsOf(r); !slices.Equal(got, want) {
 		t.Fatalf("reasons %v, want %v", got, want)
 	}

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -23,19 +23,6 @@ import (
 // (the SDK's own adapters) or as soon as the list arrives (clients whose
 // lists are read whole), and to each watch event's object, before anything
 // keeps it.
-
-const (
-	// ReasonTransformFailed: Options.Transform failed on an object (it returned
-	// an error, nil, another type, or changed the object's name, namespace,
-	// UID, resourceVersion, apiVersion or kind). Nothing untransformed is kept in its place: a list
-	// fails with the *TransformError (client-go's reflector, or reflector.New,
-	// lists again after a backoff), a watch ends with an error event, so the
-	// informer relists. Counted on every adoption path that has a Transform
-	// (reflector.New too), and logged with the object and the error. Fix the
-	// transform: while it keeps failing on an object, the informer's cache
-	// does not move past that object's list or event.
-	ReasonTransformFailed fallback.ReasonCode = "transform-failed"
-)
 
 // ErrTransform matches (errors.Is) every *TransformError.
 var ErrTransform = errors.New("transform failed")
@@ -241,8 +228,8 @@ func transformable(elem reflect.Type) bool {
 
 // observe logs and counts a failed transform.
 func (t *transformer) observe(ctx context.Context, err error) {
-	t.metrics.Fallback(t.name, string(ReasonTransformFailed))
-	klog.FromContext(ctx).Error(err, "Options.Transform failed; nothing untransformed is kept in its place", "lister", t.name, "reason", string(ReasonTransformFailed))
+	t.metrics.Fallback(t.name, string(reason.TransformFailed))
+	klog.FromContext(ctx).Error(err, "Options.Transform failed; nothing untransformed is kept in its place", "lister", t.name, "reason", string(reason.TransformFailed))
 }
 
 // transformingLister is implemented by the SDK's own adapters, which apply

@@ -235,8 +235,8 @@ func TestTransformOverAnyClient(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	if n := countOf(rec.fallbacks, string(ReasonTransformFailed)); n != 2 {
-		t.Errorf("%d %s counted (%v); want 2 (the watch, the list)", n, ReasonTransformFailed, rec.fallbacks)
+	if n := countOf(rec.fallbacks, "transform-failed"); n != 2 {
+		t.Errorf("%d %s counted (%v); want 2 (the watch, the list)", n, "transform-failed", rec.fallbacks)
 	}
 }
 

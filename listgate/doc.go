@@ -10,7 +10,7 @@
 // server one (or a few) at a time, and identical ones are answered once.
 //
 // A Gate is set as lister.Options.ListGate (reflector.Options.Lister.ListGate,
-// reflector.FactoryOptions.Lister.ListGate); the lister and the reflector
+// and reflector.NewSharedInformerFactoryWithOptions' lister.Options); the lister and the reflector
 // call it. It is not a rate limiter (requests are never sent faster because
 // of a gate, and no fallback is taken because of one), and it does not
 // retry: a reader whose shared request failed sends its own.

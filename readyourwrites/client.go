@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -62,15 +63,6 @@ type Options struct {
 	// Default: none.
 	Metrics metrics.Recorder
 }
-
-// Reasons a read went to the server (metrics.ReadRecorder.ReadFallback).
-const (
-	// FallbackBound: the cache did not catch up within Options.Bound.
-	FallbackBound = "bound"
-	// FallbackIncomparable: the server's resourceVersions are not
-	// comparable (KEP-5504), so the cache's freshness cannot be known.
-	FallbackIncomparable = "incomparable"
-)
 
 // storeWaiter is an informer steadywatch built over its own reflector,
 // which knows the resourceVersion its indexer reflects, bookmarks included
@@ -359,7 +351,7 @@ func (c *Client[T, L]) wait(ctx context.Context, op, name string, ready func() (
 		changed := c.seen.Changed() // before the check: no wakeup is lost
 		ok, err := ready()
 		if err != nil {
-			return true, c.fallback(ctx, op, name, FallbackIncomparable, start, err)
+			return true, c.fallback(ctx, op, name, reason.ReadIncomparable, start, err)
 		}
 		if ok {
 			if !start.IsZero() && c.rec != nil {
@@ -375,7 +367,7 @@ func (c *Client[T, L]) wait(ctx context.Context, op, name string, ready func() (
 		select {
 		case <-changed:
 		case <-timer.C:
-			return true, c.fallback(ctx, op, name, FallbackBound, start, nil)
+			return true, c.fallback(ctx, op, name, reason.ReadBound, start, nil)
 		case <-ctx.Done():
 			return false, fmt.Errorf("waiting for the cache of %s to reflect this client's own write: %w", c.name, context.Cause(ctx))
 		}
@@ -383,15 +375,15 @@ func (c *Client[T, L]) wait(ctx context.Context, op, name string, ready func() (
 }
 
 // fallback logs and counts a read that goes to the server; it returns nil.
-func (c *Client[T, L]) fallback(ctx context.Context, op, name, reason string, start time.Time, cause error) error {
+func (c *Client[T, L]) fallback(ctx context.Context, op, name string, why reason.Code, start time.Time, cause error) error {
 	waited := time.Duration(0)
 	if !start.IsZero() {
 		waited = time.Since(start)
 	}
 	klog.FromContext(ctx).Info("Reading from the server: the cache does not reflect this client's own write",
-		"resource", c.name, "op", op, "name", name, "reason", reason, "waited", waited, "err", cause)
+		"resource", c.name, "op", op, "name", name, "reason", string(why), "waited", waited, "err", cause)
 	if c.rec != nil {
-		c.rec.ReadFallback(c.name, reason)
+		c.rec.ReadFallback(c.name, string(why))
 		if !start.IsZero() {
 			c.rec.ReadWait(c.name, waited, "server")
 		}

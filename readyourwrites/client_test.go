@@ -251,8 +251,8 @@ func TestGetPastTheBoundReadsTheServerAndCountsIt(t *testing.T) {
 	if gets, _ := s.counts(); gets != 1 {
 		t.Fatalf("%d GETs reached the server, want 1", gets)
 	}
-	if w, f := rec.get(); len(f) != 1 || f[0] != FallbackBound || len(w) != 1 || w[0] != "server" {
-		t.Fatalf("fallbacks %v waits %v, want one %q fallback after one wait", f, w, FallbackBound)
+	if w, f := rec.get(); len(f) != 1 || f[0] != "bound" || len(w) != 1 || w[0] != "server" {
+		t.Fatalf("fallbacks %v waits %v, want one %q fallback after one wait", f, w, "bound")
 	}
 }
 
@@ -322,8 +322,8 @@ func TestAServerWithOpaqueVersionsIsReadLiveAtOnce(t *testing.T) {
 	if _, err := c.Get(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, f := rec.get(); ctx.Err() != nil || len(f) != 1 || f[0] != FallbackIncomparable {
-		t.Fatalf("fallbacks %v after %v, want one %q at once", f, time.Since(start), FallbackIncomparable)
+	if _, f := rec.get(); ctx.Err() != nil || len(f) != 1 || f[0] != "incomparable" {
+		t.Fatalf("fallbacks %v after %v, want one %q at once", f, time.Since(start), "incomparable")
 	}
 }
 

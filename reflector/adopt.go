@@ -2,13 +2,9 @@ package reflector
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"reflect"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -16,27 +12,28 @@ import (
 // Adoption paths, as AdoptionOf reports them and the start-up log line
 // names them.
 const (
-	// PathFactoryInformer: an informer factory's informer registered with
-	// FactoryInformer (or Adopt).
-	PathFactoryInformer = "FactoryInformer"
-	// PathSharedIndexInformer: NewSharedIndexInformer,
-	// NewSharedIndexInformerWithOptions or NewInformerFunc (controller-runtime's
-	// cache.Options.NewInformer hook).
-	PathSharedIndexInformer = "NewSharedIndexInformer"
+	// pathInformerFactory: a typed informer of NewSharedInformerFactory's factory.
+	pathInformerFactory = "SharedInformerFactory"
+	// pathSharedIndexInformer: NewSharedIndexInformer or
+	// NewSharedIndexInformerWithOptions.
+	pathSharedIndexInformer = "NewSharedIndexInformer"
 )
 
 // Adoption says how an informer runs on steadywatch.
 type Adoption struct {
-	// Path is the adoption path that built it (PathFactoryInformer,
-	// PathSharedIndexInformer).
+	// Path is the adoption path that built it: "SharedInformerFactory" (a
+	// typed informer of NewSharedInformerFactory's factory),
+	// "NewSharedIndexInformer" (NewSharedIndexInformer and its variants),
+	// "NewInformerFor" (NewInformerFor's hook) or "MetadataInformer"
+	// (NewMetadataInformer).
 	Path string
 	// Name is the name its logs and metrics carry ("v1/configmaps").
 	Name string
 }
 
 // AdoptionOf reports whether inf runs on steadywatch (it was built by
-// FactoryInformer, Adopt, NewSharedIndexInformer,
-// NewSharedIndexInformerWithOptions, NewInformerFunc or NewMetadataInformer)
+// NewSharedInformerFactory's typed accessors, NewSharedIndexInformer,
+// NewSharedIndexInformerWithOptions, NewInformerFor or NewMetadataInformer)
 // and how. A test can
 // assert that adoption happened:
 //
@@ -121,65 +118,4 @@ func (a *adoptedInformer) Run(stopCh <-chan struct{}) {
 func (a *adoptedInformer) RunWithContext(ctx context.Context) {
 	a.logStart(ctx)
 	a.SharedIndexInformer.RunWithContext(ctx)
-}
-
-// ErrNotAdopted matches every *NotAdoptedError (errors.Is).
-var ErrNotAdopted = errors.New("informer does not run on steadywatch")
-
-// NotAdoptedError is Adopt's error when the factory already held a stock
-// client-go informer for the type: its typed accessor (for example
-// factory.Core().V1().ConfigMaps().Informer() or .Lister()) was used before
-// the steadywatch informer was registered, and client-go's factory keeps the
-// first informer it built for a type.
-type NotAdoptedError struct {
-	// Type is the example object's Go type, e.g. "*v1.ConfigMap".
-	Type string
-}
-
-func (e *NotAdoptedError) Error() string {
-	return fmt.Sprintf("steadywatch: the informer factory already holds a stock client-go informer for %s "+
-		"(its typed accessor was used before steadywatch was registered); call reflector.Adopt "+
-		"(or factory.InformerFor with reflector.FactoryInformer) before the first use of the typed accessor", e.Type)
-}
-
-// Is makes errors.Is(err, ErrNotAdopted) true.
-func (e *NotAdoptedError) Is(target error) bool { return target == ErrNotAdopted }
-
-// InformerForer is the method of client-go's informers.SharedInformerFactory
-// (and of every generated clientset's factory) that Adopt calls.
-type InformerForer interface {
-	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
-}
-
-// Adopt registers FactoryInformer(exampleObject, o) with factory and returns
-// the factory's informer for that type, or an error when it is not
-// steadywatch's: a *NotAdoptedError when the factory already built a stock
-// informer for the type (registered too late), an *UnsupportedTypeError when
-// the type is not a resource of client-go's typed clientset. Unlike a bare
-// factory.InformerFor call, a late registration can never silently leave
-// the stock informer in place.
-//
-//	factory := informers.NewSharedInformerFactory(cs, 0)
-//	if _, err := reflector.Adopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{}); err != nil { ... }
-//	configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() run on steadywatch
-func Adopt(factory InformerForer, exampleObject runtime.Object, o FactoryOptions) (cache.SharedIndexInformer, error) {
-	f, err := FactoryInformerFunc(exampleObject, o)
-	if err != nil {
-		return nil, err
-	}
-	inf := factory.InformerFor(exampleObject, f)
-	if _, ok := AdoptionOf(inf); !ok {
-		return nil, &NotAdoptedError{Type: fmt.Sprintf("%T", exampleObject)}
-	}
-	return inf, nil
-}
-
-// MustAdopt is Adopt for a program's set-up code, in one line: it panics
-// with Adopt's error (a *NotAdoptedError names the type and the fix).
-func MustAdopt(factory InformerForer, exampleObject runtime.Object, o FactoryOptions) cache.SharedIndexInformer {
-	inf, err := Adopt(factory, exampleObject, o)
-	if err != nil {
-		panic(err)
-	}
-	return inf
 }

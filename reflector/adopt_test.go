@@ -2,7 +2,6 @@ package reflector_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -18,30 +17,18 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-func TestAdoptRegistersBeforeTheTypedAccessor(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	if _, err := reflector.Adopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{}); err != nil {
-		t.Fatalf("Adopt: %v", err)
-	}
+func TestAdoptionOfSeesTheFactorysTypedInformer(t *testing.T) {
+	factory := reflector.NewSharedInformerFactory(fake.NewClientset(), 0)
 	a, ok := reflector.AdoptionOf(factory.Core().V1().ConfigMaps().Informer())
 	if !ok {
 		t.Fatal("the typed accessor's informer is not steadywatch's")
 	}
-	if a.Path != reflector.PathFactoryInformer || a.Name != "v1/configmaps" {
-		t.Fatalf("AdoptionOf = %+v, want path %q name v1/configmaps", a, reflector.PathFactoryInformer)
+	if a.Path != "SharedInformerFactory" || a.Name != "v1/configmaps" {
+		t.Fatalf("AdoptionOf = %+v, want path SharedInformerFactory name v1/configmaps", a)
 	}
-}
-
-func TestAdoptAfterTheTypedAccessorFailsLoudly(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	stock := factory.Core().V1().ConfigMaps().Informer() // too early: the factory keeps this one
-	_, err := reflector.Adopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{})
-	var nae *reflector.NotAdoptedError
-	if !errors.Is(err, reflector.ErrNotAdopted) || !errors.As(err, &nae) || nae.Type != "*v1.ConfigMap" {
-		t.Fatalf("Adopt after the accessor: err = %v, want a *NotAdoptedError for *v1.ConfigMap", err)
-	}
-	if _, ok := reflector.AdoptionOf(stock); ok {
-		t.Fatal("AdoptionOf says a stock informer runs on steadywatch")
+	stock := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	if _, ok := reflector.AdoptionOf(stock.Core().V1().ConfigMaps().Informer()); ok {
+		t.Fatal("AdoptionOf says client-go's factory's informer runs on steadywatch")
 	}
 }
 
@@ -51,7 +38,7 @@ func TestAdoptionOfTellsStockFromSteadywatch(t *testing.T) {
 		t.Fatal("stock cache.NewSharedIndexInformer reported as steadywatch")
 	}
 	a, ok := reflector.AdoptionOf(reflector.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, nil))
-	if !ok || a.Path != reflector.PathSharedIndexInformer || a.Name != "v1/configmaps" {
+	if !ok || a.Path != "NewSharedIndexInformer" || a.Name != "v1/configmaps" {
 		t.Fatalf("AdoptionOf(NewSharedIndexInformer) = %+v, %v", a, ok)
 	}
 }
@@ -68,11 +55,8 @@ func TestAdoptedInformerSaysSoOnceAtStart(t *testing.T) {
 	}, funcr.Options{})
 	ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), logger), 30*time.Second)
 	defer cancel()
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(&corev1.ConfigMap{}), 0)
-	inf, err := reflector.Adopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	factory := reflector.NewSharedInformerFactory(fake.NewClientset(&corev1.ConfigMap{}), 0)
+	inf := factory.Core().V1().ConfigMaps().Informer()
 	factory.StartWithContext(ctx)
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
@@ -86,7 +70,7 @@ func TestAdoptedInformerSaysSoOnceAtStart(t *testing.T) {
 	for _, l := range lines {
 		if strings.Contains(l, "Informer runs on steadywatch") {
 			n++
-			if !strings.Contains(l, `"v1/configmaps"`) || !strings.Contains(l, `"FactoryInformer"`) {
+			if !strings.Contains(l, `"v1/configmaps"`) || !strings.Contains(l, `"SharedInformerFactory"`) {
 				t.Errorf("start line lacks the resource or path: %s", l)
 			}
 		}
@@ -94,17 +78,4 @@ func TestAdoptedInformerSaysSoOnceAtStart(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("start line logged %d times, want once; log: %q", n, lines)
 	}
-}
-
-func TestMustAdoptPanicsWithTheReason(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	_ = factory.Core().V1().ConfigMaps().Lister() // too early
-	defer func() {
-		err, _ := recover().(error)
-		if !errors.Is(err, reflector.ErrNotAdopted) {
-			t.Fatalf("MustAdopt after the accessor: recovered %v, want a *NotAdoptedError", err)
-		}
-	}()
-	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{})
-	t.Fatal("MustAdopt did not panic")
 }

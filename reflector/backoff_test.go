@@ -99,7 +99,7 @@ func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) {
 	r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
 	floor := fallback.Policy{}.WithDefaults().Backoff.Max
-	exhausted := &lister.Error{Reason: fallback.ReasonRetriesExhausted, Class: fallback.Throttled, Attempt: 6,
+	exhausted := &lister.Error{Reason: "retries-exhausted", Class: fallback.Throttled, Attempt: 6,
 		Err: apierrors.NewTooManyRequests("slow down", 0)}
 	for i := 0; i < 3; i++ {
 		st, _ := r.listFailed(context.Background(), listing{query: fallback.MostRecentQuery()}, fallback.MostRecentQuery(), exhausted)

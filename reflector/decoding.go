@@ -16,11 +16,12 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-// PathInformerFor: NewInformerFor.
-const PathInformerFor = "NewInformerFor"
+// pathInformerFor: NewInformerFor (Adoption.Path).
+const pathInformerFor = "NewInformerFor"
 
 // NewInformerFor returns controller-runtime's cache.Options.NewInformer
 // hook (it has the signature of cache.NewSharedIndexInformer) for a manager
@@ -47,7 +48,7 @@ const PathInformerFor = "NewInformerFor"
 // DefaultLabelSelector, a custom resource's Go type), that informer lists
 // and watches through the hook's ListerWatcher, read whole and with
 // client-go's retries, logged and counted (reasons
-// lister.ReasonDecodingScopeMismatch, lister.ReasonNoDecodingClient). While
+// "decoding-scope-mismatch", "no-decoding-client"). While
 // the lists cannot tell (the hook's ListerWatcher lists nothing, or every
 // object is in one namespace), a list goes through it and the next list
 // checks again.
@@ -93,8 +94,8 @@ func informerFor(lw cache.ListerWatcher, exampleObject runtime.Object, io cache.
 		NewDec:         newDec,
 		Name:           r.Name,
 		Metrics:        r.Metrics,
-		MismatchReason: string(lister.ReasonDecodingScopeMismatch),
-		NoClientReason: string(lister.ReasonNoDecodingClient),
+		MismatchReason: string(reason.DecodingScopeMismatch),
+		NoClientReason: string(reason.NoDecodingClient),
 	}
-	return newInformer(c, exampleObject, io, Options{Lister: o}, PathInformerFor)
+	return newInformer(c, exampleObject, io, Options{Lister: o}, pathInformerFor)
 }

@@ -32,11 +32,11 @@
 // DeltaFIFO/RealFIFO under an informer-style processing loop.
 //
 // It is not an informer (no event handlers, no indexers of its own). The
-// drop-in informers are client-go's own over a steadywatch ListerWatcher, one
-// line per adoption path: FactoryInformer for a client-go
-// SharedInformerFactory (factory.InformerFor), NewInformerFor(cfg) for
-// controller-runtime's cache.Options.NewInformer, NewSharedIndexInformer in
-// place of cache.NewSharedIndexInformer. It does not decide the
+// informers built on it are one line per adoption path:
+// NewSharedInformerFactory in place of client-go's SharedInformerFactory
+// constructor, NewInformerFor(cfg) for controller-runtime's
+// cache.Options.NewInformer, NewSharedIndexInformer in place of
+// cache.NewSharedIndexInformer. It does not decide the
 // KEP-2523 list fallbacks itself: package lister executes every list
 // (Options.List), following the SDK's decision table (docs/rules.md).
 package reflector

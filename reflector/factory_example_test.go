@@ -15,18 +15,18 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// A client-go SharedInformerFactory adopts steadywatch with one InformerFor
-// line per type, given the factory's namespace and tweak function again.
-// With a real cluster, cs is a *kubernetes.Clientset.
-func ExampleFactoryInformer() {
+// The factory line: client-go's informers.NewSharedInformerFactoryWithOptions
+// with the same options, whose typed informers all run on steadywatch in
+// the factory's namespace and with its tweak's selectors. With a real
+// cluster, cs is a *kubernetes.Clientset.
+func ExampleNewSharedInformerFactory() {
 	team := func(ns, name, t string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"team": t}}}
 	}
 	cs := fake.NewClientset(team("default", "a", "blue"), team("default", "b", "red"), team("other", "c", "blue"))
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" }
 
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"), informers.WithTweakListOptions(tweak))
-	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: "default", TweakListOptions: tweak})
+	factory := reflector.NewSharedInformerFactory(cs, 0, informers.WithNamespace("default"), informers.WithTweakListOptions(tweak))
 	configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() run on steadywatch
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,15 +45,14 @@ func ExampleFactoryInformer() {
 // Two controllers of one process, each with an informer factory of its
 // own, share one listgate.Gate: their initial lists reach the apiserver
 // one at a time (with a real clientset, identical lists are sent once).
-func ExampleFactoryInformer_listGate() {
+func ExampleNewSharedInformerFactoryWithOptions_listGate() {
 	cs := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
 	gate := listgate.New(1) // one per apiserver, for the whole process
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var factories []informers.SharedInformerFactory
 	for range 2 {
-		factory := informers.NewSharedInformerFactory(cs, 0)
-		reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Lister: lister.Options{ListGate: gate}})
+		factory := reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{ListGate: gate})
 		factory.Core().V1().ConfigMaps().Informer()
 		factory.Start(ctx.Done())
 		factories = append(factories, factory)

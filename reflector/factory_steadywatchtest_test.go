@@ -18,9 +18,9 @@ import (
 
 // Behind a fake clientset, steadywatchtest's request log shows the options
 // that reach the server: every list and watch of the factory's
-// steadywatch informer is in the factory's namespace with the tweak's
+// typed informer is in the factory's namespace with the tweak's
 // selector, and the typed Lister holds exactly what matches.
-func TestFactoryInformerOverSteadywatchtest(t *testing.T) {
+func TestSharedInformerFactoryOverSteadywatchtest(t *testing.T) {
 	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
 	for _, c := range []struct{ ns, name, team string }{{"a", "blue-1", "blue"}, {"a", "red-1", "red"}, {"b", "blue-2", "blue"}} {
 		srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name, Labels: map[string]string{"team": c.team}}})
@@ -29,8 +29,7 @@ func TestFactoryInformerOverSteadywatchtest(t *testing.T) {
 	srv.Install(&cs.Fake, "configmaps")
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" }
 
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("a"), informers.WithTweakListOptions(tweak))
-	factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: "a", TweakListOptions: tweak}))
+	factory := reflector.NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"), informers.WithTweakListOptions(tweak))
 	configMaps := factory.Core().V1().ConfigMaps()
 	configMaps.Informer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -63,7 +62,7 @@ func TestFactoryInformerOverSteadywatchtest(t *testing.T) {
 // The informer behind a factory's typed accessor waits for a resourceVersion
 // through reflector.WaitForResourceVersion, which looks through client-go's
 // typed wrapper: once it returns, the typed Lister holds the write.
-func TestFactoryInformerWaitsForAResourceVersion(t *testing.T) {
+func TestSharedInformerFactoryWaitsForAResourceVersion(t *testing.T) {
 	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
 	cs := fake.NewClientset()
 	srv.Install(&cs.Fake, "configmaps")
@@ -71,8 +70,7 @@ func TestFactoryInformerWaitsForAResourceVersion(t *testing.T) {
 	// apiserver's always is (an empty steadywatchtest server lists at "0",
 	// and a watch from "0" is not followed version by version).
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "before"}})
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{})
+	factory := reflector.NewSharedInformerFactory(cs, 0)
 	configMaps := factory.Core().V1().ConfigMaps()
 	inf := configMaps.Informer()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,12 +17,12 @@ import (
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
@@ -55,7 +56,7 @@ func (r *namedRecorder) names() []string {
 // fake clientset receives.
 type requestLog struct {
 	mu   sync.Mutex
-	reqs []string // "verb ns labelSelector"
+	reqs []string // "verb ns labelSelector fieldSelector"
 }
 
 func (l *requestLog) install(cs *fake.Clientset) {
@@ -71,7 +72,7 @@ func (l *requestLog) install(cs *fake.Clientset) {
 
 func (l *requestLog) add(verb, ns string, o metav1.ListOptions) {
 	l.mu.Lock()
-	l.reqs = append(l.reqs, verb+" "+ns+" "+o.LabelSelector)
+	l.reqs = append(l.reqs, strings.TrimSpace(verb+" "+ns+" "+o.LabelSelector+" "+o.FieldSelector))
 	l.mu.Unlock()
 }
 
@@ -89,27 +90,29 @@ func labelled(ns, name, team string) *corev1.ConfigMap {
 	return cm
 }
 
-// The factory's namespace and tweak function, given to FactoryInformer as
-// the factory's own informers get them, reach every list and watch the
-// clientset receives, and the factory's typed accessor (Informer, Lister)
-// runs on the steadywatch informer.
-func TestFactoryInformerHonoursNamespaceAndTweak(t *testing.T) {
+// The case: a factory with a namespace and a tweak function. Every
+// list and watch its typed informer sends is in the factory's namespace with
+// the tweak's selectors, the typed Lister holds only what matches, and the
+// informer is steadywatch's (its lister's metrics name the resource).
+// Building the factory sends nothing to the clientset.
+func TestSharedInformerFactoryRunsInTheFactoryScope(t *testing.T) {
 	cs := fake.NewClientset(
 		labelled("a", "blue-1", "blue"), labelled("a", "red-1", "red"), labelled("a", "plain", ""),
 		labelled("b", "blue-2", "blue"),
 	)
 	var log requestLog
 	log.install(cs)
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" }
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = "team=blue"; o.FieldSelector = "metadata.name!=x" }
 	rec := &namedRecorder{}
 
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("a"), informers.WithTweakListOptions(tweak))
-	registered := factory.InformerFor(&corev1.ConfigMap{}, FactoryInformer(&corev1.ConfigMap{},
-		FactoryOptions{Namespace: "a", TweakListOptions: tweak, Lister: lister.Options{Metrics: rec}}))
+	factory := NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Metrics: rec},
+		informers.WithNamespace("a"), informers.WithTweakListOptions(tweak))
+	if r := log.get(); len(r) != 0 {
+		t.Fatalf("building the factory sent %v to the clientset", r)
+	}
 	configMaps := factory.Core().V1().ConfigMaps()
-	// (Informer() wraps it in client-go's typed informer: same indexer.)
-	if configMaps.Informer().GetIndexer() != registered.GetIndexer() {
-		t.Fatal("the factory's typed accessor does not return the registered steadywatch informer")
+	if _, ok := AdoptionOf(configMaps.Informer()); !ok {
+		t.Fatal("the typed accessor's informer is not steadywatch's")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer factory.Shutdown()
@@ -120,32 +123,99 @@ func TestFactoryInformerHonoursNamespaceAndTweak(t *testing.T) {
 			t.Fatalf("%v not synced", typ)
 		}
 	}
-	got, err := configMaps.Lister().ConfigMaps("a").List(labels.Everything())
-	if err != nil {
-		t.Fatal(err)
+	keys := configMaps.Informer().GetStore().ListKeys()
+	if !slices.Equal(keys, []string{"a/blue-1"}) {
+		t.Fatalf("store holds %v; want only a/blue-1 (namespace a, team=blue)", keys)
 	}
-	if len(got) != 1 || got[0].Name != "blue-1" {
-		t.Fatalf("typed Lister has %v; want only a/blue-1 (namespace a, team=blue)", got)
+	got, err := configMaps.Lister().ConfigMaps("a").List(labels.Everything())
+	if err != nil || len(got) != 1 || got[0].Name != "blue-1" {
+		t.Fatalf("typed Lister has %v (err %v); want only a/blue-1", got, err)
 	}
 	testfake.WaitFor(t, "a watch", func() bool { return slices.ContainsFunc(log.get(), func(r string) bool { return r[:5] == "watch" }) })
 	for _, r := range log.get() {
-		if r != "list a team=blue" && r != "watch a team=blue" {
-			t.Errorf("request %q; want every list and watch in namespace a with selector team=blue", r)
+		if r != "list a team=blue metadata.name!=x" && r != "watch a team=blue metadata.name!=x" {
+			t.Errorf("request %q; want every list and watch in namespace a with the tweak's selectors", r)
 		}
 	}
 	if n := rec.names(); !slices.Equal(n, []string{"v1/configmaps"}) {
 		t.Errorf("lists recorded under %v; want [v1/configmaps] (steadywatch's lister served the factory's informer)", n)
 	}
-	// The namespace index the typed Lister uses for a namespaced resource.
-	if _, ok := registered.GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
+	if _, ok := configMaps.Informer().GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
 		t.Error("no namespace index")
 	}
 }
 
-// Without namespace and tweak, every namespace is listed unfiltered; the
-// fake clientset's declaration that it cannot stream lists is kept (the
-// informer lists at once: no streaming watch is ever sent).
-func TestFactoryInformerDefaultsAndFakeDeclaration(t *testing.T) {
+// Every typed informer of the factory, and ForResource's, runs on
+// steadywatch, in every group and version client-go's factory has; each
+// resource name is one client-go's own factory's ForResource knows, and
+// ForResource returns the typed accessor's informer.
+func TestSharedInformerFactoryEveryTypedInformerRunsOnSteadywatch(t *testing.T) {
+	cs := fake.NewClientset()
+	f := NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"))
+	stock := informers.NewSharedInformerFactory(cs, 0)
+	accessors := typedAccessors(f.(*sharedInformerFactory))
+	if len(accessors) < 100 {
+		t.Fatalf("%d typed accessors found; client-go v0.37 has more than 100", len(accessors))
+	}
+	for _, a := range accessors {
+		inf := a.informer()
+		if ad, ok := AdoptionOf(inf); !ok || ad.Path != pathInformerFactory {
+			t.Errorf("%v: informer %T is not the factory's steadywatch informer", a.resource, inf)
+		}
+		if _, err := stock.ForResource(a.resource); err != nil {
+			t.Errorf("%v: client-go's factory has no such resource: %v", a.resource, err)
+		}
+		g, err := f.ForResource(a.resource)
+		if err != nil || g.Informer().GetIndexer() != inf.GetIndexer() {
+			t.Errorf("%v: ForResource (err %v) does not return the typed accessor's informer", a.resource, err)
+		}
+	}
+	if _, err := f.ForResource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}); err == nil {
+		t.Error("ForResource found an informer for a resource outside the clientset")
+	}
+}
+
+// The scope is read from client-go's options as they run: a tweak function
+// that sets a list option other than the selectors cannot be honoured, and
+// the constructor panics instead of running with another scope.
+func TestSharedInformerFactoryRejectsATweakBeyondSelectors(t *testing.T) {
+	for name, tweak := range map[string]func(*metav1.ListOptions){
+		"limit":   func(o *metav1.ListOptions) { o.Limit = 7 },
+		"timeout": func(o *metav1.ListOptions) { o.LabelSelector = "a=b"; o.TimeoutSeconds = new(int64) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Error("no panic")
+				}
+			}()
+			NewSharedInformerFactory(fake.NewClientset(), 0, informers.WithTweakListOptions(tweak))
+		})
+	}
+	s, err := observeScope([]informers.SharedInformerOption{informers.WithNamespace("n"), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = "spec.nodeName=x"
+	})})
+	if want := (scope{namespace: "n", fieldSelector: "spec.nodeName=x"}); err != nil || s != want {
+		t.Fatalf("observeScope = %+v, %v; want %+v", s, err, want)
+	}
+}
+
+// InformerFor is client-go's: the informer is newFunc's, and the typed
+// accessor of its type returns it, as on client-go's factory.
+func TestSharedInformerFactoryInformerForIsTheCallers(t *testing.T) {
+	cs := fake.NewClientset()
+	f := NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"))
+	own := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Secret{}, 0, cache.Indexers{})
+	got := f.InformerFor(&corev1.Secret{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return own })
+	if got != own || f.Core().V1().Secrets().Informer().GetIndexer() != own.GetIndexer() {
+		t.Fatal("InformerFor did not keep the caller's informer")
+	}
+}
+
+// Without options, every namespace is listed unfiltered; the fake
+// clientset's declaration that it cannot stream lists is kept (the informer
+// lists at once: no streaming watch is ever sent).
+func TestSharedInformerFactoryDefaultsAndFakeDeclaration(t *testing.T) {
 	cs := fake.NewClientset(labelled("a", "x", ""), labelled("b", "y", "blue"))
 	var streaming []string
 	var mu sync.Mutex
@@ -157,8 +227,7 @@ func TestFactoryInformerDefaultsAndFakeDeclaration(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	factory.InformerFor(&corev1.ConfigMap{}, FactoryInformer(&corev1.ConfigMap{}, FactoryOptions{}))
+	factory := NewSharedInformerFactory(cs, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer factory.Shutdown()
 	defer cancel()
@@ -186,7 +255,7 @@ func TestFactoryInformerDefaultsAndFakeDeclaration(t *testing.T) {
 // kind in two groups (core and events.k8s.io Event) and the same kind in
 // two versions of different groups (apps/v1 and extensions/v1beta1
 // Deployment).
-func TestFactoryInformerFindsTypedClients(t *testing.T) {
+func TestSharedInformerFactoryFindsTypedClients(t *testing.T) {
 	for _, tc := range []struct {
 		obj        runtime.Object
 		want       string
@@ -214,7 +283,7 @@ func TestFactoryInformerFindsTypedClients(t *testing.T) {
 	cs := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	var log requestLog
 	log.install(cs)
-	inf := FactoryInformer(&corev1.Namespace{}, FactoryOptions{Namespace: "ignored"})(cs, 0)
+	inf := NewSharedInformerFactory(cs, 0, informers.WithNamespace("ignored")).Core().V1().Namespaces().Informer()
 	if len(inf.GetIndexer().GetIndexers()) != 0 {
 		t.Errorf("cluster-scoped informer has indexers %v; want none", inf.GetIndexer().GetIndexers())
 	}
@@ -224,7 +293,7 @@ func TestFactoryInformerFindsTypedClients(t *testing.T) {
 		t.Fatalf("store %v; want n1", keys)
 	}
 	for _, r := range log.get() {
-		if r != "list  " && r != "watch  " {
+		if r != "list" && r != "watch" {
 			t.Errorf("request %q; want no namespace", r)
 		}
 	}
@@ -245,22 +314,6 @@ func runInformer(t *testing.T, inf cache.SharedIndexInformer) func() {
 		t.Fatal("informer not synced within 5s")
 	}
 	return stop
-}
-
-func TestFactoryInformerRejectsTypesOutsideTheClientset(t *testing.T) {
-	for _, obj := range []runtime.Object{nil, &unstructured.Unstructured{}, &metav1.PartialObjectMetadata{}} {
-		_, err := FactoryInformerFunc(obj, FactoryOptions{})
-		var ute *UnsupportedTypeError
-		if !errors.As(err, &ute) || !errors.Is(err, ErrUnsupportedType) {
-			t.Errorf("%T: err %v; want an *UnsupportedTypeError", obj, err)
-		}
-	}
-	defer func() {
-		if r := recover(); r == nil {
-			t.Error("FactoryInformer did not panic for a type outside the clientset")
-		}
-	}()
-	FactoryInformer(&unstructured.Unstructured{}, FactoryOptions{})
 }
 
 // NewInformerFor has controller-runtime's cache.Options.NewInformer
@@ -296,5 +349,15 @@ func TestNewInformerForNamesEachInformer(t *testing.T) {
 	want := []string{"*reflector.widget", "apps/v1/deployments", "v1/configmaps", "v1/secrets"}
 	if got := rec.names(); !slices.Equal(got, want) {
 		t.Fatalf("lists recorded under %v; want %v", got, want)
+	}
+}
+
+// BenchmarkNewSharedInformerFactory measures the constructor, which reads
+// the factory's scope by running two probe informers.
+func BenchmarkNewSharedInformerFactory(b *testing.B) {
+	cs := fake.NewClientset()
+	tweak := informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" })
+	for b.Loop() {
+		NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"), tweak)
 	}
 }

@@ -80,7 +80,7 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 	if len(lists) != 2 || lists[1].ResourceVersion != "12" {
 		t.Fatalf("lists %+v; want a relist NotOlderThan(12)", lists)
 	}
-	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonStaleEvent}) {
+	if got := rec.get(&rec.relists); !slices.Equal(got, []string{"event-older-than-store"}) {
 		t.Fatalf("relists %v", got)
 	}
 	if rv := r.LastSyncResourceVersion(); rv != "13" {
@@ -118,7 +118,7 @@ func TestRepeatedShortWatchesRelist(t *testing.T) {
 	if w := len(fc.Watches()); w < 3 {
 		t.Fatalf("%d watches before the relist, want MaxShortWatches+1 = 3", w)
 	}
-	if got := rec.get(&rec.relists); len(got) == 0 || got[0] != ReasonShortWatch {
+	if got := rec.get(&rec.relists); len(got) == 0 || got[0] != "short-watch" {
 		t.Fatalf("relists %v", got)
 	}
 }

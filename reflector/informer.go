@@ -36,5 +36,5 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 // Resource and Name are derived from it, and the Server is scoped to its
 // group/version. Every field of lo is honoured.
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options) cache.SharedIndexInformer {
-	return newInformer(lister.FromListerWatcher(lw), exampleObject, o, Options{Lister: lo}, PathSharedIndexInformer)
+	return newInformer(lister.FromListerWatcher(lw), exampleObject, o, Options{Lister: lo}, pathSharedIndexInformer)
 }

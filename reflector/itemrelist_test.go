@@ -299,7 +299,7 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 				if slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, "ns/x") }) {
 					t.Fatalf("calls %q: an object of the stale list was applied", calls)
 				}
-				if rec.transitionedFor(ReasonStaleList) {
+				if rec.transitionedFor("stale-list") {
 					t.Fatalf("transitions %v: the reflector rejected a list; the lister's engine refuses an older answer itself", rec.get(&rec.transitions))
 				}
 				if got := rec.get(&rec.relists); len(got) != 1 {
@@ -321,7 +321,7 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 // its metadata first as an apiserver writes it: the lister's engine
 // refuses the answer from its metadata before any object reaches the
 // store, and retries it within the same relist; the reflector sees no
-// stale list (no *StaleListError, no ReasonStaleList).
+// stale list (no *StaleListError, no "stale-list").
 func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
 	for _, enc := range encodings {
 		t.Run(enc.name, func(t *testing.T) {
@@ -334,7 +334,7 @@ func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
 			if slices.ContainsFunc(store.since(0), func(c string) bool { return strings.Contains(c, "ns/x") }) {
 				t.Fatalf("calls %q: an object of the older answer was applied", store.since(0))
 			}
-			if rec.transitionedFor(ReasonStaleList) {
+			if rec.transitionedFor("stale-list") {
 				t.Fatalf("transitions %v: the reflector rejected a stale list; the lister's engine refuses it itself", rec.get(&rec.transitions))
 			}
 			if got := rec.get(&rec.relists); len(got) != 1 {
@@ -407,8 +407,8 @@ func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
 	if len(calls) != 2 || calls[0] != fallback.NotOlderThanQuery("30") {
 		t.Fatalf("List calls %v; want NotOlderThan(30) twice", calls)
 	}
-	if !rec.transitionedFor(ReasonStaleList) {
-		t.Fatalf("transitions %v; want the answer at 20 rejected as stale (%s)", rec.get(&rec.transitions), ReasonStaleList)
+	if !rec.transitionedFor("stale-list") {
+		t.Fatalf("transitions %v; want the answer at 20 rejected as stale (%s)", rec.get(&rec.transitions), "stale-list")
 	}
 	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a"}) {
 		t.Fatalf("store = %v; want only a (nothing of the answer at 20)", keys)

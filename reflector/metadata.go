@@ -10,8 +10,8 @@ import (
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-// PathMetadataInformer: NewMetadataInformer.
-const PathMetadataInformer = "MetadataInformer"
+// pathMetadataInformer: NewMetadataInformer (AdoptionOf).
+const pathMetadataInformer = "MetadataInformer"
 
 // NewMetadataInformer returns a metadata-only informer of gvr: the informer
 // client-go's metadatainformer.NewFilteredMetadataInformer(client, gvr, ns,
@@ -40,5 +40,5 @@ func NewMetadataInformer(c lister.Client, gvr schema.GroupVersionResource, resyn
 	return newInformer(c, &metav1.PartialObjectMetadata{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resync,
 		Indexers:     indexers,
-	}, Options{Lister: lo}, PathMetadataInformer)
+	}, Options{Lister: lo}, pathMetadataInformer)
 }

@@ -42,8 +42,8 @@ func TestMetadataOnlyInformerOnEveryPath(t *testing.T) {
 		},
 		"NewMetadataInformer": func(t *testing.T, srv *steadywatchtest.Server[*metav1.PartialObjectMetadata]) (cache.Store, func() bool, func()) {
 			inf := NewMetadataInformer(srv.InNamespace("ns"), gvr, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, lo)
-			if a, ok := AdoptionOf(inf); !ok || a.Path != PathMetadataInformer || a.Name != "apps/v1/deployments" {
-				t.Errorf("AdoptionOf = %+v, %v; want %s named apps/v1/deployments", a, ok, PathMetadataInformer)
+			if a, ok := AdoptionOf(inf); !ok || a.Path != pathMetadataInformer || a.Name != "apps/v1/deployments" {
+				t.Errorf("AdoptionOf = %+v, %v; want %s named apps/v1/deployments", a, ok, pathMetadataInformer)
 			}
 			return inf.GetStore(), inf.HasSynced, runInformer(t, inf)
 		},

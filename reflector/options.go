@@ -221,7 +221,7 @@ func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOption
 // not honour, as an *OptionsError; nil if it honours every field set. New
 // does not fail: a Reflector built from options Validate rejects logs the
 // error when Run is called, records it in State (PhaseStopped, reason
-// ReasonInvalidOptions) and returns without sending a request, so it never
+// "invalid-options") and returns without sending a request, so it never
 // syncs. Call Validate first to handle the error yourself.
 func (o Options) Validate() error {
 	lo := o.Lister

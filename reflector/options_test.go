@@ -1,7 +1,7 @@
 package reflector
 
-// The options walk: every exported field of lister.Options, reflector.Options
-// and FactoryOptions, found by reflection, through every adoption path that
+// The options walk: every exported field of lister.Options and
+// reflector.Options, found by reflection, through every adoption path that
 // takes it. On each path a field is either honoured (setting it changes the
 // requests the in-memory apiserver receives, the metrics, or the outcome of
 // the same scenario) or rejected with an *OptionsError. A field without an
@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
@@ -48,7 +49,7 @@ const (
 	pathListerNew      adoptionPath = "lister.New"
 	pathListerWatcher  adoptionPath = "lister.NewListerWatcher"
 	pathWrap           adoptionPath = "lister.Wrap"
-	pathFactory        adoptionPath = "reflector.FactoryInformer"
+	pathFactory        adoptionPath = "reflector.NewSharedInformerFactory"
 	pathSharedInformer adoptionPath = "reflector.NewSharedIndexInformerWithOptions"
 	pathMetadata       adoptionPath = "reflector.NewMetadataInformer"
 	pathReflector      adoptionPath = "reflector.New"
@@ -58,8 +59,8 @@ const (
 // The decoding paths, with the in-memory server's client as the decoding
 // client.
 const (
-	pathWrapDecoding adoptionPath = "lister.WrapDecoding"
-	pathInformerFor  adoptionPath = "reflector.NewInformerFor"
+	pathWrapDecoding   adoptionPath = "lister.WrapDecoding"
+	pathNewInformerFor adoptionPath = "reflector.NewInformerFor"
 )
 
 var (
@@ -67,16 +68,15 @@ var (
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	// informerPaths build steadywatch's informer over reflector.New: the
 	// reflector's scenarios run on the informer's reflector.
-	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathMetadata, pathInformerFor}
+	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathMetadata, pathNewInformerFor}
 	allPaths      = slices.Concat(dropInPaths, reflectorPaths, informerPaths)
 )
 
 // pathsTaking says which paths take each options struct.
 var pathsTaking = map[string][]adoptionPath{
-	"lister.Options":           allPaths,
-	"lister.Options.Policy":    allPaths,
-	"reflector.Options":        reflectorPaths,
-	"reflector.FactoryOptions": {pathFactory},
+	"lister.Options":        allPaths,
+	"lister.Options.Policy": allPaths,
+	"reflector.Options":     reflectorPaths,
 }
 
 // probe is one scenario in which a field's value matters. base prepares the
@@ -90,7 +90,6 @@ type probe struct {
 	set       func(e *env, o *lister.Options)
 	rbase     func(e *env, o *Options)
 	rset      func(e *env, o *Options)
-	fset      func(e *env, o *FactoryOptions)
 	// dropIn drives a drop-in path's ListerWatcher, exactly as client-go's
 	// reflector would call it.
 	dropIn func(e *env, lw cache.ListerWatcherWithContext)
@@ -402,23 +401,6 @@ var optionProbes = map[string]fieldProbes{
 		},
 			refl: func(e *env, r *Reflector) { e.outcome("status since %d", r.State().Since.Year()) }},
 	},
-
-	"reflector.FactoryOptions.Lister": {container: true},
-	"reflector.FactoryOptions.Namespace": {
-		informer: &probe{fset: func(_ *env, o *FactoryOptions) { o.Namespace = "other" }, refl: syncAndCount},
-	},
-	"reflector.FactoryOptions.TweakListOptions": {
-		informer: &probe{fset: func(_ *env, o *FactoryOptions) {
-			o.TweakListOptions = func(lo *metav1.ListOptions) { lo.LabelSelector = "half=yes" }
-		}, refl: syncAndCount},
-	},
-}
-
-// syncAndCount runs the reflector until it synced and records how many
-// objects its store holds.
-func syncAndCount(e *env, r *Reflector) {
-	e.run(r, r.HasSynced, 3*time.Second)
-	e.outcome("synced=%v, %d objects", r.HasSynced(), len(r.objects.List()))
 }
 
 // markTransformed sets a Transform that annotates every object.
@@ -549,7 +531,6 @@ func TestEveryOptionIsHonouredOrRejectedOnEveryPath(t *testing.T) {
 		}
 	}
 	fields = append(fields, exportedFields(Options{}, "reflector.Options")...)
-	fields = append(fields, exportedFields(FactoryOptions{}, "reflector.FactoryOptions")...)
 	for name := range optionProbes {
 		if !slices.Contains(fields, name) {
 			t.Errorf("optionProbes has %s, which is no option field: remove it", name)
@@ -652,7 +633,7 @@ func runProbe(t *testing.T, path adoptionPath, pr *probe, set bool) string {
 			e.run(r, r.HasSynced, 3*time.Second)
 			e.outcome("synced=%v", r.HasSynced())
 		}
-	case pathFactory, pathSharedInformer, pathMetadata, pathInformerFor:
+	case pathFactory, pathSharedInformer, pathMetadata, pathNewInformerFor:
 		r := e.informerReflector(path, e.listerOptions(pr, set), pr, set)
 		if pr.refl != nil {
 			pr.refl(e, r)
@@ -788,18 +769,15 @@ func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe,
 	case pathFactory:
 		cs := fake.NewClientset()
 		e.srv.Install(&cs.Fake, "configmaps")
-		fo := FactoryOptions{Namespace: "ns", Lister: lo}
-		if set && pr.fset != nil {
-			pr.fset(e, &fo)
-		}
-		inf = FactoryInformer(example, fo)(cs, 0)
+		f := NewSharedInformerFactoryWithOptions(cs, 0, lo, informers.WithNamespace("ns")).(*sharedInformerFactory)
+		inf = f.newInformerFunc(example)(cs, 0)
 	case pathSharedInformer:
 		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
 	case pathMetadata:
 		// The scenario's objects are ConfigMaps: served as metadata-only
 		// objects, as the metadata client would.
 		inf = NewMetadataInformer(metadataOf{e.client}, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
-	case pathInformerFor:
+	case pathNewInformerFor:
 		e.scopeChecked = true
 		// An object in another namespace, which neither the hook's
 		// ListerWatcher nor the informer lists: NewInformerFor tells the
@@ -1296,15 +1274,16 @@ func TestReflectorSelectorsReachEveryRequest(t *testing.T) {
 	}
 }
 
-// A factory's TweakListOptions and FactoryOptions.Lister's selectors both
+// A factory's WithTweakListOptions and its lister.Options' selectors both
 // apply: neither is dropped for the other.
 func TestFactorySelectorsJoinTweakListOptions(t *testing.T) {
 	e := newEnv(t, &probe{})
 	cs := fake.NewClientset()
 	e.srv.Install(&cs.Fake, "configmaps")
-	inf := FactoryInformer(&corev1.ConfigMap{}, FactoryOptions{Namespace: "ns",
-		TweakListOptions: func(o *metav1.ListOptions) { o.LabelSelector = "half=yes" },
-		Lister:           lister.Options{LabelSelector: "half!=no", FieldSelector: "metadata.name=cm-02"}})(cs, 0)
+	f := NewSharedInformerFactoryWithOptions(cs, 0,
+		lister.Options{LabelSelector: "half!=no", FieldSelector: "metadata.name=cm-02"},
+		informers.WithNamespace("ns"), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "half=yes" }))
+	inf := f.(*sharedInformerFactory).newInformerFunc(&corev1.ConfigMap{})(cs, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()

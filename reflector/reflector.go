@@ -26,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
@@ -76,7 +77,8 @@ type Reflector struct {
 	// ended, when set, says why the watch pipeline ended the watch (an
 	// event older than what the store holds, or a resourceVersion that does
 	// not parse): the reflector re-syncs. endedCode is its reason code.
-	ended, endedCode string
+	ended     string
+	endedCode reason.Code
 	// rvAdvanced: the resourceVersion advanced since the watch loop last
 	// reported it (Metrics.ResourceVersionAdvanced, once per tick).
 	rvAdvanced bool
@@ -138,7 +140,7 @@ type Reflector struct {
 // the store see the objects change one by one instead of at once. Every
 // object passes the watch pipeline first: one older than the version the
 // store holds for it, or than its deletion, is never applied, and the
-// list is abandoned as stale (ReasonStaleList) and asked again not older
+// list is abandoned as stale ("stale-list") and asked again not older
 // than that object. Streaming lists are applied event by event; lists
 // object by object as the lister decodes them (lister.ItemByItem), a list
 // in one response (the watch cache's) included, over the SDK's clients that
@@ -297,7 +299,7 @@ func (r *Reflector) Run(ctx context.Context) {
 	ctx = wirewait.WithBound(klog.NewContext(ctx, logger), r.o.Lister.Policy.ResponseTimeout)
 	if r.invalid != nil {
 		logger.Error(r.invalid, "Reflector not started: its options cannot be honoured")
-		r.transition(ctx, stopped{}, stopped{}, because(ReasonInvalidOptions, "%v", r.invalid))
+		r.transition(ctx, stopped{}, stopped{}, because(reason.InvalidOptions, "%v", r.invalid))
 		return
 	}
 	defer r.checks.Wait()
@@ -308,14 +310,14 @@ func (r *Reflector) Run(ctx context.Context) {
 	}
 
 	var s state = r.initialState(ctx)
-	r.transition(ctx, stopped{}, s, because(ReasonStart, "Run called"))
+	r.transition(ctx, stopped{}, s, because(reason.Start, "Run called"))
 	for {
 		next, w := r.step(ctx, s)
 		if ctx.Err() != nil {
 			if ww, ok := next.(watching); ok {
 				ww.w.Stop()
 			}
-			r.transition(ctx, s, stopped{}, because(ReasonContextDone, "context ended: %v", context.Cause(ctx)))
+			r.transition(ctx, s, stopped{}, because(reason.ContextDone, "context ended: %v", context.Cause(ctx)))
 			return
 		}
 		r.transition(ctx, s, next, w)
@@ -341,12 +343,12 @@ func (r *Reflector) step(ctx context.Context, s state) (state, why) {
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return stopped{}, because(ReasonContextDone, "context ended while backing off")
+			return stopped{}, because(reason.ContextDone, "context ended while backing off")
 		case <-t.C():
-			return s.next, because(ReasonBackoffDone, "waited %v", s.delay)
+			return s.next, because(reason.BackoffDone, "waited %v", s.delay)
 		}
 	default:
-		return stopped{}, because(ReasonContextDone, "unknown state %T", s)
+		return stopped{}, because(reason.ContextDone, "unknown state %T", s)
 	}
 }
 
@@ -357,8 +359,8 @@ func (r *Reflector) transition(ctx context.Context, from, to state, w why) {
 	r.status.Reason = w.detail
 	r.status.Since = now
 	r.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Reflector transition", "from", from.phase(), "to", to.phase(), "reason", w.code, "detail", w.detail)
-	r.o.Metrics.Transition(r.name, string(from.phase()), string(to.phase()), w.code)
+	klog.FromContext(ctx).V(2).Info("Reflector transition", "from", from.phase(), "to", to.phase(), "reason", string(w.code), "detail", w.detail)
+	r.o.Metrics.Transition(r.name, string(from.phase()), string(to.phase()), string(w.code))
 }
 
 func (r *Reflector) initialState(ctx context.Context) state {
@@ -366,12 +368,12 @@ func (r *Reflector) initialState(ctx context.Context) state {
 	if r.o.InitialListSemantic == fallback.Any {
 		q = fallback.AnyQuery()
 	}
-	return r.syncState(ctx, q, true, ReasonInitial)
+	return r.syncState(ctx, q, true, reason.Initial)
 }
 
 // syncState is the state that (re)fills the store: a streaming list where the
 // server is known to honour it, a list otherwise.
-func (r *Reflector) syncState(ctx context.Context, q fallback.Query, initial bool, cause string) state {
+func (r *Reflector) syncState(ctx context.Context, q fallback.Query, initial bool, cause reason.Code) state {
 	if r.streamingSupported(ctx) && q.Semantic != fallback.Any && q.Semantic != fallback.Exact {
 		return streamingList{query: q, initial: initial, cause: cause}
 	}
@@ -508,32 +510,32 @@ func (r *Reflector) resetBackoff() {
 func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 	logger := klog.FromContext(ctx)
 	if !s.initial && s.attempt == 0 {
-		r.o.Metrics.Relist(r.name, s.cause)
+		r.o.Metrics.Relist(r.name, string(s.cause))
 	}
 	q, probe, err := r.planList(ctx, s)
 	if err != nil {
 		if ctx.Err() != nil {
-			return stopped{}, because(ReasonContextDone, "context ended while listing")
+			return stopped{}, because(reason.ContextDone, "context ended while listing")
 		}
 		return r.listFailed(ctx, s, probe, err)
 	}
 	snap, rv, err := r.listInto(ctx, q)
 	if ctx.Err() != nil {
 		snap.abandon()
-		return stopped{}, because(ReasonContextDone, "context ended while listing")
+		return stopped{}, because(reason.ContextDone, "context ended while listing")
 	}
 	if err != nil {
 		snap.abandon()
 		if se := (*storeError)(nil); errors.As(err, &se) {
 			logger.Error(err, "Unable to apply the list", "query", q.String())
-			return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "%v", err)
+			return backingOff{delay: r.delay(0), next: s.retry()}, because(reason.ListError, "%v", err)
 		}
 		return r.listFailed(ctx, s, q, err)
 	}
 	if err := snap.finish(ctx, rv); err != nil {
-		return backingOff{delay: r.delay(0), next: s.retry()}, because(ReasonListError, "store update failed: %v", err)
+		return backingOff{delay: r.delay(0), next: s.retry()}, because(reason.ListError, "store update failed: %v", err)
 	}
-	return startingWatch{rv: rv}, because(ReasonListed, "listed %d items with %s, served at resourceVersion %q", snap.len(), q, rv)
+	return startingWatch{rv: rv}, because(reason.Listed, "listed %d items with %s, served at resourceVersion %q", snap.len(), q, rv)
 }
 
 // listInto runs the list q and applies its objects to the store as they
@@ -649,12 +651,12 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	case fallback.FallbackMostRecent:
 		next.query = fallback.MostRecentQuery()
 	}
-	w := because(string(d.Reason), "%s failed (%s): %v; listing %s", q, class, err, next.query)
+	w := because(d.Reason, "%s failed (%s): %v; listing %s", q, class, err, next.query)
 	if d.Wait == engine.WaitNone {
 		return next, w
 	}
 	delay := r.delay(retryAfter)
-	if le := (*lister.Error)(nil); errors.As(err, &le) && le.Reason == fallback.ReasonRetriesExhausted {
+	if le := (*lister.Error)(nil); errors.As(err, &le) && reason.Code(le.Reason) == reason.RetriesExhausted {
 		// The call's own retries (Lister.Policy.Backoff) already waited up
 		// to their Max between failed requests: the next call does not
 		// start sooner, or a persistent fault would see the call's burst
@@ -717,7 +719,7 @@ func (r *Reflector) setParsedRV(logger logr.Logger, rv string, n uint64, nOK, fo
 	if !force && !nOK && r.rvNumOK {
 		// This server's versions parse; one that does not (a bookmark at
 		// "abc") is not adopted: every watch from it would fail.
-		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+		r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 		logger.Info("Ignoring a resourceVersion that does not parse on a server whose versions do", "resourceVersion", rv, "current", r.status.ResourceVersion)
 		return
 	}
@@ -761,7 +763,7 @@ func (r *Reflector) reportRVAdvanced() {
 func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why) {
 	logger := klog.FromContext(ctx)
 	if !s.initial && s.attempt == 0 {
-		r.o.Metrics.Relist(r.name, s.cause)
+		r.o.Metrics.Relist(r.name, string(s.cause))
 	}
 	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt + 1} // the same (re)list, another way
 	opts := r.selectors()
@@ -774,7 +776,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	// the apiserver is sending the collection.
 	release, err := r.o.ListGate.Acquire(ctx, r.name, r.o.Metrics)
 	if err != nil {
-		return stopped{}, because(ReasonContextDone, "context ended while waiting for a listgate.Gate slot")
+		return stopped{}, because(reason.ContextDone, "context ended while waiting for a listgate.Gate slot")
 	}
 	defer release()
 	opened := r.o.Clock.Now()
@@ -783,7 +785,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		if err == nil {
 			w.Stop()
 		}
-		return stopped{}, because(ReasonContextDone, "context ended while opening a streaming list")
+		return stopped{}, because(reason.ContextDone, "context ended while opening a streaming list")
 	}
 	if err != nil {
 		return r.streamOpenFailed(ctx, s, asList, err)
@@ -813,28 +815,28 @@ func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asLis
 	class, retryAfter := classify(err)
 	if fallback.RejectsStreamingList(err) {
 		r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
-		return asList, because(ReasonStreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
+		return asList, because(reason.StreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
 	}
 	if class == fallback.Invalid {
 		// The caller's own invalid request (a bad selector): not evidence
 		// about the server. The list says the same to the caller.
-		return asList, because(ReasonStreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
+		return asList, because(reason.StreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
 	}
 	if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, watchpipe.ErrNoWatchResponse) {
 		// The open itself hung (a proxy holding the stream, or the REST
 		// client's own retries of a 504 inside it): list MostRecent, which
 		// cannot be older than anything already served.
 		next := listing{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(0), next: next}, because(ReasonStreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
+		return backingOff{delay: r.delay(0), next: next}, because(reason.StreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
 	}
 	if (class == fallback.TooLargeRV || class == fallback.ServerError) && s.query.Semantic == fallback.NotOlderThan {
 		// This server is behind the store's resourceVersion (HA lag, or a
 		// server that cannot serve it): a consistent MostRecent read cannot
 		// be older than anything already served.
 		next := r.syncState(ctx, fallback.MostRecentQuery(), s.initial, s.cause)
-		return backingOff{delay: r.delay(retryAfter), next: next}, because(ReasonTooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
+		return backingOff{delay: r.delay(retryAfter), next: next}, because(reason.TooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
 	}
-	return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
+	return backingOff{delay: r.delay(retryAfter), next: asList}, because(reason.StreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
 }
 
 // streamed is what a streaming list's initial events left: the snapshot
@@ -878,52 +880,52 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 		w.Stop()
 		if stale := (*StaleListError)(nil); errors.As(ev.applyErr, &stale) {
 			next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "streaming %s: %v", s.query, ev.applyErr)
+			return backingOff{delay: r.delay(0), next: next}, because(reason.StaleList, "streaming %s: %v", s.query, ev.applyErr)
 		}
 		if ev.applyErr != nil {
-			return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store rejected a streamed object: %v", ev.applyErr)
+			return backingOff{delay: r.delay(0), next: asList}, because(reason.ListError, "store rejected a streamed object: %v", ev.applyErr)
 		}
-		return stopped{}, because(ReasonContextDone, "context ended during a streaming list")
+		return stopped{}, because(reason.ContextDone, "context ended during a streaming list")
 	case watchpipe.InitialEventsClosed, watchpipe.InitialEventsCut:
 		w.Stop()
-		return backingOff{delay: r.delay(0), next: asList}, because(ReasonStreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
+		return backingOff{delay: r.delay(0), next: asList}, because(reason.StreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
 	case watchpipe.InitialEventsError:
 		w.Stop()
 		class, retryAfter := classify(ev.failed)
 		if class == fallback.Gone {
 			next := streamingList{query: fallback.MostRecentQuery(), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(ReasonListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
+			return backingOff{delay: r.delay(0), next: next}, because(reason.ListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
 		}
-		return backingOff{delay: r.delay(retryAfter), next: asList}, because(ReasonStreamFailed, "streaming list error (%s): %v; listing instead", class, ev.failed)
+		return backingOff{delay: r.delay(retryAfter), next: asList}, because(reason.StreamFailed, "streaming list error (%s): %v; listing instead", class, ev.failed)
 	case watchpipe.InitialEventsNotStreaming:
 		// A server that silently ignores sendInitialEvents (v1.18) sends plain
 		// ADDED events and never the end bookmark: the guard recorded it, so
 		// the next sync lists without waiting.
 		w.Stop()
 		logger.Info("Server ignores streaming lists; listing instead", "detail", detail)
-		return asList, because(ReasonStreamIgnored, "streaming list ignored: %s; listing instead", detail)
+		return asList, because(reason.StreamIgnored, "streaming list ignored: %s; listing instead", detail)
 	}
 	if r.pipe.Unparsable(ev.endRV) {
 		// Every watch from it would fail: the streaming list is abandoned
 		// and the same sync is made with a list.
 		w.Stop()
 		ev.snap.abandon()
-		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+		r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 		logger.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
-			"reason", ReasonBadResourceVersion, "resourceVersion", ev.endRV)
-		return backingOff{delay: r.delay(0), next: asList}, because(ReasonBadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", ev.endRV)
+			"reason", string(reason.BadResourceVersion), "resourceVersion", ev.endRV)
+		return backingOff{delay: r.delay(0), next: asList}, because(reason.BadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", ev.endRV)
 	}
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(ev.endRV, last) {
 		w.Stop()
 		ev.snap.abandon()
 		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(0), next: next}, because(ReasonStaleList, "%v", &StaleListError{Required: last, Served: ev.endRV})
+		return backingOff{delay: r.delay(0), next: next}, because(reason.StaleList, "%v", &StaleListError{Required: last, Served: ev.endRV})
 	}
 	prev := r.LastSyncResourceVersion()
 	advanced := prev == "" || isOlder(prev, ev.endRV)
 	if err := ev.snap.finish(ctx, ev.endRV); err != nil {
 		w.Stop()
-		return backingOff{delay: r.delay(0), next: asList}, because(ReasonListError, "store update failed: %v", err)
+		return backingOff{delay: r.delay(0), next: asList}, because(reason.ListError, "store update failed: %v", err)
 	}
 	if r.bookmarkStore != nil {
 		if err := r.bookmarkStore.Bookmark(ev.endRV); err != nil {
@@ -936,7 +938,7 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 		// relist decided before the next watch event still backs off.)
 		r.resetBackoff()
 	}
-	return watching{rv: ev.endRV, w: w, opened: opened}, because(ReasonStreamed, "streamed %d items, initial events end at resourceVersion %q", ev.snap.len(), ev.endRV)
+	return watching{rv: ev.endRV, w: w, opened: opened}, because(reason.Streamed, "streamed %d items, initial events end at resourceVersion %q", ev.snap.len(), ev.endRV)
 }
 
 func (r *Reflector) observeStreaming(s compat.Support, detail string) {
@@ -978,10 +980,10 @@ func (r *Reflector) stepStartWatch(ctx context.Context, s startingWatch) (state,
 		if err == nil {
 			w.Stop()
 		}
-		return stopped{}, because(ReasonContextDone, "context ended while opening a watch")
+		return stopped{}, because(reason.ContextDone, "context ended while opening a watch")
 	}
 	if err == nil {
-		return watching{rv: s.rv, w: w, opened: opened}, because(ReasonWatchOpened, "watch opened at resourceVersion %q", s.rv)
+		return watching{rv: s.rv, w: w, opened: opened}, because(reason.WatchOpened, "watch opened at resourceVersion %q", s.rv)
 	}
 	return r.watchFailed(ctx, s.rv, s.attempt, err)
 }
@@ -1001,14 +1003,14 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	)
 	switch {
 	case d.Action == fallback.Relist:
-		next, then = r.syncState(ctx, relistQuery(rv), false, string(d.Reason)), "relisting "+relistQuery(rv).String()
+		next, then = r.syncState(ctx, relistQuery(rv), false, d.Reason), "relisting "+relistQuery(rv).String()
 	case d.Action == fallback.FallbackMostRecent:
-		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, string(d.Reason)), "relisting "+fallback.MostRecentQuery().String()
+		next, then = r.syncState(ctx, fallback.MostRecentQuery(), false, d.Reason), "relisting "+fallback.MostRecentQuery().String()
 	case !resumable(rv):
 		// A watch from "" or "0" resumes nothing (resumable): list.
-		next = r.syncState(ctx, fallback.MostRecentQuery(), false, ReasonNoResumeVersion)
+		next = r.syncState(ctx, fallback.MostRecentQuery(), false, reason.NoResumeVersion)
 		return backingOff{delay: r.delay(retryAfter), next: next},
-			because(ReasonNoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, fallback.MostRecentQuery())
+			because(reason.NoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, fallback.MostRecentQuery())
 	default:
 		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
@@ -1016,7 +1018,7 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	if class == fallback.Gone {
 		what = "410 Gone"
 	}
-	w := because(string(d.Reason), "watch from %q: %s; %s (%v)", rv, what, then, err)
+	w := because(d.Reason, "watch from %q: %s; %s (%v)", rv, what, then, err)
 	if d.Wait == engine.WaitIfRepeated {
 		return r.relist(next, 0), w
 	}
@@ -1039,8 +1041,8 @@ func resumable(rv string) bool { return rv != "" && rv != "0" }
 // grows as after any failure.
 func (r *Reflector) noResume(ctx context.Context, rv, detail string) (state, why) {
 	q := fallback.MostRecentQuery()
-	return backingOff{delay: r.delay(0), next: r.syncState(ctx, q, false, ReasonNoResumeVersion)},
-		because(ReasonNoResumeVersion, "watch from %q %s; a watch cannot resume from there, listing %s", rv, detail, q)
+	return backingOff{delay: r.delay(0), next: r.syncState(ctx, q, false, reason.NoResumeVersion)},
+		because(reason.NoResumeVersion, "watch from %q %s; a watch cannot resume from there, listing %s", rv, detail, q)
 }
 
 func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
@@ -1088,7 +1090,7 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 		}
 		select {
 		case <-ctx.Done():
-			return stopped{}, because(ReasonContextDone, "context ended while watching")
+			return stopped{}, because(reason.ContextDone, "context ended while watching")
 		case <-ticker.C():
 			ticker.Reset(tick)
 			switch stall.Check(uint64(events)) {
@@ -1133,8 +1135,8 @@ func (r *Reflector) watchClosed(ctx context.Context, s watching, events int, pro
 		return r.noResume(ctx, rv, fmt.Sprintf("closed after %d events", events))
 	}
 	if progressed {
-		r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
-		return startingWatch{rv: rv}, because(ReasonWatchClosed, "watch closed after %d events; resuming from %q", events, rv)
+		r.o.Metrics.WatchRestart(r.name, string(reason.WatchClosed))
+		return startingWatch{rv: rv}, because(reason.WatchClosed, "watch closed after %d events; resuming from %q", events, rv)
 	}
 	// No progress, no hurry: a watch that adopted nothing is a
 	// failure for the backoff, however it ended.
@@ -1147,14 +1149,14 @@ func (r *Reflector) watchClosed(ctx context.Context, s watching, events int, pro
 			// client-go does after a "very short watch", and back
 			// off first, as after a 410.
 			r.shortWatches = 0
-			return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, ReasonShortWatch)},
-				because(ReasonShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
+			return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, reason.ShortWatch)},
+				because(reason.ShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
 		}
-		r.o.Metrics.WatchRestart(r.name, ReasonShortWatch)
-		return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
+		r.o.Metrics.WatchRestart(r.name, string(reason.ShortWatch))
+		return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(reason.ShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
 	}
-	r.o.Metrics.WatchRestart(r.name, ReasonWatchClosed)
-	return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(ReasonWatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
+	r.o.Metrics.WatchRestart(r.name, string(reason.WatchClosed))
+	return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(reason.WatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
 }
 
 // watchStalled is the state after a watch saw no event or bookmark for
@@ -1164,8 +1166,8 @@ func (r *Reflector) watchStalled(ctx context.Context) (state, why) {
 	if !resumable(rv) {
 		return r.noResume(ctx, rv, "stalled")
 	}
-	r.o.Metrics.WatchRestart(r.name, ReasonStalled)
-	return startingWatch{rv: rv}, because(ReasonStalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+	r.o.Metrics.WatchRestart(r.name, string(reason.Stalled))
+	return startingWatch{rv: rv}, because(reason.Stalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
 }
 
 // watchRegressed is the state after the pipeline refused an event that
@@ -1198,7 +1200,7 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *wat
 	if ev.Type == watch.Bookmark {
 		if pw.Bookmark(rv, false) == watchpipe.Drop {
 			// Every watch from it would fail: not adopted.
-			r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+			r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 			logger.Info("Ignoring a bookmark whose resourceVersion does not parse on a server whose versions do", "resourceVersion", rv, "current", r.LastSyncResourceVersion())
 			return
 		}
@@ -1219,15 +1221,15 @@ func (r *Reflector) handleEvent(ctx context.Context, logger logr.Logger, pw *wat
 	case watchpipe.DeliverAsDeleted:
 		ev.Type = watch.Deleted
 	case watchpipe.EndStale:
-		r.o.Metrics.Fallback(r.name, ReasonStaleEvent)
+		r.o.Metrics.Fallback(r.name, string(reason.StaleEvent))
 		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-		r.ended, r.endedCode = fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already applied", ev.Type, obj, rv, held), ReasonStaleEvent
+		r.ended, r.endedCode = fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already applied", ev.Type, obj, rv, held), reason.StaleEvent
 		logger.Info("Ignoring a watch event older than what the store already reflects", "type", ev.Type, "object", obj, "event", rv, "applied", held)
 		return
 	case watchpipe.EndUnparsable:
-		r.o.Metrics.Fallback(r.name, ReasonBadResourceVersion)
+		r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-		r.ended, r.endedCode = fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), ReasonBadResourceVersion
+		r.ended, r.endedCode = fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), reason.BadResourceVersion
 		logger.Info("Ignoring a watch event whose resourceVersion does not parse on a server whose versions do", "type", ev.Type, "object", obj, "resourceVersion", rv)
 		return
 	}

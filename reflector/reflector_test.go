@@ -327,7 +327,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 	if got := fc.Watches()[1].ResourceVersion; got != "30" {
 		t.Fatalf("watch after relist from %q; want 30", got)
 	}
-	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonWatchGone}) {
+	if got := rec.get(&rec.relists); !slices.Equal(got, []string{"watch-gone"}) {
 		t.Fatalf("relists = %v; want one watch-gone relist (the MostRecent retry is the same relist)", got)
 	}
 }
@@ -415,7 +415,7 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	if n := srv.Count(steadywatchtest.VerbList); n != 1 {
 		t.Fatalf("lists = %d; want 1 (a normal close never relists)", n)
 	}
-	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{ReasonWatchClosed}) {
+	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{"watch-closed"}) {
 		t.Fatalf("watch restarts = %v", got)
 	}
 }
@@ -433,7 +433,7 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 	if d := time.Since(start); d < 90*time.Millisecond { // 200ms with jitter factor 0.5 => >= 100ms
 		t.Fatalf("restarted a short-lived watch after %v; want a backoff", d)
 	}
-	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != ReasonShortWatch {
+	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != "short-watch" {
 		t.Fatalf("watch restarts = %v; want short-watch", got)
 	}
 }
@@ -451,7 +451,7 @@ func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
 	if n := len(fc.Lists()); n != 1 {
 		t.Fatalf("lists = %d; a stall must not relist", n)
 	}
-	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != ReasonStalled {
+	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != "stalled" {
 		t.Fatalf("watch restarts = %v; want stalled", got)
 	}
 }
@@ -963,8 +963,8 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 	if got := store.ListKeys(); !slices.Equal(got, []string{"ns/kept"}) {
 		t.Fatalf("store holds %v; want [ns/kept]", got)
 	}
-	if got := rec.get(&rec.relists); !slices.Equal(got, []string{ReasonNoResumeVersion}) {
-		t.Fatalf("relists = %v; want [%s]", got, ReasonNoResumeVersion)
+	if got := rec.get(&rec.relists); !slices.Equal(got, []string{"no-resume-version"}) {
+		t.Fatalf("relists = %v; want [%s]", got, "no-resume-version")
 	}
 }
 

@@ -349,8 +349,8 @@ func TestRelistNeverTakesAnObjectBackInTime(t *testing.T) {
 	if rv := r.LastSyncResourceVersion(); rv != "16" {
 		t.Fatalf("LastSyncResourceVersion = %q; want 16", rv)
 	}
-	if got := rec.get(&rec.transitions); !slices.ContainsFunc(got, func(s string) bool { return s == "Relisting>BackingOff:"+ReasonStaleList }) {
-		t.Fatalf("transitions %v; want the stale list rejected (%s)", got, ReasonStaleList)
+	if got := rec.get(&rec.transitions); !slices.ContainsFunc(got, func(s string) bool { return s == "Relisting>BackingOff:"+"stale-list" }) {
+		t.Fatalf("transitions %v; want the stale list rejected (%s)", got, "stale-list")
 	}
 }
 

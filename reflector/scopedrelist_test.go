@@ -42,7 +42,7 @@ func TestScopedDecodingRelistAppliesObjectsAsDecoded(t *testing.T) {
 			o := fastOptions(rec)
 			o.PaginateLists = false
 			o.Lister.Policy.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
-			c := &clients.Scoped{LW: lister.FromListerWatcher(lw), Dec: dec, Name: "configmaps", Metrics: rec, Reason: string(lister.ReasonDecodingScopeMismatch)}
+			c := &clients.Scoped{LW: lister.FromListerWatcher(lw), Dec: dec, Name: "configmaps", Metrics: rec, Reason: "decoding-scope-mismatch"}
 			store := newAppliedStore()
 			r := New(c, &corev1.ConfigMap{}, store, o)
 			run(t, r)

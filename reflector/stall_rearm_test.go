@@ -29,7 +29,7 @@ func TestStallTimerRearmsLazily(t *testing.T) {
 	if d := time.Since(last); d < 290*time.Millisecond {
 		t.Fatalf("stall restart %v after the last event; want >= StallTimeout", d)
 	}
-	if got := rec.get(&rec.restarts); len(got) != 1 || got[0] != ReasonStalled {
+	if got := rec.get(&rec.restarts); len(got) != 1 || got[0] != "stalled" {
 		t.Fatalf("restarts %v", got)
 	}
 	if r.State().Items != 1 || r.LastSyncResourceVersion() != itoa(rv-1) {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Phase names a state of the reflector's state machine, for introspection,
@@ -61,9 +62,9 @@ type state interface {
 // listing: make one list with query, then replace the store with it.
 type listing struct {
 	query   fallback.Query
-	initial bool   // the first sync: no store contents yet
-	cause   string // why we list (metrics code): "initial", "watch-gone", "stale-list", ...
-	attempt int    // 0 for the first try of this list
+	initial bool        // the first sync: no store contents yet
+	cause   reason.Code // why we list (metrics code): "initial", "watch-gone", "stale-list", ...
+	attempt int         // 0 for the first try of this list
 }
 
 // streamingList: open a watch with sendInitialEvents and collect the initial
@@ -71,7 +72,7 @@ type listing struct {
 type streamingList struct {
 	query   fallback.Query // MostRecent or NotOlderThan(rv)
 	initial bool
-	cause   string
+	cause   reason.Code
 	attempt int
 }
 
@@ -112,116 +113,10 @@ func (stopped) phase() Phase       { return PhaseStopped }
 // why is the reason of a transition: a short code for metrics (bounded
 // cardinality) and a human detail for logs.
 type why struct {
-	code   string
+	code   reason.Code
 	detail string
 }
 
-func because(code, format string, args ...any) why {
+func because(code reason.Code, format string, args ...any) why {
 	return why{code: code, detail: fmt.Sprintf(format, args...)}
-}
-
-// Reason codes of the reflector: the "reason" label of the transitions
-// metric, the "cause" of relists and the "reason" of watch restarts. They
-// are the complete set (Reasons); docs/reasons.md lists them.
-const (
-	// ReasonStart: Run was called.
-	ReasonStart = "start"
-	// ReasonListed: a list filled the store; a watch follows from its
-	// resourceVersion.
-	ReasonListed = "listed"
-	// ReasonStreamed: a streaming list (sendInitialEvents) ended with its
-	// initial-events-end bookmark and filled the store.
-	ReasonStreamed = "streamed"
-	// ReasonWatchOpened: a watch was opened from the store's resourceVersion.
-	ReasonWatchOpened = "watch-opened"
-	// ReasonWatchClosed: the server ended a watch after events (normal: the
-	// apiserver ends watches after a timeout); watching again from the last
-	// resourceVersion, without a relist.
-	ReasonWatchClosed = "watch-closed"
-	// ReasonShortWatch: watches closed at once without any event, again and
-	// again (kubernetes/kubernetes#104171: some servers and proxies do this
-	// instead of a 410); backing off, then relisting after
-	// Options.MaxShortWatches of them.
-	ReasonShortWatch = "short-watch"
-	// ReasonStalled: no event or bookmark for Options.Lister.StallTimeout (a proxy
-	// holding a dead connection); the watch was restarted from the last
-	// resourceVersion.
-	ReasonStalled = "stalled"
-	// ReasonWatchGone: the watch's resourceVersion is no longer available
-	// (410 Gone, after etcd compaction or a restart of the watch cache);
-	// relisting, cheapest safe list first.
-	ReasonWatchGone = "watch-gone"
-	// ReasonListGone: a list or streaming list was answered 410; listing
-	// MostRecent instead.
-	ReasonListGone = "list-gone"
-	// ReasonTooLargeRV: "too large resource version": the server has not
-	// caught up with the resourceVersion (a lagging HA member); waiting its
-	// Retry-After (capped by the lister Policy's MaxRetryAfter), then
-	// MostRecent after Options.MaxTooLargeWatchRetries.
-	ReasonTooLargeRV = "too-large-rv"
-	// ReasonStaleList: a relist came back older than what the store already
-	// holds; never applied (the store never goes back in time), asked again
-	// after a backoff, then MostRecent after Options.MaxStaleListRetries.
-	ReasonStaleList = "stale-list"
-	// ReasonStaleEvent: a watch event's resourceVersion is older than the
-	// stored object's, than the object's deletion, or than the watch's
-	// starting resourceVersion (a watch cache re-delivering events,
-	// kubernetes/kubernetes#73845, or a proxy mixing streams); not applied,
-	// counted, and the store re-synced, after a backoff delay, with a list
-	// not older than it.
-	ReasonStaleEvent = "event-older-than-store"
-	// ReasonBadResourceVersion: a bookmark or event carried a
-	// resourceVersion that does not parse on a server whose versions do; it
-	// was not adopted as the watch position (an event was not applied: the
-	// watch ended and the store re-synced; a streaming list whose end
-	// bookmark carried it was replaced by a list).
-	ReasonBadResourceVersion = "unparsable-resource-version"
-	// ReasonNoResumeVersion: a watch ended while the store's resourceVersion
-	// was "" or "0" (a list answered there). A watch from "" or "0" is "get
-	// state and start at most recent" (Kubernetes API Concepts, "Resource
-	// versions"): its synthetic ADDED events never delete an object the
-	// store holds and the server no longer has, so it resumes nothing; the
-	// store is refilled with a list after a backoff delay instead.
-	ReasonNoResumeVersion = "no-resume-version"
-	// ReasonRetry: a watch failed with a transient error (429, 5xx,
-	// connection); retrying the watch after a backoff, without a relist.
-	ReasonRetry = "retry"
-	// ReasonWatchError: a watch failed in a way a retry will not fix;
-	// relisting after a backoff.
-	ReasonWatchError = "watch-error"
-	// ReasonListError: a list failed (its lister error says which rule) or
-	// its result could not be stored; retrying after a backoff.
-	ReasonListError = "list-error"
-	// ReasonStreamIgnored: the server answered a streaming list as a plain
-	// watch (it ignores sendInitialEvents: servers before v1.27, some
-	// aggregated APIs); listing instead. The belief is kept per API
-	// group/version and expires.
-	ReasonStreamIgnored = "streaming-ignored"
-	// ReasonStreamRejected: the server refused sendInitialEvents (422 with
-	// the WatchList feature off, kubernetes/kubernetes#135583); listing
-	// instead.
-	ReasonStreamRejected = "streaming-rejected"
-	// ReasonStreamFailed: a streaming list failed or closed before its
-	// initial-events-end bookmark (kubernetes/kubernetes#140890, proxies
-	// that filter bookmarks: gravitational/teleport#64188); listing instead
-	// after a backoff.
-	ReasonStreamFailed = "streaming-failed"
-	// ReasonBackoffDone: a backoff wait ended; the next step runs.
-	ReasonBackoffDone = "backoff-done"
-	// ReasonContextDone: Run's context ended; the reflector stopped.
-	ReasonContextDone = "context-done"
-	// ReasonInitial: the first list or streaming list after Run.
-	ReasonInitial = "initial"
-	// ReasonInvalidOptions: Run was called on a reflector whose Options
-	// Validate rejects (an option it cannot honour, named in the log line);
-	// it stopped without sending a request. Fix the option.
-	ReasonInvalidOptions = "invalid-options"
-)
-
-// Reasons returns every reason code of the reflector, in a stable order.
-func Reasons() []string {
-	return []string{ReasonStart, ReasonListed, ReasonStreamed, ReasonWatchOpened, ReasonWatchClosed, ReasonShortWatch,
-		ReasonStalled, ReasonWatchGone, ReasonListGone, ReasonTooLargeRV, ReasonStaleList, ReasonStaleEvent, ReasonBadResourceVersion, ReasonNoResumeVersion, ReasonRetry,
-		ReasonWatchError, ReasonListError, ReasonStreamIgnored, ReasonStreamRejected, ReasonStreamFailed,
-		ReasonBackoffDone, ReasonContextDone, ReasonInitial, ReasonInvalidOptions}
 }

@@ -90,7 +90,7 @@ func TestTransformFailureIsRetriedNotDropped(t *testing.T) {
 	if n := e.srv.Count(steadywatchtest.VerbList); n < 3 {
 		t.Fatalf("%d lists; want the list retried", n)
 	}
-	if !slices.Contains(e.rec.lines(), "Fallback v1/configmaps "+string(lister.ReasonTransformFailed)) {
-		t.Errorf("metrics %v; want %s counted", e.rec.lines(), lister.ReasonTransformFailed)
+	if !slices.Contains(e.rec.lines(), "Fallback v1/configmaps "+"transform-failed") {
+		t.Errorf("metrics %v; want %s counted", e.rec.lines(), "transform-failed")
 	}
 }

@@ -1,225 +1,291 @@
 package shard_test
 
 import (
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	apisharding "k8s.io/apimachinery/pkg/sharding"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/shard"
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
-const half = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+const objects = 24
 
-func TestParseAcceptsTheApiserversForm(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want shard.Selector
-	}{
-		{"", shard.Selector{}},
-		{half, shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{0, 1 << 63}}}},
-		{"shardRange(object.metadata.namespace,'0x8000000000000000','0x10000000000000000')",
-			shard.Selector{Field: shard.FieldNamespace, Ranges: []shard.Range{{1 << 63, 0}}}},
-		{half + " || shardRange(object.metadata.uid, '0xc000000000000000', '0x10000000000000000')",
-			shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{0, 1 << 63}, {3 << 62, 0}}}},
-	} {
-		got, err := shard.Parse(tc.in)
-		if err != nil || got.String() != tc.want.String() || len(got.Ranges) != len(tc.want.Ranges) {
-			t.Errorf("Parse(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
-			continue
-		}
-		if again, err := shard.Parse(got.String()); err != nil || again.String() != got.String() {
-			t.Errorf("String() of %q does not round-trip: %q, %v", tc.in, got.String(), err)
-		}
+func newServer(t *testing.T) *steadywatchtest.Server[*corev1.ConfigMap] {
+	t.Helper()
+	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+	for i := range objects {
+		srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cm-" + strconv.Itoa(i)}})
+	}
+	return srv
+}
+
+// recorder records what an informer's handler receives.
+type recorder struct {
+	mu      sync.Mutex
+	added   map[string]int
+	updated map[string]int
+	deleted []string
+}
+
+func newRecorder() *recorder { return &recorder{added: map[string]int{}, updated: map[string]int{}} }
+
+func (r *recorder) OnAdd(obj any, _ bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.added[obj.(*corev1.ConfigMap).Name]++
+}
+
+func (r *recorder) OnUpdate(_, obj any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.updated[obj.(*corev1.ConfigMap).Name]++
+}
+
+func (r *recorder) OnDelete(obj any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	r.deleted = append(r.deleted, obj.(*corev1.ConfigMap).Name)
+}
+
+// spread gives each object a uid hashed from the test server's (whose
+// sequential uids share their FNV-1a high bits, so they would fall in two
+// slices): real uids are random.
+func spread(o *corev1.ConfigMap) *corev1.ConfigMap {
+	if !strings.HasPrefix(string(o.UID), "spread-") {
+		o.UID = types.UID(fmt.Sprintf("spread-%x", sha256.Sum256([]byte(o.UID))))
+	}
+	return o
+}
+
+func spreadLW(srv *steadywatchtest.Server[*corev1.ConfigMap]) cache.ListerWatcher {
+	lw := srv.InNamespace("default").ListerWatcher()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, err := lw.ListWithContext(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			for i := range l.(*corev1.ConfigMapList).Items {
+				spread(&l.(*corev1.ConfigMapList).Items[i])
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := lw.WatchWithContext(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+				if c, ok := ev.Object.(*corev1.ConfigMap); ok {
+					spread(c)
+				}
+				return ev, true
+			}), nil
+		},
 	}
 }
 
-func TestParseRejectsWhatTheApiserverRejects(t *testing.T) {
-	for _, in := range []string{
-		"shardRange(object.metadata.name, '0x0000000000000000', '0x8000000000000000')",  // field
-		"shardRange(object.metadata.uid, '0x0', '0x8000000000000000')",                  // 16 digits
-		"shardRange(object.metadata.uid, '0x8000000000000000', '0x0000000000000000')",   // start < end
-		"shardRange(object.metadata.uid, '0x8000000000000000', '0x8000000000000000')",   // empty range
-		"shardRange(object.metadata.uid, '0x000000000000000G', '0x8000000000000000')",   // hex
-		"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000'",    // paren
-		"shardRange(object.metadata.uid, 0x0000000000000000, '0x8000000000000000')",     // quotes
-		"shardRange(object.metadata.uid, '0X0000000000000000', '0x8000000000000000')",   // prefix
-		"shardRange(object.metadata.uid, '0x10000000000000000', '0x10000000000000000')", // 2^64 as start
-		half + " && " + half,
-		half + " || shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')", // two fields
-		"true",
-	} {
-		_, err := shard.Parse(in)
-		var se *shard.SelectorError
-		if !errors.Is(err, shard.ErrInvalidSelector) || !errors.As(err, &se) || se.Selector == "" {
-			t.Errorf("Parse(%q) = %v, want a *SelectorError", in, err)
-		}
-	}
-}
-
-// The client-side decision must be the apiserver's: compare with
-// k8s.io/apimachinery/pkg/sharding's Matches on random UIDs and ranges.
-func TestMatchesIsTheApiserversDecision(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 2000 {
-		a, b := rng.Uint64(), rng.Uint64()
-		if a > b {
-			a, b = b, a
-		}
-		if a == b {
-			continue
-		}
-		r := shard.Range{Start: a, End: b}
-		if i%7 == 0 {
-			r.End = 0 // to the end of the space
-		}
-		sel := shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{r}}
-		ref := apisharding.NewSelector(apisharding.ShardRangeRequirement{Key: shard.FieldUID,
-			Start: fmt.Sprintf("0x%016x", r.Start), End: endHex(r.End)})
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{UID: types.UID(fmt.Sprintf("uid-%d-%d", i, rng.Int()))}}
-		got, err := sel.Matches(cm)
-		want, rerr := ref.Matches(cm)
-		if err != nil || rerr != nil || got != want {
-			t.Fatalf("range %v, uid %s: Matches = %v (%v), apimachinery says %v (%v)", r, cm.UID, got, err, want, rerr)
-		}
-	}
-}
-
-func endHex(e uint64) string {
-	if e == 0 {
-		return "0x10000000000000000"
-	}
-	return fmt.Sprintf("0x%016x", e)
-}
-
-func TestVerifyReadsShardInfo(t *testing.T) {
-	sel, err := shard.Parse(half)
+func start(ctx context.Context, t *testing.T, srv *steadywatchtest.Server[*corev1.ConfigMap], leases coordinationclient.LeasesGetter, id string) (*shard.Informer, *recorder, context.CancelFunc) {
+	t.Helper()
+	inf, err := shard.New(spreadLW(srv), &corev1.ConfigMap{}, shard.Options{
+		Leases: leases, Namespace: "ops", Group: "widgets", Identity: id, LeaseDuration: 3 * time.Second,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	typed := func(info *metav1.ShardInfo) *corev1.ConfigMapList {
-		return &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ShardInfo: info}}
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
 	}
-	unstr := func(info any) *unstructured.UnstructuredList {
-		u := &unstructured.UnstructuredList{Object: map[string]any{"metadata": map[string]any{}}}
-		if info != nil {
-			u.Object["metadata"].(map[string]any)["shardInfo"] = info
-		}
-		return u
-	}
-	respaced := "shardRange(object.metadata.uid,'0x0000000000000000','0x8000000000000000')"
-	check := func(name string, mode shard.Mode, err error, want shard.Mode, wantErr error) {
-		t.Helper()
-		if mode != want || !errors.Is(err, wantErr) {
-			t.Errorf("%s: Verify = %q, %v; want %q, %v", name, mode, err, want, wantErr)
-		}
-	}
-	m, err := shard.Verify(typed(nil), sel)
-	check("typed, no shardInfo", m, err, shard.ModeClient, nil)
-	m, err = shard.Verify(typed(&metav1.ShardInfo{Selector: respaced}), sel)
-	check("typed, echoed", m, err, shard.ModeServer, nil)
-	m, err = shard.Verify(typed(&metav1.ShardInfo{Selector: "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"}), sel)
-	check("typed, other selector", m, err, "", shard.ErrShardInfoMismatch)
-	m, err = shard.Verify(unstr(nil), sel)
-	check("unstructured, no shardInfo", m, err, shard.ModeClient, nil)
-	m, err = shard.Verify(unstr(map[string]any{"selector": half}), sel)
-	check("unstructured, echoed", m, err, shard.ModeServer, nil)
-	m, err = shard.Verify(unstr("garbage"), sel)
-	check("unstructured, malformed shardInfo", m, err, "", shard.ErrShardInfoMismatch)
-	m, err = shard.Verify(&unstructured.UnstructuredList{Object: map[string]any{}}, sel)
-	check("unstructured, no metadata", m, err, shard.ModeClient, nil)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.RunWithContext(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return inf, rec, cancel
 }
 
-func TestFilterKeepsExactlyTheSelected(t *testing.T) {
-	sel, _ := shard.Parse(half)
-	list := &corev1.ConfigMapList{}
-	want := 0
-	for i := range 200 {
-		cm := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i), UID: types.UID(fmt.Sprintf("u%d", i))}}
-		if ok, _ := sel.Matches(&cm); ok {
-			want++
-		}
-		list.Items = append(list.Items, cm)
-	}
-	dropped, err := shard.Filter(list, sel)
-	if err != nil || len(list.Items) != want || dropped != 200-want || want == 0 || want == 200 {
-		t.Fatalf("Filter kept %d dropped %d (%v); want %d kept", len(list.Items), dropped, err, want)
-	}
-	for i := range list.Items {
-		if ok, _ := sel.Matches(&list.Items[i]); !ok {
-			t.Fatalf("kept %s outside the selector", list.Items[i].Name)
-		}
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
-func TestAssignCoversEverySliceOnceBalancedAndStable(t *testing.T) {
-	const n = shard.DefaultSlices
-	for members := 1; members <= 8; members++ {
-		names := make([]string, members)
-		for i := range names {
-			names[i] = fmt.Sprintf("operator-%d", i)
+func settled(infs ...*shard.Informer) bool {
+	for _, inf := range infs {
+		v := inf.View()
+		if len(v.Members) != len(infs) || !slices.Equal(v.Acting, v.Desired) {
+			return false
 		}
-		a := shard.Assign(names, n)
-		rev := slices.Clone(names)
-		slices.Reverse(rev)
-		b := shard.Assign(rev, n)
-		seen := make([]int, n)
-		most := 0
-		for _, m := range names {
-			if !slices.Equal(a[m], b[m]) {
-				t.Fatalf("%d members: the map depends on the order of members", members)
-			}
-			for _, s := range a[m] {
-				seen[s]++
-			}
-			most = max(most, len(a[m]))
+	}
+	return true
+}
+
+func cm(srv *steadywatchtest.Server[*corev1.ConfigMap], i int) *corev1.ConfigMap {
+	o, _ := srv.Get("default", "cm-"+strconv.Itoa(i))
+	return spread(o)
+}
+
+func TestNewRejectsOptionsItCannotRunWith(t *testing.T) {
+	srv := newServer(t)
+	leases := fake.NewClientset().CoordinationV1()
+	for name, o := range map[string]shard.Options{
+		"no Leases":             {Namespace: "ops", Group: "g"},
+		"no Namespace":          {Leases: leases, Group: "g"},
+		"no Group":              {Leases: leases, Namespace: "ops"},
+		"LeaseDuration too low": {Leases: leases, Namespace: "ops", Group: "g", LeaseDuration: time.Second},
+	} {
+		if _, err := shard.New(srv.ListerWatcher(), &corev1.ConfigMap{}, o); !errors.Is(err, shard.ErrInvalidOptions) {
+			t.Errorf("%s: err = %v, want ErrInvalidOptions", name, err)
 		}
-		for s, c := range seen {
-			if c != 1 {
-				t.Fatalf("%d members: slice %d assigned %d times", members, s, c)
-			}
-		}
-		if most > (n+members-1)/members {
-			t.Fatalf("%d members: one holds %d slices, more than ceil(%d/%d)", members, most, n, members)
-		}
-		if members > 1 {
-			// One member leaves: the others keep most of their slices.
-			rest := shard.Assign(names[1:], n)
-			kept := 0
-			for _, m := range names[1:] {
-				for _, s := range a[m] {
-					if slices.Contains(rest[m], s) {
-						kept++
-					}
-				}
-			}
-			if held := n - len(a[names[0]]); kept < held*3/4 {
-				t.Fatalf("%d members, one leaves: only %d of %d slices kept their owner", members, kept, held)
-			}
-		}
+	}
+	if _, err := shard.New(srv.ListerWatcher(), &corev1.ConfigMap{}, shard.Options{Leases: leases, Namespace: "ops", Group: "g"}); err != nil {
+		t.Errorf("defaults (Identity: the host name): %v", err)
 	}
 }
 
-func TestSelectorOfMergesAdjacentSlices(t *testing.T) {
-	s, ok := shard.SelectorOf(shard.FieldUID, []int{3, 0, 1, 2}, 4)
-	if !ok || s.String() != "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')" {
-		t.Fatalf("all four slices: %q, %v", s.String(), ok)
+// A replica that joins takes part of the objects: the first replica's
+// handler is not told they were deleted, the new owner's handler receives
+// them, and a real deletion still reaches the owner.
+func TestObjectsThatMoveAreNotDeletedAndTheNewOwnerIsTold(t *testing.T) {
+	srv := newServer(t)
+	leases := fake.NewClientset().CoordinationV1()
+	a, recA, _ := start(context.Background(), t, srv, leases, "a")
+	eventually(t, "a alone owns everything", func() bool { return settled(a) && len(a.View().Acting) == 24 })
+	b, recB, _ := start(context.Background(), t, srv, leases, "b")
+	eventually(t, "a and b split the slices", func() bool {
+		return settled(a, b) && len(a.GetStore().List())+len(b.GetStore().List()) == objects
+	})
+	recA.mu.Lock()
+	if len(recA.deleted) > 0 {
+		t.Errorf("a's handler was told %v were deleted; they only moved to b", recA.deleted)
 	}
-	s, _ = shard.SelectorOf(shard.FieldUID, []int{0, 2}, 4)
-	if len(s.Ranges) != 2 || !s.MatchesHash(0) || s.MatchesHash(1<<62) || !s.MatchesHash(1<<63) {
-		t.Fatalf("slices 0 and 2 of 4: %q", s.String())
+	recA.mu.Unlock()
+	var bOwns []string
+	for i := range objects {
+		o := cm(srv, i)
+		if done, owned := b.Owns(o); owned {
+			done()
+			bOwns = append(bOwns, o.Name)
+		}
 	}
-	if _, err := shard.Parse(s.String()); err != nil {
-		t.Fatalf("SelectorOf's selector does not parse: %v", err)
+	if len(bOwns) == 0 {
+		t.Fatal("b owns nothing")
 	}
-	if _, ok := shard.SelectorOf(shard.FieldUID, nil, 4); ok {
-		t.Fatal("no slices must not make a selector")
+	recB.mu.Lock()
+	for _, n := range bOwns {
+		if recB.added[n]+recB.updated[n] == 0 {
+			t.Errorf("b's handler never received %s, which b owns", n)
+		}
 	}
+	recB.mu.Unlock()
+
+	// A real deletion still reaches the owner's handler.
+	if err := srv.Delete("default", bOwns[0]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b's handler is told of a real deletion", func() bool {
+		recB.mu.Lock()
+		defer recB.mu.Unlock()
+		return slices.Contains(recB.deleted, bOwns[0])
+	})
+}
+
+// An object moves to another replica only after the reconcile its old
+// owner runs on it ends (done is called); the other moving objects do not
+// wait for it. When the new owner starts on it, its handler receives an
+// update for it: the object is in its cache already and no event of its own
+// may come.
+func TestAnObjectMovesOnlyAfterItsReconcileEnds(t *testing.T) {
+	srv := newServer(t)
+	leases := fake.NewClientset().CoordinationV1()
+	a, _, _ := start(context.Background(), t, srv, leases, "a")
+	eventually(t, "a alone owns everything", func() bool { return settled(a) && len(a.GetStore().List()) == objects })
+	// Hold one reconcile on every object: one of them is bound to move.
+	var dones []func()
+	for i := range objects {
+		done, owned := a.Owns(cm(srv, i))
+		if !owned {
+			t.Fatalf("a does not own cm-%d", i)
+		}
+		dones = append(dones, done)
+	}
+	b, recB, _ := start(context.Background(), t, srv, leases, "b")
+	eventually(t, "b is assigned slices", func() bool { return len(b.View().Desired) > 0 && len(a.View().Members) == 2 })
+	// Release all but one running reconcile: b then acts on every assigned
+	// slice except the held object's.
+	var held *corev1.ConfigMap
+	for i := range objects {
+		o := cm(srv, i)
+		if held == nil && slices.Contains(b.View().Desired, sliceOf(o)) {
+			held = o
+			continue
+		}
+		dones[i]()
+	}
+	if held == nil {
+		t.Fatal("no object moves to b")
+	}
+	eventually(t, "b acts on every other assigned slice", func() bool {
+		v := b.View()
+		return len(v.Acting) >= len(v.Desired)-1
+	})
+	if done, owned := b.Owns(held); owned {
+		done()
+		t.Fatalf("b owns %s while a's reconcile of it still runs", held.Name)
+	}
+	for _, done := range dones {
+		done() // a second call does nothing
+	}
+	eventually(t, "b owns the held object once a's reconcile ended", func() bool {
+		done, owned := b.Owns(held)
+		done()
+		return owned
+	})
+	if done, owned := a.Owns(held); owned {
+		done()
+		t.Fatalf("a and b both own %s", held.Name)
+	}
+	eventually(t, "b's handler receives the held object once b owns it", func() bool {
+		recB.mu.Lock()
+		defer recB.mu.Unlock()
+		return recB.updated[held.Name] > 0
+	})
+}
+
+// sliceOf is the slice (of 24) o's uid hashes into.
+func sliceOf(o *corev1.ConfigMap) int {
+	h := sharding.Hash(string(o.UID))
+	for i := range 24 {
+		if sharding.Slice(i, 24).Contains(h) {
+			return i
+		}
+	}
+	return -1
 }

@@ -164,7 +164,7 @@ func TestGetExactOnV118(t *testing.T) {
 		}
 		scanned := false
 		for _, e := range rec.Fallbacks {
-			scanned = scanned || e.Reason == lister.ReasonGetExactScan
+			scanned = scanned || e.Reason == "get-exact-name-list-not-exact-scan-collection"
 		}
 		if scanned != (f != steadywatchtest.Faults{}) {
 			t.Errorf("faults %+v: collection scan %v, want it only on v1.18", f, scanned)

@@ -277,7 +277,7 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))
 		Expect(took).To(BeNumerically("<", 2*time.Second+3*time.Second), "waited the cap, not the hour")
-		Expect(rec.Get(string(fallback.ReasonThrottledBackoff))).To(Equal(1), "the lister's own wait, capped")
+		Expect(rec.Get("throttled-backoff")).To(Equal(1), "the lister's own wait, capped")
 		lists, _ := e.wire(ns, true)
 		Expect(lists).To(Equal(2))
 		record(result{Fault: fault, Path: "lister.List (NoHiddenRetries, MaxRetryAfter 2 s)", Lists: lists, Seconds: took.Seconds(), Outcome: "listed after one capped wait", Counters: rec.String()})

@@ -39,7 +39,7 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 	})
 	AfterEach(func() { e.p.ClearRules(); e.p.ResetRequests() })
 
-	It("a 429 with Retry-After: 3600: lister.List and FactoryInformer wait Policy.MaxRetryAfter, one request each time", func(ctx SpecContext) {
+	It("a 429 with Retry-After: 3600: lister.List and NewSharedInformerFactory wait Policy.MaxRetryAfter, one request each time", func(ctx SpecContext) {
 		const fault = "429 Retry-After 3600, plain clientset"
 		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
 
@@ -68,8 +68,8 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		ns = e.newNS(ctx, "ra-factory", 3)
 		e.p.ResetRequests()
 		e.p.Inject(faults.Rule{Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
-		factory := informers.NewSharedInformerFactoryWithOptions(e.pcs, 0, informers.WithNamespace(ns))
-		inf := factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Policy: policy}}))
+		factory := reflector.NewSharedInformerFactoryWithOptions(e.pcs, 0, lister.Options{Policy: policy}, informers.WithNamespace(ns))
+		inf := factory.Core().V1().ConfigMaps().Informer()
 		fctx, fcancel := context.WithCancel(context.Background())
 		DeferCleanup(func() { fcancel(); factory.Shutdown() })
 		start = time.Now()
@@ -79,6 +79,6 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		Expect(inf.GetStore().ListKeys()).To(HaveLen(3))
 		lists, watches := e.wire(ns, false)
 		Expect(lists+watches).To(BeNumerically("<=", 4), "no hidden retries: the 429, then what the informer itself sends")
-		record(result{Fault: fault, Path: "reflector.FactoryInformer (MaxRetryAfter 2 s)", Lists: lists, Watches: watches, Seconds: took.Seconds(), Outcome: "synced"})
+		record(result{Fault: fault, Path: "reflector.NewSharedInformerFactoryWithOptions (MaxRetryAfter 2 s)", Lists: lists, Watches: watches, Seconds: took.Seconds(), Outcome: "synced"})
 	})
 })

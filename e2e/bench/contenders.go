@@ -303,7 +303,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 		if c.Kind == "sw-informer" {
 			// The README's one-line adoption (examples/informer).
-			f.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Server: server, DisableStreamingList: c.NoStream, ListGate: c.gate, DisableInitialEventsCount: c.NoCount}}))
+			f = reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Server: server, DisableStreamingList: c.NoStream, ListGate: c.gate, DisableInitialEventsCount: c.NoCount}, informers.WithNamespace(ns))
 		}
 		inf := f.Core().V1().ConfigMaps().Informer()
 		if _, err := inf.AddEventHandler(handler); err != nil {

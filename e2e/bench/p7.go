@@ -21,9 +21,9 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
-	"github.com/steadywatch/steadywatch/shard"
 )
 
 // P7: sharding (KEP-5866, "Sharded List and Watch"). An operator's replicas

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/steadywatch/steadywatch/shard"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 )
 
 // The static ranges of 1, 2 and 4 replicas cover the hash space exactly

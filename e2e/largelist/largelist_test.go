@@ -29,9 +29,9 @@ import (
 
 // Reasons that mean "the streaming list was abandoned" (a fallback).
 var abandonReasons = []string{
-	string(lister.ReasonStreamingListAbandoned), // drop-in informer (lister's ListerWatcher)
-	reflector.ReasonStreamIgnored,               // reflector.New: the guard found no streaming
-	reflector.ReasonStreamFailed,                // reflector.New: cut or failed stream
+	"streaming-list-abandoned", // drop-in informer (lister's ListerWatcher)
+	"streaming-ignored",        // reflector.New: the guard found no streaming
+	"streaming-failed",         // reflector.New: cut or failed stream
 }
 
 // recorder notes, with their time, the fallbacks and transitions of one client.

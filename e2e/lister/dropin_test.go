@@ -106,7 +106,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		stalledAt := time.Now()
 		_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stl-during", Labels: map[string]string{"set": "stl"}}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() int { return rec.count(lister.ReasonWatchStalled) }).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(BeNumerically(">=", 1))
+		Eventually(func() int { return rec.count("watch-stalled") }).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(BeNumerically(">=", 1))
 		took := time.Since(stalledAt)
 		AddReportEntry("drop-in: stalled watch restarted after (StallTimeout 3s)", took.Round(time.Millisecond).String())
 		Expect(took).To(BeNumerically(">=", 3*time.Second-100*time.Millisecond), "not before StallTimeout")

@@ -108,7 +108,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 					slices.Sort(got)
 					Expect(got).To(Equal(wantKeys), "%T in %s", c.example, c.ns)
 					if c.fallsBack {
-						Expect(rec.fallbackReasons()[fallbacksBefore:]).To(Equal([]string{string(lister.ReasonDecodingScopeMismatch)}))
+						Expect(rec.fallbackReasons()[fallbacksBefore:]).To(Equal([]string{"decoding-scope-mismatch"}))
 						AddReportEntry(fmt.Sprintf("%T in %s: fallback", c.example, c.ns), logs.containing("Listing and watching through the hook's"))
 						continue
 					}
@@ -190,7 +190,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 				// listed again: over controller-runtime's ListWatch
 				// (reflector.NewSharedIndexInformer), client-go retries it on
 				// its own and nothing is counted.
-				Expect(rec.fallbackReasons()).To(Equal([]string{string(fallback.ReasonTransportBackoff)}))
+				Expect(rec.fallbackReasons()).To(Equal([]string{"transport-backoff"}))
 				AddReportEntry("reset connection", fmt.Sprintf("list outcomes %v, %d configmaps requests on the wire", rec.listOutcomes(), len(e.requests(""))))
 			})
 		})

@@ -28,19 +28,19 @@ import (
 type fallbackReasons struct {
 	metrics.Nop
 	mu      sync.Mutex
-	reasons []fallback.ReasonCode
+	reasons []string
 }
 
 func (r *fallbackReasons) Fallback(_, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reasons = append(r.reasons, fallback.ReasonCode(reason))
+	r.reasons = append(r.reasons, reason)
 }
 
-func (r *fallbackReasons) get() []fallback.ReasonCode {
+func (r *fallbackReasons) get() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]fallback.ReasonCode(nil), r.reasons...)
+	return append([]string(nil), r.reasons...)
 }
 
 // A v1.18 apiserver has no watch progress notifications (KEP-1904,
@@ -103,7 +103,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		fmt.Fprintln(GinkgoWriter, summary)
 		AddReportEntry("NotOlderThan behind a stuck watch cache on "+build.Legacy, summary)
 
-		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeCacheStuck))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-cache-stuck-most-recent"))
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("KEP-1904"))
 		Expect(rec.Requests).To(HaveLen(3))
 		first := rec.Requests[0]
@@ -136,7 +136,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		fmt.Fprintln(GinkgoWriter, summary)
 		AddReportEntry("NotOlderThan behind a stuck watch cache on "+build.Legacy+", unknown server", summary)
 
-		Expect(reasons(rec)).To(HaveExactElements(fallback.ReasonTooLargeCheckRV, fallback.ReasonTooLargeWait, fallback.ReasonTooLargeCacheStuck))
+		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after", "too-large-rv-cache-stuck-most-recent"))
 		Expect(rec.Fallbacks[2].Detail).To(ContainSubstring("in two answers"))
 		Expect(rec.Requests).To(HaveLen(4))
 		Expect(rec.Requests[0].Err).To(MatchError(ContainSubstring("Too large resource version")))
@@ -175,8 +175,8 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 			statuses = append(statuses, l.Status)
 		}
 		Expect(statuses).To(ContainElement(504), "the sync met the stuck watch cache")
-		Expect(rec.get()).To(ContainElement(fallback.ReasonTooLargeCacheStuck))
-		Expect(rec.get()).NotTo(ContainElement(fallback.ReasonTooLargeWait))
+		Expect(rec.get()).To(ContainElement("too-large-rv-cache-stuck-most-recent"))
+		Expect(rec.get()).NotTo(ContainElement("too-large-rv-wait-retry-after"))
 		Expect(took).To(BeNumerically("<", 8*time.Second))
 
 		truth, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "set=stksync"})

@@ -161,7 +161,7 @@ var _ = Describe("Transform and metadata-only informers on "+build.Current, Labe
 				ictx, cancel := context.WithCancel(ctx)
 				f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 				if lo != nil {
-					reflector.MustAdopt(f, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: *lo})
+					f = reflector.NewSharedInformerFactoryWithOptions(cs, 0, *lo, informers.WithNamespace(ns))
 				}
 				inf := f.Core().V1().ConfigMaps().Informer()
 				if clientGoTransform != nil {
@@ -181,8 +181,8 @@ var _ = Describe("Transform and metadata-only informers on "+build.Current, Labe
 		variants := []*variant{
 			{name: "stock client-go informer", sync: factory(nil, nil)},
 			{name: "stock client-go informer, SetTransform(lister.StripManagedFields)", sync: factory(nil, lister.StripManagedFields), strips: true},
-			{name: "reflector.FactoryInformer", sync: factory(&lister.Options{}, nil)},
-			{name: "reflector.FactoryInformer, Transform: lister.StripManagedFields", sync: factory(&lister.Options{Transform: lister.StripManagedFields}, nil), strips: true},
+			{name: "reflector.NewSharedInformerFactory", sync: factory(&lister.Options{}, nil)},
+			{name: "reflector.NewSharedInformerFactoryWithOptions, Transform: lister.StripManagedFields", sync: factory(&lister.Options{Transform: lister.StripManagedFields}, nil), strips: true},
 			{name: "reflector.New over lister.FromClientset, Transform: lister.StripManagedFields", strips: true, sync: func() (cache.Store, func()) {
 				store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 				r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{Transform: lister.StripManagedFields}})

@@ -21,15 +21,13 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/shard"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 )
 
-// Shorter membership timings than the defaults (15s/10s/2s) keep the
-// takeover within the suite's budget, with room for a loaded 2-core machine.
+// A shorter Lease than the default (15s) keeps the takeover within the
+// suite's budget, with room for a loaded 2-core machine.
 const (
 	leaseDuration = 10 * time.Second
-	renewDeadline = 6 * time.Second
-	retryPeriod   = time.Second
 	replicaObjs   = 30
 )
 
@@ -41,8 +39,8 @@ const (
 type status struct {
 	Identity   string   `json:"identity"`
 	Members    []string `json:"members"`
-	Desired    string   `json:"desired"`
-	Acting     string   `json:"acting"`
+	Desired    []int    `json:"desired"`
+	Acting     []int    `json:"acting"`
 	Mode       string   `json:"mode"`
 	Cache      []string `json:"cache"`
 	Reconciled int64    `json:"reconciled"`
@@ -75,7 +73,7 @@ func startReplica(c *harness.Cluster, dir, ns, id string) *replica {
 	Expect(err).NotTo(HaveOccurred())
 	r.cmd = exec.Command(sharded, "-kubeconfig", c.KubeconfigPath(), "-namespace", ns, "-lease-namespace", ns,
 		"-group", "e2e", "-identity", id, "-status", r.statusFile,
-		"-lease-duration", leaseDuration.String(), "-renew-deadline", renewDeadline.String(), "-retry-period", retryPeriod.String())
+		"-lease-duration", leaseDuration.String())
 	r.cmd.Stdout, r.cmd.Stderr = log, log
 	Expect(r.cmd.Start()).To(Succeed())
 	DeferCleanup(func() {
@@ -127,10 +125,10 @@ func settled(rs []*replica, names []string, mode shard.Mode) error {
 		if len(s.Violations) > 0 {
 			return StopTrying(fmt.Sprintf("%s saw violations: %q", r.id, s.Violations))
 		}
-		if !slices.Equal(s.Members, members) || s.Acting != s.Desired || s.Mode != string(mode) {
-			return fmt.Errorf("%s: members %v (want %v), acting %q desired %q, mode %q (want %q)", r.id, s.Members, members, s.Acting, s.Desired, s.Mode, mode)
+		if !slices.Equal(s.Members, members) || !slices.Equal(s.Acting, s.Desired) || s.Mode != string(mode) {
+			return fmt.Errorf("%s: members %v (want %v), acting %v desired %v, mode %q (want %q)", r.id, s.Members, members, s.Acting, s.Desired, s.Mode, mode)
 		}
-		for _, sl := range shard.ParseSlices(s.Acting) {
+		for _, sl := range s.Acting {
 			if o, dup := slicesSeen[sl]; dup {
 				return StopTrying(fmt.Sprintf("slice %d acted on by %s and %s", sl, o, r.id))
 			}
@@ -181,13 +179,15 @@ var _ = DescribeTableSubtree("three replicas of examples/sharded as separate pro
 				names = append(names, cm.Name)
 			}
 			dir := GinkgoT().TempDir()
+			started := time.Now()
 			rs := []*replica{startReplica(c, dir, ns, "a"), startReplica(c, dir, ns, "b"), startReplica(c, dir, ns, "c")}
 
-			Eventually(func() error { return settled(rs, names, mode) }).WithTimeout(90 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+			Eventually(func() error { return settled(rs, names, mode) }).WithTimeout(90 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+			AddReportEntry("three replicas started to split and synced", time.Since(started).Round(100*time.Millisecond).String())
 			Eventually(func(ctx context.Context) error { return allDone(ctx, cs, ns, "1") }).WithContext(ctx).WithTimeout(60 * time.Second).Should(Succeed())
 			for _, r := range rs {
 				s, _ := r.status()
-				AddReportEntry("replica "+r.id+" holds", fmt.Sprintf("%d of %d objects (slices %s, mode %s)", len(s.Cache), replicaObjs, s.Acting, s.Mode))
+				AddReportEntry("replica "+r.id+" holds", fmt.Sprintf("%d of %d objects (slices %v, mode %s)", len(s.Cache), replicaObjs, s.Acting, s.Mode))
 				Expect(len(s.Cache)).To(BeNumerically("<", replicaObjs), "a replica holds less than everything")
 			}
 

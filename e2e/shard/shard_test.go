@@ -13,7 +13,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/shard"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 )
 
 const objects = 24

@@ -134,11 +134,7 @@ func start(path, ns string, cfg *rest.Config) (*client, error) {
 		c.store, c.synced = inf.GetStore(), inf.HasSynced
 		go func() { defer close(c.done); inf.RunWithContext(ctx) }()
 	case PathFactory:
-		factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-		if _, err := reflector.Adopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lo}); err != nil {
-			cancel()
-			return nil, err
-		}
+		factory := reflector.NewSharedInformerFactoryWithOptions(cs, 0, lo, informers.WithNamespace(ns))
 		inf := factory.Core().V1().ConfigMaps().Informer()
 		if _, err := inf.AddEventHandler(handlers); err != nil {
 			cancel()

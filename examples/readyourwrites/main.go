@@ -61,8 +61,7 @@ func run(ctx context.Context, kubeconfig, ns string, cycles int, out io.Writer) 
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns})
+	factory := reflector.NewSharedInformerFactory(cs, 0, informers.WithNamespace(ns))
 	informer := factory.Core().V1().ConfigMaps().Informer()
 	c, err := readyourwrites.New(cs.CoreV1().ConfigMaps(ns), ns, informer, readyourwrites.Options{})
 	if err != nil {

@@ -1,19 +1,17 @@
 // Command sharded is one replica of a sharded operator: run it several times
 // (each with its own -identity) and the replicas split the ConfigMaps of a
 // namespace among themselves with package shard, through the Kubernetes API
-// alone:
+// alone. One constructor does the wiring:
 //
-//   - they find each other through coordination.k8s.io/v1 Leases in
-//     -lease-namespace (shard.Membership) and split the uid hash space among
-//     the live ones (shard.Assign: every replica computes the same map);
-//   - each replica's informer holds only its range (shard.Wrap): the
-//     apiserver filters where it applies the shardSelector (KEP-5866, v1.36+
-//     with the ShardedListAndWatch gate), the client filters elsewhere, with
-//     the same result;
-//   - a replica reconciles an object only while it owns it
-//     (Membership.Owns): at most one replica at a time, and a new owner lists
-//     its new range before it acts; objects leaving its range are not
-//     reported to it as deleted (shard.Handler).
+//	inf, err := shard.New(lw, &corev1.ConfigMap{}, shard.Options{Leases: cs.CoordinationV1(), Namespace: ns, Group: group})
+//
+// The replicas find each other through coordination.k8s.io/v1 Leases and
+// split the uid hash space among the live ones; each replica's informer holds
+// only its range (the apiserver filters where it applies the shardSelector,
+// KEP-5866, v1.36+ with the ShardedListAndWatch gate; the client filters
+// elsewhere, with the same result). The code below only registers its
+// handlers, checks inf.Owns at the start of each reconcile and calls the done
+// function Owns returns when the reconcile ends.
 //
 // Its reconcile is a stand-in for real work: for each ConfigMap whose
 // data["gen"] it has not handled, it marks the object as being reconciled by
@@ -50,7 +48,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/reflector"
 	"github.com/steadywatch/steadywatch/shard"
 )
 
@@ -64,8 +61,8 @@ const (
 type Status struct {
 	Identity   string   `json:"identity"`
 	Members    []string `json:"members"`
-	Desired    string   `json:"desired"`
-	Acting     string   `json:"acting"`
+	Desired    []int    `json:"desired"`
+	Acting     []int    `json:"acting"`
 	Mode       string   `json:"mode"`
 	Cache      []string `json:"cache"`
 	Reconciled int64    `json:"reconciled"`
@@ -79,27 +76,22 @@ func main() {
 		namespace  = flag.String("namespace", "default", "namespace of the ConfigMaps")
 		leaseNS    = flag.String("lease-namespace", "default", "namespace of the member Leases")
 		group      = flag.String("group", "sharded-example", "name of the replica group")
-		identity   = flag.String("identity", "", "this replica's name (required, unique in the group)")
+		identity   = flag.String("identity", "", "this replica's name, unique in the group (default: the host name)")
 		status     = flag.String("status", "", "write this replica's status as JSON to this file")
-		leaseDur   = flag.Duration("lease-duration", shard.DefaultLeaseDuration, "member Lease duration")
-		renew      = flag.Duration("renew-deadline", shard.DefaultRenewDeadline, "member renew deadline")
-		retry      = flag.Duration("retry-period", shard.DefaultRetryPeriod, "time between membership rounds")
+		leaseDur   = flag.Duration("lease-duration", 15*time.Second, "member Lease duration")
 		work       = flag.Duration("work", 100*time.Millisecond, "how long one reconcile holds its object")
 	)
+	klog.InitFlags(nil)
 	flag.Parse()
-	if *identity == "" {
-		fmt.Fprintln(os.Stderr, "sharded: -identity is required")
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *namespace, *leaseNS, *group, *identity, *status, *leaseDur, *renew, *retry, *work); err != nil && ctx.Err() == nil {
+	if err := run(ctx, *kubeconfig, *namespace, *leaseNS, *group, *identity, *status, *leaseDur, *work); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "sharded:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, ns, leaseNS, group, id, statusFile string, leaseDur, renew, retry, work time.Duration) error {
+func run(ctx context.Context, kubeconfig, ns, leaseNS, group, id, statusFile string, leaseDur, work time.Duration) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -108,69 +100,32 @@ func run(ctx context.Context, kubeconfig, ns, leaseNS, group, id, statusFile str
 	if err != nil {
 		return err
 	}
-	var (
-		lw         *shard.ListerWatcher
-		rangeMu    sync.Mutex
-		lastRange  string
-		busy       = &inflight{}
-		requeue    func()
-		lastActing int
-	)
-	m, err := shard.NewMembership(shard.MembershipOptions{
-		Leases: cs.CoordinationV1(), Namespace: leaseNS, Group: group, Identity: id,
-		LeaseDuration: leaseDur, RenewDeadline: renew, RetryPeriod: retry,
-		// List the new range before acting on it.
-		WaitReady: func(ctx context.Context, acting shard.Selector) error { return shard.WaitCovers(ctx, lw, acting) },
-		// Finish the reconciles still running before the claim goes.
-		Release: func(ctx context.Context, _ shard.Selector) error { return busy.wait(ctx) },
-		OnChange: func(v shard.View) {
-			// Relist only when the range the cache holds changed.
-			rangeMu.Lock()
-			defer rangeMu.Unlock()
-			if r := lw.CacheRange(); r != lastRange {
-				lastRange = r
-				lw.RangeChanged()
-			}
-			// Newly owned objects may have no event coming: requeue what
-			// the cache holds (only this replica's range).
-			if gained := len(v.Acting) > lastActing; gained && requeue != nil {
-				requeue()
-			}
-			lastActing = len(v.Acting)
-		},
-	})
+	inf, err := shard.New(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything()), &corev1.ConfigMap{},
+		shard.Options{Leases: cs.CoordinationV1(), Namespace: leaseNS, Group: group, Identity: id, LeaseDuration: leaseDur})
 	if err != nil {
 		return err
 	}
-	lw = shard.Wrap(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything()),
-		shard.WrapOptions{Selector: m.CacheSelector, Name: "v1/configmaps"})
-	inf := reflector.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	if id == "" {
+		id, _ = os.Hostname()
+	}
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			queue.Add(key)
 		}
 	}
-	rangeMu.Lock()
-	requeue = func() {
-		for _, key := range inf.GetStore().ListKeys() {
-			queue.Add(key)
-		}
-	}
-	rangeMu.Unlock()
-	if _, err := inf.AddEventHandler(shard.Handler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { enqueue(obj) }, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	}, m.CacheSelector)); err != nil {
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	}); err != nil {
 		return err
 	}
-	go func() { _ = m.Run(ctx) }()
 	go inf.RunWithContext(ctx)
 	var (
 		reconciled atomic.Int64
 		violMu     sync.Mutex
 		violations []string
 	)
-	r := &reconciler{cs: cs, ns: ns, id: id, m: m, inf: inf, work: work, busy: busy, violation: func(v string) {
+	r := &reconciler{cs: cs, ns: ns, id: id, inf: inf, work: work, violation: func(v string) {
 		violMu.Lock()
 		defer violMu.Unlock()
 		violations = append(violations, v)
@@ -205,15 +160,15 @@ func run(ctx context.Context, kubeconfig, ns, leaseNS, group, id, statusFile str
 		if statusFile == "" {
 			continue
 		}
-		v := m.View()
+		v := inf.View()
 		names := []string{}
 		for _, o := range inf.GetStore().List() {
 			names = append(names, o.(*corev1.ConfigMap).Name)
 		}
 		slices.Sort(names)
 		violMu.Lock()
-		st := Status{Identity: id, Members: v.Members, Desired: shard.FormatSlices(v.Desired), Acting: shard.FormatSlices(v.Acting),
-			Mode: string(lw.Mode()), Cache: names, Reconciled: reconciled.Load(), Violations: slices.Clone(violations), At: time.Now().Format(time.RFC3339Nano)}
+		st := Status{Identity: id, Members: v.Members, Desired: v.Desired, Acting: v.Acting,
+			Mode: v.Mode, Cache: names, Reconciled: reconciled.Load(), Violations: slices.Clone(violations), At: time.Now().Format(time.RFC3339Nano)}
 		violMu.Unlock()
 		b, _ := json.Marshal(st)
 		tmp := statusFile + ".tmp"
@@ -226,46 +181,9 @@ func run(ctx context.Context, kubeconfig, ns, leaseNS, group, id, statusFile str
 type reconciler struct {
 	cs        kubernetes.Interface
 	ns, id    string
-	m         *shard.Membership
-	inf       cache.SharedIndexInformer
+	inf       *shard.Informer
 	work      time.Duration
-	busy      *inflight
 	violation func(string)
-}
-
-// inflight counts running reconciles; wait returns once none runs.
-type inflight struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed while n == 0
-}
-
-func (f *inflight) add(d int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.idle == nil {
-		f.idle = make(chan struct{})
-		close(f.idle)
-	}
-	if f.n == 0 && d > 0 {
-		f.idle = make(chan struct{})
-	}
-	if f.n += d; f.n == 0 && d < 0 {
-		close(f.idle)
-	}
-}
-
-func (f *inflight) wait(ctx context.Context) error {
-	f.add(0)
-	f.mu.Lock()
-	idle := f.idle
-	f.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // reconcile handles one ConfigMap if this replica owns it and its
@@ -276,9 +194,12 @@ func (r *reconciler) reconcile(ctx context.Context, key string) error {
 		return err
 	}
 	cached := obj.(*corev1.ConfigMap)
-	r.busy.add(1) // before Owns: Release then waits for this reconcile
-	defer r.busy.add(-1)
-	if !r.m.Owns(cached) || cached.Data["gen"] == cached.Annotations[doneGenKey] {
+	done, owned := r.inf.Owns(cached)
+	if !owned {
+		return nil // another replica reconciles it
+	}
+	defer done() // the object moves to another replica only after this
+	if cached.Data["gen"] == cached.Annotations[doneGenKey] {
 		return nil
 	}
 	cms := r.cs.CoreV1().ConfigMaps(r.ns)
@@ -288,7 +209,7 @@ func (r *reconciler) reconcile(ctx context.Context, key string) error {
 	} else if err != nil {
 		return err
 	}
-	if h := cur.Annotations[holderKey]; h != "" && h != r.id && slices.Contains(r.m.View().Members, h) {
+	if h := cur.Annotations[holderKey]; h != "" && h != r.id && slices.Contains(r.inf.View().Members, h) {
 		r.violation(fmt.Sprintf("%s: live replica %s holds it while %s reconciles", cur.Name, h, r.id))
 	}
 	if cur.Annotations == nil {

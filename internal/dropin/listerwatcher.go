@@ -21,6 +21,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -77,20 +78,6 @@ type Listed struct {
 	Pages, Items    int
 }
 
-// Reasons the ListerWatcher reports (package lister's constants of the same
-// names document each one).
-const (
-	ReasonClientGoRelist                             = "client-go-relist"
-	ReasonClientGoRewatch                            = "client-go-rewatch"
-	ReasonWatchStalled                               = "watch-stalled"
-	ReasonStreamingListAbandoned fallback.ReasonCode = "streaming-list-abandoned"
-	ReasonUnservedRVMostRecent   fallback.ReasonCode = "unserved-rv-most-recent"
-	ReasonStaleListReasked       fallback.ReasonCode = "stale-list-reasked"
-	ReasonStaleEvent             fallback.ReasonCode = "event-older-than-store"
-	ReasonBadResourceVersion     fallback.ReasonCode = "unparsable-resource-version"
-	ReasonNoProgressBackoff      fallback.ReasonCode = "no-progress-backoff"
-)
-
 // New returns the ListerWatcher of cfg.
 func New(cfg Config) *ListerWatcher {
 	return &ListerWatcher{cfg: cfg, pipe: watchpipe.New(watchpipe.Config{Shared: true, Filter: watchpipe.FilterOf(cfg.Client)}), gate: newProgressGate()}
@@ -115,7 +102,7 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 	relist := lw.lists > 1 || lw.watches > 0 // a list after a streaming list is a relist too
 	lw.mu.Unlock()
 	if relist {
-		o.Metrics.Relist(o.Name, ReasonClientGoRelist)
+		o.Metrics.Relist(o.Name, string(reason.ClientGoRelist))
 		log.V(2).Info("client-go relists", "query", q.String(), "delivered", delivered)
 	}
 	if q.Semantic == fallback.NotOlderThan && unserved != "" && q.ResourceVersion == unserved {
@@ -124,8 +111,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		// already retried it up to 10 times). A consistent MostRecent list
 		// cannot be older than it; asking the same resourceVersion again
 		// would repeat those retries.
-		o.Metrics.Fallback(o.Name, string(ReasonUnservedRVMostRecent))
-		log.V(2).Info("listing MostRecent: the streaming list at this resourceVersion just failed", "reason", string(ReasonUnservedRVMostRecent), "resourceVersion", unserved)
+		o.Metrics.Fallback(o.Name, string(reason.UnservedRVMostRecent))
+		log.V(2).Info("listing MostRecent: the streaming list at this resourceVersion just failed", "reason", string(reason.UnservedRVMostRecent), "resourceVersion", unserved)
 		q = fallback.MostRecentQuery().WithLimit(q.Limit)
 	}
 	if paginates && q.Semantic == fallback.NotOlderThan && q.Limit == 0 {
@@ -135,8 +122,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 	if err == nil && delivered != "" && q.Semantic != fallback.Exact &&
 		fallback.CompareRV(rec.ResourceVersion, delivered) == fallback.Older {
 		// Never back in time: ask again for what was already delivered.
-		o.Metrics.Fallback(o.Name, string(ReasonStaleListReasked))
-		log.V(2).Info("list served older than already delivered; asking again", "reason", string(ReasonStaleListReasked),
+		o.Metrics.Fallback(o.Name, string(reason.StaleListReasked))
+		log.V(2).Info("list served older than already delivered; asking again", "reason", string(reason.StaleListReasked),
 			"query", q.String(), "served", rec.ResourceVersion, "delivered", delivered)
 		obj, rec, err = o.List(ctx, fallback.NotOlderThanQuery(delivered).WithLimit(q.Limit), base)
 	}
@@ -175,10 +162,10 @@ func (lw *ListerWatcher) replaceHeld(list runtime.Object, rv string) {
 // client-go must not apply (a stale one, one with a version that does not
 // parse): 410 Expired, which client-go's reflector answers with a relist,
 // never older than what it holds.
-func relistError(detail string, reason fallback.ReasonCode) watch.Event {
+func relistError(detail string, why reason.Code) watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
-		Message: "steadywatch: " + detail + " (" + string(reason) + "); relisting",
+		Message: "steadywatch: " + detail + " (" + string(why) + "); relisting",
 	}}
 }
 
@@ -192,7 +179,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	rewatch := lw.watches > 1
 	lw.mu.Unlock()
 	if rewatch {
-		o.Metrics.WatchRestart(o.Name, ReasonClientGoRewatch)
+		o.Metrics.WatchRestart(o.Name, string(reason.ClientGoRewatch))
 	}
 	if options.SendInitialEvents == nil || !*options.SendInitialEvents {
 		if _, err := lw.awaitProgressGate(ctx, log); err != nil {
@@ -262,7 +249,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		FromMostRecent: options.ResourceVersion == "",
 		Server:         srv,
 		OnNotStreaming: func(string) {
-			o.Metrics.Fallback(o.Name, string(ReasonStreamingListAbandoned))
+			o.Metrics.Fallback(o.Name, string(reason.StreamingListAbandoned))
 		},
 	}), nil
 }
@@ -409,9 +396,9 @@ func (f *followedWatch) initialEvent(lw *ListerWatcher, log logr.Logger, pw *wat
 		// client-go would adopt it as its resume point (and fail every
 		// watch and relist from it): the streaming list is abandoned
 		// instead, and client-go lists.
-		o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+		o.Metrics.Fallback(o.Name, string(reason.BadResourceVersion))
 		log.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
-			"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
+			"reason", string(reason.BadResourceVersion), "resourceVersion", rv)
 		f.settled = true // client-go lists instead: not a retry of this request
 		f.Send(watchpipe.NotStreamingEvent(fmt.Sprintf("the initial-events-end bookmark's resourceVersion %q does not parse", rv)))
 		return false
@@ -431,9 +418,9 @@ func (f *followedWatch) follow(lw *ListerWatcher, log logr.Logger, pw *watchpipe
 	defer watchpipe.StartWatchdog(o.StallTimeout, &forwarded,
 		func(at time.Time) { o.Metrics.ResourceVersionAdvanced(o.Name, at) },
 		func() {
-			o.Metrics.WatchRestart(o.Name, ReasonWatchStalled)
+			o.Metrics.WatchRestart(o.Name, string(reason.WatchStalled))
 			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
-				"reason", ReasonWatchStalled, "quiet", o.StallTimeout)
+				"reason", string(reason.WatchStalled), "quiet", o.StallTimeout)
 			f.Stop() // the loop ends and stops the watchdog
 		})()
 	for {
@@ -487,9 +474,9 @@ func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.W
 			// does not parse, on a server whose versions do, would become
 			// client-go's resume point and fail every watch from it (400),
 			// so it is not forwarded.
-			o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+			o.Metrics.Fallback(o.Name, string(reason.BadResourceVersion))
 			log.Info("Dropping a bookmark whose resourceVersion does not parse on a server whose versions do",
-				"reason", string(ReasonBadResourceVersion), "resourceVersion", rv)
+				"reason", string(reason.BadResourceVersion), "resourceVersion", rv)
 			return watch.Event{}, true
 		}
 		o.Metrics.Bookmark(o.Name)
@@ -507,10 +494,10 @@ func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.W
 	case watchpipe.EndStale:
 		rv := m.GetResourceVersion()
 		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-		o.Metrics.Fallback(o.Name, string(ReasonStaleEvent))
+		o.Metrics.Fallback(o.Name, string(reason.StaleEvent))
 		log.Info("Ignoring a watch event older than what was already delivered; ending the watch so client-go relists",
-			"reason", string(ReasonStaleEvent), "type", ev.Type, "object", obj, "event", rv, "delivered", strconv.FormatUint(held, 10))
-		f.forward(lw, log, relistError(fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already delivered", ev.Type, obj, rv, held), ReasonStaleEvent), false)
+			"reason", string(reason.StaleEvent), "type", ev.Type, "object", obj, "event", rv, "delivered", strconv.FormatUint(held, 10))
+		f.forward(lw, log, relistError(fmt.Sprintf("%s %s at resourceVersion %s comes after %d was already delivered", ev.Type, obj, rv, held), reason.StaleEvent), false)
 		return watch.Event{}, false
 	case watchpipe.EndUnparsable:
 		// client-go would adopt it as its resume point and fail every
@@ -518,10 +505,10 @@ func (f *followedWatch) pass(lw *ListerWatcher, log logr.Logger, pw *watchpipe.W
 		// so nothing is lost.
 		rv := m.GetResourceVersion()
 		obj := cache.NewObjectName(m.GetNamespace(), m.GetName())
-		o.Metrics.Fallback(o.Name, string(ReasonBadResourceVersion))
+		o.Metrics.Fallback(o.Name, string(reason.BadResourceVersion))
 		log.Info("Ending the watch at an event whose resourceVersion does not parse on a server whose versions do; client-go relists",
-			"reason", string(ReasonBadResourceVersion), "type", ev.Type, "object", obj, "resourceVersion", rv)
-		f.forward(lw, log, relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), ReasonBadResourceVersion), false)
+			"reason", string(reason.BadResourceVersion), "type", ev.Type, "object", obj, "resourceVersion", rv)
+		f.forward(lw, log, relistError(fmt.Sprintf("%s %s carries resourceVersion %q, which does not parse on a server whose versions do", ev.Type, obj, rv), reason.BadResourceVersion), false)
 		return watch.Event{}, false
 	}
 	return ev, true

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // noProgressBackoff is the delay between watch attempts (streaming lists and
@@ -82,7 +83,7 @@ func (lw *ListerWatcher) noteNoProgress(log logr.Logger, why string) {
 	d := lw.gate.fail(time.Now())
 	n := lw.gate.failures
 	lw.mu.Unlock()
-	log.V(2).Info("watch ended without progress; the next watch waits", "reason", string(ReasonNoProgressBackoff),
+	log.V(2).Info("watch ended without progress; the next watch waits", "reason", string(reason.NoProgressBackoff),
 		"detail", why, "failures", n, "delay", d)
 }
 
@@ -99,8 +100,8 @@ func (lw *ListerWatcher) awaitProgressGate(ctx context.Context, log logr.Logger)
 		return retry, nil
 	}
 	o := &lw.cfg
-	o.Metrics.Fallback(o.Name, string(ReasonNoProgressBackoff))
-	log.V(2).Info("delaying a watch: the last ones ended without progress", "reason", string(ReasonNoProgressBackoff),
+	o.Metrics.Fallback(o.Name, string(reason.NoProgressBackoff))
+	log.V(2).Info("delaying a watch: the last ones ended without progress", "reason", string(reason.NoProgressBackoff),
 		"failures", n, "delay", wait)
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -9,32 +9,28 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
-	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/reflector"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/rules.md's table section and docs/reasons.md from the code")
+var update = flag.Bool("update", false, "rewrite docs/rules.md's table section and docs/troubleshooting.md from the code")
 
 const (
 	beginTable = "<!-- BEGIN GENERATED: decision table (go test ./internal/engine -update) -->"
 	endTable   = "<!-- END GENERATED: decision table -->"
 )
 
-// TestDocsAreGenerated keeps docs/rules.md's decision table and
-// docs/reasons.md (the complete set of metric label values) in step with
-// the code: it fails when they differ; -update rewrites them.
+// TestDocsAreGenerated keeps docs/rules.md's decision table in step with
+// the code: it fails when they differ; -update rewrites it.
 func TestDocsAreGenerated(t *testing.T) {
 	var tb bytes.Buffer
 	fmt.Fprintln(&tb, beginTable)
 	fmt.Fprintln(&tb, "| # | when | action | wait | reason | source |")
 	fmt.Fprintln(&tb, "|---|---|---|---|---|---|")
-	reflectorReasons := reflector.Reasons()
+	reflectorReasons := reason.By(reason.Reflector)
 	for i, r := range engine.Rows() {
 		fmt.Fprintf(&tb, "| %d | %s | %s | %s | `%s` | %s |\n", i, r.Pattern(), r.Action, r.Wait, r.Reason, strings.ReplaceAll(r.Source, "|", `\|`))
-		if r.Wait != engine.WaitByAction && !slices.Contains(reflectorReasons, string(r.Reason)) {
+		if r.Wait != engine.WaitByAction && !slices.Contains(reflectorReasons, r.Reason) {
 			t.Errorf("row %d: reason %q is not one of package reflector's", i, r.Reason)
 		}
 	}
@@ -46,42 +42,7 @@ func TestDocsAreGenerated(t *testing.T) {
 	}
 	checkDoc(t, "rules.md", rules[:i]+tb.String()+rules[j+len(endTable):])
 
-	var rb bytes.Buffer
-	fmt.Fprint(&rb, reasonsHeader)
-	section := func(title, intro, metric string, codes []string) {
-		fmt.Fprintf(&rb, "\n## %s\n\n%s\n\nMetric label: %s.\n\n", title, intro, metric)
-		for _, c := range codes {
-			fmt.Fprintf(&rb, "- `%s`\n", c)
-		}
-	}
-	var list []string
-	for _, c := range fallback.ListReasons() {
-		list = append(list, string(c))
-	}
-	section("Lists (package lister)", "The reason of every fallback.Event and lister *Error: a row of the decision table (docs/rules.md) or a condition of the call.",
-		"`reason` of `steadywatch_fallbacks_total`", list)
-	section("Drop-in ListerWatcher (package lister)", "What the ListerWatcher under client-go's own reflector (the drop-in informer) counts.",
-		"`cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total` and of `steadywatch_fallbacks_total`",
-		lister.ListerWatcherReasons())
-	section("Reflector (package reflector)", "Why the reflector's state machine moved, relisted or restarted a watch.",
-		"`reason` of `steadywatch_transitions_total`, `cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total`",
-		reflector.Reasons())
-	var cr []string
-	for _, c := range compat.ReasonCodes() {
-		cr = append(cr, string(c))
-	}
-	section("Capability beliefs (package compat)", "A belief about the server changed (name label `compat` or `compat/<group/version>`).",
-		"`reason` of `steadywatch_fallbacks_total`", cr)
-	checkDoc(t, "reasons.md", rb.String())
 }
-
-const reasonsHeader = `# Reason codes: the complete set of metric label values
-
-Generated from the code by ` + "`go test ./internal/engine -update`" + `; a unit test fails when this page and
-the constants differ. Every log line of a fallback carries the same code as its ` + "`reason`" + ` key, so
-"why did my informer relist?" is answered by the ` + "`cause`" + ` label of ` + "`steadywatch_relists_total`" + ` and the log
-line at verbosity 2 with that reason. docs/troubleshooting.md explains the common ones.
-`
 
 func readDoc(t *testing.T, name string) string {
 	t.Helper()

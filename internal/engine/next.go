@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Next decides what follows the answer to the request in flight: it
@@ -27,7 +28,7 @@ func (c *Call) Next(a Answer) Step {
 	case EvidenceHonoured:
 		c.learned = MatchHonoured
 	}
-	ev := fallback.Event{Reason: d.Reason, Action: d.Action, Attempt: c.requests, Class: class, Before: c.sent.Query, Err: a.Err}
+	ev := fallback.Event{Reason: fallback.ReasonCode(d.Reason), Action: d.Action, Attempt: c.requests, Class: class, Before: c.sent.Query, Err: a.Err}
 	if c.sent.Purpose != PurposePage {
 		return c.probeAnswered(st, ev, a, b)
 	}
@@ -134,15 +135,15 @@ func (c *Call) end(st Step, ev fallback.Event, detail string) Step {
 }
 
 // failDetail is the event detail of a failing row of a page.
-func (c *Call) failDetail(r fallback.ReasonCode, a Answer) string {
+func (c *Call) failDetail(r reason.Code, a Answer) string {
 	switch r {
-	case fallback.ReasonServedOlderExhausted:
+	case reason.ServedOlderExhausted:
 		return fmt.Sprintf("served %s, requested not older than %s", a.ServedRV, c.requested.ResourceVersion)
-	case fallback.ReasonContinueRepeated:
+	case reason.ContinueRepeated:
 		return fmt.Sprintf("%d page(s) of snapshot %s were handed over before the repeat", c.handed, c.snapshot)
-	case fallback.ReasonMaxRequests:
+	case reason.MaxRequests:
 		return fmt.Sprintf("%d requests delivered no page (Options.MaxRequests)", c.futile)
-	case fallback.ReasonRestartNotAllowed:
+	case reason.RestartNotAllowed:
 		if c.requested.Continue != "" {
 			return "the caller's continue token expired; its first page is unknown, so the list cannot restart"
 		}
@@ -198,7 +199,7 @@ func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
 	}
 	st.Next = c.request(PurposePage, next, wait, newAttempt)
 	ev.After = next
-	if r.Reason == fallback.ReasonTooLargeCacheStuck {
+	if r.Reason == reason.TooLargeCacheStuck {
 		why = append(why, c.stuckDetailFor())
 	}
 	if wait > 0 {

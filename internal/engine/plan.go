@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // Purpose says why a request is sent.
@@ -122,7 +123,7 @@ type Step struct {
 	// table row the step carries out (when a limit=1 read's answer is
 	// accepted, the page's row it was sent for).
 	Action fallback.Action
-	Reason fallback.ReasonCode
+	Reason reason.Code
 	Source string
 	Row    int
 	// Situation is what the row matched; Class is the verified class.
@@ -165,11 +166,11 @@ const maxRevisionsPerSecond = 100_000
 // k8s.io/apiserver's cacher): part of each hidden attempt's cost.
 const watchCacheTooLargeWait = 3 * time.Second
 
-// stuckDetail explains ReasonTooLargeCacheStuck in its event.
+// stuckDetail explains reason.TooLargeCacheStuck in its event.
 const stuckDetail = "this server's watch cache moves only when the listed resource is written " +
 	"(no watch progress notifications before KEP-1904): listing the most recent state instead of waiting"
 
-// stalledDetail explains ReasonTooLargeCacheStuck when the answers showed it.
+// stalledDetail explains reason.TooLargeCacheStuck when the answers showed it.
 const stalledDetail = "the watch cache reported current resourceVersion %s in two answers: it is not catching up " +
 	"(no watch progress notifications, KEP-1904); listing the most recent state instead of waiting"
 
@@ -178,7 +179,7 @@ const stalledDetail = "the watch cache reported current resourceVersion %s in tw
 // storage.NewTooLargeResourceVersionError).
 var currentRVPattern = regexp.MustCompile(`current: ?([0-9]+)`)
 
-// stuckDetailFor is the event detail of ReasonTooLargeCacheStuck.
+// stuckDetailFor is the event detail of reason.TooLargeCacheStuck.
 func (c *Call) stuckDetailFor() string {
 	if c.stalled {
 		return fmt.Sprintf(stalledDetail, c.tooLargeCur)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -83,7 +84,7 @@ func TestCallFollowUpsKeepTheFloor(t *testing.T) {
 func TestRestartRefusedWithoutOnRestart(t *testing.T) {
 	c := start(t, fallback.MostRecentQuery().WithLimit(2), Config{})
 	c.Next(Answer{ServedRV: "50", Continue: "c", Items: 2})
-	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != fallback.Fail || st.Reason != fallback.ReasonRestartNotAllowed || !st.Done {
+	if st := c.Next(Answer{Err: testfake.Gone()}); st.Action != fallback.Fail || st.Reason != reason.RestartNotAllowed || !st.Done {
 		t.Fatalf("%+v", st)
 	}
 }
@@ -121,13 +122,13 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		t.Fatalf("first too-large: %v %v %+v, want CheckRVExists", st.Action, st.Situation, st.Next)
 	}
 	st = c.Next(Answer{ServedRV: "201", Items: 1})
-	if st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Row < 0 || st.Done {
-		t.Fatalf("after the read: %v %s row %d, want FallbackMostRecent %s", st.Action, st.Reason, st.Row, fallback.ReasonTooLargeCacheStuck)
+	if st.Action != fallback.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || st.Row < 0 || st.Done {
+		t.Fatalf("after the read: %v %s row %d, want FallbackMostRecent %s", st.Action, st.Reason, st.Row, reason.TooLargeCacheStuck)
 	}
 	if n := st.Next; n.Purpose != PurposePage || n.Wait != 0 || n.Query.Semantic != fallback.MostRecent || n.Options.ResourceVersion != "" {
 		t.Fatalf("next request %+v, want MostRecent at once", n)
 	}
-	if ev := st.Event; ev == nil || ev.Reason != fallback.ReasonTooLargeCacheStuck || ev.After.Semantic != fallback.MostRecent ||
+	if ev := st.Event; ev == nil || reason.Code(ev.Reason) != reason.TooLargeCacheStuck || ev.After.Semantic != fallback.MostRecent ||
 		!strings.Contains(ev.Detail, "199 exists") || !strings.Contains(ev.Detail, "KEP-1904") {
 		t.Fatalf("event %+v", st.Event)
 	}
@@ -138,7 +139,7 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 
 	// A version the caller has seen exists: no read, the first too-large falls back.
 	c = start(t, fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, LastObserved: func() string { return "199" }})
-	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || st.Next.Wait != 0 ||
+	if st = c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || st.Next.Wait != 0 ||
 		st.Event == nil || !strings.Contains(st.Event.Detail, "KEP-1904") {
 		t.Fatalf("seen version: %v %s %+v", st.Action, st.Reason, st.Next)
 	}
@@ -184,7 +185,7 @@ func TestTooLargeStalledCacheIsSeenInTheAnswers(t *testing.T) {
 		t.Fatalf("after the read: %v, want WaitRetryAfter (one answer proves nothing)", st.Action)
 	}
 	st := c.Next(Answer{Err: tooLargeAt("199", "197")})
-	if st.Action != fallback.FallbackMostRecent || st.Reason != fallback.ReasonTooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
+	if st.Action != fallback.FallbackMostRecent || st.Reason != reason.TooLargeCacheStuck || !st.Situation.WatchCacheStuck ||
 		st.Next.Wait != 0 || st.Next.Query.Semantic != fallback.MostRecent {
 		t.Fatalf("same current twice: %v %s %+v", st.Action, st.Reason, st.Next)
 	}

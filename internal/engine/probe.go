@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // probe is the limit=1 MostRecent read a list call sends between two
@@ -87,16 +88,16 @@ func (c *Call) probeAnswered(st Step, ev fallback.Event, a Answer, b budget) Ste
 		wait := max(min(c.bo.NextBackOff(), c.p.Backoff.Max), min(ra, c.p.MaxRetryAfter))
 		st.Next = c.request(c.sent.Purpose, fallback.Query{}, wait, false)
 		ev.Detail = fmt.Sprintf("waiting %s", wait.Round(time.Millisecond))
-	case st.Reason == fallback.ReasonNewerRVProbeFailed && !st.Situation.ListRV && st.Class == fallback.OK:
+	case st.Reason == reason.NewerRVProbeFailed && !st.Situation.ListRV && st.Class == fallback.OK:
 		ev.Err = ErrNoListResourceVersion
 		ev.Detail = "the limit=1 read failed: " + ErrNoListResourceVersion.Error()
-	case st.Reason == fallback.ReasonNewerRVProbeFailed:
+	case st.Reason == reason.NewerRVProbeFailed:
 		ev.Detail = fmt.Sprintf("the limit=1 read of the current resourceVersion failed (%s)", st.Class)
 	}
 	if st.Next.Purpose == PurposePage {
 		p.state = PurposePage // answered: idle again
 	}
-	ev.Reason, ev.Action, ev.After = st.Reason, st.Action, st.Next.Query
+	ev.Reason, ev.Action, ev.After = fallback.ReasonCode(st.Reason), st.Action, st.Next.Query
 	st.Done, st.Event = st.Action.IsFailure(), &ev
 	return st
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -73,7 +74,7 @@ func randomCall(r *rand.Rand) (*Call, Request, error) {
 // without one, fails here.
 func TestEveryStepNamesItsRow(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	reached := map[fallback.ReasonCode]int{}
+	reached := map[reason.Code]int{}
 	steps := 0
 	for range 20000 {
 		c, req, err := randomCall(r)
@@ -93,7 +94,7 @@ func TestEveryStepNamesItsRow(t *testing.T) {
 			if st.Action != row.Action || st.Reason != row.Reason {
 				t.Fatalf("step %v (%s) carries out row %d: %v (%s)", st.Action, st.Reason, st.Row, row.Action, row.Reason)
 			}
-			if ev := st.Event; ev != nil && (ev.Action != row.Action || ev.Reason != row.Reason) {
+			if ev := st.Event; ev != nil && (ev.Action != row.Action || reason.Code(ev.Reason) != row.Reason) {
 				t.Fatalf("event %v (%s) of row %d: %v (%s)", ev.Action, ev.Reason, st.Row, row.Action, row.Reason)
 			}
 			reached[st.Reason]++
@@ -103,9 +104,9 @@ func TestEveryStepNamesItsRow(t *testing.T) {
 			req = st.Next
 		}
 	}
-	for _, must := range []fallback.ReasonCode{fallback.ReasonNotAList, fallback.ReasonMaxRequests, fallback.ReasonRestartNotAllowed,
-		fallback.ReasonNewerRVProbeFailed, fallback.ReasonNewerRVProbeRetry, fallback.ReasonTooLargeCacheStuck, fallback.ReasonRule1RetryNewerRV,
-		fallback.ReasonTooLargeWait, fallback.ReasonRVNewerThanServer} {
+	for _, must := range []reason.Code{reason.NotAList, reason.MaxRequests, reason.RestartNotAllowed,
+		reason.NewerRVProbeFailed, reason.NewerRVProbeRetry, reason.TooLargeCacheStuck, reason.Rule1RetryNewerRV,
+		reason.TooLargeWait, reason.RVNewerThanServer} {
 		if reached[must] == 0 {
 			t.Errorf("no step reached a row with reason %s", must)
 		}

@@ -7,6 +7,7 @@ import (
 
 	//lint:ignore ST1001 the table reads in the KEP's vocabulary (OK, Gone, NotOlderThan, ...), row by row
 	. "github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // yes and no are the values a pattern over a bool allows; nil allows both.
@@ -91,7 +92,7 @@ func (w Wait) String() string {
 type Row struct {
 	when   when
 	Action Action
-	Reason ReasonCode
+	Reason reason.Code
 	// Source quotes the public text the row implements.
 	Source string
 	// Wait is read by the reflector only (OpRelist and OpWatch rows).
@@ -134,100 +135,88 @@ var table = append(withCallLimits(rules), probeRows...)
 // call's own limits.
 var rules = []Row{
 	// Success and errors that are never retried.
-	{when{classes: cls(OK)}, Accept, ReasonOK, SourceResourceVersions + ", Semantics for get and list", WaitByAction},
-	{when{classes: cls(Canceled)}, Fail, ReasonContextDone, "the caller's context ended; never retried", WaitByAction},
-	{when{classes: cls(Invalid)}, Fail, ReasonInvalid, SourceResourceVersions + ", list table: Invalid, HTTP 400 Bad Request", WaitByAction},
-	{when{classes: cls(Forbidden, NotFound)}, Fail, ReasonNotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
-	{when{classes: cls(Other), notAList: no}, Fail, ReasonNotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
-	{when{classes: cls(Other), notAList: yes}, Fail, ReasonNotAList, SourceResourceVersions + `: a list's answer carries ListMeta (metadata.resourceVersion, continue); a 200 without it is not a list`, WaitByAction},
+	{when{classes: cls(OK)}, Accept, reason.OK, SourceResourceVersions + ", Semantics for get and list", WaitByAction},
+	{when{classes: cls(Canceled)}, Fail, reason.ContextDone, "the caller's context ended; never retried", WaitByAction},
+	{when{classes: cls(Invalid)}, Fail, reason.Invalid, SourceResourceVersions + ", list table: Invalid, HTTP 400 Bad Request", WaitByAction},
+	{when{classes: cls(Forbidden, NotFound)}, Fail, reason.NotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
+	{when{classes: cls(Other), notAList: no}, Fail, reason.NotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
+	{when{classes: cls(Other), notAList: yes}, Fail, reason.NotAList, SourceResourceVersions + `: a list's answer carries ListMeta (metadata.resourceVersion, continue); a 200 without it is not a list`, WaitByAction},
 
 	// 429 / 5xx / transport: bounded jittered backoff.
-	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, ReasonThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
-	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, ReasonServerErrorBackoff, "5xx (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
-	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, ReasonTransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction},
-	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, ReasonNoAnswerBackoff, "no answer within Policy.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
-	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, ReasonRetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, reason.ThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, reason.ServerErrorBackoff, "5xx (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, reason.TransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction},
+	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, reason.NoAnswerBackoff, "no answer within Policy.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
+	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, reason.RetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
 
 	// Rule 1: NotOlderThan answered 410 (the server ignored the match and applied legacy Exact).
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, ReasonRule1RetryNewerRV, srcRule1, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: yes}, FallbackMostRecent, ReasonRule1FallbackMostRecent, srcRule1, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: no}, Fail, ReasonRule1Exhausted, srcRule1, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: onlyExact}, FailExactUnavailable, ReasonExactGone, srcExact410, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: noRV}, Fail, ReasonGoneUnexpected, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, reason.Rule1RetryNewerRV, srcRule1, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: yes}, FallbackMostRecent, reason.Rule1FallbackMostRecent, srcRule1, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: no}, Fail, reason.Rule1Exhausted, srcRule1, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyExact}, FailExactUnavailable, reason.ExactGone, srcExact410, WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: noRV}, Fail, reason.GoneUnexpected, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitByAction},
 
 	// Continue-token expiry: never stitch pages from two snapshots.
-	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, ReasonContinueExpiredExact, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartNewerRV}}, RestartListNewerRV, ReasonContinueExpiredRestart, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartUnpaginated}}, RestartListUnpaginated, ReasonContinueExpiredUnpaginated, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, ReasonContinueExpiredExhausted, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []ContinueExpiredPolicy{FailOnContinueExpired}}, Fail, ReasonContinueExpiredFail, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, reason.ContinueExpiredExact, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartNewerRV}}, RestartListNewerRV, reason.ContinueExpiredRestart, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartUnpaginated}}, RestartListUnpaginated, reason.ContinueExpiredUnpaginated, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, reason.ContinueExpiredExhausted, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []ContinueExpiredPolicy{FailOnContinueExpired}}, Fail, reason.ContinueExpiredFail, srcContinue, WaitByAction},
 
 	// A continue token the server already handed out: broken pagination, never followed.
-	{when{classes: cls(ContinueRepeated)}, Fail, ReasonContinueRepeated, srcRepeated, WaitByAction},
+	{when{classes: cls(ContinueRepeated)}, Fail, reason.ContinueRepeated, srcRepeated, WaitByAction},
 
 	// Rule 2: Exact answered at another resourceVersion.
-	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: no}, RetryWithLimit, ReasonRule2RetryWithLimit, srcRule2, WaitByAction},
-	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: yes}, FailExactUnavailable, ReasonRule2MismatchWithLimit, srcRule2, WaitByAction},
-	{when{classes: cls(ServedNewerThanExact), semantics: allButExact}, Fail, ReasonUnexpectedObservation, "the executor flags this only for Exact", WaitByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: no}, RetryWithLimit, reason.Rule2RetryWithLimit, srcRule2, WaitByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: yes}, FailExactUnavailable, reason.Rule2MismatchWithLimit, srcRule2, WaitByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: allButExact}, Fail, reason.UnexpectedObservation, "the executor flags this only for Exact", WaitByAction},
 
 	// Served older than the NotOlderThan floor: never accepted.
-	{when{classes: cls(ServedOlder), semantics: onlyExact}, Fail, ReasonUnexpectedObservation, "the executor reports Exact mismatches as ServedNewerThanExact", WaitByAction},
-	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: yes}, Backoff, ReasonServedOlderRetry, srcNOT, WaitByAction},
-	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: no}, Fail, ReasonServedOlderExhausted, srcNOT, WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: onlyExact}, Fail, reason.UnexpectedObservation, "the executor reports Exact mismatches as ServedNewerThanExact", WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: yes}, Backoff, reason.ServedOlderRetry, srcNOT, WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: no}, Fail, reason.ServedOlderExhausted, srcNOT, WaitByAction},
 	// A consistent (MostRecent) read is the newest state: older than the
 	// floor proves the requested resourceVersion newer than anything the
 	// server has ever handed out. No retry can succeed; say so at once.
-	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`, WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}}, Fail, reason.RVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`, WaitByAction},
 
 	// 504 "Too large resource version".
 	// The first one on a request with a resourceVersion: does that version
 	// exist at all? A consistent read answers it in one request.
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: no}, CheckRVExists, ReasonTooLargeCheckRV, srcTooLarge + "; " + srcNOT, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: no}, CheckRVExists, reason.TooLargeCheckRV, srcTooLarge + "; " + srcNOT, WaitByAction},
 	// It exists: the server's watch cache is behind it and catches up, unless
 	// it advances only on writes of this resource (no watch progress
 	// notifications): then a NotOlderThan list reads the newest state at once.
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyExact, rvChecked: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: no}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeCacheStuck, srcStuck, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFail}}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, ReasonTooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, ReasonTooLargeExactUnavailable, srcTooLarge + "; " + srcExact410, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, ReasonTooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFail}}, Fail, ReasonTooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyExact, rvChecked: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeCacheStuck, srcStuck, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFail}}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, reason.TooLargeExactUnavailable, srcTooLarge + "; " + srcExact410, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFail}}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
 
 	// The reflector's list call failed (OpRelist), after the lister's own
 	// rules above: what refills the store next.
-	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: yes}, Relist, reasonStaleList, srcNOT + "; a lagging member catches up, or the request lands on a fresher one", WaitBackoff},
-	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: no}, FallbackMostRecent, reasonStaleList, SourceResourceVersions + `, Most recent: a consistent read is never older than anything the server served`, WaitBackoff},
-	{when{op: OpRelist, classes: cls(Gone), semantics: withRV}, FallbackMostRecent, reasonListGone, srcWatch410, WaitNone},
-	{when{op: OpRelist, classes: cls(Gone), semantics: noRV}, Backoff, reasonListError, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitBackoff},
-	{when{op: OpRelist, classes: cls(TooLargeRV)}, FallbackMostRecent, reasonTooLargeRV, srcTooLarge + "; a consistent read is never older than the store", WaitBackoff},
-	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, NoAnswer, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reasonListError, srcRelist, WaitBackoff},
+	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: yes}, Relist, reason.StaleList, srcNOT + "; a lagging member catches up, or the request lands on a fresher one", WaitBackoff},
+	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: no}, FallbackMostRecent, reason.StaleList, SourceResourceVersions + `, Most recent: a consistent read is never older than anything the server served`, WaitBackoff},
+	{when{op: OpRelist, classes: cls(Gone), semantics: withRV}, FallbackMostRecent, reason.ListGone, srcWatch410, WaitNone},
+	{when{op: OpRelist, classes: cls(Gone), semantics: noRV}, Backoff, reason.ListError, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitBackoff},
+	{when{op: OpRelist, classes: cls(TooLargeRV)}, FallbackMostRecent, reason.TooLargeRV, srcTooLarge + "; a consistent read is never older than the store", WaitBackoff},
+	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, NoAnswer, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reason.ListError, srcRelist, WaitBackoff},
 
 	// The reflector's watch failed (OpWatch).
-	{when{op: OpWatch, classes: cls(Gone)}, Relist, reasonWatchGone, srcWatch410 + "; NotOlderThan the held resourceVersion is served from the watch cache and never goes back in time", WaitIfRepeated},
-	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: yes}, WaitRetryAfter, reasonTooLargeRV, srcTooLarge + "; this member's watch cache is behind the held resourceVersion (HA)", WaitBackoff},
-	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: no}, FallbackMostRecent, reasonTooLargeRV, srcTooLarge, WaitBackoff},
-	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport, NoAnswer)}, Backoff, reasonRetry, "the server is busy or unreachable: the held resourceVersion is still good; watch again from it after a backoff", WaitBackoff},
-	{when{op: OpWatch, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact, ServedOlder)}, Relist, reasonWatchError, srcWatch410 + "; any other failure: relist not older than the held resourceVersion", WaitBackoff},
+	{when{op: OpWatch, classes: cls(Gone)}, Relist, reason.WatchGone, srcWatch410 + "; NotOlderThan the held resourceVersion is served from the watch cache and never goes back in time", WaitIfRepeated},
+	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: yes}, WaitRetryAfter, reason.TooLargeRV, srcTooLarge + "; this member's watch cache is behind the held resourceVersion (HA)", WaitBackoff},
+	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: no}, FallbackMostRecent, reason.TooLargeRV, srcTooLarge, WaitBackoff},
+	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport, NoAnswer)}, Backoff, reason.Retry, "the server is busy or unreachable: the held resourceVersion is still good; watch again from it after a backoff", WaitBackoff},
+	{when{op: OpWatch, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact, ServedOlder)}, Relist, reason.WatchError, srcWatch410 + "; any other failure: relist not older than the held resourceVersion", WaitBackoff},
 }
-
-// The reflector's reason codes for its rows (package reflector exports the
-// same strings; docs_test checks they agree).
-const (
-	reasonStaleList  ReasonCode = "stale-list"
-	reasonListGone   ReasonCode = "list-gone"
-	reasonTooLargeRV ReasonCode = "too-large-rv"
-	reasonListError  ReasonCode = "list-error"
-	reasonWatchGone  ReasonCode = "watch-gone"
-	reasonRetry      ReasonCode = "retry"
-	reasonWatchError ReasonCode = "watch-error"
-)
 
 const (
 	srcMaxRequests = "Options.MaxRequests bounds the requests that deliver no page: a server that answers every request with a retryable failure costs a bounded number of requests"
@@ -238,8 +227,8 @@ const (
 // withCallLimits applies the call's own limits to the list rules: every row
 // of OpPage that sends a follow-up request becomes two, one for a call with
 // requests left (Config.MaxRequests) and one failing with
-// ReasonMaxRequests; a restart row becomes two again, one for a call that
-// may restart and one failing with ReasonRestartNotAllowed.
+// reason.MaxRequests; a restart row becomes two again, one for a call that
+// may restart and one failing with reason.RestartNotAllowed.
 func withCallLimits(rows []Row) []Row {
 	var out []Row
 	for _, r := range rows {
@@ -248,11 +237,11 @@ func withCallLimits(rows []Row) []Row {
 			continue
 		}
 		spent := r
-		spent.when.requestsLeft, spent.Action, spent.Reason, spent.Source = no, Fail, ReasonMaxRequests, srcMaxRequests
+		spent.when.requestsLeft, spent.Action, spent.Reason, spent.Source = no, Fail, reason.MaxRequests, srcMaxRequests
 		r.when.requestsLeft = yes
 		if r.Action == RestartListNewerRV || r.Action == RestartListUnpaginated {
 			refused := r
-			refused.when.restartAllowed, refused.Action, refused.Reason, refused.Source = no, Fail, ReasonRestartNotAllowed, srcRestart
+			refused.when.restartAllowed, refused.Action, refused.Reason, refused.Source = no, Fail, reason.RestartNotAllowed, srcRestart
 			r.when.restartAllowed = yes
 			out = append(out, r, refused, spent)
 			continue
@@ -269,12 +258,12 @@ var probeRows = func() []Row {
 	var out []Row
 	for _, op := range []Op{OpNewerRV, OpCurrentRV} {
 		out = append(out,
-			Row{when{op: op, classes: cls(OK), listRV: yes}, Accept, ReasonOK, srcProbe, WaitByAction},
-			Row{when{op: op, classes: cls(OK), listRV: no}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; an answer without ListMeta.resourceVersion names none", WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, ReasonNewerRVProbeRetry, srcProbe + "; retried after a backoff (Policy.Backoff)", WaitByAction},
-			Row{when{op: op, classes: cls(ServedOlder)}, Fail, ReasonRVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: a consistent read older than the requested resourceVersion proves it was never handed out`, WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
-			Row{when{op: op, classes: cls(Canceled, Invalid, Forbidden, NotFound, Other, Gone, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Fail, ReasonNewerRVProbeFailed, srcProbe + "; any other failure ends the call", WaitByAction},
+			Row{when{op: op, classes: cls(OK), listRV: yes}, Accept, reason.OK, srcProbe, WaitByAction},
+			Row{when{op: op, classes: cls(OK), listRV: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; an answer without ListMeta.resourceVersion names none", WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, reason.NewerRVProbeRetry, srcProbe + "; retried after a backoff (Policy.Backoff)", WaitByAction},
+			Row{when{op: op, classes: cls(ServedOlder)}, Fail, reason.RVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: a consistent read older than the requested resourceVersion proves it was never handed out`, WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+			Row{when{op: op, classes: cls(Canceled, Invalid, Forbidden, NotFound, Other, Gone, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Fail, reason.NewerRVProbeFailed, srcProbe + "; any other failure ends the call", WaitByAction},
 		)
 	}
 	return out
@@ -301,13 +290,13 @@ func decide(s Situation, p Policy) decision {
 			return decision{Row: r, index: i}
 		}
 	}
-	return decision{Row: Row{Action: Fail, Reason: ReasonNotRetriable, Source: "no row matched"}, index: -1}
+	return decision{Row: Row{Action: Fail, Reason: reason.NotRetriable, Source: "no row matched"}, index: -1}
 }
 
 // Decision is a row's answer for the reflector (OpRelist, OpWatch).
 type Decision struct {
 	Action Action
-	Reason ReasonCode
+	Reason reason.Code
 	Wait   Wait
 	Row    int
 }

@@ -9,11 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	. "github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // expected is an independent reading of KEP-2523 and the API Concepts tables, written as plain control
 // flow (not as patterns), that the table must agree with cell by cell.
-func expected(s Situation, p Policy) (Action, ReasonCode) {
+func expected(s Situation, p Policy) (Action, reason.Code) {
 	switch s.Op {
 	case OpNewerRV, OpCurrentRV: // a limit=1 MostRecent read
 		switch s.Class {
@@ -21,29 +22,29 @@ func expected(s Situation, p Policy) (Action, ReasonCode) {
 			if s.ListRV {
 				return Accept, ""
 			}
-			return Fail, ReasonNewerRVProbeFailed
+			return Fail, reason.NewerRVProbeFailed
 		case Throttled, ServerError, Transport, NoAnswer, TooLargeRV:
 			if s.AttemptsLeft {
-				return Backoff, ReasonNewerRVProbeRetry
+				return Backoff, reason.NewerRVProbeRetry
 			}
 		case ServedOlder:
-			return Fail, ReasonRVNewerThanServer
+			return Fail, reason.RVNewerThanServer
 		}
-		return Fail, ReasonNewerRVProbeFailed
+		return Fail, reason.NewerRVProbeFailed
 	case OpRelist, OpWatch:
 		return expectedRule(s, p), ""
 	}
 	if s.NotAList && s.Class == Other {
-		return Fail, ReasonNotAList
+		return Fail, reason.NotAList
 	}
 	a := expectedRule(s, p)
 	switch {
 	case a == Accept || a.IsFailure():
 		return a, ""
 	case !s.RequestsLeft: // Options.MaxRequests
-		return Fail, ReasonMaxRequests
+		return Fail, reason.MaxRequests
 	case (a == RestartListNewerRV || a == RestartListUnpaginated) && !s.RestartAllowed:
-		return Fail, ReasonRestartNotAllowed
+		return Fail, reason.RestartNotAllowed
 	}
 	return a, ""
 }
@@ -285,7 +286,7 @@ func checkSafety(t *testing.T, s Situation, p Policy, d decision) {
 }
 
 func TestTableRowsCiteSources(t *testing.T) {
-	seen := map[ReasonCode]bool{}
+	seen := map[reason.Code]bool{}
 	for i, r := range table {
 		if r.Reason == "" || r.Source == "" {
 			t.Errorf("row %d has no reason or source", i)
@@ -309,8 +310,8 @@ func TestTableRowsCiteSources(t *testing.T) {
 		}
 		seen[r.Reason] = true
 	}
-	for _, must := range []ReasonCode{ReasonRule1RetryNewerRV, ReasonRule1FallbackMostRecent, ReasonRule2RetryWithLimit,
-		ReasonContinueExpiredRestart, ReasonContinueExpiredUnpaginated, ReasonTooLargeWait, ReasonTooLargeFallbackMostRecent, ReasonTooLargeCacheStuck} {
+	for _, must := range []reason.Code{reason.Rule1RetryNewerRV, reason.Rule1FallbackMostRecent, reason.Rule2RetryWithLimit,
+		reason.ContinueExpiredRestart, reason.ContinueExpiredUnpaginated, reason.TooLargeWait, reason.TooLargeFallbackMostRecent, reason.TooLargeCacheStuck} {
 		if !seen[must] {
 			t.Errorf("no row with reason %s", must)
 		}

@@ -11,10 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/reflector"
+	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // constDocs reads the Go sources of the package in dir (tests excluded) and
@@ -82,7 +79,7 @@ func constDocs(t *testing.T, dir string) map[string]string {
 // the reason-code constants: every code a metric or log line can carry has a
 // non-empty explanation, taken from the constant's doc comment.
 func TestTroubleshootingIsGenerated(t *testing.T) {
-	fb, lw, rf, cp := constDocs(t, "../../fallback"), constDocs(t, "../../lister"), constDocs(t, "../../reflector"), constDocs(t, "../../compat")
+	docs, cp := constDocs(t, "../reason"), constDocs(t, "../../compat")
 	var b bytes.Buffer
 	b.WriteString(troubleshootingHeader)
 	table := func(title, intro string, codes []string, docs map[string]string) {
@@ -95,30 +92,32 @@ func TestTroubleshootingIsGenerated(t *testing.T) {
 			fmt.Fprintf(&b, "| `%s` | %s |\n", c, strings.ReplaceAll(d, "|", `\|`))
 		}
 	}
-	var list []string
-	for _, c := range fallback.ListReasons() {
-		list = append(list, string(c))
+	codes := func(src reason.Source) []string {
+		var out []string
+		for _, c := range reason.By(src) {
+			out = append(out, string(c))
+		}
+		return out
 	}
 	table("Lists (package lister; `reason` of `steadywatch_fallbacks_total`)",
 		"Every list call ends with one of these in its Record and, on failure, in the *lister.Error; the decision table in [rules.md](rules.md) gives the rule and its public source.",
-		list, fb)
+		codes(reason.Lister), docs)
 	table("Drop-in ListerWatcher (package lister, under client-go's own reflector)",
 		"What the ListerWatcher behind `reflector.NewSharedIndexInformer` and the informer-factory adoption counts: `cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total` and `steadywatch_fallbacks_total`.",
-		lister.ListerWatcherReasons(),
-		lw)
+		codes(reason.DropIn), docs)
 	table("Reflector (package reflector)",
 		"Why `reflector.New` moved: `reason` of `steadywatch_transitions_total`, `cause` of `steadywatch_relists_total`, `reason` of `steadywatch_watch_restarts_total`; the log line at verbosity 2 carries the same code and the detail.",
-		reflector.Reasons(), rf)
+		codes(reason.Reflector), docs)
 	var caps []string
 	capDocs := map[string]string{}
-	for _, c := range compat.ReasonCodes() {
-		caps = append(caps, string(c))
-		name, support, ok := strings.Cut(strings.TrimPrefix(string(c), "compat:"), "=")
+	for _, c := range codes(reason.Compat) {
+		caps = append(caps, c)
+		name, support, ok := strings.Cut(strings.TrimPrefix(c, "compat:"), "=")
 		if !ok {
-			capDocs[string(c)] = cp[string(c)]
+			capDocs[c] = docs[c]
 			continue
 		}
-		capDocs[string(c)] = fmt.Sprintf("The belief about this capability is now *%s* (from `/version` or from what the server did). %s", support, cp[name])
+		capDocs[c] = fmt.Sprintf("The belief about this capability is now *%s* (from `/version` or from what the server did). %s", support, cp[name])
 	}
 	table("Capability beliefs (package compat; name `compat` or `compat/<group/version>`)",
 		"A belief about the server changed. Beliefs are kept per host and per API group/version, and those learned from behaviour expire, so a long-lived informer tries again.",
@@ -134,7 +133,7 @@ Every fallback steadywatch takes is a **reason code**: a metric label (see
 [metrics/prometheus](../metrics/prometheus)) and the ` + "`reason`" + ` key of a log line at
 verbosity 2 (` + "`-v=2`" + ` with klog, or a logr logger at V(2) in the context). The codes are
 constants in the code, so this page lists every one, with the constant's own documentation.
-[reasons.md](reasons.md) lists them by metric.
+[reasons.md](reasons.md) lists them all, with the metric labels that carry each.
 
 ## My informer never syncs
 

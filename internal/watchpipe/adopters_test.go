@@ -61,8 +61,8 @@ type pipeCase struct {
 }
 
 const (
-	stale      = "event-older-than-store"      // lister.ReasonStaleEvent, reflector.ReasonStaleEvent
-	unparsable = "unparsable-resource-version" // lister.ReasonBadResourceVersion, reflector.ReasonBadResourceVersion
+	stale      = "event-older-than-store"      // the reflector's and the drop-in's reason code
+	unparsable = "unparsable-resource-version" // the reflector's and the drop-in's reason code
 )
 
 var pipeCases = []pipeCase{

@@ -7,9 +7,9 @@
 //
 // Both sides are the same program: a ConfigMap informer from client-go's
 // SharedInformerFactory. Stock is that factory with client-go's defaults;
-// ours adds the one line a user adds, reflector.MustAdopt. Each watches the
-// scene's namespace through a fault proxy of its own, so every request it
-// sends is on record and counted. The faults are the e2e/soak catalogue's,
+// ours is built by reflector.NewSharedInformerFactoryWithOptions, the one
+// line a user changes. Each watches the scene's namespace through a fault
+// proxy of its own, so every request it sends is on record and counted. The faults are the e2e/soak catalogue's,
 // held for seconds instead of the soak's minute:
 //
 //   - redelivered: each object's previous MODIFIED re-sent after the newer

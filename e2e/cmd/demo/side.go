@@ -33,13 +33,14 @@ const (
 // newInformer builds a side's ConfigMap informer of namespace ns on cs, the
 // way most programs build one: from client-go's SharedInformerFactory with
 // client-go's defaults. steadywatch's side differs by the one line a user
-// adds (reflector.MustAdopt, before the typed accessor). This is the only
+// changes (reflector.NewSharedInformerFactoryWithOptions for client-go's
+// constructor). This is the only
 // place the two sides are built; rec receives steadywatch's fallbacks and
 // relists.
 func newInformer(who string, cs kubernetes.Interface, ns string, rec metrics.Recorder) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	if who == ours {
-		reflector.MustAdopt(factory, &corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: ns, Lister: lister.Options{Metrics: rec}})
+		factory = reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Metrics: rec}, informers.WithNamespace(ns))
 	}
 	return factory, factory.Core().V1().ConfigMaps().Informer()
 }

@@ -436,7 +436,7 @@ func (c *Client) wait(ctx context.Context, k *kind, gvk schema.GroupVersionKind,
 		c.mu.Unlock()
 		ok, err := ready()
 		if errors.Is(err, errIncomparable) {
-			return true, c.fallback(ctx, gvk, op, name, readyourwrites.FallbackIncomparable, start, err)
+			return true, c.fallback(ctx, gvk, op, name, "incomparable", start, err)
 		}
 		if err != nil {
 			return false, err
@@ -458,7 +458,7 @@ func (c *Client) wait(ctx context.Context, k *kind, gvk schema.GroupVersionKind,
 		select {
 		case <-changed:
 		case <-timer.C:
-			return true, c.fallback(ctx, gvk, op, name, readyourwrites.FallbackBound, start, nil)
+			return true, c.fallback(ctx, gvk, op, name, "bound", start, nil)
 		case <-ctx.Done():
 			return false, fmt.Errorf("waiting for the cache of %s to reflect this client's own write: %w", gvk.Kind, context.Cause(ctx))
 		}

@@ -4,20 +4,21 @@
 // the factory's typed Lister, and a local Prometheus /metrics endpoint.
 //
 // It exists twice: examples/informer runs on steadywatch, examples/stock/informer
-// is the same program without it. The two files differ in exactly one added
-// line (marked "adopts steadywatch") and the imports of the steadywatch
-// packages it names; e2e/examples asserts that with diff and runs both
-// against real apiservers:
+// is the same program without it. The two files differ in exactly one line
+// (marked "adopts steadywatch": the factory's constructor) and the imports
+// of the steadywatch packages it names; e2e/examples asserts that with diff
+// and runs both against real apiservers:
 //
-//	 factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.namespace), informers.WithTweakListOptions(tweak))
-//	+factory.InformerFor(&corev1.ConfigMap{}, reflector.FactoryInformer(&corev1.ConfigMap{}, reflector.FactoryOptions{Namespace: c.namespace, TweakListOptions: tweak, Lister: lister.Options{Metrics: swprom.New(reg, "")}}))
-//	 configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() use what was registered
+//	-factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(c.namespace), informers.WithTweakListOptions(tweak))
+//	+factory := reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Metrics: swprom.New(reg, "")}, informers.WithNamespace(c.namespace), informers.WithTweakListOptions(tweak))
+//	 configMaps := factory.Core().V1().ConfigMaps() // Informer() and Lister() run on steadywatch
 //
-// reflector.FactoryInformer builds steadywatch's own SharedIndexInformer
-// (client-go's handler semantics) whose store reflector.New fills from the
-// clientset's typed ConfigMap client, in the same namespace and with the
-// same tweak as the factory's own informers, so every list runs with the
-// KEP-2523 fallbacks, and a streaming list is used only where the server
+// reflector.NewSharedInformerFactoryWithOptions returns a client-go
+// SharedInformerFactory whose typed informers are steadywatch's own
+// SharedIndexInformer (client-go's handler semantics), filled by
+// reflector.New from the clientset's typed client, in the namespace and
+// with the selectors the factory's own options give (nothing is repeated),
+// so every list runs with the KEP-2523 fallbacks, and a streaming list is used only where the server
 // really streams (a stock v0.37 informer never syncs against a v1.18
 // apiserver; this one does). What steadywatch did is on /metrics
 // (steadywatch_lists_total, steadywatch_fallbacks_total, ...).

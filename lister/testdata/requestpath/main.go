@@ -66,8 +66,8 @@ func run(dir string) error {
 	if err := coverage.WriteMetaDir(dir); err != nil {
 		return err
 	}
-	if lerr != nil || requests.Load() != 3 || len(rec.Fallbacks) != 1 || rec.Fallbacks[0].Reason != fallback.ReasonRule1RetryNewerRV {
-		return fmt.Errorf("the traced list: err %v, %d requests, fallbacks %v; want 3 requests and one %s", lerr, requests.Load(), rec.Fallbacks, fallback.ReasonRule1RetryNewerRV)
+	if lerr != nil || requests.Load() != 3 || len(rec.Fallbacks) != 1 || rec.Fallbacks[0].Reason != "rule1-gone-retry-newer-rv" {
+		return fmt.Errorf("the traced list: err %v, %d requests, fallbacks %v; want 3 requests and one %s", lerr, requests.Load(), rec.Fallbacks, "rule1-gone-retry-newer-rv")
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package shard_test
+package sharding_test
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/compat"
+	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
-	"github.com/steadywatch/steadywatch/shard"
 )
 
 // fakeServer answers lists with its objects, filtered and echoed only when
@@ -132,7 +132,7 @@ func TestWrapListsTheRangeWhetherTheServerFiltersOrNot(t *testing.T) {
 		if len(items) != inLowHalf(60) || lw.Mode() != want || srv.sent[0] != "list:"+lowHalf.String() {
 			t.Fatalf("server applies=%v: %d items (want %d), mode %q (want %q), sent %q", applies, len(items), inLowHalf(60), lw.Mode(), want, srv.sent)
 		}
-		if got := rec.count(shard.ReasonClientFilter); (got == 1) != !applies {
+		if got := rec.count("shard-client-filter"); (got == 1) != !applies {
 			t.Fatalf("server applies=%v: %d client-filter fallbacks", applies, got)
 		}
 	}
@@ -148,8 +148,8 @@ func TestWrapListsAgainWithoutTheParameterOnAMismatchedEcho(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(obj.(*corev1.ConfigMapList).Items); n != inLowHalf(60) || lw.Mode() != shard.ModeClient ||
-		len(srv.sent) != 2 || srv.sent[1] != "list:" || rec.count(shard.ReasonShardInfoMismatch) != 1 {
-		t.Fatalf("%d items, mode %q, sent %q, mismatches %d", n, lw.Mode(), srv.sent, rec.count(shard.ReasonShardInfoMismatch))
+		len(srv.sent) != 2 || srv.sent[1] != "list:" || rec.count("shard-info-mismatch") != 1 {
+		t.Fatalf("%d items, mode %q, sent %q, mismatches %d", n, lw.Mode(), srv.sent, rec.count("shard-info-mismatch"))
 	}
 }
 
@@ -177,8 +177,8 @@ func TestWrapWatchDropsEventsOutsideTheRangeAndEndsWhenItChanges(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event delivered")
 	}
-	if rec.count(shard.ReasonEventOutsideRange) != 1 {
-		t.Fatalf("outside-range fallbacks: %d", rec.count(shard.ReasonEventOutsideRange))
+	if rec.count("shard-event-outside-range") != 1 {
+		t.Fatalf("outside-range fallbacks: %d", rec.count("shard-event-outside-range"))
 	}
 	mu.Lock()
 	sel = shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{Start: 1 << 63, End: 0}}}
@@ -460,7 +460,7 @@ func TestWrapUnderTheDropInListerWatcherFiltersInThePipeline(t *testing.T) {
 	if ev := nextObject(t, w); ev.Object.(*corev1.ConfigMap).Name != in.Name {
 		t.Fatalf("first event delivered is %s %s, want %s (the one outside the range dropped)", ev.Type, ev.Object.(*corev1.ConfigMap).Name, in.Name)
 	}
-	if n := rec.count(shard.ReasonEventOutsideRange); n != 1 || slw.Mode() != shard.ModeClient {
+	if n := rec.count("shard-event-outside-range"); n != 1 || slw.Mode() != shard.ModeClient {
 		t.Fatalf("outside-range fallbacks %d (want 1), mode %q", n, slw.Mode())
 	}
 
@@ -538,7 +538,7 @@ func TestWrapUnderReflectorNewFiltersInThePipeline(t *testing.T) {
 			t.Fatalf("%s held outside the range", o.(*corev1.ConfigMap).Name)
 		}
 	}
-	if n := rec.count(shard.ReasonEventOutsideRange); n != 1 {
+	if n := rec.count("shard-event-outside-range"); n != 1 {
 		t.Fatalf("outside-range fallbacks %d, want 1", n)
 	}
 	forwardsEverything(t, srv, slw)

@@ -1,4 +1,4 @@
-package shard
+package sharding
 
 import (
 	"context"
@@ -264,9 +264,9 @@ func TestMembershipKeepsTheClaimUntilReleaseConfirms(t *testing.T) {
 	g := newGroup(t)
 	a := g.join("a")
 	busy := true
-	a.o.Release = func(context.Context, Selector) error {
+	a.o.Release = func(_ context.Context, released []int) []int {
 		if busy {
-			return errors.New("a reconcile is still running")
+			return released
 		}
 		return nil
 	}

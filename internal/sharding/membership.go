@@ -1,4 +1,4 @@
-package shard
+package sharding
 
 import (
 	"context"
@@ -77,11 +77,12 @@ type MembershipOptions struct {
 	WaitReady func(ctx context.Context, acting Selector) error
 	// Release, if set, is called after this member stopped acting on slices
 	// (Owns is already false for their objects) and before its claim on
-	// them goes, with their Selector and at most RenewDeadline/2 to return:
+	// them goes, with those slices and at most RenewDeadline/2 to return:
 	// the controller waits there for its reconciles of those objects that
-	// are still running. Until it returns nil the slices stay claimed, so no
-	// other member starts on them.
-	Release func(ctx context.Context, released Selector) error
+	// are still running, and returns the slices that are still busy. They
+	// stay claimed, so no other member starts on them, and are offered
+	// again next round; the others are let go.
+	Release func(ctx context.Context, released []int) (busy []int)
 	// OnChange, if set, is called with each new View (from Run's goroutine).
 	OnChange func(View)
 	// Field is the hashed field of the Selectors this membership produces.
@@ -135,7 +136,7 @@ type Membership struct {
 
 	seen      map[string]observed // other members' Leases, by name
 	lastRenew time.Time           // start of our last successful renew
-	releasing []int               // slices no longer acted on, still claimed until Release returns nil
+	releasing []int               // slices no longer acted on, still claimed while Release reports them busy
 }
 
 type observed struct {
@@ -302,12 +303,11 @@ func (m *Membership) release(ctx context.Context, log klog.Logger, released []in
 	if len(released) == 0 || m.o.Release == nil {
 		return
 	}
-	sel, _ := SelectorOf(m.o.Field, released, m.o.Slices)
 	ctx, cancel := context.WithTimeout(ctx, m.o.RenewDeadline/2)
 	defer cancel()
-	if err := m.o.Release(ctx, sel); err != nil {
-		log.V(2).Info("Released slices still busy; keeping their claim this round", "slices", FormatSlices(released), "err", err)
-		m.releasing = released
+	if busy := intersect(m.o.Release(ctx, released), released); len(busy) > 0 {
+		log.Info("Reconciles of released slices still running; keeping their claim this round", "slices", FormatSlices(busy), "released", FormatSlices(released))
+		m.releasing = busy
 	}
 }
 

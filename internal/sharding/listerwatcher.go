@@ -1,4 +1,4 @@
-package shard
+package sharding
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -24,24 +25,6 @@ import (
 // a list's shardInfo echoed it, No when a list came back without shardInfo
 // or a watch delivered an object outside the range.
 const Capability compat.Capability = "shardSelector"
-
-// Reasons reported through metrics.Recorder.Fallback by a sharded
-// ListerWatcher.
-const (
-	// ReasonClientFilter: a list came back without shardInfo (the server
-	// ignored the shardSelector); the objects outside the range were dropped
-	// on the client.
-	ReasonClientFilter = "shard-client-filter"
-	// ReasonEventOutsideRange: a watch delivered an object outside the
-	// range (the server does not filter watches); it was dropped.
-	ReasonEventOutsideRange = "shard-event-outside-range"
-	// ReasonShardInfoMismatch: a list's shardInfo named another selector; the
-	// list was repeated without the parameter and filtered on the client.
-	ReasonShardInfoMismatch = "shard-info-mismatch"
-	// ReasonRangeChanged: the range changed (members joined or left); the
-	// watch ended with 410 Expired so that client-go lists the new range.
-	ReasonRangeChanged = "shard-range-changed"
-)
 
 // WrapOptions configures Wrap.
 type WrapOptions struct {
@@ -178,8 +161,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 	if errors.Is(err, ErrShardInfoMismatch) {
 		// The server filtered by something else: what it returned is not a
 		// superset of the range. Ask for everything and filter here.
-		lw.o.Metrics.Fallback(lw.o.Name, ReasonShardInfoMismatch)
-		log.Info("The server's shardInfo does not echo the shardSelector sent; listing without it and filtering on the client", "reason", ReasonShardInfoMismatch, "err", err)
+		lw.o.Metrics.Fallback(lw.o.Name, string(reason.ShardInfoMismatch))
+		log.Info("The server's shardInfo does not echo the shardSelector sent; listing without it and filtering on the client", "reason", string(reason.ShardInfoMismatch), "err", err)
 		opts.ShardSelector = ""
 		if list, err = lw.inner.ListWithContext(ctx, opts); err != nil {
 			return nil, err
@@ -193,8 +176,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 		if err != nil {
 			return nil, err
 		}
-		lw.o.Metrics.Fallback(lw.o.Name, ReasonClientFilter)
-		log.V(2).Info("The server ignored the shardSelector; filtered on the client", "reason", ReasonClientFilter, "dropped", dropped)
+		lw.o.Metrics.Fallback(lw.o.Name, string(reason.ShardClientFilter))
+		log.V(2).Info("The server ignored the shardSelector; filtered on the client", "reason", string(reason.ShardClientFilter), "dropped", dropped)
 	}
 	return lw.done(log, sel, mode, list, cacheList(opts, list)), nil
 }
@@ -272,7 +255,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 	if streaming {
 		sel = cur
 	} else if !cur.Equal(sel) {
-		lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
+		lw.o.Metrics.Fallback(lw.o.Name, string(reason.ShardRangeChanged))
 		return nil, rangeChangedError()
 	}
 	opts.ShardSelector = sel.String()
@@ -320,9 +303,9 @@ func (r *watchRange) Keep(m metav1.Object) bool {
 		return true
 	}
 	if r.sent {
-		r.lw.o.Metrics.Fallback(r.lw.o.Name, ReasonEventOutsideRange)
+		r.lw.o.Metrics.Fallback(r.lw.o.Name, string(reason.ShardEventOutsideRange))
 		if r.outside.CompareAndSwap(false, true) {
-			r.log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", ReasonEventOutsideRange)
+			r.log.V(2).Info("A watch event outside the shard range was dropped: the server does not filter watches", "reason", string(reason.ShardEventOutsideRange))
 			r.lw.believe(r.log, r.sel, ModeClient, "observed: a watch event outside the shardSelector's range")
 		}
 	}
@@ -350,7 +333,7 @@ func (f pipelineFilter) Immutable() bool { return true }
 
 // rangeChangedError is a 410 Expired: client-go's reflector relists.
 func rangeChangedError() *apierrors.StatusError {
-	return apierrors.NewResourceExpired("steadywatch: the shard range changed (" + ReasonRangeChanged + "); relisting")
+	return apierrors.NewResourceExpired("steadywatch: the shard range changed (" + string(reason.ShardRangeChanged) + "); relisting")
 }
 
 // rangeWatch forwards the events of a watch, ends it with 410 Expired when
@@ -388,8 +371,8 @@ func (f *rangeWatch) run(lw *ListerWatcher, r *watchRange, changed <-chan struct
 		case <-f.stop:
 			return
 		case <-changed:
-			lw.o.Metrics.Fallback(lw.o.Name, ReasonRangeChanged)
-			r.log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", ReasonRangeChanged)
+			lw.o.Metrics.Fallback(lw.o.Name, string(reason.ShardRangeChanged))
+			r.log.V(2).Info("The shard range changed; ending the watch so client-go lists the new range", "reason", string(reason.ShardRangeChanged))
 			st := rangeChangedError().ErrStatus
 			send(watch.Event{Type: watch.Error, Object: &st})
 			return

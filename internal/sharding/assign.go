@@ -1,4 +1,4 @@
-package shard
+package sharding
 
 import (
 	"cmp"
