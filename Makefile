@@ -8,9 +8,10 @@ E2E_FLAGS ?=
 E2E_TIMEOUT ?= 35m
 SERVER ?= current
 
-# Every Go module in the repository: the SDK, the e2e harness and suites, the examples, the kubectl plugin,
+# Every Go module in the repository: the SDK (with the kubectl plugin, cmd/kubectl-steadywatch), the e2e
+# harness and suites, the examples,
 # the developer tools of hack/.
-MODULES := . e2e examples cmd/kubectl-steadywatch hack
+MODULES := . e2e examples hack
 ACTIONLINT_VERSION ?= v1.7.12
 CHAOS_DURATION ?= 75s
 
@@ -47,7 +48,7 @@ lint:
 
 ## unit: unit tests with the race detector (SDK, examples, plugin, hack's tools; e2e's pure packages run in `e2e`).
 unit:
-	@for m in . examples cmd/kubectl-steadywatch hack; do echo "==> unit ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...); done
+	@for m in . examples hack; do echo "==> unit ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...); done
 
 ## build-apiservers: build (or reuse from e2e/.cache) kube-apiserver current and legacy, with progress.
 build-apiservers:

@@ -1,49 +1,30 @@
-// Package compat knows what an apiserver really does: it parses /version into
-// Capabilities and records observed behaviour (which outranks the version
-// string), cached per server with expiry, so the lister and reflector pick the
-// cheap path on current servers and never wait for what an old server cannot send.
+// Package compat knows what an apiserver really does with list and watch
+// parameters: a Detector reads each server's /version and records the
+// behaviour the SDK observes (which outranks the version string, and
+// expires), so the lister and reflector pick the cheap path on current
+// servers and never wait for what an old server cannot send.
 //
-// The version-to-capability knowledge is one table (Table), each row citing its
-// public source (KEP-2523,
-// https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/2523-consistent-resource-version-semantics;
-// Kubernetes API Concepts, Resource versions,
-// https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions;
-// Kubernetes source files and issues); FromVersion applies it. A belief
-// resting only on a feature-gate default (Basis BasisGateDefault, e.g.
-// StreamingList on v1.34) is "likely, verify": a cluster may run with the gate
-// flipped, so callers use it but Observe what the server actually did, and the
-// observation wins until it expires.
+// Share one Detector per process and hand its Server to the SDK:
 //
-// # Scopes
+//	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+//	l := lister.New(client, lister.Options{Server: srv})
 //
-// What the version says is a fact about a host: a Detector fetches /version
-// once per host (VersionTTL; failures are retried after VersionErrorTTL).
-// Behaviour is a fact about what served a request, and one host serves
-// different API groups differently: aggregated APIs are proxied to other
-// servers, custom resources are served by other code than core ones. So
-// observations are kept per host and API group/version: ForGroupVersion(server,
-// gv) returns the view of one group/version, whose Observe records for gv only
-// and whose Capabilities are gv's own observations over the host-wide
-// observations over the version. The unscoped Server (Detector.For,
-// Detector.ForConfig, Static) is the host-wide scope, for callers that have no
-// group/version and for evidence about the whole host; it never sees a
-// group/version's observations.
-//
-// In every scope a later observation contradicting an earlier one replaces it
-// at once (an HA pair in the middle of an upgrade answers differently from
-// request to request), and every observation expires after ObservationTTL
-// (10 min by default), a "No" as much as a "Yes", so a long-lived informer
-// streams again once the server can.
+// What the version says follows KEP-2523
+// (https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/2523-consistent-resource-version-semantics)
+// and the Kubernetes API Concepts, Resource versions
+// (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions).
+// Behaviour is kept per host and per API group/version: an aggregated API
+// or a custom resource may be served differently from the core group. A
+// belief resting only on a feature-gate default (streaming lists on v1.34,
+// say) is verified by the first request and corrected by what the server did.
 //
 // # Logs and metrics
 //
 // Belief changes are logged (klog.FromContext, V(2), with the host stripped of
 // user information and the group/version) and counted through
-// metrics.Recorder.Fallback(name, reason). name is MetricsName ("compat") for
-// the host-wide beliefs (reported once per host, whichever view asks) and
-// "compat/<group/version>" (MetricsNameFor) when a view's own observations
-// change its belief (it departs from, or returns to, the host-wide one); the
-// host is never a label. reason is one of these fallback.ReasonCode values
+// metrics.Recorder.Fallback(name, reason): name is "compat" for a host's
+// beliefs and "compat/<group>/<version>" for one group/version's (the host
+// is never a label); reason is one of these fallback.ReasonCode values
 // (fallback.Reasons lists them with every other reason code):
 //
 //	compat:resourceVersionMatch=unknown    compat:resourceVersionMatch=yes    compat:resourceVersionMatch=no
@@ -52,10 +33,10 @@
 //	compat:consistentListFromCache=unknown compat:consistentListFromCache=yes compat:consistentListFromCache=no
 //	compat:tooLargeRVByMessage=unknown     compat:tooLargeRVByMessage=yes     compat:tooLargeRVByMessage=no
 //	compat:watchCacheProgress=unknown      compat:watchCacheProgress=yes      compat:watchCacheProgress=no
-//	compat:unlisted-capability             (any Capability that is not a declared constant)
+//	compat:unlisted-capability             (any capability the SDK does not declare)
 //
 // Capabilities never fail: an unknown, unparsable or unreachable version gives
-// Unknown, which callers treat conservatively.
+// unknown capabilities, which the SDK treats conservatively.
 //
 // It is not a list or watch implementation (see package lister), and it does
 // not decide what to do about a capability (see package fallback).

@@ -1,89 +1,24 @@
 package compat_test
 
 import (
-	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/lister"
 )
 
-func ExampleParseVersion() {
-	for _, s := range []string{"v1.27.3-eks-4f4795d", "v1.29.0+k3s1", "1.29", "not-a-version"} {
-		v, err := compat.ParseVersion(s)
-		if err != nil {
-			fmt.Println("error:", err)
-			continue
-		}
-		fmt.Printf("%s -> %d.%d.%d pre=%q build=%q\n", s, v.Major, v.Minor, v.Patch, v.Pre, v.Build)
+// One Detector per process; its Server goes into the SDK's options. Nothing
+// is sent until a list needs the server's capabilities.
+func ExampleNewDetector() {
+	cfg := &rest.Config{Host: "https://10.0.0.1:6443"} // in production: your kubeconfig's
+	server, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	v, _ := compat.ParseVersion("v1.18.19")
-	fmt.Println(compat.FromVersion(v))
-	// Output:
-	// v1.27.3-eks-4f4795d -> 1.27.3 pre="eks-4f4795d" build=""
-	// v1.29.0+k3s1 -> 1.29.0 pre="" build="k3s1"
-	// 1.29 -> 1.29.0 pre="" build=""
-	// error: compat: cannot parse apiserver version "not-a-version": want <major>.<minor>[.<patch>]
-	// v1.18.19 resourceVersionMatch=no watchBookmarks=yes streamingList=no consistentListFromCache=no tooLargeRVByMessage=no watchCacheProgress=no
-}
-
-func ExampleDetector() {
-	ctx := context.Background()
-	d := compat.NewDetector(compat.DetectorOptions{}) // zero value: 10 min TTLs, real clock, no metrics
-
-	// In production: server, err := d.ForConfig(restConfig).
-	server := d.For("https://10.0.0.1:6443", func(ctx context.Context) (string, error) {
-		return "v1.34.4", nil // what GET /version said
-	})
-
-	caps := server.Capabilities(ctx)
-	fmt.Println(caps.Get(compat.StreamingList), caps.Tentative(compat.StreamingList))
-	fmt.Println(caps.Reasons[compat.StreamingList])
-
-	// This cluster runs with the WatchList gate off: sendInitialEvents was answered 422.
-	server.Observe(compat.Observation{
-		Capability: compat.StreamingList,
-		Support:    compat.No,
-		Detail:     "watch with sendInitialEvents answered 422",
-	})
-	caps = server.Capabilities(ctx)
-	fmt.Println(caps.Get(compat.StreamingList), caps.Tentative(compat.StreamingList))
-	fmt.Println(caps)
-	// Output:
-	// yes true
-	// version v1.34.4: WatchList is on by default since v1.34 (a cluster may disable it: verify)
-	// no false
-	// v1.34.4 resourceVersionMatch=yes watchBookmarks=yes streamingList=no(observed) consistentListFromCache=yes tooLargeRVByMessage=no watchCacheProgress=yes
-}
-
-func ExampleForGroupVersion() {
-	ctx := context.Background()
-	d := compat.NewDetector(compat.DetectorOptions{})
-	host := d.For("https://10.0.0.1:6443", func(ctx context.Context) (string, error) {
-		return "v1.34.4", nil // one GET /version per host, whatever the number of views
-	})
-
-	// One view per API group/version a lister or reflector serves.
-	core := compat.ForGroupVersion(host, schema.GroupVersion{Version: "v1"})
-	metricsAPI := compat.ForGroupVersion(host, schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"})
-
-	// The aggregated apiserver behind metrics.k8s.io ignores sendInitialEvents:
-	// the initial-events-end bookmark never came.
-	metricsAPI.Observe(compat.Observation{
-		Capability: compat.StreamingList,
-		Support:    compat.No,
-		Detail:     "no initial-events-end bookmark within 5s",
-	})
-
-	for _, s := range []compat.Server{core, metricsAPI, host} {
-		c := s.Capabilities(ctx)
-		fmt.Printf("%q: streamingList=%s (%s)\n", c.GroupVersion, c.Get(compat.StreamingList), c.Basis[compat.StreamingList])
-	}
-	fmt.Println(compat.MetricsNameFor(schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}))
-	// Output:
-	// "v1": streamingList=yes (gate-default)
-	// "metrics.k8s.io/v1beta1": streamingList=no (observed)
-	// "": streamingList=yes (gate-default)
-	// compat/metrics.k8s.io/v1beta1
+	opts := lister.Options{Server: server}
+	fmt.Println(opts.Server != nil)
+	// Output: true
 }

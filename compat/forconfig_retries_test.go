@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -38,7 +39,7 @@ func TestForConfigSendsOneVersionRequest(t *testing.T) {
 			if took := time.Since(begin); took > 2*time.Second {
 				t.Fatalf("took %v", took)
 			}
-			if caps.Get(compat.StreamingList) == compat.Yes {
+			if caps.Get(capability.StreamingList) == capability.Yes {
 				t.Fatalf("capabilities %s from a failed /version; want conservative", caps)
 			}
 		})

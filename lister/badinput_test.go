@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -33,7 +34,7 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 		{"NotOlderThan, watch cache 504", NotOlderThan(future), nil, testfake.TooLarge(1), false},
 		{"NotOlderThan with a limit, watch cache 504", NotOlderThan(future).WithLimit(500), nil, testfake.TooLarge(1), false},
 		{"Exact, watch cache 504", Exact(future), nil, testfake.TooLarge(1), true},
-		{"Exact on a legacy server, etcd future revision", Exact(future).WithLimit(500), staticServer(compat.No, compat.No), etcdFuture, true},
+		{"Exact on a legacy server, etcd future revision", Exact(future).WithLimit(500), staticServer(capability.No, capability.No), etcdFuture, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(c.first), page("40", "", "a")}}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/pager"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -83,7 +83,7 @@ func BenchmarkListPages(b *testing.B) {
 }
 
 func listPages(b *testing.B, c *pagesClient) {
-	l := New(c, Options{Server: staticServer(compat.Yes, compat.Unknown)})
+	l := New(c, Options{Server: staticServer(capability.Yes, capability.Unknown)})
 	ctx := context.Background()
 	q := NotOlderThan("100").WithLimit(benchPerPage)
 	b.ReportAllocs()
@@ -115,7 +115,7 @@ func BenchmarkClientGoPagerList(b *testing.B) {
 
 // BenchmarkListerList: Lister.List building one list of the client's type.
 func BenchmarkListerList(b *testing.B) {
-	l := New(newPagesClient(benchPages, benchPerPage), Options{Server: staticServer(compat.Yes, compat.Unknown)})
+	l := New(newPagesClient(benchPages, benchPerPage), Options{Server: staticServer(capability.Yes, capability.Unknown)})
 	ctx := context.Background()
 	q := NotOlderThan("100").WithLimit(benchPerPage)
 	b.ReportAllocs()

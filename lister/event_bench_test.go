@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 )
@@ -45,9 +46,9 @@ const prebuiltPages, prebuiltPerPage = 20, 500
 
 // modernServer is what a compat.Detector reports for a current apiserver.
 func modernServer() compat.Server {
-	return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{
-		compat.ResourceVersionMatch: compat.Yes,
-		compat.StreamingList:        compat.Yes,
+	return capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{
+		capability.ResourceVersionMatch: capability.Yes,
+		capability.StreamingList:        capability.Yes,
 	}})
 }
 

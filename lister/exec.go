@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
@@ -134,10 +134,10 @@ func outcome(err error) string {
 // observe tells the server's capability beliefs what the answer to req
 // proved about resourceVersionMatch support.
 func (l *Lister) observe(log klog.Logger, req engine.Request, ans engine.Answer, step engine.Step) {
-	o := compat.Observation{Capability: compat.ResourceVersionMatch, Support: compat.No,
+	o := capability.Observation{Capability: capability.ResourceVersionMatch, Support: capability.No,
 		Detail: fmt.Sprintf("observed: %s served at %s", req.Query, ans.ServedRV)}
 	if step.Evidence == engine.EvidenceHonoured {
-		o.Support = compat.Yes
+		o.Support = capability.Yes
 	} else if step.Class == fallback.Gone {
 		o.Detail = fmt.Sprintf("observed: %s answered 410 (legacy Exact)", req.Query)
 	}
@@ -185,10 +185,10 @@ type callState struct {
 
 // Match is the belief about resourceVersionMatch, read before each first page.
 func (s *callState) Match() engine.MatchSupport {
-	switch s.l.o.Server.Capabilities(s.ctx).Get(compat.ResourceVersionMatch) {
-	case compat.Yes:
+	switch s.l.o.Server.Capabilities(s.ctx).Get(capability.ResourceVersionMatch) {
+	case capability.Yes:
 		return engine.MatchHonoured
-	case compat.No:
+	case capability.No:
 		return engine.MatchIgnored
 	}
 	return engine.MatchUnknown
@@ -197,7 +197,7 @@ func (s *callState) Match() engine.MatchSupport {
 // WatchCacheStuck is the belief that the watch cache moves only on writes
 // of this resource (KEP-1904).
 func (s *callState) WatchCacheStuck() bool {
-	return s.l.o.Server.Capabilities(s.ctx).Get(compat.WatchCacheProgress) == compat.No
+	return s.l.o.Server.Capabilities(s.ctx).Get(capability.WatchCacheProgress) == capability.No
 }
 
 // send waits req.Wait, then sends req, through Options.ListGate when it

@@ -18,6 +18,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -124,9 +125,9 @@ func (r *countingRecorder) Fallback(name, reason string) {
 	r.fallbacks = append(r.fallbacks, reason)
 }
 
-func staticServer(match, streaming compat.Support) compat.Server {
-	return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{
-		compat.ResourceVersionMatch: match, compat.StreamingList: streaming,
+func staticServer(match, streaming capability.Support) compat.Server {
+	return capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{
+		capability.ResourceVersionMatch: match, capability.StreamingList: streaming,
 	}})
 }
 

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -157,20 +157,20 @@ func TestListerWatcherEndsStalledWatch(t *testing.T) {
 func TestStreamingEvidenceOnlyFromTheServersRefusal(t *testing.T) {
 	for name, tc := range map[string]struct {
 		err  error
-		want compat.Support
+		want capability.Support
 	}{
-		"bad selector": {apierrors.NewBadRequest(`unable to parse requirement: invalid label key "a b"`), compat.Unknown},
-		"other 422":    {apierrors.NewInvalid(schemaGK(), "", nil), compat.Unknown},
+		"bad selector": {apierrors.NewBadRequest(`unable to parse requirement: invalid label key "a b"`), capability.Unknown},
+		"other 422":    {apierrors.NewInvalid(schemaGK(), "", nil), capability.Unknown},
 		"422 sendInitialEvents": {&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid,
-			Message: `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled`}}, compat.No},
+			Message: `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled`}}, capability.No},
 	} {
-		srv := compat.Static(compat.Capabilities{})
+		srv := capability.Static(capability.Capabilities{})
 		c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return nil, tc.err }}
 		_, err := NewListerWatcher(c, Options{Server: srv}).WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 		if err == nil {
 			t.Fatalf("%s: no error", name)
 		}
-		if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != tc.want {
+		if got := srv.Capabilities(context.Background()).Get(capability.StreamingList); got != tc.want {
 			t.Errorf("%s: streaming list belief %v, want %v", name, got, tc.want)
 		}
 	}
@@ -183,7 +183,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	expected := make(chan int, 1)
 	expected <- 2
 	close(expected)
-	srv := compat.Static(compat.Capabilities{})
+	srv := capability.Static(capability.Capabilities{})
 	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(testfake.ConfigMap("a", "5"))
@@ -197,7 +197,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	if st, _ := ev.Object.(*metav1.Status); st == nil || st.Reason != StatusReasonStreamingListUnsupported {
 		t.Fatalf("error event %+v", ev.Object)
 	}
-	if srv.Capabilities(context.Background()).Get(compat.StreamingList) != compat.No {
+	if srv.Capabilities(context.Background()).Get(capability.StreamingList) != capability.No {
 		t.Fatal("not recorded")
 	}
 }
@@ -206,7 +206,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 // event (client-go lists) but is not evidence about the server.
 func TestGuardCutStreamIsNoEvidence(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
-	srv := compat.Static(compat.Capabilities{})
+	srv := capability.Static(capability.Capabilities{})
 	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(testfake.ConfigMap("a", "5"))
@@ -215,7 +215,7 @@ func TestGuardCutStreamIsNoEvidence(t *testing.T) {
 	if ev, ok := recv(t, w, time.Second); !ok || ev.Type != watch.Error {
 		t.Fatalf("got %v %v", ev.Type, ok)
 	}
-	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.Unknown {
+	if got := srv.Capabilities(context.Background()).Get(capability.StreamingList); got != capability.Unknown {
 		t.Fatalf("belief %v after a cut stream, want Unknown", got)
 	}
 }

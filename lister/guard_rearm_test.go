@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestGuardQuietTimerRearmsLazily(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
-	w, err := NewListerWatcher(c, Options{Server: compat.Static(compat.Capabilities{}), InitialEventsTimeout: 300 * time.Millisecond}).
+	w, err := NewListerWatcher(c, Options{Server: capability.Static(capability.Capabilities{}), InitialEventsTimeout: 300 * time.Millisecond}).
 		WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestGuardedWatchEndsWithContextAfterBookmark(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, _ := NewListerWatcher(c, Options{Server: compat.Static(compat.Capabilities{})}).WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	w, _ := NewListerWatcher(c, Options{Server: capability.Static(capability.Capabilities{})}).WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 	fw.Action(watch.Bookmark, endBookmark("6"))
 	recv(t, w, time.Second)
 	cancel()

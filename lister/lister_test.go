@@ -12,14 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
-	srv := compat.Static(compat.Capabilities{})
+	srv := capability.Static(capability.Capabilities{})
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
 		fail(testfake.Gone()),   // NotOlderThan(10) limit=2: legacy Exact, compacted
 		page("50", "", "probe"), // limit=1 MostRecent probe
@@ -56,7 +56,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 		t.Fatalf("requests %+v", r.Requests)
 	}
 	// The 410 proved the server ignores resourceVersionMatch: the next list uses the legacy form.
-	if got := srv.Capabilities(context.Background()).Get(compat.ResourceVersionMatch); got != compat.No {
+	if got := srv.Capabilities(context.Background()).Get(capability.ResourceVersionMatch); got != capability.No {
 		t.Fatalf("match support after rule 1 = %v", got)
 	}
 	c.answers = append(c.answers, page("60", "", "z"))
@@ -127,7 +127,7 @@ func TestRule1DisabledFallbackFails(t *testing.T) {
 }
 
 func TestRule2ExactMismatchRetriesWithLimit(t *testing.T) {
-	srv := compat.Static(compat.Capabilities{})
+	srv := capability.Static(capability.Capabilities{})
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
 		page("12", "", "new"), // Exact(10) unpaginated: server ignored the match, served newest
 		page("10", "c", "a"),  // rv=10&limit=3: legacy Exact
@@ -153,7 +153,7 @@ func TestRule2ExactMismatchRetriesWithLimit(t *testing.T) {
 	if !slices.Equal(reasons(r), []fallback.ReasonCode{"rule2-exact-mismatch-retry-with-limit"}) || r.Requests[0].Class != fallback.ServedNewerThanExact {
 		t.Fatalf("reasons %v", reasons(r))
 	}
-	if srv.Capabilities(context.Background()).Get(compat.ResourceVersionMatch) != compat.No {
+	if srv.Capabilities(context.Background()).Get(capability.ResourceVersionMatch) != capability.No {
 		t.Fatal("mismatch not observed")
 	}
 }
@@ -352,7 +352,7 @@ func TestInvalidQueryIsRejectedBeforeAnyRequest(t *testing.T) {
 func TestLegacyServerGetsLegacyForm(t *testing.T) {
 	c := newServer(t, steadywatchtest.V118(), testfake.ConfigMap("a", ""))
 	c.Advance(9) // the store at resourceVersion 10
-	l := New(c, Options{Server: staticServer(compat.No, compat.No), PageSize: 4})
+	l := New(c, Options{Server: staticServer(capability.No, capability.No), PageSize: 4})
 	if _, _, err := l.List(context.Background(), Exact("10")); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func TestLegacyServerGetsLegacyForm(t *testing.T) {
 
 func TestGetExact(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("10", "", "foo"), page("10", "")}}
-	l := New(c, Options{Server: staticServer(compat.Yes, compat.Unknown), LabelSelector: "app=x"})
+	l := New(c, Options{Server: staticServer(capability.Yes, capability.Unknown), LabelSelector: "app=x"})
 	obj, r, err := l.GetExact(context.Background(), "foo", "10")
 	if err != nil || obj.(metav1.Object).GetName() != "foo" || r.ServedResourceVersion != "10" {
 		t.Fatalf("%v %v", err, obj)
@@ -401,7 +401,7 @@ func TestGetExactScansCollectionWhenNameListIsNotExact(t *testing.T) {
 		page("10", "", "b"),
 	}}
 	rm := &countingRecorder{}
-	l := New(c, Options{Server: compat.Static(compat.Capabilities{}), Policy: fastPolicy(), PageSize: 3, LabelSelector: "app=x", Metrics: rm})
+	l := New(c, Options{Server: capability.Static(capability.Capabilities{}), Policy: fastPolicy(), PageSize: 3, LabelSelector: "app=x", Metrics: rm})
 	obj, r, err := l.GetExact(context.Background(), "foo", "10")
 	if err != nil || obj.(metav1.Object).GetName() != "foo" || r.ServedResourceVersion != "10" {
 		t.Fatalf("%v %v %+v", err, obj, r)
@@ -425,14 +425,14 @@ func TestGetExactScansCollectionWhenNameListIsNotExact(t *testing.T) {
 
 	// Not in the collection at rv: NotFound, not an object from another resourceVersion.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), page("10", "", "a")}}
-	l = New(c, Options{Server: compat.Static(compat.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
+	l = New(c, Options{Server: capability.Static(capability.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
 	if _, _, err := l.GetExact(context.Background(), "foo", "10"); !apierrors.IsNotFound(err) {
 		t.Fatalf("want NotFound, got %v", err)
 	}
 
 	// rv compacted: the scan's 410 is ErrExactUnavailable.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), fail(testfake.Gone())}}
-	l = New(c, Options{Server: compat.Static(compat.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
+	l = New(c, Options{Server: capability.Static(capability.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
 	if _, _, err := l.GetExact(context.Background(), "foo", "10"); !errors.Is(err, ErrExactUnavailable) || !apierrors.IsResourceExpired(err) {
 		t.Fatalf("want ErrExactUnavailable, got %v", err)
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -70,7 +70,7 @@ func apierrorsOrInvalid(err error) bool { return errors.Is(err, fallback.ErrInva
 
 func TestStreamingListRefusedWithoutRequestWhenUnsupported(t *testing.T) {
 	c := &scripted{t: t}
-	lw := NewListerWatcher(c, Options{Server: staticServer(compat.Unknown, compat.No)})
+	lw := NewListerWatcher(c, Options{Server: staticServer(capability.Unknown, capability.No)})
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true})
 	if w != nil || !errors.Is(err, ErrStreamingListUnsupported) || len(c.watchCalls()) != 0 {
 		t.Fatalf("w %v err %v watches %d", w, err, len(c.watchCalls()))
@@ -91,7 +91,7 @@ func TestStreamingListRefusedWithoutRequestWhenUnsupported(t *testing.T) {
 }
 
 func TestGuardedStreamEndsWhenInitialEventsEndNeverArrives(t *testing.T) {
-	srv := compat.Static(compat.Capabilities{})
+	srv := capability.Static(capability.Capabilities{})
 	fw := watch.NewRaceFreeFake()
 	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	lw := NewListerWatcher(c, Options{Server: srv, InitialEventsTimeout: 100 * time.Millisecond})
@@ -124,13 +124,13 @@ func TestGuardedStreamEndsWhenInitialEventsEndNeverArrives(t *testing.T) {
 	if !fw.IsStopped() {
 		t.Fatal("inner watch not stopped")
 	}
-	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.No {
+	if got := srv.Capabilities(context.Background()).Get(capability.StreamingList); got != capability.No {
 		t.Fatalf("streaming list support %v", got)
 	}
 }
 
 func TestGuardedStreamPassesThroughAfterInitialEventsEnd(t *testing.T) {
-	srv := compat.Static(compat.Capabilities{})
+	srv := capability.Static(capability.Capabilities{})
 	fw := watch.NewRaceFreeFake()
 	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	w, err := NewListerWatcher(c, Options{Server: srv, InitialEventsTimeout: 50 * time.Millisecond}).
@@ -156,7 +156,7 @@ func TestGuardedStreamPassesThroughAfterInitialEventsEnd(t *testing.T) {
 	if ev, _ := recv(t, w, time.Second); ev.Type != watch.Modified {
 		t.Fatalf("got %v", ev.Type)
 	}
-	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.Yes {
+	if got := srv.Capabilities(context.Background()).Get(capability.StreamingList); got != capability.Yes {
 		t.Fatalf("streaming list support %v", got)
 	}
 }
@@ -179,7 +179,7 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 	if !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
 		t.Skip("WatchListClient is off in this client-go; the streaming path is not exercised")
 	}
-	srv := compat.Static(compat.Capabilities{})
+	srv := capability.Static(capability.Capabilities{})
 	// v1.18 serves a streaming list as a plain watch: ADDED events, then
 	// silence, never the end bookmark.
 	c := newServer(t, steadywatchtest.V118(), testfake.ConfigMap("a", ""), testfake.ConfigMap("b", ""))
@@ -213,7 +213,7 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 	if streams, _ := watches(); streams != 1 {
 		t.Fatalf("%d streaming attempts, want 1", streams)
 	}
-	if got := srv.Capabilities(context.Background()).Get(compat.StreamingList); got != compat.No {
+	if got := srv.Capabilities(context.Background()).Get(capability.StreamingList); got != capability.No {
 		t.Fatalf("streaming list support %v", got)
 	}
 	if r.LastSyncResourceVersion() != "10" {
@@ -226,7 +226,7 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 // never sends sendInitialEvents), and a streaming watch sent anyway is
 // refused without a request.
 func TestDisableStreamingList(t *testing.T) {
-	srv := staticServer(compat.Yes, compat.Yes)
+	srv := staticServer(capability.Yes, capability.Yes)
 	c := newServer(t, steadywatchtest.Faults{}, testfake.ConfigMap("a", ""), testfake.ConfigMap("b", ""))
 	lw := NewListerWatcher(c, Options{Server: srv, DisableStreamingList: true})
 	if !lw.IsWatchListSemanticsUnSupported() {

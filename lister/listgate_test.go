@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/listgate"
 )
@@ -47,7 +47,7 @@ func TestListGateHeldByAStreamingListUntilItsInitialEventsEnd(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	sc := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	rec := &gateRecorder{}
-	srv := staticServer(compat.Yes, compat.Yes)
+	srv := staticServer(capability.Yes, capability.Yes)
 	w, err := NewListerWatcher(sc, Options{Server: srv, ListGate: gate, Metrics: rec, DisableInitialEventsCount: true}).
 		WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 	if err != nil {
@@ -99,7 +99,7 @@ func TestListGateReleasedWhenAStreamingListFails(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			sc := &scripted{t: t, watchFn: watchFn}
-			lw := NewListerWatcher(sc, Options{Server: staticServer(compat.Yes, compat.Yes), ListGate: gate, DisableInitialEventsCount: true})
+			lw := NewListerWatcher(sc, Options{Server: staticServer(capability.Yes, capability.Yes), ListGate: gate, DisableInitialEventsCount: true})
 			w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 			if err == nil {
 				for range w.ResultChan() {

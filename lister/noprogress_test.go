@@ -14,7 +14,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -31,7 +31,7 @@ func TestStreamingListAnswered410EveryTimeBacksOff(t *testing.T) {
 	c := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, testfake.ConfigMap("a", ""))
 	rec := &countingRecorder{}
 	tc := &timedWatches{Client: c}
-	lw := NewListerWatcher(tc, Options{Server: staticServer(compat.Yes, compat.Yes), Metrics: rec})
+	lw := NewListerWatcher(tc, Options{Server: staticServer(capability.Yes, capability.Yes), Metrics: rec})
 	_, _ = runClientGoReflector(t, lw)
 
 	// The measurement window: the attempts of 2.5s are counted (without the
@@ -116,7 +116,7 @@ func TestNoProgressBackoffOnlyAfterAttemptsWithoutProgress(t *testing.T) {
 		return testfake.NewWatch(next(o), true), nil
 	}
 	rec := &countingRecorder{}
-	lw := NewListerWatcher(s, Options{Server: staticServer(compat.Yes, compat.Yes), Metrics: rec, InitialEventsTimeout: time.Second})
+	lw := NewListerWatcher(s, Options{Server: staticServer(capability.Yes, capability.Yes), Metrics: rec, InitialEventsTimeout: time.Second})
 	ctx := context.Background()
 	streaming := metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}
 	plain := metav1.ListOptions{ResourceVersion: "10", AllowWatchBookmarks: true}

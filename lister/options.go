@@ -11,6 +11,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -31,8 +32,8 @@ const (
 // capability scope) once, with Resolve; a path either honours a field or
 // rejects it with an error (reflector.Options.Validate): none is ignored.
 type Options struct {
-	// Server is what is known about the apiserver (compat.Detector.ForConfig,
-	// compat.Static). Nil: learn from behaviour only. The lister starts with
+	// Server is what is known about the apiserver (compat.Detector.ForConfig).
+	// Nil: learn from behaviour only. The lister starts with
 	// Unknown support, sends resourceVersionMatch (the Match wire form) and
 	// verifies every answer; what it observes is kept for this Lister.
 	// reflector.New streams lists only where Server says the server supports
@@ -80,7 +81,7 @@ type Options struct {
 	Metrics metrics.Recorder
 	// Resource is the group/version/resource listed. It scopes what is
 	// learned about the server to that API group/version
-	// (compat.ForGroupVersion: an aggregated API or a CRD that ignores a
+	// (an aggregated API or a CRD that ignores a
 	// parameter says nothing about core resources) and names logs and
 	// metrics. Default: derived from the example object where the path has
 	// one (ResourceOf: the informer constructors, reflector.New); else
@@ -224,10 +225,8 @@ type Options struct {
 //   - Resource: when empty, ResourceOf(exampleObject) (nil: none).
 //   - Name: when empty, Resource as "v1/configmaps"; else the example's Go
 //     type ("*v1.Widget"); else "lister".
-//   - Server: nil is compat.Static with every capability Unknown; a
-//     Detector or Static server (compat.ScopedServer) is scoped to
-//     Resource's group/version (compat.ForGroupVersion), a Server of the
-//     caller's own is used as given.
+//   - Server: nil is a server with every capability unknown; a Detector's
+//     Server is scoped to Resource's group/version.
 //   - every other zero field: its documented default.
 //
 // Resolving resolved options again gives options that behave the same (a
@@ -247,12 +246,12 @@ func (o Options) Resolve(exampleObject runtime.Object) Options {
 		}
 	}
 	if o.Server == nil {
-		o.Server = compat.Static(compat.Capabilities{})
+		o.Server = capability.Static(capability.Capabilities{})
 	}
-	if _, scoped := o.Server.(compat.ScopedServer); scoped && !o.Resource.Empty() {
+	if _, scoped := o.Server.(capability.ScopedServer); scoped && !o.Resource.Empty() {
 		// Detector and Static servers keep evidence per group/version (a
 		// view scoped again to the same group/version is the same scope).
-		o.Server = compat.ForGroupVersion(o.Server, o.Resource.GroupVersion())
+		o.Server = capability.ForGroupVersion(o.Server, o.Resource.GroupVersion())
 	}
 	o.Policy = o.Policy.WithDefaults()
 	if o.PageSize <= 0 {

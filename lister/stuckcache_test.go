@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
@@ -56,7 +56,7 @@ func stuckServer(t *testing.T) (*steadywatchtest.Server[*corev1.ConfigMap], stri
 // metric for the fallback.
 func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	srv, rv := stuckServer(t)
-	v, err := compat.ParseVersion("v1.18.19")
+	v, err := capability.ParseVersion("v1.18.19")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		logs = append(logs, args)
 	}, funcr.Options{Verbosity: 2})
 	ctx := klog.NewContext(context.Background(), logger)
-	l := lister.New(srv.InNamespace("default"), lister.Options{Server: compat.Static(compat.FromVersion(v)), Metrics: rec})
+	l := lister.New(srv.InNamespace("default"), lister.Options{Server: capability.Static(capability.FromVersion(v)), Metrics: rec})
 	begin := time.Now()
 	obj, r, err := l.List(ctx, lister.NotOlderThan(rv))
 	took := time.Since(begin)

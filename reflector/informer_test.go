@@ -13,7 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
@@ -24,7 +24,7 @@ func TestNewSharedIndexInformerSyncsThroughTheLister(t *testing.T) {
 	lw := api.ListerWatcher()
 	// client-go v0.37 tries a streaming list first (WatchListClient); a server
 	// known not to stream makes the lister refuse it at once, so client-go lists.
-	srv := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.No}})
+	srv := capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.No}})
 	inf := NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{},
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}},
 		lister.Options{Server: srv})

@@ -14,14 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 )
 
 func (r *Reflector) clientList(ctx context.Context, q fallback.Query) (runtime.Object, error) {
 	match := false
 	if r.o.Server != nil {
-		match = r.o.Server.Capabilities(ctx).Get(compat.ResourceVersionMatch) == compat.Yes
+		match = r.o.Server.Capabilities(ctx).Get(capability.ResourceVersionMatch) == capability.Yes
 	}
 	opts := metav1.ListOptions{}
 	switch q.Semantic {

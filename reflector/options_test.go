@@ -34,6 +34,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
@@ -137,7 +138,7 @@ var (
 		return ev.Type == watch.Bookmark && err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
 	}
 	streams = func() compat.Server {
-		return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
+		return capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 	}
 	paginate      = func(_ *env, o *Options) { o.PaginateLists = true }
 	lagging       = steadywatchtest.Faults{Lagging: 2}
@@ -160,7 +161,7 @@ var optionProbes = map[string]fieldProbes{
 	"lister.Options.Server": {
 		// Known not to read resourceVersionMatch: the legacy wire form.
 		dropIn: &probe{set: func(_ *env, o *lister.Options) {
-			o.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.No}})
+			o.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.ResourceVersionMatch: capability.No}})
 		}, dropIn: listNotOlderThanCurrent},
 		// Known to stream: a streaming list instead of a list.
 		reflector: &probe{set: func(_ *env, o *lister.Options) { o.Server = streams() }},
@@ -1167,14 +1168,14 @@ type boundRecorder struct {
 	e *env
 }
 
-func (b boundRecorder) Capabilities(ctx context.Context) compat.Capabilities {
+func (b boundRecorder) Capabilities(ctx context.Context) capability.Capabilities {
 	b.e.sawBound(ctx)
 	return b.Server.Capabilities(ctx)
 }
 
 var (
 	recordBounds = func(e *env, o *lister.Options) {
-		o.Server = boundRecorder{Server: compat.Static(compat.Capabilities{}), e: e}
+		o.Server = boundRecorder{Server: capability.Static(capability.Capabilities{}), e: e}
 	}
 	shortResponseTimeout = func(_ *env, o *lister.Options) { o.Policy.ResponseTimeout = 5 * time.Second }
 )

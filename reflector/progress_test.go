@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
@@ -61,7 +61,7 @@ func TestCompletedStreamingListResetsBackoff(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
 	o.Clock = clk
-	o.Lister.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
+	o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 	o.Lister.DisableInitialEventsCount = true
 	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Hour, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)

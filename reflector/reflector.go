@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
@@ -382,7 +382,7 @@ func (r *Reflector) syncState(ctx context.Context, q fallback.Query, initial boo
 
 func (r *Reflector) streamingSupported(ctx context.Context) bool {
 	return !r.o.DisableStreamingList && r.o.Server != nil &&
-		r.o.Server.Capabilities(ctx).Get(compat.StreamingList) == compat.Yes
+		r.o.Server.Capabilities(ctx).Get(capability.StreamingList) == capability.Yes
 }
 
 // planList returns the query that fills the store for s. A MostRecent list
@@ -411,7 +411,7 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		return q, q, nil
 	case q.Semantic != fallback.MostRecent || q.Continue != "" || s.attempt > 0 || r.o.PaginateLists || r.o.pageSize <= 0:
 		return q.WithLimit(r.o.pageSize), q, nil
-	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(compat.ConsistentListFromCache) == compat.Yes:
+	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.ConsistentListFromCache) == capability.Yes:
 		return q, q, nil
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list
@@ -814,7 +814,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asList listing, err error) (state, why) {
 	class, retryAfter := classify(err)
 	if fallback.RejectsStreamingList(err) {
-		r.observeStreaming(compat.No, fmt.Sprintf("streaming list rejected: %v", err))
+		r.observeStreaming(capability.No, fmt.Sprintf("streaming list rejected: %v", err))
 		return asList, because(reason.StreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
 	}
 	if class == fallback.Invalid {
@@ -941,9 +941,9 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 	return watching{rv: ev.endRV, w: w, opened: opened}, because(reason.Streamed, "streamed %d items, initial events end at resourceVersion %q", ev.snap.len(), ev.endRV)
 }
 
-func (r *Reflector) observeStreaming(s compat.Support, detail string) {
+func (r *Reflector) observeStreaming(s capability.Support, detail string) {
 	if r.o.Server != nil {
-		r.o.Server.Observe(compat.Observation{Capability: compat.StreamingList, Support: s, Detail: detail})
+		r.o.Server.Observe(capability.Observation{Capability: capability.StreamingList, Support: s, Detail: detail})
 	}
 }
 

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -474,17 +474,17 @@ func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
 
 type fakeServer struct {
 	mu   sync.Mutex
-	caps compat.Capabilities
-	obs  []compat.Observation
+	caps capability.Capabilities
+	obs  []capability.Observation
 }
 
-func (s *fakeServer) Capabilities(context.Context) compat.Capabilities {
+func (s *fakeServer) Capabilities(context.Context) capability.Capabilities {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.caps
 }
 
-func (s *fakeServer) Observe(o compat.Observation) {
+func (s *fakeServer) Observe(o capability.Observation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.obs = append(s.obs, o)
@@ -492,8 +492,8 @@ func (s *fakeServer) Observe(o compat.Observation) {
 }
 
 func streamingServer() *fakeServer {
-	return &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{
-		compat.StreamingList: compat.Yes, compat.ResourceVersionMatch: compat.Yes}}}
+	return &fakeServer{caps: capability.Capabilities{Support: map[capability.Capability]capability.Support{
+		capability.StreamingList: capability.Yes, capability.ResourceVersionMatch: capability.Yes}}}
 }
 
 func TestStreamingListWhereSupported(t *testing.T) {
@@ -559,7 +559,7 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 	srv.mu.Lock()
 	obs := slices.Clone(srv.obs)
 	srv.mu.Unlock()
-	if len(obs) != 1 || obs[0].Capability != compat.StreamingList || obs[0].Support != compat.No {
+	if len(obs) != 1 || obs[0].Capability != capability.StreamingList || obs[0].Support != capability.No {
 		t.Fatalf("observations = %+v; want StreamingList=No", obs)
 	}
 	watcherOf(t, fc, 1)
@@ -662,7 +662,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 	}}
 	rec := &recorder{}
 	o := fastOptions(rec)
-	o.Lister.Server = &fakeServer{caps: compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.Yes}}}
+	o.Lister.Server = &fakeServer{caps: capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.ResourceVersionMatch: capability.Yes}}}
 	o.ConsistencyCheckInterval = time.Millisecond
 	rep := consistencyAt15(t, fc, o)
 	if rep.Result() != "mismatch" || !slices.Equal(rep.Missing, []string{"ns/c"}) ||
@@ -831,7 +831,7 @@ func TestInitialListFromWatchCache(t *testing.T) {
 	}{
 		{"server unknown", func(*Options) {}, []string{"/1", "7500/0"}},
 		{"consistent lists from cache", func(o *Options) {
-			o.Lister.Server = compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ConsistentListFromCache: compat.Yes}})
+			o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.ConsistentListFromCache: capability.Yes}})
 		}, []string{"/0"}},
 		{"PaginateLists", func(o *Options) { o.PaginateLists = true }, []string{"/500", "/1000", "/2000", "/4000"}},
 	} {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
@@ -22,13 +23,13 @@ import (
 // currentServer is a compat Server for a host whose /version says v1.37.2
 // (streaming lists believed to work until observed otherwise).
 func currentServer() compat.Server {
-	return compat.NewDetector(compat.DetectorOptions{}).For("https://current.example", func(context.Context) (string, error) { return "v1.37.2", nil })
+	return capability.NewDetector(capability.DetectorOptions{}).For("https://current.example", func(context.Context) (string, error) { return "v1.37.2", nil })
 }
 
 // streamingBelief is the belief about streaming lists of core v1, the scope
 // a ConfigMap reflector keeps its evidence in.
-func streamingBelief(server compat.Server) compat.Support {
-	return compat.ForGroupVersion(server, schema.GroupVersion{Version: "v1"}).Capabilities(context.Background()).Get(compat.StreamingList)
+func streamingBelief(server compat.Server) capability.Support {
+	return capability.ForGroupVersion(server, schema.GroupVersion{Version: "v1"}).Capabilities(context.Background()).Get(capability.StreamingList)
 }
 
 // withSelector sends every request of c with the label selector sel.
@@ -88,7 +89,7 @@ func TestStreamingListInvalidForCallerIsNotEvidence(t *testing.T) {
 	if !streamed {
 		t.Fatalf("no streaming list sent; requests %+v", srv.Requests())
 	}
-	if got := streamingBelief(server); got == compat.No {
+	if got := streamingBelief(server); got == capability.No {
 		t.Fatalf("StreamingList belief = %v after the caller's own 400; want it unchanged (not No)", got)
 	}
 }
@@ -102,7 +103,7 @@ func TestStreamingListRefusedByServerIsEvidence(t *testing.T) {
 	r := reflector.New(srv.InNamespace("default"), &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc),
 		reflector.Options{Lister: lister.Options{Name: "configmaps", Server: server}})
 	runUntil(t, r, r.HasSynced)
-	if got := streamingBelief(server); got != compat.No {
+	if got := streamingBelief(server); got != capability.No {
 		t.Fatalf("StreamingList belief = %v after a 422 naming sendInitialEvents; want No", got)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -264,7 +264,7 @@ func TestReflectorStreamingList(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each case its own Server: a fallback is recorded in it.
-			streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
+			streams := capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 			s := history(t, steadywatchtest.Options{Faults: tc.faults})
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 			r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{Backoff: fastBackoff, Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}})

@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
@@ -29,10 +31,14 @@ var ErrUnreachable = errors.New("apiserver unreachable")
 type clients struct {
 	// cfg is the kubeconfig's, with client-go's own retries (the probe's
 	// writes use it; its observations set MaxRetries(0) per request).
-	cfg       *rest.Config
-	dyn       dynamic.Interface
-	disc      discovery.DiscoveryInterface
-	namespace string
+	cfg  *rest.Config
+	dyn  dynamic.Interface
+	disc discovery.DiscoveryInterface
+	// mapperDisc reads the discovery documents that resolve --resource
+	// (kubectl's client-side limits: a server without aggregated discovery
+	// answers one request per group/version).
+	mapperDisc discovery.DiscoveryInterface
+	namespace  string
 	// explicitNamespace: -n was given (or the kubeconfig context names one).
 	explicitNamespace bool
 	version           *version.Info
@@ -47,13 +53,13 @@ const versionTimeout = 15 * time.Second
 // --request-timeout applied per request by requestTimeout (a watch's stream
 // is not cut by it).
 func (a *app) restConfig() (*rest.Config, error) {
-	if err := checkRequestTimeout(*a.flags.Timeout); err != nil {
+	if err := checkRequestTimeout(a.overrides.Timeout); err != nil {
 		return nil, err
 	}
 	if err := a.checkKubeconfig(); err != nil {
 		return nil, err
 	}
-	cfg, err := a.flags.ToRESTConfig()
+	cfg, err := a.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, usagef("kubeconfig: %w", err)
 	}
@@ -69,7 +75,7 @@ func (a *app) clients(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns, explicit, err := a.flags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := a.clientConfig().Namespace()
 	if err != nil {
 		return nil, usagef("namespace: %w", err)
 	}
@@ -101,6 +107,12 @@ func (a *app) clients(ctx context.Context) (*clients, error) {
 	if err := json.Unmarshal(body, &info); err != nil {
 		return nil, fmt.Errorf("GET %s/version: unexpected answer: %w", hostOf(cfg), err)
 	}
+	mcfg := rest.CopyConfig(owned)
+	mcfg.QPS, mcfg.Burst = 50, 300
+	mapperDisc, err := discovery.NewDiscoveryClientForConfig(mcfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
 	dyn, err := dynamic.NewForConfig(owned)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
@@ -109,7 +121,7 @@ func (a *app) clients(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capability detector: %w", err)
 	}
-	return &clients{cfg: cfg, dyn: dyn, disc: disc, namespace: ns, explicitNamespace: explicit, version: &info, server: srv}, nil
+	return &clients{cfg: cfg, dyn: dyn, disc: disc, mapperDisc: mapperDisc, namespace: ns, explicitNamespace: explicit, version: &info, server: srv}, nil
 }
 
 func hostOf(cfg *rest.Config) string {
@@ -133,16 +145,17 @@ func cleanTransportError(err error) string {
 // resolveResource maps a kubectl-style resource argument ("configmaps", "cm",
 // "deployments.apps", "deployments.v1.apps") to its REST mapping through
 // discovery.
-func (a *app) resolveResource(arg string) (*meta.RESTMapping, error) {
+func (c *clients) resolveResource(arg string) (*meta.RESTMapping, error) {
 	if strings.TrimSpace(arg) == "" {
 		return nil, usagef("--resource is required")
 	}
-	mapper, err := a.flags.ToRESTMapper()
-	if err != nil {
-		return nil, fmt.Errorf("REST mapper: %w", err)
-	}
+	// kubectl's mapper: discovery cached for the run, short names ("cm")
+	// expanded.
+	cached := memory.NewMemCacheClient(c.mapperDisc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
 	fullGVR, gr := schema.ParseResourceArg(strings.ToLower(arg))
 	var gvk schema.GroupVersionKind
+	var err error
 	if fullGVR != nil {
 		gvk, _ = mapper.KindFor(*fullGVR)
 	}
@@ -166,7 +179,7 @@ func (a *app) resolveResource(arg string) (*meta.RESTMapping, error) {
 // a command reads it in: the context's, or "" (every namespace) with
 // --all-namespaces or for a cluster-scoped resource.
 func (a *app) resolveIn(c *clients, arg string, allNamespaces bool) (*meta.RESTMapping, string, error) {
-	m, err := a.resolveResource(arg)
+	m, err := c.resolveResource(arg)
 	if err != nil {
 		return nil, "", err
 	}

@@ -239,7 +239,7 @@ func TestRequestTimeout(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v with --request-timeout 300ms", d)
 	}
-	f := newRootCommand(io.Discard, io.Discard).PersistentFlags().Lookup("request-timeout")
+	f := newCLI(io.Discard, io.Discard).global.Lookup("request-timeout")
 	if f == nil || f.DefValue != defaultRequestTimeout || defaultRequestTimeout == "0" {
 		t.Errorf("--request-timeout default %v, want %s (not 0)", f, defaultRequestTimeout)
 	}
@@ -344,7 +344,7 @@ func TestServerRefusesListExit2Once(t *testing.T) {
 	})
 	kc := writeKubeconfig(t, srv.URL)
 	for _, args := range [][]string{{"list", "--rv", "5"}, {"list", "--rv", "5", "-o", "json"}} {
-		r := runPlugin(t, append([]string{"--kubeconfig", kc, "--cache-dir", t.TempDir()}, args...)...)
+		r := runPlugin(t, append([]string{"--kubeconfig", kc}, args...)...)
 		t.Logf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.out, r.errOut)
 		if r.code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, r.code, exitUsage)
@@ -371,7 +371,7 @@ func TestSyncNotSyncedOneError(t *testing.T) {
 	kc := writeKubeconfig(t, srv.URL)
 	// 3s: the command's bound, not a claim on speed; the first refused list
 	// reached the error handler only after 1s in a loaded -race run.
-	r := runPlugin(t, "--kubeconfig", kc, "--cache-dir", t.TempDir(), "sync", "--timeout", "3s")
+	r := runPlugin(t, "--kubeconfig", kc, "sync", "--timeout", "3s")
 	if r.code != exitFailure {
 		t.Errorf("exit %d, want %d", r.code, exitFailure)
 	}
@@ -392,4 +392,23 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// --resource takes kubectl's short names: "cm" is resolved through
+// discovery's shortNames to configmaps, and the list reaches the server.
+func TestResourceShortName(t *testing.T) {
+	var lists atomic.Int64
+	srv := fakeAPIServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		lists.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}`)
+	})
+	kc := writeKubeconfig(t, srv.URL)
+	r := runPlugin(t, "--kubeconfig", kc, "list", "--resource", "cm", "-o", "json")
+	if r.code != exitOK || lists.Load() == 0 {
+		t.Fatalf("list --resource cm: exit %d, %d list(s)\nstdout: %s\nstderr: %s", r.code, lists.Load(), r.out, r.errOut)
+	}
+	if !strings.Contains(r.out, `"resource": "configmaps"`) && !strings.Contains(r.out, `"resource":"configmaps"`) {
+		t.Errorf("list --resource cm did not list configmaps:\n%s", r.out)
+	}
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -17,28 +17,33 @@ var connectionFlags = []string{"namespace", "kubeconfig", "context", "request-ti
 // writeUsage is every command's usage: its own flags first, then the few
 // global flags most used, then a pointer to `options` for the rest (the
 // layout of kubectl's own help).
-func writeUsage(w io.Writer, c *cobra.Command, global *pflag.FlagSet) error {
+func writeUsage(w io.Writer, c *command, global *pflag.FlagSet) error {
 	var b strings.Builder
 	b.WriteString("Usage:\n")
-	if c.Runnable() {
+	if c.RunE != nil {
 		fmt.Fprintf(&b, "  %s\n", c.UseLine())
 	}
-	if c.HasAvailableSubCommands() {
+	if len(c.subs) > 0 {
 		fmt.Fprintf(&b, "  %s [command]\n", c.CommandPath())
 	}
-	if c.HasExample() {
+	if c.Example != "" {
 		fmt.Fprintf(&b, "\nExamples:\n%s\n", c.Example)
 	}
-	if c.HasAvailableSubCommands() {
+	if len(c.subs) > 0 {
 		b.WriteString("\nAvailable Commands:\n")
-		for _, sub := range c.Commands() {
-			if sub.IsAvailableCommand() || sub.Name() == "help" {
-				fmt.Fprintf(&b, "  %-*s %s\n", sub.NamePadding(), sub.Name(), sub.Short)
-			}
+		pad := len("help")
+		for _, sub := range c.subs {
+			pad = max(pad, len(sub.Name()))
+		}
+		pad = max(pad, 11)
+		rows := append([]*command{{Use: "help", Short: "Help about any command"}}, c.subs...)
+		sort.Slice(rows, func(i, j int) bool { return rows[i].Name() < rows[j].Name() })
+		for _, sub := range rows {
+			fmt.Fprintf(&b, "  %-*s %s\n", pad, sub.Name(), sub.Short)
 		}
 	}
 	own := pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
-	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+	c.Flags().VisitAll(func(f *pflag.Flag) {
 		if global.Lookup(f.Name) == nil && !f.Hidden {
 			own.AddFlag(f)
 		}
@@ -54,9 +59,9 @@ func writeUsage(w io.Writer, c *cobra.Command, global *pflag.FlagSet) error {
 	}
 	if c.Annotations[annotationOffline] == "" {
 		fmt.Fprintf(&b, "\nConnection flags:\n%s", conn.FlagUsages())
-		fmt.Fprintf(&b, "\nUse \"%s options\" for every global flag (kubeconfig, authentication, impersonation, TLS).\n", c.Root().CommandPath())
+		fmt.Fprintf(&b, "\nUse \"%s options\" for every global flag (kubeconfig, authentication, impersonation, TLS).\n", displayName)
 	}
-	if c.HasAvailableSubCommands() {
+	if len(c.subs) > 0 {
 		fmt.Fprintf(&b, "Use \"%s [command] --help\" for more information about a command.\n", c.CommandPath())
 	}
 	_, err := io.WriteString(w, b.String())
@@ -67,13 +72,13 @@ func writeUsage(w io.Writer, c *cobra.Command, global *pflag.FlagSet) error {
 // help does not show the connection flags.
 const annotationOffline = "steadywatch.io/offline"
 
-func newOptionsCommand(out io.Writer, global *pflag.FlagSet) *cobra.Command {
-	return &cobra.Command{
+func newOptionsCommand(out io.Writer, global *pflag.FlagSet) *command {
+	return &command{
 		Use:         "options",
 		Short:       "List the global flags every command takes (kubeconfig, authentication, TLS, -v)",
-		Args:        cobra.NoArgs,
+		Args:        noArgs,
 		Annotations: map[string]string{annotationOffline: "true"},
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(*command, []string) error {
 			_, err := fmt.Fprintf(out, "The following options can be passed to any command:\n\n%s", global.FlagUsages())
 			return err
 		},

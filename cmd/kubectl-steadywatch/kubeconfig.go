@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -38,29 +38,56 @@ func (e *NoKubeconfigError) Error() string {
 
 func (e *NoKubeconfigError) Is(target error) bool { return target == ErrNoKubeconfig }
 
+// bindFlags adds kubectl's kubeconfig flags to fs, bound to a.kubeconfig and
+// a.overrides: --kubeconfig, then client-go's recommended override flags
+// (clientcmd.RecommendedConfigOverrideFlags) without the deprecated
+// --username and --password, with --request-timeout defaulting to
+// defaultRequestTimeout.
+func (a *app) bindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&a.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use for CLI requests.")
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	names.AuthOverrideFlags.Username.LongName = ""
+	names.AuthOverrideFlags.Password.LongName = ""
+	names.Timeout.Default = defaultRequestTimeout
+	names.Timeout.Description = "bound on each request to the server (0 = none); a watch is bounded until its response starts, its stream is not cut"
+	clientcmd.BindOverrideFlags(&a.overrides, fs, names)
+}
+
+// clientConfig is the kubeconfig as client-go loads it (--kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config; in a pod, its service account) with the
+// flags' overrides applied.
+func (a *app) clientConfig() clientcmd.ClientConfig {
+	if a.config == nil {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = a.kubeconfig
+		a.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &a.overrides)
+	}
+	return a.config
+}
+
 // checkKubeconfig returns a *NoKubeconfigError when nothing names a cluster:
 // no --server, no cluster in the kubeconfig files client-go reads, and no
 // in-cluster service account. An unreadable or invalid kubeconfig is a usage
 // error with clientcmd's reason.
 func (a *app) checkKubeconfig() error {
-	if s := a.flags.APIServer; s != nil && *s != "" {
+	if a.overrides.ClusterInfo.Server != "" {
 		return nil
 	}
-	loader := a.flags.ToRawKubeConfigLoader()
+	loader := a.clientConfig()
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return usagef("kubeconfig: %w", err)
 	}
 	icc, inCluster := inClusterState()
 	if len(raw.Clusters) > 0 && !inCluster {
-		return checkContext(raw, loader.ConfigAccess().GetLoadingPrecedence(), a.flags)
+		return checkContext(raw, loader.ConfigAccess().GetLoadingPrecedence(), a.kubeconfig, &a.overrides)
 	}
 	if inCluster {
 		return nil
 	}
 	var looked []string
-	if p := a.flags.KubeConfig; p != nil && *p != "" {
-		looked = append(looked, fmt.Sprintf("--kubeconfig %s (%s)", *p, fileState(*p)))
+	if p := a.kubeconfig; p != "" {
+		looked = append(looked, fmt.Sprintf("--kubeconfig %s (%s)", p, fileState(p)))
 	} else {
 		env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
 		home := clientcmd.RecommendedHomeFile
@@ -83,13 +110,13 @@ func (a *app) checkKubeconfig() error {
 
 // checkContext refuses a kubeconfig whose context names nothing: outside a
 // pod client-go would fall back to http://localhost:8080 for it.
-func checkContext(raw clientcmdapi.Config, files []string, f *genericclioptions.ConfigFlags) error {
-	if f.ClusterName != nil && *f.ClusterName != "" {
+func checkContext(raw clientcmdapi.Config, files []string, kubeconfig string, o *clientcmd.ConfigOverrides) error {
+	if o.Context.Cluster != "" {
 		return nil
 	}
 	name := raw.CurrentContext
-	if f.Context != nil && *f.Context != "" {
-		name = *f.Context
+	if o.CurrentContext != "" {
+		name = o.CurrentContext
 	}
 	names := make([]string, 0, len(raw.Contexts))
 	for n := range raw.Contexts {
@@ -97,8 +124,8 @@ func checkContext(raw clientcmdapi.Config, files []string, f *genericclioptions.
 	}
 	sort.Strings(names)
 	where := strings.Join(files, string(filepath.ListSeparator))
-	if p := f.KubeConfig; p != nil && *p != "" {
-		where = *p
+	if kubeconfig != "" {
+		where = kubeconfig
 	}
 	switch {
 	case name == "":

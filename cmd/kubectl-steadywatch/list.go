@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,9 +28,9 @@ type listOptions struct {
 	output        string
 }
 
-func newListCommand(a *app) *cobra.Command {
+func newListCommand(a *app) *command {
 	o := &listOptions{}
-	cmd := &cobra.Command{
+	cmd := &command{
 		Use:   "list",
 		Short: "One list with an explicit resourceVersion semantic through the steadywatch lister",
 		Long: `list runs one list with an explicit KEP-2523 semantic through the SDK's lister
@@ -44,8 +43,8 @@ limit).
 		Example: `  kubectl steadywatch list --resource configmaps -n default
   kubectl steadywatch list --resource cm --match Exact --rv 1234 --limit 100 -o json
   kubectl steadywatch list --resource deployments.apps -A --match Any`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runList(cmd, o) },
+		Args: noArgs,
+		RunE: func(cmd *command, _ []string) error { return a.runList(cmd, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.resource, "resource", "configmaps", "resource to list: plural, short name or resource.group (e.g. configmaps, cm, deployments.apps)")
@@ -211,7 +210,7 @@ func wireQuery(o metav1.ListOptions) string {
 	return s
 }
 
-func (a *app) runList(cmd *cobra.Command, o *listOptions) error {
+func (a *app) runList(cmd *command, o *listOptions) error {
 	if err := outputFormat(o.output); err != nil {
 		return err
 	}

@@ -14,9 +14,12 @@
 //   - options: every global (kubeconfig) flag; a command's help shows its own
 //     flags first.
 //
-// It is its own Go module so that the SDK's dependency graph does not inherit
-// cobra and k8s.io/cli-runtime. It is a diagnostic and demonstration tool, not a
-// controller runtime: it keeps nothing between runs.
+// It is a package of the SDK's module (go install
+// github.com/steadywatch/steadywatch/cmd/kubectl-steadywatch@VERSION) and uses
+// only what client-go already requires (clientcmd's kubeconfig flags,
+// spf13/pflag), so the SDK's users inherit nothing from it. It is a
+// diagnostic and demonstration tool, not a controller runtime: it keeps
+// nothing between runs.
 //
 // Exit codes: 0 success, 1 runtime failure (server unreachable, missing
 // right, list failed, not synced in time, interrupted), 2 usage error (bad

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/spf13/cobra"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,9 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // ErrMissingRight is matched (errors.Is) by every *MissingRightError.
@@ -66,9 +65,9 @@ type probeOptions struct {
 	cleanupTimeout  time.Duration
 }
 
-func newProbeCommand(a *app) *cobra.Command {
+func newProbeCommand(a *app) *command {
 	o := &probeOptions{}
-	cmd := &cobra.Command{
+	cmd := &command{
 		Use:   "probe",
 		Short: "Run every cell of the KEP-2523 resourceVersion tables and report what the server did",
 		Long: `probe creates a scratch namespace (or, with -n, uses that namespace) and a few
@@ -88,8 +87,8 @@ is reported as "missing right: VERB RESOURCE ..." before anything is created.
 -o json prints the versioned schema documented in README.md (schemaVersion 1).`,
 		Example: `  kubectl steadywatch probe
   kubectl steadywatch probe -n my-namespace -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runProbe(cmd, o) },
+		Args: noArgs,
+		RunE: func(cmd *command, _ []string) error { return a.runProbe(cmd, o) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
@@ -119,7 +118,7 @@ type probeEnv struct {
 	// caps is what the server's version says it can do; streamBase is the
 	// scope of the proxy-chain cells' streaming list; endObs is that list's
 	// observation, shared by the three cells.
-	caps       compat.Capabilities
+	caps       capability.Capabilities
 	streamBase metav1.ListOptions
 	endObs     *endObservation
 }
@@ -134,7 +133,7 @@ func randomSuffix() string {
 	return string(b)
 }
 
-func (a *app) runProbe(cmd *cobra.Command, o *probeOptions) (err error) {
+func (a *app) runProbe(cmd *command, o *probeOptions) (err error) {
 	if err := outputFormat(o.output); err != nil {
 		return err
 	}
@@ -633,7 +632,7 @@ func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOpt
 }
 
 // runStreamingList waits for the initial-events-end bookmark with the SDK's
-// one streaming-list guard (lister.AwaitInitialEvents), quiet bounding each
+// one streaming-list guard (watchpipe.AwaitInitialEvents), quiet bounding each
 // wait. The probe records what it saw; it keeps no belief about the server.
 func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.ListOptions, quiet time.Duration, r *cellReport) error {
 	opts.SendInitialEvents = ptrBool(true)
@@ -647,20 +646,20 @@ func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.Lis
 	}
 	defer w.Stop()
 	var last watch.Event
-	out, detail := lister.AwaitInitialEvents(wctx.Done(), w, lister.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
+	out, detail := watchpipe.AwaitInitialEvents(wctx.Done(), w, watchpipe.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
 		r.Events++
 		last = ev
 		return true
 	})
 	switch out {
-	case lister.InitialEventsEnded:
+	case watchpipe.InitialEventsEnded:
 		r.Observed = SemInitialEventsEnd
 		if acc, err := meta.Accessor(last.Object); err == nil {
 			r.ServedResourceVersion = acc.GetResourceVersion()
 		}
-	case lister.InitialEventsError:
+	case watchpipe.InitialEventsError:
 		recordErrorEvent(last, r)
-	case lister.InitialEventsStopped:
+	case watchpipe.InitialEventsStopped:
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w", ctx.Err())
 		}
@@ -750,14 +749,16 @@ func (e *probeEnv) runFarFutureWatch(ctx context.Context, opts metav1.ListOption
 	return nil
 }
 
-// listerClient is the probe's namespace as a lister.Client, sending every
-// request as given (no client-side retries).
-func (e *probeEnv) listerClient() lister.Client {
-	return lister.FromFuncs(
-		func(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
-			return e.list(ctx, opts)
-		},
-		e.watch)
+// probeLister lists the probe's namespace, sending every request as given
+// (no client-side retries).
+type probeLister struct{ e *probeEnv }
+
+func (l probeLister) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	list, err := l.e.list(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return list, nil
 }
 
 // itemCount returns the number of items of a list object.

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/steadywatch/steadywatch/compat"
-	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // The proxy-chain cells check, on the cluster the kubeconfig points at and
@@ -23,7 +23,7 @@ import (
 // k8s.io/initial-events-end (KEP-3157), so once every initial event has
 // arrived (counted beforehand from a limit=1 list: its item plus
 // remainingItemCount) that bookmark is due at once. The probe runs the SDK's
-// own guard (lister.AwaitInitialEvents) on it, with the same bounds as
+// own guard (watchpipe.AwaitInitialEvents) on it, with the same bounds as
 // steadywatch's informers, so each cell also shows what steadywatch decides
 // and how soon.
 
@@ -124,7 +124,7 @@ type endObservation struct {
 	Annotated bool
 	// ErrorEventStatus is the code of a watch ERROR event.
 	ErrorEventStatus int
-	Outcome          lister.InitialEventsOutcome
+	Outcome          watchpipe.InitialEventsOutcome
 	Detail           string
 	// DecidedAfterLast is the time from the last initial event (or the
 	// stream's start, if none) to the guard's decision.
@@ -141,11 +141,11 @@ func (o endObservation) observed() string {
 		return SemInconclusive
 	}
 	switch o.Outcome {
-	case lister.InitialEventsEnded:
+	case watchpipe.InitialEventsEnded:
 		return SemEndBookmark
-	case lister.InitialEventsCut, lister.InitialEventsClosed:
+	case watchpipe.InitialEventsCut, watchpipe.InitialEventsClosed:
 		return SemCutBeforeEnd
-	case lister.InitialEventsNotStreaming:
+	case watchpipe.InitialEventsNotStreaming:
 		switch {
 		case o.Bookmarks > 0 && !o.Annotated:
 			return SemAnnotationMissing
@@ -229,9 +229,9 @@ func verdictOfResult(result string) string {
 // streamingNotApplicable says why the server's version cannot stream lists
 // (compat's version table: sendInitialEvents is ignored before 1.19 and
 // refused for a watch with resourceVersionMatch before 1.27), or "".
-func streamingNotApplicable(c compat.Capabilities) string {
-	if c.Get(compat.StreamingList) == compat.No && c.Basis[compat.StreamingList] == compat.BasisVersion {
-		return fmt.Sprintf("server %s cannot stream lists (%s): there is no end bookmark to lose", c.Version, c.Reasons[compat.StreamingList])
+func streamingNotApplicable(c capability.Capabilities) string {
+	if c.Get(capability.StreamingList) == capability.No && c.Basis[capability.StreamingList] == capability.BasisVersion {
+		return fmt.Sprintf("server %s cannot stream lists (%s): there is no end bookmark to lose", c.Version, c.Reasons[capability.StreamingList])
 	}
 	return ""
 }
@@ -240,8 +240,8 @@ func streamingNotApplicable(c compat.Capabilities) string {
 // should send: from a limit=1 list's item plus remainingItemCount (what
 // steadywatch's guard uses), else from a full list (the probe's own
 // objects are few).
-func countInitialEvents(ctx context.Context, c lister.Client, base metav1.ListOptions) (int, string) {
-	if n, ok := lister.ExpectedInitialEvents(ctx, c, base); ok {
+func countInitialEvents(ctx context.Context, c watchpipe.ListClient, base metav1.ListOptions) (int, string) {
+	if n, ok := watchpipe.ExpectedInitialEvents(ctx, c, base); ok {
 		return n, "a limit=1 list: item + remainingItemCount"
 	}
 	obj, err := c.List(ctx, base)
@@ -257,7 +257,7 @@ func countInitialEvents(ctx context.Context, c lister.Client, base metav1.ListOp
 
 // observeEndBookmark sends one streaming list with base's scope and lets
 // steadywatch's guard read it.
-func (e *probeEnv) observeEndBookmark(ctx context.Context, caps compat.Capabilities, base metav1.ListOptions, quiet time.Duration) (o endObservation, err error) {
+func (e *probeEnv) observeEndBookmark(ctx context.Context, caps capability.Capabilities, base metav1.ListOptions, quiet time.Duration) (o endObservation, err error) {
 	o.Expected = -1
 	begin := time.Now()
 	defer func() { o.Seconds = roundSeconds(time.Since(begin)) }()
@@ -265,7 +265,7 @@ func (e *probeEnv) observeEndBookmark(ctx context.Context, caps compat.Capabilit
 		o.NotApplicable = na
 		return o, nil
 	}
-	lc := e.listerClient()
+	lc := probeLister{e}
 	o.Expected, o.ExpectedFrom = countInitialEvents(ctx, lc, base)
 
 	opts := base
@@ -289,7 +289,7 @@ func (e *probeEnv) observeEndBookmark(ctx context.Context, caps compat.Capabilit
 	}
 	defer w.Stop()
 	o.read(wctx, w, quiet, time.Now())
-	if o.Outcome == lister.InitialEventsStopped && ctx.Err() != nil {
+	if o.Outcome == watchpipe.InitialEventsStopped && ctx.Err() != nil {
 		return o, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 	return o, nil
@@ -307,7 +307,7 @@ func (o *endObservation) read(ctx context.Context, w watch.Interface, quiet time
 	close(expected)
 	last := begin
 	var errEvent watch.Event
-	out, detail := lister.AwaitInitialEvents(ctx.Done(), spy, lister.GuardOptions{Timeout: quiet, Expected: expected},
+	out, detail := watchpipe.AwaitInitialEvents(ctx.Done(), spy, watchpipe.GuardOptions{Timeout: quiet, Expected: expected},
 		klog.FromContext(ctx), func(ev watch.Event) bool {
 			switch ev.Type {
 			case watch.Added:
@@ -322,9 +322,9 @@ func (o *endObservation) read(ctx context.Context, w watch.Interface, quiet time
 	o.Outcome, o.Detail = out, detail
 	o.Bookmarks, o.Annotated = spy.bookmarks()
 	switch out {
-	case lister.InitialEventsStopped:
+	case watchpipe.InitialEventsStopped:
 		o.Detail = "no decision before the bound"
-	case lister.InitialEventsError:
+	case watchpipe.InitialEventsError:
 		if st, ok := errEvent.Object.(*metav1.Status); ok {
 			o.ErrorEventStatus, o.Message = int(st.Code), oneLine(apierrors.FromObject(st).Error())
 		}

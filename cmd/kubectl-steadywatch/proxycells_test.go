@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 )
 
 // stream is what a fake server sends for a streaming list of n objects.
@@ -105,11 +105,11 @@ func TestProxyChainDroppedBookmarkDecidedAfterCount(t *testing.T) {
 
 func TestProxyChainNotApplicable(t *testing.T) {
 	for _, v := range []string{"v1.18.19", "v1.26.0"} {
-		ver, err := compat.ParseVersion(v)
+		ver, err := capability.ParseVersion(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		na := streamingNotApplicable(compat.FromVersion(ver))
+		na := streamingNotApplicable(capability.FromVersion(ver))
 		if na == "" {
 			t.Fatalf("%s: streaming lists applicable", v)
 		}
@@ -121,8 +121,8 @@ func TestProxyChainNotApplicable(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"v1.34.4", "v1.37.2", "v1.33.0"} {
-		ver, _ := compat.ParseVersion(v)
-		if na := streamingNotApplicable(compat.FromVersion(ver)); na != "" {
+		ver, _ := capability.ParseVersion(v)
+		if na := streamingNotApplicable(capability.FromVersion(ver)); na != "" {
 			t.Errorf("%s: %s (the probe must try: a gate may be on)", v, na)
 		}
 	}

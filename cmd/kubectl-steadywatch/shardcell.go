@@ -27,7 +27,7 @@ import (
 // range, "no" neither echoed, anything else is an error. What it shows
 // holds for the core group/version (configmaps, "v1") only: an aggregated
 // API or a custom resource's group is served by other code and may differ,
-// so steadywatch keeps the belief per group/version (compat.ForGroupVersion).
+// so steadywatch keeps the belief per group/version (capability.ForGroupVersion).
 
 // KindShardSelector is the kind of the shardSelector cell.
 const KindShardSelector = "shard-selector"

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,9 +31,9 @@ type syncOptions struct {
 // before the informer synced.
 var ErrNotSynced = errors.New("informer not synced")
 
-func newSyncCommand(a *app) *cobra.Command {
+func newSyncCommand(a *app) *command {
 	o := &syncOptions{}
-	cmd := &cobra.Command{
+	cmd := &command{
 		Use:   "sync",
 		Short: "Run an SDK-backed informer: one JSON line when synced, then one per event",
 		Long: `sync runs a client-go shared informer whose list and watch go through the
@@ -51,8 +50,8 @@ stopped (timeout or Ctrl-C), 1 when it did not sync in time or failed, 2 on
 usage errors.`,
 		Example: `  kubectl steadywatch sync --resource configmaps -n default --timeout 30s
   kubectl steadywatch sync --resource deployments.apps -A`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSync(cmd, o) },
+		Args: noArgs,
+		RunE: func(cmd *command, _ []string) error { return a.runSync(cmd, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.resource, "resource", "configmaps", "resource to watch: plural, short name or resource.group")
@@ -76,7 +75,7 @@ type eventLine struct {
 	ResourceVersion string          `json:"resourceVersion,omitempty"`
 }
 
-func (a *app) runSync(cmd *cobra.Command, o *syncOptions) error {
+func (a *app) runSync(cmd *command, o *syncOptions) error {
 	if o.timeout < 0 {
 		return usagef("--timeout must be >= 0")
 	}

@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-
-	"github.com/spf13/cobra"
 )
 
 // buildVersion is what `version` and --version print, read from the
@@ -21,7 +19,8 @@ type buildVersion struct {
 	// with "+dirty" when the work tree had changes.
 	Revision string
 	// SDK and ClientGo are the versions of the steadywatch SDK and
-	// k8s.io/client-go linked in ("(devel)" for a replaced SDK).
+	// k8s.io/client-go linked in. The plugin is a package of the SDK's
+	// module, so SDK is Plugin unless a build replaces the module.
 	SDK, ClientGo string
 	Go            string
 	Platform      string
@@ -46,6 +45,9 @@ func readBuildVersion() buildVersion {
 	if bi.Main.Version != "" {
 		v.Plugin = bi.Main.Version
 	}
+	if bi.Main.Path == sdkModule {
+		v.SDK = v.Plugin
+	}
 
 	for _, d := range bi.Deps {
 		switch d.Path {
@@ -69,7 +71,7 @@ func readBuildVersion() buildVersion {
 	}
 	if releaseVersion != "" {
 		v.Plugin = releaseVersion
-		if v.SDK == "(devel)" {
+		if v.SDK == "(devel)" || v.SDK == "unknown" {
 			v.SDK = releaseVersion // the SDK of this repository, released with it from one tag
 		}
 	}
@@ -100,13 +102,13 @@ func (v buildVersion) String() string {
 	return b.String()
 }
 
-func newVersionCommand(out io.Writer) *cobra.Command {
-	return &cobra.Command{
+func newVersionCommand(out io.Writer) *command {
+	return &command{
 		Use:         "version",
 		Short:       "Print the plugin's version, the steadywatch and client-go versions it is built with, and Go's",
-		Args:        cobra.NoArgs,
+		Args:        noArgs,
 		Annotations: map[string]string{annotationOffline: "true"},
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(*command, []string) error {
 			_, err := io.WriteString(out, readBuildVersion().String())
 			return err
 		},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -462,7 +463,7 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 	} else {
 		lw := typedListWatch(cs.CoreV1().ConfigMaps(f.namespace))
 		selector := func() shard.Selector { return sel }
-		slw = shard.Wrap(lw, shard.WrapOptions{Selector: selector, Server: compat.ForGroupVersion(server, corev1.SchemeGroupVersion), Name: "v1/configmaps"})
+		slw = shard.Wrap(lw, shard.WrapOptions{Selector: selector, Server: capability.ForGroupVersion(server, corev1.SchemeGroupVersion), Name: "v1/configmaps"})
 		io := cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
 		switch c.Kind {
 		case "sw-dropin":

@@ -25,10 +25,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/canonical"
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -362,9 +362,9 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		cfg = t.RESTConfig()
 		streams = true
 		if t.External() {
-			v, err := compat.ParseVersion(t.Version())
+			v, err := capability.ParseVersion(t.Version())
 			Expect(err).NotTo(HaveOccurred())
-			streams = compat.FromVersion(v).Get(compat.StreamingList) == compat.Yes
+			streams = capability.FromVersion(v).Get(capability.StreamingList) == capability.Yes
 			AddReportEntry("external apiserver", fmt.Sprintf("%s: streaming list expected %v", t.Version(), streams))
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)

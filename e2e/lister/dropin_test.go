@@ -22,6 +22,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -79,8 +80,8 @@ func (e *env) streamingLists(resource, sel string) []faults.Request {
 	return out
 }
 
-func belief(srv compat.Server, gv schema.GroupVersion) compat.Support {
-	return compat.ForGroupVersion(srv, gv).Capabilities(context.Background()).Get(compat.StreamingList)
+func belief(srv compat.Server, gv schema.GroupVersion) capability.Support {
+	return capability.ForGroupVersion(srv, gv).Capabilities(context.Background()).Get(capability.StreamingList)
 }
 
 var coreV1 = schema.GroupVersion{Version: "v1"}
@@ -147,7 +148,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 			Expect(r.Status).To(Equal(400), "the real server's answer to the bad selector")
 			Expect(r.Fault).To(BeEmpty())
 		}
-		Expect(belief(srv, coreV1)).NotTo(Equal(compat.No), "the caller's own 400 is not evidence about the server")
+		Expect(belief(srv, coreV1)).NotTo(Equal(capability.No), "the caller's own 400 is not evidence about the server")
 
 		// Another informer (and a reflector) on the same host streams its list.
 		good := startStockInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=sel", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
@@ -184,7 +185,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		Expect(dinf.GetStore().List()).To(HaveLen(2))
 		dr, _ := startReflector(ctx, dc, &appsv1.Deployment{}, reflector.Options{Lister: lister.Options{Server: srv}})
 		Eventually(dr.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
-		Expect(belief(srv, appsV1)).To(Equal(compat.No), "the 422 naming sendInitialEvents is evidence for apps/v1")
+		Expect(belief(srv, appsV1)).To(Equal(capability.No), "the 422 naming sendInitialEvents is evidence for apps/v1")
 
 		cinf := startStockInformer(ctx, lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=gv", Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}), &corev1.ConfigMap{})
 		Eventually(cinf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
@@ -195,7 +196,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		for _, s := range streamed {
 			Expect(s.Status).To(Equal(200))
 		}
-		Expect(belief(srv, coreV1)).NotTo(Equal(compat.No))
+		Expect(belief(srv, coreV1)).NotTo(Equal(capability.No))
 		var refused int
 		for _, r := range e.proxy.Requests() {
 			if r.Resource == "deployments" && r.Verb == "watch" && query(r.RawQuery).Get("sendInitialEvents") == "true" {

@@ -31,6 +31,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -251,7 +252,7 @@ func countItems(obj runtime.Object) int { return len(obj.(*corev1.ConfigMapList)
 
 // legacyMatch declares a server that ignores resourceVersionMatch, so the lister sends the legacy form.
 func legacyMatch() compat.Server {
-	return compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.ResourceVersionMatch: compat.No}})
+	return capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.ResourceVersionMatch: capability.No}})
 }
 
 // syncInformer runs a client-go shared informer (client-go v0.37 defaults:
@@ -307,13 +308,13 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		e.bump(ctx)
 		_, err := e.c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		srv := compat.Static(compat.Capabilities{})
+		srv := capability.Static(capability.Capabilities{})
 		_, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=r1b"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Fallbacks).To(BeEmpty())
 		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan))
 		Expect(fallback.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(fallback.Newer))
-		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
+		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.Yes))
 	})
 
 	It("rule 2 on current: Exact without a limit is served exactly, no fallback", func(ctx SpecContext) {
@@ -423,11 +424,11 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		inf, _ := syncInformer(ctx, lw, 60*time.Second)
 		Expect(inf.GetStore().List()).To(HaveLen(3))
 		caps := srv.Capabilities(ctx)
-		AddReportEntry("streamingList with the watch cache off", caps.Get(compat.StreamingList).String()+": "+caps.Reasons[compat.StreamingList])
+		AddReportEntry("streamingList with the watch cache off", caps.Get(capability.StreamingList).String()+": "+caps.Reasons[capability.StreamingList])
 		// Real v1.36 and v1.37 behaviour: with --watch-cache=false the streaming list is served from etcd and
 		// still ends with the initial-events-end bookmark, so the guard confirms the gate default.
-		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
-		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved), "the guard verified the gate-default belief")
+		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.Yes))
+		Expect(caps.Basis[capability.StreamingList]).To(Equal(capability.BasisObserved), "the guard verified the gate-default belief")
 	})
 
 	It("lister.Options.DisableStreamingList: an informer lists (no sendInitialEvents) where the server would stream from etcd", func(ctx SpecContext) {
@@ -435,7 +436,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		det := compat.NewDetector(compat.DetectorOptions{})
 		srv, err := det.ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(srv.Capabilities(ctx).Get(compat.StreamingList)).To(Equal(compat.Yes), "the server streams lists")
+		Expect(srv.Capabilities(ctx).Get(capability.StreamingList)).To(Equal(capability.Yes), "the server streams lists")
 		e.proxy.ResetRequests()
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=nostream", DisableStreamingList: true})
 		inf, _ := syncInformer(ctx, lw, 60*time.Second)
@@ -611,8 +612,8 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		inf, _ := syncInformer(ctx, lw, 60*time.Second)
 		Expect(inf.GetStore().List()).To(HaveLen(3))
 		caps := srv.Capabilities(ctx)
-		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
-		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved))
+		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.Yes))
+		Expect(caps.Basis[capability.StreamingList]).To(Equal(capability.BasisObserved))
 		Expect(e.requests("list")).To(BeEmpty(), "synced from the stream alone")
 		watches := e.requests("watch")
 		Expect(watches).To(HaveLen(1))
@@ -625,8 +626,8 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		srv, err := det.ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
 		caps := srv.Capabilities(ctx)
-		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.Yes))
-		Expect(caps.Tentative(compat.StreamingList)).To(BeTrue(), "current server: WatchList gate default, verified by behaviour")
+		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.Yes))
+		Expect(caps.Tentative(capability.StreamingList)).To(BeTrue(), "current server: WatchList gate default, verified by behaviour")
 
 		// A real v1.36 or v1.37 defaults a legacy watch to sendInitialEvents (see e2e/smoke), so all three
 		// parameters must go for the server to behave like one that ignores sendInitialEvents.
@@ -640,9 +641,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(took).To(BeNumerically(">=", quiet), "the guard waited InitialEventsTimeout of quiet before giving up")
 
 		caps = srv.Capabilities(ctx)
-		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.No))
-		Expect(caps.Basis[compat.StreamingList]).To(Equal(compat.BasisObserved))
-		Expect(caps.Reasons[compat.StreamingList]).To(ContainSubstring(metav1.InitialEventsAnnotationKey))
+		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.No))
+		Expect(caps.Basis[capability.StreamingList]).To(Equal(capability.BasisObserved))
+		Expect(caps.Reasons[capability.StreamingList]).To(ContainSubstring(metav1.InitialEventsAnnotationKey))
 
 		reqs := e.requests("")
 		Expect(len(reqs)).To(BeNumerically(">=", 2))
@@ -653,16 +654,16 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 	})
 	It("compat: a Detector (ForConfig) reads "+build.Current+"; behaviour outranks the version and is relearned", func(ctx SpecContext) {
 		clk := clocktesting.NewFakePassiveClock(time.Now())
-		det := compat.NewDetector(compat.DetectorOptions{Clock: clk, ObservationTTL: time.Minute})
+		det := capability.NewDetector(capability.DetectorOptions{Clock: clk, ObservationTTL: time.Minute})
 		srv, err := det.ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
 		caps := srv.Capabilities(ctx)
-		current, err := compat.ParseVersion(build.Current)
+		current, err := capability.ParseVersion(build.Current)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(caps.Version.Major).To(Equal(1))
 		Expect(caps.Version.Minor).To(Equal(current.Minor))
-		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
-		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisVersion))
+		Expect(caps.Get(capability.ResourceVersionMatch)).To(Equal(capability.Yes))
+		Expect(caps.Basis[capability.ResourceVersionMatch]).To(Equal(capability.BasisVersion))
 
 		rv0 := e.create(ctx, "cb", 2)
 		e.waitCache(ctx, e.bump(ctx))
@@ -680,12 +681,12 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(2))
 		caps = srv.Capabilities(ctx)
-		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
-		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisObserved))
-		Expect(caps.Reasons[compat.ResourceVersionMatch]).To(ContainSubstring("overrides yes"))
+		Expect(caps.Get(capability.ResourceVersionMatch)).To(Equal(capability.No))
+		Expect(caps.Basis[capability.ResourceVersionMatch]).To(Equal(capability.BasisObserved))
+		Expect(caps.Reasons[capability.ResourceVersionMatch]).To(ContainSubstring("overrides yes"))
 		other, err := det.ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(other.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No), "shared per host")
+		Expect(other.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.No), "shared per host")
 
 		// The server is fixed. While the observation is fresh the lister keeps the legacy form,
 		// which is correct on any server (legacy Exact: rv=N&limit) but proves nothing either way.
@@ -695,20 +696,20 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(rec.Requests).To(HaveLen(1))
 		Expect(rec.Requests[0].Form).To(Equal(fallback.Legacy))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
-		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
+		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.No))
 
 		// Once the observation expires (ObservationTTL) the version's belief is back, the match is
 		// sent again and the server's behaviour proves it: relearned as observed Yes.
 		clk.SetTime(clk.Now().Add(time.Minute + time.Second))
-		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
+		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.Yes))
 		_, rec, err = l.List(ctx, lister.NotOlderThan(rv0).WithLimit(1))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests[0].Form).To(Equal(fallback.Match))
 		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan))
 		Expect(fallback.CompareRV(rec.ServedResourceVersion, rv0)).To(Equal(fallback.Newer))
 		caps = srv.Capabilities(ctx)
-		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.Yes))
-		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisObserved))
+		Expect(caps.Get(capability.ResourceVersionMatch)).To(Equal(capability.Yes))
+		Expect(caps.Basis[capability.ResourceVersionMatch]).To(Equal(capability.BasisObserved))
 	})
 })
 
@@ -721,7 +722,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 	It("rule 2: Exact without a limit is answered newer; the paginated retry is served at exactly the RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "l2", 3)
 		e.waitCache(ctx, e.create(ctx, "l2later", 2))
-		srv := compat.Static(compat.Capabilities{})
+		srv := capability.Static(capability.Capabilities{})
 		obj, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set in (l2,l2later)", PageSize: 2}).List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests[0].Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchExact))
@@ -742,7 +743,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(rec.Pages).To(Equal(2))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(3))
-		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
+		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.No))
 	})
 
 	It("rule 1: NotOlderThan+limit at a compacted RV is a real 410 (legacy Exact); retried at a newer RV", func(ctx SpecContext) {
@@ -750,7 +751,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		e.bump(ctx)
 		_, err := e.c.Etcd().Compact(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		srv := compat.Static(compat.Capabilities{})
+		srv := capability.Static(capability.Capabilities{})
 		obj, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=l1"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
 		first := rec.Requests[0]
@@ -763,7 +764,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
 		rvAtLeast(rec.ServedResourceVersion, rv0)
 		Expect(countItems(obj)).To(Equal(4))
-		Expect(srv.Capabilities(ctx).Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
+		Expect(srv.Capabilities(ctx).Get(capability.ResourceVersionMatch)).To(Equal(capability.No))
 	})
 
 	It("too-large RV, real: v1.18 answers a future legacy-Exact RV from etcd with a raw 500 'future revision', classified too-large and waited out", func(ctx SpecContext) {
@@ -824,7 +825,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 
 	It("an informer (unknown server) syncs although v1.18 ignores sendInitialEvents: the guard gives up after InitialEventsTimeout", func(ctx SpecContext) {
 		e.create(ctx, "inf", 3)
-		srv := compat.Static(compat.Capabilities{})
+		srv := capability.Static(capability.Capabilities{})
 		e.proxy.ResetRequests()
 		const quiet = 2 * time.Second
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=inf", InitialEventsTimeout: quiet})
@@ -832,8 +833,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(inf.GetStore().List()).To(HaveLen(3))
 		Expect(took).To(BeNumerically(">=", quiet), "sync waited for the guard's InitialEventsTimeout")
 		caps := srv.Capabilities(ctx)
-		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.No))
-		Expect(caps.Reasons[compat.StreamingList]).To(ContainSubstring("after 3 initial event(s)"))
+		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.No))
+		Expect(caps.Reasons[capability.StreamingList]).To(ContainSubstring("after 3 initial event(s)"))
 		reqs := e.requests("")
 		Expect(len(reqs)).To(BeNumerically(">=", 2))
 		Expect(reqs[0].Verb).To(Equal("watch"))
@@ -874,9 +875,9 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(caps.Version.Major).To(Equal(1))
 		Expect(caps.Version.Minor).To(Equal(18))
 		Expect(caps.Version.Patch).To(Equal(19))
-		Expect(caps.Get(compat.ResourceVersionMatch)).To(Equal(compat.No))
-		Expect(caps.Get(compat.StreamingList)).To(Equal(compat.No))
-		Expect(caps.Basis[compat.ResourceVersionMatch]).To(Equal(compat.BasisVersion))
+		Expect(caps.Get(capability.ResourceVersionMatch)).To(Equal(capability.No))
+		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.No))
+		Expect(caps.Basis[capability.ResourceVersionMatch]).To(Equal(capability.BasisVersion))
 
 		rv0 := e.create(ctx, "cl", 2)
 		e.bump(ctx)

@@ -17,6 +17,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -141,7 +142,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 	It("two reflector.New and two drop-in informers streaming their lists share a gate of one slot: one collection read at a time, every cache complete", func(ctx SpecContext) {
 		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(srv.Capabilities(ctx).Get(compat.StreamingList)).To(Equal(compat.Yes), "the server streams lists")
+		Expect(srv.Capabilities(ctx).Get(capability.StreamingList)).To(Equal(capability.Yes), "the server streams lists")
 		gate := listgate.New(1)
 		e.proxy.ResetRequests()
 		var synced []func() bool

@@ -19,6 +19,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -65,8 +66,8 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		srv, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
 		Expect(err).NotTo(HaveOccurred())
 		caps := srv.Capabilities(ctx)
-		Expect(caps.Get(compat.WatchCacheProgress)).To(Equal(compat.No))
-		Expect(caps.Basis[compat.WatchCacheProgress]).To(Equal(compat.BasisVersion))
+		Expect(caps.Get(capability.WatchCacheProgress)).To(Equal(capability.No))
+		Expect(caps.Basis[capability.WatchCacheProgress]).To(Equal(capability.BasisVersion))
 	})
 
 	// quiet writes n ConfigMaps labelled set=<set>, waits for the watch cache
@@ -129,7 +130,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		rv := quiet(ctx, "stkunk", 2)
 		e.proxy.ResetRequests()
 		begin := time.Now()
-		_, rec, err := lister.New(e.client(true), lister.Options{Server: compat.Static(compat.Capabilities{}), LabelSelector: "set=stkunk"}).List(ctx, lister.NotOlderThan(rv))
+		_, rec, err := lister.New(e.client(true), lister.Options{Server: capability.Static(capability.Capabilities{}), LabelSelector: "set=stkunk"}).List(ctx, lister.NotOlderThan(rv))
 		took := time.Since(begin)
 		Expect(err).NotTo(HaveOccurred())
 		summary := fmt.Sprintf("NotOlderThan(%s) on %s, unknown server: %s, %d list request(s) on the wire, reasons %v", rv, build.Legacy, took.Round(100*time.Millisecond), len(e.requests("list")), reasons(rec))

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -115,7 +115,7 @@ func proxySyncSpecs(version string, env *syncEnv) {
 	})
 
 	It("syncs even when told (wrongly, for v1.18) that streaming lists work", func() {
-		srv := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
+		srv := capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 		start := time.Now()
 		run := runReflector(env.pcfg, env.ns, reflector.Options{Lister: lister.Options{Name: "sync-stream-" + version, Server: srv, InitialEventsTimeout: 2 * time.Second}})
 		waitSynced(run.r, 60*time.Second)
@@ -132,11 +132,11 @@ func proxySyncSpecs(version string, env *syncEnv) {
 			Expect(fills).To(HaveLen(2))
 			Expect(fills[1].Verb).To(Equal("list"))
 			// Evidence is kept for the resource's API group/version (core v1).
-			core := compat.ForGroupVersion(srv, schema.GroupVersion{Version: "v1"})
-			Expect(core.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.No))
+			core := capability.ForGroupVersion(srv, schema.GroupVersion{Version: "v1"})
+			Expect(core.Capabilities(context.Background()).Get(capability.StreamingList)).To(Equal(capability.No))
 		} else {
 			Expect(fills).To(HaveLen(1))
-			Expect(srv.Capabilities(context.Background()).Get(compat.StreamingList)).To(Equal(compat.Yes))
+			Expect(srv.Capabilities(context.Background()).Get(capability.StreamingList)).To(Equal(capability.Yes))
 		}
 	})
 

@@ -16,12 +16,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/capability"
 )
 
 // populate creates a namespace (deleted at cleanup) with n ConfigMaps and returns
@@ -67,9 +67,9 @@ var _ = Describe("current kube-apiserver", Label("conformance", "smoke"), Ordere
 		}
 		// An external cluster runs whatever version it runs: what the SDK needs is a
 		// gitVersion its capability detection can parse.
-		parsed, err := compat.ParseVersion(v.GitVersion)
+		parsed, err := capability.ParseVersion(v.GitVersion)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(parsed.Compare(compat.Version{Major: 1, Minor: 19})).To(BeNumerically(">=", 0),
+		Expect(parsed.Compare(capability.Version{Major: 1, Minor: 19})).To(BeNumerically(">=", 0),
 			"the current-server specs assume resourceVersionMatch (>= v1.19); got %s", v.GitVersion)
 		AddReportEntry("external apiserver version", v.GitVersion)
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/listgate"
@@ -198,8 +199,8 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 	}
 	srv := o.Server
 	caps := srv.Capabilities(ctx)
-	if caps.Get(compat.StreamingList) == compat.No {
-		why := caps.Reasons[compat.StreamingList]
+	if caps.Get(capability.StreamingList) == capability.No {
+		why := caps.Reasons[capability.StreamingList]
 		log.V(4).Info("streaming list refused without a request", "reason", why)
 		return nil, fmt.Errorf("%w (%s)", watchpipe.ErrStreamingListUnsupported, orUnknown(why))
 	}
@@ -233,7 +234,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 			// WatchList gate off reject sendInitialEvents: 422 naming the
 			// parameter. Any other 400/422 (a bad selector) is the caller's
 			// own mistake and says nothing about the server.
-			srv.Observe(compat.Observation{Capability: compat.StreamingList, Support: compat.No, Detail: "observed: sendInitialEvents watch rejected: " + err.Error()})
+			srv.Observe(capability.Observation{Capability: capability.StreamingList, Support: capability.No, Detail: "observed: sendInitialEvents watch rejected: " + err.Error()})
 			return nil, fmt.Errorf("%w: %w", watchpipe.ErrStreamingListUnsupported, err)
 		}
 		lw.openFailed(ctx, log, err)

@@ -7,7 +7,7 @@ import (
 )
 
 // MatchSupport is the executor's belief about the server's handling of
-// resourceVersionMatch when it sent the request (mirrors compat.Support).
+// resourceVersionMatch when it sent the request (mirrors capability.Support).
 type MatchSupport int
 
 const (
@@ -93,7 +93,7 @@ type Situation struct {
 	// WatchCacheStuck: the server's watch cache advances only when the listed
 	// resource is written (no watch progress notifications, KEP-1904), so a
 	// resourceVersion moved on by writes of other resources is out of its
-	// reach until then (compat.WatchCacheProgress is No, or two "too large"
+	// reach until then (capability.WatchCacheProgress is No, or two "too large"
 	// answers to one request reported the same current resourceVersion).
 	WatchCacheStuck bool
 	// NotAList: a 200 whose body has no ListMeta (OpPage; its class is Other).

@@ -79,7 +79,7 @@ func constDocs(t *testing.T, dir string) map[string]string {
 // the reason-code constants: every code a metric or log line can carry has a
 // non-empty explanation, taken from the constant's doc comment.
 func TestTroubleshootingIsGenerated(t *testing.T) {
-	docs, cp := constDocs(t, "../reason"), constDocs(t, "../../compat")
+	docs, cp := constDocs(t, "../reason"), constDocs(t, "../capability")
 	var b bytes.Buffer
 	b.WriteString(troubleshootingHeader)
 	table := func(title, intro string, codes []string, docs map[string]string) {

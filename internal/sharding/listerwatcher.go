@@ -15,16 +15,17 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
 // Capability is what the SDK learns about a server (per API group/version,
-// with compat.ForGroupVersion) from the answers to a shardSelector: Yes when
+// with capability.ForGroupVersion) from the answers to a shardSelector: Yes when
 // a list's shardInfo echoed it, No when a list came back without shardInfo
 // or a watch delivered an object outside the range.
-const Capability compat.Capability = "shardSelector"
+const Capability capability.Capability = "shardSelector"
 
 // WrapOptions configures Wrap.
 type WrapOptions struct {
@@ -228,16 +229,16 @@ func (lw *ListerWatcher) believe(log klog.Logger, sel Selector, mode Mode, detai
 		return
 	}
 	log.Info("Sharded list", "mode", string(mode), "selector", sel.String(), "evidence", detail)
-	support := compat.Yes
+	support := capability.Yes
 	if mode == ModeClient {
-		support = compat.No
+		support = capability.No
 	}
 	lw.observe(support, detail)
 }
 
-func (lw *ListerWatcher) observe(s compat.Support, detail string) {
+func (lw *ListerWatcher) observe(s capability.Support, detail string) {
 	if lw.o.Server != nil {
-		lw.o.Server.Observe(compat.Observation{Capability: Capability, Support: s, Detail: detail})
+		lw.o.Server.Observe(capability.Observation{Capability: Capability, Support: s, Detail: detail})
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -309,13 +309,13 @@ func oneInOneOut() (in, out corev1.ConfigMap) {
 // observations records what a sharded ListerWatcher tells its Server.
 type observations struct {
 	mu  sync.Mutex
-	got []compat.Support
+	got []capability.Support
 }
 
-func (o *observations) Capabilities(context.Context) compat.Capabilities {
-	return compat.Capabilities{}
+func (o *observations) Capabilities(context.Context) capability.Capabilities {
+	return capability.Capabilities{}
 }
-func (o *observations) Observe(ob compat.Observation) {
+func (o *observations) Observe(ob capability.Observation) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if ob.Capability == shard.Capability {
@@ -323,7 +323,7 @@ func (o *observations) Observe(ob compat.Observation) {
 	}
 }
 
-func (o *observations) list() []compat.Support {
+func (o *observations) list() []capability.Support {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.got)
@@ -404,7 +404,7 @@ func TestWrapModeIsDecidedOnlyByEvidence(t *testing.T) {
 	if _, err := lw.List(metav1.ListOptions{Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if m, o := lw.Mode(), obs.list(); m != shard.ModeServer || !slices.Equal(o, []compat.Support{compat.Yes}) {
+	if m, o := lw.Mode(), obs.list(); m != shard.ModeServer || !slices.Equal(o, []capability.Support{capability.Yes}) {
 		t.Fatalf("after a list whose shardInfo echoed the selector: mode %q, observed %v", m, o)
 	}
 	stream(t, srv, lw, in)
@@ -414,7 +414,7 @@ func TestWrapModeIsDecidedOnlyByEvidence(t *testing.T) {
 	// An event outside the range of a request that carried the selector
 	// proves the server does not filter.
 	stream(t, srv, lw, in, out)
-	if m, o := lw.Mode(), obs.list(); m != shard.ModeClient || !slices.Equal(o, []compat.Support{compat.Yes, compat.No}) {
+	if m, o := lw.Mode(), obs.list(); m != shard.ModeClient || !slices.Equal(o, []capability.Support{capability.Yes, capability.No}) {
 		t.Fatalf("after a stream with an event outside the range sent: mode %q, observed %v", m, o)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 )
 
 // ListClient lists; lister.Client is one.
@@ -192,7 +193,7 @@ const (
 
 // AwaitInitialEvents is the one streaming-list guard of the SDK (the drop-in
 // ListerWatcher and the reflector run it as the first stage of their watch
-// pipeline; kubectl-steadywatch calls it through lister.AwaitInitialEvents). It reads w's initial events, hands
+// pipeline; kubectl-steadywatch calls it directly). It reads w's initial events, hands
 // each to each (which returns false to stop), and returns when they end or
 // when the server shows it does not stream lists:
 //
@@ -217,7 +218,7 @@ func AwaitInitialEvents(stop <-chan struct{}, w watch.Interface, o GuardOptions,
 	switch out {
 	case InitialEventsNotStreaming:
 		log.V(2).Info("streaming list ended without its initial-events-end bookmark; listing instead", "detail", detail)
-		observe(o.Server, compat.No, detail)
+		observe(o.Server, capability.No, detail)
 		if o.OnNotStreaming != nil {
 			o.OnNotStreaming(detail)
 		}
@@ -227,14 +228,14 @@ func AwaitInitialEvents(stop <-chan struct{}, w watch.Interface, o GuardOptions,
 			o.OnNotStreaming(detail)
 		}
 	case InitialEventsEnded:
-		observe(o.Server, compat.Yes, "initial-events-end bookmark received")
+		observe(o.Server, capability.Yes, "initial-events-end bookmark received")
 	}
 	return out, detail
 }
 
-func observe(srv compat.Server, s compat.Support, detail string) {
+func observe(srv compat.Server, s capability.Support, detail string) {
 	if srv != nil {
-		srv.Observe(compat.Observation{Capability: compat.StreamingList, Support: s, Detail: "observed: " + detail})
+		srv.Observe(capability.Observation{Capability: capability.StreamingList, Support: s, Detail: "observed: " + detail})
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -28,7 +28,7 @@ const (
 // entered the store until the next relist. Every request of every adopter
 // carries them: lists, streaming lists, watches.
 func TestSelectorsOnEveryRequest(t *testing.T) {
-	streams := compat.Static(compat.Capabilities{Support: map[compat.Capability]compat.Support{compat.StreamingList: compat.Yes}})
+	streams := capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 	endOfStream := func(rv string) *corev1.ConfigMap {
 		o := testfake.ConfigMap("", rv)
 		o.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}

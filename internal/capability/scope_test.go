@@ -1,4 +1,4 @@
-package compat
+package capability
 
 import (
 	"context"
@@ -327,8 +327,8 @@ func TestForGroupVersionMetricsAndLogs(t *testing.T) {
 	clk.SetTime(clk.Now().Add(5 * time.Minute))
 	_ = apps.Capabilities(ctx)
 	want := []string{
-		"compat/apps/v1 " + "compat:streamingList=no",  // departs from the host's yes
-		"compat/apps/v1 " + "compat:streamingList=yes", // expired: back to the host's yes
+		"compat/apps/v1 compat:streamingList=no",  // departs from the host's yes
+		"compat/apps/v1 compat:streamingList=yes", // expired: back to the host's yes
 	}
 	if got := rec.take(); !slices.Equal(got, want) {
 		t.Errorf("view metrics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -337,7 +337,7 @@ func TestForGroupVersionMetricsAndLogs(t *testing.T) {
 	// An unlisted capability never becomes a label of its own.
 	host.Observe(Observation{Capability: "somethingElse", Support: Yes})
 	_ = host.Capabilities(ctx)
-	if got := rec.take(); !slices.Equal(got, []string{"compat " + "compat:unlisted-capability"}) {
+	if got := rec.take(); !slices.Equal(got, []string{"compat compat:unlisted-capability"}) {
 		t.Errorf("unlisted capability: %v", got)
 	}
 

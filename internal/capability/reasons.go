@@ -1,4 +1,4 @@
-package compat
+package capability
 
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,10 +16,11 @@ var reasonCodes = map[Capability][3]reason.Code{
 	WatchCacheProgress:      {reason.WatchCacheProgressUnknown, reason.WatchCacheProgressYes, reason.WatchCacheProgressNo},
 }
 
-// reasonFor returns the reason code for "the belief about k is now s". A
-// Capability that is not a declared constant gives
-// "compat:unlisted-capability"; a Support other than Yes or No counts as
-// Unknown (as Support.String does).
+// reasonFor returns the reason code for "the belief about k is now s"
+// (metrics.Recorder.Fallback's reason, docs/reasons.md). A Capability that
+// is not a declared constant gives "compat:unlisted-capability" (a caller may
+// Observe any Capability string; it never reaches a label); a Support other
+// than Yes or No counts as Unknown (as Support.String does).
 func reasonFor(k Capability, s Support) reason.Code {
 	codes, ok := reasonCodes[k]
 	if !ok {
@@ -35,7 +36,7 @@ func reasonFor(k Capability, s Support) reason.Code {
 	}
 }
 
-// MetricsName is the name compat gives metrics.Recorder.Fallback for a belief
+// MetricsName is the name the Detector gives metrics.Recorder.Fallback for a belief
 // change in the host-wide scope. A group/version view reports under
 // MetricsName + "/" + its group/version ("compat/v1", "compat/apps/v1"); see
 // MetricsNameFor. The apiserver's host is never part of a label (it is logged,
