@@ -51,23 +51,23 @@ type Chain struct {
 // serve every controller version, each choosing the newest shape it
 // understands as canonical.
 //
-// Errors match ErrInvalidChain: no shapes, an empty or duplicate name, a nil
+// Errors match errInvalidChain: no shapes, an empty or duplicate name, a nil
 // Recognize, an unknown canonical name, or a shape before the canonical one
 // without Upgrade.
 func NewChain(canonical string, shapes ...Shape) (*Chain, error) {
 	if len(shapes) == 0 {
-		return nil, fmt.Errorf("%w: no shapes", ErrInvalidChain)
+		return nil, fmt.Errorf("%w: no shapes", errInvalidChain)
 	}
 	c := &Chain{shapes: append([]Shape(nil), shapes...), canonical: -1}
 	seen := make(map[string]bool, len(shapes))
 	for i, s := range c.shapes {
 		switch {
 		case s.Name == "":
-			return nil, fmt.Errorf("%w: shape #%d has no name", ErrInvalidChain, i)
+			return nil, fmt.Errorf("%w: shape #%d has no name", errInvalidChain, i)
 		case seen[s.Name]:
-			return nil, fmt.Errorf("%w: shape %q appears twice", ErrInvalidChain, s.Name)
+			return nil, fmt.Errorf("%w: shape %q appears twice", errInvalidChain, s.Name)
 		case s.Recognize == nil:
-			return nil, fmt.Errorf("%w: shape %q has no recogniser", ErrInvalidChain, s.Name)
+			return nil, fmt.Errorf("%w: shape %q has no recogniser", errInvalidChain, s.Name)
 		}
 		seen[s.Name] = true
 		if s.Name == canonical {
@@ -75,22 +75,22 @@ func NewChain(canonical string, shapes ...Shape) (*Chain, error) {
 		}
 	}
 	if c.canonical < 0 {
-		return nil, fmt.Errorf("%w: canonical shape %q is not in the chain", ErrInvalidChain, canonical)
+		return nil, fmt.Errorf("%w: canonical shape %q is not in the chain", errInvalidChain, canonical)
 	}
 	for i := 0; i < c.canonical; i++ {
 		if c.shapes[i].Upgrade == nil {
 			return nil, fmt.Errorf("%w: shape %q is older than the canonical shape %q but has no Upgrade",
-				ErrInvalidChain, c.shapes[i].Name, canonical)
+				errInvalidChain, c.shapes[i].Name, canonical)
 		}
 	}
 	return c, nil
 }
 
 // Canonical returns the name of the canonical shape.
-func (c *Chain) Canonical() string { return c.shapes[c.canonical].Name }
+func (c *Chain) canonicalName() string { return c.shapes[c.canonical].Name }
 
 // Shapes returns the shape names, oldest first.
-func (c *Chain) Shapes() []string {
+func (c *Chain) shapeNames() []string {
 	out := make([]string, len(c.shapes))
 	for i, s := range c.shapes {
 		out[i] = s.Name
@@ -98,17 +98,17 @@ func (c *Chain) Shapes() []string {
 	return out
 }
 
-// Classify returns the shape of obj: the newest shape whose recogniser claims
+// shapeOf returns the shape of obj: the newest shape whose recogniser claims
 // it (newer shapes first, then the canonical one, then older ones). ok is
 // false when no recogniser claims obj. A recogniser that panics is reported as
-// a *PanicError.
+// a *panicError.
 //
 // Newest first matters with x-kubernetes-preserve-unknown-fields, where an
 // older writer can leave its fields next to newer ones: write recognisers so
 // that they exclude each other where that is ambiguous (for example "has
 // spec.tls" for the old shape and "lacks spec.tls" for the new one, which
 // makes an object carrying both old, as the Gateway API versioning guide's conversion rule treats it).
-func (c *Chain) Classify(obj *unstructured.Unstructured) (shape string, ok bool, err error) {
+func (c *Chain) shapeOf(obj *unstructured.Unstructured) (shape string, ok bool, err error) {
 	i, err := c.classify(obj)
 	if err != nil || i < 0 {
 		return "", false, err
@@ -132,7 +132,7 @@ func (c *Chain) classify(obj *unstructured.Unstructured) (int, error) {
 func (c *Chain) recognize(i int, obj *unstructured.Unstructured) (claimed bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Func: "recognize " + c.shapes[i].Name, Value: v}
+			err = &panicError{Func: "recognize " + c.shapes[i].Name, Value: v}
 		}
 	}()
 	return c.shapes[i].Recognize(obj), nil
@@ -144,8 +144,8 @@ func (c *Chain) recognize(i int, obj *unstructured.Unstructured) (claimed bool, 
 // shape obj was recognised in. After converting, the canonical recogniser must
 // claim the result, or the conversion counts as failed.
 //
-// Errors are *RejectedError (errors.Is(err, ErrRejected) and the sentinel of
-// its Reason). Panics in user functions are recovered and reported.
+// Errors are *RejectedError (errors.As), whose Reason says why. Panics in
+// user functions are recovered and reported.
 func (c *Chain) Canonicalize(obj *unstructured.Unstructured) (out *unstructured.Unstructured, from string, err error) {
 	i, err := c.classify(obj)
 	if err != nil {
@@ -167,7 +167,7 @@ func (c *Chain) Canonicalize(obj *unstructured.Unstructured) (out *unstructured.
 	}
 	claimed, err := c.recognize(c.canonical, out)
 	if err == nil && !claimed {
-		err = fmt.Errorf("the result is not claimed by the recogniser of the canonical shape %q", c.Canonical())
+		err = fmt.Errorf("the result is not claimed by the recogniser of the canonical shape %q", c.canonicalName())
 	}
 	if err != nil {
 		return nil, from, c.reject(obj, reason.ConversionFailed, from, c.step(i, c.canonical), err)
@@ -199,7 +199,7 @@ func (c *Chain) walk(obj *unstructured.Unstructured, i, j int) (int, error) {
 func (c *Chain) call(name string, f ConvertFunc, obj *unstructured.Unstructured) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Func: name, Value: v}
+			err = &panicError{Func: name, Value: v}
 		}
 	}()
 	return f(obj)

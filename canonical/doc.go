@@ -27,7 +27,7 @@
 //     newer shape, no recogniser claims them, a conversion failed or
 //     panicked) never crash the informer: they are logged with their reason
 //     and counted, and then skipped or passed through unchanged according to
-//     [Options.Policy]. See [Wrap] for the exact event rules.
+//     [Options.PassThrough]. See [Wrap] for the exact event rules.
 //
 // What it is not: a conversion webhook, a storage migrator or a client that
 // writes. Nothing in this package sends a request of its own; the decorator

@@ -5,41 +5,18 @@ import (
 	"fmt"
 
 	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
-// ErrInvalidChain is matched (errors.Is) by every error NewChain returns.
-var ErrInvalidChain = errors.New("canonical: invalid chain")
+// errInvalidChain is matched (errors.Is) by every error NewChain returns.
+var errInvalidChain = errors.New("canonical: invalid chain")
 
-// ErrRejected is matched (errors.Is) by every *RejectedError, whatever its
-// reason. The per-reason sentinels below are matched as well.
-var ErrRejected = errors.New("canonical: object rejected")
-
-// Per-reason sentinels, matched by a *RejectedError with that Reason.
+// Errors a round trip reports for a sample (RoundTrip), and a list that
+// is not unstructured (Wrap).
 var (
-	ErrNewerShape         = errors.New("canonical: object is in a shape newer than the canonical one")
-	ErrUnrecognized       = errors.New("canonical: no recogniser claims the object")
-	ErrConversionFailed   = errors.New("canonical: conversion failed")
-	ErrRecognizerPanicked = errors.New("canonical: recogniser panicked")
-	ErrNotUnstructured    = errors.New("canonical: object is not *unstructured.Unstructured")
+	errNewerShape      = errors.New("canonical: object is in a shape newer than the canonical one")
+	errUnrecognized    = errors.New("canonical: no recogniser claims the object")
+	errNotUnstructured = errors.New("canonical: object is not *unstructured.Unstructured")
 )
-
-// sentinel returns the per-reason sentinel error of r (nil for none).
-func sentinel(r fallback.ReasonCode) error {
-	switch reason.Code(r) {
-	case reason.NewerShape:
-		return ErrNewerShape
-	case reason.Unrecognized:
-		return ErrUnrecognized
-	case reason.ConversionFailed:
-		return ErrConversionFailed
-	case reason.RecognizerPanicked:
-		return ErrRecognizerPanicked
-	case reason.NotUnstructured:
-		return ErrNotUnstructured
-	}
-	return nil
-}
 
 // RejectedError says why one object could not be brought to the canonical
 // shape. It never contains the object's content, only its identity.
@@ -55,7 +32,7 @@ type RejectedError struct {
 	Shape string
 	// Step is the conversion that failed, "from->to" ("conversion-failed" only).
 	Step string
-	// Err is the underlying error: a conversion's error, a *PanicError, or nil.
+	// Err is the underlying error: a conversion's error, a *panicError, or nil.
 	Err error
 }
 
@@ -76,22 +53,17 @@ func (e *RejectedError) Error() string {
 // Unwrap returns the underlying error.
 func (e *RejectedError) Unwrap() error { return e.Err }
 
-// Is matches ErrRejected and the sentinel of e.Reason.
-func (e *RejectedError) Is(target error) bool {
-	return target == ErrRejected || (target != nil && target == sentinel(e.Reason))
-}
-
-// PanicError is a panic recovered from a user function (recogniser or conversion).
-type PanicError struct {
+// panicError is a panic recovered from a user function (recogniser or conversion).
+type panicError struct {
 	// Func names the function: "recognize v1alpha2", "upgrade v1alpha1->v1alpha2", ...
 	Func  string
 	Value any
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.Func, e.Value) }
+func (e *panicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.Func, e.Value) }
 
-// RoundTripError is one sample whose conversion there and back was not the identity.
-type RoundTripError struct {
+// roundTripError is one sample whose conversion there and back was not the identity.
+type roundTripError struct {
 	Sample string // namespace/name of the sample, or its index "#3" when it has no name
 	From   string // the sample's shape
 	Via    string // the shape converted to and back from
@@ -102,11 +74,11 @@ type RoundTripError struct {
 	Err error
 }
 
-func (e *RoundTripError) Error() string {
+func (e *roundTripError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("canonical: round trip of %s (%s via %s): %v", e.Sample, e.From, e.Via, e.Err)
 	}
 	return fmt.Sprintf("canonical: round trip of %s (%s via %s) changed it: %s", e.Sample, e.From, e.Via, e.Diff)
 }
 
-func (e *RoundTripError) Unwrap() error { return e.Err }
+func (e *roundTripError) Unwrap() error { return e.Err }

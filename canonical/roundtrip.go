@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// ErrNotBidirectional is the Err of a RoundTripError for a sample whose shape
+// errNotBidirectional is the Err of a roundTripError for a sample whose shape
 // has no neighbour reachable by both an Upgrade and a Downgrade.
-var ErrNotBidirectional = errors.New("canonical: no bidirectional step from this shape")
+var errNotBidirectional = errors.New("canonical: no bidirectional step from this shape")
 
 // RoundTrip checks bidirectional conversions on samples (the Gateway API versioning guide: "Conversions
 // Need to be Bidirectional Within Experimental"). For each sample, in the
@@ -24,12 +24,12 @@ var ErrNotBidirectional = errors.New("canonical: no bidirectional step from this
 // back and requires:
 //
 //   - the intermediate object is claimed by the target shape (newest-first, as
-//     Classify), and the final one by the sample's own shape;
+//     shapeOf), and the final one by the sample's own shape;
 //   - the final object equals the sample, compared as JSON (so int and int64
 //     of the same value are equal, as they are on the wire).
 //
-// It returns nil or the errors.Join of one *RoundTripError per failure. A
-// sample with no such shape to visit fails with ErrNotBidirectional. Samples
+// It returns nil or the errors.Join of one *roundTripError per failure. A
+// sample with no such shape to visit fails with errNotBidirectional. Samples
 // are not modified. Use it from tests, with hand-written samples and with
 // generated ones (property tests).
 func (c *Chain) RoundTrip(samples ...*unstructured.Unstructured) error {
@@ -43,7 +43,7 @@ func (c *Chain) RoundTrip(samples ...*unstructured.Unstructured) error {
 func (c *Chain) roundTrip(n int, sample *unstructured.Unstructured) []error {
 	id := fmt.Sprintf("#%d", n)
 	if sample == nil {
-		return []error{&RoundTripError{Sample: id, Err: errors.New("nil sample")}}
+		return []error{&roundTripError{Sample: id, Err: errors.New("nil sample")}}
 	}
 	if sample.GetName() != "" {
 		id = sample.GetNamespace() + "/" + sample.GetName()
@@ -51,15 +51,15 @@ func (c *Chain) roundTrip(n int, sample *unstructured.Unstructured) []error {
 	i, err := c.classify(sample)
 	switch {
 	case err != nil:
-		return []error{&RoundTripError{Sample: id, Err: err}}
+		return []error{&roundTripError{Sample: id, Err: err}}
 	case i < 0:
-		return []error{&RoundTripError{Sample: id, Err: ErrUnrecognized}}
+		return []error{&roundTripError{Sample: id, Err: errUnrecognized}}
 	case i > c.canonical:
-		return []error{&RoundTripError{Sample: id, From: c.shapes[i].Name, Err: ErrNewerShape}}
+		return []error{&roundTripError{Sample: id, From: c.shapes[i].Name, Err: errNewerShape}}
 	}
 	want, err := jsonOf(sample.Object)
 	if err != nil {
-		return []error{&RoundTripError{Sample: id, From: c.shapes[i].Name, Err: err}}
+		return []error{&roundTripError{Sample: id, From: c.shapes[i].Name, Err: err}}
 	}
 	var errs []error
 	visited := 0
@@ -69,7 +69,7 @@ func (c *Chain) roundTrip(n int, sample *unstructured.Unstructured) []error {
 		}
 		visited++
 		fail := func(diff string, err error) {
-			errs = append(errs, &RoundTripError{Sample: id, From: c.shapes[i].Name, Via: c.shapes[j].Name, Diff: diff, Err: err})
+			errs = append(errs, &roundTripError{Sample: id, From: c.shapes[i].Name, Via: c.shapes[j].Name, Diff: diff, Err: err})
 		}
 		obj, err := copyObject(sample)
 		if err != nil {
@@ -102,7 +102,7 @@ func (c *Chain) roundTrip(n int, sample *unstructured.Unstructured) []error {
 		}
 	}
 	if visited == 0 {
-		errs = append(errs, &RoundTripError{Sample: id, From: c.shapes[i].Name, Err: ErrNotBidirectional})
+		errs = append(errs, &roundTripError{Sample: id, From: c.shapes[i].Name, Err: errNotBidirectional})
 	}
 	return errs
 }

@@ -43,9 +43,9 @@ func TestRoundTripFindsLossyConversions(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.RoundTrip(obj(t, v1alpha1Obj), obj(t, v1alpha2Obj))
-	var rt *RoundTripError
+	var rt *roundTripError
 	if !errors.As(err, &rt) {
-		t.Fatalf("err = %v, want *RoundTripError", err)
+		t.Fatalf("err = %v, want *roundTripError", err)
 	}
 	// Both samples fail: one via v1alpha2, the other via v1alpha1.
 	msg := err.Error()
@@ -86,9 +86,9 @@ func TestRoundTripRejectsUnusableSamples(t *testing.T) {
 		js    string
 		want  error
 	}{
-		{"not bidirectional", c1, v1alpha1Obj, ErrNotBidirectional},
-		{"newer shape", btlsChain(t), v1beta1Obj, ErrNewerShape},
-		{"unrecognised", btlsChain(t), unknownObj, ErrUnrecognized},
+		{"not bidirectional", c1, v1alpha1Obj, errNotBidirectional},
+		{"newer shape", btlsChain(t), v1beta1Obj, errNewerShape},
+		{"unrecognised", btlsChain(t), unknownObj, errUnrecognized},
 	}
 	for _, tc := range cases {
 		if err := tc.chain.RoundTrip(obj(t, tc.js)); !errors.Is(err, tc.want) {
@@ -225,7 +225,7 @@ func TestCanonicalizeProperty(t *testing.T) {
 			t.Log(err)
 			return false
 		}
-		shape, ok, err := c.Classify(out)
+		shape, ok, err := c.shapeOf(out)
 		return err == nil && ok && shape == "v1alpha2" && mustJSON(t, s.U) == before &&
 			!HasField("spec", "tls")(out)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,84 +14,61 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
-// Policy says what the decorator does with an object it cannot canonicalize.
-type Policy int
-
-const (
-	// Skip (the default) keeps the object out of the store: list items and
-	// ADDED events are dropped, a MODIFIED event becomes a DELETED tombstone
-	// (so no stale canonical copy stays behind), a DELETED event still deletes.
-	// This is the Gateway API versioning guide's "MUST ignore CRs that don't fit a version that their
-	// controller supports".
-	Skip Policy = iota
-	// PassThrough delivers the object unchanged, in whatever shape it has.
-	// Handlers must then cope with non-canonical objects.
-	PassThrough
-)
-
-func (p Policy) String() string {
-	if p == PassThrough {
-		return "PassThrough"
-	}
-	return "Skip"
-}
-
 // RejectedAnnotation is set on the tombstone the decorator delivers in a
-// DELETED event for an object it rejected (policy Skip). Its value is the
+// DELETED event for an object it rejected (unless Options.PassThrough). Its value is the
 // Reason. A handler's OnDelete can tell "the object is gone from the server"
 // (no annotation) from "the object left the shapes this controller supports".
 // The tombstone exists only in memory; it is never sent to the server.
 const RejectedAnnotation = "canonical.steadywatch.io/rejected"
 
-// Options configures Wrap. The zero value is a safe default: policy Skip,
-// name "canonical", no metrics, logs through klog.FromContext.
+// Options configures Wrap. The zero value is a safe default: rejected
+// objects are left out, name "canonical", no metrics. Rejections are logged
+// at V(2) through klog.FromContext of the List or Watch call, with
+// namespace, name, reason, shape, step and error; object content is never
+// logged.
 type Options struct {
-	// Policy for objects that cannot be canonicalized. Default Skip.
-	Policy Policy
+	// PassThrough delivers an object that cannot be canonicalized unchanged,
+	// in whatever shape it has, instead of leaving it out (see Wrap); handlers
+	// must then cope with non-canonical objects. Default false: left out, the
+	// Gateway API versioning guide's "MUST ignore CRs that don't fit a
+	// version that their controller supports".
+	PassThrough bool
 	// Name identifies this decorator in metrics and logs, e.g.
 	// "gateway.networking.k8s.io/backendtlspolicies". Default "canonical".
 	Name string
 	// Metrics receives one Fallback(Name, "canonical:<action>:<reason>") per
-	// rejected object, where action is "skip", "pass" or "delete" (a MODIFIED
-	// event turned into a tombstone). Default: none (metrics.Nop).
+	// rejected object, where action is as Rejection.Action. Default: none (metrics.Nop).
 	Metrics metrics.Recorder
-	// Logger, if set, is used instead of klog.FromContext(ctx) of the List or
-	// Watch call (the deprecated context-less List/Watch log to
-	// klog.Background()). Rejections are logged at V(2) with namespace, name,
-	// reason, shape, step and error; object content is never logged.
-	Logger *logr.Logger
 	// OnReject, if set, is called synchronously for every rejected object, on
 	// the goroutine delivering the list or the event, so it must be quick and
 	// must not block. It must not modify the RejectedError.
 	OnReject func(ctx context.Context, r Rejection)
 }
 
-// Action is what the decorator did with a rejected object.
-type Action string
-
 const (
-	ActionSkip   Action = "skip"   // left out of the list or the watch
-	ActionPass   Action = "pass"   // delivered unchanged (PassThrough)
-	ActionDelete Action = "delete" // delivered as a DELETED tombstone
+	actionSkip   = "skip"   // left out of the list or the watch
+	actionPass   = "pass"   // delivered unchanged (PassThrough)
+	actionDelete = "delete" // delivered as a DELETED tombstone
 )
 
 // Rejection describes one rejected object, for Options.OnReject.
 type Rejection struct {
 	// Event is the watch event type, or "" for a list item.
-	Event  watch.EventType
-	Action Action
+	Event watch.EventType
+	// Action is what the decorator did: "skip" (left out of the list or
+	// the watch), "pass" (delivered unchanged, Options.PassThrough) or
+	// "delete" (delivered as a DELETED tombstone).
+	Action string
 	Err    *RejectedError
 }
 
-// ListerWatcher is the decorator returned by Wrap. It implements
-// cache.ListerWatcher and cache.ListerWatcherWithContext, and forwards the
-// wrapped ListerWatcher's IsWatchListSemanticsUnSupported, so client-go's
-// reflector makes the same streaming-list decision as without the decorator.
-type ListerWatcher struct {
+// listerWatcher is the decorator returned by Wrap.
+type listerWatcher struct {
 	inner cache.ListerWatcherWithContext
 	raw   cache.ListerWatcher
 	chain *Chain
@@ -101,17 +77,20 @@ type ListerWatcher struct {
 }
 
 var (
-	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
-	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+	_ cache.ListerWatcher            = (*listerWatcher)(nil)
+	_ cache.ListerWatcherWithContext = (*listerWatcher)(nil)
 )
 
 // Wrap returns lw with every object canonicalized by chain. lw must return
 // *unstructured.UnstructuredList from List and *unstructured.Unstructured in
 // watch events (the dynamic client does). The decorator never writes to the
 // server and never modifies an object lw returned: converted objects are deep
-// copies, canonical ones are passed as they are.
+// copies, canonical ones are passed as they are. The result also implements
+// cache.ListerWatcherWithContext, and forwards lw's
+// IsWatchListSemanticsUnSupported, so client-go's reflector makes the same
+// streaming-list decision as without the decorator.
 //
-// Event rules (policy Skip; with PassThrough a rejected object is always
+// Event rules (with Options.PassThrough a rejected object is always
 // delivered unchanged instead):
 //
 //   - List: every item is canonicalized; rejected items are left out. The
@@ -135,53 +114,53 @@ var (
 // an older resourceVersion only sees the dropped events again.
 //
 // Wrap panics if lw or chain is nil: that is a programming error.
-func Wrap(lw cache.ListerWatcher, chain *Chain, opts Options) *ListerWatcher {
+func Wrap(lw cache.ListerWatcher, chain *Chain, opts Options) cache.ListerWatcher {
 	if lw == nil || chain == nil {
 		panic("canonical.Wrap: nil ListerWatcher or Chain")
 	}
 	if opts.Name == "" {
 		opts.Name = "canonical"
 	}
-	return &ListerWatcher{
+	return &listerWatcher{
 		inner: cache.ToListerWatcherWithContext(lw),
 		raw:   lw,
 		chain: chain,
 		opts:  opts,
-		rec:   metrics.OrNop(opts.Metrics),
+		rec:   metricsnop.Or(opts.Metrics),
 	}
 }
 
 // IsWatchListSemanticsUnSupported forwards the wrapped ListerWatcher's answer
 // (false if it does not say), see k8s.io/client-go/util/watchlist.
-func (d *ListerWatcher) IsWatchListSemanticsUnSupported() bool {
+func (d *listerWatcher) IsWatchListSemanticsUnSupported() bool {
 	return watchlist.DoesClientNotSupportWatchListSemantics(d.raw)
 }
 
 // List lists through the wrapped ListerWatcher and canonicalizes the items.
 //
 // Deprecated: use ListWithContext.
-func (d *ListerWatcher) List(options metav1.ListOptions) (runtime.Object, error) {
+func (d *listerWatcher) List(options metav1.ListOptions) (runtime.Object, error) {
 	return d.ListWithContext(context.Background(), options)
 }
 
 // Watch watches through the wrapped ListerWatcher and canonicalizes the events.
 //
 // Deprecated: use WatchWithContext.
-func (d *ListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, error) {
+func (d *listerWatcher) Watch(options metav1.ListOptions) (watch.Interface, error) {
 	return d.WatchWithContext(context.Background(), options)
 }
 
 // ListWithContext lists through the wrapped ListerWatcher and returns a new
 // *unstructured.UnstructuredList with the canonicalized items. A list of any
-// other type is an error matching ErrNotUnstructured.
-func (d *ListerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+// other type is an error matching errNotUnstructured.
+func (d *listerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 	obj, err := d.inner.ListWithContext(ctx, options)
 	if err != nil {
 		return nil, err
 	}
 	list, ok := obj.(*unstructured.UnstructuredList)
 	if !ok {
-		return nil, fmt.Errorf("%w: list is %T (canonical.Wrap needs a dynamic-client ListerWatcher)", ErrNotUnstructured, obj)
+		return nil, fmt.Errorf("%w: list is %T (canonical.Wrap needs a dynamic-client ListerWatcher)", errNotUnstructured, obj)
 	}
 	out := &unstructured.UnstructuredList{Object: list.Object, Items: make([]unstructured.Unstructured, 0, len(list.Items))}
 	for i := range list.Items {
@@ -189,11 +168,11 @@ func (d *ListerWatcher) ListWithContext(ctx context.Context, options metav1.List
 		canon, _, err := d.chain.Canonicalize(item)
 		if err != nil {
 			rej := err.(*RejectedError)
-			if d.opts.Policy == PassThrough {
-				d.report(ctx, "", ActionPass, rej)
+			if d.opts.PassThrough {
+				d.report(ctx, "", actionPass, rej)
 				out.Items = append(out.Items, *item)
 			} else {
-				d.report(ctx, "", ActionSkip, rej)
+				d.report(ctx, "", actionSkip, rej)
 			}
 			continue
 		}
@@ -205,7 +184,7 @@ func (d *ListerWatcher) ListWithContext(ctx context.Context, options metav1.List
 // WatchWithContext watches through the wrapped ListerWatcher and returns a
 // watch whose events are canonicalized as described on Wrap. Stopping it stops
 // the wrapped watch; it also ends when ctx is done.
-func (d *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+func (d *listerWatcher) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
 	w, err := d.inner.WatchWithContext(ctx, options)
 	if err != nil {
 		return nil, err
@@ -221,7 +200,7 @@ func (d *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Lis
 }
 
 // event returns the event to deliver for ev, or false to drop it.
-func (d *ListerWatcher) event(ctx context.Context, ev watch.Event) (watch.Event, bool) {
+func (d *listerWatcher) event(ctx context.Context, ev watch.Event) (watch.Event, bool) {
 	switch ev.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
 	default: // Bookmark, Error, and anything future: untouched.
@@ -241,17 +220,17 @@ func (d *ListerWatcher) event(ctx context.Context, ev watch.Event) (watch.Event,
 		return watch.Event{Type: ev.Type, Object: canon}, true
 	}
 	switch {
-	case d.opts.Policy == PassThrough:
-		d.report(ctx, ev.Type, ActionPass, rej)
+	case d.opts.PassThrough:
+		d.report(ctx, ev.Type, actionPass, rej)
 		return ev, true
 	case ev.Type == watch.Added:
-		d.report(ctx, ev.Type, ActionSkip, rej)
+		d.report(ctx, ev.Type, actionSkip, rej)
 		return watch.Event{}, false
 	case obj == nil: // not unstructured: we cannot build a tombstone
-		d.report(ctx, ev.Type, ActionSkip, rej)
+		d.report(ctx, ev.Type, actionSkip, rej)
 		return watch.Event{}, false
 	default: // Modified or Deleted
-		d.report(ctx, ev.Type, ActionDelete, rej)
+		d.report(ctx, ev.Type, actionDelete, rej)
 		return watch.Event{Type: watch.Deleted, Object: tombstone(obj, rej.Reason)}, true
 	}
 }
@@ -287,15 +266,11 @@ func tombstone(obj *unstructured.Unstructured, r fallback.ReasonCode) *unstructu
 	return t
 }
 
-func (d *ListerWatcher) report(ctx context.Context, ev watch.EventType, a Action, rej *RejectedError) {
-	d.rec.Fallback(d.opts.Name, "canonical:"+string(a)+":"+string(rej.Reason))
-	logger := klog.FromContext(ctx)
-	if d.opts.Logger != nil {
-		logger = *d.opts.Logger
-	}
-	if lg := logger.V(2); lg.Enabled() {
+func (d *listerWatcher) report(ctx context.Context, ev watch.EventType, a string, rej *RejectedError) {
+	d.rec.Fallback(d.opts.Name, "canonical:"+a+":"+string(rej.Reason))
+	if lg := klog.FromContext(ctx).V(2); lg.Enabled() {
 		kv := []any{"decorator", d.opts.Name, "namespace", rej.Namespace, "name", rej.Name,
-			"reason", string(rej.Reason), "action", string(a)}
+			"reason", string(rej.Reason), "action", a}
 		if ev != "" {
 			kv = append(kv, "event", string(ev))
 		}
@@ -317,7 +292,7 @@ func (d *ListerWatcher) report(ctx context.Context, ev watch.EventType, a Action
 
 // canonicalWatch decorates one watch.Interface.
 type canonicalWatch struct {
-	d        *ListerWatcher
+	d        *listerWatcher
 	inner    watch.Interface
 	out      chan watch.Event
 	stop     chan struct{}

@@ -17,9 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
+	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 // fakeLW returns a fixed list and a fake watch. It is a fake for pure logic:
@@ -37,7 +38,7 @@ type noWatchListLW struct{ *fakeLW }
 func (noWatchListLW) IsWatchListSemanticsUnSupported() bool { return true }
 
 type recorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu  sync.Mutex
 	got []string
 }
@@ -86,8 +87,8 @@ func listOf(t *testing.T, items ...string) *unstructured.UnstructuredList {
 }
 
 func TestWrapList(t *testing.T) {
-	for _, policy := range []Policy{Skip, PassThrough} {
-		t.Run(policy.String(), func(t *testing.T) {
+	for _, policy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("PassThrough=%v", policy), func(t *testing.T) {
 			in := listOf(t, v1alpha1Obj, v1alpha2Obj, v1beta1Obj, unknownObj)
 			before := make([]string, len(in.Items))
 			for i := range in.Items {
@@ -97,11 +98,11 @@ func TestWrapList(t *testing.T) {
 			logs := &logSink{}
 			var rejections []Rejection
 			lg := logs.logger()
-			lw := Wrap(&fakeLW{list: in}, btlsChain(t), Options{
-				Policy: policy, Name: "btls", Metrics: rec, Logger: &lg,
+			lw := wrap(&fakeLW{list: in}, btlsChain(t), Options{
+				PassThrough: policy, Name: "btls", Metrics: rec,
 				OnReject: func(_ context.Context, r Rejection) { rejections = append(rejections, r) },
 			})
-			got, err := lw.ListWithContext(context.Background(), metav1.ListOptions{})
+			got, err := lw.ListWithContext(klog.NewContext(context.Background(), lg), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,14 +114,14 @@ func TestWrapList(t *testing.T) {
 			for i := range out.Items {
 				names = append(names, out.Items[i].GetName())
 			}
-			want := map[Policy]string{Skip: "a b", PassThrough: "a b c d"}[policy]
+			want := map[bool]string{false: "a b", true: "a b c d"}[policy]
 			if strings.Join(names, " ") != want {
 				t.Fatalf("items %v, want %s", names, want)
 			}
 			if HasField("spec", "tls")(&out.Items[0]) || !HasField("spec", "validation")(&out.Items[0]) {
 				t.Fatalf("item a not converted: %s", mustJSON(t, &out.Items[0]))
 			}
-			if policy == PassThrough && mustJSON(t, &out.Items[2]) != before[2] {
+			if policy && mustJSON(t, &out.Items[2]) != before[2] {
 				t.Fatal("PassThrough changed a rejected item")
 			}
 			for i := range in.Items {
@@ -128,12 +129,12 @@ func TestWrapList(t *testing.T) {
 					t.Fatalf("input item %d modified", i)
 				}
 			}
-			action := map[Policy]string{Skip: "skip", PassThrough: "pass"}[policy]
+			action := map[bool]string{false: "skip", true: "pass"}[policy]
 			wantMetrics := []string{"btls canonical:" + action + ":newer-shape", "btls canonical:" + action + ":unrecognized"}
 			if fmt.Sprint(rec.all()) != fmt.Sprint(wantMetrics) {
 				t.Fatalf("metrics %v, want %v", rec.all(), wantMetrics)
 			}
-			if len(rejections) != 2 || rejections[0].Err.Name != "c" || rejections[0].Event != "" || string(rejections[0].Action) != action {
+			if len(rejections) != 2 || rejections[0].Err.Name != "c" || rejections[0].Event != "" || rejections[0].Action != action {
 				t.Fatalf("OnReject calls %+v", rejections)
 			}
 			text := logs.text()
@@ -150,9 +151,9 @@ func TestWrapList(t *testing.T) {
 }
 
 func TestWrapListNotUnstructured(t *testing.T) {
-	lw := Wrap(&fakeLW{list: &metav1.List{}}, btlsChain(t), Options{})
+	lw := wrap(&fakeLW{list: &metav1.List{}}, btlsChain(t), Options{})
 	_, err := lw.List(metav1.ListOptions{})
-	if !errors.Is(err, ErrNotUnstructured) {
+	if !errors.Is(err, errNotUnstructured) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -205,8 +206,8 @@ func TestWrapWatchEvents(t *testing.T) {
 		{Type: watch.Deleted, Object: obj(t, unknownObj)},
 		{Type: watch.Error, Object: status},
 	}
-	cases := map[Policy][]string{
-		Skip: {
+	cases := map[bool][]string{
+		false: {
 			"ADDED a rv=10 validation",
 			"ADDED b rv=11 validation",
 			"BOOKMARK  rv=20",
@@ -216,7 +217,7 @@ func TestWrapWatchEvents(t *testing.T) {
 			"DELETED d rv=13 rejected=unrecognized",
 			"ERROR *v1.Status",
 		},
-		PassThrough: {
+		true: {
 			"ADDED a rv=10 validation",
 			"ADDED c rv=12",
 			"ADDED b rv=11 validation",
@@ -229,7 +230,7 @@ func TestWrapWatchEvents(t *testing.T) {
 		},
 	}
 	for policy, want := range cases {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("PassThrough=%v", policy), func(t *testing.T) {
 			before := make([]string, len(in))
 			for i, ev := range in {
 				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
@@ -242,7 +243,7 @@ func TestWrapWatchEvents(t *testing.T) {
 			}
 			fw.Stop() // closes the channel after the buffered events
 			rec := &recorder{}
-			lw := Wrap(&fakeLW{w: fw}, btlsChain(t), Options{Policy: policy, Metrics: rec})
+			lw := wrap(&fakeLW{w: fw}, btlsChain(t), Options{PassThrough: policy, Metrics: rec})
 			w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -262,7 +263,7 @@ func TestWrapWatchEvents(t *testing.T) {
 					t.Fatalf("event %d's object modified", i)
 				}
 			}
-			if policy == Skip {
+			if !policy {
 				want := []string{"canonical canonical:skip:newer-shape", "canonical canonical:delete:newer-shape", "canonical canonical:delete:unrecognized"}
 				if fmt.Sprint(rec.all()) != fmt.Sprint(want) {
 					t.Fatalf("metrics %v want %v", rec.all(), want)
@@ -292,7 +293,7 @@ func TestTombstoneKeepsMetadataOnly(t *testing.T) {
 
 func TestWrapWatchStop(t *testing.T) {
 	fw := watch.NewFake()
-	w, err := Wrap(&fakeLW{w: fw}, btlsChain(t), Options{}).Watch(metav1.ListOptions{})
+	w, err := wrap(&fakeLW{w: fw}, btlsChain(t), Options{}).Watch(metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func TestWrapWatchStop(t *testing.T) {
 func TestWrapWatchContextCancel(t *testing.T) {
 	fw := watch.NewFake()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := Wrap(&fakeLW{w: fw}, btlsChain(t), Options{}).WatchWithContext(ctx, metav1.ListOptions{})
+	w, err := wrap(&fakeLW{w: fw}, btlsChain(t), Options{}).WatchWithContext(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,17 +320,22 @@ func TestWrapWatchContextCancel(t *testing.T) {
 }
 
 func TestWrapForwardsWatchListSemantics(t *testing.T) {
-	plain := Wrap(&fakeLW{}, btlsChain(t), Options{})
-	no := Wrap(noWatchListLW{&fakeLW{}}, btlsChain(t), Options{})
+	plain := wrap(&fakeLW{}, btlsChain(t), Options{})
+	no := wrap(noWatchListLW{&fakeLW{}}, btlsChain(t), Options{})
 	if watchlist.DoesClientNotSupportWatchListSemantics(plain) || !watchlist.DoesClientNotSupportWatchListSemantics(no) {
 		t.Fatal("IsWatchListSemanticsUnSupported not forwarded")
 	}
 }
 
 func TestWrapZeroOptions(t *testing.T) {
-	lw := Wrap(&fakeLW{list: listOf(t, unknownObj)}, btlsChain(t), Options{})
+	lw := wrap(&fakeLW{list: listOf(t, unknownObj)}, btlsChain(t), Options{})
 	got, err := lw.List(metav1.ListOptions{})
 	if err != nil || len(got.(*unstructured.UnstructuredList).Items) != 0 {
-		t.Fatalf("zero Options must Skip: %v, %v", got, err)
+		t.Fatalf("zero Options must leave rejected objects out: %v, %v", got, err)
 	}
+}
+
+// wrap is Wrap, returning the decorator's own type.
+func wrap(lw cache.ListerWatcher, chain *Chain, opts Options) *listerWatcher {
+	return Wrap(lw, chain, opts).(*listerWatcher)
 }

@@ -28,8 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -170,7 +170,7 @@ func (c *callerLists) sent() []int64 {
 }
 
 type fallbacks struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu  sync.Mutex
 	got []string
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -107,7 +107,7 @@ func fastPolicy() fallback.Policy {
 }
 
 type countingRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	lists     []string
 	fallbacks []string

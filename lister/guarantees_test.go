@@ -16,9 +16,9 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 type answers = []func(metav1.ListOptions) (runtime.Object, error)
@@ -261,7 +261,7 @@ func TestRelistAtUnservedVersionIsMostRecent(t *testing.T) {
 
 // rvRecorder keeps the time of the first ResourceVersionAdvanced call.
 type rvRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu    sync.Mutex
 	first time.Time
 }

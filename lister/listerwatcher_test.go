@@ -187,7 +187,7 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 	watches := func() (streams, plain int) {
 		for _, r := range c.Requests() {
 			switch {
-			case r.Verb != steadywatchtest.VerbWatch:
+			case r.Verb != "watch":
 			case r.Options.SendInitialEvents != nil && *r.Options.SendInitialEvents:
 				streams++
 			default:
@@ -202,11 +202,11 @@ func TestClientGoReflectorFallsBackToListInsteadOfHanging(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, p := watches()
-		if len(store.List()) == 2 && c.Count(steadywatchtest.VerbList) > 0 && p > 0 {
+		if len(store.List()) == 2 && c.Count("list") > 0 && p > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("reflector did not sync by list: store %d lists %d plain watches %d", len(store.List()), c.Count(steadywatchtest.VerbList), p)
+			t.Fatalf("reflector did not sync by list: store %d lists %d plain watches %d", len(store.List()), c.Count("list"), p)
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
@@ -232,14 +232,14 @@ func TestDisableStreamingList(t *testing.T) {
 	if !lw.IsWatchListSemanticsUnSupported() {
 		t.Fatal("DisableStreamingList does not declare that the ListerWatcher does not stream lists")
 	}
-	if w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true}); w != nil || !errors.Is(err, ErrStreamingListUnsupported) || c.Count(steadywatchtest.VerbWatch) != 0 {
-		t.Fatalf("streaming watch: w %v err %v, %d watches sent", w, err, c.Count(steadywatchtest.VerbWatch))
+	if w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true}); w != nil || !errors.Is(err, ErrStreamingListUnsupported) || c.Count("watch") != 0 {
+		t.Fatalf("streaming watch: w %v err %v, %d watches sent", w, err, c.Count("watch"))
 	}
 	store, _ := runClientGoReflector(t, lw)
 	deadline := time.Now().Add(10 * time.Second)
-	for len(store.List()) != 2 || c.Count(steadywatchtest.VerbWatch) == 0 {
+	for len(store.List()) != 2 || c.Count("watch") == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("reflector did not sync: store %d, lists %d, watches %d", len(store.List()), c.Count(steadywatchtest.VerbList), c.Count(steadywatchtest.VerbWatch))
+			t.Fatalf("reflector did not sync: store %d, lists %d, watches %d", len(store.List()), c.Count("list"), c.Count("watch"))
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
@@ -248,7 +248,7 @@ func TestDisableStreamingList(t *testing.T) {
 			t.Fatalf("a streaming list was sent: %+v", req.Options)
 		}
 	}
-	if c.Count(steadywatchtest.VerbList) == 0 {
+	if c.Count("list") == 0 {
 		t.Fatal("synced without a list")
 	}
 }

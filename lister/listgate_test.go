@@ -110,7 +110,7 @@ func TestListGateReleasedWhenAStreamingListFails(t *testing.T) {
 	}
 }
 
-// gateRecorder records ListGateWait calls (metrics.ListGateRecorder).
+// gateRecorder records ListGateWait calls (metrics.Recorder).
 type gateRecorder struct {
 	countingRecorder
 	gmu   sync.Mutex

@@ -24,7 +24,7 @@ func TestMaxRequestsDoesNotCountPages(t *testing.T) {
 	if err != nil {
 		t.Fatalf("List over 150 pages with MaxRequests 4: %v", err)
 	}
-	if got, sent := len(obj.(*corev1.ConfigMapList).Items), c.Count(steadywatchtest.VerbList); got != 150 || rec.Pages != 150 || sent != 150 {
+	if got, sent := len(obj.(*corev1.ConfigMapList).Items), c.Count("list"); got != 150 || rec.Pages != 150 || sent != 150 {
 		t.Fatalf("items %d, pages %d, requests %d; want 150 each", got, rec.Pages, sent)
 	}
 }

@@ -41,9 +41,9 @@ func TestStreamingListAnswered410EveryTimeBacksOff(t *testing.T) {
 	var streams, counts int
 	for _, r := range c.Requests() {
 		switch {
-		case r.Verb == steadywatchtest.VerbWatch:
+		case r.Verb == "watch":
 			streams++
-		case r.Verb == steadywatchtest.VerbList && r.Options.Limit == 1:
+		case r.Verb == "list" && r.Options.Limit == 1:
 			counts++
 		}
 	}

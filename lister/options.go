@@ -12,6 +12,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/listgate"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -260,7 +261,7 @@ func (o Options) Resolve(exampleObject runtime.Object) Options {
 	if o.MaxPageBytes == 0 {
 		o.MaxPageBytes = DefaultMaxPageBytes
 	}
-	o.Metrics = metrics.OrNop(o.Metrics)
+	o.Metrics = metricsnop.Or(o.Metrics)
 	if o.InitialEventsTimeout <= 0 {
 		o.InitialEventsTimeout = DefaultInitialEventsTimeout
 	}

@@ -8,8 +8,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-
-	"github.com/steadywatch/steadywatch/listgate"
 )
 
 // A listgate.Gate shares answers only between requests whose clients have
@@ -21,7 +19,7 @@ func TestRequestKeysNameTheClientInstanceAndPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, ok := c.(listgate.RequestKeyer)
+		k, ok := c.(interface{ RequestKey() string })
 		if !ok {
 			return ""
 		}

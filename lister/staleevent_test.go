@@ -16,14 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // reasonCounter counts Fallback reasons.
 type reasonCounter struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	fallbacks map[string]int
 }
@@ -106,7 +106,7 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 	syncs := func() int {
 		n := 0
 		for _, r := range srv.Requests() {
-			if (r.Verb == steadywatchtest.VerbList && r.Options.Limit != 1) || r.Served == steadywatchtest.ServedStreamingList {
+			if (r.Verb == "list" && r.Options.Limit != 1) || r.Served == "StreamingList" {
 				n++
 			}
 		}
@@ -124,7 +124,7 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 	})
 	var resync steadywatchtest.Request
 	for _, r := range srv.Requests() {
-		if (r.Verb == steadywatchtest.VerbList && r.Options.Limit != 1) || r.Served == steadywatchtest.ServedStreamingList {
+		if (r.Verb == "list" && r.Options.Limit != 1) || r.Served == "StreamingList" {
 			resync = r
 		}
 	}
@@ -171,7 +171,7 @@ func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
 	}
 	watching := func() bool {
 		for _, r := range srv.Requests() {
-			if r.Served == steadywatchtest.ServedWatchFrom {
+			if r.Served == "WatchFrom" {
 				return true
 			}
 		}

@@ -15,13 +15,13 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 type fallbackRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu      sync.Mutex
 	reasons []string
 }
@@ -80,8 +80,8 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if got := reasonsOf(r); !slices.Equal(got, want) {
 		t.Fatalf("reasons %v, want %v", got, want)
 	}
-	if len(r.Requests) != 3 || srv.Count(steadywatchtest.VerbList) != 3 {
-		t.Fatalf("%d requests in the record, %d on the server; want 3 (too large, the consistent read, MostRecent)", len(r.Requests), srv.Count(steadywatchtest.VerbList))
+	if len(r.Requests) != 3 || srv.Count("list") != 3 {
+		t.Fatalf("%d requests in the record, %d on the server; want 3 (too large, the consistent read, MostRecent)", len(r.Requests), srv.Count("list"))
 	}
 	if last := r.Requests[2]; last.Options.ResourceVersion != "" || last.Options.Limit != 0 {
 		t.Fatalf("last request %+v, want a MostRecent list", last.Options)

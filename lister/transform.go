@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/internal/decode"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -244,7 +245,7 @@ func withTransform(c Client, o Options) Client {
 	if o.Transform == nil || c == nil {
 		return c
 	}
-	return transformClient{Client: c, tf: &transformer{fn: o.Transform, name: o.Name, metrics: metrics.OrNop(o.Metrics)}}
+	return transformClient{Client: c, tf: &transformer{fn: o.Transform, name: o.Name, metrics: metricsnop.Or(o.Metrics)}}
 }
 
 // transformClient applies a transform to c's lists and watch events. It

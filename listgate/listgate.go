@@ -52,7 +52,7 @@ import (
 // watch cache does not hold. docs/benchmarks.md (P5) has the measurements.
 //
 // A read that holds a slot for longer than the gate's hold bound
-// (WithMaxHold, default DefaultMaxHold: the apiserver's own default
+// (WithMaxHold, default one minute: the apiserver's own default
 // --request-timeout for a list) stops counting against the slots: the next
 // read is admitted, the late one goes on undisturbed and is counted in
 // Stats.Overdue and logged at verbosity 1. So a list that a proxy or an
@@ -104,16 +104,16 @@ type Stats struct {
 	OverdueInFlight int
 }
 
-// DefaultMaxHold is a Gate's hold bound unless WithMaxHold says otherwise:
+// defaultMaxHold is a Gate's hold bound unless WithMaxHold says otherwise:
 // the apiserver's default --request-timeout, which ends a list it serves
 // itself after one minute.
-const DefaultMaxHold = time.Minute
+const defaultMaxHold = time.Minute
 
 // Option configures New.
 type Option func(*Gate)
 
 // WithMaxHold sets how long one read may hold a slot before the gate stops
-// counting it and admits the next (see Gate). 0 keeps DefaultMaxHold; a
+// counting it and admits the next (see Gate). 0 keeps the default (one minute); a
 // negative d turns the bound off, so a read without an answer keeps its
 // slot until its own context or timeout ends it.
 func WithMaxHold(d time.Duration) Option {
@@ -124,7 +124,7 @@ func WithMaxHold(d time.Duration) Option {
 	}
 }
 
-// RequestKeyer is implemented by the clients whose list request is wholly
+// requestKeyer is implemented by the clients whose list request is wholly
 // determined by the client and its ListOptions. RequestKey names the
 // client: its REST client instance (and so its credentials and transport),
 // the request path, content type and list type; "" when it cannot be
@@ -132,7 +132,7 @@ func WithMaxHold(d time.Duration) Option {
 // of equal keys and equal ListOptions. The lister's FromClientset,
 // FromRESTClient, FromDynamicConfig and FromMetadataConfig clients
 // implement it.
-type RequestKeyer interface {
+type requestKeyer interface {
 	RequestKey() string
 }
 
@@ -164,11 +164,11 @@ type flight struct {
 }
 
 // New returns a gate admitting at most slots collection reads at once,
-// each for at most DefaultMaxHold unless WithMaxHold says otherwise.
+// each for at most one minute unless WithMaxHold says otherwise.
 // slots < 1 is taken as 1.
 func New(slots int, opts ...Option) *Gate {
 	slots = max(slots, 1)
-	g := &Gate{slots: slots, maxHold: DefaultMaxHold, pending: map[string]*flight{}, joinable: map[string]*flight{}, stats: Stats{Slots: slots}}
+	g := &Gate{slots: slots, maxHold: defaultMaxHold, pending: map[string]*flight{}, joinable: map[string]*flight{}, stats: Stats{Slots: slots}}
 	for _, o := range opts {
 		o(g)
 	}
@@ -192,7 +192,7 @@ func (g *Gate) Stats() Stats {
 // (a lister's or reflector's Name), and returns the function that frees it
 // (idempotent). It returns ctx's error, and holds nothing, when ctx ends
 // first. A read that waited is logged at verbosity 2 with how long, and
-// reported to rec when it implements metrics.ListGateRecorder. A nil gate
+// reported to rec (when not nil). A nil gate
 // returns at once.
 func (g *Gate) Acquire(ctx context.Context, name string, rec metrics.Recorder) (release func(), err error) {
 	if g == nil {
@@ -210,8 +210,9 @@ func (g *Gate) Acquire(ctx context.Context, name string, rec metrics.Recorder) (
 // with a slot, unless an identical request answers it (see Gate); shared
 // reports that another reader's request did, and obj is then a copy of its
 // answer. client is the client send uses: the answer is shared only when it
-// implements RequestKeyer. A request of at most one object (opts.Limit 1)
-// and any request through a nil gate call send at once. name and rec are
+// has a method RequestKey() string naming its request (see requestKeyer;
+// the lister's From* clients have it). A request of at most one object
+// (opts.Limit 1) and any request through a nil gate call send at once. name and rec are
 // as for Acquire; a shared answer is logged at verbosity 4 and reported to
 // rec too.
 func (g *Gate) List(ctx context.Context, name string, rec metrics.Recorder, client any, opts metav1.ListOptions,
@@ -221,7 +222,7 @@ func (g *Gate) List(ctx context.Context, name string, rec metrics.Recorder, clie
 		return obj, false, err
 	}
 	key := ""
-	if k, ok := client.(RequestKeyer); ok {
+	if k, ok := client.(requestKeyer); ok {
 		if id := k.RequestKey(); id != "" {
 			if b, jerr := json.Marshal(opts); jerr == nil {
 				key = id + "?" + string(b)
@@ -266,8 +267,8 @@ func (g *Gate) list(ctx context.Context, key string, joinable bool, name string,
 				g.stats.Shared++
 				g.mu.Unlock()
 				klog.FromContext(ctx).V(4).Info("List answered by an identical request of another reader (listgate.Gate)", "lister", name)
-				if r, ok := rec.(metrics.ListGateRecorder); ok {
-					r.ListGateShared(name)
+				if rec != nil {
+					rec.ListGateShared(name)
 				}
 				return fl.results[i], true, nil
 			}
@@ -358,8 +359,8 @@ func (g *Gate) acquireLocked(ctx context.Context, name string, rec metrics.Recor
 	g.stats.WaitTime += waited
 	g.mu.Unlock()
 	h.logger.V(2).Info("Collection read waited for a listgate.Gate slot", "lister", name, "waited", waited, "slots", g.slots)
-	if r, ok := rec.(metrics.ListGateRecorder); ok {
-		r.ListGateWait(name, waited)
+	if rec != nil {
+		rec.ListGateWait(name, waited)
 	}
 	return h, nil
 }
@@ -427,8 +428,8 @@ func (g *Gate) overdueHold(h *hold) {
 	g.mu.Unlock()
 	h.logger.V(1).Info("Collection read held a listgate.Gate slot longer than the gate's hold bound: no longer counted, the next read is admitted",
 		"lister", h.name, "maxHold", g.maxHold, "queued", queued)
-	if r, ok := h.rec.(metrics.ListGateRecorder); ok {
-		r.ListGateOverdue(h.name)
+	if h.rec != nil {
+		h.rec.ListGateOverdue(h.name)
 	}
 }
 

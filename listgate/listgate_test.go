@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -36,9 +37,9 @@ var (
 	anyRV      = metav1.ListOptions{ResourceVersion: "0"}
 )
 
-// recorder records the metrics.ListGateRecorder calls.
+// recorder records the metrics.Recorder listgate calls.
 type recorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu      sync.Mutex
 	waits   []string
 	shared  []string
@@ -376,10 +377,10 @@ func TestAdmitsTheNextReadWhenOneOutlivesTheHoldBound(t *testing.T) {
 }
 
 func TestHoldBoundAppliesToStreamsAndCanBeTurnedOff(t *testing.T) {
-	if g := New(1); g.maxHold != DefaultMaxHold {
-		t.Fatalf("default hold bound %v, want %v", g.maxHold, DefaultMaxHold)
+	if g := New(1); g.maxHold != defaultMaxHold {
+		t.Fatalf("default hold bound %v, want %v", g.maxHold, defaultMaxHold)
 	}
-	if g := New(1, WithMaxHold(0)); g.maxHold != DefaultMaxHold {
+	if g := New(1, WithMaxHold(0)); g.maxHold != defaultMaxHold {
 		t.Fatalf("WithMaxHold(0) gives %v, want the default", g.maxHold)
 	}
 	// Acquire (streaming lists): a stream holding its slot past the bound

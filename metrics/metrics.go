@@ -1,12 +1,16 @@
 // Package metrics is the small interface through which every steadywatch
 // component reports what it did, so users can answer "why did my informer
-// relist?" from their own monitoring. The zero-cost default is Nop.
+// relist?" from their own monitoring. A nil Recorder records nothing.
 //
 // The Prometheus adapter lives in package metrics/prometheus so that the SDK
 // itself does not force a metrics library on its users.
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
+)
 
 // Recorder receives steadywatch's events. Implementations must be safe for
 // concurrent use and cheap: they are called on hot paths. The name argument
@@ -36,13 +40,9 @@ type Recorder interface {
 	ConsistencyCheck(name, result string)
 	// Transition reports a state machine transition of a reflector.
 	Transition(name, from, to, reason string)
-}
 
-// ListGateRecorder is implemented by a Recorder that also wants to know
-// what a listgate.Gate did (the Recorder interface stays as it is, so
-// existing implementations keep compiling). The Prometheus adapter
-// implements it.
-type ListGateRecorder interface {
+	// What a listgate.Gate did.
+
 	// ListGateWait is called once per collection read that waited for a
 	// slot, with how long.
 	ListGateWait(name string, waited time.Duration)
@@ -53,13 +53,11 @@ type ListGateRecorder interface {
 	// longer than the gate's hold bound (listgate.WithMaxHold) and so stopped
 	// counting against the slots: a list or stream that is stuck or slow.
 	ListGateOverdue(name string)
-}
 
-// ReadRecorder is implemented by a Recorder that also wants to know how
-// fresh a store is and what reads that wait for their own writes cost (the
-// staleness metrics KEP-5647 adds to kube-controller-manager, for any
-// controller). The Prometheus adapter implements it.
-type ReadRecorder interface {
+	// How fresh a store is and what reads that wait for their own writes
+	// cost (the staleness metrics KEP-5647 adds to kube-controller-manager,
+	// for any controller).
+
 	// StoreResourceVersion reports the resourceVersion a store now
 	// reflects, at every advance.
 	StoreResourceVersion(name, resourceVersion string)
@@ -72,25 +70,12 @@ type ReadRecorder interface {
 	ReadFallback(name, reason string)
 }
 
-// Nop is a Recorder that records nothing.
-type Nop struct{}
-
-var _ Recorder = Nop{}
-
-func (Nop) List(string, string, string)               {}
-func (Nop) Fallback(string, string)                   {}
-func (Nop) Relist(string, string)                     {}
-func (Nop) WatchRestart(string, string)               {}
-func (Nop) Bookmark(string)                           {}
-func (Nop) Items(string, int)                         {}
-func (Nop) ResourceVersionAdvanced(string, time.Time) {}
-func (Nop) ConsistencyCheck(string, string)           {}
-func (Nop) Transition(string, string, string, string) {}
-
-// OrNop returns r, or Nop when r is nil.
-func OrNop(r Recorder) Recorder {
-	if r == nil {
-		return Nop{}
-	}
-	return r
-}
+// Nop returns a Recorder that records nothing. Embed it to implement only
+// the methods you need:
+//
+//	type fallbacks struct{ metrics.Recorder }
+//
+//	func (fallbacks) Fallback(name, reason string) { ... }
+//
+//	rec := fallbacks{metrics.Nop()}
+func Nop() Recorder { return metricsnop.Nop{} }

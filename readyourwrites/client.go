@@ -23,8 +23,8 @@ import (
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
-// DefaultBound is Options.Bound's default.
-const DefaultBound = 5 * time.Second
+// defaultBound is Options.Bound's default.
+const defaultBound = 5 * time.Second
 
 // Object is a typed API object pointer, such as *corev1.ConfigMap.
 type Object interface {
@@ -52,15 +52,14 @@ type statusUpdater[T Object] interface {
 type Options struct {
 	// Bound is the longest a read waits for the cache to catch up with
 	// the Client's own write before it reads from the server instead.
-	// Default DefaultBound (5s); the apiserver sends a bookmark about once
+	// Default 5s; the apiserver sends a bookmark about once
 	// a minute, so an idle resource may need the bound.
 	Bound time.Duration
 	// Name names the resource in logs and metrics. Default: derived from
 	// the object type, as package lister does ("v1/configmaps").
 	Name string
 	// Metrics receives the read waits, the server fallbacks and the
-	// store's resourceVersion when it implements metrics.ReadRecorder.
-	// Default: none.
+	// store's resourceVersion. Default: none.
 	Metrics metrics.Recorder
 }
 
@@ -88,7 +87,7 @@ type Client[T Object, L runtime.Object] struct {
 	seen      *rvwait.Tracker
 	bound     time.Duration
 	name      string
-	rec       metrics.ReadRecorder // nil: none
+	rec       metrics.Recorder // nil: none
 
 	mu      sync.Mutex
 	objects map[string]written // by namespace/name
@@ -102,7 +101,7 @@ type Client[T Object, L runtime.Object] struct {
 // event handler on informer to learn what its cache reflects.
 func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, informer cache.SharedIndexInformer, o Options) (*Client[T, L], error) {
 	if o.Bound <= 0 {
-		o.Bound = DefaultBound
+		o.Bound = defaultBound
 	}
 	if o.Name == "" {
 		var zero T
@@ -114,7 +113,7 @@ func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, 
 		seen: rvwait.New(), bound: o.Bound, name: o.Name,
 		objects: map[string]written{}, deletes: map[string]bool{},
 	}
-	c.rec, _ = o.Metrics.(metrics.ReadRecorder)
+	c.rec = o.Metrics
 	c.storeWait, _ = informer.(storeWaiter)
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj) },

@@ -121,6 +121,7 @@ func (s *fakeServer) counts() (gets, lists int) {
 }
 
 type readRecorder struct {
+	nopRecorder
 	mu        sync.Mutex
 	waits     []string
 	fallbacks []string
@@ -150,11 +151,6 @@ func (r *readRecorder) get() (waits, fallbacks []string) {
 	return append([]string(nil), r.waits...), append([]string(nil), r.fallbacks...)
 }
 
-type recorderWithReads struct {
-	nopRecorder
-	*readRecorder
-}
-
 // setup starts an informer over s (listing empty at 10, then s's watch)
 // and a Client with bound over them.
 func setup(t *testing.T, s *fakeServer, bound time.Duration) (*Client[*corev1.ConfigMap, *corev1.ConfigMapList], cache.SharedIndexInformer, *readRecorder) {
@@ -167,7 +163,7 @@ func setup(t *testing.T, s *fakeServer, bound time.Duration) (*Client[*corev1.Co
 	}
 	inf := cache.NewSharedIndexInformer(listOnly{lw}, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	rec := &readRecorder{}
-	c, err := New[*corev1.ConfigMap, *corev1.ConfigMapList](s, "ns", inf, Options{Bound: bound, Metrics: recorderWithReads{readRecorder: rec}})
+	c, err := New[*corev1.ConfigMap, *corev1.ConfigMapList](s, "ns", inf, Options{Bound: bound, Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

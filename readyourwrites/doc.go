@@ -12,7 +12,7 @@
 //
 // The wait is bounded (Options.Bound, default 5s). Past the bound the read
 // goes to the server (a consistent GET or list, never older than the write)
-// and is logged and counted (metrics.ReadRecorder). Where the server's
+// and is logged and counted (Options.Metrics). Where the server's
 // resourceVersions are not comparable (KEP-5504) reads go to the server at
 // once.
 //

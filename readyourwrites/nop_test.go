@@ -1,5 +1,5 @@
 package readyourwrites
 
-import "github.com/steadywatch/steadywatch/metrics"
+import "github.com/steadywatch/steadywatch/internal/metricsnop"
 
-type nopRecorder = metrics.Nop
+type nopRecorder = metricsnop.Nop

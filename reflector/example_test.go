@@ -106,7 +106,7 @@ func ExampleNewSharedIndexInformer() {
 
 // history is a metrics.Recorder that keeps lists and relists, in order.
 type history struct {
-	metrics.Nop
+	metrics.Recorder
 	events chan string
 }
 
@@ -137,7 +137,7 @@ func Example_relistCause() {
 	})
 	cms := cs.CoreV1().ConfigMaps("default")
 
-	h := history{events: make(chan string, 10)}
+	h := history{Recorder: metrics.Nop(), events: make(chan string, 10)}
 	r := reflector.New(lister.FromFuncs(cms.List, cms.Watch), &corev1.ConfigMap{},
 		cache.NewStore(cache.MetaNamespaceKeyFunc), reflector.Options{Lister: lister.Options{Name: "configmaps", Metrics: h}})
 

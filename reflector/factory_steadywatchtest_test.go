@@ -49,7 +49,7 @@ func TestSharedInformerFactoryOverSteadywatchtest(t *testing.T) {
 		t.Fatalf("Lister has %d objects; want a/blue-1 only", len(cms))
 	}
 	reqs := srv.Requests()
-	if !slices.ContainsFunc(reqs, func(r steadywatchtest.Request) bool { return r.Verb == steadywatchtest.VerbList }) {
+	if !slices.ContainsFunc(reqs, func(r steadywatchtest.Request) bool { return r.Verb == "list" }) {
 		t.Fatal("no list reached the server")
 	}
 	for _, r := range reqs {

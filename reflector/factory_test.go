@@ -29,14 +29,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 // namedRecorder records the metric name of every list call.
 type namedRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu    sync.Mutex
 	lists []string
 }

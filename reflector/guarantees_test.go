@@ -27,7 +27,7 @@ import (
 // between now waits a growing backoff. The fake clock makes it exact.
 func TestEveryWatchGoneBacksOffBetweenRelists(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{GoneOnEveryWatch: true}, "10", testfake.ConfigMap("a", "5"))
-	relistsBackOff(t, srv, func() int { return srv.Count(steadywatchtest.VerbList) })
+	relistsBackOff(t, srv, func() int { return srv.Count("list") })
 }
 
 // relistsBackOff runs a reflector over c with a fake clock and a 100ms

@@ -36,6 +36,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
 	"github.com/steadywatch/steadywatch/lister"
@@ -304,8 +305,8 @@ var optionProbes = map[string]fieldProbes{
 			}},
 		reflector: &probe{set: func(_ *env, o *lister.Options) { o.StallTimeout = 30 * time.Millisecond },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return e.srv.Count(steadywatchtest.VerbWatch) >= 2 }, e.within(true))
-				e.outcome("watched again=%v", e.srv.Count(steadywatchtest.VerbWatch) >= 2)
+				e.run(r, func() bool { return e.srv.Count("watch") >= 2 }, e.within(true))
+				e.outcome("watched again=%v", e.srv.Count("watch") >= 2)
 			}},
 	},
 	"lister.Options.ListGate": {
@@ -364,7 +365,7 @@ var optionProbes = map[string]fieldProbes{
 	"reflector.Options.ShortWatch": {
 		reflector: &probe{faults: emptyWatches, rset: func(_ *env, o *Options) { o.ShortWatch = time.Nanosecond },
 			refl: func(e *env, r *Reflector) {
-				e.run(r, func() bool { return e.srv.Count(steadywatchtest.VerbWatch) >= 3 }, 3*time.Second)
+				e.run(r, func() bool { return e.srv.Count("watch") >= 3 }, 3*time.Second)
 				e.outcome("watch restarts %v", e.rec.restartReasons())
 			}},
 	},
@@ -982,7 +983,7 @@ func (e *env) waitFor(cond func() bool, d time.Duration) bool {
 func (e *env) countListSent() bool {
 	for _, q := range e.srv.Requests() {
 		// (NewInformerFor's every-namespace limit=1 list is its scope check.)
-		if q.Verb == steadywatchtest.VerbList && q.Namespace == "ns" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
+		if q.Verb == "list" && q.Namespace == "ns" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
 			return true
 		}
 	}
@@ -993,7 +994,7 @@ func (e *env) countListSent() bool {
 // list at a resourceVersion, without resourceVersionMatch).
 func (e *env) scopeCheckSent() bool {
 	for _, q := range e.srv.Requests() {
-		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 && q.Options.ResourceVersion != "" && q.Options.ResourceVersionMatch == "" {
+		if q.Verb == "list" && q.Options.Limit == 1 && q.Options.ResourceVersion != "" && q.Options.ResourceVersionMatch == "" {
 			return true
 		}
 	}
@@ -1002,7 +1003,7 @@ func (e *env) scopeCheckSent() bool {
 
 func (e *env) exactListSent() bool {
 	for _, q := range e.srv.Requests() {
-		if q.Verb == steadywatchtest.VerbList && q.Served == steadywatchtest.ServedExact {
+		if q.Verb == "list" && q.Served == "Exact" {
 			return true
 		}
 	}
@@ -1016,7 +1017,7 @@ func (e *env) relistSemantics() []string {
 	e.mu.Unlock()
 	set := map[string]bool{}
 	for _, q := range e.srv.Requests()[n:] {
-		if q.Verb == steadywatchtest.VerbList {
+		if q.Verb == "list" {
 			set[q.Served] = true
 		}
 	}
@@ -1038,7 +1039,7 @@ func (e *env) onReplace() {
 func withCountList(frozen, all []steadywatchtest.Request) []steadywatchtest.Request {
 	streamed := false
 	for _, q := range frozen {
-		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 {
+		if q.Verb == "list" && q.Options.Limit == 1 {
 			return frozen // already in
 		}
 		streamed = streamed || (q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents)
@@ -1047,7 +1048,7 @@ func withCountList(frozen, all []steadywatchtest.Request) []steadywatchtest.Requ
 		return frozen
 	}
 	for _, q := range all[len(frozen):] {
-		if q.Verb == steadywatchtest.VerbList && q.Options.Limit == 1 {
+		if q.Verb == "list" && q.Options.Limit == 1 {
 			return append(slices.Clone(frozen), q)
 		}
 	}
@@ -1184,10 +1185,11 @@ var (
 // the timestamps of ResourceVersionAdvanced; after freeze, later calls are
 // kept apart.
 type traceRecorder struct {
-	mu       sync.Mutex
-	set      map[string]bool
-	frozen   bool
-	restarts map[string]bool
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	set            map[string]bool
+	frozen         bool
+	restarts       map[string]bool
 }
 
 func (r *traceRecorder) add(format string, args ...any) {

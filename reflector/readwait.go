@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/internal/rvwait"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 // ErrIncomparableResourceVersion is matched (errors.Is) by the error of a
@@ -48,8 +47,8 @@ func (r *Reflector) reflects(rv string) {
 	if !r.seen.Observe(rv) {
 		return
 	}
-	if rr, ok := r.o.Metrics.(metrics.ReadRecorder); ok {
-		rr.StoreResourceVersion(r.name, rv)
+	if r.o.Metrics != nil {
+		r.o.Metrics.StoreResourceVersion(r.name, rv)
 	}
 }
 

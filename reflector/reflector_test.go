@@ -23,9 +23,9 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
@@ -49,13 +49,14 @@ func watcherOf(t *testing.T, fc *fakeClient, i int) *watch.RaceFreeFakeWatcher {
 }
 
 type recorder struct {
-	mu          sync.Mutex
-	relists     []string
-	restarts    []string
-	bookmarks   int
-	checks      []string
-	transitions []string
-	lists       []string
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	relists        []string
+	restarts       []string
+	bookmarks      int
+	checks         []string
+	transitions    []string
+	lists          []string
 }
 
 func (r *recorder) add(p *[]string, s string) { r.mu.Lock(); *p = append(*p, s); r.mu.Unlock() }
@@ -181,7 +182,7 @@ func watchRequest(t *testing.T, srv *cmServer, i int) steadywatchtest.Request {
 	t.Helper()
 	var got []steadywatchtest.Request
 	testfake.WaitFor(t, "watch #"+fmt.Sprint(i)+" opened", func() bool {
-		got = requestsOf(srv, steadywatchtest.VerbWatch)
+		got = requestsOf(srv, "watch")
 		return len(got) > i
 	})
 	return got[i]
@@ -258,7 +259,7 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 	run(t, r)
 
 	wo := watchRequest(t, srv, 0).Options
-	l := requestsOf(srv, steadywatchtest.VerbList)[0].Options
+	l := requestsOf(srv, "list")[0].Options
 	if l.ResourceVersion != "" || l.Limit != DefaultPageSize || l.ResourceVersionMatch != "" {
 		t.Fatalf("initial list options = %+v; want MostRecent (RV \"\") with limit %d", l, DefaultPageSize)
 	}
@@ -296,7 +297,7 @@ func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	watchRequest(t, srv, 0)
-	if l := requestsOf(srv, steadywatchtest.VerbList)[0].Options; l.ResourceVersion != "0" {
+	if l := requestsOf(srv, "list")[0].Options; l.ResourceVersion != "0" {
 		t.Fatalf("initial list RV = %q; want \"0\" (Any)", l.ResourceVersion)
 	}
 }
@@ -412,7 +413,7 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	if got := watchRequest(t, srv, 1).Options.ResourceVersion; got != "12" {
 		t.Fatalf("second watch from %q; want 12 (last event)", got)
 	}
-	if n := srv.Count(steadywatchtest.VerbList); n != 1 {
+	if n := srv.Count("list"); n != 1 {
 		t.Fatalf("lists = %d; want 1 (a normal close never relists)", n)
 	}
 	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{"watch-closed"}) {
@@ -774,7 +775,7 @@ func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
 		stop()
 		srv.Close()
 		var limits []int64
-		for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
+		for _, l := range requestsOf(srv, "list") {
 			limits = append(limits, l.Options.Limit)
 		}
 		if !slices.Equal(limits, c.want) || len(store.ListKeys()) != 7500 {
@@ -803,7 +804,7 @@ func TestInitialListPagesGrowWithinMaxPageBytes(t *testing.T) {
 	testfake.WaitFor(t, "synced", r.HasSynced)
 	stop()
 	var limits []int64
-	for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
+	for _, l := range requestsOf(srv, "list") {
 		limits = append(limits, l.Options.Limit)
 	}
 	within := max(int64(500), int64(1<<20)/int64(size)+1)
@@ -849,7 +850,7 @@ func TestInitialListFromWatchCache(t *testing.T) {
 			testfake.WaitFor(t, "synced", r.HasSynced)
 			stop()
 			var got []string
-			for _, l := range requestsOf(srv, steadywatchtest.VerbList) {
+			for _, l := range requestsOf(srv, "list") {
 				got = append(got, fmt.Sprintf("%s/%d", l.Options.ResourceVersion, l.Options.Limit))
 			}
 			if !slices.Equal(got, c.want) || len(store.ListKeys()) != 7500 || r.LastSyncResourceVersion() != "7500" {
@@ -891,7 +892,7 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 // reflector's goroutine, between the steps of a sync), that r never shows
 // HasSynced without the resourceVersion the store was synced at.
 type syncedRVRecorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	r      *Reflector
 	mu     sync.Mutex
 	broken []string

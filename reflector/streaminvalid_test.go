@@ -74,12 +74,12 @@ func TestStreamingListInvalidForCallerIsNotEvidence(t *testing.T) {
 	r := reflector.New(withSelector(ns, "app in ("), &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc),
 		reflector.Options{Lister: lister.Options{Name: "configmaps", Server: server}})
 	runUntil(t, r, func() bool {
-		return srv.Count(steadywatchtest.VerbWatch) >= 1 && srv.Count(steadywatchtest.VerbList) >= 1
+		return srv.Count("watch") >= 1 && srv.Count("list") >= 1
 	})
 
 	var streamed bool
 	for _, req := range srv.Requests() {
-		if req.Verb == steadywatchtest.VerbWatch && req.Options.SendInitialEvents != nil && *req.Options.SendInitialEvents {
+		if req.Verb == "watch" && req.Options.SendInitialEvents != nil && *req.Options.SendInitialEvents {
 			streamed = true
 			if fallback.Classify(req.Err) != fallback.Invalid {
 				t.Fatalf("streaming list answered %v; want the server's 400 for the bad selector", req.Err)

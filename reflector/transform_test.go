@@ -15,7 +15,6 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // A streaming list's initial events are transformed too, on reflector.New
@@ -83,11 +82,11 @@ func TestTransformFailureIsRetriedNotDropped(t *testing.T) {
 	}}, Backoff: fallback.BackoffPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := New(e.client, &corev1.ConfigMap{}, store, o)
-	e.run(r, func() bool { return e.srv.Count(steadywatchtest.VerbList) >= 3 }, 5*time.Second)
+	e.run(r, func() bool { return e.srv.Count("list") >= 3 }, 5*time.Second)
 	if r.HasSynced() || len(store.List()) != 0 {
 		t.Fatalf("synced %v with %d objects; want nothing kept while the transform fails", r.HasSynced(), len(store.List()))
 	}
-	if n := e.srv.Count(steadywatchtest.VerbList); n < 3 {
+	if n := e.srv.Count("list"); n < 3 {
 		t.Fatalf("%d lists; want the list retried", n)
 	}
 	if !slices.Contains(e.rec.lines(), "Fallback v1/configmaps "+"transform-failed") {

@@ -80,7 +80,7 @@ func spread(o *corev1.ConfigMap) *corev1.ConfigMap {
 }
 
 func spreadLW(srv *steadywatchtest.Server[*corev1.ConfigMap]) cache.ListerWatcher {
-	lw := srv.InNamespace("default").ListerWatcher()
+	lw := cache.ToListerWatcherWithContext(srv.InNamespace("default").ListerWatcher())
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l, err := lw.ListWithContext(ctx, o)

@@ -11,66 +11,50 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Namespace is a view of a Server restricted to one namespace, like
-// /api/v1/namespaces/<ns>/<resource>. It has the same List and Watch methods.
-type Namespace[T runtime.Object] struct {
-	s  *Server[T]
-	ns string
+// InNamespace returns a view of the server restricted to namespace ns
+// ("" is all namespaces), like /api/v1/namespaces/<ns>/<resource>: its
+// List, Watch and ListerWatcher serve that namespace. Everything else (the
+// objects, writes, faults, the request log) is the one server's.
+func (s *Server[T]) InNamespace(ns string) *Server[T] { return &Server[T]{store: s.store, ns: ns} }
+
+// ListerWatcher returns the server (all namespaces, or the namespace of
+// InNamespace) as a client-go cache.ListerWatcher, for
+// cache.NewSharedIndexInformer or cache.NewReflector. It also implements
+// cache.ListerWatcherWithContext. client-go v0.35+ informers stream their
+// initial list (sendInitialEvents) through it: the server answers as an
+// apiserver with WatchList on does.
+func (s *Server[T]) ListerWatcher() cache.ListerWatcher {
+	return &listerWatcher{list: s.List, watch: s.Watch}
 }
 
-// InNamespace returns the view of namespace ns ("" is all namespaces).
-func (s *Server[T]) InNamespace(ns string) Namespace[T] { return Namespace[T]{s: s, ns: ns} }
-
-// List serves a list in the view's namespace.
-func (n Namespace[T]) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return n.s.list(ctx, n.ns, o)
-}
-
-// Watch serves a watch in the view's namespace.
-func (n Namespace[T]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return n.s.watch(ctx, n.ns, o)
-}
-
-// ListerWatcher returns the view as a client-go cache.ListerWatcher (with
-// context), for cache.NewSharedIndexInformer or cache.NewReflector.
-// client-go v0.35+ informers stream their initial list (sendInitialEvents)
-// through it: the server answers as an apiserver with WatchList on does.
-func (n Namespace[T]) ListerWatcher() *ListerWatcher {
-	return &ListerWatcher{list: n.List, watch: n.Watch}
-}
-
-// ListerWatcher returns the server (all namespaces) as a client-go
-// cache.ListerWatcher; see Namespace.ListerWatcher.
-func (s *Server[T]) ListerWatcher() *ListerWatcher { return s.InNamespace("").ListerWatcher() }
-
-// ListerWatcher implements cache.ListerWatcher and cache.ListerWatcherWithContext.
-type ListerWatcher struct {
+// listerWatcher implements cache.ListerWatcher and cache.ListerWatcherWithContext.
+type listerWatcher struct {
 	list  func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 }
 
 var (
-	_ cache.ListerWatcher            = (*ListerWatcher)(nil)
-	_ cache.ListerWatcherWithContext = (*ListerWatcher)(nil)
+	_ cache.ListerWatcher            = (*listerWatcher)(nil)
+	_ cache.ListerWatcherWithContext = (*listerWatcher)(nil)
 )
 
 // List implements cache.Lister.
-func (lw *ListerWatcher) List(o metav1.ListOptions) (runtime.Object, error) {
+func (lw *listerWatcher) List(o metav1.ListOptions) (runtime.Object, error) {
 	return lw.list(context.Background(), o)
 }
 
 // Watch implements cache.Watcher. The watch ends when stopped.
-func (lw *ListerWatcher) Watch(o metav1.ListOptions) (watch.Interface, error) {
+func (lw *listerWatcher) Watch(o metav1.ListOptions) (watch.Interface, error) {
 	return lw.watch(context.Background(), o)
 }
 
 // ListWithContext implements cache.ListerWithContext.
-func (lw *ListerWatcher) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+func (lw *listerWatcher) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	return lw.list(ctx, o)
 }
 
 // WatchWithContext implements cache.WatcherWithContext.
-func (lw *ListerWatcher) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+func (lw *listerWatcher) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	return lw.watch(ctx, o)
 }
 
@@ -89,7 +73,7 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, o metav1.ListOpti
 // informers built on it list and watch. Use ListerWatcher to exercise
 // streaming lists.
 func (s *Server[T]) Install(f *clienttesting.Fake, resource string) {
-	f.PrependReactor(VerbList, resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+	f.PrependReactor(verbList, resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
 		la, ok := a.(clienttesting.ListActionImpl)
 		if !ok {
 			return true, nil, fmt.Errorf("steadywatchtest: unexpected list action %T", a)

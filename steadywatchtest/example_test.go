@@ -59,7 +59,7 @@ func Example() {
 	mu.Unlock()
 	sort.Strings(names)
 	fmt.Println("web:", names)
-	fmt.Println("lists sent:", srv.Count(steadywatchtest.VerbList))
+	fmt.Println("lists sent:", srv.Count("list"))
 	// Output:
 	// synced: true
 	// web: [web-1]
@@ -101,7 +101,7 @@ func ExampleServer_ListerWatcher() {
 	cancel()
 	<-done
 	fmt.Println("first request:", srv.Requests()[0].Verb, srv.Requests()[0].Served)
-	fmt.Println("lists sent:", srv.Count(steadywatchtest.VerbList))
+	fmt.Println("lists sent:", srv.Count("list"))
 	// Output:
 	// synced: true
 	// first request: watch StreamingList

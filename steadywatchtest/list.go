@@ -20,11 +20,11 @@ import (
 
 // Messages of a real apiserver's errors.
 const (
-	// MsgContinueExpired is the message of the 410 answering a continue
+	// msgContinueExpired is the message of the 410 answering a continue
 	// token whose snapshot was compacted (k8s.io/apiserver's etcd3 store);
 	// its ListMeta.continue holds a token for the rest of the list at the
 	// current resourceVersion.
-	MsgContinueExpired = "The provided continue parameter is too old " +
+	msgContinueExpired = "The provided continue parameter is too old " +
 		"to display a consistent list result. You can start a new list without " +
 		"the continue parameter, or use the continue token in this response to " +
 		"retrieve the remainder of the results. Continuing with the provided " +
@@ -33,14 +33,14 @@ const (
 		"and now may show up in the list."
 )
 
-// List serves a list request for all namespaces, like GET
-// /api/v1/<resource>?... on a real apiserver.
+// List serves a list request for all namespaces (or the namespace of
+// InNamespace), like GET /api/v1/<resource>?... on a real apiserver.
 func (s *Server[T]) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return s.list(ctx, "", o)
+	return s.list(ctx, s.ns, o)
 }
 
 func (s *Server[T]) list(ctx context.Context, ns string, o metav1.ListOptions) (runtime.Object, error) {
-	return serve(ctx, s, VerbList, ns, o, func(req *Request) (runtime.Object, error) { return s.listLocked(ns, o, req) })
+	return serve(ctx, s, verbList, ns, o, func(req *Request) (runtime.Object, error) { return s.listLocked(ns, o, req) })
 }
 
 // serve runs one request under the lock and logs it.
@@ -51,7 +51,7 @@ func serve[T runtime.Object, R any](ctx context.Context, s *Server[T], verb, ns 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	req := Request{Verb: verb, Namespace: ns, Options: o, Served: ServedRejected, Faulted: s.faults != Faults{}}
+	req := Request{Verb: verb, Namespace: ns, Options: o, Served: servedRejected, Faulted: s.faults != Faults{}}
 	r, err := fn(&req)
 	req.answer(err)
 	s.log = append(s.log, req)
@@ -77,14 +77,14 @@ func (s *Server[T]) listLocked(ns string, o metav1.ListOptions, req *Request) (r
 		return nil, err
 	}
 	if s.faults.GoneOnLists && (o.Continue != "" || (o.ResourceVersion != "" && o.ResourceVersion != "0")) {
-		req.Served = ServedRejected
+		req.Served = servedRejected
 		return nil, apierrors.NewResourceExpired("too old resource version: " + o.ResourceVersion)
 	}
 	if o.Continue != "" {
 		return s.listContinue(ns, o, sel, req)
 	}
 	if _, named := sel.field.RequiresExactMatch("metadata.name"); named && s.faults.NameListsFromNewest {
-		req.Served = ServedMostRecent
+		req.Served = servedMostRecent
 		return s.page(ns, s.rv, "", 0, sel, req)
 	}
 	rv, sem, err := s.listAt(o)
@@ -101,33 +101,33 @@ func (s *Server[T]) listLocked(ns string, o metav1.ListOptions, req *Request) (r
 func (s *Server[T]) listAt(o metav1.ListOptions) (uint64, string, error) {
 	switch o.ResourceVersion {
 	case "":
-		return s.rv, ServedMostRecent, nil
+		return s.rv, servedMostRecent, nil
 	case "0":
-		return s.cacheRV(), ServedAny, nil
+		return s.cacheRV(), servedAny, nil
 	}
 	n, err := parseRV(o.ResourceVersion)
 	if err != nil {
-		return 0, ServedRejected, err
+		return 0, servedRejected, err
 	}
 	exact := o.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
 		(o.ResourceVersionMatch == "" && o.Limit > 0) // legacy: RV with a limit is Exact
 	if !exact {
 		if n > s.cacheRV() {
-			return 0, ServedNotOlderThan, tooLarge(n, s.cacheRV())
+			return 0, servedNotOlderThan, tooLarge(n, s.cacheRV())
 		}
-		return s.cacheRV(), ServedNotOlderThan, nil
+		return s.cacheRV(), servedNotOlderThan, nil
 	}
 	switch {
 	case n > s.cacheRV():
-		return 0, ServedExact, tooLarge(n, s.cacheRV())
+		return 0, servedExact, tooLarge(n, s.cacheRV())
 	case n < s.compactRV:
-		return 0, ServedExact, tooOld(n, s.compactRV)
+		return 0, servedExact, tooOld(n, s.compactRV)
 	}
-	return n, ServedExact, nil
+	return n, servedExact, nil
 }
 
 func (s *Server[T]) listContinue(ns string, o metav1.ListOptions, sel selectors, req *Request) (runtime.Object, error) {
-	req.Served = ServedContinue
+	req.Served = servedContinue
 	if o.ResourceVersion != "" && o.ResourceVersion != "0" {
 		return nil, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 	}
@@ -142,7 +142,7 @@ func (s *Server[T]) listContinue(ns string, o metav1.ListOptions, sel selectors,
 	case rv < s.compactRV:
 		// As the etcd3 store: 410, with a token for the rest of the list at
 		// the latest resourceVersion (an inconsistent continuation).
-		err := apierrors.NewResourceExpired(MsgContinueExpired)
+		err := apierrors.NewResourceExpired(msgContinueExpired)
 		err.ErrStatus.ListMeta.Continue = encodeContinue(continueToken{RV: -1, Start: tok.Start})
 		return nil, err
 	case rv > s.rv:

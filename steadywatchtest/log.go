@@ -9,30 +9,37 @@ import (
 
 // Verb of a request.
 const (
-	VerbList  = "list"
-	VerbWatch = "watch"
+	verbList  = "list"
+	verbWatch = "watch"
 )
 
 // How the server read a request (Request.Served).
 const (
-	ServedMostRecent    = "MostRecent"    // list, resourceVersion unset
-	ServedAny           = "Any"           // list, resourceVersion "0"
-	ServedNotOlderThan  = "NotOlderThan"  // list, resourceVersionMatch=NotOlderThan or legacy without limit
-	ServedExact         = "Exact"         // list, resourceVersionMatch=Exact or legacy with limit
-	ServedContinue      = "Continue"      // list, a continue token's snapshot
-	ServedStreamingList = "StreamingList" // watch with sendInitialEvents=true
-	ServedWatchState    = "WatchState"    // watch from "" or "0": synthetic ADDED events first
-	ServedWatchFrom     = "WatchFrom"     // watch from an exact resourceVersion
-	ServedRejected      = "Rejected"      // answered with an error before reading the semantic
+	servedMostRecent    = "MostRecent"    // list, resourceVersion unset
+	servedAny           = "Any"           // list, resourceVersion "0"
+	servedNotOlderThan  = "NotOlderThan"  // list, resourceVersionMatch=NotOlderThan or legacy without limit
+	servedExact         = "Exact"         // list, resourceVersionMatch=Exact or legacy with limit
+	servedContinue      = "Continue"      // list, a continue token's snapshot
+	servedStreamingList = "StreamingList" // watch with sendInitialEvents=true
+	servedWatchState    = "WatchState"    // watch from "" or "0": synthetic ADDED events first
+	servedWatchFrom     = "WatchFrom"     // watch from an exact resourceVersion
+	servedRejected      = "Rejected"      // answered with an error before reading the semantic
 )
 
 // Request is one list or watch as the server received and answered it.
 type Request struct {
-	Verb      string // VerbList or VerbWatch
+	Verb      string // "list" or "watch"
 	Namespace string // "" for all namespaces
 	// Options are the ListOptions as received.
 	Options metav1.ListOptions
-	// Served says how the server read the request (Served... constants).
+	// Served says how the server read the request: "MostRecent"
+	// (resourceVersion unset), "Any" ("0"), "NotOlderThan", "Exact" (with
+	// resourceVersionMatch, or the legacy reading: limit set Exact, unset
+	// NotOlderThan), "Continue" (a list page from a continue token's
+	// snapshot), "StreamingList" (a watch with sendInitialEvents=true),
+	// "WatchState" (a watch from "" or "0": synthetic ADDED events first),
+	// "WatchFrom" (a watch from an exact resourceVersion) or "Rejected"
+	// (answered with an error before reading the semantic).
 	Served string
 	// Code is the HTTP status: 200, or the error's code (a watch answered
 	// with a 410 ERROR event inside its stream is 200 here, as on the wire).
@@ -70,7 +77,7 @@ func (s *Server[T]) Requests() []Request {
 	return append([]Request(nil), s.log...)
 }
 
-// Count returns how many requests of verb (VerbList or VerbWatch) were received.
+// Count returns how many requests of verb (verbList or verbWatch) were received.
 func (s *Server[T]) Count(verb string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -58,10 +58,10 @@ func TestStockInformerSyncsBehindFakeClientset(t *testing.T) {
 	s.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}})
 	testfake.WaitFor(t, "the informer sees c", func() bool { _, err := cms.Lister().ConfigMaps("ns").Get("c"); return err == nil })
 	reqs := s.Requests()
-	if reqs[0].Verb != steadywatchtest.VerbList || reqs[0].Namespace != "ns" || reqs[0].Served != steadywatchtest.ServedAny {
+	if reqs[0].Verb != "list" || reqs[0].Namespace != "ns" || reqs[0].Served != "Any" {
 		t.Errorf("first request %+v, want a list of ns at Any", reqs[0])
 	}
-	if w := reqs[1]; w.Verb != steadywatchtest.VerbWatch || w.Served != steadywatchtest.ServedWatchFrom || w.ResourceVersion != "2" {
+	if w := reqs[1]; w.Verb != "watch" || w.Served != "WatchFrom" || w.ResourceVersion != "2" {
 		t.Errorf("second request %+v, want a watch from 2", w)
 	}
 }
@@ -77,10 +77,10 @@ func TestStockInformerStreamsItsInitialList(t *testing.T) {
 	if n := len(inf.GetStore().List()); n != 2 {
 		t.Errorf("store has %d objects, want 2", n)
 	}
-	if got := served(s, steadywatchtest.VerbWatch); len(got) == 0 || got[0] != steadywatchtest.ServedStreamingList {
+	if got := served(s, "watch"); len(got) == 0 || got[0] != "StreamingList" {
 		t.Errorf("watches %v, want a streaming list first", got)
 	}
-	if n := s.Count(steadywatchtest.VerbList); n != 0 {
+	if n := s.Count("list"); n != 0 {
 		t.Errorf("%d lists, want none (the stream replaced the list)", n)
 	}
 }
@@ -105,7 +105,7 @@ func TestV118StockHangsSteadywatchSyncs(t *testing.T) {
 		cache.SharedIndexInformerOptions{}, lister.Options{InitialEventsTimeout: 20 * time.Millisecond})
 	testfake.RunInformer(t, sdk)
 	testfake.WaitFor(t, "steadywatch informer synced", sdk.HasSynced)
-	if got := served(s2, steadywatchtest.VerbList); len(got) == 0 {
+	if got := served(s2, "list"); len(got) == 0 {
 		t.Errorf("no list after the streaming list was found ignored (requests %v)", s2.Requests())
 	}
 }
@@ -187,7 +187,7 @@ func TestListerRule1OnV118(t *testing.T) {
 	if rec.ServedResourceVersion != "5" || len(rec.Fallbacks) == 0 {
 		t.Errorf("served %s with fallbacks %v, want 5 after a rule 1 fallback", rec.ServedResourceVersion, rec.Fallbacks)
 	}
-	if got := s.Requests()[0]; got.Served != steadywatchtest.ServedExact || got.Code != 410 {
+	if got := s.Requests()[0]; got.Served != "Exact" || got.Code != 410 {
 		t.Errorf("first request %+v, want the server's legacy Exact answered 410", got)
 	}
 }
@@ -237,8 +237,8 @@ func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
 	testfake.WaitFor(t, "store a,c,d", func() bool { return sameSet(keys(), "ns/a,ns/c,ns/d") })
 	var gone, relist bool
 	for _, q := range s.Requests() {
-		gone = gone || (q.Verb == steadywatchtest.VerbWatch && q.Served == steadywatchtest.ServedWatchFrom && q.ResourceVersion == "5" && s.CompactedResourceVersion() == "6")
-		relist = relist || (gone && q.Verb == steadywatchtest.VerbList && q.Served == steadywatchtest.ServedNotOlderThan)
+		gone = gone || (q.Verb == "watch" && q.Served == "WatchFrom" && q.ResourceVersion == "5")
+		relist = relist || (gone && q.Verb == "list" && q.Served == "NotOlderThan")
 	}
 	if !relist {
 		t.Errorf("no NotOlderThan relist after the watch from 5 was gone; requests %+v", s.Requests())
@@ -273,13 +273,13 @@ func TestReflectorStreamingList(t *testing.T) {
 			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
 				t.Errorf("store %s, want ns/a,ns/c", keys)
 			}
-			if got := served(s, steadywatchtest.VerbWatch); len(got) == 0 || got[0] != steadywatchtest.ServedStreamingList {
+			if got := served(s, "watch"); len(got) == 0 || got[0] != "StreamingList" {
 				t.Errorf("watches %v, want a streaming list first", got)
 			}
 			lists := false
 			for _, rq := range s.Requests() {
 				// limit=1: the guard's count of the initial events, not a list of the data.
-				lists = lists || rq.Verb == steadywatchtest.VerbList && rq.Options.Limit != 1
+				lists = lists || rq.Verb == "list" && rq.Options.Limit != 1
 			}
 			if lists != tc.lists {
 				t.Errorf("lists sent: %v, want %v (requests %+v)", lists, tc.lists, s.Requests())
@@ -314,8 +314,8 @@ func TestListerStopsOnRepeatedContinueToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _, err := lister.New(s, lister.Options{Policy: fastPolicy()}).List(ctx, lister.MostRecent().WithLimit(1))
-	if !errors.Is(err, lister.ErrBrokenPagination) || ctx.Err() != nil || s.Count(steadywatchtest.VerbList) > 10 {
-		t.Errorf("error %v after %d lists, want an error before the context ends and at most 10 lists", err, s.Count(steadywatchtest.VerbList))
+	if !errors.Is(err, lister.ErrBrokenPagination) || ctx.Err() != nil || s.Count("list") > 10 {
+		t.Errorf("error %v after %d lists, want an error before the context ends and at most 10 lists", err, s.Count("list"))
 	}
 }
 

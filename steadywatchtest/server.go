@@ -41,6 +41,12 @@ type Options struct {
 // timeoutSeconds pass or Close is called: stop watches (or call Close, e.g.
 // in t.Cleanup) so that goroutine-leak checks pass.
 type Server[T runtime.Object] struct {
+	*store[T]
+	ns string // List, Watch and ListerWatcher serve this namespace ("" all); see InNamespace
+}
+
+// store is a Server's state, shared by its namespace views.
+type store[T runtime.Object] struct {
 	newObj  func() T
 	newList func() runtime.Object
 	opts    Options
@@ -95,7 +101,7 @@ func newServer[T runtime.Object](newObj func() T, newList func() runtime.Object,
 	if o.GroupResource.Empty() {
 		o.GroupResource = schema.GroupResource{Resource: "objects"}
 	}
-	return &Server[T]{
+	return &Server[T]{store: &store[T]{
 		newObj:   newObj,
 		newList:  newList,
 		opts:     o,
@@ -103,7 +109,7 @@ func newServer[T runtime.Object](newObj func() T, newList func() runtime.Object,
 		base:     map[string]T{},
 		current:  map[string]T{},
 		watchers: map[*serverWatch]struct{}{},
-	}
+	}}
 }
 
 // newOf returns a constructor of the value a pointer type P points to.
@@ -125,28 +131,12 @@ func (s *Server[T]) SetFaults(f Faults) {
 	s.throttled = 0
 }
 
-// Faults returns the switched-on misbehaviours.
-func (s *Server[T]) Faults() Faults {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.faults
-}
-
 // ResourceVersion is the store's current resourceVersion ("0" when nothing
 // was ever written).
 func (s *Server[T]) ResourceVersion() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return format(s.rv)
-}
-
-// CompactedResourceVersion is the resourceVersion of the last Compact ("0"
-// if none): lists at an older resourceVersion and watches from an older one
-// are answered 410 Gone.
-func (s *Server[T]) CompactedResourceVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return format(s.compactRV)
 }
 
 // Get returns a copy of the current object namespace/name.

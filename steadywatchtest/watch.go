@@ -16,14 +16,15 @@ import (
 // garbageRV is the bookmark resourceVersion under Faults.GarbageBookmarkRV.
 const garbageRV = "not-a-resource-version"
 
-// Watch serves a watch request for all namespaces. The stream ends when it
-// is stopped, ctx is done, timeoutSeconds pass, or Close is called.
+// Watch serves a watch request for all namespaces (or the namespace of
+// InNamespace). The stream ends when it is stopped, ctx is done,
+// timeoutSeconds pass, or Close is called.
 func (s *Server[T]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return s.watch(ctx, "", o)
+	return s.watch(ctx, s.ns, o)
 }
 
 func (s *Server[T]) watch(ctx context.Context, ns string, o metav1.ListOptions) (watch.Interface, error) {
-	w, err := serve(ctx, s, VerbWatch, ns, o, func(req *Request) (*serverWatch, error) { return s.watchLocked(ctx, ns, o, req) })
+	w, err := serve(ctx, s, verbWatch, ns, o, func(req *Request) (*serverWatch, error) { return s.watchLocked(ctx, ns, o, req) })
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +87,12 @@ func (s *Server[T]) startWatch(w *serverWatch, o metav1.ListOptions, req *Reques
 	f := w.faults
 	switch {
 	case f.GoneOnEveryWatch:
-		req.Served = ServedWatchFrom
+		req.Served = servedWatchFrom
 		rv, _ := strconv.ParseUint(o.ResourceVersion, 10, 64) // "" and "0" read as 0
 		w.push(item{ev: errorEvent(tooOld(rv, s.rv))}, item{close: true})
 		return nil
 	case f.EmptyWatches:
-		req.Served = ServedWatchFrom
+		req.Served = servedWatchFrom
 		w.push(item{close: true})
 		return nil
 	}
@@ -115,7 +116,7 @@ func (s *Server[T]) startWatch(w *serverWatch, o metav1.ListOptions, req *Reques
 			start = s.cacheRV()
 		case n < s.compactRV:
 			// The watch cache answers inside the stream: HTTP 200, one ERROR event.
-			req.Served, req.ResourceVersion = ServedWatchFrom, o.ResourceVersion
+			req.Served, req.ResourceVersion = servedWatchFrom, o.ResourceVersion
 			w.push(item{ev: errorEvent(tooOld(n, s.compactRV))}, item{close: true})
 			return nil
 		default:
@@ -125,11 +126,11 @@ func (s *Server[T]) startWatch(w *serverWatch, o metav1.ListOptions, req *Reques
 	req.ResourceVersion = format(start)
 	switch {
 	case streaming:
-		req.Served = ServedStreamingList
+		req.Served = servedStreamingList
 	case initial:
-		req.Served = ServedWatchState
+		req.Served = servedWatchState
 	default:
-		req.Served = ServedWatchFrom
+		req.Served = servedWatchFrom
 	}
 	if initial {
 		for _, e := range s.stateAt(start) {

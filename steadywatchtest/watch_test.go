@@ -25,15 +25,15 @@ func TestWatchSemantics(t *testing.T) {
 		served string
 		first  []string
 	}{
-		{"most recent: state then changes", metav1.ListOptions{}, steadywatchtest.ServedWatchState, []string{"ADDED a@4", "ADDED c@3"}},
-		{"any: state then changes", metav1.ListOptions{ResourceVersion: "0"}, steadywatchtest.ServedWatchState, []string{"ADDED a@4", "ADDED c@3"}},
-		{"exact: changes after the resourceVersion", metav1.ListOptions{ResourceVersion: "2"}, steadywatchtest.ServedWatchFrom, []string{"ADDED c@3", "MODIFIED a@4", "DELETED b@5"}},
-		{"exact at the newest: nothing before the update", metav1.ListOptions{ResourceVersion: "5"}, steadywatchtest.ServedWatchFrom, nil},
-		{"streaming list ends with the annotated bookmark", streaming(""), steadywatchtest.ServedStreamingList, []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
-		{"streaming list not older than 3", streaming("3"), steadywatchtest.ServedStreamingList, []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
-		{"streaming list without allowWatchBookmarks has no bookmark", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(true)}, steadywatchtest.ServedStreamingList, []string{"ADDED a@4", "ADDED c@3"}},
-		{"sendInitialEvents=false from the newest: no state", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(false)}, steadywatchtest.ServedWatchFrom, nil},
-		{"label selector", metav1.ListOptions{ResourceVersion: "0", LabelSelector: "app=x", FieldSelector: "metadata.name=c"}, steadywatchtest.ServedWatchState, []string{"ADDED c@3"}},
+		{"most recent: state then changes", metav1.ListOptions{}, "WatchState", []string{"ADDED a@4", "ADDED c@3"}},
+		{"any: state then changes", metav1.ListOptions{ResourceVersion: "0"}, "WatchState", []string{"ADDED a@4", "ADDED c@3"}},
+		{"exact: changes after the resourceVersion", metav1.ListOptions{ResourceVersion: "2"}, "WatchFrom", []string{"ADDED c@3", "MODIFIED a@4", "DELETED b@5"}},
+		{"exact at the newest: nothing before the update", metav1.ListOptions{ResourceVersion: "5"}, "WatchFrom", nil},
+		{"streaming list ends with the annotated bookmark", streaming(""), "StreamingList", []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
+		{"streaming list not older than 3", streaming("3"), "StreamingList", []string{"ADDED a@4", "ADDED c@3", "BOOKMARK @5 end"}},
+		{"streaming list without allowWatchBookmarks has no bookmark", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(true)}, "StreamingList", []string{"ADDED a@4", "ADDED c@3"}},
+		{"sendInitialEvents=false from the newest: no state", metav1.ListOptions{ResourceVersionMatch: nop, SendInitialEvents: ptr(false)}, "WatchFrom", nil},
+		{"label selector", metav1.ListOptions{ResourceVersion: "0", LabelSelector: "app=x", FieldSelector: "metadata.name=c"}, "WatchState", []string{"ADDED c@3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := history(t, steadywatchtest.Options{})
@@ -246,7 +246,7 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 			last = rv
 		}
 	}
-	if got := s.Count(steadywatchtest.VerbList); got != writers*writes/10 {
+	if got := s.Count("list"); got != writers*writes/10 {
 		t.Errorf("%d lists logged, want %d", got, writers*writes/10)
 	}
 }

@@ -29,8 +29,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 const (
@@ -200,7 +200,7 @@ func dynamicLW(dyn dynamic.Interface, r schema.GroupVersionResource, ns string) 
 // observed collects what the decorator reported: rejections (OnReject),
 // metrics (Fallback) and log lines (klog.FromContext at V(2)).
 type observed struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu         sync.Mutex
 	rejections []string // "event name reason action"
 	fallbacks  map[string]int
@@ -331,10 +331,10 @@ func raw(ctx context.Context, rc rest.Interface, ns string, objNames []string) m
 // expectCanonical asserts that o is in the v1alpha2 shape with the given hostname.
 func expectCanonical(c *canonical.Chain, o *unstructured.Unstructured, host string) {
 	GinkgoHelper()
-	shape, ok, err := c.Classify(o)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(ok).To(BeTrue(), "%s: no shape", o.GetName())
+	out, shape, err := c.Canonicalize(o)
+	Expect(err).NotTo(HaveOccurred(), "%s", o.GetName())
 	Expect(shape).To(Equal("v1alpha2"), "%s", o.GetName())
+	Expect(out).To(BeIdenticalTo(o), "%s: a canonical object is passed as it is", o.GetName())
 	Expect(o.Object["spec"]).NotTo(HaveKey("tls"), "%s", o.GetName())
 	got, _, err := unstructured.NestedString(o.Object, "spec", "validation", "hostname")
 	Expect(err).NotTo(HaveOccurred())

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -15,8 +16,9 @@ import (
 // watch restarts by reason, lists by semantic/outcome, transitions). Safe
 // for concurrent use.
 type Counters struct {
-	mu sync.Mutex
-	m  map[string]map[string]int
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	m              map[string]map[string]int
 }
 
 var _ metrics.Recorder = (*Counters)(nil)

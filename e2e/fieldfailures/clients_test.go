@@ -26,14 +26,14 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/fieldfailures"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
 // counts is steadywatch's metrics by reason code.
 type counts struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu                                       sync.Mutex
 	fallbacks, relists, restart, transitions map[string]int
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -36,7 +36,7 @@ var abandonReasons = []string{
 
 // recorder notes, with their time, the fallbacks and transitions of one client.
 type recorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu     sync.Mutex
 	events []recorded
 }

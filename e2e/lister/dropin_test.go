@@ -23,15 +23,15 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
 // restarts counts the drop-in ListerWatcher's watch restarts by reason.
 type restarts struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu sync.Mutex
 	n  map[string]int
 }

@@ -29,8 +29,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -200,7 +200,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 // informerMetrics records the outcome of every list call and every
 // fallback's reason.
 type informerMetrics struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	outcomes  []string
 	fallbacks []string

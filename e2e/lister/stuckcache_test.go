@@ -20,14 +20,14 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
 // fallbackReasons records the reason of every fallback a lister reports.
 type fallbackReasons struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu      sync.Mutex
 	reasons []string
 }

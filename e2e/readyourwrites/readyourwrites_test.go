@@ -22,6 +22,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/readyourwrites"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -280,8 +281,9 @@ var _ = Describe("read your own writes", func() {
 })
 
 type readRecorder struct {
-	mu        sync.Mutex
-	fallbacks int
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	fallbacks      int
 }
 
 func (r *readRecorder) List(string, string, string)               {}

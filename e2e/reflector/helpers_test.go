@@ -21,8 +21,8 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -234,7 +234,7 @@ func goroutines() []string {
 
 // recorder keeps what the tests assert on; everything else is dropped.
 type recorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	relists   []string
 	restarts  []string

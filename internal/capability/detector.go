@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
@@ -88,7 +89,7 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	o.Metrics = metrics.OrNop(o.Metrics)
+	o.Metrics = metricsnop.Or(o.Metrics)
 	return o
 }
 

@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/metrics"
 )
 
 // versionSource is a scripted /version: it returns the current answer and counts calls.
@@ -43,7 +43,7 @@ func (v *versionSource) fn(ctx context.Context) (string, error) {
 
 // recorder captures Fallback calls; the other methods come from metrics.Nop.
 type recorder struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	fallbacks []string
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 )
 
 // cms serves the ConfigMaps of the namespaces it lists ("" for every
@@ -71,7 +71,7 @@ func (c *cms) fullLists() int {
 }
 
 type reasons struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu  sync.Mutex
 	got []string
 }

@@ -6,18 +6,16 @@ import (
 	"strings"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/steadywatch/steadywatch/listgate"
 )
 
 // The clients whose list request is wholly determined by the client and its
 // ListOptions name it, so that a listgate.Gate may answer identical
 // requests once.
 var (
-	_ listgate.RequestKeyer = RESTClient{}
-	_ listgate.RequestKeyer = TypedClient{}
-	_ listgate.RequestKeyer = DynamicClient{}
-	_ listgate.RequestKeyer = MetadataClient{}
+	_ interface{ RequestKey() string } = RESTClient{}
+	_ interface{ RequestKey() string } = TypedClient{}
+	_ interface{ RequestKey() string } = DynamicClient{}
+	_ interface{ RequestKey() string } = MetadataClient{}
 )
 
 // clientID names a REST client instance (and so its credentials and
@@ -31,7 +29,7 @@ func clientID(rc rest.Interface) string {
 	return fmt.Sprintf("%T@%x", rc, v.Pointer())
 }
 
-// RequestKey implements listgate.RequestKeyer: REST client instance,
+// RequestKey names the request for a listgate.Gate: REST client instance,
 // resource, namespace, content type and list type.
 func (c RESTClient) RequestKey() string {
 	id := clientID(c.r.Client)
@@ -41,7 +39,7 @@ func (c RESTClient) RequestKey() string {
 	return fmt.Sprintf("rest|%s|%s|%s|protobuf=%t|%T", id, c.r.Resource, c.r.Namespace, c.r.PrefersProtobuf, c.r.List)
 }
 
-// RequestKey implements listgate.RequestKeyer: the typed client's own
+// RequestKey names the request for a listgate.Gate: the typed client's own
 // request when lists are decoded item by item; "" for a fake clientset's.
 func (c TypedClient) RequestKey() string {
 	if c.rest == nil {
@@ -50,7 +48,7 @@ func (c TypedClient) RequestKey() string {
 	return c.rest.RequestKey()
 }
 
-// RequestKey implements listgate.RequestKeyer: REST client instance and
+// RequestKey names the request for a listgate.Gate: REST client instance and
 // path.
 func (c DynamicClient) RequestKey() string {
 	if id := clientID(c.rc); id != "" {
@@ -59,7 +57,7 @@ func (c DynamicClient) RequestKey() string {
 	return ""
 }
 
-// RequestKey implements listgate.RequestKeyer: REST client instance and
+// RequestKey names the request for a listgate.Gate: REST client instance and
 // path.
 func (c MetadataClient) RequestKey() string {
 	if id := clientID(c.rc); id != "" {

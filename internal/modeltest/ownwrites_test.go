@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/readyourwrites"
@@ -84,17 +85,19 @@ func (o ownServer) List(ctx context.Context, opts metav1.ListOptions) (*corev1.C
 // laggingLW holds every watch event back by a random delay (up to maxLag,
 // in order) and ends a watch cleanly after a random number of events.
 type laggingLW struct {
-	lw     *steadywatchtest.ListerWatcher
+	lw     cache.ListerWatcherWithContext
 	maxLag time.Duration
 	cutAt  int // end a watch after this many events (0: never)
 	mu     sync.Mutex
 	rng    *rand.Rand
 }
 
-func (l *laggingLW) List(o metav1.ListOptions) (runtime.Object, error) { return l.lw.List(o) }
+func (l *laggingLW) List(o metav1.ListOptions) (runtime.Object, error) {
+	return l.lw.ListWithContext(context.Background(), o)
+}
 
 func (l *laggingLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
-	w, err := l.lw.Watch(o)
+	w, err := l.lw.WatchWithContext(context.Background(), o)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +148,9 @@ type ownWritesResult struct {
 }
 
 type countingRecorder struct {
-	mu        sync.Mutex
-	fallbacks int
+	metricsnop.Nop // the methods not recorded here
+	mu             sync.Mutex
+	fallbacks      int
 }
 
 func (*countingRecorder) List(string, string, string)               {}
@@ -172,7 +176,7 @@ func playOwnWrites(t *testing.T, stream uint64, ops int) ownWritesResult {
 	const ns = "own"
 	s := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{GroupResource: corev1.Resource("configmaps")})
 	defer s.Close()
-	lw := &laggingLW{lw: s.InNamespace(ns).ListerWatcher(), maxLag: time.Duration(1+rng.IntN(8)) * time.Millisecond,
+	lw := &laggingLW{lw: cache.ToListerWatcherWithContext(s.InNamespace(ns).ListerWatcher()), maxLag: time.Duration(1+rng.IntN(8)) * time.Millisecond,
 		cutAt: rng.IntN(12), rng: rand.New(rand.NewPCG(stream, 7))}
 	inf := reflector.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{},
 		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}, lister.Options{})

@@ -287,7 +287,7 @@ func spoiled(q steadywatchtest.Request) bool {
 	if !q.Faulted {
 		return false
 	}
-	return q.Code != http.StatusOK || (q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents && q.Served != steadywatchtest.ServedStreamingList)
+	return q.Code != http.StatusOK || (q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents && q.Served != "StreamingList")
 }
 
 func (r *run) notify() {

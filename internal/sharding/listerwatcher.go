@@ -16,6 +16,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/metrics"
@@ -86,7 +87,7 @@ func Wrap(lw cache.ListerWatcher, o WrapOptions) *ListerWatcher {
 	if o.Selector == nil {
 		o.Selector = func() Selector { return Selector{} }
 	}
-	o.Metrics = metrics.OrNop(o.Metrics)
+	o.Metrics = metricsnop.Or(o.Metrics)
 	if o.Name == "" {
 		o.Name = "shard"
 	}

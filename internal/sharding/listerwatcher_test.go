@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -82,7 +82,7 @@ func (s *fakeServer) lw() *cache.ListWatch {
 }
 
 type counting struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu        sync.Mutex
 	fallbacks map[string]int
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// BlockingLists is a client (lister.Client, listgate.RequestKeyer) whose
+// BlockingLists is a client (lister.Client with a RequestKey for listgate.Gate) whose
 // collection lists (limit != 1) block until the test releases them, for
 // tests of how many lists are in flight at once: each one sent puts a
 // value on Entered, and each value on Proceed lets one answer. A limit=1

@@ -28,10 +28,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
@@ -374,7 +374,7 @@ func reflectorOutcome(t *testing.T, c pipeCase, client *testfake.Client, rec *fa
 // fallbacks counts the watch pipeline's fallback reasons an adopter
 // reports (not the list's, of the relist that follows).
 type fallbacks struct {
-	metrics.Nop
+	metricsnop.Nop
 	mu      sync.Mutex
 	reasons []string
 }

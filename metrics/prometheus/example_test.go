@@ -35,7 +35,7 @@ func noWatch(context.Context, metav1.ListOptions) (watch.Interface, error) {
 // resourceVersionMatch takes a fallback, and both show up in the metrics.
 func ExampleNew() {
 	reg := prometheus.NewRegistry()
-	rec := swprom.New(reg, "") // "" = DefaultNamespace, "steadywatch"
+	rec := swprom.New(reg, "") // "": the namespace "steadywatch"
 
 	l := lister.New(lister.FromFuncs(legacyConfigMaps, noWatch),
 		lister.Options{Name: "v1/configmaps", Metrics: rec})

@@ -44,12 +44,12 @@ import (
 	"github.com/steadywatch/steadywatch/metrics"
 )
 
-// DefaultNamespace is the metric namespace used when New is given "".
-const DefaultNamespace = "steadywatch"
+// defaultNamespace is the metric namespace used when New is given "".
+const defaultNamespace = "steadywatch"
 
-// Recorder implements metrics.Recorder with Prometheus collectors. It is safe
-// for concurrent use. Create it with New or NewChecked.
-type Recorder struct {
+// recorder implements metrics.Recorder with Prometheus collectors. It is safe
+// for concurrent use.
+type recorder struct {
 	lists             *prometheus.CounterVec
 	fallbacks         *prometheus.CounterVec
 	relists           *prometheus.CounterVec
@@ -68,33 +68,30 @@ type Recorder struct {
 	readFallbacks     *prometheus.CounterVec
 }
 
-var (
-	_ metrics.Recorder         = (*Recorder)(nil)
-	_ metrics.ListGateRecorder = (*Recorder)(nil)
-	_ metrics.ReadRecorder     = (*Recorder)(nil)
-)
+var _ metrics.Recorder = (*recorder)(nil)
 
-// New creates a Recorder and registers its collectors on reg. A collector
-// that is already registered with an identical description (for example a
-// second Recorder on the same registry and namespace) is reused, so two
-// Recorders on one registry share counters. namespace "" means
-// DefaultNamespace. A nil reg registers nothing (useful when the caller
-// registers the collectors itself via Collectors).
+// New returns a metrics.Recorder that exports what it records to
+// Prometheus, with its collectors registered on reg. Pass it as the Metrics
+// option of every lister, reflector and client. A collector that is
+// already registered with an identical description (for example a second
+// Recorder on the same registry and namespace) is reused, so two Recorders
+// on one registry share counters. namespace "" means "steadywatch". A nil
+// reg registers nothing.
 //
-// New panics if registration fails for another reason (a conflicting metric of
-// the same name), like prometheus.MustRegister; use NewChecked to get the error.
-func New(reg prometheus.Registerer, namespace string) *Recorder {
-	r, err := NewChecked(reg, namespace)
+// New panics if registration fails for another reason (a conflicting metric
+// of the same name), like prometheus.MustRegister.
+func New(reg prometheus.Registerer, namespace string) metrics.Recorder {
+	r, err := newRecorder(reg, namespace)
 	if err != nil {
 		panic(err)
 	}
 	return r
 }
 
-// NewChecked is New returning the registration error instead of panicking.
-func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) {
+// newRecorder is New returning the registration error instead of panicking.
+func newRecorder(reg prometheus.Registerer, namespace string) (*recorder, error) {
 	if namespace == "" {
-		namespace = DefaultNamespace
+		namespace = defaultNamespace
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
@@ -102,7 +99,7 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
 	}
-	r := &Recorder{
+	r := &recorder{
 		lists:         counter("lists_total", "List calls (all pages of one list), by requested resourceVersion semantic and outcome.", "name", "semantic", "outcome"),
 		fallbacks:     counter("fallbacks_total", "KEP-2523 fallbacks taken, by reason code.", "name", "reason"),
 		relists:       counter("relists_total", "Reflector relists, by cause.", "name", "cause"),
@@ -130,7 +127,7 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 		return r, nil
 	}
 	var errs []error
-	for _, c := range r.Collectors() {
+	for _, c := range r.collectors() {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -143,16 +140,16 @@ func NewChecked(reg prometheus.Registerer, namespace string) (*Recorder, error) 
 	return r, errors.Join(errs...)
 }
 
-// Collectors returns the Recorder's collectors, one per Recorder method
+// collectors returns the recorder's collectors, one per Recorder method
 // (ListGateWait has two: the waits and the seconds waited).
-func (r *Recorder) Collectors() []prometheus.Collector {
+func (r *recorder) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.lists, r.fallbacks, r.relists, r.watchRestarts, r.bookmarks,
 		r.items, r.lastAdvance, r.consistencyChecks, r.transitions, r.gateWaits, r.gateWaitSeconds, r.gateShared, r.gateOverdue,
 		r.storeRV, r.readWait, r.readFallbacks}
 }
 
 // adopt replaces a freshly created collector by the one already registered.
-func (r *Recorder) adopt(mine, existing prometheus.Collector) {
+func (r *recorder) adopt(mine, existing prometheus.Collector) {
 	for _, p := range []**prometheus.CounterVec{&r.lists, &r.fallbacks, &r.relists, &r.watchRestarts, &r.bookmarks, &r.consistencyChecks, &r.transitions, &r.gateWaits, &r.gateWaitSeconds, &r.gateShared, &r.gateOverdue, &r.readFallbacks} {
 		if prometheus.Collector(*p) == mine {
 			if e, ok := existing.(*prometheus.CounterVec); ok {
@@ -184,25 +181,25 @@ func (r *Recorder) adopt(mine, existing prometheus.Collector) {
 }
 
 // List implements metrics.Recorder.
-func (r *Recorder) List(name, semantic, outcome string) {
+func (r *recorder) List(name, semantic, outcome string) {
 	r.lists.WithLabelValues(name, semantic, outcome).Inc()
 }
 
-// ListGateWait implements metrics.ListGateRecorder.
-func (r *Recorder) ListGateWait(name string, waited time.Duration) {
+// ListGateWait implements metrics.Recorder.
+func (r *recorder) ListGateWait(name string, waited time.Duration) {
 	r.gateWaits.WithLabelValues(name).Inc()
 	r.gateWaitSeconds.WithLabelValues(name).Add(waited.Seconds())
 }
 
-// ListGateShared implements metrics.ListGateRecorder.
-func (r *Recorder) ListGateShared(name string) { r.gateShared.WithLabelValues(name).Inc() }
+// ListGateShared implements metrics.Recorder.
+func (r *recorder) ListGateShared(name string) { r.gateShared.WithLabelValues(name).Inc() }
 
-// ListGateOverdue implements metrics.ListGateRecorder.
-func (r *Recorder) ListGateOverdue(name string) { r.gateOverdue.WithLabelValues(name).Inc() }
+// ListGateOverdue implements metrics.Recorder.
+func (r *recorder) ListGateOverdue(name string) { r.gateOverdue.WithLabelValues(name).Inc() }
 
-// StoreResourceVersion implements metrics.ReadRecorder. A version that is
+// StoreResourceVersion implements metrics.Recorder. A version that is
 // not a number is not recorded.
-func (r *Recorder) StoreResourceVersion(name, resourceVersion string) {
+func (r *recorder) StoreResourceVersion(name, resourceVersion string) {
 	if len(resourceVersion) > 15 {
 		resourceVersion = resourceVersion[len(resourceVersion)-15:]
 	}
@@ -211,45 +208,45 @@ func (r *Recorder) StoreResourceVersion(name, resourceVersion string) {
 	}
 }
 
-// ReadWait implements metrics.ReadRecorder.
-func (r *Recorder) ReadWait(name string, waited time.Duration, outcome string) {
+// ReadWait implements metrics.Recorder.
+func (r *recorder) ReadWait(name string, waited time.Duration, outcome string) {
 	r.readWait.WithLabelValues(name, outcome).Observe(waited.Seconds())
 }
 
-// ReadFallback implements metrics.ReadRecorder.
-func (r *Recorder) ReadFallback(name, reason string) {
+// ReadFallback implements metrics.Recorder.
+func (r *recorder) ReadFallback(name, reason string) {
 	r.readFallbacks.WithLabelValues(name, reason).Inc()
 }
 
 // Fallback implements metrics.Recorder.
-func (r *Recorder) Fallback(name, reason string) { r.fallbacks.WithLabelValues(name, reason).Inc() }
+func (r *recorder) Fallback(name, reason string) { r.fallbacks.WithLabelValues(name, reason).Inc() }
 
 // Relist implements metrics.Recorder.
-func (r *Recorder) Relist(name, cause string) { r.relists.WithLabelValues(name, cause).Inc() }
+func (r *recorder) Relist(name, cause string) { r.relists.WithLabelValues(name, cause).Inc() }
 
 // WatchRestart implements metrics.Recorder.
-func (r *Recorder) WatchRestart(name, reason string) {
+func (r *recorder) WatchRestart(name, reason string) {
 	r.watchRestarts.WithLabelValues(name, reason).Inc()
 }
 
 // Bookmark implements metrics.Recorder.
-func (r *Recorder) Bookmark(name string) { r.bookmarks.WithLabelValues(name).Inc() }
+func (r *recorder) Bookmark(name string) { r.bookmarks.WithLabelValues(name).Inc() }
 
 // Items implements metrics.Recorder.
-func (r *Recorder) Items(name string, n int) { r.items.WithLabelValues(name).Set(float64(n)) }
+func (r *recorder) Items(name string, n int) { r.items.WithLabelValues(name).Set(float64(n)) }
 
 // ResourceVersionAdvanced implements metrics.Recorder.
-func (r *Recorder) ResourceVersionAdvanced(name string, at time.Time) {
+func (r *recorder) ResourceVersionAdvanced(name string, at time.Time) {
 	r.lastAdvance.set(name, at)
 }
 
 // ConsistencyCheck implements metrics.Recorder.
-func (r *Recorder) ConsistencyCheck(name, result string) {
+func (r *recorder) ConsistencyCheck(name, result string) {
 	r.consistencyChecks.WithLabelValues(name, result).Inc()
 }
 
 // Transition implements metrics.Recorder.
-func (r *Recorder) Transition(name, from, to, reason string) {
+func (r *recorder) Transition(name, from, to, reason string) {
 	r.transitions.WithLabelValues(name, from, to, reason).Inc()
 }
 

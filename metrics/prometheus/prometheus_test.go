@@ -83,7 +83,7 @@ steadywatch_list_gate_overdue_total{name="v1/configmaps"} 1
 }
 
 func TestLastAdvanceTimestampNeverGoesBackwards(t *testing.T) {
-	r := New(nil, "x")
+	r, _ := newRecorder(nil, "x")
 	t0 := time.Unix(1000, 500_000_000)
 	r.ResourceVersionAdvanced("a", t0)
 	r.ResourceVersionAdvanced("a", t0.Add(-time.Hour)) // a stale report must not make it look older
@@ -118,7 +118,7 @@ func TestNoSecondsSinceGauge(t *testing.T) {
 func TestSecondRecorderOnSameRegistrySharesTheTimestamp(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	a := New(reg, "")
-	b := New(reg, "")
+	b, _ := newRecorder(reg, "")
 	a.ResourceVersionAdvanced("n", time.Unix(2000, 0))
 	b.ResourceVersionAdvanced("n", time.Unix(1000, 0))
 	if got := testutil.ToFloat64(b.lastAdvance); got != 2000 {
@@ -128,8 +128,8 @@ func TestSecondRecorderOnSameRegistrySharesTheTimestamp(t *testing.T) {
 
 func TestSecondRecorderOnSameRegistryShares(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a := New(reg, "")
-	b, err := NewChecked(reg, "")
+	a, _ := newRecorder(reg, "")
+	b, err := newRecorder(reg, "")
 	if err != nil {
 		t.Fatalf("second recorder on the same registry: %v", err)
 	}
@@ -144,8 +144,8 @@ func TestConflictingRegistrationIsAnError(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	// Same fully-qualified name, different labels: a genuine conflict.
 	reg.MustRegister(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "steadywatch_relists_total", Help: "other"}, []string{"x"}))
-	if _, err := NewChecked(reg, ""); err == nil {
-		t.Fatal("NewChecked succeeded despite a conflicting metric; want an error")
+	if _, err := newRecorder(reg, ""); err == nil {
+		t.Fatal("newRecorder succeeded despite a conflicting metric; want an error")
 	}
 	defer func() {
 		if recover() == nil {
@@ -157,7 +157,7 @@ func TestConflictingRegistrationIsAnError(t *testing.T) {
 
 func TestRecorderExportsReadMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	r := New(reg, "")
+	r, _ := newRecorder(reg, "")
 	r.StoreResourceVersion("v1/configmaps", "1234")
 	r.StoreResourceVersion("v1/configmaps", "opaque") // not a number: not recorded
 	r.ReadWait("v1/configmaps", 3*time.Millisecond, "cache")

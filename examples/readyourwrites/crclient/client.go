@@ -42,19 +42,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/steadywatch/steadywatch/metrics"
-	"github.com/steadywatch/steadywatch/readyourwrites"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
 // Options configure a Client. The zero value is ready to use.
+// defaultBound is Options.Bound's default.
+const defaultBound = 5 * time.Second
+
 type Options struct {
 	// Bound is the longest a read waits for the cache to catch up with the
 	// Client's own write before it reads from the server instead. Default
-	// readyourwrites.DefaultBound (5s).
+	// 5s, as readyourwrites.Options.Bound.
 	Bound time.Duration
 	// Metrics receives the read waits and the server fallbacks (per kind,
-	// such as "ConfigMap") when it implements metrics.ReadRecorder.
-	// Default: none.
+	// such as "ConfigMap"). Default: none.
 	Metrics metrics.Recorder
 }
 
@@ -76,10 +77,10 @@ func New(mgr manager.Manager, o Options) *Client {
 // come from) and server (a reader of the apiserver).
 func NewFrom(writer client.Client, cached Informers, server client.Reader, o Options) *Client {
 	if o.Bound <= 0 {
-		o.Bound = readyourwrites.DefaultBound
+		o.Bound = defaultBound
 	}
 	c := &Client{Client: writer, cached: cached, server: server, bound: o.Bound, kinds: map[schema.GroupVersionKind]*kind{}}
-	c.rec, _ = o.Metrics.(metrics.ReadRecorder)
+	c.rec = o.Metrics
 	return c
 }
 
@@ -91,7 +92,7 @@ type Client struct {
 	cached        Informers
 	server        client.Reader
 	bound         time.Duration
-	rec           metrics.ReadRecorder // nil: none
+	rec           metrics.Recorder // nil: none
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]*kind

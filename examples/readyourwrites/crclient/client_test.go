@@ -103,13 +103,10 @@ func (s *stale) del(cm *corev1.ConfigMap) {
 }
 
 type fallbacks struct {
-	metrics.Nop
+	metrics.Recorder
 	mu      sync.Mutex
 	reasons []string
 }
-
-func (*fallbacks) StoreResourceVersion(string, string)    {}
-func (*fallbacks) ReadWait(string, time.Duration, string) {}
 
 func (f *fallbacks) ReadFallback(_, reason string) {
 	f.mu.Lock()
@@ -159,7 +156,7 @@ func TestGetWaitsForTheCacheToHoldItsOwnUpdate(t *testing.T) {
 }
 
 func TestGetPastTheBoundReadsTheServer(t *testing.T) {
-	rec := &fallbacks{}
+	rec := &fallbacks{Recorder: metrics.Nop()}
 	c, _, written := setup(t, crclient.Options{Bound: 10 * time.Millisecond, Metrics: rec})
 	var cm corev1.ConfigMap
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(written), &cm); err != nil {

@@ -14,14 +14,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
 )
 
 // Counter counts what a steadywatch path reports to its metrics.Recorder by
 // reason; the other Recorder calls are ignored. It is safe for concurrent
 // use.
 type Counter struct {
-	metrics.Nop
+	metricsnop.Nop
 	fallbacksOnly bool
 	mu            sync.Mutex
 	n             map[string]int
