@@ -24,7 +24,7 @@ import (
 const DefaultResponseTimeout = 70 * time.Second
 
 // ErrNoAnswer matches every *NoAnswerError (errors.Is).
-var ErrNoAnswer = errors.New("no answer from the server within Policy.ResponseTimeout")
+var ErrNoAnswer = errors.New("no answer from the server within lister.Options.ResponseTimeout")
 
 // NoAnswerError is the error of a request that heard nothing from the
 // server for Policy.ResponseTimeout: no response headers after the request
@@ -45,7 +45,7 @@ type NoAnswerError struct {
 }
 
 func (e *NoAnswerError) Error() string {
-	return fmt.Sprintf("steadywatch: %s %s: no %s from the server within %s (fallback.Policy.ResponseTimeout); request ended", e.Method, e.Path, e.Waiting, e.After)
+	return fmt.Sprintf("steadywatch: %s %s: no %s from the server within %s (lister.Options.ResponseTimeout); request ended", e.Method, e.Path, e.Waiting, e.After)
 }
 
 // Is makes errors.Is(err, ErrNoAnswer) true.

@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,9 +42,9 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(c.first), page("40", "", "a")}}
-			p := fallback.Policy{MaxRetryAfter: 10 * time.Second} // the defaults otherwise: a wait would show
+			p := policy.Policy{MaxRetryAfter: 10 * time.Second} // the defaults otherwise: a wait would show
 			start := time.Now()
-			_, rec, err := New(s, Options{Policy: p, Server: c.server}).List(context.Background(), c.q)
+			_, rec, err := New(s, knobs.WithLister(Options{Server: c.server}, knobs.Lister{Policy: p})).List(context.Background(), c.q)
 			var tl *ResourceVersionTooLargeError
 			if !errors.As(err, &tl) || tl.Requested != future || tl.Current != "40" || !errors.Is(err, ErrTooLargeResourceVersion) {
 				t.Fatalf("err %v, want a *ResourceVersionTooLargeError naming current 40", err)
@@ -68,8 +72,8 @@ func TestImpossibleResourceVersionFailsFast(t *testing.T) {
 // fails at once instead of retrying a read that cannot get newer.
 func TestMostRecentOlderThanFloorFailsAtOnce(t *testing.T) {
 	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone()), page("5", "", "old")}}
-	p := fallback.Policy{MaxNewerRVRetries: -1}
-	_, rec, err := New(s, Options{Policy: p}).List(context.Background(), NotOlderThan("10").WithLimit(5))
+	p := policy.Policy{MaxNewerRVRetries: -1}
+	_, rec, err := New(s, knobs.WithLister(Options{}, knobs.Lister{Policy: p})).List(context.Background(), NotOlderThan("10").WithLimit(5))
 	var tl *ResourceVersionTooLargeError
 	if !errors.As(err, &tl) || tl.Current != "5" || len(s.calls()) != 2 || len(rec.Requests) != 2 {
 		t.Fatalf("err %v after %d requests", err, len(s.calls()))
@@ -82,7 +86,7 @@ func TestMostRecentOlderThanFloorFailsAtOnce(t *testing.T) {
 func TestNearFutureResourceVersionIsWaitedFor(t *testing.T) {
 	s := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.TooLarge(0)), page("40", "", "a"), page("61", "", "a")}}
 	p := fastPolicy()
-	_, rec, err := New(s, Options{Policy: p}).List(context.Background(), NotOlderThan("60"))
+	_, rec, err := New(s, knobs.WithLister(Options{}, knobs.Lister{Policy: p})).List(context.Background(), NotOlderThan("60"))
 	if err != nil || rec.ServedResourceVersion != "61" || len(s.calls()) != 3 {
 		t.Fatalf("err %v served %q after %d requests", err, rec.ServedResourceVersion, len(s.calls()))
 	}

@@ -31,21 +31,21 @@ type Client interface {
 // FromMetadataConfig) send every request once: client-go's REST client
 // makes no retry of its own inside it (fallback.NoHiddenRetries lists the
 // retries it would make), so each request on the wire is one the lister or
-// reflector counts, and each wait is one it caps (Policy.MaxRetryAfter).
+// reflector counts, and each wait is one it caps (Options.MaxRetryAfter).
 // The adapters of functions (FromFuncs, FromDynamic, FromMetadata,
 // FromListerWatcher) send what those functions send: build their clients
 // from fallback.NoHiddenRetries(cfg) for the same. Otherwise client-go's
 // retries inside them stay, and client-go sleeps what the server asks
 // before each (until the caller's context ends): the lister counts them
-// (SentRequest.WireRequests, charged to Policy.Backoff), logs those of
+// (SentRequest.WireRequests, charged to the call's retry budget), logs those of
 // watches, and turns client-go's empty watch after a lost connection into
 // a *fallback.ConnectionLostError, but cannot shorten the sleep.
 //
 // Every request of the SDK's own adapters, and of clients built from
-// fallback.NoHiddenRetries, is bounded by Policy.ResponseTimeout: one that
+// fallback.NoHiddenRetries, is bounded by Options.ResponseTimeout: one that
 // hears nothing from the server for that long (no headers, or a list body
 // that stops) ends with a *fallback.NoAnswerError and is retried after
-// Policy.Backoff. Other clients wait for the caller's context, as in
+// backoff. Other clients wait for the caller's context, as in
 // client-go.
 
 // ownClient is one of the SDK's own clients (package internal/clients).

@@ -39,7 +39,7 @@ func TestCurrentResourceVersion(t *testing.T) {
 				o.LabelSelector != "app=a" || o.FieldSelector != "metadata.namespace=x" {
 				t.Fatalf("request %+v; want a limit=1 MostRecent list with the lister's selectors", o)
 			}
-			if len(rec.Requests) != 1 || rec.Requests[0].Purpose != PurposeNewerRVProbe || rec.ServedResourceVersion != tc.served {
+			if len(rec.Requests) != 1 || rec.Requests[0].Purpose != purposeNewerRVProbe || rec.ServedResourceVersion != tc.served {
 				t.Fatalf("record %+v", rec)
 			}
 		})

@@ -24,7 +24,7 @@ import (
 // run is one list call, top-down: send, ask the engine, act. Every decision
 // (the next request, its wire form, its wait, a probe, the end of the call)
 // is engine.Call.Next's; run only sends, hands pages over and records.
-func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page PageFunc, cfg *pageConfig) (*Record, error) {
+func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page pageFunc, cfg *pageConfig) (*Record, error) {
 	start := time.Now()
 	rec := &Record{Requested: q}
 	log := klog.FromContext(ctx)
@@ -33,11 +33,11 @@ func (l *Lister) run(ctx context.Context, q Query, base metav1.ListOptions, page
 	}
 	st := &callState{l: l}
 	st.trace.WroteHeaders = func() { st.wire.written.Add(1) }
-	ctx = wirewait.WithBound(httptrace.WithClientTrace(ctx, &st.trace), l.o.Policy.ResponseTimeout)
+	ctx = wirewait.WithBound(httptrace.WithClientTrace(ctx, &st.trace), l.o.ResponseTimeout)
 	st.ctx = ctx
 	call, req, err := engine.Start(q, engine.Config{
-		Policy: l.o.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.MaxPageSize, MaxPageBytes: max(l.o.MaxPageBytes, 0),
-		MaxRequests: l.o.MaxRequests, Base: base, LastObserved: l.o.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
+		Policy: l.o.knobs.Policy, PageSize: l.o.PageSize, MaxPageSize: l.o.knobs.MaxPageSize, MaxPageBytes: max(l.o.knobs.MaxPageBytes, 0),
+		MaxRequests: l.o.knobs.MaxRequests, Base: base, LastObserved: l.o.knobs.LastObservedRV, CanVoidPages: cfg.onRestart != nil,
 		Beliefs: st,
 	})
 	var h *handover // nil: pages delivered whole (no ItemByItem)
@@ -246,9 +246,9 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req eng
 		ans.Elapsed = 0
 	}
 	ans.WireRequests = wire.take(klog.FromContext(ctx))
-	purpose := PurposePage
+	purpose := purposePage
 	if req.Purpose != engine.PurposePage {
-		purpose = PurposeNewerRVProbe
+		purpose = purposeNewerRVProbe
 	}
 	sr = SentRequest{Purpose: purpose, Options: opts, Form: req.Form, Err: ans.Err, Duration: ans.Elapsed, Shared: shared, WireRequests: ans.WireRequests}
 	if ans.Err == nil {
@@ -259,7 +259,7 @@ func (l *Lister) send(ctx context.Context, wire *wireTally, h *handover, req eng
 		}
 		ans.ServedRV, ans.Continue, ans.Items = lm.GetResourceVersion(), lm.GetContinue(), meta.LenList(obj)
 		sr.ServedResourceVersion, sr.Items, sr.MoreAfter = ans.ServedRV, ans.Items, ans.Continue != ""
-		if ans.Continue != "" && l.o.MaxPageBytes > 0 && l.o.MaxPageSize > opts.Limit && opts.Limit > 0 {
+		if ans.Continue != "" && l.o.knobs.MaxPageBytes > 0 && l.o.knobs.MaxPageSize > opts.Limit && opts.Limit > 0 {
 			ans.PageBytes = estimatePageBytes(obj, ans.Items) // bounds the next page's growth
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -102,8 +104,8 @@ func names(obj runtime.Object) []string {
 }
 
 // fastPolicy keeps backoff delays tiny and jitter off for tests.
-func fastPolicy() fallback.Policy {
-	return fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
+func fastPolicy() policy.Policy {
+	return policy.Policy{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
 }
 
 type countingRecorder struct {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,7 +69,7 @@ func FuzzListResponses(f *testing.F) {
 		p.MaxRetryAfter = time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		obj, rec, err := New(c, Options{Policy: p, PageSize: 2, MaxRequests: 16}).List(ctx, q)
+		obj, rec, err := New(c, knobs.WithLister(Options{PageSize: 2}, knobs.Lister{Policy: p, MaxRequests: 16})).List(ctx, q)
 		if ctx.Err() != nil {
 			t.Fatalf("%v did not end (%d requests)", q, len(c.calls()))
 		}
@@ -127,9 +129,9 @@ func FuzzInitialEvents(f *testing.F) {
 			fw.Stop()
 		}()
 		var last watch.Event
-		out, _ := AwaitInitialEvents(nil, fw, GuardOptions{Timeout: 50 * time.Millisecond}, discard(), func(ev watch.Event) bool { last = ev; return true })
+		out, _ := watchpipe.AwaitInitialEvents(nil, fw, watchpipe.GuardOptions{Timeout: 50 * time.Millisecond}, discard(), func(ev watch.Event) bool { last = ev; return true })
 		fw.Stop()
-		if out == InitialEventsEnded && (last.Type != watch.Bookmark || !watchpipe.IsInitialEventsEnd(last.Object)) {
+		if out == watchpipe.InitialEventsEnded && (last.Type != watch.Bookmark || !watchpipe.IsInitialEventsEnd(last.Object)) {
 			t.Fatalf("ended on %v", last.Type)
 		}
 	})

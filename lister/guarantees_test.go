@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,7 +35,7 @@ func TestRepeatedContinueTokenEndsTheList(t *testing.T) {
 	} {
 		c := &scripted{t: t, answers: ans}
 		handed := 0
-		rec, err := New(c, Options{Policy: fastPolicy()}).ListPages(context.Background(), MostRecent().WithLimit(1), func(runtime.Object) error { handed++; return nil })
+		rec, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).ListPages(context.Background(), MostRecent().WithLimit(1), func(runtime.Object) error { handed++; return nil })
 		var le *Error
 		if !errors.Is(err, ErrBrokenPagination) || !errors.As(err, &le) || le.Reason != "continue-token-repeated" {
 			t.Fatalf("%s: err %v", name, err)
@@ -53,7 +55,7 @@ func TestNewerRVProbeRetriedOnTransientError(t *testing.T) {
 		page("40", "", "p"),                                // the probe again
 		page("40", "", "a"),                                // NotOlderThan(40)&limit=5
 	}}
-	_, rec, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), NotOlderThan("10").WithLimit(5))
+	_, rec, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).List(context.Background(), NotOlderThan("10").WithLimit(5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestRestartFlooredAtHandedSnapshot(t *testing.T) {
 		page("60", "", "a"),   // restart
 	}}
 	var restarts int
-	rec, err := New(c, Options{Policy: fastPolicy(), LastObservedRV: func() string { return "20" }}).ListPages(context.Background(),
+	rec, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy(), LastObservedRV: func() string { return "20" }})).ListPages(context.Background(),
 		NotOlderThan("10").WithLimit(1), func(runtime.Object) error { return nil },
 		OnRestart(func(fallback.Event) error { restarts++; return nil }))
 	if err != nil {
@@ -94,7 +96,7 @@ func TestListerWatcherNeverReturnsOlderThanDelivered(t *testing.T) {
 		page("30", "", "a"), // a lagging member answers the relist RV="0"
 		page("55", "", "a"), // asked again NotOlderThan(50)
 	}}
-	lw := NewListerWatcher(c, Options{Policy: fastPolicy()})
+	lw := NewListerWatcher(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()}))
 	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestListerWatcherNeverReturnsOlderThanDelivered(t *testing.T) {
 // unpaginated NotOlderThan relist is sent paginated, as stock client-go does.
 func TestListerWatcherRelistStaysPaginated(t *testing.T) {
 	c := &scripted{t: t, answers: answers{page("9", "c", "a"), page("9", "", "b"), page("12", "", "a", "b")}}
-	lw := NewListerWatcher(c, Options{Policy: fastPolicy(), PageSize: 7})
+	lw := NewListerWatcher(c, knobs.WithLister(Options{PageSize: 7}, knobs.Lister{Policy: fastPolicy()}))
 	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	expected <- 2
 	close(expected)
 	srv := capability.Static(capability.Capabilities{})
-	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
+	w := watchpipe.GuardInitialEvents(context.Background(), fw, watchpipe.GuardOptions{Timeout: time.Hour, AfterCount: 100 * time.Millisecond, Expected: expected, Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(testfake.ConfigMap("a", "5"))
 	fw.Add(testfake.ConfigMap("b", "6"))
@@ -194,7 +196,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 	if !ok || ev.Type != watch.Error {
 		t.Fatalf("got %v %v", ev.Type, ok)
 	}
-	if st, _ := ev.Object.(*metav1.Status); st == nil || st.Reason != StatusReasonStreamingListUnsupported {
+	if st, _ := ev.Object.(*metav1.Status); st == nil || st.Reason != watchpipe.StatusReasonStreamingListUnsupported {
 		t.Fatalf("error event %+v", ev.Object)
 	}
 	if srv.Capabilities(context.Background()).Get(capability.StreamingList) != capability.No {
@@ -207,7 +209,7 @@ func TestGuardDetectsMissingBookmarkSoonAfterExpectedCount(t *testing.T) {
 func TestGuardCutStreamIsNoEvidence(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	srv := capability.Static(capability.Capabilities{})
-	w := watchpipe.GuardInitialEvents(context.Background(), fw, GuardOptions{Server: srv}, discard())
+	w := watchpipe.GuardInitialEvents(context.Background(), fw, watchpipe.GuardOptions{Server: srv}, discard())
 	defer w.Stop()
 	fw.Add(testfake.ConfigMap("a", "5"))
 	recv(t, w, time.Second)
@@ -247,7 +249,7 @@ func TestStreamingListWithoutResponseIsAbandoned(t *testing.T) {
 func TestRelistAtUnservedVersionIsMostRecent(t *testing.T) {
 	c := &scripted{t: t, answers: answers{page("450", "", "a")},
 		watchFn: func(metav1.ListOptions) (watch.Interface, error) { return nil, testfake.TooLarge(1) }}
-	lw := NewListerWatcher(c, Options{Policy: fastPolicy()})
+	lw := NewListerWatcher(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()}))
 	if _, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "439", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: ptr.To(true)}); err == nil {
 		t.Fatal("no error")
 	}
@@ -288,7 +290,7 @@ func TestListerWatcherReportsFirstEventAtOnce(t *testing.T) {
 	fw := watch.NewRaceFreeFake()
 	c := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	rec := &rvRecorder{}
-	tick := watchpipe.StallCheckInterval(DefaultStallTimeout)
+	tick := watchpipe.StallCheckInterval(defaultStallTimeout)
 	begin := time.Now() // before the watch (and its ticks) starts
 	w, err := NewListerWatcher(c, Options{Metrics: rec}).WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "5"})
 	if err != nil {

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,10 +75,10 @@ func adapters(t *testing.T, cfg *rest.Config) map[string]lister.Client {
 
 // quick is a Policy whose own retries are fast: two retries, 1ms apart, and
 // a server's Retry-After capped at 50ms.
-var quick = lister.Options{Policy: fallback.Policy{
+var quick = knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy.Policy{
 	MaxRetryAfter: 50 * time.Millisecond,
-	Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: 2},
-}}
+	Backoff:       policy.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: 2},
+}})
 
 // A 429 or 5xx with any Retry-After client-go parses (zero, negative,
 // huge) is retried by client-go up to 10 times inside one request (11 on
@@ -187,7 +191,7 @@ func TestHiddenRetriesOfUsersClientsAreCounted(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, answer(http.StatusTooManyRequests, "0"))
 	cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
 	opts := quick
-	opts.Policy.Backoff.MaxRetries = 1
+	knobs.ListerOf(&opts).Policy.Backoff.MaxRetries = 1
 	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
 	if !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("error %v; want the 429", err)

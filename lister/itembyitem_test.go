@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +57,7 @@ func wireConfigMaps(t *testing.T, cfg *rest.Config) lister.Client {
 
 // fastRetries: the lister retries at once (1ms backoff).
 func fastRetries() lister.Options {
-	return lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}}
+	return knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy.Policy{Backoff: policy.Backoff{Initial: time.Millisecond, Max: time.Millisecond}}})
 }
 
 func pagesAndItems(t *testing.T, c lister.Client, q lister.Query, noRestart bool) []string {

@@ -140,9 +140,9 @@ type handover struct {
 	// without ItemByItem allocates nothing for it). Nothing changes the
 	// call while its request is in flight, and head only reads it.
 	call       engine.Call
-	page       PageFunc
+	page       pageFunc
 	item       func(runtime.Object) error
-	sampleSize bool // estimate the page's bytes (Options.MaxPageBytes)
+	sampleSize bool // estimate the page's bytes (knobs.Lister.MaxPageBytes)
 
 	// The current answer's: headed, its page was handed over; refused, the
 	// list (ListMeta, no items) the engine refused before it was; items,
@@ -165,7 +165,7 @@ var errHeadRefused = errors.New("lister: answer refused from its ListMeta before
 // after its items were handed over could not be voided), a ListGate (its
 // answers are shared whole among the callers that start together), or a
 // client that does not decode its lists itself.
-func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
+func (l *Lister) handover(page pageFunc, cfg *pageConfig) *handover {
 	if cfg.item == nil || cfg.onRestart == nil || l.o.ListGate != nil {
 		return nil
 	}
@@ -173,7 +173,7 @@ func (l *Lister) handover(page PageFunc, cfg *pageConfig) *handover {
 	if !ok || !il.listsItems() {
 		return nil
 	}
-	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.MaxPageBytes > 0}
+	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.knobs.MaxPageBytes > 0}
 }
 
 // forRequest returns h for a page request of call, nil for any other (a

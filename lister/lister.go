@@ -34,10 +34,10 @@ func New(c Client, o Options) *Lister {
 	return &Lister{c: withTransform(withScopedItems(c), o), o: o}
 }
 
-// PageFunc receives one page (a list object with its items). It must not
+// pageFunc receives one page (a list object with its items). It must not
 // keep the page if memory is to stay bounded; returning an error stops the
 // list and returns that error.
-type PageFunc func(page runtime.Object) error
+type pageFunc func(page runtime.Object) error
 
 // PageOption configures ListPages.
 type PageOption func(*pageConfig)
@@ -125,7 +125,7 @@ func (l *Lister) list(ctx context.Context, q Query, base metav1.ListOptions) (ru
 // ListPages runs q page by page and hands each page to page as it arrives;
 // memory stays bounded by the page size (set it with q.WithLimit). The
 // Record's RemainingItemCount (and each page's ListMeta) show progress.
-func (l *Lister) ListPages(ctx context.Context, q Query, page PageFunc, opts ...PageOption) (*Record, error) {
+func (l *Lister) ListPages(ctx context.Context, q Query, page pageFunc, opts ...PageOption) (*Record, error) {
 	cfg := &pageConfig{}
 	for _, o := range opts {
 		o(cfg)

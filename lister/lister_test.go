@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,7 +31,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 		page("50", "", "c"),
 	}}
 	rec := &countingRecorder{}
-	l := New(c, Options{Server: srv, Policy: fastPolicy(), Metrics: rec, Name: "cms"})
+	l := New(c, knobs.WithLister(Options{Server: srv, Metrics: rec, Name: "cms"}, knobs.Lister{Policy: fastPolicy()}))
 	obj, r, err := l.List(context.Background(), NotOlderThan("10").WithLimit(2))
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +56,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 		!strings.Contains(r.Fallbacks[0].Detail, "limit=1 MostRecent list") || r.Fallbacks[0].Attempt != 1 {
 		t.Fatalf("fallbacks %v", r.Fallbacks)
 	}
-	if r.Requests[1].Purpose != PurposeNewerRVProbe || r.Requests[0].Class != fallback.Gone {
+	if r.Requests[1].Purpose != purposeNewerRVProbe || r.Requests[0].Class != fallback.Gone {
 		t.Fatalf("requests %+v", r.Requests)
 	}
 	// The 410 proved the server ignores resourceVersionMatch: the next list uses the legacy form.
@@ -70,7 +74,7 @@ func TestRule1GoneRetriesAtNewerRVFromProbe(t *testing.T) {
 
 func TestRule1PrefersCallersNewerRV(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone()), page("30", "", "a")}}
-	l := New(c, Options{Policy: fastPolicy(), LastObservedRV: func() string { return "30" }})
+	l := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy(), LastObservedRV: func() string { return "30" }}))
 	_, r, err := l.List(context.Background(), NotOlderThan("10").WithLimit(5))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +93,7 @@ func TestRule1ExhaustedFallsBackToMostRecentButNeverOlder(t *testing.T) {
 	}}
 	p := fastPolicy()
 	p.MaxNewerRVRetries = 1
-	l := New(c, Options{Policy: p})
+	l := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: p}))
 	_, r, err := l.List(context.Background(), NotOlderThan("10").WithLimit(5))
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +106,7 @@ func TestRule1ExhaustedFallsBackToMostRecentButNeverOlder(t *testing.T) {
 	// The MostRecent fallback answering older than the floor is never accepted.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone()), page("5", "", "old")}}
 	p.MaxNewerRVRetries = -1
-	l = New(c, Options{Policy: p})
+	l = New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: p}))
 	handed := 0
 	_, err = l.ListPages(context.Background(), NotOlderThan("10").WithLimit(5), func(runtime.Object) error { handed++; return nil })
 	if !errors.Is(err, ErrTooLargeResourceVersion) || handed != 0 {
@@ -119,7 +123,7 @@ func TestRule1DisabledFallbackFails(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.Gone())}}
 	p := fastPolicy()
 	p.MaxNewerRVRetries, p.DisableMostRecentFallback = -1, true
-	_, _, err := New(c, Options{Policy: p}).List(context.Background(), NotOlderThan("10").WithLimit(5))
+	_, _, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: p})).List(context.Background(), NotOlderThan("10").WithLimit(5))
 	var le *Error
 	if !errors.As(err, &le) || le.Reason != "rule1-gone-exhausted" || !errors.Is(err, ErrRetriesExhausted) || !apierrors.IsResourceExpired(err) {
 		t.Fatalf("err %v", err)
@@ -133,7 +137,7 @@ func TestRule2ExactMismatchRetriesWithLimit(t *testing.T) {
 		page("10", "c", "a"),  // rv=10&limit=3: legacy Exact
 		page("10", "", "b"),
 	}}
-	l := New(c, Options{Server: srv, Policy: fastPolicy(), PageSize: 3})
+	l := New(c, knobs.WithLister(Options{Server: srv, PageSize: 3}, knobs.Lister{Policy: fastPolicy()}))
 	obj, r, err := l.List(context.Background(), Exact("10"))
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +188,7 @@ func TestContinueExpiredNeverStitches(t *testing.T) {
 	// Without OnRestart, pages already handed over cannot be voided: fail.
 	c := &scripted{t: t, answers: answers()}
 	var got []string
-	_, err := New(c, Options{Policy: fastPolicy()}).ListPages(context.Background(), MostRecent().WithLimit(1), func(p runtime.Object) error {
+	_, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).ListPages(context.Background(), MostRecent().WithLimit(1), func(p runtime.Object) error {
 		got = append(got, names(p)...)
 		return nil
 	})
@@ -195,7 +199,7 @@ func TestContinueExpiredNeverStitches(t *testing.T) {
 	// With OnRestart the caller learns the pages are void; the list restarts.
 	c = &scripted{t: t, answers: answers()}
 	got, restarts := nil, 0
-	r, err := New(c, Options{Policy: fastPolicy()}).ListPages(context.Background(), MostRecent().WithLimit(1), func(p runtime.Object) error {
+	r, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).ListPages(context.Background(), MostRecent().WithLimit(1), func(p runtime.Object) error {
 		got = append(got, names(p)...)
 		return nil
 	}, OnRestart(func(ev fallback.Event) error {
@@ -215,7 +219,7 @@ func TestContinueExpiredNeverStitches(t *testing.T) {
 
 	// List() restarts internally and returns only the new snapshot.
 	c = &scripted{t: t, answers: answers()}
-	obj, _, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), MostRecent().WithLimit(1))
+	obj, _, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).List(context.Background(), MostRecent().WithLimit(1))
 	if err != nil || !slices.Equal(names(obj), []string{"a", "b"}) || obj.(metav1.ListInterface).GetResourceVersion() != "30" {
 		t.Fatalf("List after restart: %v %v", err, obj)
 	}
@@ -225,7 +229,7 @@ func TestContinueExpiredNotOlderThanRestartsAtNewerRV(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
 		page("20", "c1", "a"), fail(testfake.Gone()), page("45", "", "probe"), page("45", "", "a", "b"),
 	}}
-	obj, r, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), NotOlderThan("15").WithLimit(1))
+	obj, r, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).List(context.Background(), NotOlderThan("15").WithLimit(1))
 	if err != nil || !slices.Equal(names(obj), []string{"a", "b"}) {
 		t.Fatalf("%v %v", err, obj)
 	}
@@ -242,8 +246,8 @@ func TestContinueExpiredUnpaginatedPolicy(t *testing.T) {
 		page("20", "c1", "a"), fail(testfake.Gone()), page("33", "", "a", "b"),
 	}}
 	p := fastPolicy()
-	p.ContinueExpired = fallback.RestartUnpaginated
-	_, r, err := New(c, Options{Policy: p}).List(context.Background(), NotOlderThan("15").WithLimit(1))
+	p.ContinueExpired = policy.RestartUnpaginated
+	_, r, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: p})).List(context.Background(), NotOlderThan("15").WithLimit(1))
 	if err != nil || c.calls()[2] != (metav1.ListOptions{ResourceVersion: "15", ResourceVersionMatch: "NotOlderThan"}) {
 		t.Fatalf("%v %+v", err, c.calls())
 	}
@@ -256,7 +260,7 @@ func TestContinuePageFromAnotherSnapshotIsNotStitched(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){
 		page("20", "c1", "a"), page("21", "", "b"), page("22", "", "a", "b"),
 	}}
-	obj, r, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), MostRecent().WithLimit(1))
+	obj, r, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).List(context.Background(), MostRecent().WithLimit(1))
 	if err != nil || r.ServedResourceVersion != "22" || !slices.Equal(names(obj), []string{"a", "b"}) || r.Restarts != 1 {
 		t.Fatalf("%v %+v", err, r)
 	}
@@ -270,7 +274,7 @@ func TestTooLargeHonoursRetryAfterThenFallsBack(t *testing.T) {
 	p.MaxRetryAfter = 60 * time.Millisecond // the server asks for 1s; the cap bounds it
 	p.MaxTooLargeRetries = 1
 	start := time.Now()
-	_, r, err := New(c, Options{Policy: p}).List(context.Background(), NotOlderThan("90"))
+	_, r, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: p})).List(context.Background(), NotOlderThan("90"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,14 +294,14 @@ func TestTooLargeHonoursRetryAfterThenFallsBack(t *testing.T) {
 	// Exact never falls back.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(testfake.TooLarge(0))}}
 	p.MaxTooLargeRetries = -1
-	if _, _, err := New(c, Options{Policy: p}).List(context.Background(), Exact("90").WithLimit(1)); !errors.Is(err, ErrExactUnavailable) {
+	if _, _, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: p})).List(context.Background(), Exact("90").WithLimit(1)); !errors.Is(err, ErrExactUnavailable) {
 		t.Fatalf("exact too large: %v", err)
 	}
 }
 
 func TestTransientErrorsBackOffBounded(t *testing.T) {
 	c := &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(apierrors.NewTooManyRequests("slow", 0))}}
-	_, r, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), Any())
+	_, r, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).List(context.Background(), Any())
 	if !errors.Is(err, ErrRetriesExhausted) || !apierrors.IsTooManyRequests(err) || len(c.calls()) != 3 {
 		t.Fatalf("err %v calls %d", err, len(c.calls()))
 	}
@@ -306,7 +310,7 @@ func TestTransientErrorsBackOffBounded(t *testing.T) {
 	}
 	// A 503 then success.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){fail(apierrors.NewServiceUnavailable("x")), page("7", "", "a")}}
-	if _, _, err := New(c, Options{Policy: fastPolicy()}).List(context.Background(), Any()); err != nil {
+	if _, _, err := New(c, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()})).List(context.Background(), Any()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -401,7 +405,7 @@ func TestGetExactScansCollectionWhenNameListIsNotExact(t *testing.T) {
 		page("10", "", "b"),
 	}}
 	rm := &countingRecorder{}
-	l := New(c, Options{Server: capability.Static(capability.Capabilities{}), Policy: fastPolicy(), PageSize: 3, LabelSelector: "app=x", Metrics: rm})
+	l := New(c, knobs.WithLister(Options{Server: capability.Static(capability.Capabilities{}), PageSize: 3, LabelSelector: "app=x", Metrics: rm}, knobs.Lister{Policy: fastPolicy()}))
 	obj, r, err := l.GetExact(context.Background(), "foo", "10")
 	if err != nil || obj.(metav1.Object).GetName() != "foo" || r.ServedResourceVersion != "10" {
 		t.Fatalf("%v %v %+v", err, obj, r)
@@ -425,14 +429,14 @@ func TestGetExactScansCollectionWhenNameListIsNotExact(t *testing.T) {
 
 	// Not in the collection at rv: NotFound, not an object from another resourceVersion.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), page("10", "", "a")}}
-	l = New(c, Options{Server: capability.Static(capability.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
+	l = New(c, knobs.WithLister(Options{Server: capability.Static(capability.Capabilities{}), PageSize: 3}, knobs.Lister{Policy: fastPolicy()}))
 	if _, _, err := l.GetExact(context.Background(), "foo", "10"); !apierrors.IsNotFound(err) {
 		t.Fatalf("want NotFound, got %v", err)
 	}
 
 	// rv compacted: the scan's 410 is ErrExactUnavailable.
 	c = &scripted{t: t, answers: []func(metav1.ListOptions) (runtime.Object, error){page("12", "", "foo"), page("12", "", "foo"), fail(testfake.Gone())}}
-	l = New(c, Options{Server: capability.Static(capability.Capabilities{}), Policy: fastPolicy(), PageSize: 3})
+	l = New(c, knobs.WithLister(Options{Server: capability.Static(capability.Capabilities{}), PageSize: 3}, knobs.Lister{Policy: fastPolicy()}))
 	if _, _, err := l.GetExact(context.Background(), "foo", "10"); !errors.Is(err, ErrExactUnavailable) || !apierrors.IsResourceExpired(err) {
 		t.Fatalf("want ErrExactUnavailable, got %v", err)
 	}

@@ -121,12 +121,12 @@ func (lw *ListerWatcher) Watch(options metav1.ListOptions) (watch.Interface, err
 
 // ListWithContext implements cache.ListerWithContext.
 func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-	return lw.lw.ListWithContext(wirewait.WithBound(ctx, lw.l.o.Policy.ResponseTimeout), options)
+	return lw.lw.ListWithContext(wirewait.WithBound(ctx, lw.l.o.ResponseTimeout), options)
 }
 
 // WatchWithContext implements cache.WatcherWithContext.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-	return lw.lw.WatchWithContext(wirewait.WithBound(ctx, lw.l.o.Policy.ResponseTimeout), options)
+	return lw.lw.WatchWithContext(wirewait.WithBound(ctx, lw.l.o.ResponseTimeout), options)
 }
 
 // IsWatchListSemanticsUnSupported is read once by client-go's reflector

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
+
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,7 +31,7 @@ func TestListGateLeavesSingleObjectReadsAlone(t *testing.T) {
 	if _, _, err := l.CurrentResourceVersion(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := ExpectedInitialEvents(context.Background(), c, metav1.ListOptions{}); !ok || n != 0 {
+	if n, ok := watchpipe.ExpectedInitialEvents(context.Background(), c, metav1.ListOptions{}); !ok || n != 0 {
 		t.Fatalf("count list: %d, %v", n, ok)
 	}
 	if _, _, err := l.List(context.Background(), MostRecent().WithLimit(1)); err != nil {
@@ -48,7 +52,7 @@ func TestListGateHeldByAStreamingListUntilItsInitialEventsEnd(t *testing.T) {
 	sc := &scripted{t: t, watchFn: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil }}
 	rec := &gateRecorder{}
 	srv := staticServer(capability.Yes, capability.Yes)
-	w, err := NewListerWatcher(sc, Options{Server: srv, ListGate: gate, Metrics: rec, DisableInitialEventsCount: true}).
+	w, err := NewListerWatcher(sc, knobs.WithLister(Options{Server: srv, ListGate: gate, Metrics: rec}, knobs.Lister{DisableInitialEventsCount: true})).
 		WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +103,7 @@ func TestListGateReleasedWhenAStreamingListFails(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			sc := &scripted{t: t, watchFn: watchFn}
-			lw := NewListerWatcher(sc, Options{Server: staticServer(capability.Yes, capability.Yes), ListGate: gate, DisableInitialEventsCount: true})
+			lw := NewListerWatcher(sc, knobs.WithLister(Options{Server: staticServer(capability.Yes, capability.Yes), ListGate: gate}, knobs.Lister{DisableInitialEventsCount: true}))
 			w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{SendInitialEvents: ptr.To(true)})
 			if err == nil {
 				for range w.ResultChan() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/steadywatch/steadywatch/internal/testfake"
@@ -20,7 +22,7 @@ func TestMaxRequestsDoesNotCountPages(t *testing.T) {
 		objs[i] = testfake.ConfigMap(fmt.Sprintf("cm-%03d", i), "")
 	}
 	c := newServer(t, steadywatchtest.Faults{}, objs...)
-	obj, rec, err := New(c, Options{MaxRequests: 4}).List(context.Background(), MostRecent().WithLimit(1))
+	obj, rec, err := New(c, knobs.WithLister(Options{}, knobs.Lister{MaxRequests: 4})).List(context.Background(), MostRecent().WithLimit(1))
 	if err != nil {
 		t.Fatalf("List over 150 pages with MaxRequests 4: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
@@ -22,7 +24,7 @@ func TestListMemoryFollowsArrivedItems(t *testing.T) {
 		func(metav1.ListOptions) (kruntime.Object, error) { return first, nil },
 		page("10", "", "c", "d"),
 	}}
-	l := New(s, Options{Policy: fastPolicy()})
+	l := New(s, knobs.WithLister(Options{}, knobs.Lister{Policy: fastPolicy()}))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -26,10 +30,10 @@ const bound = 300 * time.Millisecond
 
 // noAnswerOptions bounds responses to 300ms and retries once, at once.
 func noAnswerOptions(retries int) lister.Options {
-	return lister.Options{Policy: fallback.Policy{
+	return knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy.Policy{
 		ResponseTimeout: bound,
-		Backoff:         fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: retries},
-	}}
+		Backoff:         policy.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1, MaxRetries: retries},
+	}})
 }
 
 func withDeadline(t *testing.T) context.Context {
@@ -131,7 +135,7 @@ func TestSlowListBodyIsNotCut(t *testing.T) {
 	})
 	c := adapters(t, cfg)["FromClientset"]
 	o := noAnswerOptions(-1)
-	o.Policy.ResponseTimeout = slowBound
+	o.ResponseTimeout = slowBound
 	obj, _, err := lister.New(c, o).List(withDeadline(t), fallback.MostRecentQuery())
 	if err != nil {
 		t.Fatalf("List: %v; want the whole list", err)

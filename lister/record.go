@@ -8,21 +8,19 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 )
 
-// Purpose says why a request was sent.
-type Purpose string
-
+// Why a request was sent (SentRequest.Purpose).
 const (
-	// PurposePage is a page of the list (or its only request).
-	PurposePage Purpose = "page"
-	// PurposeNewerRVProbe is the limit=1 MostRecent list that supplies a newer
-	// resourceVersion for rule 1 or a list restart (or the current one:
-	// Lister.CurrentResourceVersion).
-	PurposeNewerRVProbe Purpose = "newer-rv-probe"
+	purposePage         = "page"
+	purposeNewerRVProbe = "newer-rv-probe"
 )
 
 // SentRequest is one request as it went on the wire and what came back.
 type SentRequest struct {
-	Purpose Purpose
+	// Purpose says why it was sent: "page" (a page of the list, or its only
+	// request) or "newer-rv-probe" (the limit=1 MostRecent list that
+	// supplies a newer resourceVersion for rule 1 or a list restart, or the
+	// current one: Lister.CurrentResourceVersion).
+	Purpose string
 	// Options are the wire ListOptions actually sent (selectors included).
 	Options metav1.ListOptions
 	// Form is the wire form used.

@@ -39,7 +39,7 @@ func ResourceOf(example runtime.Object) (gvr schema.GroupVersionResource, ok boo
 
 // ResourceName is the low-cardinality label of a resource: "v1/configmaps",
 // "apps/v1/deployments".
-func ResourceName(gvr schema.GroupVersionResource) string {
+func resourceName(gvr schema.GroupVersionResource) string {
 	if gvr.Group == "" {
 		return gvr.Version + "/" + gvr.Resource
 	}

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,8 +117,8 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 // waiting again.
 func TestNotOlderThanOnStuckWatchCacheUnknownServerSeesItInTheAnswers(t *testing.T) {
 	srv, rv := stuckServer(t)
-	p := fallback.Policy{MaxRetryAfter: time.Millisecond}
-	obj, r, err := lister.New(srv.InNamespace("default"), lister.Options{Policy: p}).List(context.Background(), lister.NotOlderThan(rv))
+	p := policy.Policy{MaxRetryAfter: time.Millisecond}
+	obj, r, err := lister.New(srv.InNamespace("default"), knobs.WithLister(lister.Options{}, knobs.Lister{Policy: p})).List(context.Background(), lister.NotOlderThan(rv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -26,8 +29,8 @@ func TestExactFarFutureIsTypedTooLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	policy := fallback.Policy{MaxRetryAfter: time.Millisecond}
-	_, rec, err := lister.New(srv.InNamespace("default"), lister.Options{Policy: policy}).List(context.Background(), lister.Exact("999999999"))
+	policy := policy.Policy{MaxRetryAfter: time.Millisecond}
+	_, rec, err := lister.New(srv.InNamespace("default"), knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy})).List(context.Background(), lister.Exact("999999999"))
 	var tl *lister.ResourceVersionTooLargeError
 	if !errors.As(err, &tl) {
 		t.Fatalf("err = %v; want a *lister.ResourceVersionTooLargeError", err)

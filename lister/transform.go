@@ -279,7 +279,7 @@ func (c transformClient) List(ctx context.Context, o metav1.ListOptions) (runtim
 // Watch applies the transform to the object of every ADDED, MODIFIED and
 // DELETED event (bookmarks and errors pass unchanged), one hand-over per
 // event on top of the client's own. A failure ends the watch with an error
-// event (TransformFailedEvent), so the informer lists again.
+// event (transformFailedEvent), so the informer lists again.
 func (c transformClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	w, err := c.Client.Watch(ctx, o)
 	if err != nil {
@@ -312,7 +312,7 @@ func (c transformClient) relay(ctx context.Context, r *watchpipe.Relay) {
 			obj, err := c.tf.apply(ev.Object)
 			if err != nil {
 				c.tf.observe(ctx, err)
-				r.Send(TransformFailedEvent(err))
+				r.Send(transformFailedEvent(err))
 				return
 			}
 			ev.Object = obj
@@ -323,18 +323,18 @@ func (c transformClient) relay(ctx context.Context, r *watchpipe.Relay) {
 	}
 }
 
-// StatusReasonTransformFailed is the reason of the error event that ends a
-// watch whose transform failed (TransformFailedEvent).
-const StatusReasonTransformFailed metav1.StatusReason = "TransformFailed"
+// statusReasonTransformFailed is the reason of the error event that ends a
+// watch whose transform failed (transformFailedEvent).
+const statusReasonTransformFailed metav1.StatusReason = "TransformFailed"
 
-// TransformFailedEvent is the error event that ends a watch whose
+// transformFailedEvent is the error event that ends a watch whose
 // Options.Transform failed on an event's object. Its status has no HTTP
 // code of a server answer (neither 410 nor 5xx): client-go's reflector and
 // reflector.New both end the watch and list again after a backoff, and the
 // list applies the transform again.
-func TransformFailedEvent(err error) watch.Event {
+func transformFailedEvent(err error) watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{
-		Status: metav1.StatusFailure, Reason: StatusReasonTransformFailed, Message: "steadywatch: " + err.Error(),
+		Status: metav1.StatusFailure, Reason: statusReasonTransformFailed, Message: "steadywatch: " + err.Error(),
 	}}
 }
 

@@ -222,7 +222,7 @@ func TestTransformOverAnyClient(t *testing.T) {
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad"}})
 	ev = <-w.ResultChan()
 	st, ok := ev.Object.(*metav1.Status)
-	if ev.Type != watch.Error || !ok || st.Reason != StatusReasonTransformFailed || !strings.Contains(st.Message, "ns/bad") {
+	if ev.Type != watch.Error || !ok || st.Reason != statusReasonTransformFailed || !strings.Contains(st.Message, "ns/bad") {
 		t.Fatalf("after a failed transform: %s %#v; want the TransformFailed error event naming ns/bad", ev.Type, ev.Object)
 	}
 	if _, open := <-w.ResultChan(); open {

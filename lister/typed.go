@@ -18,7 +18,7 @@ import (
 // makes no retry of its own inside them (fallback.NoHiddenRetries lists the
 // retries it would make), so every request on the wire is one the lister
 // or reflector counts, and every server-asked wait one it caps
-// (Policy.MaxRetryAfter). Lists decode the response item by item as it
+// (Options.MaxRetryAfter). Lists decode the response item by item as it
 // arrives instead of reading it whole first: the objects are the same, but
 // the client never holds the whole response body and the decoded list at
 // once (on 50,000 ConfigMaps the response body is about 40% of client-go's

@@ -7,17 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/lister"
 )
 
 func TestBackoffDelayNeverExceedsMax(t *testing.T) {
-	o := Options{Backoff: fallback.BackoffPolicy{Initial: time.Second, Max: 4 * time.Second}}
+	o := knobs.WithReflector(Options{}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Second, Max: 4 * time.Second}})
 	r := New(&fakeClient{}, nil, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	sawMax := false
 	for i := 0; i < 50; i++ {
@@ -51,7 +56,7 @@ func droppedStream() runtime.Object {
 func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
-	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
+	o.knobs.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ { // earlier failures: the next delay would be ~1 minute
 		r.delay(0)
@@ -76,7 +81,7 @@ func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
-	o.Backoff = fallback.BackoffPolicy{Initial: 20 * time.Millisecond, Max: time.Minute}
+	o.knobs.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ {
 		r.delay(0)
@@ -98,7 +103,7 @@ func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 // retries is followed by at least the call backoff's Max.
 func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) {
 	r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
-	floor := fallback.Policy{}.WithDefaults().Backoff.Max
+	floor := policy.Policy{}.WithDefaults().Backoff.Max
 	exhausted := &lister.Error{Reason: "retries-exhausted", Class: fallback.Throttled, Attempt: 6,
 		Err: apierrors.NewTooManyRequests("slow down", 0)}
 	for i := 0; i < 3; i++ {

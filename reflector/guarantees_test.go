@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -37,8 +38,8 @@ func relistsBackOff(t *testing.T, c Client, lists func() int) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
 	o := fastOptions(&recorder{})
-	o.Clock = clk
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	o.knobs.Clock = clk
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(c, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	waitBackingOff := func(want int) {
@@ -92,7 +93,7 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 // not park the reflector for an hour.
 func TestRetryAfterIsCapped(t *testing.T) {
 	r := New(&fakeClient{}, nil, cache.NewStore(cache.MetaNamespaceKeyFunc), Options{})
-	if d, limit := r.delay(time.Hour), (fallback.Policy{}).WithDefaults().MaxRetryAfter; d > limit {
+	if d, limit := r.delay(time.Hour), (policy.Policy{}).WithDefaults().MaxRetryAfter; d > limit {
 		t.Fatalf("delay for Retry-After 1h = %v", d)
 	}
 }
@@ -178,8 +179,8 @@ func TestEveryListTooManyRequestsBacksOff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	o := fastOptions(&recorder{})
 	o.PaginateLists = false // the default: the current-resourceVersion read first
-	o.Clock = clk
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	o.knobs.Clock = clk
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	backingOff := func() int32 {

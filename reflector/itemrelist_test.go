@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -203,7 +207,7 @@ func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) 
 	rec := &recorder{}
 	o := fastOptions(rec)
 	o.PaginateLists = false
-	o.Lister.Policy.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
 	r := New(c, &corev1.ConfigMap{}, store, o)
 	if r.objects == nil {
 		t.Fatal("the store is not filled object by object")

@@ -42,7 +42,7 @@ func (r *Reflector) clientList(ctx context.Context, q fallback.Query) (runtime.O
 			opts.ResourceVersionMatch = metav1.ResourceVersionMatchExact
 		} else if q.Limit <= 0 {
 			// Legacy servers read resourceVersion=N as Exact only with a limit.
-			q.Limit = DefaultPageSize
+			q.Limit = documentedPageSize
 		}
 	}
 	p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

@@ -44,7 +44,7 @@ func TestInformerWatchErrorHandlerGetsTheReflectorsErrors(t *testing.T) {
 		t.Fatalf("%T does not hold its reflector", inf)
 	}
 	// A short backoff: the default only makes the test slower.
-	a.reflector.o.Backoff.Initial, a.reflector.o.Backoff.Max = time.Millisecond, 5*time.Millisecond
+	a.reflector.o.Reflector.Backoff.Initial, a.reflector.o.Reflector.Backoff.Max = time.Millisecond, 5*time.Millisecond
 	a.reflector.backoff = a.reflector.o.Backoff.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

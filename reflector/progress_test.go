@@ -4,13 +4,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
@@ -30,8 +33,8 @@ func TestWatchWithoutProgressBacksOff(t *testing.T) {
 		},
 	}
 	o := fastOptions(&recorder{})
-	o.Clock = clk
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
+	o.knobs.Clock = clk
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	waitBackingOff := func(watches, lists int) {
@@ -60,10 +63,10 @@ func TestCompletedStreamingListResetsBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	o := fastOptions(&recorder{})
-	o.Clock = clk
+	o.knobs.Clock = clk
 	o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
-	o.Lister.DisableInitialEventsCount = true
-	o.Backoff = fallback.BackoffPolicy{Initial: 100 * time.Millisecond, Max: time.Hour, Jitter: -1}
+	knobs.ListerOf(&o.Lister).DisableInitialEventsCount = true
+	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Hour, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for range 10 { // earlier failures: the next delay would be 102.4s
 		r.delay(0)

@@ -26,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/knobs"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/rvwait"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
@@ -36,15 +37,6 @@ import (
 // Client is the list/watch pair the reflector talks to: lister.Client, so
 // every adapter (lister.FromFuncs, FromDynamic, FromMetadata) serves both.
 type Client = lister.Client
-
-// ListFromLister returns l's List as a ListFunc (its Record is dropped; the
-// lister logs and counts its fallbacks itself).
-func ListFromLister(l *lister.Lister) ListFunc {
-	return func(ctx context.Context, q fallback.Query) (runtime.Object, error) {
-		obj, _, err := l.List(ctx, q)
-		return obj, err
-	}
-}
 
 // Reflector keeps a client-go store in step with the apiserver: list (or
 // streaming list), then watch, then recover from every resourceVersion corner
@@ -213,6 +205,8 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 type settings struct {
 	Options
 	listerSettings
+	knobs.Reflector              // Options' knobs, resolved
+	lk              knobs.Lister // Options.Lister's knobs, resolved
 	// pageSize is the page size of the reflector's own MostRecent, Any and
 	// Exact lists: Lister.PageSize, 0 (unpaginated) when it is negative.
 	pageSize int64
@@ -225,27 +219,29 @@ type listerSettings = lister.Options
 func resolve(o Options, expectedType runtime.Object) settings {
 	o = o.withDefaults()
 	pageSize := o.Lister.PageSize
-	switch {
-	case pageSize == 0:
-		pageSize = DefaultPageSize
-	case pageSize < 0:
+	if pageSize <= 0 {
+		pageSize = lister.Options{}.Resolve(nil).PageSize
+	}
+	if o.knobs.Unpaginated {
 		pageSize = 0
 	}
-	if o.Lister.Policy.MaxNewerRVRetries == 0 {
+	lk := knobs.ListerOf(&o.Lister)
+	if lk.Policy.MaxNewerRVRetries == 0 {
 		// The reflector's lists at a resourceVersion are unpaginated
 		// NotOlderThan lists (planList, relistQuery); a 410 on one is not
 		// the legacy-Exact answer to a paginated list that rule 1's retries
 		// at a newer resourceVersion (KEP-2523) are for. Each retry costs a
 		// limit=1 read and a list; the MostRecent fallback is one list that
 		// is never older than the store.
-		o.Lister.Policy.MaxNewerRVRetries = -1
+		lk.Policy.MaxNewerRVRetries = -1
 	}
 	lo := o.Lister.Resolve(expectedType)
-	if lo.MaxPageSize == 0 {
-		lo.MaxPageSize = DefaultMaxPageSizeFactor * pageSize
+	lok := knobs.ListerOf(&lo)
+	if lok.MaxPageSize == 0 {
+		lok.MaxPageSize = defaultMaxPageSizeFactor * pageSize
 	}
 	o.Lister = lo
-	return settings{Options: o, listerSettings: lo, pageSize: pageSize}
+	return settings{Options: o, listerSettings: lo, Reflector: o.knobs, lk: *lok, pageSize: pageSize}
 }
 
 // listerOptions are the options of the reflector's default lister: the
@@ -254,7 +250,7 @@ func resolve(o Options, expectedType runtime.Object) settings {
 // store already reflects).
 func (r *Reflector) listerOptions() lister.Options {
 	lo := r.o.Options.Lister
-	lo.LastObservedRV = r.LastSyncResourceVersion
+	knobs.ListerOf(&lo).LastObservedRV = r.LastSyncResourceVersion
 	return lo
 }
 
@@ -296,7 +292,7 @@ func (r *Reflector) Run(ctx context.Context) {
 	}
 	// Every request below, the SDK's own clients' and those of clients
 	// built from fallback.NoHiddenRetries, is bounded by ResponseTimeout.
-	ctx = wirewait.WithBound(klog.NewContext(ctx, logger), r.o.Lister.Policy.ResponseTimeout)
+	ctx = wirewait.WithBound(klog.NewContext(ctx, logger), r.o.ResponseTimeout)
 	if r.invalid != nil {
 		logger.Error(r.invalid, "Reflector not started: its options cannot be honoured")
 		r.transition(ctx, stopped{}, stopped{}, because(reason.InvalidOptions, "%v", r.invalid))
@@ -438,7 +434,7 @@ func relistQuery(rv string) fallback.Query {
 }
 
 // delay returns the next backoff delay, or the server's Retry-After when it
-// is longer; a Retry-After is capped by Options.Lister.Policy.MaxRetryAfter (a proxy
+// is longer; a Retry-After is capped by Options.Lister.MaxRetryAfter (a proxy
 // answering "Retry-After: 3600" does not park the reflector for an hour).
 func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	now := r.o.Clock.Now()
@@ -447,9 +443,9 @@ func (r *Reflector) delay(retryAfter time.Duration) time.Duration {
 	}
 	r.lastFailure = now
 	// The jitter spreads the delay over [0.5, 1.5] times the current
-	// interval; Options.Backoff.Max is a cap on the delay itself.
+	// interval; knobs.Reflector.Backoff.Max is a cap on the delay itself.
 	d := min(r.backoff.NextBackOff(), r.o.Backoff.Max)
-	return max(d, min(retryAfter, r.o.Policy.MaxRetryAfter))
+	return max(d, min(retryAfter, r.o.lk.Policy.MaxRetryAfter))
 }
 
 // relist returns the state that refills the store after a failed watch. A
@@ -643,7 +639,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 		klog.FromContext(ctx).V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
 	}
 	d := engine.Decide(engine.Situation{Op: engine.OpRelist, Semantic: q.Semantic, Class: class,
-		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}, r.o.Lister.Policy)
+		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}, r.o.lk.Policy)
 	next := s.retry()
 	switch d.Action {
 	case fallback.Relist:
@@ -657,11 +653,11 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	}
 	delay := r.delay(retryAfter)
 	if le := (*lister.Error)(nil); errors.As(err, &le) && reason.Code(le.Reason) == reason.RetriesExhausted {
-		// The call's own retries (Lister.Policy.Backoff) already waited up
+		// The call's own retries (knobs.Lister.Policy.Backoff) already waited up
 		// to their Max between failed requests: the next call does not
 		// start sooner, or a persistent fault would see the call's burst
 		// repeat after a short reflector delay.
-		delay = max(delay, r.o.Lister.Policy.WithDefaults().Backoff.Max)
+		delay = max(delay, r.o.lk.Policy.Backoff.Max)
 	}
 	return backingOff{delay: delay, next: next}, w
 }
@@ -796,7 +792,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	stop := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(stop) })()
 	var expected <-chan int
-	if !r.o.DisableInitialEventsCount {
+	if !r.o.lk.DisableInitialEventsCount {
 		expected = watchpipe.ExpectInitialEvents(ctx, r.client, r.selectors())
 	}
 	out, detail := watchpipe.AwaitInitialEvents(stop, w, watchpipe.GuardOptions{
@@ -996,7 +992,7 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	class, retryAfter := classify(err)
 	klog.FromContext(ctx).V(2).Info("Watch failed", "resourceVersion", rv, "class", class.String(), "err", err)
 	d := engine.Decide(engine.Situation{Op: engine.OpWatch, Class: class,
-		AttemptsLeft: attempt < max(r.o.MaxTooLargeWatchRetries, 0)}, r.o.Lister.Policy)
+		AttemptsLeft: attempt < max(r.o.MaxTooLargeWatchRetries, 0)}, r.o.lk.Policy)
 	var (
 		next state = startingWatch{rv: rv, attempt: attempt + 1}
 		then       = "watching again from " + strconv.Quote(rv)

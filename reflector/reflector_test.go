@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,11 +112,7 @@ func bookmark(rv string, initialEnd bool) *corev1.ConfigMap {
 // list request per list; the default (served from the watch cache after a
 // limit=1 probe) has tests of its own (TestInitialListFromWatchCache...).
 func fastOptions(rec *recorder) Options {
-	return Options{
-		Lister:        lister.Options{Name: "test", Metrics: rec},
-		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
-		PaginateLists: true,
-	}
+	return knobs.WithReflector(Options{Lister: lister.Options{Name: "test", Metrics: rec}, PaginateLists: true}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 }
 
 // run starts r and returns a stop function that cancels it and waits for Run to return.
@@ -260,8 +260,8 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 
 	wo := watchRequest(t, srv, 0).Options
 	l := requestsOf(srv, "list")[0].Options
-	if l.ResourceVersion != "" || l.Limit != DefaultPageSize || l.ResourceVersionMatch != "" {
-		t.Fatalf("initial list options = %+v; want MostRecent (RV \"\") with limit %d", l, DefaultPageSize)
+	if l.ResourceVersion != "" || l.Limit != documentedPageSize || l.ResourceVersionMatch != "" {
+		t.Fatalf("initial list options = %+v; want MostRecent (RV \"\") with limit %d", l, documentedPageSize)
 	}
 	if wo.ResourceVersion != "10" || !wo.AllowWatchBookmarks || wo.TimeoutSeconds == nil ||
 		*wo.TimeoutSeconds < 300 || *wo.TimeoutSeconds > 600 || wo.SendInitialEvents != nil {
@@ -404,7 +404,7 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{}, "10")
 	rec := &recorder{}
 	o := fastOptions(rec)
-	o.ShortWatch = time.Nanosecond
+	o.knobs.ShortWatch = time.Nanosecond
 	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	watchRequest(t, srv, 0)
@@ -425,7 +425,7 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	rec := &recorder{}
 	o := fastOptions(rec)
-	o.Backoff = fallback.BackoffPolicy{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
+	o.knobs.Backoff = policy.Backoff{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	watcherOf(t, fc, 0).Stop() // closed at once, no event
@@ -768,7 +768,7 @@ func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
 		}
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 		o := fastOptions(&recorder{})
-		o.Lister.MaxPageSize = c.max
+		knobs.ListerOf(&o.Lister).MaxPageSize = c.max
 		r := New(srv, &corev1.ConfigMap{}, store, o)
 		stop := run(t, r)
 		testfake.WaitFor(t, "synced", r.HasSynced)
@@ -798,7 +798,7 @@ func TestInitialListPagesGrowWithinMaxPageBytes(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	o := fastOptions(&recorder{})
 	o.PaginateLists = true
-	o.Lister.MaxPageBytes = 1 << 20
+	knobs.ListerOf(&o.Lister).MaxPageBytes = 1 << 20
 	r := New(srv, &corev1.ConfigMap{}, store, o)
 	stop := run(t, r)
 	testfake.WaitFor(t, "synced", r.HasSynced)
@@ -843,7 +843,7 @@ func TestInitialListFromWatchCache(t *testing.T) {
 				srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i)}})
 			}
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			o := Options{Lister: lister.Options{Name: "test"}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+			o := knobs.WithReflector(Options{Lister: lister.Options{Name: "test"}}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 			c.o(&o)
 			r := New(srv, &corev1.ConfigMap{}, store, o)
 			stop := run(t, r)
@@ -873,7 +873,7 @@ func TestInitialListFromWatchCacheBehind(t *testing.T) {
 		}
 		return cmList("12", testfake.ConfigMap("a", "5")), nil
 	}}
-	o := Options{Lister: lister.Options{Name: "test"}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+	o := knobs.WithReflector(Options{Lister: lister.Options{Name: "test"}}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
 	testfake.WaitFor(t, "synced", r.HasSynced)
@@ -1002,3 +1002,6 @@ func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
 		t.Fatalf("watch after relist from %q; want 30", got)
 	}
 }
+
+// documentedPageSize is lister.Options.PageSize's documented default.
+const documentedPageSize int64 = 500

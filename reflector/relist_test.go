@@ -244,7 +244,7 @@ func TestRelistFailingMidwayIsCompletedByTheNext(t *testing.T) {
 	}}
 	store := newCallStore()
 	o := fastOptions(&recorder{})
-	o.MaxTooLargeWatchRetries = -1 // a "too large" watch relists MostRecent, paginated
+	o.knobs.MaxTooLargeWatchRetries = -1 // a "too large" watch relists MostRecent, paginated
 	o.Lister.PageSize = 2
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)

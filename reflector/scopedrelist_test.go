@@ -4,6 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+	"github.com/steadywatch/steadywatch/internal/reason"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -41,8 +46,8 @@ func TestScopedDecodingRelistAppliesObjectsAsDecoded(t *testing.T) {
 			rec := &recorder{}
 			o := fastOptions(rec)
 			o.PaginateLists = false
-			o.Lister.Policy.Backoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
-			c := &clients.Scoped{LW: lister.FromListerWatcher(lw), Dec: dec, Name: "configmaps", Metrics: rec, Reason: "decoding-scope-mismatch"}
+			knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+			c := &clients.Scoped{LW: lister.FromListerWatcher(lw), Dec: dec, Name: "configmaps", Metrics: rec, Reason: string(reason.DecodingScopeMismatch)}
 			store := newAppliedStore()
 			r := New(c, &corev1.ConfigMap{}, store, o)
 			run(t, r)

@@ -7,13 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -74,12 +77,12 @@ func TestTransformAppliesToStreamingLists(t *testing.T) {
 // growing backoff, never syncing an incomplete store.
 func TestTransformFailureIsRetriedNotDropped(t *testing.T) {
 	e := newEnv(t, &probe{})
-	o := Options{Lister: lister.Options{Metrics: e.rec, Transform: func(obj any) (any, error) {
+	o := knobs.WithReflector(Options{Lister: lister.Options{Metrics: e.rec, Transform: func(obj any) (any, error) {
 		if m, err := meta.Accessor(obj); err == nil && m.GetName() == "cm-03" {
 			return nil, errors.New("cannot shrink cm-03")
 		}
 		return obj, nil
-	}}, Backoff: fallback.BackoffPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}}
+	}}}, knobs.Reflector{Backoff: policy.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := New(e.client, &corev1.ConfigMap{}, store, o)
 	e.run(r, func() bool { return e.srv.Count("list") >= 3 }, 5*time.Second)

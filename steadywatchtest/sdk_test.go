@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -132,7 +136,7 @@ func TestListerSemantics(t *testing.T) {
 		} {
 			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
 				s := history(t, steadywatchtest.Options{Faults: f.faults})
-				l := lister.New(s, lister.Options{Policy: fastPolicy()})
+				l := lister.New(s, knobs.WithLister(lister.Options{}, knobs.Lister{Policy: fastPolicy()}))
 				obj, rec, err := l.List(context.Background(), tc.q)
 				if err != nil {
 					t.Fatalf("list: %v (requests %+v)", err, s.Requests())
@@ -145,8 +149,8 @@ func TestListerSemantics(t *testing.T) {
 	}
 }
 
-func fastPolicy() fallback.Policy {
-	return fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
+func fastPolicy() policy.Policy {
+	return policy.Policy{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1, MaxRetries: 2}}
 }
 
 // TestGetExactOnV118: a v1.18 server answers the single-name list from the
@@ -155,7 +159,7 @@ func fastPolicy() fallback.Policy {
 func TestGetExactOnV118(t *testing.T) {
 	for _, f := range []steadywatchtest.Faults{{}, steadywatchtest.V118()} {
 		s := history(t, steadywatchtest.Options{Faults: f})
-		obj, rec, err := lister.New(s, lister.Options{Policy: fastPolicy()}).GetExact(context.Background(), "a", "3")
+		obj, rec, err := lister.New(s, knobs.WithLister(lister.Options{}, knobs.Lister{Policy: fastPolicy()})).GetExact(context.Background(), "a", "3")
 		if err != nil {
 			t.Fatalf("faults %+v: GetExact: %v", f, err)
 		}
@@ -180,7 +184,7 @@ func TestListerRule1OnV118(t *testing.T) {
 	if err := s.Compact("4"); err != nil {
 		t.Fatal(err)
 	}
-	_, rec, err := lister.New(s, lister.Options{Policy: fastPolicy()}).List(context.Background(), lister.NotOlderThan("3").WithLimit(1))
+	_, rec, err := lister.New(s, knobs.WithLister(lister.Options{}, knobs.Lister{Policy: fastPolicy()})).List(context.Background(), lister.NotOlderThan("3").WithLimit(1))
 	if err != nil {
 		t.Fatalf("list: %v", err)
 	}
@@ -198,7 +202,7 @@ func TestListerRestartsOnExpiredContinue(t *testing.T) {
 	s := history(t, steadywatchtest.Options{})
 	var pages []string
 	restarts, compacted := 0, false
-	rec, err := lister.New(s, lister.Options{Policy: fastPolicy()}).ListPages(context.Background(), lister.MostRecent().WithLimit(1),
+	rec, err := lister.New(s, knobs.WithLister(lister.Options{}, knobs.Lister{Policy: fastPolicy()})).ListPages(context.Background(), lister.MostRecent().WithLimit(1),
 		func(p runtime.Object) error {
 			pages = append(pages, items(t, p))
 			if !compacted {
@@ -222,7 +226,7 @@ func TestListerRestartsOnExpiredContinue(t *testing.T) {
 func TestReflectorSyncsAndRecoversFromGone(t *testing.T) {
 	s := history(t, steadywatchtest.Options{})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{Backoff: fastBackoff})
+	r := reflector.New(s, &corev1.ConfigMap{}, store, knobs.WithReflector(reflector.Options{}, knobs.Reflector{Backoff: fastBackoff}))
 	testfake.Start(t, context.Background(), r.Run)
 	testfake.WaitFor(t, "reflector synced", r.HasSynced)
 	keys := func() string { return strings.Join(store.ListKeys(), ",") }
@@ -267,7 +271,7 @@ func TestReflectorStreamingList(t *testing.T) {
 			streams := capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 			s := history(t, steadywatchtest.Options{Faults: tc.faults})
 			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			r := reflector.New(s, &corev1.ConfigMap{}, store, reflector.Options{Backoff: fastBackoff, Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}})
+			r := reflector.New(s, &corev1.ConfigMap{}, store, knobs.WithReflector(reflector.Options{Lister: lister.Options{Server: streams, InitialEventsTimeout: tc.timeout}}, knobs.Reflector{Backoff: fastBackoff}))
 			testfake.Start(t, context.Background(), r.Run)
 			testfake.WaitFor(t, "reflector synced", r.HasSynced)
 			if keys := strings.Join(store.ListKeys(), ","); !sameSet(keys, "ns/a,ns/c") {
@@ -313,11 +317,11 @@ func TestListerStopsOnRepeatedContinueToken(t *testing.T) {
 	s := history(t, steadywatchtest.Options{Faults: steadywatchtest.Faults{RepeatContinueToken: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _, err := lister.New(s, lister.Options{Policy: fastPolicy()}).List(ctx, lister.MostRecent().WithLimit(1))
+	_, _, err := lister.New(s, knobs.WithLister(lister.Options{}, knobs.Lister{Policy: fastPolicy()})).List(ctx, lister.MostRecent().WithLimit(1))
 	if !errors.Is(err, lister.ErrBrokenPagination) || ctx.Err() != nil || s.Count("list") > 10 {
 		t.Errorf("error %v after %d lists, want an error before the context ends and at most 10 lists", err, s.Count("list"))
 	}
 }
 
 // fastBackoff keeps the reflector's retries milliseconds apart.
-var fastBackoff = fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+var fastBackoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -148,14 +152,14 @@ const (
 // startWatcher runs one path on ns through the proxy until cleanup and
 // waits for it to sync.
 func (e *env) startWatcher(ctx context.Context, path, ns string) *watcher {
-	w, synced := e.runWatcher(path, ns, e.pcs, fallback.Policy{})
+	w, synced := e.runWatcher(path, ns, e.pcs, policy.Policy{})
 	Eventually(synced).WithContext(ctx).WithTimeout(20 * time.Second).WithPolling(5 * time.Millisecond).Should(BeTrue())
 	return w
 }
 
 // runWatcher starts one path on ns through cs (steadywatch's paths with
 // policy) until cleanup and returns it with its HasSynced.
-func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy fallback.Policy) (*watcher, func() bool) {
+func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy policy.Policy) (*watcher, func() bool) {
 	w := &watcher{name: path, ns: ns, rec: reasons.NewFallbacks(), newest: map[string]uint64{}}
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -167,13 +171,13 @@ func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy fallba
 		store := seeingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), w: w}
 		w.store = store
 		r := reflector.New(suite.ConfigMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{
-			Lister: lister.Options{Name: path, Server: srv, Metrics: w.rec, Policy: policy}})
+			Lister: knobs.WithLister(lister.Options{Name: path, Server: srv, Metrics: w.rec}, knobs.Lister{Policy: policy})})
 		go func() { defer GinkgoRecover(); defer close(done); r.Run(rctx) }()
 		synced = r.HasSynced
 	default:
 		var lw cache.ListerWatcher
 		if path == pathDropIn {
-			lw = lister.NewListerWatcher(suite.ConfigMaps(cs, ns), lister.Options{Name: path, Metrics: w.rec, Policy: policy})
+			lw = lister.NewListerWatcher(suite.ConfigMaps(cs, ns), knobs.WithLister(lister.Options{Name: path, Metrics: w.rec}, knobs.Lister{Policy: policy}))
 		} else {
 			lw = cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
 		}
@@ -265,14 +269,14 @@ var _ = Describe("bad server data on a current apiserver behind the fault proxy"
 	It("2: a 429 with Retry-After: 3600 is waited at most Policy.MaxRetryAfter; stock waits to its deadline", func(ctx SpecContext) {
 		const fault = "429 Retry-After 3600"
 		ns := e.newNS(ctx, "ra", 3)
-		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
+		policy := policy.Policy{MaxRetryAfter: 2 * time.Second}
 		rec := reasons.NewFallbacks()
 		cs := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(e.pcfg))
 		e.p.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		start := time.Now()
-		obj, _, err := lister.New(suite.ConfigMaps(cs, ns), lister.Options{Name: "ra", Metrics: rec, Policy: policy}).List(lctx, lister.MostRecent())
+		obj, _, err := lister.New(suite.ConfigMaps(cs, ns), knobs.WithLister(lister.Options{Name: "ra", Metrics: rec}, knobs.Lister{Policy: policy})).List(lctx, lister.MostRecent())
 		took := time.Since(start)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))

@@ -15,7 +15,6 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -39,9 +38,9 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 	})
 	AfterEach(func() { e.p.ClearRules(); e.p.ResetRequests() })
 
-	It("a 429 with Retry-After: 3600: lister.List and NewSharedInformerFactory wait Policy.MaxRetryAfter, one request each time", func(ctx SpecContext) {
+	It("a 429 with Retry-After: 3600: lister.List and NewSharedInformerFactory wait lister.Options.MaxRetryAfter, one request each time", func(ctx SpecContext) {
 		const fault = "429 Retry-After 3600, plain clientset"
-		policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
+		const maxRetryAfter = 2 * time.Second
 
 		// lister.List over FromClientset.
 		ns := e.newNS(ctx, "ra-plain", 3)
@@ -50,11 +49,11 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		start := time.Now()
-		obj, rec, err := lister.New(suite.ConfigMaps(e.pcs, ns), lister.Options{Name: "ra-plain", Policy: policy}).List(lctx, lister.MostRecent())
+		obj, rec, err := lister.New(suite.ConfigMaps(e.pcs, ns), lister.Options{Name: "ra-plain", MaxRetryAfter: maxRetryAfter}).List(lctx, lister.MostRecent())
 		took := time.Since(start)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMapList).Items).To(HaveLen(3))
-		Expect(took).To(BeNumerically("<", policy.MaxRetryAfter+3*time.Second), "waited the cap, not the hour")
+		Expect(took).To(BeNumerically("<", maxRetryAfter+3*time.Second), "waited the cap, not the hour")
 		lists, _ := e.wire(ns, true)
 		Expect(lists).To(Equal(2), "the 429 and the retry: no request of client-go's own")
 		Expect(rec.Requests).To(HaveLen(2))
@@ -68,13 +67,13 @@ var _ = Describe("server-asked waits on a clientset built the usual way", Label(
 		ns = e.newNS(ctx, "ra-factory", 3)
 		e.p.ResetRequests()
 		e.p.Inject(faults.Rule{Resource: "configmaps", Namespace: ns, Status: 429, RetryAfterSeconds: 3600, Count: 1})
-		factory := reflector.NewSharedInformerFactoryWithOptions(e.pcs, 0, lister.Options{Policy: policy}, informers.WithNamespace(ns))
+		factory := reflector.NewSharedInformerFactoryWithOptions(e.pcs, 0, lister.Options{MaxRetryAfter: maxRetryAfter}, informers.WithNamespace(ns))
 		inf := factory.Core().V1().ConfigMaps().Informer()
 		fctx, fcancel := context.WithCancel(context.Background())
 		DeferCleanup(func() { fcancel(); factory.Shutdown() })
 		start = time.Now()
 		factory.Start(fctx.Done())
-		Eventually(inf.HasSynced).WithTimeout(policy.MaxRetryAfter + 8*time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
+		Eventually(inf.HasSynced).WithTimeout(maxRetryAfter + 8*time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
 		took = time.Since(start)
 		Expect(inf.GetStore().ListKeys()).To(HaveLen(3))
 		lists, watches := e.wire(ns, false)

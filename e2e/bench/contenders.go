@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,7 +61,7 @@ type contender struct {
 	// many slots (0: none).
 	ListGate int `json:"list_gate,omitempty"`
 	gate     *listgate.Gate
-	// NoCount: lister.Options.DisableInitialEventsCount (no limit=1 read
+	// NoCount: knobs.Lister.DisableInitialEventsCount (no limit=1 read
 	// beside each streaming list) for Kind sw-informer.
 	NoCount bool `json:"no_count,omitempty"`
 	// Relist: an adoption path run in P6 only (relist memory), not in
@@ -124,7 +126,7 @@ var contenders = []contender{
 	// A process's initial lists queued through one listgate.Gate (P5 on
 	// servers where stock lists unpaginated).
 	{Name: "sw-informer-nocount", Kind: "sw-informer", Ours: true, NoCount: true, P5Lever: true,
-		Desc: "lever: sw-informer with lister.Options.DisableInitialEventsCount (no limit=1 count read beside each streaming list)"},
+		Desc: "lever: sw-informer with the initial-events count read turned off (no limit=1 count read beside each streaming list)"},
 	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, P5Lever: true,
 		Desc: "lever: sw-informer with one listgate.Gate of 1 slot shared by the process's informers"},
 	{Name: "sw-informer-gate2", Kind: "sw-informer", Ours: true, ListGate: 2, P5Lever: true,
@@ -303,7 +305,7 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 		if c.Kind == "sw-informer" {
 			// The README's one-line adoption (examples/informer).
-			f = reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Server: server, DisableStreamingList: c.NoStream, ListGate: c.gate, DisableInitialEventsCount: c.NoCount}, informers.WithNamespace(ns))
+			f = reflector.NewSharedInformerFactoryWithOptions(cs, 0, knobs.WithLister(lister.Options{Server: server, DisableStreamingList: c.NoStream, ListGate: c.gate}, knobs.Lister{DisableInitialEventsCount: c.NoCount}), informers.WithNamespace(ns))
 		}
 		inf := f.Core().V1().ConfigMaps().Informer()
 		if _, err := inf.AddEventHandler(handler); err != nil {
@@ -317,16 +319,17 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		if err != nil {
 			return nil, err
 		}
-		r := reflector.New(client, &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, reflector.Options{
-			Lister: lister.Options{
+		o := reflector.Options{
+			Lister: knobs.WithLister(lister.Options{
 				Server:               server,
 				ListGate:             c.gate,
 				DisableStreamingList: c.NoStream,
-				PageSize:             c.PageSize,
-				MaxPageSize:          c.MaxPageSize,
-			},
+				PageSize:             max(c.PageSize, 0),
+			}, knobs.Lister{MaxPageSize: c.MaxPageSize}),
 			PaginateLists: c.Paginate,
-		})
+		}
+		knobs.ReflectorOf(&o).Unpaginated = c.PageSize < 0
+		r := reflector.New(client, &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, o)
 		go r.Run(ctx)
 		in.fromReflector(r, idx)
 	case "sw-informerfor":
@@ -372,9 +375,11 @@ func (c contender) startCR(ctx context.Context, cfg *rest.Config, server compat.
 		in.fromInformer(inf)
 	case "sw-reflector":
 		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
-		r := reflector.New(client, &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, reflector.Options{
-			Lister: lister.Options{Server: server, Resource: crGVR, ListGate: c.gate, DisableStreamingList: c.NoStream, PageSize: c.PageSize},
-		})
+		o := reflector.Options{
+			Lister: lister.Options{Server: server, Resource: crGVR, ListGate: c.gate, DisableStreamingList: c.NoStream, PageSize: max(c.PageSize, 0)},
+		}
+		knobs.ReflectorOf(&o).Unpaginated = c.PageSize < 0
+		r := reflector.New(client, &unstructured.Unstructured{}, markerStore{Indexer: idx, in: in}, o)
 		go r.Run(ctx)
 		in.fromReflector(r, idx)
 	default:

@@ -28,7 +28,6 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -137,14 +136,14 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 			It("waits a Retry-After of 3600 s the cap, and sends the 429's request once", func(ctx SpecContext) {
 				e.proxy.Inject(faults.Rule{Resource: "configmaps", Status: 429, RetryAfterSeconds: 3600, Count: 1})
 				rec := &informerMetrics{}
-				policy := fallback.Policy{MaxRetryAfter: 2 * time.Second}
-				inf := reflector.NewInformerFor(e.pcfg, lister.Options{Policy: policy, Metrics: rec})(controllerRuntimeStructured(e.pcfg, e.ns), &corev1.ConfigMap{}, 0, cache.Indexers{})
+				const maxRetryAfter = 2 * time.Second
+				inf := reflector.NewInformerFor(e.pcfg, lister.Options{MaxRetryAfter: maxRetryAfter, Metrics: rec})(controllerRuntimeStructured(e.pcfg, e.ns), &corev1.ConfigMap{}, 0, cache.Indexers{})
 				logs := &capturedLogs{}
 				ictx, cancel := context.WithCancel(klog.NewContext(ctx, logs.logger()))
 				DeferCleanup(cancel)
 				begin := time.Now()
 				go inf.RunWithContext(ictx)
-				Eventually(inf.HasSynced).WithTimeout(policy.MaxRetryAfter + 10*time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
+				Eventually(inf.HasSynced).WithTimeout(maxRetryAfter + 10*time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 				took := time.Since(begin)
 				var faulted []faults.Request
 				for _, r := range e.requests("") {
@@ -154,7 +153,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 				}
 				Expect(faulted).To(HaveLen(1))
 				Expect(faulted[0].Fault).NotTo(BeEmpty(), "the proxy's 429")
-				Expect(took).To(BeNumerically("<", policy.MaxRetryAfter+10*time.Second), "waited the cap, not the hour")
+				Expect(took).To(BeNumerically("<", maxRetryAfter+10*time.Second), "waited the cap, not the hour")
 				Expect(logs.containing(hiddenRetry)).To(BeEmpty(), "client-go retried a request on its own")
 				Expect(rec.fallbackReasons()).To(BeEmpty())
 				summary := fmt.Sprintf("synced in %s, %d configmaps requests on the wire, list outcomes %v", took.Round(100*time.Millisecond), len(e.requests("")), rec.listOutcomes())

@@ -10,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+	"github.com/steadywatch/steadywatch/internal/reason"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -295,8 +300,8 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(first.Options.Limit).To(Equal(int64(2)))
 		Expect(first.Class).To(Equal(fallback.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410 from the server: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
-		Expect(rec.Requests[1].Purpose).To(Equal(lister.PurposeNewerRVProbe))
+		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
+		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Served.Semantic).To(Equal(fallback.NotOlderThan))
 		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
 		rvAtLeast(rec.ServedResourceVersion, rv0)
@@ -758,8 +763,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(first.Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan), "sent with the match: v1.18 ignores it")
 		Expect(first.Class).To(Equal(fallback.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
-		Expect(rec.Requests[1].Purpose).To(Equal(lister.PurposeNewerRVProbe))
+		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
+		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Requests[2].Options.ResourceVersionMatch).To(BeEmpty(), "the 410 proved the match ignored: legacy form from then on")
 		Expect(fallback.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(fallback.Newer))
 		rvAtLeast(rec.ServedResourceVersion, rv0)
@@ -781,8 +786,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		go func() {
 			defer GinkgoRecover()
 			// No Retry-After on a raw 500: the lister backs off; 1 s, 2 s, 4 s leaves time to write up to the RV.
-			p := fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Second, Jitter: -1}}
-			_, rec, err := lister.New(e.client(true), lister.Options{Server: legacyMatch(), Policy: p, LabelSelector: "set=ltl"}).List(ctx, lister.NotOlderThan(future).WithLimit(5))
+			p := policy.Policy{Backoff: policy.Backoff{Initial: time.Second, Jitter: -1}}
+			_, rec, err := lister.New(e.client(true), knobs.WithLister(lister.Options{Server: legacyMatch(), LabelSelector: "set=ltl"}, knobs.Lister{Policy: p})).List(ctx, lister.NotOlderThan(future).WithLimit(5))
 			done <- result{rec, err}
 		}()
 		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))

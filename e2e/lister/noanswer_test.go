@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -26,18 +30,16 @@ var _ = Describe("a request the server accepts and never answers", Label("confor
 		e = startHarness(ctx, harness.Options{Version: build.Current}, "holds requests at the harness's fault proxy")
 	})
 
-	It("a list held by the proxy fails with a *fallback.NoAnswerError within Policy.ResponseTimeout, after one request; a reflector syncs once the fault is lifted", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
+	It("a list held by the proxy fails with a *fallback.NoAnswerError within lister.Options.ResponseTimeout, after one request; a reflector syncs once the fault is lifted", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
 		const bound = 2 * time.Second
 		e.create(ctx, "na", 3)
 		// Every ConfigMap request of the namespace is held: no status, no byte.
 		e.proxy.Inject(faults.Rule{Resource: "configmaps", Namespace: e.ns, Stall: true})
 		e.proxy.ResetRequests()
 
-		policy := fallback.Policy{ResponseTimeout: bound}
-		once := policy
-		once.Backoff.MaxRetries = -1
+		once := policy.Policy{Backoff: policy.Backoff{MaxRetries: -1}} // no retry: one request
 		begin := time.Now()
-		_, rec, err := lister.New(suite.ConfigMaps(e.pcs, e.ns), lister.Options{Policy: once}).List(ctx, fallback.MostRecentQuery())
+		_, rec, err := lister.New(suite.ConfigMaps(e.pcs, e.ns), knobs.WithLister(lister.Options{ResponseTimeout: bound}, knobs.Lister{Policy: once})).List(ctx, fallback.MostRecentQuery())
 		took := time.Since(begin)
 		lists := e.requests("list")
 		summary := fmt.Sprintf("%s, %d list request(s) on the wire, %d in the record: %v", took.Round(100*time.Millisecond), len(lists), len(rec.Requests), err)
@@ -57,7 +59,7 @@ var _ = Describe("a request the server accepts and never answers", Label("confor
 		// by the bound, and syncs once the fault is lifted.
 		e.proxy.ResetRequests()
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-		r := reflector.New(suite.ConfigMaps(e.pcs, e.ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{Policy: policy}})
+		r := reflector.New(suite.ConfigMaps(e.pcs, e.ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{ResponseTimeout: bound}})
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(rctx) }()

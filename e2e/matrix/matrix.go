@@ -446,7 +446,7 @@ func listPath(reqs []faults.Request, ns string, synced bool) string {
 
 // isCountProbe: steadywatch's streaming-list guard sends one list with
 // limit=1 and nothing else beside a streaming list, to learn how many
-// initial events to expect (lister.ExpectedInitialEvents); it is not a
+// initial events to expect (watchpipe.ExpectedInitialEvents); it is not a
 // fallback list.
 func isCountProbe(q url.Values) bool {
 	return len(q) == 1 && q.Get("limit") == "1"

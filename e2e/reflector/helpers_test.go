@@ -274,7 +274,7 @@ func (r *recorder) Bookmarks() int {
 }
 
 // isCountProbe is the streaming-list guard's limit=1 MostRecent list
-// (lister.ExpectedInitialEvents), sent beside a streaming list: it counts
+// (watchpipe.ExpectedInitialEvents), sent beside a streaming list: it counts
 // the objects to expect, it does not fill the store.
 func isCountProbe(r faults.Request) bool {
 	q := query(r)

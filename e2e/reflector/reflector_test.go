@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -677,7 +679,7 @@ var _ = Describe("paginated lists on a real server", Label("conformance", "needs
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
 		o := reflector.Options{Lister: lister.Options{DisableStreamingList: true}, PaginateLists: true}
-		o.Lister.MaxPageBytes = 4 << 20 // 256 objects of 16 KiB, thousands of small ones
+		knobs.ListerOf(&o.Lister).MaxPageBytes = 4 << 20 // 256 objects of 16 KiB, thousands of small ones
 		for _, ns := range []string{small, large} {
 			r := runReflector(pcfg, ns, o)
 			waitSynced(r.r, 60*time.Second)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +94,7 @@ func relistAfterGoneSpec(ctx context.Context, c *harness.Cluster, stream, pagina
 	name := fmt.Sprintf("relist-stream=%v-paginate=%v", stream, paginate)
 	o := reflector.Options{Lister: lister.Options{Name: name, Metrics: rec, DisableStreamingList: !stream}, PaginateLists: paginate}
 	if paginate {
-		o.Lister.PageSize, o.Lister.MaxPageSize = 5, 5
+		o.Lister.PageSize, knobs.ListerOf(&o.Lister).MaxPageSize = 5, 5
 	}
 	run := runReflectorInto(pcfg, ns, o, store)
 	waitSynced(run.r, 60*time.Second)

@@ -12,24 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/lister"
-	"github.com/steadywatch/steadywatch/reflector"
 )
 
 // defaultConstants are the exported defaults an option's doc may name, by
 // name. TestOptionDocsNameTheirDefaults fails on a name a doc uses that is
 // not here, so a new one is added.
 var defaultConstants = map[string]any{
-	"DefaultPageSize": lister.DefaultPageSize, "DefaultMaxPageBytes": lister.DefaultMaxPageBytes,
-	"DefaultStallTimeout": lister.DefaultStallTimeout, "DefaultMaxRequests": lister.DefaultMaxRequests,
-	"DefaultInitialEventsTimeout": lister.DefaultInitialEventsTimeout, "DefaultInitialEventsAfterCount": lister.DefaultInitialEventsAfterCount,
-	"DefaultInitialEventsBeforeCountFactor": lister.DefaultInitialEventsBeforeCountFactor,
-	"DefaultMaxPageSizeFactor":              reflector.DefaultMaxPageSizeFactor, "DefaultWatchTimeoutMin": reflector.DefaultWatchTimeoutMin,
-	"DefaultWatchTimeoutMax": reflector.DefaultWatchTimeoutMax, "DefaultShortWatch": reflector.DefaultShortWatch,
-	"DefaultMaxTooLargeWatchRetries": reflector.DefaultMaxTooLargeWatchRetries, "DefaultMaxStaleListRetries": reflector.DefaultMaxStaleListRetries,
-	"DefaultMaxShortWatches": reflector.DefaultMaxShortWatches, "DefaultResponseTimeout": fallback.DefaultResponseTimeout,
-	"DefaultLegacyExactLimit": fallback.DefaultLegacyExactLimit,
+	"DefaultResponseTimeout": fallback.DefaultResponseTimeout, "DefaultLegacyExactLimit": fallback.DefaultLegacyExactLimit,
 }
 
 var (
@@ -43,15 +36,15 @@ var (
 // default other than the one the code applies: "DefaultX (v)" anywhere in a
 // field's doc must be the constant's value, and "Default v" must be the
 // value the options' defaulting gives a zero field (lister.Options.Resolve,
-// fallback.Policy.WithDefaults), or, for reflector.Options, whose
+// policy.Policy.WithDefaults), or, for reflector.Options, whose
 // defaulting is internal, the constant Default<Field>.
 func TestOptionDocsNameTheirDefaults(t *testing.T) {
 	resolved := map[string]reflect.Value{
 		"lister.Options":    reflect.ValueOf(lister.Options{}.Resolve(nil)),
-		"fallback.Policy":   reflect.ValueOf(fallback.Policy{}.WithDefaults()),
+		"policy.Policy":     reflect.ValueOf(policy.Policy{}.WithDefaults()),
 		"reflector.Options": {},
 	}
-	files := map[string]string{"lister.Options": "lister/options.go", "fallback.Policy": "fallback/policy.go", "reflector.Options": "reflector/options.go"}
+	files := map[string]string{"lister.Options": "lister/options.go", "policy.Policy": "internal/policy/policy.go", "reflector.Options": "reflector/options.go"}
 	checked := 0
 	for name, file := range files {
 		typ := name[strings.Index(name, ".")+1:]

@@ -64,7 +64,7 @@ func (w guardedWatch) Stop() {
 }
 
 // streamOnce sends a list request once (no retry inside client-go) and
-// returns its body. The request is bounded by fallback.Policy.ResponseTimeout
+// returns its body. The request is bounded by policy.Policy.ResponseTimeout
 // (the lister puts it on ctx; fallback.DefaultResponseTimeout otherwise):
 // no headers within it, or a body read that waits longer for bytes, ends
 // the request with a *fallback.NoAnswerError.

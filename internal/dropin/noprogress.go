@@ -4,20 +4,20 @@ import (
 	"context"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
 // noProgressBackoff is the delay between watch attempts (streaming lists and
 // plain watches) that end without progress: client-go's reflector defaults
 // (tools/cache/reflector.go: 800ms doubling to 30s), jittered +/-50%, and
-// started afresh after two minutes without such a failure.
-func noProgressBackoff() fallback.BackoffPolicy {
-	return fallback.BackoffPolicy{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
-}
+// started afresh after two minutes without such a failure: the reflector's
+// own backoff (policy.DefaultReflectorBackoff).
+func noProgressBackoff() policy.Backoff { return policy.DefaultReflectorBackoff() }
 
 // progressGate spaces out watch attempts that make no progress. client-go's
 // reflector retries a streaming list answered 410 Expired (or "too large
@@ -31,7 +31,7 @@ func noProgressBackoff() fallback.BackoffPolicy {
 // succeeds, resets the delay. The delay counts from the failure, so a wait
 // client-go already made (its own backoff between relists) is not repeated.
 type progressGate struct {
-	policy    fallback.BackoffPolicy
+	policy    policy.Backoff
 	bo        *backoff.ExponentialBackOff
 	failures  int       // consecutive attempts without progress
 	lastFail  time.Time // when the last of them ended

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	"github.com/cenkalti/backoff/v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -71,7 +73,7 @@ type Answer struct {
 // Config is what one list call knows before its first request.
 type Config struct {
 	// Policy is applied its defaults.
-	Policy fallback.Policy
+	Policy policy.Policy
 	// PageSize is rule 2's limit (and the legacy Exact limit); MaxPageSize
 	// and MaxPageBytes bound the growth of continuation pages.
 	PageSize, MaxPageSize, MaxPageBytes int64
@@ -224,7 +226,7 @@ var budgetOf = map[fallback.Class]budget{
 // concurrent use: one per call.
 type Call struct {
 	cfg       Config
-	p         fallback.Policy
+	p         policy.Policy
 	limits    [numBudgets]int
 	used      [numBudgets]int
 	bo        *backoff.ExponentialBackOff

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -153,8 +155,8 @@ func TestTooLargeOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 		{"a cache that catches up", fallback.NotOlderThanQuery("199"), Config{Beliefs: StaticBeliefs{}}},
 		{"unknown", fallback.NotOlderThanQuery("199"), Config{}},
 		{"Exact", fallback.ExactQuery("199"), Config{Beliefs: stuck}},
-		{"MostRecent fallback disabled", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{DisableMostRecentFallback: true}}},
-		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: fallback.Policy{TooLargeAfterBudget: fallback.TooLargeFail}}},
+		{"MostRecent fallback disabled", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: policy.Policy{DisableMostRecentFallback: true}}},
+		{"TooLargeFail", fallback.NotOlderThanQuery("199"), Config{Beliefs: stuck, Policy: policy.Policy{TooLargeAfterBudget: policy.TooLargeFail}}},
 	} {
 		c := start(t, tc.q, tc.cfg)
 		if st := c.Next(Answer{Err: testfake.TooLarge(1)}); st.Action != fallback.CheckRVExists {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -53,8 +55,8 @@ func randomCall(r *rand.Rand) (*Call, Request, error) {
 	qs := []fallback.Query{fallback.NotOlderThanQuery("20"), fallback.NotOlderThanQuery("20").WithLimit(2), fallback.ExactQuery("20"),
 		fallback.ExactQuery("20").WithLimit(2), fallback.MostRecentQuery(), fallback.MostRecentQuery().WithLimit(2), fallback.AnyQuery(),
 		fallback.AnyQuery().WithLimit(2), {Semantic: fallback.MostRecent, Limit: 2, Continue: "tok"}}
-	p := fallback.Policy{MaxNewerRVRetries: r.Intn(3), MaxListRestarts: r.Intn(3), MaxTooLargeRetries: r.Intn(3), DisableMostRecentFallback: r.Intn(2) == 0,
-		ContinueExpired: fallback.ContinueExpiredPolicy(r.Intn(3)), TooLargeAfterBudget: fallback.TooLargePolicy(r.Intn(2)),
+	p := policy.Policy{MaxNewerRVRetries: r.Intn(3), MaxListRestarts: r.Intn(3), MaxTooLargeRetries: r.Intn(3), DisableMostRecentFallback: r.Intn(2) == 0,
+		ContinueExpired: policy.ContinueExpiredPolicy(r.Intn(3)), TooLargeAfterBudget: policy.TooLargePolicy(r.Intn(2)),
 		MaxRetryAfter: time.Duration(r.Intn(3)) * time.Second}
 	p.Backoff.MaxRetries, p.Backoff.Jitter = r.Intn(4), -1
 	cfg := Config{Policy: p, PageSize: 3, MaxPageSize: 10, MaxPageBytes: 4000, MaxRequests: r.Intn(4), CanVoidPages: r.Intn(2) == 0,

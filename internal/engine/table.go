@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	//lint:ignore ST1001 the table reads in the KEP's vocabulary (OK, Gone, NotOlderThan, ...), row by row
 	. "github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/reason"
@@ -29,8 +31,8 @@ type when struct {
 	cacheStuck   []bool
 	// mostRecentFallback matches !Policy.DisableMostRecentFallback.
 	mostRecentFallback []bool
-	continueExpired    []ContinueExpiredPolicy
-	tooLarge           []TooLargePolicy
+	continueExpired    []policy.ContinueExpiredPolicy
+	tooLarge           []policy.TooLargePolicy
 	// The call's own conditions (OpPage) and the limit=1 reads' (OpNewerRV,
 	// OpCurrentRV).
 	notAList       []bool
@@ -39,7 +41,7 @@ type when struct {
 	listRV         []bool
 }
 
-func (w when) matches(s Situation, p Policy) bool {
+func (w when) matches(s Situation, p policy.Policy) bool {
 	return w.op == s.Op &&
 		(w.classes == nil || slices.Contains(w.classes, s.Class)) &&
 		(w.semantics == nil || slices.Contains(w.semantics, s.Semantic)) &&
@@ -66,7 +68,7 @@ const (
 	// (Retry-After or backoff for retries, none for fallbacks).
 	WaitByAction Wait = iota
 	// WaitBackoff: the next backoff delay, or the server's Retry-After when
-	// longer (capped by Policy.MaxRetryAfter).
+	// longer (capped by lister.Options.MaxRetryAfter).
 	WaitBackoff
 	// WaitNone: at once.
 	WaitNone
@@ -105,7 +107,7 @@ var (
 	onlyNOT     = []Semantic{NotOlderThan}
 	onlyExact   = []Semantic{Exact}
 	cls         = func(c ...Class) []Class { return c }
-	restarting  = []ContinueExpiredPolicy{RestartNewerRV, RestartUnpaginated}
+	restarting  = []policy.ContinueExpiredPolicy{policy.RestartNewerRV, policy.RestartUnpaginated}
 	withRV      = []Semantic{NotOlderThan, Exact}
 
 	srcRule1    = SourceKEP2523 + ", Backward Compatibility; " + SourceResourceVersions + `: "When using resourceVersionMatch=NotOlderThan and limit is set, clients must handle HTTP 410 "Gone" responses. For example, the client might retry with a newer resourceVersion or fall back to resourceVersion=""."`
@@ -143,11 +145,11 @@ var rules = []Row{
 	{when{classes: cls(Other), notAList: yes}, Fail, reason.NotAList, SourceResourceVersions + `: a list's answer carries ListMeta (metadata.resourceVersion, continue); a 200 without it is not a list`, WaitByAction},
 
 	// 429 / 5xx / transport: bounded jittered backoff.
-	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, reason.ThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
-	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, reason.ServerErrorBackoff, "5xx (Retry-After honoured, capped by Policy.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, reason.ThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction},
+	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, reason.ServerErrorBackoff, "5xx (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction},
 	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, reason.TransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction},
-	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, reason.NoAnswerBackoff, "no answer within Policy.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
-	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, reason.RetriesExhausted, "bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, reason.NoAnswerBackoff, "no answer within lister.Options.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
+	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, reason.RetriesExhausted, "bounded retries (5, within 30s)", WaitByAction},
 
 	// Rule 1: NotOlderThan answered 410 (the server ignored the match and applied legacy Exact).
 	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, reason.Rule1RetryNewerRV, srcRule1, WaitByAction},
@@ -158,10 +160,10 @@ var rules = []Row{
 
 	// Continue-token expiry: never stitch pages from two snapshots.
 	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, reason.ContinueExpiredExact, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartNewerRV}}, RestartListNewerRV, reason.ContinueExpiredRestart, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []ContinueExpiredPolicy{RestartUnpaginated}}, RestartListUnpaginated, reason.ContinueExpiredUnpaginated, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartNewerRV}}, RestartListNewerRV, reason.ContinueExpiredRestart, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartUnpaginated}}, RestartListUnpaginated, reason.ContinueExpiredUnpaginated, srcContinue, WaitByAction},
 	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, reason.ContinueExpiredExhausted, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []ContinueExpiredPolicy{FailOnContinueExpired}}, Fail, reason.ContinueExpiredFail, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []policy.ContinueExpiredPolicy{policy.FailOnContinueExpired}}, Fail, reason.ContinueExpiredFail, srcContinue, WaitByAction},
 
 	// A continue token the server already handed out: broken pagination, never followed.
 	{when{classes: cls(ContinueRepeated)}, Fail, reason.ContinueRepeated, srcRepeated, WaitByAction},
@@ -189,17 +191,17 @@ var rules = []Row{
 	// notifications): then a NotOlderThan list reads the newest state at once.
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyExact, rvChecked: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeCacheStuck, srcStuck, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []TooLargePolicy{TooLargeFail}}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeCacheStuck, srcStuck, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
 	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, reason.TooLargeExactUnavailable, srcTooLarge + "; " + srcExact410, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []TooLargePolicy{TooLargeFail}}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
 
 	// The reflector's list call failed (OpRelist), after the lister's own
 	// rules above: what refills the store next.
@@ -260,9 +262,9 @@ var probeRows = func() []Row {
 		out = append(out,
 			Row{when{op: op, classes: cls(OK), listRV: yes}, Accept, reason.OK, srcProbe, WaitByAction},
 			Row{when{op: op, classes: cls(OK), listRV: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; an answer without ListMeta.resourceVersion names none", WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, reason.NewerRVProbeRetry, srcProbe + "; retried after a backoff (Policy.Backoff)", WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, reason.NewerRVProbeRetry, srcProbe + "; retried after a backoff", WaitByAction},
 			Row{when{op: op, classes: cls(ServedOlder)}, Fail, reason.RVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: a consistent read older than the requested resourceVersion proves it was never handed out`, WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; bounded retries (Policy.Backoff.MaxRetries)", WaitByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; bounded retries (5, within 30s)", WaitByAction},
 			Row{when{op: op, classes: cls(Canceled, Invalid, Forbidden, NotFound, Other, Gone, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Fail, reason.NewerRVProbeFailed, srcProbe + "; any other failure ends the call", WaitByAction},
 		)
 	}
@@ -281,7 +283,7 @@ type decision struct {
 // decide returns the one row matching s under p (only p's enum and bool
 // fields are read). A 410 on a list request with a continue token is
 // ContinueExpired before lookup.
-func decide(s Situation, p Policy) decision {
+func decide(s Situation, p policy.Policy) decision {
 	if s.Op == OpPage && s.Class == Gone && s.HasContinue {
 		s.Class = ContinueExpired
 	}
@@ -303,7 +305,7 @@ type Decision struct {
 
 // Decide returns the row for one of the reflector's situations (s.Op is
 // OpRelist or OpWatch); the list executor's situations go through Call.
-func Decide(s Situation, p Policy) Decision {
+func Decide(s Situation, p policy.Policy) Decision {
 	d := decide(s, p)
 	return Decision{Action: d.Action, Reason: d.Reason, Wait: d.Wait, Row: d.index}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,7 +16,7 @@ import (
 
 // expected is an independent reading of KEP-2523 and the API Concepts tables, written as plain control
 // flow (not as patterns), that the table must agree with cell by cell.
-func expected(s Situation, p Policy) (Action, reason.Code) {
+func expected(s Situation, p policy.Policy) (Action, reason.Code) {
 	switch s.Op {
 	case OpNewerRV, OpCurrentRV: // a limit=1 MostRecent read
 		switch s.Class {
@@ -51,7 +53,7 @@ func expected(s Situation, p Policy) (Action, reason.Code) {
 
 // expectedRule is the reading of the sources alone, before the call's own
 // limits.
-func expectedRule(s Situation, p Policy) Action {
+func expectedRule(s Situation, p policy.Policy) Action {
 	c := s.Class
 	switch s.Op {
 	case OpRelist: // the reflector's list call failed
@@ -107,10 +109,10 @@ func expectedRule(s Situation, p Policy) Action {
 		if s.Semantic == Exact {
 			return FailExactUnavailable // the snapshot N itself is gone
 		}
-		if p.ContinueExpired == FailOnContinueExpired || !s.AttemptsLeft {
+		if p.ContinueExpired == policy.FailOnContinueExpired || !s.AttemptsLeft {
 			return Fail
 		}
-		if p.ContinueExpired == RestartUnpaginated {
+		if p.ContinueExpired == policy.RestartUnpaginated {
 			return RestartListUnpaginated
 		}
 		return RestartListNewerRV
@@ -134,7 +136,7 @@ func expectedRule(s Situation, p Policy) Action {
 			return CheckRVExists // does the version exist at all?
 		}
 		if s.AttemptsLeft && !s.HasContinue && s.Semantic == NotOlderThan && s.WatchCacheStuck &&
-			p.TooLargeAfterBudget == TooLargeFallbackMostRecent && mrf {
+			p.TooLargeAfterBudget == policy.TooLargeFallbackMostRecent && mrf {
 			return FallbackMostRecent // KEP-1904: this watch cache catches up only on a write of this resource
 		}
 		if s.AttemptsLeft {
@@ -147,7 +149,7 @@ func expectedRule(s Situation, p Policy) Action {
 		case Exact:
 			return FailExactUnavailable
 		case NotOlderThan:
-			if p.TooLargeAfterBudget == TooLargeFallbackMostRecent && mrf {
+			if p.TooLargeAfterBudget == policy.TooLargeFallbackMostRecent && mrf {
 				return FallbackMostRecent
 			}
 		}
@@ -201,12 +203,12 @@ func allSituations() []Situation {
 	return out
 }
 
-func allPolicies() []Policy {
-	var out []Policy
+func allPolicies() []policy.Policy {
+	var out []policy.Policy
 	for _, dis := range []bool{false, true} {
-		for _, ce := range []ContinueExpiredPolicy{RestartNewerRV, RestartUnpaginated, FailOnContinueExpired} {
-			for _, tl := range []TooLargePolicy{TooLargeFallbackMostRecent, TooLargeFail} {
-				out = append(out, Policy{DisableMostRecentFallback: dis, ContinueExpired: ce, TooLargeAfterBudget: tl})
+		for _, ce := range []policy.ContinueExpiredPolicy{policy.RestartNewerRV, policy.RestartUnpaginated, policy.FailOnContinueExpired} {
+			for _, tl := range []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent, policy.TooLargeFail} {
+				out = append(out, policy.Policy{DisableMostRecentFallback: dis, ContinueExpired: ce, TooLargeAfterBudget: tl})
 			}
 		}
 	}
@@ -258,7 +260,7 @@ func TestTableExhaustive(t *testing.T) {
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
 }
 
-func checkSafety(t *testing.T, s Situation, p Policy, d decision) {
+func checkSafety(t *testing.T, s Situation, p policy.Policy, d decision) {
 	t.Helper()
 	// Only a plain OK is ever accepted: never a mismatched Exact, never data
 	// older than requested, never an error.

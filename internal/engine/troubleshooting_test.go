@@ -149,7 +149,7 @@ constants in the code, so this page lists every one, with the constant's own doc
    ` + "`kubectl steadywatch probe`" + ` checks your own proxy chain; [field-failures.md](field-failures.md) has
    every reported case, with stock client-go beside steadywatch.
 3. **Retries that end.** ` + "`retries-exhausted`" + `, ` + "`too-large-rv-exhausted`" + `, ` + "`served-older-exhausted`" + `:
-   the server stayed unavailable, behind, or lagging for the whole budget (` + "`fallback.Policy`" + `);
+   the server stayed unavailable, behind, or lagging for the whole retry budget;
    the reflector retries after a backoff, ` + "`lister.List`" + ` returns the typed error.
 4. **Not a resourceVersion problem.** ` + "`not-retriable`" + ` (RBAC: Forbidden; a wrong group/version:
    NotFound) and ` + "`invalid-not-retried`" + ` (a bad selector) are returned as the server said them.
@@ -177,7 +177,7 @@ collection from etcd into memory for each streaming list, several times what pag
 the API says which resources are cached, so set it yourself for those resources:
 ` + "`lister.Options.DisableStreamingList`" + ` (drop-in informers) or
 ` + "`reflector.Options.Lister.DisableStreamingList`" + ` with ` + "`PaginateLists`" + `. Pages grow only while they stay
-under ` + "`lister.Options.MaxPageBytes`" + ` (16 MiB), so large objects keep pages of 500.
+under 16 MiB, so large objects keep pages of 500.
 
 When several informers of one process start together (controllers with informer factories of their
 own), share one ` + "`listgate.New(1)`" + ` among them (` + "`lister.Options.ListGate`" + `,

@@ -16,6 +16,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +27,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/informer"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -37,10 +40,7 @@ func newOurs(lw cache.ListerWatcher, resync time.Duration, indexers cache.Indexe
 		ExampleObject: &v1.Pod{},
 		Options:       cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers},
 		NewSource: func(store cache.Store, _ func(context.Context, error)) informer.Source {
-			return reflector.New(lister.FromListerWatcher(lw), &v1.Pod{}, store, reflector.Options{
-				MaxShortWatches: -1,
-				Backoff:         fallback.BackoffPolicy{Initial: time.Millisecond, Max: 10 * time.Millisecond},
-			})
+			return reflector.New(lister.FromListerWatcher(lw), &v1.Pod{}, store, knobs.WithReflector(reflector.Options{}, knobs.Reflector{MaxShortWatches: -1, Backoff: policy.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond}}))
 		},
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -582,10 +584,7 @@ func (r *run) start() {
 			runFn = inf.RunWithContext
 		case clientReflector:
 			st := newStore(chk)
-			refl := reflector.New(view, &corev1.ConfigMap{}, st, reflector.Options{
-				Clock:  r.clk,
-				Lister: lister.Options{LabelSelector: r.h.selector},
-			})
+			refl := reflector.New(view, &corev1.ConfigMap{}, st, knobs.WithReflector(reflector.Options{Lister: lister.Options{LabelSelector: r.h.selector}}, knobs.Reflector{Clock: r.clk}))
 			runFn = refl.Run
 		case clientWire:
 			var err error

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -300,10 +302,7 @@ func (r *run) startWire(c string, chk *checker) (func(context.Context), error) {
 	if err != nil {
 		return nil, err
 	}
-	refl := reflector.New(cl, &corev1.ConfigMap{}, wireStore{store: newStore(chk), f: f}, reflector.Options{
-		Clock:  r.clk,
-		Lister: lister.Options{LabelSelector: r.h.selector},
-	})
+	refl := reflector.New(cl, &corev1.ConfigMap{}, wireStore{store: newStore(chk), f: f}, knobs.WithReflector(reflector.Options{Lister: lister.Options{LabelSelector: r.h.selector}}, knobs.Reflector{Clock: r.clk}))
 	return refl.Run, nil
 }
 

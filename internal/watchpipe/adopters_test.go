@@ -19,6 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
@@ -341,11 +344,7 @@ func (s *recordingStore) snapshot() []string {
 // its store and how the pipe ended.
 func reflectorOutcome(t *testing.T, c pipeCase, client *testfake.Client, rec *fallbacks) ([]string, string) {
 	store := &recordingStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-	o := reflector.Options{
-		Backoff:       fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond},
-		PaginateLists: true,
-		Lister:        lister.Options{Name: "test", StallTimeout: -1, Metrics: rec},
-	}
+	o := knobs.WithReflector(reflector.Options{PaginateLists: true, Lister: lister.Options{Name: "test", StallTimeout: -1, Metrics: rec}}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 	if c.stall {
 		o.Lister.StallTimeout = 50 * time.Millisecond
 	}

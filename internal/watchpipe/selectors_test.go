@@ -5,13 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
@@ -56,7 +59,7 @@ func TestSelectorsOnEveryRequest(t *testing.T) {
 			w.Stop()
 		}},
 		{"reflector.New", func(t *testing.T, c *testfake.Client) {
-			o := reflector.Options{Lister: lister.Options{Server: streams}, Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}}
+			o := knobs.WithReflector(reflector.Options{Lister: lister.Options{Server: streams}}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 			o.Lister.LabelSelector, o.Lister.FieldSelector = labelSel, fieldSel
 			r := reflector.New(c, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 			ctx, cancel := context.WithCancel(context.Background())

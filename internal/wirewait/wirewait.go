@@ -1,7 +1,7 @@
 // Package wirewait bounds how long one HTTP request waits for the server:
 // for the response's headers once the request is written, and, while a
 // list body is read, for each next bytes. It is the one implementation of
-// fallback.Policy.ResponseTimeout, used by the SDK's own clients (package
+// policy.Policy.ResponseTimeout, used by the SDK's own clients (package
 // internal/clients) and by fallback.OwnRetryAfter's transport.
 //
 // It is not a deadline on the whole request: a huge list whose bytes keep

@@ -19,6 +19,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/knobs"
+
+	"github.com/steadywatch/steadywatch/internal/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,7 +59,7 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
-	l := lister.New(c, lister.Options{Policy: fallback.Policy{Backoff: fallback.BackoffPolicy{Initial: time.Millisecond, Max: time.Millisecond}}})
+	l := lister.New(c, knobs.WithLister(lister.Options{}, knobs.Lister{Policy: policy.Policy{Backoff: policy.Backoff{Initial: time.Millisecond, Max: time.Millisecond}}}))
 	if err := coverage.ClearCounters(); err != nil {
 		return fmt.Errorf("build with -covermode=atomic: %w", err)
 	}

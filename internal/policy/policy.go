@@ -1,9 +1,11 @@
-package fallback
+package policy
 
 import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/steadywatch/steadywatch/fallback"
 )
 
 // ContinueExpiredPolicy says how to recover when a continue token expires
@@ -56,7 +58,7 @@ func (p TooLargePolicy) String() string {
 	return "FallbackMostRecent"
 }
 
-// BackoffPolicy configures a jittered exponential backoff
+// Backoff configures a jittered exponential backoff
 // (github.com/cenkalti/backoff/v4 ExponentialBackOff). It is the one backoff
 // type of the SDK: the lister's retries within one list call (Policy.Backoff)
 // and the reflector's waits between failed list and watch attempts
@@ -66,7 +68,7 @@ func (p TooLargePolicy) String() string {
 // Convention, as for every option struct of the SDK: a zero field takes the
 // default; a negative count or duration means "none" where that makes sense
 // (documented per field).
-type BackoffPolicy struct {
+type Backoff struct {
 	// Initial is the first delay.
 	Initial time.Duration
 	// Max caps one delay, jitter included.
@@ -91,8 +93,8 @@ type BackoffPolicy struct {
 // DefaultListBackoff returns Policy.Backoff's defaults: retries inside one
 // list call are quick and few (200ms doubling to 5s, +/-50% jitter, at most 5
 // retries and 30s).
-func DefaultListBackoff() BackoffPolicy {
-	return BackoffPolicy{
+func DefaultListBackoff() Backoff {
+	return Backoff{
 		Initial: 200 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2, Jitter: 0.5,
 		MaxRetries: 5, MaxElapsedTime: 30 * time.Second, ResetAfter: 2 * time.Minute,
 	}
@@ -101,7 +103,7 @@ func DefaultListBackoff() BackoffPolicy {
 // WithDefaults returns b with every zero field taken from def; negative
 // counts and a negative Jitter stay negative ("none"). Applying it twice
 // changes nothing.
-func (b BackoffPolicy) WithDefaults(def BackoffPolicy) BackoffPolicy {
+func (b Backoff) WithDefaults(def Backoff) Backoff {
 	if b.Initial <= 0 {
 		b.Initial = def.Initial
 	}
@@ -135,7 +137,7 @@ func (b BackoffPolicy) WithDefaults(def BackoffPolicy) BackoffPolicy {
 // New returns a fresh cenkalti ExponentialBackOff configured from b (b's
 // defaults applied by the caller). It never stops by itself: callers count
 // retries against MaxRetries and MaxElapsedTime.
-func (b BackoffPolicy) New() *backoff.ExponentialBackOff {
+func (b Backoff) New() *backoff.ExponentialBackOff {
 	e := backoff.NewExponentialBackOff()
 	e.InitialInterval = b.Initial
 	e.MaxInterval = b.Max
@@ -194,7 +196,7 @@ type Policy struct {
 	// TooLargeFallbackMostRecent.
 	TooLargeAfterBudget TooLargePolicy
 	// Backoff configures retry delays. Default DefaultListBackoff.
-	Backoff BackoffPolicy
+	Backoff Backoff
 }
 
 // CountOrDefault applies the SDK's one defaulting convention to a count: 0
@@ -223,8 +225,16 @@ func (p Policy) WithDefaults() Policy {
 	case p.ResponseTimeout < 0:
 		p.ResponseTimeout = -1
 	case p.ResponseTimeout == 0:
-		p.ResponseTimeout = DefaultResponseTimeout
+		p.ResponseTimeout = fallback.DefaultResponseTimeout
 	}
 	p.Backoff = p.Backoff.WithDefaults(DefaultListBackoff())
 	return p
+}
+
+// DefaultReflectorBackoff is the backoff between a reflector's failed
+// attempts, client-go's reflector backoff: 800ms doubling to 30s, +/-50%
+// jitter, reset after 2 minutes without a failure. MaxRetries and
+// MaxElapsedTime do not apply: a reflector retries until its context ends.
+func DefaultReflectorBackoff() Backoff {
+	return Backoff{Initial: 800 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2, Jitter: 0.5, ResetAfter: 2 * time.Minute}
 }
