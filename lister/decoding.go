@@ -22,9 +22,8 @@ import (
 // cache.ListerWatcher itself, decoding them item by item as they arrive
 // (FromClientset, FromDynamicConfig, FromMetadataConfig), on the adoption
 // paths that otherwise only receive the caller's ListerWatcher:
-// WrapDecoding, reflector.NewSharedIndexInformerWithDecoding and
-// reflector.NewInformerFuncWithDecoding (controller-runtime's
-// cache.Options.NewInformer). A ListerWatcher is a pair of functions: the
+// WrapDecoding (reflector.NewInformerFor builds its Decoding itself, for
+// controller-runtime's cache.Options.NewInformer). A ListerWatcher is a pair of functions: the
 // configuration, namespace and selectors inside them cannot be read, so
 // Decoding repeats what they hold.
 type Decoding struct {

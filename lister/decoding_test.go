@@ -75,6 +75,22 @@ func (a *cmAPI) items(ns string) []corev1.ConfigMap {
 }
 
 func (a *cmAPI) serve(w http.ResponseWriter, r *http.Request) {
+	// Discovery: the core group's v1, with configmaps.
+	var disc any
+	switch r.URL.Path {
+	case "/api":
+		disc = &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
+	case "/apis":
+		disc = &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	case "/api/v1":
+		disc = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
+			APIResources: []metav1.APIResource{{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: metav1.Verbs{"list", "watch"}}}}
+	}
+	if disc != nil {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(disc)
+		return
+	}
 	ns := ""
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/"); ok {
 		ns, _, _ = strings.Cut(rest, "/")
@@ -375,10 +391,12 @@ func syncInformer(t *testing.T, inf cache.SharedIndexInformer) []string {
 	return got
 }
 
-// reflector.NewSharedIndexInformerWithDecoding over a ListWatch of the
-// dynamic client: the informer's list is sent by steadywatch's dynamic
-// decoding client, the caller's list function sees only the scope check.
-func TestSharedIndexInformerWithDecodingOverADynamicListWatch(t *testing.T) {
+// reflector.NewInformerFor, called as controller-runtime's cache calls its
+// NewInformer hook in a cache limited to namespace "ns": over a ListWatch
+// of the dynamic client in "ns". The informer finds the namespace, and its
+// list is sent by steadywatch's dynamic decoding client (mapped by
+// discovery); the caller's list function sees only the scope check.
+func TestInformerForFindsTheNamespaceOfADynamicListWatch(t *testing.T) {
 	a := newCMAPI(t)
 	ri := dynamic.NewForConfigOrDie(a.cfg).Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns")
 	caller := &callerLists{ListerWatcherWithContext: &cache.ListWatch{
@@ -390,8 +408,7 @@ func TestSharedIndexInformerWithDecodingOverADynamicListWatch(t *testing.T) {
 	example := &unstructured.Unstructured{}
 	example.SetAPIVersion("v1")
 	example.SetKind("ConfigMap")
-	inf := reflector.NewSharedIndexInformerWithDecoding(caller, example, cache.SharedIndexInformerOptions{},
-		lister.Options{DisableStreamingList: true}, lister.Decoding{Config: a.cfg, Namespace: "ns", Mapper: cmMapper()})
+	inf := reflector.NewInformerFor(a.cfg, lister.Options{DisableStreamingList: true})(caller, example, 0, cache.Indexers{})
 	if got, want := syncInformer(t, inf), nsKeys; !slices.Equal(got, want) {
 		t.Fatalf("synced %v, want %v", got, want)
 	}
@@ -401,20 +418,23 @@ func TestSharedIndexInformerWithDecodingOverADynamicListWatch(t *testing.T) {
 	if _, ok := inf.GetStore().List()[0].(*unstructured.Unstructured); !ok {
 		t.Errorf("store holds %T", inf.GetStore().List()[0])
 	}
+	if a, ok := reflector.AdoptionOf(inf); !ok || a.Path != "NewInformerFor" {
+		t.Errorf("AdoptionOf = %+v, %v", a, ok)
+	}
 }
 
-// reflector.NewInformerFuncWithDecoding, called as controller-runtime's
-// cache calls its NewInformer hook for a metadata-only watch: a
+// reflector.NewInformerFor, called as controller-runtime's cache calls its
+// NewInformer hook for a metadata-only watch of every namespace: a
 // cache.ListWatch of closures over the metadata client, which sets the
-// kind on every item. The informer's list is steadywatch's, with the kind
-// set too.
-func TestInformerFuncWithDecodingControllerRuntimeMetadataShape(t *testing.T) {
+// kind on every item. The informer's list is steadywatch's, of every
+// namespace, with the kind set too.
+func TestInformerForControllerRuntimeMetadataShapeEveryNamespace(t *testing.T) {
 	a := newCMAPI(t)
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	ri := metadata.NewForConfigOrDie(a.cfg).Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
 	caller := &callerLists{ListerWatcherWithContext: &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			list, err := ri.Namespace("ns").List(ctx, o)
+			list, err := ri.List(ctx, o)
 			if list != nil {
 				for i := range list.Items {
 					list.Items[i].SetGroupVersionKind(gvk)
@@ -424,14 +444,18 @@ func TestInformerFuncWithDecodingControllerRuntimeMetadataShape(t *testing.T) {
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.Watch = true
-			return ri.Namespace("ns").Watch(ctx, o)
+			return ri.Watch(ctx, o)
 		},
 	}}
 	example := &metav1.PartialObjectMetadata{}
 	example.SetGroupVersionKind(gvk)
-	newInformer := reflector.NewInformerFuncWithDecoding(lister.Decoding{Config: a.cfg, Namespace: "ns", Mapper: cmMapper()}, lister.Options{DisableStreamingList: true})
-	inf := newInformer(caller, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	if got, want := syncInformer(t, inf), nsKeys; !slices.Equal(got, want) {
+	inf := reflector.NewInformerFor(a.cfg, lister.Options{DisableStreamingList: true})(caller, example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	var want []string
+	for _, cm := range a.items("") {
+		want = append(want, cm.Namespace+"/"+cm.Name)
+	}
+	slices.Sort(want)
+	if got := syncInformer(t, inf); !slices.Equal(got, want) {
 		t.Fatalf("synced %v, want %v", got, want)
 	}
 	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
@@ -442,25 +466,47 @@ func TestInformerFuncWithDecodingControllerRuntimeMetadataShape(t *testing.T) {
 			t.Fatalf("item kind %v, want %v", got, gvk)
 		}
 	}
-	if a, ok := reflector.AdoptionOf(inf); !ok || a.Path != "NewSharedIndexInformer" {
-		t.Errorf("AdoptionOf = %+v, %v", a, ok)
+}
+
+// A caller's ListWatch that sets a label selector inside its own functions
+// (controller-runtime's ByObject): no client of steadywatch's own lists
+// what it lists, so the informer lists through it, logged and counted.
+func TestInformerForFallsBackObservablyOnTheCallersOwnSelector(t *testing.T) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	caller := &callerLists{ListerWatcherWithContext: cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns",
+		func(o *metav1.ListOptions) { o.LabelSelector = "app=x" })}
+	rec := &fallbacks{}
+	inf := reflector.NewInformerFor(a.cfg, lister.Options{DisableStreamingList: true, Metrics: rec})(caller, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	if got := syncInformer(t, inf); !slices.Equal(got, nsKeys) {
+		t.Fatalf("synced %v", got) // (the test server ignores selectors)
+	}
+	// The scope check, then the informer's lists: the current
+	// resourceVersion's limit=1 read and the list.
+	if got := caller.sent(); !slices.Equal(got, []int64{1, 1, 0}) {
+		t.Errorf("the caller's list function sent limits %v; want the scope check and the informer's lists [1 1 0]", got)
+	}
+	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
+		t.Errorf("fallbacks %v", got)
 	}
 }
 
-// Without a way to decode the example object, the informer lists through
-// the caller's ListerWatcher, counted.
-func TestSharedIndexInformerWithDecodingFallsBackObservably(t *testing.T) {
+// A Go type outside client-go's scheme (a custom resource's): no decoding
+// client, so the informer lists through the caller's ListerWatcher,
+// logged and counted.
+func TestInformerForFallsBackObservablyWithoutAClient(t *testing.T) {
 	a := newCMAPI(t)
 	cs := kubernetes.NewForConfigOrDie(a.cfg)
 	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
 	rec := &fallbacks{}
-	inf := reflector.NewSharedIndexInformerWithDecoding(caller, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{},
-		lister.Options{DisableStreamingList: true, Metrics: rec}, lister.Decoding{})
-	if got := syncInformer(t, inf); !slices.Equal(got, nsKeys) {
-		t.Fatalf("synced %v", got)
+	type widget struct{ corev1.ConfigMap }
+	inf := reflector.NewInformerFor(a.cfg, lister.Options{DisableStreamingList: true, Metrics: rec})(caller, &widget{}, 0, cache.Indexers{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
 	}
-	// The informer's reflector (reflector.New) reads the current
-	// resourceVersion with a limit=1 list, then lists from the watch cache.
 	if got := caller.sent(); !slices.Equal(got, []int64{1, 0}) {
 		t.Errorf("the caller's list function sent limits %v; want the informer's lists [1 0]", got)
 	}

@@ -70,14 +70,15 @@ func (c metadataKinded) listItems(ctx context.Context, o metav1.ListOptions, eac
 	return c.Client.(itemLister).listItems(ctx, o, &e)
 }
 
-// scopedItems is clients.Scoped (WrapDecoding's client, and that of
-// reflector.NewSharedIndexInformerWithDecoding) as an itemLister: once its
+// scopedItems is clients.Scoped (WrapDecoding's client) or clients.Inferred
+// (reflector.NewInformerFor's) as an itemLister: once its
 // scope check has confirmed that the decoding client lists what the
 // caller's ListerWatcher lists, a list call hands items over as the
 // decoding client decodes them. Until then, lists are whole, each checked
 // by Scoped.List; after a mismatch they stay whole, through the caller's
-// ListerWatcher. New wraps a *clients.Scoped in it.
-type scopedItems struct{ *clients.Scoped }
+// ListerWatcher. New wraps a *clients.Scoped (and a *clients.Inferred) in
+// it.
+type scopedItems struct{ clients.ScopeChecked }
 
 // confirmed returns the decoding client once the scope is confirmed (a
 // decision that never changes again), else nil.
@@ -110,7 +111,7 @@ func (c scopedItems) listTransformed(ctx context.Context, o metav1.ListOptions, 
 	if tl, ok := c.confirmed().(transformingLister); ok {
 		return tl.listTransformed(ctx, o, tf)
 	}
-	obj, err := c.Scoped.List(ctx, o)
+	obj, err := c.ScopeChecked.List(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +119,10 @@ func (c scopedItems) listTransformed(ctx context.Context, o metav1.ListOptions, 
 }
 
 // withScopedItems returns c ready to hand items over (scopedItems) when it
-// is a *clients.Scoped, else c.
+// checks its scope before it lists through a decoding client
+// (clients.ScopeChecked), else c.
 func withScopedItems(c Client) Client {
-	if s, ok := c.(*clients.Scoped); ok && s != nil {
+	if s, ok := c.(clients.ScopeChecked); ok && s != nil {
 		return scopedItems{s}
 	}
 	return c

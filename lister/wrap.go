@@ -25,7 +25,7 @@ import (
 // example object) to scope capability evidence to the API group/version.
 //
 // lw's lists are read whole and then decoded by client-go. WrapDecoding
-// (or reflector.NewSharedIndexInformerWithDecoding) sends them through
+// (or reflector.NewInformerFor) sends them through
 // steadywatch's own client instead, decoded item by item as they arrive,
 // given the configuration and namespace lw was built from.
 func Wrap(lw cache.ListerWatcher, o Options) *ListerWatcher {

@@ -14,9 +14,8 @@ import (
 const (
 	// pathInformerFactory: a typed informer of NewSharedInformerFactory's factory.
 	pathInformerFactory = "SharedInformerFactory"
-	// pathSharedIndexInformer: NewSharedIndexInformer,
-	// NewSharedIndexInformerWithOptions or NewInformerFunc (controller-runtime's
-	// cache.Options.NewInformer hook).
+	// pathSharedIndexInformer: NewSharedIndexInformer or
+	// NewSharedIndexInformerWithOptions.
 	pathSharedIndexInformer = "NewSharedIndexInformer"
 )
 
@@ -24,8 +23,9 @@ const (
 type Adoption struct {
 	// Path is the adoption path that built it: "SharedInformerFactory" (a
 	// typed informer of NewSharedInformerFactory's factory),
-	// "NewSharedIndexInformer" (NewSharedIndexInformer and its variants) or
-	// "MetadataInformer" (NewMetadataInformer).
+	// "NewSharedIndexInformer" (NewSharedIndexInformer and its variants),
+	// "NewInformerFor" (NewInformerFor's hook) or "MetadataInformer"
+	// (NewMetadataInformer).
 	Path string
 	// Name is the name its logs and metrics carry ("v1/configmaps").
 	Name string
@@ -33,7 +33,7 @@ type Adoption struct {
 
 // AdoptionOf reports whether inf runs on steadywatch (it was built by
 // NewSharedInformerFactory's typed accessors, NewSharedIndexInformer,
-// NewSharedIndexInformerWithOptions, NewInformerFunc or NewMetadataInformer)
+// NewSharedIndexInformerWithOptions, NewInformerFor or NewMetadataInformer)
 // and how. A test can
 // assert that adoption happened:
 //

@@ -1,79 +1,101 @@
 package reflector
 
 import (
+	"fmt"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-// NewSharedIndexInformerWithDecoding is NewSharedIndexInformerWithOptions
-// with its lists sent by steadywatch's own client, built from d for
-// exampleObject (lister.Decoding.ClientFor), checked against lw's scope as
-// lister.WrapDecoding does: the win in peak heap of the adapters
-// that build their own client (FromClientset, FromDynamicConfig,
-// FromMetadataConfig; docs/benchmarks.md), for a ListerWatcher built by the
-// caller. Watches go through lw unchanged.
-//
-//	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
-//	inf := reflector.NewSharedIndexInformerWithDecoding(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{},
-//		lister.Options{}, lister.Decoding{Config: cfg, Namespace: ns})
-//
-// When no decoding client can be built for exampleObject (a custom
-// resource's Go type; an unstructured or metadata object without d.Mapper),
-// lists go through lw, as with NewSharedIndexInformerWithOptions: logged
-// and counted (reason "no-decoding-client").
-func NewSharedIndexInformerWithDecoding(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options, d lister.Decoding) cache.SharedIndexInformer {
-	dec, err := d.ClientFor(exampleObject)
-	return sharedIndexInformerDecoding(lw, exampleObject, o, lo, dec, err)
-}
+// pathInformerFor: NewInformerFor (Adoption.Path).
+const pathInformerFor = "NewInformerFor"
 
-// sharedIndexInformerDecoding is NewSharedIndexInformerWithDecoding with
-// the decoding client (or the error that left none) given.
-func sharedIndexInformerDecoding(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options, dec lister.Client, err error) cache.SharedIndexInformer {
-	r := lo.Resolve(exampleObject)
-	c := lister.FromListerWatcher(lw)
-	if err != nil {
-		r.Metrics.Fallback(r.Name, string(reason.NoDecodingClient))
-		klog.Background().Info("Informer lists through the caller's ListerWatcher: no item-by-item decoding client",
-			"informer", r.Name, "reason", string(reason.NoDecodingClient), "err", err)
-	} else {
-		// lister.WrapDecoding's client: dec's lists, checked against lw's
-		// scope until one matches; lw's watches.
-		c = &clients.Scoped{LW: c, Dec: dec, Name: r.Name, Metrics: r.Metrics, Reason: string(reason.DecodingScopeMismatch)}
+// NewInformerFor returns controller-runtime's cache.Options.NewInformer
+// hook (it has the signature of cache.NewSharedIndexInformer) for a manager
+// built from cfg, so the manager runs every informer on steadywatch with
+// every guarantee in one line:
+//
+//	cache.Options{NewInformer: reflector.NewInformerFor(cfg)}
+//
+// Each informer is steadywatch's own cache.SharedIndexInformer (see
+// NewSharedIndexInformer) whose lists and watches are sent by steadywatch's
+// own client, built from cfg: no retry of its own inside client-go
+// (fallback.NoHiddenRetries), lists decoded item by item as they arrive,
+// and a RESTMapper that reads the server's discovery on first need, for
+// *unstructured.Unstructured and *metav1.PartialObjectMetadata objects.
+//
+// The hook says nothing of an informer's scope but the ListerWatcher it
+// hands over, so each informer checks it before it lists: limit=1 lists of
+// steadywatch's client (for every namespace, and for the namespace of the
+// first object the hook's ListerWatcher lists) against one of the hook's
+// ListerWatcher at the same resourceVersion. So a cache limited to one or
+// several namespaces (DefaultNamespaces) gets the right client for each of
+// its informers. Where no client of steadywatch lists what the hook's
+// ListerWatcher lists (a label or field selector of ByObject or
+// DefaultLabelSelector, a custom resource's Go type), that informer lists
+// and watches through the hook's ListerWatcher, read whole and with
+// client-go's retries, logged and counted (reasons
+// "decoding-scope-mismatch", "no-decoding-client"). While
+// the lists cannot tell (the hook's ListerWatcher lists nothing, or every
+// object is in one namespace), a list goes through it and the next list
+// checks again.
+//
+// o, at most one (it panics with more), applies to every informer; its
+// zero value without. Leave o.Name and o.Resource empty: each informer
+// derives them from its example object (lister.Options.Resolve).
+func NewInformerFor(cfg *rest.Config, opts ...lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
+	var o lister.Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		panic(fmt.Sprintf("reflector.NewInformerFor: %d lister.Options given, want at most one", len(opts)))
 	}
-	return newInformer(c, exampleObject, o, Options{Lister: lo}, pathSharedIndexInformer)
-}
-
-// NewInformerFuncWithDecoding is NewInformerFunc whose informers send their
-// lists through steadywatch's own client built from d, decoded item by item
-// (NewSharedIndexInformerWithDecoding). For controller-runtime, whose
-// NewInformer hook receives only a ListerWatcher of its own and the example
-// object:
-//
-//	cache.Options{
-//		NewInformer: reflector.NewInformerFuncWithDecoding(lister.Decoding{
-//			Config: mgrConfig, Mapper: mapper, // the manager's rest.Config and RESTMapper
-//			Namespace: ns, // the one namespace of DefaultNamespaces, "" without it
-//		}, lister.Options{}),
-//	}
-//
-// A cache with several namespaces (DefaultNamespaces with more than one)
-// builds one informer per namespace through the same hook, which does not
-// say which: use NewInformerFunc there, or one Decoding per cache. The
-// first list of each informer is checked against controller-runtime's own
-// (lister.WrapDecoding), so a namespace or selector that does not match
-// costs the win, never the cache's correctness.
-func NewInformerFuncWithDecoding(d lister.Decoding, o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
+	mapper := sync.OnceValue(func() meta.RESTMapper {
+		dc, err := discovery.NewDiscoveryClientForConfig(fallback.NoHiddenRetries(cfg))
+		if err != nil {
+			return nil // ClientFor says no mapper; the informer falls back, logged and counted.
+		}
+		return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	})
 	return func(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-		return NewSharedIndexInformerWithDecoding(lw, exampleObject, cache.SharedIndexInformerOptions{
-			ResyncPeriod: resync,
-			Indexers:     indexers,
-		}, o, d)
+		return informerFor(lw, exampleObject, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers}, o,
+			func(namespace string) (clients.Lister, error) {
+				d := lister.Decoding{Config: cfg, Namespace: namespace}
+				switch exampleObject.(type) {
+				case runtime.Unstructured, *metav1.PartialObjectMetadata:
+					d.Mapper = mapper() // only these need one: discovery is read on first need
+				}
+				return d.ClientFor(exampleObject)
+			})
 	}
+}
+
+// informerFor is the informer NewInformerFor builds, with newDec building
+// steadywatch's client for the example object's resource in a namespace.
+func informerFor(lw cache.ListerWatcher, exampleObject runtime.Object, io cache.SharedIndexInformerOptions, o lister.Options, newDec func(namespace string) (clients.Lister, error)) *adoptedInformer {
+	r := o.Resolve(exampleObject)
+	c := &clients.Inferred{
+		LW:             lister.FromListerWatcher(lw),
+		NewDec:         newDec,
+		Name:           r.Name,
+		Metrics:        r.Metrics,
+		MismatchReason: string(reason.DecodingScopeMismatch),
+		NoClientReason: string(reason.NoDecodingClient),
+	}
+	return newInformer(c, exampleObject, io, Options{Lister: o}, pathInformerFor)
 }

@@ -34,8 +34,8 @@
 // It is not an informer (no event handlers, no indexers of its own). The
 // informers built on it are one line per adoption path:
 // NewSharedInformerFactory in place of client-go's SharedInformerFactory
-// constructor, NewSharedIndexInformer and NewInformerFunc for
-// controller-runtime's cache.Options.NewInformer or in place of
+// constructor, NewInformerFor(cfg) for controller-runtime's
+// cache.Options.NewInformer, NewSharedIndexInformer in place of
 // cache.NewSharedIndexInformer. It does not decide the
 // KEP-2523 list fallbacks itself: package lister executes every list
 // (Options.List), following the SDK's decision table (docs/rules.md).

@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -23,9 +24,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
@@ -313,13 +316,19 @@ func runInformer(t *testing.T, inf cache.SharedIndexInformer) func() {
 	return stop
 }
 
-// NewInformerFunc has controller-runtime's cache.Options.NewInformer
+// NewInformerFor has controller-runtime's cache.Options.NewInformer
 // signature and names each informer's lister after its own object.
-func TestNewInformerFuncNamesEachInformer(t *testing.T) {
+func TestNewInformerForNamesEachInformer(t *testing.T) {
 	type newInformer = func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer
-	var _ newInformer = NewSharedIndexInformer // the zero-options form has the signature too
+	var _ newInformer = NewSharedIndexInformer // the plain ListerWatcher path has the signature too
+	var _ newInformer = NewInformerFor(&rest.Config{Host: "https://127.0.0.1:1"}, lister.Options{})
 	rec := &namedRecorder{}
-	var hook newInformer = NewInformerFunc(lister.Options{Metrics: rec})
+	// No client of steadywatch's own here: every informer lists through
+	// the hook's ListerWatcher.
+	noClient := func(string) (clients.Lister, error) { return nil, errors.New("no client in this test") }
+	hook := func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+		return informerFor(lw, obj, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers}, lister.Options{Metrics: rec}, noClient)
+	}
 
 	cs := fake.NewClientset(labelled("ns", "a", ""), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}})
 	meta := &metav1.PartialObjectMetadata{}

@@ -38,32 +38,3 @@ func NewSharedIndexInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 func NewSharedIndexInformerWithOptions(lw cache.ListerWatcher, exampleObject runtime.Object, o cache.SharedIndexInformerOptions, lo lister.Options) cache.SharedIndexInformer {
 	return newInformer(lister.FromListerWatcher(lw), exampleObject, o, Options{Lister: lo}, pathSharedIndexInformer)
 }
-
-// NewInformerFunc returns a function with exactly the signature of
-// controller-runtime's cache.Options.NewInformer (and of
-// cache.NewSharedIndexInformer), so a manager runs every informer on
-// steadywatch with one expression:
-//
-//	cache.Options{NewInformer: reflector.NewInformerFunc(lister.Options{Server: server, Metrics: recorder})}
-//
-// Each informer it builds is NewSharedIndexInformerWithOptions over the
-// ListerWatcher controller-runtime hands it, with o. Leave o.Name and
-// o.Resource empty: each informer derives them from its example object
-// (lister.Options.Resolve: "v1/configmaps"; a type outside client-go's
-// scheme without apiVersion/kind is named by its Go type, e.g.
-// "*v1.Widget"), so the logs and metrics of different resources stay apart;
-// set, they apply to every informer the function builds. With the zero
-// lister.Options, NewSharedIndexInformer itself has that signature:
-// cache.Options{NewInformer: reflector.NewSharedIndexInformer}.
-//
-// The informers' lists are controller-runtime's own ListerWatcher's, read
-// whole and then decoded (then applied to the store object by object); NewInformerFuncWithDecoding decodes them item by item, given the
-// manager's configuration.
-func NewInformerFunc(o lister.Options) func(cache.ListerWatcher, runtime.Object, time.Duration, cache.Indexers) cache.SharedIndexInformer {
-	return func(lw cache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-		return NewSharedIndexInformerWithOptions(lw, exampleObject, cache.SharedIndexInformerOptions{
-			ResyncPeriod: resync,
-			Indexers:     indexers,
-		}, o)
-	}
-}

@@ -40,6 +40,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/wirewait"
@@ -57,7 +58,6 @@ const (
 	pathWrap           adoptionPath = "lister.Wrap"
 	pathFactory        adoptionPath = "reflector.NewSharedInformerFactory"
 	pathSharedInformer adoptionPath = "reflector.NewSharedIndexInformerWithOptions"
-	pathInformerFunc   adoptionPath = "reflector.NewInformerFunc"
 	pathMetadata       adoptionPath = "reflector.NewMetadataInformer"
 	pathReflector      adoptionPath = "reflector.New"
 	pathReflectorList  adoptionPath = "reflector.New with Options.List"
@@ -66,8 +66,8 @@ const (
 // The decoding paths, with the in-memory server's client as the decoding
 // client.
 const (
-	pathWrapDecoding     adoptionPath = "lister.WrapDecoding"
-	pathInformerDecoding adoptionPath = "reflector.NewSharedIndexInformerWithDecoding"
+	pathWrapDecoding   adoptionPath = "lister.WrapDecoding"
+	pathNewInformerFor adoptionPath = "reflector.NewInformerFor"
 )
 
 var (
@@ -75,7 +75,7 @@ var (
 	reflectorPaths = []adoptionPath{pathReflector, pathReflectorList}
 	// informerPaths build steadywatch's informer over reflector.New: the
 	// reflector's scenarios run on the informer's reflector.
-	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding}
+	informerPaths = []adoptionPath{pathFactory, pathSharedInformer, pathMetadata, pathNewInformerFor}
 	allPaths      = slices.Concat(dropInPaths, reflectorPaths, informerPaths)
 )
 
@@ -674,7 +674,7 @@ func runProbe(t *testing.T, path adoptionPath, pr *probe, set bool) string {
 			e.run(r, r.HasSynced, 3*time.Second)
 			e.outcome("synced=%v", r.HasSynced())
 		}
-	case pathFactory, pathSharedInformer, pathInformerFunc, pathMetadata, pathInformerDecoding:
+	case pathFactory, pathSharedInformer, pathMetadata, pathNewInformerFor:
 		r := e.informerReflector(path, e.listerOptions(pr, set), pr, set)
 		if pr.refl != nil {
 			pr.refl(e, r)
@@ -814,15 +814,18 @@ func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe,
 		inf = f.newInformerFunc(example)(cs, 0)
 	case pathSharedInformer:
 		inf = NewSharedIndexInformerWithOptions(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo)
-	case pathInformerFunc:
-		inf = NewInformerFunc(lo)(e.srv.InNamespace("ns").ListerWatcher(), example, 0, cache.Indexers{})
 	case pathMetadata:
 		// The scenario's objects are ConfigMaps: served as metadata-only
 		// objects, as the metadata client would.
 		inf = NewMetadataInformer(metadataOf{e.client}, corev1.SchemeGroupVersion.WithResource("configmaps"), 0, cache.Indexers{}, lo)
-	case pathInformerDecoding:
+	case pathNewInformerFor:
 		e.scopeChecked = true
-		inf = sharedIndexInformerDecoding(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.client, nil)
+		// An object in another namespace, which neither the hook's
+		// ListerWatcher nor the informer lists: NewInformerFor tells the
+		// namespace's client from the every-namespace one by it.
+		e.srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "elsewhere"}})
+		e.rv = e.srv.ResourceVersion()
+		inf = informerFor(e.srv.InNamespace("ns").ListerWatcher(), example, cache.SharedIndexInformerOptions{}, lo, e.decodingClient)
 	}
 	a, ok := inf.(*adoptedInformer)
 	if !ok || a.reflector == nil {
@@ -836,6 +839,18 @@ func (e *env) informerReflector(path adoptionPath, lo lister.Options, pr *probe,
 	r.backoff.Reset()
 	r.regressBackoff.Reset()
 	return r
+}
+
+// decodingClient is NewInformerFor's client for namespace: the scenario's
+// client in "ns", the server's own for every namespace.
+func (e *env) decodingClient(namespace string) (clients.Lister, error) {
+	switch namespace {
+	case "ns":
+		return e.client, nil
+	case "":
+		return &faultClient{Client: e.srv.InNamespace(""), e: e}, nil
+	}
+	return nil, fmt.Errorf("no client for namespace %q in this test", namespace)
 }
 
 // metadataOf serves a client's objects as metadata-only objects.
@@ -1006,7 +1021,8 @@ func (e *env) waitFor(cond func() bool, d time.Duration) bool {
 // Exact scope check, are not it).
 func (e *env) countListSent() bool {
 	for _, q := range e.srv.Requests() {
-		if q.Verb == "list" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
+		// (NewInformerFor's every-namespace limit=1 list is its scope check.)
+		if q.Verb == "list" && q.Namespace == "ns" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
 			return true
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/steadywatch/steadywatch/lister"
 )
 
-// The client of lister.WrapDecoding and NewSharedIndexInformerWithDecoding
+// The client of lister.WrapDecoding
 // (steadywatch's decoding client, checked against the caller's
 // ListerWatcher's scope): once the first list's scope check has confirmed
 // the scope, a relist answered in one response is applied object by object

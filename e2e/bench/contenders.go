@@ -139,9 +139,11 @@ var contenders = []contender{
 		Desc: "lever: sw-reflector-gate1 with DisableStreamingList and PaginateLists (one shared MostRecent list, page by page, pages within MaxPageBytes)"},
 	// P6 (relist memory): the adoption paths P1 does not run (p6.go).
 	{Name: "sw-dropin-listwatch", Kind: "sw-dropin", Ours: true, Relist: true,
-		Desc: "steadywatch drop-in: reflector.NewSharedIndexInformerWithOptions over a typed cache.ListWatch (cs.CoreV1().ConfigMaps(ns) List/Watch), what controller-runtime's NewInformer hook (reflector.NewInformerFunc) and lister.Wrap receive; same clientset defaults"},
-	{Name: "sw-dropin-decoding", Kind: "sw-dropin-decoding", Ours: true, Relist: true,
-		Desc: "steadywatch drop-in: reflector.NewSharedIndexInformerWithDecoding over the same typed cache.ListWatch, given the rest.Config and namespace (lists sent by steadywatch's client, decoded item by item; watches the ListWatch's); what reflector.NewInformerFuncWithDecoding builds under controller-runtime's hook"},
+		Desc: "steadywatch drop-in: reflector.NewSharedIndexInformerWithOptions over a typed cache.ListWatch (cs.CoreV1().ConfigMaps(ns) List/Watch), what controller-runtime's NewInformer hook and lister.Wrap receive; same clientset defaults"},
+	{Name: "sw-informerfor", Kind: "sw-informerfor", Ours: true, Relist: true,
+		Desc: "steadywatch's controller-runtime line: reflector.NewInformerFor(cfg, ...) as the NewInformer hook, over the same typed cache.ListWatch (lists and watches sent by steadywatch's own client built from the rest.Config, lists decoded item by item, once its scope is checked against the ListWatch's)"},
+	{Name: "sw-dropin-decoding", Kind: "sw-informerfor", Ours: true, Relist: true,
+		Desc: "P7's replica path of the same name: reflector.NewInformerFor(cfg, ...) over shard.Wrap of a typed cache.ListWatch (the wrap filters its own lists, so they go through it)"},
 	{Name: "sw-reflector-funcs", Kind: "sw-reflector-funcs", Ours: true, Relist: true,
 		Desc: "steadywatch reflector.New(lister.FromFuncs(cms.List, cms.Watch)) into an Indexer, compat Detector (lists decoded whole by the typed client); same clientset defaults"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.
@@ -330,8 +332,8 @@ func (c contender) start(ctx context.Context, cfg *rest.Config, cs kubernetes.In
 		r := reflector.New(client, &corev1.ConfigMap{}, markerStore{Indexer: idx, in: in}, o)
 		go r.Run(ctx)
 		in.fromReflector(r, idx)
-	case "sw-dropin-decoding":
-		return c.startDecodingDropIn(ctx, cfg, cs, server, ns, in, handler)
+	case "sw-informerfor":
+		return c.startInformerFor(ctx, cfg, cs, server, ns, in, handler)
 	case "sw-dropin", "sw-reflector-funcs":
 		return c.startRelistPath(ctx, cs, server, ns, in, handler)
 	default:

@@ -170,7 +170,7 @@ func main() {
 	p7Replicas := flag.String("p7-replicas", "1,2,4", "P7: replica counts (comma-separated), each run beside stock unsharded")
 	p7Servers := flag.String("p7-servers", "v1.37.2/sharded,v1.37.2", "P7: kube-apiservers, each started in turn: a release, /sharded = --feature-gates=ShardedListAndWatch=true (the server filters); entries of one release share their etcd data")
 	flag.IntVar(&c.p7Count, "p7-count", 1, "P7: repetitions (interleaved)")
-	flag.StringVar(&c.p7Replica, "p7-replica", "sw-dropin-listwatch", "P7: each replica's adoption path over shard.Wrap: sw-dropin-listwatch (reflector.NewSharedIndexInformerWithOptions) or sw-dropin-decoding (reflector.NewSharedIndexInformerWithDecoding)")
+	flag.StringVar(&c.p7Replica, "p7-replica", "sw-dropin-listwatch", "P7: each replica's adoption path over shard.Wrap: sw-dropin-listwatch (reflector.NewSharedIndexInformerWithOptions) or sw-dropin-decoding (reflector.NewInformerFor over the wrap)")
 	unthrottled := flag.Bool("unthrottled", false, "contenders' clients without client-side rate limit (default: client-go's QPS 5, burst 10, what a user who sets nothing gets)")
 	render := flag.String("render", "", "only re-render <out>/benchmarks.md and the charts from this results JSON (e.g. after editing docs/bench/notes.md)")
 	flag.Parse()

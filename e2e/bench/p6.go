@@ -48,7 +48,7 @@ import (
 // p6Contenders: stock client-go and every adoption path of steadywatch
 // over a typed clientset (the dynamic and metadata shapes are P1's CR
 // contenders, on custom resources).
-var p6Contenders = []string{"stock", "sw-informer", "sw-reflector", "sw-dropin-listwatch", "sw-dropin-decoding", "sw-reflector-funcs"}
+var p6Contenders = []string{"stock", "sw-informer", "sw-reflector", "sw-dropin-listwatch", "sw-informerfor", "sw-reflector-funcs"}
 
 // p6Labels name the adoption paths as the README does.
 var p6Labels = map[string]string{
@@ -56,7 +56,8 @@ var p6Labels = map[string]string{
 	"sw-informer":         "`FactoryInformer`",
 	"sw-reflector":        "`reflector.New` over `lister.FromClientset`",
 	"sw-dropin-listwatch": "drop-in informer over a typed `cache.ListWatch` (what controller-runtime's `NewInformer` hook and `lister.Wrap` receive)",
-	"sw-dropin-decoding":  "the same with `reflector.NewSharedIndexInformerWithDecoding` (`NewInformerFuncWithDecoding` under controller-runtime's hook, `lister.WrapDecoding`)",
+	"sw-informerfor":      "controller-runtime's line, `reflector.NewInformerFor(cfg, ...)`, over the same `cache.ListWatch`",
+	"sw-dropin-decoding":  "the same with `reflector.NewSharedIndexInformerWithDecoding` (removed; `reflector.NewInformerFor` replaces it)",
 	"sw-reflector-funcs":  "`reflector.New` over `lister.FromFuncs`",
 }
 

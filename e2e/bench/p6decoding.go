@@ -13,16 +13,15 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// startDecodingDropIn starts the drop-in informer over the same typed
-// cache.ListWatch as sw-dropin, given cfg and ns so that its lists are sent
-// by steadywatch's own client and decoded item by item
-// (reflector.NewSharedIndexInformerWithDecoding).
-func (c contender) startDecodingDropIn(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, server compat.Server, ns string, in *instance, handler cache.ResourceEventHandlerFuncs) (*instance, error) {
+// startInformerFor starts the informer controller-runtime's NewInformer
+// hook builds with reflector.NewInformerFor(cfg, ...), over the same typed
+// cache.ListWatch as sw-dropin: its lists and watches are sent by
+// steadywatch's own client built from cfg, once it has checked that it
+// lists what the ListWatch lists.
+func (c contender) startInformerFor(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, server compat.Server, ns string, in *instance, handler cache.ResourceEventHandlerFuncs) (*instance, error) {
 	lw := typedListWatch(cs.CoreV1().ConfigMaps(ns))
 	lo := lister.Options{Server: server, ListGate: c.gate, DisableStreamingList: c.NoStream}
-	inf := reflector.NewSharedIndexInformerWithDecoding(lw, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{
-		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-	}, lo, lister.Decoding{Config: cfg, Namespace: ns})
+	inf := reflector.NewInformerFor(cfg, lo)(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	if _, err := inf.AddEventHandler(handler); err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ import (
 // server: the client filters) and each replica count N, N child processes
 // start their caches at once, each a drop-in informer
 // (reflector.NewSharedIndexInformerWithOptions, or with -p7-replica
-// sw-dropin-decoding NewSharedIndexInformerWithDecoding) over shard.Wrap of a
+// sw-dropin-decoding reflector.NewInformerFor) over shard.Wrap of a
 // typed cache.ListWatch holding a static range: the slices shard.Assign gives it
 // among N members (no Leases: membership is not what is measured). Beside
 // them, stock client-go's informer holds everything in one process. Each
@@ -468,9 +468,8 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 		switch c.Kind {
 		case "sw-dropin":
 			inf = reflector.NewSharedIndexInformerWithOptions(slw, &corev1.ConfigMap{}, io, lister.Options{Server: server})
-		case "sw-dropin-decoding":
-			inf = reflector.NewSharedIndexInformerWithDecoding(slw, &corev1.ConfigMap{}, io, lister.Options{Server: server},
-				lister.Decoding{Config: ccfg, Namespace: f.namespace})
+		case "sw-informerfor":
+			inf = reflector.NewInformerFor(ccfg, lister.Options{Server: server})(slw, &corev1.ConfigMap{}, 0, io.Indexers)
 		default:
 			return fmt.Errorf("contender %s is not a replica path (%s)", name, strings.Join(p7ReplicaPaths, ", "))
 		}

@@ -90,7 +90,7 @@ var _ = Describe("adopting steadywatch in the examples", Label("examples", "adop
 		},
 		// informer: reflector.NewSharedInformerFactoryWithOptions in place of client-go's, with lister.Options{Metrics: swprom.New(...)}.
 		Entry("informer (client-go SharedInformerFactory)", "informer", 3),
-		// operator: reflector.NewSharedIndexInformer as cache.Options.NewInformer.
+		// operator: reflector.NewInformerFor(cfg) as cache.Options.NewInformer.
 		Entry("operator (controller-runtime)", "operator", 1),
 		// listwatch: lister.Wrap around cache.NewListWatchFromClient.
 		Entry("listwatch (any cache.ListerWatcher)", "listwatch", 1),

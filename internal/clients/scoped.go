@@ -47,8 +47,7 @@ func (c *Scoped) IsWatchListSemanticsUnSupported() bool {
 }
 
 // Scoped lists through Dec, checked once against LW's scope, and watches
-// through LW (lister.WrapDecoding's client, and that of the informer of
-// reflector.NewSharedIndexInformerWithDecoding).
+// through LW (lister.WrapDecoding's client).
 type Scoped struct {
 	// LW is the caller's ListerWatcher as a client; Dec the decoding client.
 	LW, Dec Lister

@@ -9,7 +9,7 @@
 // waits until the cache holds that version or a newer one (after a Delete:
 // no longer holds the object), woken by the informer's events and, for an
 // informer steadywatch built (cache.Options.NewInformer =
-// reflector.NewSharedIndexInformer), by reflector.WaitForResourceVersion,
+// reflector.NewInformerFor(cfg)), by reflector.WaitForResourceVersion,
 // which also counts bookmarks. Past Options.Bound it reads from the server
 // with the manager's API reader (a consistent read) and logs why.
 //

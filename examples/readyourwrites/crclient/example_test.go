@@ -12,8 +12,9 @@ import (
 // writes. With steadywatch's informers in the cache (NewInformer), a List
 // also counts bookmarks as the cache catching up.
 func ExampleNew() {
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Cache: cache.Options{NewInformer: reflector.NewSharedIndexInformer},
+	cfg := ctrl.GetConfigOrDie()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache: cache.Options{NewInformer: reflector.NewInformerFor(cfg)},
 	})
 	if err != nil {
 		panic(err)

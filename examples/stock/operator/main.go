@@ -15,19 +15,25 @@
 // that with diff and runs both against real apiservers:
 //
 //	 cacheOpts := cache.Options{DefaultNamespaces: map[string]cache.Config{c.namespace: {}}}
-//	+cacheOpts.NewInformer = reflector.NewSharedIndexInformer
+//	+cacheOpts.NewInformer = reflector.NewInformerFor(cfg)
 //
-// reflector.NewSharedIndexInformer has exactly the signature of the cache's
-// NewInformer hook (that of client-go's cache.NewSharedIndexInformer): each
-// informer is client-go's own, over the ListerWatcher controller-runtime
-// built, wrapped in steadywatch's lister.ListerWatcher, so every list the
-// manager's informers send runs with the KEP-2523 fallbacks and a streaming
-// list is used only where the server really streams. client-go v0.37's
-// reflector (inside every controller-runtime informer) opens its initial
-// sync as a streaming list by default, which a v1.18 apiserver ignores:
-// without the line this operator never starts against a v1.18.19 apiserver;
-// with it, it does. reflector.NewInformerFunc(lister.Options{Server: ...,
-// Metrics: ...}) is the same hook with options.
+// reflector.NewInformerFor(cfg) has exactly the signature of the cache's
+// NewInformer hook (that of client-go's cache.NewSharedIndexInformer) and
+// needs only the manager's rest.Config: each informer is steadywatch's own,
+// whose lists and watches are sent by steadywatch's own client built from
+// cfg (no retry of client-go's own inside it, a Retry-After capped, lists
+// decoded item by item as they arrive), once it has checked that this
+// client lists what the ListWatch controller-runtime built lists (its
+// namespace, of one or several in DefaultNamespaces); where it cannot (a
+// selector in ByObject), that informer lists through controller-runtime's
+// ListWatch, logged and counted. Every list runs with the KEP-2523
+// fallbacks, and a streaming list is used only where the server really
+// streams. client-go v0.37's reflector (inside every controller-runtime
+// informer) opens its initial sync as a streaming list by default, which a
+// v1.18 apiserver ignores: without the line this operator never starts
+// against a v1.18.19 apiserver; with it, it does.
+// reflector.NewInformerFor(cfg, lister.Options{Server: ..., Metrics: ...})
+// is the same hook with options.
 //
 //	cd e2e && go run ./cmd/devcluster --server legacy   # prints KUBECONFIG=...
 //	cd examples && KUBECONFIG=... go run ./operator -namespace default

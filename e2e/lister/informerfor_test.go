@@ -1,0 +1,340 @@
+package lister_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/lister"
+	"github.com/steadywatch/steadywatch/reflector"
+)
+
+// controller-runtime's cache hands its cache.Options.NewInformer hook a
+// cache.ListWatch of closures over its own clients (pkg/cache/internal,
+// makeListWatcher) and the example object; nothing in it says which
+// namespace it lists, and a multi-namespace cache (DefaultNamespaces) builds
+// one informer per namespace through the same hook. reflector.NewInformerFor
+// is given only the manager's rest.Config: on a real server each informer
+// finds its namespace, its lists and watches are sent by steadywatch's own
+// client (the hook's ListWatch sends only the limit=1 scope check, and no
+// watch), and the cache holds exactly the namespace's objects, for a typed
+// object and for metadata only. Its client sends no request of client-go's
+// own: a Retry-After of an hour is waited the cap, a reset connection
+// reaches the informer as a failed list.
+var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped NewInformer hook", Label("conformance", "needs-faults"), func() {
+	for _, version := range []string{build.Current, build.Legacy} {
+		Context("on "+version, Ordered, func() {
+			var e *env
+			var other string
+			BeforeAll(func(ctx SpecContext) {
+				e = startHarness(ctx, harness.Options{Version: version}, "injects a Retry-After and a reset connection at the harness's fault proxy")
+				e.create(ctx, "crdec", 120)
+				// Another namespace's objects: a second namespace of the cache.
+				other = e.ns + "-other"
+				_, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(func(ctx SpecContext) {
+					_ = e.cs.CoreV1().Namespaces().Delete(ctx, other, metav1.DeleteOptions{})
+				})
+				_, err = e.cs.CoreV1().ConfigMaps(other).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}, metav1.CreateOptions{})
+				Expect(err).NotTo(HaveOccurred())
+			})
+			AfterEach(func() { e.proxy.ClearRules(); e.proxy.ResetRequests() })
+
+			It("lists and watches through steadywatch's own client, one informer per namespace, typed and metadata-only", func(ctx SpecContext) {
+				gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+				callerCfg, callerReqs := recordRequests(e.cfg)
+				ownCfg, ownReqs := recordRequests(e.cfg)
+				rec := &informerMetrics{}
+				newInformer := reflector.NewInformerFor(ownCfg, lister.Options{Metrics: rec})
+
+				metaExample := &metav1.PartialObjectMetadata{}
+				metaExample.SetGroupVersionKind(gvk)
+				// v1.18 leaves remainingItemCount out of metadata-only lists, so
+				// the scope check cannot compare them: that informer lists
+				// through the hook's ListWatch, counted.
+				metaFallsBack := version == build.Legacy
+				for _, c := range []struct {
+					ns        string
+					lw        cache.ListerWatcher
+					example   runtime.Object
+					fallsBack bool
+				}{
+					{e.ns, controllerRuntimeStructured(callerCfg, e.ns), &corev1.ConfigMap{}, false},
+					{other, controllerRuntimeStructured(callerCfg, other), &corev1.ConfigMap{}, false},
+					{e.ns, controllerRuntimeMetadata(callerCfg, e.ns, gvk), metaExample, metaFallsBack},
+				} {
+					want, err := e.cs.CoreV1().ConfigMaps(c.ns).List(ctx, metav1.ListOptions{})
+					Expect(err).NotTo(HaveOccurred())
+					var wantKeys []string
+					for i := range want.Items {
+						k, _ := cache.MetaNamespaceKeyFunc(&want.Items[i])
+						wantKeys = append(wantKeys, k)
+					}
+					slices.Sort(wantKeys)
+					before, fallbacksBefore := len(callerReqs()), len(rec.fallbackReasons())
+					inf := newInformer(c.lw, c.example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+					logs := &capturedLogs{}
+					ictx, cancel := context.WithCancel(klog.NewContext(ctx, logs.logger()))
+					DeferCleanup(cancel)
+					go inf.RunWithContext(ictx)
+					Eventually(inf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
+					got := inf.GetStore().ListKeys()
+					slices.Sort(got)
+					Expect(got).To(Equal(wantKeys), "%T in %s", c.example, c.ns)
+					if c.fallsBack {
+						Expect(rec.fallbackReasons()[fallbacksBefore:]).To(Equal([]string{"decoding-scope-mismatch"}))
+						AddReportEntry(fmt.Sprintf("%T in %s: fallback", c.example, c.ns), logs.containing("Listing and watching through the hook's"))
+						continue
+					}
+					Expect(rec.fallbackReasons()[fallbacksBefore:]).To(BeEmpty(), "%T in %s fell back to the hook's ListWatch: %v", c.example, c.ns, logs.containing("Listing and watching through the hook's"))
+					Expect(logs.containing(hiddenRetry)).To(BeEmpty(), "client-go retried a request on its own")
+					// Its watch is steadywatch's client's, in the namespace.
+					Eventually(func() []string {
+						return slices.DeleteFunc(ownReqs(), func(q string) bool {
+							return !strings.HasPrefix(q, "watch /api/v1/namespaces/"+c.ns+"/configmaps?")
+						})
+					}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).ShouldNot(BeEmpty())
+					// The hook's ListWatch sent the scope check only (limit=1,
+					// at the resourceVersion of steadywatch's every-namespace
+					// limit=1 list), and no watch.
+					Consistently(func() int { return len(callerReqs()) - before }).WithTimeout(time.Second).WithPolling(50 * time.Millisecond).Should(Equal(1))
+					q := callerReqs()[before]
+					Expect(q).To(HavePrefix("list "), "the hook's ListWatch watched")
+					v := query(q[strings.Index(q, "?")+1:])
+					Expect(v.Get("limit")).To(Equal("1"), "the hook's ListWatch sent a list that was not the scope check: %s", q)
+					Expect(v.Get("resourceVersion")).NotTo(BeEmpty())
+				}
+				AddReportEntry("hook's ListWatch requests", callerReqs())
+				AddReportEntry("steadywatch's client requests", ownReqs())
+			})
+
+			It("waits a Retry-After of 3600 s the cap, and sends the 429's request once", func(ctx SpecContext) {
+				e.proxy.Inject(faults.Rule{Resource: "configmaps", Status: 429, RetryAfterSeconds: 3600, Count: 1})
+				rec := &informerMetrics{}
+				const maxRetryAfter = 2 * time.Second
+				inf := reflector.NewInformerFor(e.pcfg, lister.Options{MaxRetryAfter: maxRetryAfter, Metrics: rec})(controllerRuntimeStructured(e.pcfg, e.ns), &corev1.ConfigMap{}, 0, cache.Indexers{})
+				logs := &capturedLogs{}
+				ictx, cancel := context.WithCancel(klog.NewContext(ctx, logs.logger()))
+				DeferCleanup(cancel)
+				begin := time.Now()
+				go inf.RunWithContext(ictx)
+				Eventually(inf.HasSynced).WithTimeout(maxRetryAfter + 10*time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
+				took := time.Since(begin)
+				var faulted []faults.Request
+				for _, r := range e.requests("") {
+					if r.Status == 429 {
+						faulted = append(faulted, r)
+					}
+				}
+				Expect(faulted).To(HaveLen(1))
+				Expect(faulted[0].Fault).NotTo(BeEmpty(), "the proxy's 429")
+				Expect(took).To(BeNumerically("<", maxRetryAfter+10*time.Second), "waited the cap, not the hour")
+				Expect(logs.containing(hiddenRetry)).To(BeEmpty(), "client-go retried a request on its own")
+				Expect(rec.fallbackReasons()).To(BeEmpty())
+				summary := fmt.Sprintf("synced in %s, %d configmaps requests on the wire, list outcomes %v", took.Round(100*time.Millisecond), len(e.requests("")), rec.listOutcomes())
+				fmt.Fprintln(GinkgoWriter, summary)
+				AddReportEntry("429 Retry-After 3600, MaxRetryAfter 2 s", summary)
+			})
+
+			It("hands a reset connection to the informer, not to a retry inside client-go", func(ctx SpecContext) {
+				// The informer's own list (no limit), not a limit=1 request of
+				// the scope check: the lister counts the requests written under
+				// its list call, so a retry inside client-go would be seen.
+				e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: e.ns, Reset: true, Count: 1,
+					Match: func(q url.Values) bool { return q.Get("limit") == "" }})
+				rec := &informerMetrics{}
+				inf := reflector.NewInformerFor(e.pcfg, lister.Options{Metrics: rec})(controllerRuntimeStructured(e.pcfg, e.ns), &corev1.ConfigMap{}, 0, cache.Indexers{})
+				logs := &capturedLogs{}
+				ictx, cancel := context.WithCancel(klog.NewContext(ctx, logs.logger()))
+				DeferCleanup(cancel)
+				go inf.RunWithContext(ictx)
+				Eventually(inf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
+				var reset []faults.Request
+				for _, r := range e.requests("list") {
+					if r.Fault != "" {
+						reset = append(reset, r)
+					}
+				}
+				Expect(reset).To(HaveLen(1), "the reset fired")
+				// The lister counts every request written on the wire under
+				// its own (an HTTP trace on the request's context) and logs a
+				// request that client-go sent more than once.
+				Expect(logs.containing(hiddenRetry)).To(BeEmpty(), "client-go retried the reset request on its own")
+				// The reset reached steadywatch, which backed off before it
+				// listed again: over controller-runtime's ListWatch
+				// (reflector.NewSharedIndexInformer), client-go retries it on
+				// its own and nothing is counted.
+				Expect(rec.fallbackReasons()).To(Equal([]string{"transport-backoff"}))
+				AddReportEntry("reset connection", fmt.Sprintf("list outcomes %v, %d configmaps requests on the wire", rec.listOutcomes(), len(e.requests(""))))
+			})
+		})
+	}
+})
+
+// informerMetrics records the outcome of every list call and every
+// fallback's reason.
+type informerMetrics struct {
+	metricsnop.Nop
+	mu        sync.Mutex
+	outcomes  []string
+	fallbacks []string
+}
+
+func (m *informerMetrics) Fallback(_, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fallbacks = append(m.fallbacks, reason)
+}
+
+func (m *informerMetrics) fallbackReasons() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.fallbacks)
+}
+
+// hiddenRetry is the lister's log line for a request client-go's REST
+// client sent more than once on its own.
+const hiddenRetry = "client-go's REST client retried a request on its own"
+
+// capturedLogs records every log line (verbosity up to 4) of a logger.
+type capturedLogs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (c *capturedLogs) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.lines = append(c.lines, prefix+" "+args)
+	}, funcr.Options{Verbosity: 4})
+}
+
+func (c *capturedLogs) containing(s string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(c.lines), func(l string) bool { return !strings.Contains(l, s) })
+}
+
+func (m *informerMetrics) List(_, _, outcome string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outcomes = append(m.outcomes, outcome)
+}
+
+func (m *informerMetrics) listOutcomes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.outcomes)
+}
+
+// recordRequests returns cfg with every ConfigMap list and watch it sends
+// recorded as "list path?query" or "watch path?query", and a function
+// returning them.
+func recordRequests(cfg *rest.Config) (*rest.Config, func() []string) {
+	cfg = rest.CopyConfig(cfg)
+	var mu sync.Mutex
+	var reqs []string
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/configmaps") {
+				verb := "list"
+				if r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" {
+					verb = "watch"
+				}
+				mu.Lock()
+				reqs = append(reqs, verb+" "+r.URL.Path+"?"+r.URL.RawQuery)
+				mu.Unlock()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return cfg, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reqs)
+	}
+}
+
+// controllerRuntimeStructured is the ListWatch controller-runtime's cache
+// builds for a typed object (pkg/cache/internal/informers.go,
+// makeListWatcher and addInformerToMap): closures over a REST client for
+// the group/version, decoding each list whole into the list type.
+func controllerRuntimeStructured(cfg *rest.Config, ns string) cache.ListerWatcher {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{Version: "v1"}
+	c.APIPath = "/api"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientFor(c)
+	Expect(err).NotTo(HaveOccurred())
+	pc := runtime.NewParameterCodec(scheme.Scheme)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			res := &corev1.ConfigMapList{}
+			if err := rc.Get().Resource("configmaps").VersionedParams(&opts, pc).Namespace(ns).Do(ctx).Into(res); err != nil {
+				return nil, err
+			}
+			return res, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			opts.AllowWatchBookmarks = true
+			return rc.Get().Resource("configmaps").VersionedParams(&opts, pc).Namespace(ns).Watch(ctx)
+		},
+	}
+}
+
+// controllerRuntimeMetadata is the ListWatch controller-runtime's cache
+// builds for a metadata-only object: closures over the metadata client
+// that set the kind on every item and event.
+func controllerRuntimeMetadata(cfg *rest.Config, ns string, gvk schema.GroupVersionKind) cache.ListerWatcher {
+	ri := metadata.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list, err := ri.List(ctx, opts)
+			if list != nil {
+				for i := range list.Items {
+					list.Items[i].SetGroupVersionKind(gvk)
+				}
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			opts.AllowWatchBookmarks = true
+			w, err := ri.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(in watch.Event) (watch.Event, bool) {
+				in.Object.GetObjectKind().SetGroupVersionKind(gvk)
+				return in, true
+			}), nil
+		},
+	}
+}
