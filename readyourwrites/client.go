@@ -55,9 +55,6 @@ type Options struct {
 	// Default 5s; the apiserver sends a bookmark about once
 	// a minute, so an idle resource may need the bound.
 	Bound time.Duration
-	// Name names the resource in logs and metrics. Default: derived from
-	// the object type, as package lister does ("v1/configmaps").
-	Name string
 	// Metrics receives the read waits, the server fallbacks and the
 	// store's resourceVersion. Default: none.
 	Metrics metrics.Recorder
@@ -103,14 +100,13 @@ func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, 
 	if o.Bound <= 0 {
 		o.Bound = defaultBound
 	}
-	if o.Name == "" {
-		var zero T
-		example := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(runtime.Object)
-		o.Name = lister.Options{}.Resolve(example).Name
-	}
+	// Logs and metrics name the resource as package lister does
+	// ("v1/configmaps").
+	var zero T
+	example := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(runtime.Object)
 	c := &Client[T, L]{
 		typed: typed, namespace: namespace, indexer: informer.GetIndexer(),
-		seen: rvwait.New(), bound: o.Bound, name: o.Name,
+		seen: rvwait.New(), bound: o.Bound, name: lister.Options{}.Resolve(example).Name,
 		objects: map[string]written{}, deletes: map[string]bool{},
 	}
 	c.rec = o.Metrics
