@@ -21,6 +21,7 @@ import (
 	"github.com/steadywatch/steadywatch/internal/rvwait"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
+	"github.com/steadywatch/steadywatch/reflector"
 )
 
 // defaultBound is Options.Bound's default.
@@ -60,13 +61,6 @@ type Options struct {
 	Metrics metrics.Recorder
 }
 
-// storeWaiter is an informer steadywatch built over its own reflector,
-// which knows the resourceVersion its indexer reflects, bookmarks included
-// (reflector.WaitForResourceVersion).
-type storeWaiter interface {
-	WaitForResourceVersion(ctx context.Context, rv string) error
-}
-
 // written is what the Client last wrote to one object.
 type written struct {
 	rv      string // the version the server returned; "" for a delete
@@ -80,11 +74,15 @@ type Client[T Object, L runtime.Object] struct {
 	typed     TypedClient[T, L]
 	namespace string
 	indexer   cache.Indexer
-	storeWait storeWaiter // nil: the informer cannot wait (client-go's own)
-	seen      *rvwait.Tracker
-	bound     time.Duration
-	name      string
-	rec       metrics.Recorder // nil: none
+	// informer is the informer whose cache reads are served; when
+	// steadywatch built it (wrappers such as shard.New's looked through),
+	// reflector.WaitForResourceVersion knows the resourceVersion its indexer
+	// reflects, bookmarks included; client-go's own cannot say.
+	informer cache.SharedIndexInformer
+	seen     *rvwait.Tracker
+	bound    time.Duration
+	name     string
+	rec      metrics.Recorder // nil: none
 
 	mu      sync.Mutex
 	objects map[string]written // by namespace/name
@@ -110,7 +108,7 @@ func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, 
 		objects: map[string]written{}, deletes: map[string]bool{},
 	}
 	c.rec = o.Metrics
-	c.storeWait, _ = informer.(storeWaiter)
+	c.informer = informer
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj) },
 		UpdateFunc: func(_, obj any) { c.observe(obj) },
@@ -285,11 +283,13 @@ func (c *Client[T, L]) List(ctx context.Context, selector labels.Selector) ([]T,
 	}
 	c.mu.Unlock()
 	var reached atomic.Bool // the informer's own wait saw the store reach newest
-	if newest != "" && c.storeWait != nil && !c.storeAtLeast(newest) {
+	if newest != "" && !c.storeAtLeast(newest) {
 		wctx, cancel := context.WithTimeout(ctx, c.bound)
 		defer cancel()
 		go func() {
-			if c.storeWait.WaitForResourceVersion(wctx, newest) == nil {
+			// An informer that cannot wait (client-go's own) answers
+			// ErrNoResourceVersionWait at once: the cache's events decide.
+			if reflector.WaitForResourceVersion(wctx, c.informer, newest) == nil {
 				reached.Store(true)
 				c.seen.Poke()
 			}

@@ -371,3 +371,27 @@ func TestListIsReleasedByTheInformersOwnWaitWithoutAnEvent(t *testing.T) {
 		t.Fatalf("%d lists reached the server, want 0", lists)
 	}
 }
+
+// An informer steadywatch built, wrapped by another (shard.New's informer
+// embeds one), is looked through: its own wait still releases a read.
+func TestListIsReleasedByAWrappedInformersOwnWait(t *testing.T) {
+	s := newFakeServer()
+	_, inf, _ := setup(t, s, time.Minute)
+	wi := waitingInformer{SharedIndexInformer: inf, bookmark: make(chan struct{})}
+	wrapped := struct{ cache.SharedIndexInformer }{wi} // hides WaitForResourceVersion from a type assertion
+	c, err := New[*corev1.ConfigMap, *corev1.ConfigMapList](s, "ns", wrapped, Options{Bound: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c.Create(ctx, cmNamed("a"), metav1.CreateOptions{}) // its event never comes
+	done := make(chan error, 1)
+	go func() { _, err := c.List(ctx, nil); done <- err }()
+	close(wi.bookmark)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, lists := s.counts(); lists != 0 {
+		t.Fatalf("%d lists reached the server, want 0", lists)
+	}
+}
