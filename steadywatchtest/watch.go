@@ -312,9 +312,15 @@ func (w *serverWatch) deliver(c change) {
 	default:
 		return
 	}
-	w.push(item{ev: ev})
+	// The duplicate is copied before the event is queued: once queued, the
+	// watch's reader owns ev.Object (an encoder may set its kind).
+	var dup runtime.Object
 	if w.faults.DuplicateEvents {
-		w.push(item{ev: watch.Event{Type: ev.Type, Object: ev.Object.DeepCopyObject()}})
+		dup = ev.Object.DeepCopyObject()
+	}
+	w.push(item{ev: ev})
+	if dup != nil {
+		w.push(item{ev: watch.Event{Type: ev.Type, Object: dup}})
 	}
 	if w.faults.StaleEvent && ev.Type == watch.Modified {
 		w.push(item{ev: watch.Event{Type: watch.Modified, Object: c.prev.DeepCopyObject()}})
