@@ -3,74 +3,27 @@ package engine_test
 import (
 	"bytes"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
-// constDocs reads the Go sources of the package in dir (tests excluded) and
-// returns, for every string constant, its value -> its doc comment (the
-// comment above it, or the one at the end of its line) with the leading
-// "Name:" or "Name" removed. It is how docs/troubleshooting.md stays the
+// constDocs returns, for every string constant of the package in dir (tests
+// excluded), its value -> its doc comment (testfake.DirStringConsts), with a
+// capital first letter. It is how docs/troubleshooting.md stays the
 // reason-code constants' own documentation: one text, in godoc and on the
 // page.
 func constDocs(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	docs := map[string]string{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+	for _, c := range testfake.DirStringConsts(t, dir) {
+		text := c.Doc
+		if text != "" && !strings.HasPrefix(text, "client-go") {
+			text = strings.ToUpper(text[:1]) + text[1:]
 		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range af.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, sp := range gd.Specs {
-				vs := sp.(*ast.ValueSpec)
-				if len(vs.Names) != 1 || len(vs.Values) != 1 {
-					continue
-				}
-				lit, ok := vs.Values[0].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					continue
-				}
-				val, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					continue
-				}
-				text := ""
-				switch {
-				case vs.Doc != nil:
-					text = vs.Doc.Text()
-				case vs.Comment != nil:
-					text = vs.Comment.Text()
-				}
-				name := vs.Names[0].Name
-				text = strings.TrimPrefix(strings.TrimSpace(text), name)
-				text = strings.TrimSpace(strings.TrimPrefix(text, ":"))
-				text = strings.Join(strings.Fields(text), " ")
-				if text != "" && !strings.HasPrefix(text, "client-go") {
-					text = strings.ToUpper(text[:1]) + text[1:]
-				}
-				docs[val] = text
-			}
-		}
+		docs[c.Value] = text
 	}
 	return docs
 }

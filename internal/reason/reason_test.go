@@ -4,97 +4,31 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/reasons.md from the code")
-
-// constant is one string constant of a Go file: its name, value, doc
-// comment (one line, without the leading "Name:") and where it is.
-type constant struct {
-	name, value, doc string
-	pos              token.Position
-}
-
-// constants returns the string constants declared in the non-test Go files
-// of dir.
-func constants(t *testing.T, dir string) []constant {
-	t.Helper()
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []constant
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, fileConstants(fset, af)...)
-	}
-	return out
-}
-
-func fileConstants(fset *token.FileSet, af *ast.File) []constant {
-	var out []constant
-	for _, d := range af.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
-		}
-		for _, sp := range gd.Specs {
-			vs := sp.(*ast.ValueSpec)
-			for i, v := range vs.Values {
-				lit, ok := v.(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING || i >= len(vs.Names) {
-					continue
-				}
-				val, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					continue
-				}
-				text := ""
-				switch {
-				case vs.Doc != nil:
-					text = vs.Doc.Text()
-				case vs.Comment != nil:
-					text = vs.Comment.Text()
-				}
-				name := vs.Names[i].Name
-				text = strings.TrimPrefix(strings.TrimSpace(text), name)
-				text = strings.TrimSpace(strings.TrimPrefix(text, ":"))
-				text = strings.Join(strings.Fields(text), " ")
-				out = append(out, constant{name: name, value: val, doc: text, pos: fset.Position(lit.Pos())})
-			}
-		}
-	}
-	return out
-}
 
 // TestAllListsEveryConstantOnce: every constant of this package is in All
 // exactly once, no two constants share a value, and every entry names who
 // reports it.
 func TestAllListsEveryConstantOnce(t *testing.T) {
-	consts := constants(t, ".")
+	consts := testfake.DirStringConsts(t, ".")
 	byValue := map[string]string{}
 	for _, c := range consts {
-		if other, ok := byValue[c.value]; ok {
-			t.Errorf("%q is defined twice: %s and %s", c.value, other, c.name)
+		if other, ok := byValue[c.Value]; ok {
+			t.Errorf("%q is defined twice: %s and %s", c.Value, other, c.Name)
 		}
-		byValue[c.value] = c.name
+		byValue[c.Value] = c.Name
 	}
 	seen := map[Code]int{}
 	for _, e := range All() {
@@ -107,8 +41,8 @@ func TestAllListsEveryConstantOnce(t *testing.T) {
 		}
 	}
 	for _, c := range consts {
-		if n := seen[Code(c.value)]; n != 1 {
-			t.Errorf("%s (%q) is in All %d times, want once", c.name, c.value, n)
+		if n := seen[Code(c.Value)]; n != 1 {
+			t.Errorf("%s (%q) is in All %d times, want once", c.Name, c.Value, n)
 		}
 	}
 	all := All()
@@ -151,10 +85,10 @@ func TestNoReasonDefinedElsewhere(t *testing.T) {
 			return err
 		}
 		checked++
-		for _, c := range fileConstants(fset, af) {
-			rel, _ := filepath.Rel(root, c.pos.Filename)
-			if codes[c.value] && !otherVocabulary[rel+" "+c.name] {
-				t.Errorf("%s:%d: %s = %q defines a reason code again; use internal/reason's constant (or its documented value)", rel, c.pos.Line, c.name, c.value)
+		for _, c := range testfake.FileStringConsts(fset, af) {
+			rel, _ := filepath.Rel(root, c.Pos.Filename)
+			if codes[c.Value] && !otherVocabulary[rel+" "+c.Name] {
+				t.Errorf("%s:%d: %s = %q defines a reason code again; use internal/reason's constant (or its documented value)", rel, c.Pos.Line, c.Name, c.Value)
 			}
 		}
 		return nil
@@ -190,8 +124,8 @@ var sources = []struct {
 // a capability belief, what the code says.
 func meanings(t *testing.T) map[Code]string {
 	m := map[Code]string{}
-	for _, c := range constants(t, ".") {
-		m[Code(c.value)] = c.doc
+	for _, c := range testfake.DirStringConsts(t, ".") {
+		m[Code(c.Value)] = c.Doc
 	}
 	for _, code := range By(Compat) {
 		if capability, support, ok := strings.Cut(strings.TrimPrefix(string(code), "compat:"), "="); ok {
