@@ -1022,7 +1022,7 @@ func (e *env) waitFor(cond func() bool, d time.Duration) bool {
 func (e *env) countListSent() bool {
 	for _, q := range e.srv.Requests() {
 		// (NewInformerFor's every-namespace limit=1 list is its scope check.)
-		if q.Verb == "list" && q.Namespace == "ns" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == "" {
+		if isCountList(q) {
 			return true
 		}
 	}
@@ -1078,7 +1078,7 @@ func (e *env) onReplace() {
 func withCountList(frozen, all []steadywatchtest.Request) []steadywatchtest.Request {
 	streamed := false
 	for _, q := range frozen {
-		if q.Verb == "list" && q.Options.Limit == 1 {
+		if isCountList(q) {
 			return frozen // already in
 		}
 		streamed = streamed || (q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents)
@@ -1087,11 +1087,18 @@ func withCountList(frozen, all []steadywatchtest.Request) []steadywatchtest.Requ
 		return frozen
 	}
 	for _, q := range all[len(frozen):] {
-		if q.Verb == "list" && q.Options.Limit == 1 {
+		if isCountList(q) {
 			return append(slices.Clone(frozen), q)
 		}
 	}
 	return frozen
+}
+
+// isCountList: q is the streaming-list count read (a MostRecent limit=1
+// list in the informer's namespace), not another limit=1 list such as
+// NewInformerFor's or WrapDecoding's scope checks.
+func isCountList(q steadywatchtest.Request) bool {
+	return q.Verb == "list" && q.Namespace == "ns" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == ""
 }
 
 // trace is what a run observed: the requests and metrics (a reflector's up
