@@ -137,6 +137,10 @@ type run struct {
 	truth map[string]truthEntry // the server's state, in scope or not
 	ends  map[string][]uint64   // key -> resourceVersions at which an in-scope version ended
 
+	// written, when set, runs after each client's server applied a step
+	// and before the next one does (a test's hook into that moment).
+	written func(client string)
+
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started time.Time
@@ -147,20 +151,7 @@ type run struct {
 // stopAt set, it ends as soon as a violation of that client and kind is
 // seen (shrinking needs no more).
 func play(h history, clients []string, stopAt *violation) (res result) {
-	r := &run{
-		h: h, sc: scope{namespace: h.namespace, selector: h.selector}, clients: clients,
-		servers: map[string]*cmServer{}, checks: map[string]*checker{}, fronts: map[string]*front{},
-		clk:   testingclock.NewFakeClock(time.Now()),
-		wake:  make(chan struct{}, 1),
-		truth: map[string]truthEntry{}, ends: map[string][]uint64{},
-	}
-	for _, c := range clients {
-		r.servers[c] = steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
-		if !h.fromZero {
-			r.servers[c].Advance(1)
-		}
-		r.checks[c] = newChecker(c, r.sc, &r.step, r.notify, r.ended)
-	}
+	r := newRun(h, clients)
 	defer r.stop()
 	if !slices.ContainsFunc(h.steps, func(s step) bool { return s.op == opStart }) {
 		r.start()
@@ -279,6 +270,26 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 		}
 	}
 	return res
+}
+
+// newRun prepares h's play with the named clients, each on a server of its
+// own; the clients start with the history's start step, or r.start.
+func newRun(h history, clients []string) *run {
+	r := &run{
+		h: h, sc: scope{namespace: h.namespace, selector: h.selector}, clients: clients,
+		servers: map[string]*cmServer{}, checks: map[string]*checker{}, fronts: map[string]*front{},
+		clk:   testingclock.NewFakeClock(time.Now()),
+		wake:  make(chan struct{}, 1),
+		truth: map[string]truthEntry{}, ends: map[string][]uint64{},
+	}
+	for _, c := range clients {
+		r.servers[c] = steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+		if !h.fromZero {
+			r.servers[c].Advance(1)
+		}
+		r.checks[c] = newChecker(c, r.sc, &r.step, r.notify, r.ended)
+	}
+	return r
 }
 
 // spoiled reports whether a fault visibly changed a request's answer: an
@@ -504,6 +515,9 @@ func (r *run) each(fn func(*cmServer) (string, error)) (uint64, error) {
 		rv, err := fn(r.servers[c])
 		if err != nil {
 			return 0, err
+		}
+		if r.written != nil {
+			r.written(c)
 		}
 		if i == 0 {
 			first = rv
