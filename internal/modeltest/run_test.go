@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,7 +288,7 @@ func newRun(h history, clients []string) *run {
 		if !h.fromZero {
 			r.servers[c].Advance(1)
 		}
-		r.checks[c] = newChecker(c, r.sc, &r.step, r.notify, r.ended)
+		r.checks[c] = newChecker(c, r.sc, &r.step, r.notify, func(key string, rv uint64) (uint64, bool) { return r.ended(c, key, rv) })
 	}
 	return r
 }
@@ -434,15 +435,34 @@ func (r *run) visible() map[string]uint64 {
 	return out
 }
 
-func (r *run) ended(key string, rv uint64) (uint64, bool) {
+// ended returns the first resourceVersion after rv at which the server
+// ended key's version rv (deleted it or moved it out of scope). The run
+// records an end once every client's server applied the step; until then
+// client's own server says whether it applied it: a client can see the
+// end (a relist served after it) as soon as its server did.
+func (r *run) ended(client, key string, rv uint64) (uint64, bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, e := range r.ends[key] {
 		if e > rv {
+			r.mu.Unlock()
 			return e, true
 		}
 	}
-	return 0, false
+	r.mu.Unlock()
+	srv := r.servers[client]
+	ns, name, _ := strings.Cut(key, "/")
+	obj, ok := srv.Get(ns, name)
+	if !ok {
+		// Deleted by the step in flight (one write at a time): at the
+		// server's resourceVersion.
+		at, err := strconv.ParseUint(srv.ResourceVersion(), 10, 64)
+		return at, err == nil && at > rv
+	}
+	at, err := strconv.ParseUint(obj.ResourceVersion, 10, 64)
+	if err != nil || at <= rv || r.sc.matches(obj.Namespace, obj.Labels) {
+		return 0, false
+	}
+	return at, true // moved out of scope by the step in flight
 }
 
 // apply plays one step on every client's server.
