@@ -11,8 +11,10 @@
 // What it does that client-go's reflector does not:
 //   - the first list is MostRecent by default (a consistent read), not Any
 //     (resourceVersion "0"), which can go back in time in HA control planes;
-//   - a list served older than what the store already reflects is never
-//     applied (StaleListError); it asks again with NotOlderThan;
+//   - a list served older than what the store already reflects (its
+//     resourceVersion, or the version of any object it holds, listed or
+//     not) is never applied and deletes nothing (StaleListError); it asks
+//     again with NotOlderThan;
 //   - a streaming list is used only where compat says the server honours it,
 //     and a server that silently ignores sendInitialEvents (v1.18) is
 //     detected (no end bookmark within Options.Lister.InitialEventsTimeout, or a

@@ -530,6 +530,9 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 		return r.listFailed(ctx, s, q, err)
 	}
 	if err := snap.finish(ctx, rv); err != nil {
+		if stale := (*StaleListError)(nil); errors.As(err, &stale) {
+			return r.listFailed(ctx, s, q, err)
+		}
 		return backingOff{delay: r.delay(0), next: s.retry()}, because(reason.ListError, "store update failed: %v", err)
 	}
 	return startingWatch{rv: rv}, because(reason.Listed, "listed %d items with %s, served at resourceVersion %q", snap.len(), q, rv)
@@ -922,6 +925,11 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 	advanced := prev == "" || isOlder(prev, ev.endRV)
 	if err := ev.snap.finish(ctx, ev.endRV); err != nil {
 		w.Stop()
+		if stale := (*StaleListError)(nil); errors.As(err, &stale) {
+			// The stream lacks an object the store holds at a newer version.
+			next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
+			return backingOff{delay: r.delay(0), next: next}, because(reason.StaleList, "%v", stale)
+		}
 		return backingOff{delay: r.delay(0), next: asList}, because(reason.ListError, "store update failed: %v", err)
 	}
 	if r.bookmarkStore != nil {

@@ -181,7 +181,7 @@ func (s *snapshot) finish(ctx context.Context, rv string) error {
 		}
 		s.listed, s.whole, s.index = len(s.whole), nil, nil
 	} else {
-		if err := s.deleteAbsent(ctx); err != nil {
+		if err := s.deleteAbsent(ctx, rv); err != nil {
 			s.abandon()
 			return err
 		}
@@ -207,21 +207,35 @@ func (s *snapshot) finish(ctx context.Context, rv string) error {
 }
 
 // deleteAbsent deletes from the store every object it holds that the list
-// does not hold (by namespace and name), passing the object the store holds
-// to Delete. The store's own contents are read, not the pipeline's: a watch
-// from "" or "0" starts the pipeline's per-object state afresh while the
-// store keeps what it held.
-func (s *snapshot) deleteAbsent(ctx context.Context) error {
+// served at rv does not hold (by namespace and name), passing the object the
+// store holds to Delete. The store's own contents are read, not the
+// pipeline's: a watch from "" or "0" starts the pipeline's per-object state
+// afresh while the store keeps what it held. An object held at a version
+// newer than rv (applied by a list abandoned since, or by a watch the
+// reflector's resourceVersion did not follow) may have been created after
+// rv: the list is older than the store (*StaleListError) and deletes
+// nothing.
+func (s *snapshot) deleteAbsent(ctx context.Context, rv string) error {
+	var absent []any
+	for _, obj := range s.r.objects.List() {
+		m, err := meta.Accessor(obj)
+		if err == nil && s.relist.Has(m.GetNamespace(), m.GetName()) {
+			continue
+		}
+		if err == nil && isOlder(rv, m.GetResourceVersion()) {
+			klog.FromContext(ctx).Info("A list lacks an object the store holds at a newer version: abandoning the list",
+				"object", cache.NewObjectName(m.GetNamespace(), m.GetName()), "listed", rv, "held", m.GetResourceVersion())
+			return &StaleListError{Required: m.GetResourceVersion(), Served: rv}
+		}
+		absent = append(absent, obj)
+	}
 	var errs []error
 	deleted := 0
 	del := s.r.objects.Delete
 	if ls, ok := s.r.objects.(listStore); ok {
 		del = ls.DeleteAbsent
 	}
-	for _, obj := range s.r.objects.List() {
-		if m, err := meta.Accessor(obj); err == nil && s.relist.Has(m.GetNamespace(), m.GetName()) {
-			continue
-		}
+	for _, obj := range absent {
 		if err := del(obj); err != nil {
 			errs = append(errs, err)
 			continue

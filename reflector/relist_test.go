@@ -354,6 +354,39 @@ func TestRelistNeverTakesAnObjectBackInTime(t *testing.T) {
 	}
 }
 
+// No object goes back in time when a relist deletes: a list served older
+// than an object the store holds and the list does not (b@18, applied by an
+// earlier list abandoned as stale) never deletes it; the list is abandoned
+// as stale and the next one, not older than that object, completes.
+func TestRelistNeverDeletesAnObjectNewerThanTheList(t *testing.T) {
+	fc := &fakeClient{ListFn: testfake.Answers(
+		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
+		testfake.Returns(cmList("20", testfake.ConfigMap("b", "18"), testfake.ConfigMap("a", "3")), nil), // a@3: older than the a@5 held, after b@18 is applied
+		testfake.Returns(cmList("12", testfake.ConfigMap("a", "5")), nil),                                // not older than the store's 10, older than b@18
+		testfake.Returns(cmList("20", testfake.ConfigMap("a", "5"), testfake.ConfigMap("b", "18")), nil),
+	)}
+	store := newCallStore()
+	rec := &recorder{}
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	run(t, r)
+	w := watcherOf(t, fc, 0)
+	w.Error(&testfake.Gone().ErrStatus)
+	watcherOf(t, fc, 1)
+	if calls := store.since(0); slices.Contains(calls, "delete ns/b@18") {
+		t.Fatalf("calls %q: a list served at 12 deleted ns/b@18", calls)
+	}
+	lists := fc.Lists()
+	if len(lists) != 4 || lists[3].ResourceVersion != "18" {
+		t.Fatalf("lists %+v; want the fourth NotOlderThan(18), the version of the object the third list lacked", lists)
+	}
+	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
+		t.Fatalf("store = %v; want a and b", keys)
+	}
+	if rv := r.LastSyncResourceVersion(); rv != "20" {
+		t.Fatalf("LastSyncResourceVersion = %q; want 20", rv)
+	}
+}
+
 // A streaming relist applies each initial event as it arrives, and at the
 // initial-events-end bookmark deletes what the stream did not hold.
 func TestStreamingRelistAppliesEventsAsTheyArrive(t *testing.T) {

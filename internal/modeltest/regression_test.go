@@ -1,8 +1,11 @@
 package modeltest
 
 import (
+	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
 
 // regressions are histories that once broke an invariant, most of them
@@ -85,6 +88,18 @@ var regressions = []history{
 			set("b", "y", "green"), set("b", "x", "green"), del("a", "y"),
 		},
 	},
+	{
+		// A relist after a compacted watch, while the server deletes an
+		// object the store holds from an older version: the relist's
+		// deletion must never take away a version the server has not
+		// ended.
+		name: "stream 1 history 908, shrunk: reflector back-in-time", namespace: "a", selector: "tier=blue",
+		steps: []step{
+			set("b", "z", "green"), set("b", "y", "green"), set("a", "y", "blue"), start(), wait(), compact(), set("a", "z", "blue"), set("a", "y", "blue"),
+			bookmark(), bookmark(), wait(), cut(), advance(1), set("a", "z", "blue"), set("a", "x", "blue"), del("a", "y"), compact(), del("a", "z"), wait(), wait(),
+			set("a", "z", "blue"), del("b", "y"), set("b", "y", "green"), bookmark(), del("b", "z"), wait(), del("b", "z"), set("a", "z", "green"),
+		},
+	},
 }
 
 func TestRegressions(t *testing.T) {
@@ -101,6 +116,74 @@ func TestRegressions(t *testing.T) {
 			}
 			if !slices.Contains(allClients, clientStock) {
 				t.Fatal("stock client-go not played")
+			}
+		})
+	}
+}
+
+// TestRelistDuringWrite forces the interleaving of the shrunk history
+// "stream 1 history 908": a client's server has applied a deletion, the
+// other servers have not yet, and the client relists at that moment (its
+// watch ended and its resourceVersion is compacted). The relist is served
+// after the deletion and no longer holds the object: deleting it is right,
+// and the checker must know the server ended that version.
+func TestRelistDuringWrite(t *testing.T) {
+	for _, c := range []string{clientReflector, clientWire} {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			r := newRun(history{namespace: "a", selector: "tier=blue"}, []string{c})
+			defer r.stop()
+			r.start()
+			for _, s := range []step{set("a", "z", "blue"), set("a", "y", "blue"), wait()} {
+				if err := r.apply(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			chk := r.checks[c]
+			srv := r.servers[c]
+			// A watch ended after events resumes at once; the next one,
+			// ended without any, waits a backoff on the fake clock, which
+			// moves only while the run waits: the deletion reaches no watch.
+			srv.Close()
+			if !r.waitUntil(func() bool { return srv.Watches() > 0 }, convergeBound) {
+				t.Fatalf("%s did not watch again", c)
+			}
+			srv.Close()
+			chk.mu.Lock()
+			before := chk.relisted.deleted
+			chk.mu.Unlock()
+			r.written = func(client string) {
+				if client != c {
+					return
+				}
+				// The watch resumes from before the deletion, compacted
+				// now: the client relists, served after the deletion.
+				if err := srv.Compact(""); err != nil {
+					t.Error(err)
+				}
+				gone := func() bool { _, held := chk.snapshot()["a/z"]; return !held }
+				if !r.waitUntil(gone, convergeBound) {
+					t.Errorf("%s still holds a/z %v after its server deleted it", c, convergeBound)
+				}
+			}
+			r.step.Store(1)
+			if err := r.apply(del("a", "z")); err != nil {
+				t.Fatal(err)
+			}
+			r.written = nil
+			chk.mu.Lock()
+			deleted := chk.relisted.deleted - before
+			chk.mu.Unlock()
+			if deleted != 1 {
+				t.Fatalf("%s: a relist deleted %d objects, want 1 (a/z, by a list served after its deletion)", c, deleted)
+			}
+			deletedAt := srv.ResourceVersion()
+			lists := slices.DeleteFunc(srv.Requests(), func(q steadywatchtest.Request) bool { return q.Verb != "list" || q.Code != http.StatusOK })
+			if last := lists[len(lists)-1].ResourceVersion; last != deletedAt {
+				t.Fatalf("%s: the relist was served at %s, not at the deletion's resourceVersion %s", c, last, deletedAt)
+			}
+			for _, v := range chk.found() {
+				t.Errorf("%s", v)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,6 +138,10 @@ type run struct {
 	truth map[string]truthEntry // the server's state, in scope or not
 	ends  map[string][]uint64   // key -> resourceVersions at which an in-scope version ended
 
+	// written, when set, runs after each client's server applied a step
+	// and before the next one does (a test's hook into that moment).
+	written func(client string)
+
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started time.Time
@@ -147,20 +152,7 @@ type run struct {
 // stopAt set, it ends as soon as a violation of that client and kind is
 // seen (shrinking needs no more).
 func play(h history, clients []string, stopAt *violation) (res result) {
-	r := &run{
-		h: h, sc: scope{namespace: h.namespace, selector: h.selector}, clients: clients,
-		servers: map[string]*cmServer{}, checks: map[string]*checker{}, fronts: map[string]*front{},
-		clk:   testingclock.NewFakeClock(time.Now()),
-		wake:  make(chan struct{}, 1),
-		truth: map[string]truthEntry{}, ends: map[string][]uint64{},
-	}
-	for _, c := range clients {
-		r.servers[c] = steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
-		if !h.fromZero {
-			r.servers[c].Advance(1)
-		}
-		r.checks[c] = newChecker(c, r.sc, &r.step, r.notify, r.ended)
-	}
+	r := newRun(h, clients)
 	defer r.stop()
 	if !slices.ContainsFunc(h.steps, func(s step) bool { return s.op == opStart }) {
 		r.start()
@@ -279,6 +271,26 @@ func play(h history, clients []string, stopAt *violation) (res result) {
 		}
 	}
 	return res
+}
+
+// newRun prepares h's play with the named clients, each on a server of its
+// own; the clients start with the history's start step, or r.start.
+func newRun(h history, clients []string) *run {
+	r := &run{
+		h: h, sc: scope{namespace: h.namespace, selector: h.selector}, clients: clients,
+		servers: map[string]*cmServer{}, checks: map[string]*checker{}, fronts: map[string]*front{},
+		clk:   testingclock.NewFakeClock(time.Now()),
+		wake:  make(chan struct{}, 1),
+		truth: map[string]truthEntry{}, ends: map[string][]uint64{},
+	}
+	for _, c := range clients {
+		r.servers[c] = steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{})
+		if !h.fromZero {
+			r.servers[c].Advance(1)
+		}
+		r.checks[c] = newChecker(c, r.sc, &r.step, r.notify, func(key string, rv uint64) (uint64, bool) { return r.ended(c, key, rv) })
+	}
+	return r
 }
 
 // spoiled reports whether a fault visibly changed a request's answer: an
@@ -423,15 +435,34 @@ func (r *run) visible() map[string]uint64 {
 	return out
 }
 
-func (r *run) ended(key string, rv uint64) (uint64, bool) {
+// ended returns the first resourceVersion after rv at which the server
+// ended key's version rv (deleted it or moved it out of scope). The run
+// records an end once every client's server applied the step; until then
+// client's own server says whether it applied it: a client can see the
+// end (a relist served after it) as soon as its server did.
+func (r *run) ended(client, key string, rv uint64) (uint64, bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, e := range r.ends[key] {
 		if e > rv {
+			r.mu.Unlock()
 			return e, true
 		}
 	}
-	return 0, false
+	r.mu.Unlock()
+	srv := r.servers[client]
+	ns, name, _ := strings.Cut(key, "/")
+	obj, ok := srv.Get(ns, name)
+	if !ok {
+		// Deleted by the step in flight (one write at a time): at the
+		// server's resourceVersion.
+		at, err := strconv.ParseUint(srv.ResourceVersion(), 10, 64)
+		return at, err == nil && at > rv
+	}
+	at, err := strconv.ParseUint(obj.ResourceVersion, 10, 64)
+	if err != nil || at <= rv || r.sc.matches(obj.Namespace, obj.Labels) {
+		return 0, false
+	}
+	return at, true // moved out of scope by the step in flight
 }
 
 // apply plays one step on every client's server.
@@ -504,6 +535,9 @@ func (r *run) each(fn func(*cmServer) (string, error)) (uint64, error) {
 		rv, err := fn(r.servers[c])
 		if err != nil {
 			return 0, err
+		}
+		if r.written != nil {
+			r.written(c)
 		}
 		if i == 0 {
 			first = rv
