@@ -102,7 +102,9 @@ func verdict(ok bool) string {
 	return "**missed**"
 }
 
-func (r *report) markdown(jsonName, notes string, charts map[string]string) string {
+// markdown renders the page. carried names the sections of the previous
+// page that a run of their own wrote (P6, P7) and that this page keeps.
+func (r *report) markdown(jsonName, notes string, charts map[string]string, carried []string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Benchmarks: steadywatch vs stock client-go\n\n")
@@ -110,6 +112,7 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string) stri
 	w("The latest run of the bench (`e2e/bench`): steadywatch beside stock client-go %s on real kube-apiservers. ", r.Env.ClientGo)
 	w("This page is generated from that run's results ([`bench/%s`](bench/%s), which also hold every request of every run); the method notes come from `docs/bench/notes.md`. Earlier runs are in git history and the CHANGELOG.\n\n", jsonName, jsonName)
 	w("Every figure that compares is a **ratio ours / stock client-go from the same run**, paired by repetition: the median and, in brackets, the range over repetitions. Absolute times on a 2-core machine are noisy; compare ratios.\n\n")
+	r.summarySection(w, charts, carried)
 	w("## How to reproduce\n\n")
 	w("From the repository root (the kube-apiservers are built and cached on first use):\n\n```sh\n%s\n```\n\n", reproduceCommand(r.Command))
 	w("This writes `docs/benchmarks.md`, `docs/bench/results-%s.json` and the charts; the run below took %.0f minutes. `make bench` runs the small size (10k ConfigMaps, one server); `-only p1,p5` runs a subset, `-servers v1.37.2,v1.18.19` chooses servers, and `cd e2e && go run ./bench -render ../docs/bench/results-%s.json -out ../docs` re-renders this page from the stored results without running anything.\n\n", r.Size, r.Env.DurationS/60, r.Size)
@@ -148,8 +151,7 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string) stri
 	if notes != "" {
 		w("%s\n\n", strings.TrimSpace(notes))
 	}
-	r.summary(w)
-	r.p1Overview(w, charts)
+	r.targetsSection(w)
 	r.scalingSection(w, charts)
 	for _, s := range r.serverSpecs() {
 		var ps []*p1Report
@@ -285,10 +287,55 @@ func fmtCount(n int) string {
 	return fmt.Sprint(n)
 }
 
-func (r *report) summary(w func(string, ...any)) {
-	w("## Targets\n\n")
-	w("Targets: where stock lists (`stock-list` everywhere; `stock` on servers that do not stream lists to it), our initial sync takes <= 1.0x its time and <= 0.6x its client peak heap; in P5 the apiserver's peak heap is <= 0.5x stock's where stock lists unpaginated (one list request per informer, read from the run), and never worse (<= 1x) anywhere. Where stock streams (v1.37.2 with its watch cache) both clients make the same streaming request; a stricter target (<= 0.5x time, <= 0.7x heap) is shown there for reference. A ratio with a range is median (min–max) over paired repetitions.\n\n")
-	w("| server | benchmark | measure | ratio ours / stock | target | verdict |\n|---|---|---|---|---|---|\n")
+// targetRow is one row of the Targets table, and what the Summary needs
+// of it: the goal it checks, where it was measured, its ratio's median and
+// its verdict.
+type targetRow struct {
+	line   string // the Targets table's row, as written there
+	goal   string // the Summary row it counts in ("" = no target: a reference line)
+	target string // the goal's target, as the Summary shows it
+	where  string // server, benchmark, contender and base
+	median float64
+	scored bool // the row has a figure (false: "did not sync", or no comparable pair)
+	na     bool // no comparable pair (P5 baselines too far apart): neither met nor missed
+	met    bool
+	abs    bool // median is an absolute count, not a ratio
+}
+
+// Summary goals, in the order the Summary lists them.
+const (
+	goalP1Time      = "P1 initial sync time, where stock lists"
+	goalP1Heap      = "P1 client peak heap, where stock lists"
+	goalP1Syncs     = "P1 syncs on every server (stock does not where the server ignores streaming lists)"
+	goalP1LeverTime = "P1 sync time with `DisableCompression` (`-nogzip`), where stock lists"
+	goalP1LeverHeap = "P1 client peak heap with `DisableCompression` (`-nogzip`), where stock lists"
+	goalP1RefTime   = "P1 sync time where stock streams (stricter reference target)"
+	goalP1RefHeap   = "P1 client peak heap where stock streams (stricter reference target)"
+	goalP5Unpaged   = "P5 apiserver peak heap, where stock lists unpaginated"
+	goalP5Never     = "P5 apiserver peak heap elsewhere (never worse)"
+	goalP6Initial   = "P6 initial-sync peak heap (<= 1x where stock streams)"
+	goalP6Window    = "P6 relist-window peak heap"
+	goalP2Etcd      = "P2 etcd-reaching lists after a watch 410"
+	goalP2Bytes     = "P2 bytes received after a watch 410"
+	goalP3Etcd      = "P3 etcd-reaching lists across an apiserver restart"
+	goalP3Requests  = "P3 requests across an apiserver restart"
+	goalP3Time      = "P3 time until all synced after a restart"
+	goalP4PerEvent  = "P4 per-event and per-page cost against client-go's own"
+)
+
+var goalOrder = []string{goalP1Time, goalP1Heap, goalP1Syncs, goalP1LeverTime, goalP1LeverHeap, goalP1RefTime, goalP1RefHeap,
+	goalP5Unpaged, goalP5Never, goalP6Initial, goalP6Window, goalP2Etcd, goalP2Bytes, goalP3Etcd, goalP3Requests, goalP3Time, goalP4PerEvent}
+
+// targetRows computes the rows of the Targets table, in its order.
+func (r *report) targetRows() []targetRow {
+	var rows []targetRow
+	row := func(tr targetRow, format string, a ...any) {
+		tr.line = fmt.Sprintf(format, a...)
+		rows = append(rows, tr)
+	}
+	ratio := func(goal string, target float64, where string, s spread) targetRow {
+		return targetRow{goal: goal, target: fmt.Sprintf("<= %gx", target), where: where, median: s.Median, scored: s.N > 0, na: s.N == 0, met: s.N > 0 && s.Median <= target}
+	}
 	for _, p := range r.P1 {
 		if p.ScalingOnly {
 			continue
@@ -299,15 +346,16 @@ func (r *report) summary(w func(string, ...any)) {
 		}
 		streams := p.stockStreams()
 		type tgt struct {
-			base       string
-			time, heap float64
-			note       string
+			base               string
+			time, heap         float64
+			note               string
+			timeGoal, heapGoal string
 		}
 		var ts []tgt
 		if streams {
-			ts = append(ts, tgt{p.stockName(), 0.5, 0.7, " (stock streams; reference target)"})
+			ts = append(ts, tgt{p.stockName(), 0.5, 0.7, " (stock streams; reference target)", goalP1RefTime, goalP1RefHeap})
 		} else if len(p.Runs[p.stockName()]) > 0 {
-			ts = append(ts, tgt{p.stockName(), 1.0, 0.6, " (stock lists here)"})
+			ts = append(ts, tgt{p.stockName(), 1.0, 0.6, " (stock lists here)", goalP1Time, goalP1Heap})
 		} else if _, failed := p.Failures[p.stockName()]; failed {
 			var ours []string
 			for _, o := range p.ourNames() {
@@ -315,21 +363,25 @@ func (r *report) summary(w func(string, ...any)) {
 					ours = append(ours, fmt.Sprintf("`%s` %.0f ms, %.1f MiB peak heap", o, medP1(runs, syncMs), mib(uint64(medP1(runs, peakHeap)))))
 				}
 			}
-			w("| %s | P1 %s | `%s` did not sync; ours (absolute, median) | %s | syncs | %s |\n", srv, p.label(), p.stockName(), strings.Join(ours, "; "), verdict(len(ours) == len(p.ourNames())))
+			ok := len(ours) == len(p.ourNames())
+			row(targetRow{goal: goalP1Syncs, target: "syncs", where: fmt.Sprintf("%s P1 %s", srv, p.label()), met: ok},
+				"| %s | P1 %s | `%s` did not sync; ours (absolute, median) | %s | syncs | %s |\n", srv, p.label(), p.stockName(), strings.Join(ours, "; "), verdict(ok))
 		}
 		if len(p.Runs[p.stockListName()]) > 0 {
-			ts = append(ts, tgt{p.stockListName(), 1.0, 0.6, ""})
+			ts = append(ts, tgt{p.stockListName(), 1.0, 0.6, "", goalP1Time, goalP1Heap})
 		}
 		for _, t := range ts {
 			for _, ours := range p.ourNames() {
+				where := fmt.Sprintf("%s P1 %s, %s vs %s", srv, p.label(), ours, t.base)
 				if len(p.Runs[ours]) == 0 {
-					w("| %s | P1 %s | %s | **did not sync** | | **missed** |\n", srv, p.label(), ours)
+					row(targetRow{goal: goalP1Syncs, target: "syncs", where: where},
+						"| %s | P1 %s | %s | **did not sync** | | **missed** |\n", srv, p.label(), ours)
 					continue
 				}
 				tm := pairedP1(p, ours, t.base, syncMs)
 				h := pairedP1(p, ours, t.base, peakHeap)
-				w("| %s | P1 %s | sync time, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, tm, t.time, verdict(tm.Median <= t.time))
-				w("| %s | P1 %s | client peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, h, t.heap, verdict(h.Median <= t.heap))
+				row(ratio(t.timeGoal, t.time, where, tm), "| %s | P1 %s | sync time, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, tm, t.time, verdict(tm.Median <= t.time))
+				row(ratio(t.heapGoal, t.heap, where, h), "| %s | P1 %s | client peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, h, t.heap, verdict(h.Median <= t.heap))
 			}
 		}
 		// The compression lever (rest.Config.DisableCompression), against
@@ -347,12 +399,13 @@ func (r *report) summary(w func(string, ...any)) {
 				h := pairedP1(p, lever, base, peakHeap)
 				if base != p.stockListName() && streams {
 					// Both stream the same request: no target, for reference.
-					w("| %s | P1 %s | sync time, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, tm)
-					w("| %s | P1 %s | client peak heap, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, h)
+					row(targetRow{}, "| %s | P1 %s | sync time, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, tm)
+					row(targetRow{}, "| %s | P1 %s | client peak heap, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, h)
 					continue
 				}
-				w("| %s | P1 %s | sync time, %s vs %s (lever: DisableCompression) | %s | <= 1.0x | %s |\n", srv, p.label(), lever, base, tm, verdict(tm.Median <= 1))
-				w("| %s | P1 %s | client peak heap, %s vs %s (lever: DisableCompression) | %s | <= 0.6x | %s |\n", srv, p.label(), lever, base, h, verdict(h.Median <= 0.6))
+				where := fmt.Sprintf("%s P1 %s, %s vs %s", srv, p.label(), lever, base)
+				row(ratio(goalP1LeverTime, 1, where, tm), "| %s | P1 %s | sync time, %s vs %s (lever: DisableCompression) | %s | <= 1.0x | %s |\n", srv, p.label(), lever, base, tm, verdict(tm.Median <= 1))
+				row(ratio(goalP1LeverHeap, 0.6, where, h), "| %s | P1 %s | client peak heap, %s vs %s (lever: DisableCompression) | %s | <= 0.6x | %s |\n", srv, p.label(), lever, base, h, verdict(h.Median <= 0.6))
 			}
 		}
 	}
@@ -363,7 +416,8 @@ func (r *report) summary(w func(string, ...any)) {
 				// Only a contender the run included can have failed to sync
 				// (-p5-contenders picks the set).
 				if slices.Contains(p.Contenders, ours) {
-					w("| `%s` | P5 %d informers | apiserver peak heap, %s | **did not sync** | | **missed** |\n", p.Server, p.Informers, ours)
+					row(targetRow{goal: goalP5Never, target: "<= 1x", where: fmt.Sprintf("`%s` P5, %s", p.Server, ours)},
+						"| `%s` | P5 %d informers | apiserver peak heap, %s | **did not sync** | | **missed** |\n", p.Server, p.Informers, ours)
 				}
 				continue
 			}
@@ -371,29 +425,52 @@ func (r *report) summary(w func(string, ...any)) {
 				if len(p.Runs[base]) == 0 {
 					continue
 				}
-				target, note := 1.0, " (paginated list: never worse)"
+				target, note, goal := 1.0, " (paginated list: never worse)", goalP5Never
 				switch {
 				case base == "stock" && streams:
 					note = " (stock streams: never worse)"
 				case p.unpaginated(base):
-					target, note = 0.5, " (unpaginated list)"
+					target, note, goal = 0.5, " (unpaginated list)", goalP5Unpaged
 				}
 				h, left := pairedP5Heap(p, ours, base)
 				v := verdict(h.Median <= target)
 				if h.N == 0 {
 					v = "not comparable"
 				}
-				w("| `%s` | P5 %d informers | apiserver peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", p.Server, p.Informers, ours, base, note, heapCell(h, left), target, v)
+				row(ratio(goal, target, fmt.Sprintf("`%s` P5, %s vs %s", p.Server, ours, base), h),
+					"| `%s` | P5 %d informers | apiserver peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", p.Server, p.Informers, ours, base, note, heapCell(h, left), target, v)
 			}
+		}
+	}
+	for _, p := range r.P6 {
+		initGoal := 0.6
+		if p.stockStreams() {
+			initGoal = 1.0
+		}
+		bench := fmt.Sprintf("P6 %s ConfigMaps, streaming lists %s", fmtCount(p.Objects), p6OnOff(p.Streaming))
+		for _, name := range p.Contenders {
+			if name == "stock" {
+				continue
+			}
+			where := fmt.Sprintf("`%s` %s, %s", p.Server, bench, name)
+			if len(p.Runs[name]) == 0 {
+				row(targetRow{goal: goalP6Window, target: "<= 0.6x", where: where}, "| `%s` | %s | %s | **failed** | | **missed** |\n", p.Server, bench, name)
+				continue
+			}
+			is, ws := p.paired(name, p6InitialPeak), p.paired(name, p6WindowPeak)
+			row(ratio(goalP6Initial, initGoal, where, is), "| `%s` | %s | initial-sync peak heap, %s vs stock | %s | <= %.1fx | %s |\n", p.Server, bench, name, is, initGoal, verdict(is.N > 0 && is.Median <= initGoal))
+			row(ratio(goalP6Window, 0.6, where, ws), "| `%s` | %s | relist-window peak heap, %s vs stock | %s | <= 0.6x | %s |\n", p.Server, bench, name, ws, verdict(ws.N > 0 && ws.Median <= 0.6))
 		}
 	}
 	if p := r.P2; p != nil {
 		for _, ours := range []string{"sw-informer", "sw-reflector"} {
 			el := medRec(p.Runs[ours], func(x recoveryRun) float64 { return x.Server.etcdLists() })
-			w("| `%s` | P2 | etcd-reaching lists, %s | %g (stock %g) | 0 | %s |\n", p.Server, ours, el,
+			where := fmt.Sprintf("`%s` P2, %s", p.Server, ours)
+			row(targetRow{goal: goalP2Etcd, target: "0", where: where, median: el, scored: true, met: el == 0, abs: true},
+				"| `%s` | P2 | etcd-reaching lists, %s | %g (stock %g) | 0 | %s |\n", p.Server, ours, el,
 				medRec(p.Runs["stock"], func(x recoveryRun) float64 { return x.Server.etcdLists() }), verdict(el == 0))
 			bs := pairedRec(p, ours, "stock", func(x recoveryRun) float64 { return float64(x.Result.WireIn) })
-			w("| `%s` | P2 | bytes received (wire), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, bs, verdict(bs.Median <= 1))
+			row(ratio(goalP2Bytes, 1, where+" vs stock", bs), "| `%s` | P2 | bytes received (wire), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, bs, verdict(bs.Median <= 1))
 		}
 	}
 	if p := r.P3; p != nil {
@@ -403,9 +480,10 @@ func (r *report) summary(w func(string, ...any)) {
 				return float64(x.Result.Requests["list"] + x.Result.Requests["watch"] + x.Result.Requests["watch-list"] + x.Result.Requests["version"])
 			})
 			tm := pairedRec(p, ours, "stock", func(x recoveryRun) float64 { return x.AfterReadyMs })
-			w("| `%s` | P3 | etcd-reaching lists, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, el, verdict(el.Median <= 1))
-			w("| `%s` | P3 | requests, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, rq, verdict(rq.Median <= 1))
-			w("| `%s` | P3 | time until all synced (after ready), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, tm, verdict(tm.Median <= 1))
+			where := fmt.Sprintf("`%s` P3, %s vs stock", p.Server, ours)
+			row(ratio(goalP3Etcd, 1, where, el), "| `%s` | P3 | etcd-reaching lists, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, el, verdict(el.Median <= 1))
+			row(ratio(goalP3Requests, 1, where, rq), "| `%s` | P3 | requests, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, rq, verdict(rq.Median <= 1))
+			row(ratio(goalP3Time, 1, where, tm), "| `%s` | P3 | time until all synced (after ready), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, tm, verdict(tm.Median <= 1))
 		}
 	}
 	if p := r.P4; p != nil {
@@ -415,13 +493,117 @@ func (r *report) summary(w func(string, ...any)) {
 			}
 			name := strings.TrimPrefix(x.Benchmark, "Benchmark")
 			if !p4Targeted(name) {
-				w("| – | P4 | %s %s, %s vs clientgo | %s | none (the wrapper's own cost against a raw channel or pre-built pages) | – |\n", name, x.Metric, x.Impl, x.Ratio)
+				row(targetRow{}, "| – | P4 | %s %s, %s vs clientgo | %s | none (the wrapper's own cost against a raw channel or pre-built pages) | – |\n", name, x.Metric, x.Impl, x.Ratio)
 				continue
 			}
-			w("| – | P4 | %s %s, %s vs clientgo | %s | <= 1.05x | %s |\n", name, x.Metric, x.Impl, x.Ratio, verdict(x.Ratio.Median <= 1.05))
+			row(ratio(goalP4PerEvent, 1.05, fmt.Sprintf("P4 %s %s, %s vs clientgo", name, x.Metric, x.Impl), x.Ratio),
+				"| – | P4 | %s %s, %s vs clientgo | %s | <= 1.05x | %s |\n", name, x.Metric, x.Impl, x.Ratio, verdict(x.Ratio.Median <= 1.05))
 		}
 	}
+	return rows
+}
+
+// targetsSection writes the Targets table: every measure with a target,
+// row by row.
+func (r *report) targetsSection(w func(string, ...any)) {
+	w("## Targets\n\n")
+	w("Targets: where stock lists (`stock-list` everywhere; `stock` on servers that do not stream lists to it), our initial sync takes <= 1.0x its time and <= 0.6x its client peak heap; in P5 the apiserver's peak heap is <= 0.5x stock's where stock lists unpaginated (one list request per informer, read from the run), and never worse (<= 1x) anywhere. Where stock streams (v1.37.2 with its watch cache) both clients make the same streaming request; a stricter target (<= 0.5x time, <= 0.7x heap) is shown there for reference. A ratio with a range is median (min–max) over paired repetitions.\n\n")
+	w("| server | benchmark | measure | ratio ours / stock | target | verdict |\n|---|---|---|---|---|---|\n")
+	for _, tr := range r.targetRows() {
+		w("%s", tr.line)
+	}
 	w("\n")
+}
+
+// summarySection writes the page's opening summary: the P1 overview chart
+// and, per goal of the Targets table, the range of ours / stock over its
+// rows and how many rows met it. carried names the sections kept from the
+// previous page (run on their own, so not in this run's Targets).
+func (r *report) summarySection(w func(string, ...any), charts map[string]string, carried []string) {
+	rows := r.targetRows()
+	if len(rows) == 0 && len(carried) == 0 {
+		return
+	}
+	w("## Summary\n\n")
+	r.p1Overview(w, charts)
+	if len(rows) > 0 {
+		w("Goals met and missed in this run: each row counts the rows of the Targets table below that check that goal (each server, size, contender and stock base), with the best and the worst median ratio ours / stock among them.\n\n")
+		w("| goal | target | ours / stock (medians, best–worst) | verdict |\n|---|---|---|---|\n")
+	}
+	for _, goal := range goalOrder {
+		var in []targetRow
+		for _, tr := range rows {
+			if tr.goal == goal {
+				in = append(in, tr)
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		var scored []targetRow
+		lo, hi := 0.0, 0.0
+		counted, missed, notComparable := 0, []targetRow(nil), 0
+		for _, tr := range in {
+			if tr.scored {
+				if len(scored) == 0 || tr.median < lo {
+					lo = tr.median
+				}
+				if len(scored) == 0 || tr.median > hi {
+					hi = tr.median
+				}
+				scored = append(scored, tr)
+			}
+			switch {
+			case tr.na:
+				notComparable++
+			case !tr.met:
+				counted++
+				missed = append(missed, tr)
+			default:
+				counted++
+			}
+		}
+		fig := func(x float64, abs bool) string {
+			if abs {
+				return fmt.Sprintf("%g", x)
+			}
+			if d := x - 1; d != 0 && d > -0.005 && d < 0.005 {
+				return fmt.Sprintf("%.4fx", x)
+			}
+			return fmt.Sprintf("%.2fx", x)
+		}
+		rng := "–"
+		if len(scored) > 0 {
+			rng = fig(lo, scored[0].abs)
+			if hi != lo {
+				rng += "–" + fig(hi, scored[0].abs)
+			}
+		}
+		v := fmt.Sprintf("met (%d of %d)", counted-len(missed), counted)
+		if len(missed) > 0 {
+			worst := missed[0]
+			for _, m := range missed[1:] {
+				if m.scored && (!worst.scored || m.median > worst.median) {
+					worst = m
+				}
+			}
+			how := "did not sync"
+			if worst.scored {
+				how = fig(worst.median, worst.abs)
+			}
+			v = fmt.Sprintf("**missed** in %d of %d (worst: %s, %s)", len(missed), counted, worst.where, how)
+		}
+		if notComparable > 0 {
+			v += fmt.Sprintf("; %d not comparable", notComparable)
+		}
+		w("| %s | %s | %s | %s |\n", goal, in[0].target, rng, v)
+	}
+	if len(rows) > 0 {
+		w("\n")
+	}
+	if len(carried) > 0 {
+		w("%s ran on their own (`-only`); their goals and verdicts are in their sections below.\n\n", strings.Join(carried, " and "))
+	}
 }
 
 // p4Targeted reports whether the 1.05x target applies to a P4

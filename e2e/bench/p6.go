@@ -53,7 +53,7 @@ var p6Contenders = []string{"stock", "sw-informer", "sw-reflector", "sw-dropin-l
 // p6Labels name the adoption paths as the README does.
 var p6Labels = map[string]string{
 	"stock":               "stock client-go informer (`SharedInformerFactory`)",
-	"sw-informer":         "`FactoryInformer`",
+	"sw-informer":         "client-go factory line, `reflector.NewSharedInformerFactory(cs, ...)`",
 	"sw-reflector":        "`reflector.New` over `lister.FromClientset`",
 	"sw-dropin-listwatch": "drop-in informer over a typed `cache.ListWatch` (what controller-runtime's `NewInformer` hook and `lister.Wrap` receive)",
 	"sw-informerfor":      "controller-runtime's line, `reflector.NewInformerFor(cfg, ...)`, over the same `cache.ListWatch`",

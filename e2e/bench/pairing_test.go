@@ -59,7 +59,7 @@ func TestSummaryReportsOnlyStartupCostContendersTheRunIncluded(t *testing.T) {
 		Contenders: []string{"stock", "sw-informer", "sw-informer-gate1"},
 		Runs:       map[string][]p5Run{"stock": {run}, "sw-informer": {run}}}}}
 	var b strings.Builder
-	r.summary(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
+	r.targetsSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
 	out := b.String()
 	if strings.Contains(out, "sw-reflector | **did not sync**") {
 		t.Errorf("sw-reflector was not in the run but is reported as not synced:\n%s", out)

@@ -168,7 +168,7 @@ func (r *report) p1OverviewChart() (chart, bool) {
 
 func (r *report) p1Overview(w func(string, ...any), charts map[string]string) {
 	if f, ok := charts["p1-overview"]; ok {
-		w("## P1 at a glance: every server, ours vs the stock client that lists\n\n![P1 overview](bench/%s)\n\n", f)
+		w("### P1 at a glance: every server, ours vs the stock client that lists\n\n![P1 overview](bench/%s)\n\n", f)
 		w("One row per server and size; bars are median ratios ours / `stock-list` (`stock-cr-list` for custom resources): client-go v0.37.2 with `WatchListClient=false`, i.e. what every stock client does on a server that does not stream lists. Dashed lines: the targets (0.6x heap, 1x time). Per-server tables with every contender follow below.\n\n")
 	}
 }

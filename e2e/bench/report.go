@@ -207,12 +207,52 @@ func (r *report) write(out string) error {
 		}
 	}
 	notes, _ := os.ReadFile(filepath.Join(dir, "notes.md"))
-	md := r.markdown(jsonName, string(notes), charts)
-	if err := os.WriteFile(filepath.Join(out, "benchmarks.md"), []byte(md), 0o644); err != nil {
+	page := filepath.Join(out, "benchmarks.md")
+	old, err := os.ReadFile(page)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	// The P6 and P7 sections come from runs of their own (-only p6, -only
+	// p7), written into the page between their markers, with their own
+	// results files. A run (or -render) without them keeps them.
+	var carried []string
+	keep := map[string]string{}
+	if len(r.P6) == 0 {
+		if sec, ok := markedSection(string(old), p6Begin, p6End); ok {
+			carried, keep["P6"] = append(carried, "P6 (relist memory)"), sec
+		}
+	}
+	if len(r.P7) == 0 {
+		if sec, ok := markedSection(string(old), p7Begin, p7End); ok {
+			carried, keep["P7"] = append(carried, "P7 (sharding)"), sec
+		}
+	}
+	md := r.markdown(jsonName, string(notes), charts, carried)
+	if sec, ok := keep["P6"]; ok {
+		md = spliceP6(md, sec)
+	}
+	if sec, ok := keep["P7"]; ok {
+		md = spliceP7(md, sec)
+	}
+	if err := os.WriteFile(page, []byte(md), 0o644); err != nil {
 		return err
 	}
 	logf("wrote %s, %s and %d charts", filepath.Join(out, "benchmarks.md"), filepath.Join(dir, jsonName), len(charts))
 	return nil
+}
+
+// markedSection returns the part of page from begin to end (markers
+// included) followed by a blank line, as the splice functions take it.
+func markedSection(page, begin, end string) (string, bool) {
+	i := strings.Index(page, begin)
+	if i < 0 {
+		return "", false
+	}
+	j := strings.Index(page[i:], end)
+	if j < 0 {
+		return "", false
+	}
+	return page[i:i+j+len(end)] + "\n\n", true
 }
 
 // rerender writes the markdown and charts again from a results JSON.
