@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// A full write (or -render) of a run without P6 and P7 keeps those
-// sections of the existing page, which runs of their own wrote there.
+// A full write (or -render) of a run without the relist-memory and sharding
+// results keeps those sections of the existing page, which runs of their own
+// wrote there.
 func TestFullWriteKeepsSectionsOfTheirOwnRuns(t *testing.T) {
 	out := t.TempDir()
 	p6 := p6Begin + "\n## P6: relist memory\n\nhand-merged rows\n" + p6End
