@@ -79,6 +79,9 @@ type Client[T Object, L runtime.Object] struct {
 	// reflector.WaitForResourceVersion knows the resourceVersion its indexer
 	// reflects, bookmarks included; client-go's own cannot say.
 	informer cache.SharedIndexInformer
+	// ownWait: the informer is steadywatch's, whose reflector says which
+	// version the whole store reflects (storeAtLeast).
+	ownWait bool
 	seen     *rvwait.Tracker
 	bound    time.Duration
 	name     string
@@ -109,6 +112,9 @@ func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, 
 	}
 	c.rec = o.Metrics
 	c.informer = informer
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.ownWait = reflector.WaitForResourceVersion(done, informer, "") == nil
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj) },
 		UpdateFunc: func(_, obj any) { c.observe(obj) },
@@ -331,6 +337,16 @@ func (c *Client[T, L]) List(ctx context.Context, selector labels.Selector) ([]T,
 // event handler saw, or the store's own LastStoreSyncResourceVersion
 // (client-go stores with the AtomicFIFO gate, which counts bookmarks).
 func (c *Client[T, L]) storeAtLeast(rv string) bool {
+	if c.ownWait {
+		// steadywatch's informer applies a relist object by object: an
+		// event of the relist at a newer version does not mean the objects
+		// before it in resourceVersion order are applied yet. Its reflector
+		// knows the version the whole store reflects; ask it without
+		// waiting.
+		now, cancel := context.WithCancel(context.Background())
+		cancel()
+		return reflector.WaitForResourceVersion(now, c.informer, rv) == nil
+	}
 	if have, err := c.seen.Current(); err == nil && have != "" && rvwait.AtLeast(have, rv) {
 		return true
 	}
