@@ -51,10 +51,13 @@ func main() {
 	name := flag.String("name", "crloop", "name of the ConfigMap the loop writes")
 	cycles := flag.Int("cycles", 100, "write-then-read cycles")
 	bound := flag.Duration("bound", 0, "crclient's Bound (0: its default)")
+	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
 	flag.Parse()
 	ctrl.SetLogger(klog.Background())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
 	if err := run(ctx, *ns, *name, *cycles, *bound); err != nil {
 		fmt.Fprintln(os.Stderr, "crloop:", err)
 		os.Exit(1)
@@ -90,6 +93,7 @@ func run(ctx context.Context, ns, name string, cycles int, bound time.Duration) 
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return errors.New("the cache did not sync")
 	}
+	fmt.Fprintln(os.Stderr, "crloop: cache synced")
 
 	fb := &fallbacks{Recorder: metrics.Nop()}
 	ryw := crclient.New(mgr, crclient.Options{Bound: bound, Metrics: fb})
@@ -99,6 +103,7 @@ func run(ctx context.Context, ns, name string, cycles int, bound time.Duration) 
 	if err := ryw.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create: %w", err)
 	}
+	fmt.Fprintln(os.Stderr, "crloop: created", key)
 
 	var plainStale, rywStale int
 	waits := make([]time.Duration, 0, cycles)
@@ -160,7 +165,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[(len(s)-1)*p/100].Round(10 * time.Microsecond)
+	return s[(len(s)-1)*p/100].Round(time.Microsecond)
 }
 
 // fallbacks counts the reads crclient answered from the server.
