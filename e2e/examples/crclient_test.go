@@ -51,6 +51,7 @@ type crloopResult struct {
 
 func runCrloop(c cluster, ns, name string, cycles int, d time.Duration) crloopResult {
 	p := run(c, "crloop", "-namespace", ns, "-name", name, "-cycles", strconv.Itoa(cycles))
+	DeferCleanup(func() { fmt.Fprintf(GinkgoWriter, "crloop stderr (tail):\n%s\n", tail(p.stderr.String(), 2000)) })
 	m := p.waitOutput(`crloop: cycles=(\d+) plain-stale=(\d+) crclient-stale=(\d+) fallbacks=(\d+) wait-p50=(\S+) wait-p99=(\S+)`, d)
 	Expect(p.wait(30*time.Second)).To(BeZero(), "crloop exits 0; stderr (tail):\n%s", tail(p.stderr.String(), 2000))
 	var r crloopResult
