@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -52,8 +53,9 @@ type crloopResult struct {
 func runCrloop(c cluster, ns, name string, cycles int, d time.Duration) crloopResult {
 	p := run(c, "crloop", "-namespace", ns, "-name", name, "-cycles", strconv.Itoa(cycles))
 	DeferCleanup(func() { fmt.Fprintf(GinkgoWriter, "crloop stderr (tail):\n%s\n", tail(p.stderr.String(), 2000)) })
-	m := p.waitOutput(`crloop: cycles=(\d+) plain-stale=(\d+) crclient-stale=(\d+) fallbacks=(\d+) wait-p50=(\S+) wait-p99=(\S+)`, d)
-	Expect(p.wait(30*time.Second)).To(BeZero(), "crloop exits 0; stderr (tail):\n%s", tail(p.stderr.String(), 2000))
+	Expect(p.wait(d)).To(BeZero(), "crloop exits 0; stderr (tail):\n%s", tail(p.stderr.String(), 2000))
+	m := regexp.MustCompile(`crloop: cycles=(\d+) plain-stale=(\d+) crclient-stale=(\d+) fallbacks=(\d+) wait-p50=(\S+) wait-p99=(\S+)`).FindStringSubmatch(p.stdout.String())
+	Expect(m).NotTo(BeNil(), "crloop prints its closing line; stdout:\n%s", p.stdout)
 	var r crloopResult
 	for i, dst := range []*int{&r.cycles, &r.plainStale, &r.crclientStale, &r.fallbacks} {
 		n, err := strconv.Atoi(m[i+1])
