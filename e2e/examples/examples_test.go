@@ -46,7 +46,7 @@ var _ = SynchronizedBeforeSuite(func() []byte {
 	defer cancel()
 	start := time.Now()
 	for _, b := range []struct{ out, pkg string }{
-		{dir + string(filepath.Separator), "./informer ./operator ./listwatch ./crd"},
+		{dir + string(filepath.Separator), "./informer ./operator ./listwatch ./crd ./readyourwrites/crloop"},
 		// The stock programs, as informer-stock, operator-stock and listwatch-stock.
 		{filepath.Join(dir, "informer-stock"), "./stock/informer"},
 		{filepath.Join(dir, "operator-stock"), "./stock/operator"},
