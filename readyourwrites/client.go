@@ -82,10 +82,10 @@ type Client[T Object, L runtime.Object] struct {
 	// ownWait: the informer is steadywatch's, whose reflector says which
 	// version the whole store reflects (storeAtLeast).
 	ownWait bool
-	seen     *rvwait.Tracker
-	bound    time.Duration
-	name     string
-	rec      metrics.Recorder // nil: none
+	seen    *rvwait.Tracker
+	bound   time.Duration
+	name    string
+	rec     metrics.Recorder // nil: none
 
 	mu      sync.Mutex
 	objects map[string]written // by namespace/name
