@@ -12,7 +12,6 @@ import (
 
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/knobs"
-	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/vocab"
 
 	"github.com/steadywatch/steadywatch/internal/policy"
@@ -302,7 +301,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(first.Options.Limit).To(Equal(int64(2)))
 		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410 from the server: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
+		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Served.Semantic).To(Equal(fallback.NotOlderThan))
 		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
@@ -765,7 +764,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(first.Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan), "sent with the match: v1.18 ignores it")
 		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements(reason.Rule1RetryNewerRV))
+		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Requests[2].Options.ResourceVersionMatch).To(BeEmpty(), "the 410 proved the match ignored: legacy form from then on")
 		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
