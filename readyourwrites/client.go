@@ -112,9 +112,7 @@ func New[T Object, L runtime.Object](typed TypedClient[T, L], namespace string, 
 	}
 	c.rec = o.Metrics
 	c.informer = informer
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	c.ownWait = reflector.WaitForResourceVersion(done, informer, "") == nil
+	c.ownWait = reflectsNow(informer, "")
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj) },
 		UpdateFunc: func(_, obj any) { c.observe(obj) },
@@ -343,9 +341,7 @@ func (c *Client[T, L]) storeAtLeast(rv string) bool {
 		// before it in resourceVersion order are applied yet. Its reflector
 		// knows the version the whole store reflects; ask it without
 		// waiting.
-		now, cancel := context.WithCancel(context.Background())
-		cancel()
-		return reflector.WaitForResourceVersion(now, c.informer, rv) == nil
+		return reflectsNow(c.informer, rv)
 	}
 	if have, err := c.seen.Current(); err == nil && have != "" && rvwait.AtLeast(have, rv) {
 		return true
@@ -477,4 +473,12 @@ func (c *Client[T, L]) notFound(name string) error {
 	example := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(runtime.Object)
 	res, _ := lister.ResourceOf(example)
 	return apierrors.NewNotFound(res.GroupResource(), name)
+}
+
+// reflectsNow reports, without waiting, whether informer is one steadywatch
+// built whose store already reflects rv ("" asks only whether it can say).
+func reflectsNow(informer cache.SharedInformer, rv string) bool {
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	return reflector.WaitForResourceVersion(now, informer, rv) == nil
 }
