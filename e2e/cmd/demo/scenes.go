@@ -51,6 +51,10 @@ type scene struct {
 	window time.Duration
 }
 
+// badBookmarkWatchTimeout caps the watches' timeout in the bad-bookmark
+// scene (faults.StreamFaults.WatchTimeout).
+const badBookmarkWatchTimeout = 4 * time.Second
+
 // oursBound is how long after the lift steadywatch's side may take to hold
 // what the server holds. A scene ends sooner when both sides do.
 const oursBound = 30 * time.Second
@@ -91,13 +95,19 @@ var scenes = []scene{
 		fault:     `a proxy rewrites watch bookmarks to resourceVersion "abc" and ends the watch after each (a robustness case)`,
 		watch:     `stock resumes from "abc", is refused (400) and relists from "abc", refused by the server itself, and never recovers; ours keeps its last good resourceVersion`,
 		soakFault: "bookmark-rv-abc", objects: 3, window: 5 * time.Second,
+		// The soak's stream faults, and each watch's timeout capped at 4 s:
+		// the apiserver then sends every watch its bookmark 2 s before the
+		// timeout instead of about once a minute.
+		arm: func(p *faults.Proxy) {
+			p.SetStreamFaults(faults.StreamFaults{BookmarkRV: "abc", EndAfterBookmarkRV: true, WatchTimeout: badBookmarkWatchTimeout})
+		},
 		trouble: func(ctx context.Context, e *env) error {
 			if err := e.waitWatching(ctx); err != nil {
 				return err
 			}
-			// A write in another namespace makes the watch cache send each
-			// watch that began as a streaming list a bookmark, usually within
-			// a second; its periodic bookmark (every minute) bounds the wait.
+			// The watch cache sends a bookmark only when its resourceVersion
+			// moved: writes in another namespace move it without touching
+			// what either side holds.
 			scratch, err := populateNamespace(ctx, e.cs, "demo-scratch", 0)
 			if err != nil {
 				return err
@@ -111,7 +121,7 @@ var scenes = []scene{
 				return false
 			}
 			i, last := 0, time.Time{}
-			if err := waitFor(ctx, 75*time.Second, func() bool {
+			if err := waitFor(ctx, 30*time.Second, func() bool {
 				if rewritten(e.stock) && rewritten(e.ours) {
 					return true
 				}

@@ -451,3 +451,41 @@ func TestResetStalled(t *testing.T) {
 		return len(r) == 1 && r[0].Done && strings.Contains(r[0].Fault, "connection reset")
 	})
 }
+
+func TestWatchTimeoutCapsWhatTheBackendIsAsked(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	ctx := ctxT(t, 20*time.Second)
+	cm := e.cs.CoreV1().ConfigMaps("default")
+	long, short := int64(300), int64(2)
+	e.proxy.SetStreamFaults(StreamFaults{WatchTimeout: 4 * time.Second})
+	for _, o := range []metav1.ListOptions{{TimeoutSeconds: &long}, {TimeoutSeconds: &short}, {}} {
+		w, err := cm.Watch(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Stop()
+	}
+	if _, err := cm.List(ctx, metav1.ListOptions{TimeoutSeconds: &long}); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.SetStreamFaults(StreamFaults{})
+	w, err := cm.Watch(ctx, metav1.ListOptions{TimeoutSeconds: &long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+
+	b := e.backends[0].requests()
+	want := []string{"timeoutSeconds=4", "timeoutSeconds=2", "timeoutSeconds=4", "timeoutSeconds=300", "timeoutSeconds=300"}
+	if len(b) != len(want) {
+		t.Fatalf("backend got %d requests, want %d", len(b), len(want))
+	}
+	for i, r := range b {
+		if got := strings.Count(r.RawQuery, "timeoutSeconds="); got != 1 || !strings.Contains(r.RawQuery, want[i]) {
+			t.Errorf("request %d (%s %s): want %s once, got %q", i, r.Method, r.Path, want[i], r.RawQuery)
+		}
+		if i < 3 && !strings.Contains(r.RawQuery, "watch=true") {
+			t.Errorf("request %d: the other parameters must pass: %q", i, r.RawQuery)
+		}
+	}
+}

@@ -359,9 +359,6 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 		}
 		body = b
 	}
-	fq := p.forwardQuery(r.URL.RawQuery)
-	p.update(rec, func(rec *Request) { rec.ForwardedQuery = fq })
-
 	// ctx ends when the client goes away, on Close (base context), or when
 	// DropWatches cancels this stream.
 	ctx, cancel := context.WithCancel(r.Context())
@@ -373,6 +370,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 		defer p.untrack(st)
 		sf = p.currentStreamFaults()
 	}
+	fq := capWatchTimeout(p.forwardQuery(r.URL.RawQuery), sf.WatchTimeout)
+	p.update(rec, func(rec *Request) { rec.ForwardedQuery = fq })
 	lf := p.listFaultsFor(info, r)
 	headersSent := false
 	abort := func(err error) {

@@ -84,6 +84,37 @@ type StreamFaults struct {
 	// proxy under load does (kubernetes/kubernetes#59848). Reads of the
 	// same server are not delayed. 0 = none.
 	DelayEvents time.Duration
+	// WatchTimeout caps each watch's timeoutSeconds at this long (whole
+	// seconds, at least 1), adding it where the client sent none. A real
+	// apiserver's watch cache sends a watch's bookmark 2 s before its
+	// timeout, and otherwise about once a minute (k8s.io/apiserver's
+	// cacheWatcher.nextBookmarkTime), then ends the watch: a short cap
+	// brings the server's own bookmarks within seconds. 0 = the client's.
+	WatchTimeout time.Duration
+}
+
+// capWatchTimeout returns query with timeoutSeconds at most d (added where
+// query has none), keeping every other parameter as received; d <= 0
+// returns query unchanged.
+func capWatchTimeout(query string, d time.Duration) string {
+	if d <= 0 {
+		return query
+	}
+	limit := int64(max(d/time.Second, 1))
+	kept := make([]string, 0, strings.Count(query, "&")+2)
+	for _, kv := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "timeoutSeconds" {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && n < limit {
+				limit = n
+			}
+			continue
+		}
+		if kv != "" {
+			kept = append(kept, kv)
+		}
+	}
+	return strings.Join(append(kept, "timeoutSeconds="+strconv.FormatInt(limit, 10)), "&")
 }
 
 func (f StreamFaults) active() bool { return f != StreamFaults{} }
