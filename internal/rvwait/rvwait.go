@@ -59,12 +59,15 @@ type Tracker struct {
 	mu           sync.Mutex
 	rv           string
 	incomparable string
-	changed      chan struct{} // closed and replaced on every advance
+	// changed is closed on the next advance or Poke; it is made only when
+	// a waiter asks for it, so that advances nobody waits for (every watch
+	// event's) allocate nothing.
+	changed chan struct{}
 }
 
 // New returns a Tracker that reflects nothing yet.
 func New() *Tracker {
-	return &Tracker{changed: make(chan struct{})}
+	return &Tracker{}
 }
 
 // Observe records that the store now reflects rv. An older or equal rv
@@ -82,12 +85,19 @@ func (t *Tracker) Observe(rv string) bool {
 	if t.incomparable != "" {
 		return false
 	}
-	if !Comparable(rv) {
+	newer := 1
+	var err error
+	if t.rv != "" { // t.rv is well formed: an error is rv's
+		newer, err = Compare(rv, t.rv)
+	} else if !Comparable(rv) {
+		err = &IncomparableError{ResourceVersion: rv}
+	}
+	if err != nil {
 		t.incomparable = rv
 		t.wakeLocked()
 		return true
 	}
-	if t.rv != "" && !AtLeast(rv, t.rv) || rv == t.rv {
+	if newer <= 0 {
 		return false
 	}
 	t.rv = rv
@@ -105,8 +115,10 @@ func (t *Tracker) Poke() {
 }
 
 func (t *Tracker) wakeLocked() {
-	close(t.changed)
-	t.changed = make(chan struct{})
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
 }
 
 // Current returns the newest resourceVersion observed ("" before the first)
@@ -126,6 +138,9 @@ func (t *Tracker) Changed() <-chan struct{} {
 func (t *Tracker) snapshot() (string, <-chan struct{}, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
 	if t.incomparable != "" {
 		return t.rv, t.changed, &IncomparableError{ResourceVersion: t.incomparable}
 	}
