@@ -143,6 +143,17 @@ func start(path, ns string, cfg *rest.Config) (*client, error) {
 		c.store, c.synced = inf.GetStore(), inf.HasSynced
 		factory.Start(ctx.Done())
 		go func() { defer close(c.done); <-ctx.Done(); factory.Shutdown() }()
+	case PathInformerFor:
+		// controller-runtime's hook, as its cache calls it: a typed
+		// ListWatch of the namespace, the example object, the namespace index.
+		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), resource, ns, fields.Everything())
+		inf := reflector.NewInformerFor(cfg, lo)(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		if _, err := inf.AddEventHandler(handlers); err != nil {
+			cancel()
+			return nil, err
+		}
+		c.store, c.synced = inf.GetStore(), inf.HasSynced
+		go func() { defer close(c.done); inf.RunWithContext(ctx) }()
 	case PathReflector:
 		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
 		if err != nil {

@@ -47,13 +47,15 @@ func Render(rep *Report, command string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "## Persistent faults on a real apiserver\n\n")
 	fmt.Fprintf(&s, "Each fault below held for %s against a real kube-apiserver %s (embedded etcd, watch cache on) "+
-		"behind the harness's fault proxy, on ConfigMaps. The four paths ran side by side, each in a namespace of its "+
+		"behind the harness's fault proxy, on ConfigMaps. The paths ran side by side, each in a namespace of its "+
 		"own holding %d ConfigMaps, all started while the fault held, each on a clientset built the usual way "+
 		"(`kubernetes.NewForConfig`, the harness's 200 QPS) with a connection of its own: stock client-go v0.37.2's "+
 		"informer (`cache.NewSharedIndexInformer` over `cache.NewListWatchFromClient`), the drop-in informer "+
-		"(`reflector.NewSharedIndexInformerWithOptions` over the same ListWatch), `reflector.FactoryInformer` "+
-		"(through `reflector.Adopt` on an informer factory) and `reflector.New` (over `lister.FromClientset`, with "+
-		"a `compat.Detector` server). While the fault held, a writer changed every namespace once a second "+
+		"(`reflector.NewSharedIndexInformerWithOptions` over the same ListWatch), the client-go factory line "+
+		"(the ConfigMap informer of `reflector.NewSharedInformerFactoryWithOptions` over the clientset), "+
+		"controller-runtime's line (`reflector.NewInformerFor(cfg)` called as controller-runtime's cache calls its "+
+		"`NewInformer` hook, with the same ListWatch and the namespace index) and `reflector.New` (over "+
+		"`lister.FromClientset`, with a `compat.Detector` server). While the fault held, a writer changed every namespace once a second "+
 		"(an update; every tenth change a delete and re-create), directly, not through the proxy. Then the fault "+
 		"was lifted, each namespace was changed once more, and each path had %s to hold exactly what the server "+
 		"holds (every object at its resourceVersion).\n\n",

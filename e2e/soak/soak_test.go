@@ -77,7 +77,7 @@ func TestCheck(t *testing.T) {
 	v := Check(results, d)
 	joined := strings.Join(v, "\n")
 	for _, want := range []string{
-		"f, FactoryInformer: 27 requests during the fault, more than the bound 26 (stock 20)",
+		"f, NewSharedInformerFactory: 27 requests during the fault, more than the bound 26 (stock 20)",
 		"f, reflector.New: went back in time: [cm-1: 9 -> 8]",
 		"f, reflector.New: did not converge",
 		"f, reflector.New: 10 requests within 10 s after the first 10 s",

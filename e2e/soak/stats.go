@@ -11,19 +11,20 @@ import (
 
 // Paths, in the order of the generated table. Stock is the baseline.
 const (
-	PathStock     = "stock informer"
-	PathDropIn    = "drop-in informer"
-	PathFactory   = "FactoryInformer"
-	PathReflector = "reflector.New"
+	PathStock       = "stock informer"
+	PathDropIn      = "drop-in informer"
+	PathFactory     = "NewSharedInformerFactory"
+	PathInformerFor = "NewInformerFor"
+	PathReflector   = "reflector.New"
 )
 
 // Paths is every client the soak runs, stock first.
-var Paths = []string{PathStock, PathDropIn, PathFactory, PathReflector}
+var Paths = []string{PathStock, PathDropIn, PathFactory, PathInformerFor, PathReflector}
 
 // pathIDs name the paths on the command line (soak-faults -paths), in
 // Paths' order.
 var pathIDs = []struct{ id, path string }{
-	{"stock", PathStock}, {"drop-in", PathDropIn}, {"factory", PathFactory}, {"reflector", PathReflector},
+	{"stock", PathStock}, {"drop-in", PathDropIn}, {"factory", PathFactory}, {"informerfor", PathInformerFor}, {"reflector", PathReflector},
 }
 
 // PathIDs returns the short name of every path, in Paths' order.
