@@ -68,7 +68,7 @@ func Render(rep *Report, command string) string {
 		}
 		s.WriteString("\n\n")
 	}
-	fmt.Fprintf(&s, "Requests are ConfigMap lists and watches of the path's namespace as the proxy received them "+
+	fmt.Fprintf(&s, "Requests are ConfigMap lists and watches of the path's namespace (and those for every namespace with the path's User-Agent: `NewInformerFor`'s scope check) as the proxy received them "+
 		"(client-go's own retries included): L lists (the streaming-list guard's `limit=1` count probes included), "+
 		"S streaming lists, W watches; \"met the fault\" how many of them the fault answered or changed. \"Busiest 10 s\" is the most requests within any 10 s of the fault; "+
 		"\"longest gap\" the longest time without a request (to the lift included); \"held at the lift\" the path's "+
