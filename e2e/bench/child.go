@@ -30,7 +30,7 @@ type childFlags struct {
 	expect, instances                      int
 	proto                                  bool
 	timeout                                time.Duration
-	cpuprofile                             string
+	cpuprofile, heapprofile                string
 	replica, replicas                      int
 }
 
@@ -85,6 +85,7 @@ func runChild(args []string) error {
 	fs.BoolVar(&f.proto, "proto", false, "decode mode: protobuf")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "bound on the whole child")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "sync mode: write a CPU profile of the sync to this file")
+	fs.StringVar(&f.heapprofile, "heapprofile", "", "relist mode: write heap profiles (pprof) at the relist window's start (<file>.start) and end (<file>.end)")
 	fs.IntVar(&f.replica, "replica", 0, "shard mode: this replica's index")
 	fs.IntVar(&f.replicas, "replicas", 0, "shard mode: replica count (0: stock client-go, unsharded)")
 	if err := fs.Parse(args); err != nil {

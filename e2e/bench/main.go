@@ -112,6 +112,7 @@ type config struct {
 	p6Streaming  []bool
 	p6Count      int
 	p6Window     time.Duration
+	p6Heapprof   string
 	p6Contenders []string
 	// P7 (p7.go): object count, replica counts, servers, repetitions.
 	p7Objects  int
@@ -165,6 +166,7 @@ func main() {
 	p6Streaming := flag.String("p6-streaming", "", "P6: streaming lists off (the proxy refuses them with 422) and/or on: off, on or off,on (default: off small, off,on full)")
 	flag.IntVar(&c.p6Count, "p6-count", 0, "P6: repetitions per contender (default: 1 small, 3 full)")
 	flag.DurationVar(&c.p6Window, "p6-window", 10*time.Second, "P6: how long every plain watch is answered 410 while each client holds its cache")
+	flag.StringVar(&c.p6Heapprof, "p6-heapprofile", "", "P6: write each child's heap profiles (pprof) at the relist window's start and end into this directory (<contender>-<objects>-streaming-<on|off>-<rep>.heap.start/.end; compare with go tool pprof -diff_base)")
 	p6c := flag.String("p6-contenders", strings.Join(p6Contenders, ","), "P6 contenders (comma-separated)")
 	flag.IntVar(&c.p7Objects, "p7-objects", 100000, "P7 (sharding): ConfigMaps in the namespace (e.g. 20000 for a quick run)")
 	p7Replicas := flag.String("p7-replicas", "1,2,4", "P7: replica counts (comma-separated), each run beside stock unsharded")

@@ -79,6 +79,9 @@ func (s seeingStore) Replace(items []any, rv string) error {
 	return s.Store.Replace(items, rv)
 }
 
+// userAgent is the User-Agent of the path running in namespace ns.
+func userAgent(ns string) string { return "steadywatch-soak/" + ns }
+
 // client is one running path.
 type client struct {
 	path   string
@@ -94,8 +97,11 @@ type client struct {
 // ownTransport returns cfg with a dialer of its own, so the clientset built
 // from it gets its own transport and connection (client-go shares one per
 // TLS configuration otherwise): a connection reset then hits one path only.
-func ownTransport(cfg *rest.Config) *rest.Config {
+// Its User-Agent names the path's namespace, so the requests a path sends
+// for every namespace (NewInformerFor's scope check) count as its own.
+func ownTransport(cfg *rest.Config, ns string) *rest.Config {
 	c := rest.CopyConfig(cfg)
+	c.UserAgent = userAgent(ns)
 	c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	return c
 }
@@ -104,7 +110,7 @@ func ownTransport(cfg *rest.Config) *rest.Config {
 // the way the README's adoption line builds it, with a clientset made the
 // usual way (kubernetes.NewForConfig).
 func start(path, ns string, cfg *rest.Config) (*client, error) {
-	cfg = ownTransport(cfg)
+	cfg = ownTransport(cfg, ns)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -143,6 +149,17 @@ func start(path, ns string, cfg *rest.Config) (*client, error) {
 		c.store, c.synced = inf.GetStore(), inf.HasSynced
 		factory.Start(ctx.Done())
 		go func() { defer close(c.done); <-ctx.Done(); factory.Shutdown() }()
+	case PathInformerFor:
+		// controller-runtime's hook, as its cache calls it: a typed
+		// ListWatch of the namespace, the example object, the namespace index.
+		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), resource, ns, fields.Everything())
+		inf := reflector.NewInformerFor(cfg, lo)(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		if _, err := inf.AddEventHandler(handlers); err != nil {
+			cancel()
+			return nil, err
+		}
+		c.store, c.synced = inf.GetStore(), inf.HasSynced
+		go func() { defer close(c.done); inf.RunWithContext(ctx) }()
 	case PathReflector:
 		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
 		if err != nil {

@@ -1,8 +1,9 @@
 // Package soak holds each persistent fault the harness's fault proxy
 // (e2e/harness/faults) can make in front of one real kube-apiserver for a
 // fixed time, with stock client-go's informer and steadywatch's adoption
-// paths (the drop-in informer reflector.NewSharedIndexInformer,
-// reflector.NewSharedInformerFactoryWithOptions' typed informer, and reflector.New)
+// paths (the drop-in informer reflector.NewSharedIndexInformerWithOptions,
+// reflector.NewSharedInformerFactoryWithOptions' typed informer,
+// controller-runtime's hook reflector.NewInformerFor, and reflector.New)
 // side by side, each in a namespace of its own, all started while the fault
 // holds. While it holds, a writer changes every namespace directly (not
 // through the proxy). When it is lifted, each path must converge to what the

@@ -47,13 +47,15 @@ func Render(rep *Report, command string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "## Persistent faults on a real apiserver\n\n")
 	fmt.Fprintf(&s, "Each fault below held for %s against a real kube-apiserver %s (embedded etcd, watch cache on) "+
-		"behind the harness's fault proxy, on ConfigMaps. The four paths ran side by side, each in a namespace of its "+
+		"behind the harness's fault proxy, on ConfigMaps. The paths ran side by side, each in a namespace of its "+
 		"own holding %d ConfigMaps, all started while the fault held, each on a clientset built the usual way "+
 		"(`kubernetes.NewForConfig`, the harness's 200 QPS) with a connection of its own: stock client-go v0.37.2's "+
 		"informer (`cache.NewSharedIndexInformer` over `cache.NewListWatchFromClient`), the drop-in informer "+
-		"(`reflector.NewSharedIndexInformerWithOptions` over the same ListWatch), `reflector.FactoryInformer` "+
-		"(through `reflector.Adopt` on an informer factory) and `reflector.New` (over `lister.FromClientset`, with "+
-		"a `compat.Detector` server). While the fault held, a writer changed every namespace once a second "+
+		"(`reflector.NewSharedIndexInformerWithOptions` over the same ListWatch), the client-go factory line "+
+		"(the ConfigMap informer of `reflector.NewSharedInformerFactoryWithOptions` over the clientset), "+
+		"controller-runtime's line (`reflector.NewInformerFor(cfg)` called as controller-runtime's cache calls its "+
+		"`NewInformer` hook, with the same ListWatch and the namespace index) and `reflector.New` (over "+
+		"`lister.FromClientset`, with a `compat.Detector` server). While the fault held, a writer changed every namespace once a second "+
 		"(an update; every tenth change a delete and re-create), directly, not through the proxy. Then the fault "+
 		"was lifted, each namespace was changed once more, and each path had %s to hold exactly what the server "+
 		"holds (every object at its resourceVersion).\n\n",
@@ -66,7 +68,7 @@ func Render(rep *Report, command string) string {
 		}
 		s.WriteString("\n\n")
 	}
-	fmt.Fprintf(&s, "Requests are ConfigMap lists and watches of the path's namespace as the proxy received them "+
+	fmt.Fprintf(&s, "Requests are ConfigMap lists and watches of the path's namespace (and those for every namespace with the path's User-Agent: `NewInformerFor`'s scope check) as the proxy received them "+
 		"(client-go's own retries included): L lists (the streaming-list guard's `limit=1` count probes included), "+
 		"S streaming lists, W watches; \"met the fault\" how many of them the fault answered or changed. \"Busiest 10 s\" is the most requests within any 10 s of the fault; "+
 		"\"longest gap\" the longest time without a request (to the lift included); \"held at the lift\" the path's "+

@@ -29,11 +29,13 @@ func TestCount(t *testing.T) {
 		req(15*time.Second, "a", "list", "resourceVersion=12&resourceVersionMatch=NotOlderThan"), // after 14 s without one
 		{Time: t0.Add(15500 * time.Millisecond), Resource: "configmaps", Namespace: "a", Verb: "watch", RawQuery: "resourceVersion=20", Fault: "rule 1: 410 Expired as watch ERROR event"},
 		req(30*time.Second, "a", "list", ""), // at the end: outside
-		{Time: t0.Add(3 * time.Second), Resource: "configmaps", Subresource: "x", Namespace: "a", Verb: "list"}, // a subresource
+		{Time: t0.Add(3 * time.Second), Resource: "configmaps", Subresource: "x", Namespace: "a", Verb: "list"},                      // a subresource
+		{Time: t0.Add(300 * time.Millisecond), Resource: "configmaps", Verb: "list", RawQuery: "limit=1", UserAgent: userAgent("a")}, // every namespace, by this path
+		{Time: t0.Add(300 * time.Millisecond), Resource: "configmaps", Verb: "list", RawQuery: "limit=1", UserAgent: userAgent("b")}, // every namespace, by another path
 	}
 	w := Count(reqs, "a", t0, t0.Add(30*time.Second))
-	want := Wire{Requests: 6, Lists: 3, Probes: 1, StreamingLists: 1, Watches: 2, Faulted: 1, PerMinute: 12,
-		Busiest10s: 4, Busiest10sAfterFirst: 2, LongestGap: 14500 * time.Millisecond}
+	want := Wire{Requests: 7, Lists: 4, Probes: 2, StreamingLists: 1, Watches: 2, Faulted: 1, PerMinute: 14,
+		Busiest10s: 5, Busiest10sAfterFirst: 2, LongestGap: 14500 * time.Millisecond}
 	if w != want {
 		t.Errorf("Count:\n got %+v\nwant %+v", w, want)
 	}
@@ -77,7 +79,7 @@ func TestCheck(t *testing.T) {
 	v := Check(results, d)
 	joined := strings.Join(v, "\n")
 	for _, want := range []string{
-		"f, FactoryInformer: 27 requests during the fault, more than the bound 26 (stock 20)",
+		"f, NewSharedInformerFactory: 27 requests during the fault, more than the bound 26 (stock 20)",
 		"f, reflector.New: went back in time: [cm-1: 9 -> 8]",
 		"f, reflector.New: did not converge",
 		"f, reflector.New: 10 requests within 10 s after the first 10 s",

@@ -11,19 +11,20 @@ import (
 
 // Paths, in the order of the generated table. Stock is the baseline.
 const (
-	PathStock     = "stock informer"
-	PathDropIn    = "drop-in informer"
-	PathFactory   = "FactoryInformer"
-	PathReflector = "reflector.New"
+	PathStock       = "stock informer"
+	PathDropIn      = "drop-in informer"
+	PathFactory     = "NewSharedInformerFactory"
+	PathInformerFor = "NewInformerFor"
+	PathReflector   = "reflector.New"
 )
 
 // Paths is every client the soak runs, stock first.
-var Paths = []string{PathStock, PathDropIn, PathFactory, PathReflector}
+var Paths = []string{PathStock, PathDropIn, PathFactory, PathInformerFor, PathReflector}
 
 // pathIDs name the paths on the command line (soak-faults -paths), in
 // Paths' order.
 var pathIDs = []struct{ id, path string }{
-	{"stock", PathStock}, {"drop-in", PathDropIn}, {"factory", PathFactory}, {"reflector", PathReflector},
+	{"stock", PathStock}, {"drop-in", PathDropIn}, {"factory", PathFactory}, {"informerfor", PathInformerFor}, {"reflector", PathReflector},
 }
 
 // PathIDs returns the short name of every path, in Paths' order.
@@ -82,13 +83,20 @@ type Wire struct {
 	LongestGap time.Duration `json:"longestGapNs"`
 }
 
-// Count counts the ConfigMap list and watch requests of namespace ns in
-// reqs that arrived in [from, to).
+// ofPath reports whether r is a ConfigMap request of the path running in
+// namespace ns: of that namespace, or for every namespace with the path's
+// User-Agent.
+func ofPath(r faults.Request, ns string) bool {
+	return r.Resource == resource && r.Subresource == "" && (r.Namespace == ns || r.Namespace == "" && r.UserAgent == userAgent(ns))
+}
+
+// Count counts the ConfigMap list and watch requests of the path running in
+// namespace ns (ofPath) in reqs that arrived in [from, to).
 func Count(reqs []faults.Request, ns string, from, to time.Time) Wire {
 	var w Wire
 	var at []time.Time
 	for _, r := range reqs {
-		if r.Resource != resource || r.Subresource != "" || r.Namespace != ns || r.Time.Before(from) || !r.Time.Before(to) {
+		if !ofPath(r, ns) || r.Time.Before(from) || !r.Time.Before(to) {
 			continue
 		}
 		q, _ := url.ParseQuery(r.RawQuery)
@@ -238,7 +246,7 @@ func Check(results []Result, d time.Duration) []string {
 func Held(reqs []faults.Request, ns string) int {
 	n := 0
 	for _, r := range reqs {
-		if r.Resource == resource && r.Namespace == ns && !r.Done && len(r.Tried) == 0 && r.Status == 0 && r.Fault == "" {
+		if ofPath(r, ns) && !r.Done && len(r.Tried) == 0 && r.Status == 0 && r.Fault == "" {
 			n++
 		}
 	}

@@ -25,6 +25,7 @@ type Request struct {
 	Namespace   string
 	Name        string
 	Path        string
+	UserAgent   string // the client's User-Agent header
 	RawQuery    string // as received
 	// ForwardedQuery is the query sent to the backend (RawQuery minus
 	// stripped parameters); "" when the request was not forwarded.
@@ -80,7 +81,7 @@ func (p *Proxy) record(r *http.Request, info requestInfo) *Request {
 		Time: time.Now(), Proto: r.Proto, Method: r.Method,
 		Verb: info.Verb, Resource: info.Resource, Subresource: info.Subresource,
 		Namespace: info.Namespace, Name: info.Name,
-		Path: r.URL.Path, RawQuery: r.URL.RawQuery, Backend: -1,
+		Path: r.URL.Path, UserAgent: r.UserAgent(), RawQuery: r.URL.RawQuery, Backend: -1,
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
