@@ -38,9 +38,11 @@ var (
 // ListerWatcher says which namespace it lists (a multi-namespace cache
 // builds one per namespace through the same hook), so Inferred finds it:
 // before a list, while undecided, it compares a limit=1 list of the
-// decoding client for every namespace with a limit=1 list of LW at the same
-// resourceVersion (its first object and the number of objects the server
-// reports) and, when they differ, with one of the first object's namespace.
+// decoding client for every namespace with a limit=1 list of LW of the same
+// snapshot (its first object and the number of objects the server reports)
+// and, when they differ, with one of the first object's namespace. LW's is
+// always the newest list, never one at a resourceVersion; the decoding
+// client's lists are at LW's resourceVersion where it differs.
 // The decoding client that lists exactly what LW lists then sends every
 // list and watch from then on (confirmed for good). Where none does (LW
 // sets a selector, or filters its own lists), every list and watch goes
@@ -141,7 +143,7 @@ func (c *Inferred) decide(ctx context.Context, state int32, dec Lister, reason, 
 		return
 	}
 	c.Metrics.Fallback(c.Name, reason)
-	log.Info("Listing and watching through the hook's ListerWatcher from now on (client-go's retries, lists read whole): steadywatch's own client cannot list what it lists",
+	log.Info("Listing and watching through the hook's ListerWatcher from now on (client-go's retries, lists read whole): steadywatch's own client was not shown to list what it lists",
 		"reason", reason, "detail", detail)
 }
 
@@ -263,11 +265,24 @@ func (c *Inferred) infer(ctx context.Context, all Lister, o metav1.ListOptions) 
 	if err != nil {
 		return "", false, err
 	}
-	// A resourceVersion with a limit and no resourceVersionMatch is Exact on
+	// LW's list is the newest, never at a resourceVersion: a server whose
+	// watch cache lags answers a list at one 504 with a Retry-After
+	// (kubernetes/kubernetes#97294), which LW's client may retry on its own
+	// up to 10 times (rest/with_retry.go). When LW's answer is of another
+	// snapshot, the decoding client is asked again at LW's resourceVersion:
+	// a resourceVersion with a limit and no resourceVersionMatch is Exact on
 	// every apiserver (the legacy form, before v1.19 the only one).
-	lp, err := probe(ctx, c.LW, o, ap.rv)
+	lp, err := probe(ctx, c.LW, o, "")
 	if err != nil {
 		return c.checkFailed(ctx, err)
+	}
+	if lp.rv != ap.rv {
+		if ap, err = probe(ctx, all, o, lp.rv); err != nil {
+			return c.checkFailed(ctx, err)
+		}
+		if ap.rv != lp.rv {
+			return c.checkFailed(ctx, fmt.Errorf("asked for a list at resourceVersion %q, the server answered at %q", lp.rv, ap.rv))
+		}
 	}
 	switch {
 	case !lp.known && o.LabelSelector == "" && o.FieldSelector == "":
@@ -322,9 +337,9 @@ func (c *Inferred) infer(ctx context.Context, all Lister, o metav1.ListOptions) 
 	return lp.namespace, true, nil
 }
 
-// checkFailed counts a check that failed at the resourceVersion of the
-// every-namespace list (a server whose watch cache lags behind it answers
-// such a list 504, kubernetes/kubernetes#97294): the request goes through
+// checkFailed counts a check that failed (LW's list, or a decoding client's
+// at LW's resourceVersion, which a server whose watch cache lags behind
+// answers 504, kubernetes/kubernetes#97294): the request goes through
 // LW, and the next one checks again, up to maxUncheckedLists checks; then
 // every request goes through LW, logged and counted.
 func (c *Inferred) checkFailed(ctx context.Context, err error) (string, bool, error) {
