@@ -40,8 +40,10 @@ const pathInformerFor = "NewInformerFor"
 // The hook says nothing of an informer's scope but the ListerWatcher it
 // hands over, so each informer checks it before it lists: limit=1 lists of
 // steadywatch's client (for every namespace, and for the namespace of the
-// first object the hook's ListerWatcher lists) against one of the hook's
-// ListerWatcher at the same resourceVersion. So a cache limited to one or
+// first object the hook's ListerWatcher lists) against the hook's
+// ListerWatcher's newest limit=1 list, at its resourceVersion (the hook's
+// is never asked for a list at a resourceVersion, which its client would
+// retry on its own where a lagging server answers 504). So a cache limited to one or
 // several namespaces (DefaultNamespaces) gets the right client for each of
 // its informers. Where no client of steadywatch lists what the hook's
 // ListerWatcher lists (a label or field selector of ByObject or
