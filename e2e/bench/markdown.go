@@ -607,12 +607,12 @@ func (r *report) summarySection(w func(string, ...any), charts map[string]string
 }
 
 // p4Targeted reports whether the 1.05x target applies to a P4
-// benchmark: per watch event against client-go's reflector (ReflectorWatchEvent),
-// and per decoded page against client-go's pager (PageStreamProto). The
+// benchmark: per watch event against client-go's reflector (ReflectorWatchEvent)
+// and informer (InformerWatchEvent), and per decoded page against client-go's pager (PageStreamProto). The
 // others compare the wrapper with a raw channel or pre-built pages: they
 // show its own cost, which has no stock counterpart to be held to.
 func p4Targeted(name string) bool {
-	return name == "ReflectorWatchEvent" || name == "PageStreamProto"
+	return name == "ReflectorWatchEvent" || name == "InformerWatchEvent" || name == "PageStreamProto"
 }
 
 func (r *report) p1Section(w func(string, ...any), p *p1Report, charts map[string]string) {
@@ -769,7 +769,7 @@ func (r *report) p3Section(w func(string, ...any)) {
 func (r *report) p4Section(w func(string, ...any)) {
 	p := r.P4
 	w("## P4: per-event and per-page CPU and allocations (no server)\n\n")
-	w("%s (in the repository root), then `go run golang.org/x/perf/cmd/benchstat@latest -col /impl`. Benchmarks: `lister/event_bench_test.go`, `reflector/event_bench_test.go` (each file's header says what every `impl` runs). Pages and events are pre-built in memory, so the ratios isolate the wrapper's own cost; with real decoding (~10 ms per 500-object page, ~10-30 µs per event) the same absolute overhead is a far smaller share.\n\n", p.Command)
+	w("%s (in the repository root), then `go run golang.org/x/perf/cmd/benchstat@latest -col /impl`. Benchmarks: `lister/event_bench_test.go`, `reflector/event_bench_test.go`, `reflector/informer_bench_test.go` (each file's header says what every `impl` runs). Pages and events are pre-built in memory, so the ratios isolate the wrapper's own cost; with real decoding (~10 ms per 500-object page, ~10-30 µs per event) the same absolute overhead is a far smaller share.\n\n", p.Command)
 	w("| benchmark | impl | metric | clientgo (median) | ours (median) | ratio (paired runs) |\n|---|---|---|---|---|---|\n")
 	rs := append([]p4Ratio(nil), p.Ratios...)
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Benchmark < rs[j].Benchmark })

@@ -75,7 +75,7 @@ func runP4(ctx context.Context, c config) (*p4Report, error) {
 
 // overheadBenchmarks selects the lister's and the reflector's per-page and
 // per-event benchmarks, each of which compares steadywatch with client-go.
-const overheadBenchmarks = "^Benchmark(PaginatedList|PageStream|PageStreamProto|StreamingListEvent|PlainWatchEvent|ReflectorWatchEvent)$"
+const overheadBenchmarks = "^Benchmark(PaginatedList|PageStream|PageStreamProto|StreamingListEvent|PlainWatchEvent|ReflectorWatchEvent|InformerWatchEvent)$"
 
 var benchLine = regexp.MustCompile(`^(Benchmark\w+)/impl=([\w+]+)-\d+\s+\d+\s+(.*)$`)
 
