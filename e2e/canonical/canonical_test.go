@@ -28,8 +28,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/internal/capability"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -200,21 +200,14 @@ func dynamicLW(dyn dynamic.Interface, r schema.GroupVersionResource, ns string) 
 // observed collects what the decorator reported: rejections (OnReject),
 // metrics (Fallback) and log lines (klog.FromContext at V(2)).
 type observed struct {
-	metricsnop.Nop
+	*reasons.Counter
 	mu         sync.Mutex
 	rejections []string // "event name reason action"
-	fallbacks  map[string]int
 	logs       []string
 	deletes    []string // OnDelete: "name annotation"
 }
 
-func newObserved() *observed { return &observed{fallbacks: map[string]int{}} }
-
-func (o *observed) Fallback(_, reason string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.fallbacks[reason]++
-}
+func newObserved() *observed { return &observed{Counter: reasons.NewFallbacks()} }
 
 func (o *observed) onReject(_ context.Context, r canonical.Rejection) {
 	o.mu.Lock()
@@ -229,11 +222,7 @@ func (o *observed) onReject(_ context.Context, r canonical.Rejection) {
 func (o *observed) snapshot() (rej []string, fb map[string]int, logs string, deletes []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fb = map[string]int{}
-	for k, v := range o.fallbacks {
-		fb[k] = v
-	}
-	return append([]string(nil), o.rejections...), fb, strings.Join(o.logs, "\n"), append([]string(nil), o.deletes...)
+	return append([]string(nil), o.rejections...), o.Family(reasons.FamilyFallback), strings.Join(o.logs, "\n"), append([]string(nil), o.deletes...)
 }
 
 // informer is one SharedIndexInformer on a decorated ListerWatcher.

@@ -244,9 +244,9 @@ func rvAtLeast(got, floor string) {
 	Expect(vocab.CompareRV(got, floor)).To(BeElementOf(vocab.Same, vocab.Newer), "served %s, floor %s", got, floor)
 }
 
-// reasons returns the reason codes of r's fallbacks, as the strings users
+// fallbackReasons returns the reason codes of r's fallbacks, as the strings users
 // compare them with.
-func reasons(r *lister.Record) []string {
+func fallbackReasons(r *lister.Record) []string {
 	var out []string
 	for _, ev := range r.Fallbacks {
 		out = append(out, string(ev.Reason))
@@ -301,7 +301,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(first.Options.Limit).To(Equal(int64(2)))
 		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410 from the server: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Served.Semantic).To(Equal(fallback.NotOlderThan))
 		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
@@ -417,7 +417,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		_, rec, err := lister.New(e.client(false), lister.Options{LabelSelector: "set=eg"}).List(ctx, lister.Exact(rv0))
 		Expect(errors.Is(err, lister.ErrExactUnavailable)).To(BeTrue(), "%v", err)
 		Expect(apierrors.IsResourceExpired(err)).To(BeTrue(), "%v", err)
-		Expect(reasons(rec)).To(HaveExactElements("exact-gone"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("exact-gone"))
 		Expect(rec.ServedResourceVersion).To(BeEmpty())
 	})
 
@@ -489,7 +489,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		for _, r := range rec.Requests {
 			Expect(r.WireRequests).To(Equal(1), "each request once on the wire")
 		}
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
 	})
 
 	It("Retry-After that client-go does not absorb is honoured by the lister (504 too-large, client-go retries off)", func(ctx SpecContext) {
@@ -501,7 +501,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		// The 504, the consistent limit=1 read that shows rv exists, then the same list after Retry-After.
 		Expect(rec.Requests).To(HaveLen(3))
 		Expect(rec.Requests[0].Class).To(Equal(vocab.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("Retry-After 2s honoured"))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(3))
@@ -527,7 +527,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(rec.Requests).To(HaveLen(2))
 		Expect(rec.Requests[0].WireRequests).To(Equal(11))
 		Expect(rec.Requests[0].Class).To(Equal(vocab.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-fallback-most-recent"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-fallback-most-recent"))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(12))
 		for i := 0; i < 11; i++ {
@@ -545,7 +545,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 500, Count: 1})
 		_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=thr"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(reasons(rec)).To(HaveExactElements("throttled-backoff", "server-error-backoff"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("throttled-backoff", "server-error-backoff"))
 		Expect(rec.Requests[0].Class).To(Equal(vocab.Throttled))
 		Expect(rec.Requests[1].Class).To(Equal(vocab.ServerError))
 		lists := e.requests("list")
@@ -562,7 +562,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(err).NotTo(HaveOccurred())
 		// The two injected 504s answer the list and the consistent read that checks rv exists; that read is
 		// retried with backoff, then the list is sent again.
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "newer-rv-probe-retry", "too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "newer-rv-probe-retry", "too-large-rv-wait-retry-after"))
 		rvAtLeast(rec.ServedResourceVersion, rv)
 	})
 
@@ -600,8 +600,8 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(ok).To(BeTrue())
 		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(reasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
-		Expect(reasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(fallbackReasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
 		rvAtLeast(res.rec.ServedResourceVersion, future)
 		for _, r := range e.requests("list") {
 			Expect(r.Fault).To(BeEmpty(), "every answer came from the real server")
@@ -683,7 +683,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		obj, rec, err := l.List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests[0].Class).To(Equal(vocab.ServedNewerThanExact))
-		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(2))
 		caps = srv.Capabilities(ctx)
@@ -735,7 +735,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(rec.Requests[0].Options.Limit).To(BeZero())
 		Expect(rec.Requests[0].Class).To(Equal(vocab.ServedNewerThanExact))
 		Expect(vocab.CompareRV(rec.Requests[0].ServedResourceVersion, rv0)).To(Equal(vocab.Newer), "v1.18 ignored the match")
-		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		// The retry: legacy form (the server is now known to ignore the match), limit = PageSize, two pages at rv0.
 		Expect(rec.Requests).To(HaveLen(3))
 		retry := rec.Requests[1]
@@ -764,7 +764,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(first.Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan), "sent with the match: v1.18 ignores it")
 		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Requests[2].Options.ResourceVersionMatch).To(BeEmpty(), "the 410 proved the match ignored: legacy form from then on")
 		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
@@ -800,8 +800,8 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(reasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
-		Expect(reasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(fallbackReasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
 		rvAtLeast(res.rec.ServedResourceVersion, future)
 	})
 
@@ -821,7 +821,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMap).Data["v"]).To(Equal("1"))
 		Expect(rec.ServedResourceVersion).To(Equal(old))
-		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit", "rule2-exact-mismatch-with-limit", "get-exact-name-list-not-exact-scan-collection"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit", "rule2-exact-mismatch-with-limit", "get-exact-name-list-not-exact-scan-collection"))
 		Expect(rec.Requests[1].Options.FieldSelector).To(Equal("metadata.name=lge-0"))
 		Expect(rec.Requests[1].Options.Limit).To(BeNumerically(">", 0))
 		Expect(vocab.CompareRV(rec.Requests[1].ServedResourceVersion, old)).To(Equal(vocab.Newer), "v1.18 ignored the RV even with a limit")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -230,47 +228,6 @@ func goroutines() []string {
 		}
 	}
 	return out
-}
-
-// recorder keeps what the tests assert on; everything else is dropped.
-type recorder struct {
-	metricsnop.Nop
-	mu        sync.Mutex
-	relists   []string
-	restarts  []string
-	bookmarks int
-}
-
-func (r *recorder) Relist(_, cause string) {
-	r.mu.Lock()
-	r.relists = append(r.relists, cause)
-	r.mu.Unlock()
-}
-
-func (r *recorder) WatchRestart(_, reason string) {
-	r.mu.Lock()
-	r.restarts = append(r.restarts, reason)
-	r.mu.Unlock()
-}
-
-func (r *recorder) Bookmark(string) { r.mu.Lock(); r.bookmarks++; r.mu.Unlock() }
-
-func (r *recorder) Relists() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.relists)
-}
-
-func (r *recorder) Restarts() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.restarts)
-}
-
-func (r *recorder) Bookmarks() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.bookmarks
 }
 
 // isCountProbe is the streaming-list guard's limit=1 MostRecent list
