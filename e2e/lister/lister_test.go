@@ -71,13 +71,7 @@ func start(ctx context.Context, o harness.Options) *env {
 	t := suite.Start(ctx, o)
 	e := &env{t: t, cfg: t.RESTConfig()}
 	e.cs = kubernetes.NewForConfigOrDie(e.cfg)
-	// /readyz can pass before the apiserver's bootstrap controller has created the "default"
-	// namespace (seen on v1.18.19: "namespaces \"default\" not found" on the first create);
-	// the namespace lifecycle admission can likewise refuse the first writes.
-	Eventually(func(g Gomega) {
-		_, err := e.cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	suite.WaitForDefaultNamespace(ctx, e.cs)
 	// Deleted at cleanup, before t.Stop: an external cluster is left as found.
 	e.ns = suite.NewNamespace(ctx, e.cs, "lister")
 	return e

@@ -94,6 +94,19 @@ func ConfigMaps(cs kubernetes.Interface, ns string) lister.Client {
 	return c
 }
 
+// WaitForDefaultNamespace waits up to a minute for the "default" namespace
+// behind cs: /readyz can pass before the apiserver's bootstrap controller has
+// created it (seen on v1.18.19: "namespaces \"default\" not found" on the
+// first create), and the namespace lifecycle admission can likewise refuse
+// the first writes.
+func WaitForDefaultNamespace(ctx context.Context, cs kubernetes.Interface) {
+	ginkgo.GinkgoHelper()
+	gomega.Eventually(func(g gomega.Gomega) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
+}
+
 // NewNamespace creates a namespace named prefix-<random> that is deleted at
 // the current node's cleanup (DeleteAtCleanup) and returns its name.
 func NewNamespace(ctx context.Context, cs kubernetes.Interface, prefix string) string {
