@@ -208,6 +208,36 @@ func (e *env) bumpTo(ctx context.Context, rv string) {
 	Fail("etcd revision did not reach " + rv + " within 100 writes")
 }
 
+// listAtFutureRV creates one object labelled set=prefix and runs list at a
+// resourceVersion 20 past the server's newest (far enough ahead that the
+// apiserver's own background writes, leases and endpoints, cannot reach it
+// during the watch cache's 3 s wait). Once the proxy has seen a list
+// answered status (polled every poll), it writes up to that version; it
+// returns list's Record, which must come without error, and the version.
+func (e *env) listAtFutureRV(ctx context.Context, prefix string, status int, poll time.Duration, list func(future string) (*lister.Record, error)) (*lister.Record, string) {
+	GinkgoHelper()
+	n, err := strconv.ParseUint(e.create(ctx, prefix, 1), 10, 64)
+	Expect(err).NotTo(HaveOccurred())
+	future := strconv.FormatUint(n+20, 10)
+	e.proxy.ResetRequests()
+	type result struct {
+		rec *lister.Record
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer GinkgoRecover()
+		rec, err := list(future)
+		done <- result{rec, err}
+	}()
+	Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(poll).Should(ContainElement(status))
+	e.bumpTo(ctx, future)
+	var res result
+	Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
+	Expect(res.err).NotTo(HaveOccurred())
+	return res.rec, future
+}
+
 // requests returns the proxy's log of configmaps requests with the given verb ("" = any).
 func (e *env) requests(verb string) []faults.Request {
 	var out []faults.Request
@@ -561,30 +591,12 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 	})
 
 	It("too-large RV, real: NotOlderThan a future RV gets the watch cache's own 504; the lister waits and is served once the RV exists", func(ctx SpecContext) {
-		cur := e.create(ctx, "tlr", 1)
-		n, err := strconv.ParseUint(cur, 10, 64)
-		Expect(err).NotTo(HaveOccurred())
-		// Far enough ahead that the apiserver's own background writes (leases, endpoints) cannot
-		// reach it during the cacher's 3 s wait.
-		future := strconv.FormatUint(n+20, 10)
-		e.proxy.ResetRequests()
-		type result struct {
-			rec *lister.Record
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			defer GinkgoRecover()
-			_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=tlr"}).List(ctx, lister.NotOlderThan(future))
-			done <- result{rec, err}
-		}()
 		// The cacher blocks up to 3 s for the RV, then answers 504 ResourceVersionTooLarge.
-		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainElement(504))
-		e.bumpTo(ctx, future)
-		var res result
-		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
-		Expect(res.err).NotTo(HaveOccurred())
-		first := res.rec.Requests[0]
+		rec, future := e.listAtFutureRV(ctx, "tlr", 504, 50*time.Millisecond, func(future string) (*lister.Record, error) {
+			_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=tlr"}).List(ctx, lister.NotOlderThan(future))
+			return rec, err
+		})
+		first := rec.Requests[0]
 		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		var st apierrors.APIStatus
 		Expect(errors.As(first.Err, &st)).To(BeTrue())
@@ -594,9 +606,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(ok).To(BeTrue())
 		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(fallbackReasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
-		Expect(fallbackReasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
-		rvAtLeast(res.rec.ServedResourceVersion, future)
+		Expect(fallbackReasons(rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(fallbackReasons(rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
+		rvAtLeast(rec.ServedResourceVersion, future)
 		for _, r := range e.requests("list") {
 			Expect(r.Fault).To(BeEmpty(), "every answer came from the real server")
 		}
@@ -768,35 +780,19 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 	})
 
 	It("too-large RV, real: v1.18 answers a future legacy-Exact RV from etcd with a raw 500 'future revision', classified too-large and waited out", func(ctx SpecContext) {
-		cur := e.create(ctx, "ltl", 1)
-		n, err := strconv.ParseUint(cur, 10, 64)
-		Expect(err).NotTo(HaveOccurred())
-		future := strconv.FormatUint(n+20, 10)
-		e.proxy.ResetRequests()
-		type result struct {
-			rec *lister.Record
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			defer GinkgoRecover()
+		rec, future := e.listAtFutureRV(ctx, "ltl", 500, 20*time.Millisecond, func(future string) (*lister.Record, error) {
 			// No Retry-After on a raw 500: the lister backs off; 1 s, 2 s, 4 s leaves time to write up to the RV.
 			p := policy.Policy{Backoff: policy.Backoff{Initial: time.Second, Jitter: -1}}
 			_, rec, err := lister.New(e.client(true), knobs.WithLister(lister.Options{Server: legacyMatch(), LabelSelector: "set=ltl"}, knobs.Lister{Policy: p})).List(ctx, lister.NotOlderThan(future).WithLimit(5))
-			done <- result{rec, err}
-		}()
-		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))
-		e.bumpTo(ctx, future)
-		var res result
-		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
-		Expect(res.err).NotTo(HaveOccurred())
-		first := res.rec.Requests[0]
+			return rec, err
+		})
+		first := rec.Requests[0]
 		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(fallbackReasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
-		Expect(fallbackReasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
-		rvAtLeast(res.rec.ServedResourceVersion, future)
+		Expect(fallbackReasons(rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(fallbackReasons(rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
+		rvAtLeast(rec.ServedResourceVersion, future)
 	})
 
 	// Real v1.18 behaviour (found here): a list with fieldSelector=metadata.name=X is answered from X's
