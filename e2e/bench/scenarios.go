@@ -228,21 +228,8 @@ func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 		return nil, err
 	}
 	proxy.EndWatches()
-	if err := b.createMarker(ctx, ns, marker); err != nil {
-		return nil, err
-	}
-	var res recoveryResult
-	if err := ch.next(ctx, &res); err != nil {
-		return nil, err
-	}
-	if err := ch.wait(); err != nil {
-		return nil, err
-	}
-	after, err := b.serverMetrics(ctx)
+	res, after, err := b.markerSeen(ctx, ch, ns, marker)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.deleteMarker(ctx, ns, marker); err != nil {
 		return nil, err
 	}
 	var fired []string
@@ -258,7 +245,7 @@ func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 		res.RequestLog = nil
 	}
 	// The marker's create and delete are ours, not the contender's.
-	return &recoveryRun{Rep: r, Result: &res, Server: after.minus(before), Faults: fired}, nil
+	return &recoveryRun{Rep: r, Result: res, Server: after.minus(before), Faults: fired}, nil
 }
 
 var p3Contenders = []string{"stock", "sw-informer", "sw-reflector"}
@@ -340,30 +327,41 @@ func (b *bench) p3Once(ctx context.Context, ns string, n int, name string, r int
 		return nil, err
 	}
 	ready := time.Now()
-	if err := b.createMarker(ctx, ns, marker); err != nil {
-		return nil, err
-	}
-	var res recoveryResult
-	if err := ch.next(ctx, &res); err != nil {
-		return nil, err
-	}
-	if err := ch.wait(); err != nil {
-		return nil, err
-	}
 	// The server's counters restarted with it: they hold everything since
 	// the restart (the baseline shows what a restart alone costs).
-	after, err := b.serverMetrics(ctx)
+	res, after, err := b.markerSeen(ctx, ch, ns, marker)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.deleteMarker(ctx, ns, marker); err != nil {
 		return nil, err
 	}
 	if r > 0 {
 		res.RequestLog = nil
 	}
-	return &recoveryRun{Rep: r, Result: &res, Server: after, ReadyMs: ms(ready.Sub(t0)),
+	return &recoveryRun{Rep: r, Result: res, Server: after, ReadyMs: ms(ready.Sub(t0)),
 		AfterReadyMs: ms(time.Unix(0, res.DoneUnixNs).Sub(ready))}, nil
+}
+
+// markerSeen creates marker in ns, reads the child's result (every cache
+// has seen the marker), waits for the child to exit, reads the server's
+// counters and deletes the marker.
+func (b *bench) markerSeen(ctx context.Context, ch *child, ns, marker string) (*recoveryResult, counters, error) {
+	if err := b.createMarker(ctx, ns, marker); err != nil {
+		return nil, nil, err
+	}
+	var res recoveryResult
+	if err := ch.next(ctx, &res); err != nil {
+		return nil, nil, err
+	}
+	if err := ch.wait(); err != nil {
+		return nil, nil, err
+	}
+	after, err := b.serverMetrics(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.deleteMarker(ctx, ns, marker); err != nil {
+		return nil, nil, err
+	}
+	return &res, after, nil
 }
 
 // waitWatchThenReset waits (up to a minute) until the proxy's request log
