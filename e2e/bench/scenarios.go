@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 )
 
 // p1Run is one contender run of P1 with the server-side cost it caused.
@@ -271,7 +272,7 @@ func (b *bench) runP3(ctx context.Context) (*recoveryReport, error) {
 	// The restarted server fills its watch cache from etcd in the background.
 	var base counters
 	pctx, pcancel := context.WithTimeout(ctx, time.Minute)
-	err := pollUntil(pctx, 100*time.Millisecond, func() bool {
+	err := poll.Until(pctx, 100*time.Millisecond, func() bool {
 		m, err := b.serverMetrics(pctx)
 		base = m
 		return err == nil && m["apiserver_watch_cache_initializations_total"] >= 1
@@ -372,7 +373,7 @@ func (b *bench) markerSeen(ctx context.Context, ch *child, ns, marker string) (*
 func waitWatchThenReset(ctx context.Context, proxy *faults.Proxy, stillOpen bool) error {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := pollUntil(wctx, 5*time.Millisecond, func() bool {
+	err := poll.Until(wctx, 5*time.Millisecond, func() bool {
 		for _, q := range proxy.Requests() {
 			if q.Verb == "watch" && q.Resource == "configmaps" && q.Status == 200 && q.Fault == "" && (!stillOpen || !q.Done) {
 				return true

@@ -6,7 +6,6 @@ import (
 	"math/rand"
 	"net/url"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/storecheck"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
@@ -287,32 +287,21 @@ func snapshot(objs []any) map[string]string {
 
 // diff describes how got differs from want, briefly ("" = equal).
 func diff(want, got map[string]string) string {
-	var missing, extra, differ []string
-	for k, v := range want {
-		g, ok := got[k]
-		switch {
-		case !ok:
-			missing = append(missing, k)
-		case g != v:
-			differ = append(differ, fmt.Sprintf("%s(%s!=%s)", k, g, v))
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			extra = append(extra, k)
-		}
-	}
-	if len(missing)+len(extra)+len(differ) == 0 {
+	d := storecheck.Compare(want, got)
+	if d.Empty() {
 		return ""
 	}
+	differ := make([]string, len(d.Differ))
+	for i, k := range d.Differ {
+		differ[i] = fmt.Sprintf("%s(%s!=%s)", k, got[k], want[k])
+	}
 	short := func(s []string) string {
-		sort.Strings(s)
 		if len(s) > 5 {
 			return strings.Join(s[:5], ",") + fmt.Sprintf(",... (%d)", len(s))
 		}
 		return strings.Join(s, ",")
 	}
-	return fmt.Sprintf("missing=[%s] extra=[%s] differ=[%s]", short(missing), short(extra), short(differ))
+	return fmt.Sprintf("missing=[%s] extra=[%s] differ=[%s]", short(d.Missing), short(d.Extra), short(differ))
 }
 
 // informerGoroutines counts live goroutines running reflector, lister or
