@@ -317,6 +317,17 @@ func raw(ctx context.Context, rc rest.Interface, ns string, objNames []string) m
 	return out
 }
 
+// expectThreeCanonical checks that store holds exactly the three objects
+// every spec writes, each in the canonical shape.
+func expectThreeCanonical(store map[string]*unstructured.Unstructured) {
+	GinkgoHelper()
+	c := chain()
+	Expect(names(store)).To(Equal([]string{"created-v1alpha1", "created-v1alpha2", "migrated"}))
+	expectCanonical(c, store["created-v1alpha1"], "one.example")
+	expectCanonical(c, store["created-v1alpha2"], "two.example")
+	expectCanonical(c, store["migrated"], "three.example")
+}
+
 // expectCanonical asserts that o is in the v1alpha2 shape with the given hostname.
 func expectCanonical(c *canonical.Chain, o *unstructured.Unstructured, host string) {
 	GinkgoHelper()
@@ -466,12 +477,8 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 				Expect(lists).To(BeNumerically(">=", 1), "the server should not stream; client-go must have listed")
 			}
 
-			c := chain()
 			store := inf.store()
-			Expect(names(store)).To(Equal([]string{"created-v1alpha1", "created-v1alpha2", "migrated"}))
-			expectCanonical(c, store["created-v1alpha1"], "one.example")
-			expectCanonical(c, store["created-v1alpha2"], "two.example")
-			expectCanonical(c, store["migrated"], "three.example")
+			expectThreeCanonical(store)
 			for _, o := range store {
 				// apiVersion is the request's, not the shape's (CRD conversion strategy None); the decorator leaves it.
 				Expect(o.GetAPIVersion()).To(Equal(group + "/" + m.version))
@@ -501,12 +508,7 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		inner := lister.NewListerWatcher(lister.FromDynamic(dyn.Resource(gvr["v1alpha2"]).Namespace(ns)), lister.Options{Name: resource})
 		inf := startInformerOn(inner, false)
 		defer inf.stop()
-		c := chain()
-		store := inf.store()
-		Expect(names(store)).To(Equal([]string{"created-v1alpha1", "created-v1alpha2", "migrated"}))
-		expectCanonical(c, store["created-v1alpha1"], "one.example")
-		expectCanonical(c, store["created-v1alpha2"], "two.example")
-		expectCanonical(c, store["migrated"], "three.example")
+		expectThreeCanonical(inf.store())
 		_, fb, _, _ := inf.obs.snapshot()
 		Expect(fb).To(Equal(map[string]int{"canonical:skip:unrecognized": 1, "canonical:skip:newer-shape": 1}))
 		Expect(raw(ctx, rc, ns, all)).To(Equal(before))

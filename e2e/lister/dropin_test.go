@@ -102,8 +102,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 
 	It("a bad label selector on one informer (its streaming list answered 400 by the real server) leaves another informer on the same host streaming lists", func(ctx SpecContext) {
 		e.create(ctx, "sel", 3)
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		e.proxy.ResetRequests()
 		const bad = "set in (sel"
 		// Both adoption paths with the caller's own bad selector.
@@ -148,8 +147,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 			_, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, deployment(fmt.Sprintf("gv-%d", i)), metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
 		}
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		id := e.proxy.Inject(faults.Rule{Verb: "watch", Resource: "deployments", Namespace: e.ns, Query: map[string]string{"sendInitialEvents": "true"},
 			Status: 422, Message: faults.SendInitialEventsForbiddenMessage})
 		DeferCleanup(e.proxy.Remove, id)

@@ -91,6 +91,14 @@ func startHarness(ctx context.Context, o harness.Options, reason string) *env {
 	return e
 }
 
+// detect returns what a compat.Detector reads from the server behind cfg.
+func detect(cfg *rest.Config) compat.Server {
+	GinkgoHelper()
+	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return srv
+}
+
 func (e *env) client(viaProxy bool) lister.Client {
 	cs := e.cs
 	if viaProxy {
@@ -447,9 +455,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("an informer over the ListerWatcher syncs with the watch cache off: the current server streams the list from etcd, StreamingList observed Yes", func(ctx SpecContext) {
 		e.create(ctx, "infoff", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.cfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.cfg)
 		lw := lister.NewListerWatcher(e.client(false), lister.Options{Server: srv, LabelSelector: "set=infoff", InitialEventsTimeout: 2 * time.Second})
 		inf, _ := syncInformer(ctx, lw, 60*time.Second)
 		Expect(inf.GetStore().List()).To(HaveLen(3))
@@ -463,9 +469,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("lister.Options.DisableStreamingList: an informer lists (no sendInitialEvents) where the server would stream from etcd", func(ctx SpecContext) {
 		e.create(ctx, "nostream", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		Expect(srv.Capabilities(ctx).Get(capability.StreamingList)).To(Equal(capability.Yes), "the server streams lists")
 		e.proxy.ResetRequests()
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=nostream", DisableStreamingList: true})
@@ -616,9 +620,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 
 	It("an informer with a compat.Detector on the current server streams its list: one watch, no list, StreamingList observed Yes", func(ctx SpecContext) {
 		e.create(ctx, "st", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		e.proxy.ResetRequests()
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=st", InitialEventsTimeout: 10 * time.Minute})
 		inf, _ := syncInformer(ctx, lw, 60*time.Second)
@@ -634,9 +636,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 
 	It("streaming guard: through a proxy that strips sendInitialEvents, resourceVersionMatch and allowWatchBookmarks, an informer syncs and StreamingList=No is observed", func(ctx SpecContext) {
 		e.create(ctx, "sg", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		caps := srv.Capabilities(ctx)
 		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.Yes))
 		Expect(caps.Tentative(capability.StreamingList)).To(BeTrue(), "current server: WatchList gate default, verified by behaviour")
@@ -840,9 +840,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 
 	It("an informer with a compat.Detector (ForConfig) refuses streaming at once: no streaming request, no wait", func(ctx SpecContext) {
 		e.create(ctx, "infd", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		e.proxy.ResetRequests()
 		// A guard timeout far longer than the Eventually below: syncing at all proves nothing waited on it.
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=infd", InitialEventsTimeout: 10 * time.Minute})
@@ -856,7 +854,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		}
 		// The adapter also refuses a streaming watch itself, without a request.
 		e.proxy.ResetRequests()
-		_, err = lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
+		_, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
 			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 		Expect(errors.Is(err, lister.ErrStreamingListUnsupported)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("v1.18.19"))
@@ -864,9 +862,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 	})
 
 	It("compat: a Detector (ForConfig) reads v1.18.19: resourceVersionMatch no, streaming list no; the lister sends the legacy form at once", func(ctx SpecContext) {
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		caps := srv.Capabilities(ctx)
 		Expect(caps.Version.Major).To(Equal(1))
 		Expect(caps.Version.Minor).To(Equal(18))

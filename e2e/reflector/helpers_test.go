@@ -181,6 +181,22 @@ func isStreamingList(r faults.Request) bool {
 	return r.Verb == "watch" && query(r).Get("sendInitialEvents") == "true"
 }
 
+// expectRecovery resets p's request log, ends the reflector's one watch
+// with end (p.DropWatches or p.EndWatches), waits until it has relisted and
+// watches again past last, and records the time that took as a TIMING line
+// named what.
+func expectRecovery(p *faults.Proxy, run *running, ns, last string, end func() int, what string) {
+	GinkgoHelper()
+	p.ResetRequests()
+	ended := time.Now()
+	Expect(end()).To(Equal(1))
+	Eventually(func() bool {
+		s := run.r.State()
+		return len(relists(p, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(last, s.ResourceVersion)
+	}).WithTimeout(60*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(), "the reflector did not recover")
+	suite.Timing(what, time.Since(ended))
+}
+
 // relists are the requests that (re)fill a store: lists and streaming lists.
 func relists(p *faults.Proxy, ns string) []faults.Request {
 	var out []faults.Request

@@ -307,14 +307,7 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 	_, err = c.Etcd().Compact(ctx)
 	Expect(err).NotTo(HaveOccurred())
 
-	p.ResetRequests()
-	dropped := time.Now()
-	Expect(p.DropWatches()).To(Equal(1))
-	Eventually(func() bool {
-		s := run.r.State()
-		return len(relists(p, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(last, s.ResourceVersion)
-	}).WithTimeout(60*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(), "the reflector did not recover")
-	suite.Timing("recovery after watch 410 (drop -> 410 -> relist -> watching), "+name, time.Since(dropped))
+	expectRecovery(p, run, ns, last, p.DropWatches, "recovery after watch 410 (drop -> 410 -> relist -> watching), "+name)
 
 	reqs := requests(p, "", ns)
 	logRequests("requests after the drop", reqs)
@@ -437,14 +430,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		_, err = c.Etcd().Compact(ctx) // as the apiserver's compactor would have by then
 		Expect(err).NotTo(HaveOccurred())
 
-		pB.ResetRequests()
-		dropped := time.Now()
-		Expect(pB.EndWatches()).To(Equal(1))
-		Eventually(func() bool {
-			s := b.r.State()
-			return len(relists(pB, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(startB, s.ResourceVersion)
-		}).WithTimeout(60 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
-		suite.Timing("recovery after a watch-cache 410 (end -> 410 -> relist -> watching)", time.Since(dropped))
+		expectRecovery(pB, b, ns, startB, pB.EndWatches, "recovery after a watch-cache 410 (end -> 410 -> relist -> watching)")
 		reqs := requests(pB, "", ns)
 		logRequests("B's requests after its watch ended", reqs)
 		Expect(query(reqs[0]).Get("resourceVersion")).To(Equal(startB))
