@@ -361,3 +361,29 @@ func BenchmarkNewSharedInformerFactory(b *testing.B) {
 		NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"), tweak)
 	}
 }
+
+// A factory's WithTweakListOptions and its lister.Options' selectors both
+// apply: neither is dropped for the other.
+func TestFactorySelectorsJoinTweakListOptions(t *testing.T) {
+	e := newEnv(t, &probe{})
+	cs := fake.NewClientset()
+	e.srv.Install(&cs.Fake, "configmaps")
+	f := NewSharedInformerFactoryWithOptions(cs, 0,
+		lister.Options{LabelSelector: "half!=no", FieldSelector: "metadata.name=cm-02"},
+		informers.WithNamespace("ns"), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "half=yes" }))
+	inf := f.(*sharedInformerFactory).newInformerFunc(&corev1.ConfigMap{})(cs, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	e.waitFor(inf.HasSynced, 5*time.Second)
+	cancel()
+	<-done
+	if n := len(inf.GetStore().List()); !inf.HasSynced() || n != 1 {
+		t.Errorf("synced %v with %d objects, want 1 (cm-02)", inf.HasSynced(), n)
+	}
+	for _, q := range e.srv.Requests() {
+		if q.Options.LabelSelector != "half=yes,half!=no" || q.Options.FieldSelector != "metadata.name=cm-02" {
+			t.Errorf("request sent with label %q field %q, want both selectors", q.Options.LabelSelector, q.Options.FieldSelector)
+		}
+	}
+}

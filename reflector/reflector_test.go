@@ -972,3 +972,33 @@ func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
 
 // documentedPageSize is lister.Options.PageSize's documented default.
 const documentedPageSize int64 = 500
+
+// Selectors set once in Options.Lister reach every request of reflector.New:
+// lists, the streaming list, its count and every watch; so only matching
+// objects ever enter the store.
+func TestReflectorSelectorsReachEveryRequest(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("streaming=%v", stream), func(t *testing.T) {
+			e := newEnv(t, &probe{})
+			o := Options{Lister: lister.Options{LabelSelector: "half=yes", FieldSelector: "metadata.namespace=ns"}}
+			if stream {
+				o.Lister.Server = streams()
+			}
+			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			r := New(e.client, &corev1.ConfigMap{}, store, o)
+			e.run(r, func() bool { return r.HasSynced() && e.srv.Watches() > 0 }, 5*time.Second)
+			reqs := e.srv.Requests()
+			if len(reqs) == 0 || !r.HasSynced() {
+				t.Fatalf("not synced, %d requests", len(reqs))
+			}
+			for _, q := range reqs {
+				if q.Options.LabelSelector != "half=yes" || q.Options.FieldSelector != "metadata.namespace=ns" {
+					t.Errorf("%s %s sent without the selectors: label %q field %q", q.Verb, q.Served, q.Options.LabelSelector, q.Options.FieldSelector)
+				}
+			}
+			if n := len(store.ListKeys()); n != 5 {
+				t.Errorf("store holds %d objects, want the 5 that match", n)
+			}
+		})
+	}
+}
