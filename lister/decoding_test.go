@@ -46,6 +46,15 @@ type cmAPI struct {
 	reqs []string // "list ns limit=N" or "watch ns"
 }
 
+// newCallerAPI returns a new cmAPI, a clientset on it, and the caller's
+// own ListerWatcher of namespace ns through that clientset, recording what
+// it lists.
+func newCallerAPI(t *testing.T) (*cmAPI, kubernetes.Interface, *callerLists) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	return a, cs, &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+}
+
 func newCMAPI(t *testing.T) *cmAPI {
 	a := &cmAPI{}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
@@ -187,9 +196,7 @@ func keys(t *testing.T, list runtime.Object) []string {
 // the caller's list function only sees the limit=1 scope check, and the
 // result is the namespace's objects.
 func TestWrapDecodingListsThroughTheDecodingClient(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	a, _, caller := newCallerAPI(t)
 	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
@@ -270,9 +277,7 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 // A selector set in lister.Options reaches both clients: the scope check
 // passes and the lists stay the decoding client's.
 func TestWrapDecodingSelectorInOptionsIsConfirmed(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	a, _, caller := newCallerAPI(t)
 	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
@@ -477,9 +482,7 @@ func TestInformerForFallsBackObservablyOnTheCallersOwnSelector(t *testing.T) {
 // client, so the informer lists through the caller's ListerWatcher,
 // logged and counted.
 func TestInformerForFallsBackObservablyWithoutAClient(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	a, _, caller := newCallerAPI(t)
 	rec := &testfake.Recorder{}
 	type widget struct{ corev1.ConfigMap }
 	inf := reflector.NewInformerFor(a.cfg, lister.Options{DisableStreamingList: true, Metrics: rec})(caller, &widget{}, 0, cache.Indexers{})
@@ -514,9 +517,8 @@ func (f filteringLists) PipelineFilter() interface{ Keep(m metav1.Object) bool }
 // check cannot see a filter that keeps the server's remainingItemCount, and
 // the cache must never hold what the caller's lists leave out.
 func TestWrapDecodingListsThroughACallerThatFilters(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := filteringLists{&callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}}
+	a, _, lists := newCallerAPI(t)
+	caller := filteringLists{lists}
 	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ package lister_test
 // server is steadywatchtest's.
 
 import (
-	"context"
 	"strconv"
 	"sync"
 	"testing"
@@ -72,13 +71,8 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("informer did not sync")
-	}
+	defer testfake.RunInformer(t, inf)()
+	testfake.WaitFor(t, "the informer's sync", inf.HasSynced)
 
 	// Lists and streaming lists: the initial one and relists (not the
 	// guard's limit=1 probe of how many objects a streaming list sends).
@@ -141,13 +135,8 @@ func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
 	rec := &testfake.Recorder{}
 	inf := cache.NewSharedIndexInformer(lister.NewListerWatcher(srv, lister.Options{Metrics: rec, Name: "cms"}), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("informer did not sync")
-	}
+	defer testfake.RunInformer(t, inf)()
+	testfake.WaitFor(t, "the informer's sync", inf.HasSynced)
 	watching := func() bool {
 		for _, r := range srv.Requests() {
 			if r.Served == "WatchFrom" {

@@ -114,15 +114,7 @@ func TestSharedInformerFactoryRunsInTheFactoryScope(t *testing.T) {
 	if _, ok := AdoptionOf(configMaps.Informer()); !ok {
 		t.Fatal("the typed accessor's informer is not steadywatch's")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer factory.Shutdown()
-	defer cancel()
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("%v not synced", typ)
-		}
-	}
+	testfake.StartFactory(t, factory)
 	keys := configMaps.Informer().GetStore().ListKeys()
 	if !slices.Equal(keys, []string{"a/blue-1"}) {
 		t.Fatalf("store holds %v; want only a/blue-1 (namespace a, team=blue)", keys)
