@@ -291,20 +291,13 @@ func TestSharedInformerFactoryFindsTypedClients(t *testing.T) {
 	}
 }
 
-// runInformer runs inf until synced and returns the function that stops it
-// and waits for it.
+// runInformer runs inf (until the test ends, see testfake.RunInformer),
+// waits until it has synced and returns the function that stops it and
+// waits for it.
 func runInformer(t *testing.T, inf cache.SharedIndexInformer) func() {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	stop := func() { cancel(); <-done }
-	syncCtx, syncCancel := context.WithTimeout(ctx, 5*time.Second)
-	defer syncCancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
-		stop()
-		t.Fatal("informer not synced within 5s")
-	}
+	stop := testfake.RunInformer(t, inf)
+	testfake.WaitFor(t, "the informer's sync", inf.HasSynced)
 	return stop
 }
 
