@@ -246,6 +246,15 @@ func (e *env) listAtFutureRV(ctx context.Context, prefix string, status int, pol
 	return res.rec, future
 }
 
+// compactPast writes one object and compacts etcd at its revision: every
+// resourceVersion before that write is gone (410).
+func (e *env) compactPast(ctx context.Context) {
+	GinkgoHelper()
+	e.bump(ctx)
+	_, err := e.c.Etcd().Compact(ctx)
+	Expect(err).NotTo(HaveOccurred())
+}
+
 // requests returns the proxy's log of configmaps requests with the given verb ("" = any).
 func (e *env) requests(verb string) []faults.Request {
 	var out []faults.Request
@@ -320,9 +329,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("rule 1: a real 410 for legacy-form NotOlderThan+limit is retried at a newer RV, never older", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "r1", 5)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		// Declaring the server legacy makes the lister send rv=N&limit (legacy Exact): a real 410 once compacted.
 		l := lister.New(e.client(false), lister.Options{Server: legacyMatch(), LabelSelector: "set=r1"})
 		obj, rec, err := l.List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
@@ -343,9 +350,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("rule 1 with the match honoured: NotOlderThan+limit needs no fallback and proves support", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "r1b", 3)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		srv := capability.Static(capability.Capabilities{})
 		_, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=r1b"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
@@ -380,9 +385,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 			pages = append(pages, lm.ResourceVersion)
 			if first {
 				first = false
-				e.bump(ctx)
-				_, err := e.c.Etcd().Compact(ctx)
-				Expect(err).NotTo(HaveOccurred())
+				e.compactPast(ctx)
 			}
 			return nil
 		}, lister.OnRestart(func(ev fallback.Event) error {
@@ -416,9 +419,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		_, err := l.ListPages(ctx, lister.MostRecent().WithLimit(2), func(p runtime.Object) error {
 			n++
 			if n == 1 {
-				e.bump(ctx)
-				_, err := e.c.Etcd().Compact(ctx)
-				Expect(err).NotTo(HaveOccurred())
+				e.compactPast(ctx)
 			}
 			return nil
 		})
@@ -443,9 +444,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("rule 1 on Exact: a compacted Exact RV is ErrExactUnavailable with 410 semantics, never another RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "eg", 2)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		_, rec, err := lister.New(e.client(false), lister.Options{LabelSelector: "set=eg"}).List(ctx, lister.Exact(rv0))
 		Expect(errors.Is(err, lister.ErrExactUnavailable)).To(BeTrue(), "%v", err)
 		Expect(apierrors.IsResourceExpired(err)).To(BeTrue(), "%v", err)
@@ -760,9 +759,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 
 	It("rule 1: NotOlderThan+limit at a compacted RV is a real 410 (legacy Exact); retried at a newer RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "l1", 4)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		srv := capability.Static(capability.Capabilities{})
 		obj, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=l1"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
