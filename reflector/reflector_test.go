@@ -271,23 +271,41 @@ func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 	}
 }
 
-func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
+// watchGoneTwice runs a reflector (fastOptions, reporting to rec; its lists
+// sent by the lister when throughLister, else straight to the client, see
+// newR) whose watch from a bookmark at 15 ends with a 410 and whose relist
+// NotOlderThan(15) is answered 410 too; it returns the client once the
+// watch after the MostRecent relist (at 30) is open, with its three lists:
+// the initial one, NotOlderThan(15) and MostRecent.
+func watchGoneTwice(t *testing.T, rec *testfake.Recorder, throughLister bool) *fakeClient {
+	t.Helper()
 	fc := &fakeClient{ListFn: testfake.Answers(
 		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
 		testfake.Returns(nil, testfake.Gone()), // NotOlderThan(15) is unavailable too
 		testfake.Returns(cmList("30", testfake.ConfigMap("a", "25")), nil),
 	)}
-	rec := &testfake.Recorder{}
-	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	newReflector := newR
+	if throughLister {
+		newReflector = New
+	}
+	r := newReflector(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	run(t, r)
+	w := watcherOf(t, fc, 0)
 	w.Action(watch.Bookmark, bookmark("15", false))
 	testfake.WaitFor(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
 	w.Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
-
-	lists := fc.Lists()
-	if len(lists) != 3 {
-		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan, MostRecent)", lists)
+	if lists := fc.Lists(); len(lists) != 3 {
+		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan(15), MostRecent)", lists)
 	}
+	return fc
+}
+
+func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
+	rec := &testfake.Recorder{}
+	fc := watchGoneTwice(t, rec, false)
+	lists := fc.Lists()
 	if lists[1].ResourceVersion != "15" || lists[1].Limit != 0 {
 		t.Fatalf("first relist = %+v; want NotOlderThan(15) unpaginated (watch cache)", lists[1])
 	}
@@ -942,23 +960,8 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 // lists a legacy server answered as Exact; the reflector's lists at a
 // resourceVersion are unpaginated unless PaginateLists, as here).
 func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
-	fc := &fakeClient{ListFn: testfake.Answers(
-		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
-		testfake.Returns(nil, testfake.Gone()), // NotOlderThan(15)
-		testfake.Returns(cmList("30", testfake.ConfigMap("a", "25")), nil),
-	)}
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
-	w.Action(watch.Bookmark, bookmark("15", false))
-	testfake.WaitFor(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
-	w.Error(&testfake.Gone().ErrStatus)
-	watcherOf(t, fc, 1)
-
+	fc := watchGoneTwice(t, &testfake.Recorder{}, true)
 	lists := fc.Lists()
-	if len(lists) != 3 {
-		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan(15), MostRecent)", lists)
-	}
 	if lists[1].ResourceVersion != "15" {
 		t.Fatalf("first relist = %+v; want NotOlderThan(15)", lists[1])
 	}
