@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -44,6 +44,15 @@ type cmAPI struct {
 
 	mu   sync.Mutex
 	reqs []string // "list ns limit=N" or "watch ns"
+}
+
+// newCallerAPI returns a new cmAPI, a clientset on it, and the caller's
+// own ListerWatcher of namespace ns through that clientset, recording what
+// it lists.
+func newCallerAPI(t *testing.T) (*cmAPI, kubernetes.Interface, *callerLists) {
+	a := newCMAPI(t)
+	cs := kubernetes.NewForConfigOrDie(a.cfg)
+	return a, cs, &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
 }
 
 func newCMAPI(t *testing.T) *cmAPI {
@@ -169,24 +178,6 @@ func (c *callerLists) sent() []int64 {
 	return slices.Clone(c.limits)
 }
 
-type fallbacks struct {
-	metricsnop.Nop
-	mu  sync.Mutex
-	got []string
-}
-
-func (f *fallbacks) Fallback(_, reason string) {
-	f.mu.Lock()
-	f.got = append(f.got, reason)
-	f.mu.Unlock()
-}
-
-func (f *fallbacks) reasons() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.got)
-}
-
 func keys(t *testing.T, list runtime.Object) []string {
 	t.Helper()
 	var out []string
@@ -205,14 +196,12 @@ func keys(t *testing.T, list runtime.Object) []string {
 // the caller's list function only sees the limit=1 scope check, and the
 // result is the namespace's objects.
 func TestWrapDecodingListsThroughTheDecodingClient(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	a, _, caller := newCallerAPI(t)
 	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &fallbacks{}
+	rec := &testfake.Recorder{}
 	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
 	for range 2 {
 		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
@@ -233,7 +222,7 @@ func TestWrapDecodingListsThroughTheDecodingClient(t *testing.T) {
 	if got, want := a.lists(), []string{"list ns limit=0", "list ns limit=1", "list ns limit=0"}; !slices.Equal(got, want) {
 		t.Errorf("server saw %v, want %v", got, want)
 	}
-	if got := rec.reasons(); len(got) != 0 {
+	if got := rec.Labels(testfake.Fallback); len(got) != 0 {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -264,7 +253,7 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := &fallbacks{}
+			rec := &testfake.Recorder{}
 			lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
 			for range 2 {
 				list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
@@ -278,7 +267,7 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 			if got, want := caller.sent(), []int64{1, 0, 0}; !slices.Equal(got, want) {
 				t.Errorf("the caller's list function sent limits %v, want %v (the check, then every list)", got, want)
 			}
-			if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
+			if got := rec.Labels(testfake.Fallback); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 				t.Errorf("fallbacks %v", got)
 			}
 		})
@@ -288,14 +277,12 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 // A selector set in lister.Options reaches both clients: the scope check
 // passes and the lists stay the decoding client's.
 func TestWrapDecodingSelectorInOptionsIsConfirmed(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
+	a, _, caller := newCallerAPI(t)
 	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &fallbacks{}
+	rec := &testfake.Recorder{}
 	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec, LabelSelector: "app!=none"})
 	for range 2 {
 		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
@@ -305,7 +292,7 @@ func TestWrapDecodingSelectorInOptionsIsConfirmed(t *testing.T) {
 	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
 		t.Errorf("the caller's list function sent limits %v; want only the limit=1 scope check", got)
 	}
-	if got := rec.reasons(); len(got) != 0 {
+	if got := rec.Labels(testfake.Fallback); len(got) != 0 {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -329,7 +316,7 @@ func TestWrapDecodingFailingScopeCheckIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &fallbacks{}
+	rec := &testfake.Recorder{}
 	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
 	for range 5 {
 		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
@@ -343,7 +330,7 @@ func TestWrapDecodingFailingScopeCheckIsBounded(t *testing.T) {
 	if got, want := caller.sent(), []int64{1, 1, 1, 0, 0, 0}; !slices.Equal(got, want) {
 		t.Errorf("the caller's list function sent limits %v, want %v", got, want)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
+	if got := rec.Labels(testfake.Fallback); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -476,7 +463,7 @@ func TestInformerForFallsBackObservablyOnTheCallersOwnSelector(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(a.cfg)
 	caller := &callerLists{ListerWatcherWithContext: cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns",
 		func(o *metav1.ListOptions) { o.LabelSelector = "app=x" })}
-	rec := &fallbacks{}
+	rec := &testfake.Recorder{}
 	inf := reflector.NewInformerFor(a.cfg, lister.Options{DisableStreamingList: true, Metrics: rec})(caller, &corev1.ConfigMap{}, 0, cache.Indexers{})
 	if got := syncInformer(t, inf); !slices.Equal(got, nsKeys) {
 		t.Fatalf("synced %v", got) // (the test server ignores selectors)
@@ -486,7 +473,7 @@ func TestInformerForFallsBackObservablyOnTheCallersOwnSelector(t *testing.T) {
 	if got := caller.sent(); !slices.Equal(got, []int64{1, 1, 0}) {
 		t.Errorf("the caller's list function sent limits %v; want the scope check and the informer's lists [1 1 0]", got)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
+	if got := rec.Labels(testfake.Fallback); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -495,10 +482,8 @@ func TestInformerForFallsBackObservablyOnTheCallersOwnSelector(t *testing.T) {
 // client, so the informer lists through the caller's ListerWatcher,
 // logged and counted.
 func TestInformerForFallsBackObservablyWithoutAClient(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := &callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}
-	rec := &fallbacks{}
+	a, _, caller := newCallerAPI(t)
+	rec := &testfake.Recorder{}
 	type widget struct{ corev1.ConfigMap }
 	inf := reflector.NewInformerFor(a.cfg, lister.Options{DisableStreamingList: true, Metrics: rec})(caller, &widget{}, 0, cache.Indexers{})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -510,7 +495,7 @@ func TestInformerForFallsBackObservablyWithoutAClient(t *testing.T) {
 	if got := caller.sent(); !slices.Equal(got, []int64{1, 0}) {
 		t.Errorf("the caller's list function sent limits %v; want the informer's lists [1 0]", got)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{"no-decoding-client"}) {
+	if got := rec.Labels(testfake.Fallback); !slices.Equal(got, []string{"no-decoding-client"}) {
 		t.Errorf("fallbacks %v", got)
 	}
 }
@@ -532,14 +517,13 @@ func (f filteringLists) PipelineFilter() interface{ Keep(m metav1.Object) bool }
 // check cannot see a filter that keeps the server's remainingItemCount, and
 // the cache must never hold what the caller's lists leave out.
 func TestWrapDecodingListsThroughACallerThatFilters(t *testing.T) {
-	a := newCMAPI(t)
-	cs := kubernetes.NewForConfigOrDie(a.cfg)
-	caller := filteringLists{&callerLists{ListerWatcherWithContext: cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())}}
+	a, _, lists := newCallerAPI(t)
+	caller := filteringLists{lists}
 	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &fallbacks{}
+	rec := &testfake.Recorder{}
 	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
 	for range 2 {
 		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
@@ -549,7 +533,7 @@ func TestWrapDecodingListsThroughACallerThatFilters(t *testing.T) {
 	if got, want := caller.sent(), []int64{0, 0}; !slices.Equal(got, want) {
 		t.Errorf("the caller's list function sent limits %v, want %v (every list, no scope check)", got, want)
 	}
-	if got := rec.reasons(); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
+	if got := rec.Labels(testfake.Fallback); !slices.Equal(got, []string{"decoding-scope-mismatch"}) {
 		t.Errorf("fallbacks %v, want one %s", got, "decoding-scope-mismatch")
 	}
 }

@@ -6,7 +6,6 @@ package lister_test
 // server is steadywatchtest's.
 
 import (
-	"context"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,31 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
-
-// reasonCounter counts Fallback reasons.
-type reasonCounter struct {
-	metricsnop.Nop
-	mu        sync.Mutex
-	fallbacks map[string]int
-}
-
-func newReasonCounter() *reasonCounter { return &reasonCounter{fallbacks: map[string]int{}} }
-
-func (r *reasonCounter) Fallback(_, reason string) {
-	r.mu.Lock()
-	r.fallbacks[reason]++
-	r.mu.Unlock()
-}
-
-func (r *reasonCounter) fallback(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.fallbacks[reason]
-}
 
 // until polls cond every millisecond until it holds or 10s pass.
 func until(t *testing.T, what string, cond func() bool) {
@@ -70,7 +48,7 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 	defer srv.Close()
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}})
-	rec := newReasonCounter()
+	rec := &testfake.Recorder{}
 	lw := lister.NewListerWatcher(srv, lister.Options{Metrics: rec, Name: "cms"})
 	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
 
@@ -93,13 +71,8 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("informer did not sync")
-	}
+	defer testfake.RunInformer(t, inf)()
+	testfake.WaitFor(t, "the informer's sync", inf.HasSynced)
 
 	// Lists and streaming lists: the initial one and relists (not the
 	// guard's limit=1 probe of how many objects a streaming list sends).
@@ -120,7 +93,7 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, "the stale event is counted and client-go syncs again, NotOlderThan what it holds", func() bool {
-		return rec.fallback("event-older-than-store") == 1 && syncs() == 2
+		return rec.Count(testfake.Fallback, "event-older-than-store") == 1 && syncs() == 2
 	})
 	var resync steadywatchtest.Request
 	for _, r := range srv.Requests() {
@@ -142,7 +115,7 @@ func TestDropInInformerNeverAppliesAnEventOlderThanDelivered(t *testing.T) {
 		ga, ok1, _ := inf.GetStore().GetByKey("ns/a")
 		gb, ok2, _ := inf.GetStore().GetByKey("ns/b")
 		return ok1 && ok2 && ga.(*corev1.ConfigMap).ResourceVersion == a.ResourceVersion && gb.(*corev1.ConfigMap).ResourceVersion == b.ResourceVersion &&
-			rec.fallback("event-older-than-store") == 2
+			rec.Count(testfake.Fallback, "event-older-than-store") == 2
 	})
 	// ... and nothing ever went back in time.
 	mu.Lock()
@@ -160,15 +133,10 @@ func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
 	srv := steadywatchtest.New[*corev1.ConfigMap, *corev1.ConfigMapList](steadywatchtest.Options{Faults: steadywatchtest.Faults{GarbageBookmarkRV: true}})
 	defer srv.Close()
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
-	rec := newReasonCounter()
+	rec := &testfake.Recorder{}
 	inf := cache.NewSharedIndexInformer(lister.NewListerWatcher(srv, lister.Options{Metrics: rec, Name: "cms"}), &corev1.ConfigMap{}, 0, cache.Indexers{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("informer did not sync")
-	}
+	defer testfake.RunInformer(t, inf)()
+	testfake.WaitFor(t, "the informer's sync", inf.HasSynced)
 	watching := func() bool {
 		for _, r := range srv.Requests() {
 			if r.Served == "WatchFrom" {
@@ -178,10 +146,10 @@ func TestDropInInformerNeverResumesFromAnUnparsableBookmark(t *testing.T) {
 		return false
 	}
 	until(t, "a plain watch is open", watching)
-	before := rec.fallback("unparsable-resource-version")
+	before := rec.Count(testfake.Fallback, "unparsable-resource-version")
 	srv.Bookmark()
 	until(t, "the bookmark is dropped and counted", func() bool {
-		return rec.fallback("unparsable-resource-version") == before+1
+		return rec.Count(testfake.Fallback, "unparsable-resource-version") == before+1
 	})
 	srv.Close() // every watch ends; client-go watches again from its resourceVersion
 	srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/internal/knobs"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/vocab"
 
 	"github.com/steadywatch/steadywatch/internal/policy"
@@ -20,22 +21,9 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
-
-type fallbackRecorder struct {
-	metricsnop.Nop
-	mu      sync.Mutex
-	reasons []string
-}
-
-func (r *fallbackRecorder) Fallback(_, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reasons = append(r.reasons, reason)
-}
 
 // stuckServer is a server whose watch cache stays at the last ConfigMap
 // write while writes to other resources move the resourceVersion on, as on
@@ -65,7 +53,7 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &fallbackRecorder{}
+	rec := &testfake.Recorder{}
 	var logMu sync.Mutex
 	var logs []string
 	logger := funcr.New(func(prefix, args string) {
@@ -100,8 +88,8 @@ func TestNotOlderThanOnStuckWatchCacheFallsBackAtOnce(t *testing.T) {
 	if took >= time.Second {
 		t.Fatalf("took %s: the 1 s Retry-After was waited", took)
 	}
-	if !slices.Contains(rec.reasons, "too-large-rv-cache-stuck-most-recent") {
-		t.Fatalf("metric reasons %v", rec.reasons)
+	if !slices.Contains(rec.Labels(testfake.Fallback), "too-large-rv-cache-stuck-most-recent") {
+		t.Fatalf("metric reasons %v", rec.Labels(testfake.Fallback))
 	}
 	logMu.Lock()
 	defer logMu.Unlock()

@@ -55,7 +55,7 @@ func droppedStream() runtime.Object {
 // the next cut is retried after Initial.
 func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.knobs.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ { // earlier failures: the next delay would be ~1 minute
@@ -80,7 +80,7 @@ func TestWatchThatDeliveredEventsIsRetriedWithoutGrownBackoff(t *testing.T) {
 
 func TestWatchWithoutEventsKeepsGrowingBackoff(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.knobs.Backoff = policy.Backoff{Initial: 20 * time.Millisecond, Max: time.Minute}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	for i := 0; i < 12; i++ {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/reflector"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -32,15 +33,7 @@ func TestSharedInformerFactoryOverSteadywatchtest(t *testing.T) {
 	factory := reflector.NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"), informers.WithTweakListOptions(tweak))
 	configMaps := factory.Core().V1().ConfigMaps()
 	configMaps.Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer factory.Shutdown()
-	defer cancel()
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("%v not synced", typ)
-		}
-	}
+	testfake.StartFactory(t, factory)
 	cms, err := configMaps.Lister().List(labels.Everything())
 	if err != nil {
 		t.Fatal(err)

@@ -114,15 +114,7 @@ func TestSharedInformerFactoryRunsInTheFactoryScope(t *testing.T) {
 	if _, ok := AdoptionOf(configMaps.Informer()); !ok {
 		t.Fatal("the typed accessor's informer is not steadywatch's")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer factory.Shutdown()
-	defer cancel()
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("%v not synced", typ)
-		}
-	}
+	testfake.StartFactory(t, factory)
 	keys := configMaps.Informer().GetStore().ListKeys()
 	if !slices.Equal(keys, []string{"a/blue-1"}) {
 		t.Fatalf("store holds %v; want only a/blue-1 (namespace a, team=blue)", keys)
@@ -299,20 +291,13 @@ func TestSharedInformerFactoryFindsTypedClients(t *testing.T) {
 	}
 }
 
-// runInformer runs inf until synced and returns the function that stops it
-// and waits for it.
+// runInformer runs inf (until the test ends, see testfake.RunInformer),
+// waits until it has synced and returns the function that stops it and
+// waits for it.
 func runInformer(t *testing.T, inf cache.SharedIndexInformer) func() {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	stop := func() { cancel(); <-done }
-	syncCtx, syncCancel := context.WithTimeout(ctx, 5*time.Second)
-	defer syncCancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
-		stop()
-		t.Fatal("informer not synced within 5s")
-	}
+	stop := testfake.RunInformer(t, inf)
+	testfake.WaitFor(t, "the informer's sync", inf.HasSynced)
 	return stop
 }
 
@@ -359,5 +344,31 @@ func BenchmarkNewSharedInformerFactory(b *testing.B) {
 	tweak := informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "team=blue" })
 	for b.Loop() {
 		NewSharedInformerFactory(cs, 0, informers.WithNamespace("a"), tweak)
+	}
+}
+
+// A factory's WithTweakListOptions and its lister.Options' selectors both
+// apply: neither is dropped for the other.
+func TestFactorySelectorsJoinTweakListOptions(t *testing.T) {
+	e := newEnv(t, &probe{})
+	cs := fake.NewClientset()
+	e.srv.Install(&cs.Fake, "configmaps")
+	f := NewSharedInformerFactoryWithOptions(cs, 0,
+		lister.Options{LabelSelector: "half!=no", FieldSelector: "metadata.name=cm-02"},
+		informers.WithNamespace("ns"), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "half=yes" }))
+	inf := f.(*sharedInformerFactory).newInformerFunc(&corev1.ConfigMap{})(cs, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	e.waitFor(inf.HasSynced, 5*time.Second)
+	cancel()
+	<-done
+	if n := len(inf.GetStore().List()); !inf.HasSynced() || n != 1 {
+		t.Errorf("synced %v with %d objects, want 1 (cm-02)", inf.HasSynced(), n)
+	}
+	for _, q := range e.srv.Requests() {
+		if q.Options.LabelSelector != "half=yes,half!=no" || q.Options.FieldSelector != "metadata.name=cm-02" {
+			t.Errorf("request sent with label %q field %q, want both selectors", q.Options.LabelSelector, q.Options.FieldSelector)
+		}
 	}
 }

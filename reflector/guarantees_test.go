@@ -37,7 +37,7 @@ func TestEveryWatchGoneBacksOffBetweenRelists(t *testing.T) {
 func relistsBackOff(t *testing.T, c Client, lists func() int) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.knobs.Clock = clk
 	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(c, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -68,7 +68,7 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 		}
 		return cmList("13", testfake.ConfigMap("a", "10")), nil
 	}}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r, w := startWatching(t, fc, store, fastOptions(rec))
 	w.Modify(testfake.ConfigMap("a", "5"))
@@ -81,7 +81,7 @@ func TestEventOlderThanStoredObjectIsNotApplied(t *testing.T) {
 	if len(lists) != 2 || lists[1].ResourceVersion != "12" {
 		t.Fatalf("lists %+v; want a relist NotOlderThan(12)", lists)
 	}
-	if got := rec.get(&rec.relists); !slices.Equal(got, []string{"event-older-than-store"}) {
+	if got := rec.Labels(testfake.Relist); !slices.Equal(got, []string{"event-older-than-store"}) {
 		t.Fatalf("relists %v", got)
 	}
 	if rv := r.LastSyncResourceVersion(); rv != "13" {
@@ -109,7 +109,7 @@ func TestRepeatedShortWatchesRelist(t *testing.T) {
 		},
 		WatchFn: func(int, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil },
 	}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
 	testfake.WaitFor(t, "a relist", func() bool { return len(fc.Lists()) >= 2 })
@@ -119,7 +119,7 @@ func TestRepeatedShortWatchesRelist(t *testing.T) {
 	if w := len(fc.Watches()); w < 3 {
 		t.Fatalf("%d watches before the relist, want MaxShortWatches+1 = 3", w)
 	}
-	if got := rec.get(&rec.relists); len(got) == 0 || got[0] != "short-watch" {
+	if got := rec.Labels(testfake.Relist); len(got) == 0 || got[0] != "short-watch" {
 		t.Fatalf("relists %v", got)
 	}
 }
@@ -177,7 +177,7 @@ func TestEveryListTooManyRequestsBacksOff(t *testing.T) {
 		return nil, apierrors.NewTooManyRequests("slow down", 0)
 	}}
 	clk := clocktesting.NewFakeClock(time.Now())
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.PaginateLists = false // the default: the current-resourceVersion read first
 	o.knobs.Clock = clk
 	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}

@@ -193,7 +193,7 @@ func (s *appliedStore) waitApplied(t *testing.T, want string) {
 	}
 }
 
-func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) (*Reflector, *recorder) {
+func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) (*Reflector, *testfake.Recorder) {
 	t.Helper()
 	cfg, _ := testfake.WireServer(t, false, s.serve)
 	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
@@ -204,7 +204,7 @@ func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.PaginateLists = false
 	knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
@@ -303,10 +303,10 @@ func TestOneResponseRelistItemsBeforeMetadata(t *testing.T) {
 				if slices.ContainsFunc(calls, func(c string) bool { return strings.Contains(c, "ns/x") }) {
 					t.Fatalf("calls %q: an object of the stale list was applied", calls)
 				}
-				if rec.transitionedFor("stale-list") {
-					t.Fatalf("transitions %v: the reflector rejected a list; the lister's engine refuses an older answer itself", rec.get(&rec.transitions))
+				if transitionedFor(rec, "stale-list") {
+					t.Fatalf("transitions %v: the reflector rejected a list; the lister's engine refuses an older answer itself", rec.Labels(testfake.Transition))
 				}
-				if got := rec.get(&rec.relists); len(got) != 1 {
+				if got := rec.Labels(testfake.Relist); len(got) != 1 {
 					t.Fatalf("relists %v; want one (the lister retried the older answer within it)", got)
 				}
 				if n, want := s.lists.Load(), int32(1+len(relists)); n != want {
@@ -338,10 +338,10 @@ func TestOneResponseRelistOlderAnswerRetriedByLister(t *testing.T) {
 			if slices.ContainsFunc(store.since(0), func(c string) bool { return strings.Contains(c, "ns/x") }) {
 				t.Fatalf("calls %q: an object of the older answer was applied", store.since(0))
 			}
-			if rec.transitionedFor("stale-list") {
-				t.Fatalf("transitions %v: the reflector rejected a stale list; the lister's engine refuses it itself", rec.get(&rec.transitions))
+			if transitionedFor(rec, "stale-list") {
+				t.Fatalf("transitions %v: the reflector rejected a stale list; the lister's engine refuses it itself", rec.Labels(testfake.Transition))
 			}
-			if got := rec.get(&rec.relists); len(got) != 1 {
+			if got := rec.Labels(testfake.Relist); len(got) != 1 {
 				t.Fatalf("relists %v; want one (the lister retried the older answer within it)", got)
 			}
 			if n := s.lists.Load(); n != 3 {
@@ -374,7 +374,7 @@ func TestOneResponseRelistCutMidwayRestarts(t *testing.T) {
 			if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
 				t.Fatalf("store = %v; want a, b and d", keys)
 			}
-			if got := rec.get(&rec.relists); len(got) != 1 {
+			if got := rec.Labels(testfake.Relist); len(got) != 1 {
 				t.Fatalf("relists %v; want one (the lister retried the cut answer within it)", got)
 			}
 		})
@@ -390,8 +390,8 @@ func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
 	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("30"), nil }}
 	var calls []fallback.Query
 	var mu sync.Mutex
-	o := fastOptions(&recorder{})
-	rec := o.Lister.Metrics.(*recorder)
+	o := fastOptions(&testfake.Recorder{})
+	rec := o.Lister.Metrics.(*testfake.Recorder)
 	o.PaginateLists = false
 	o.List = func(_ context.Context, q fallback.Query) (runtime.Object, error) {
 		mu.Lock()
@@ -411,8 +411,8 @@ func TestOwnListHeldToTheNotOlderThanAsked(t *testing.T) {
 	if len(calls) != 2 || calls[0] != lister.NotOlderThan("30") {
 		t.Fatalf("List calls %v; want NotOlderThan(30) twice", calls)
 	}
-	if !rec.transitionedFor("stale-list") {
-		t.Fatalf("transitions %v; want the answer at 20 rejected as stale (%s)", rec.get(&rec.transitions), "stale-list")
+	if !transitionedFor(rec, "stale-list") {
+		t.Fatalf("transitions %v; want the answer at 20 rejected as stale (%s)", rec.Labels(testfake.Transition), "stale-list")
 	}
 	if keys := storeKeys(store); !slices.Equal(keys, []string{"ns/a"}) {
 		t.Fatalf("store = %v; want only a (nothing of the answer at 20)", keys)

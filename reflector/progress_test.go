@@ -32,7 +32,7 @@ func TestWatchWithoutProgressBacksOff(t *testing.T) {
 			return testfake.NewWatch([]watch.Event{{Type: watch.Bookmark, Object: bookmark("abc", false)}}, true), nil
 		},
 	}
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.knobs.Clock = clk
 	o.knobs.Backoff = policy.Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Jitter: -1}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -62,7 +62,7 @@ func TestWatchWithoutProgressBacksOff(t *testing.T) {
 func TestCompletedStreamingListResetsBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	fc := &fakeClient{ListFn: emptyAt("10")}
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.knobs.Clock = clk
 	o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 	knobs.ListerOf(&o.Lister).DisableInitialEventsCount = true

@@ -3,7 +3,6 @@ package reflector
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ func waitAsync(r *Reflector, rv string) <-chan error {
 
 func TestWaitForResourceVersionReturnsOnceTheStoreHoldsTheObject(t *testing.T) {
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r, w := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, store, fastOptions(&recorder{}))
+	r, w := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, store, fastOptions(&testfake.Recorder{}))
 	if err := waitAsyncResult(r, "10"); err != nil {
 		t.Fatalf("the listed version: %v", err)
 	}
@@ -51,7 +50,7 @@ func TestWaitForResourceVersionReturnsOnceTheStoreHoldsTheObject(t *testing.T) {
 }
 
 func TestWaitForResourceVersionIsSatisfiedByABookmarkNewerThanEveryObject(t *testing.T) {
-	r, w := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	r, w := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
 	done := waitAsync(r, "15") // a write of another resource at 15: no object event here
 	w.Add(testfake.ConfigMap("a", "11"))
 	select {
@@ -66,7 +65,7 @@ func TestWaitForResourceVersionIsSatisfiedByABookmarkNewerThanEveryObject(t *tes
 }
 
 func TestWaitForResourceVersionEndsWithItsContext(t *testing.T) {
-	r, _ := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	r, _ := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if err := r.WaitForResourceVersion(ctx, "11"); !errors.Is(err, context.DeadlineExceeded) {
@@ -78,7 +77,7 @@ func TestWaitForResourceVersionEndsWithItsContext(t *testing.T) {
 // version, every wait fails at once.
 func TestWaitForResourceVersionFailsAtOnceOnAServerWithOpaqueVersions(t *testing.T) {
 	fc := &fakeClient{ListFn: func(int, metav1.ListOptions) (runtime.Object, error) { return cmList("opaque-b7f3"), nil }}
-	r, _ := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	r, _ := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := r.WaitForResourceVersion(ctx, "5"); !errors.Is(err, ErrIncomparableResourceVersion) {
@@ -89,33 +88,16 @@ func TestWaitForResourceVersionFailsAtOnceOnAServerWithOpaqueVersions(t *testing
 	}
 }
 
-type storeRVRecorder struct {
-	recorder
-	mu  sync.Mutex
-	rvs []string
-}
-
-func (s *storeRVRecorder) StoreResourceVersion(_, rv string) {
-	s.mu.Lock()
-	s.rvs = append(s.rvs, rv)
-	s.mu.Unlock()
-}
-func (s *storeRVRecorder) ReadWait(string, time.Duration, string) {}
-func (s *storeRVRecorder) ReadFallback(string, string)            {}
-
 func TestTheStoresResourceVersionIsReportedAtEveryAdvance(t *testing.T) {
-	rec := &storeRVRecorder{}
-	o := fastOptions(&rec.recorder)
-	o.Lister.Metrics = rec
+	rec := &testfake.Recorder{}
+	o := fastOptions(rec)
 	r, w := startWatching(t, &fakeClient{ListFn: emptyAt("10")}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	w.Add(testfake.ConfigMap("a", "11"))
 	if err := waitAsyncResult(r, "11"); err != nil {
 		t.Fatal(err)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.rvs) != 2 || rec.rvs[0] != "10" || rec.rvs[1] != "11" {
-		t.Fatalf("reported store resourceVersions %v, want [10 11]", rec.rvs)
+	if rvs := rec.Labels(testfake.StoreResourceVersion); len(rvs) != 2 || rvs[0] != "10" || rvs[1] != "11" {
+		t.Fatalf("reported store resourceVersions %v, want [10 11]", rvs)
 	}
 }
 

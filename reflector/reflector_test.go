@@ -52,43 +52,12 @@ func watcherOf(t *testing.T, fc *fakeClient, i int) *watch.RaceFreeFakeWatcher {
 	return w
 }
 
-type recorder struct {
-	metricsnop.Nop // the methods not recorded here
-	mu             sync.Mutex
-	relists        []string
-	restarts       []string
-	bookmarks      int
-	checks         []string
-	transitions    []string
-	lists          []string
-}
-
-func (r *recorder) add(p *[]string, s string) { r.mu.Lock(); *p = append(*p, s); r.mu.Unlock() }
-func (r *recorder) List(_, sem, out string)   { r.add(&r.lists, sem+":"+out) }
-func (r *recorder) Fallback(string, string)   {}
-func (r *recorder) Relist(_, c string)        { r.add(&r.relists, c) }
-func (r *recorder) WatchRestart(_, c string)  { r.add(&r.restarts, c) }
-func (r *recorder) Bookmark(string)           { r.mu.Lock(); r.bookmarks++; r.mu.Unlock() }
-func (r *recorder) Items(string, int)         {}
-func (r *recorder) ResourceVersionAdvanced(string, time.Time) {
-}
-func (r *recorder) ConsistencyCheck(_, res string) { r.add(&r.checks, res) }
-func (r *recorder) Transition(_, from, to, reason string) {
-	r.add(&r.transitions, from+">"+to+":"+reason)
-}
-
-// transitionedFor reports whether a transition was made for reason.
-func (r *recorder) transitionedFor(reason string) bool {
-	return slices.ContainsFunc(r.get(&r.transitions), func(s string) bool { return strings.HasSuffix(s, ":"+reason) })
-}
-
-func (r *recorder) get(p *[]string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(*p)
-}
-
 // ---- helpers ----
+
+// transitionedFor reports whether rec saw a transition made for reason.
+func transitionedFor(rec *testfake.Recorder, reason string) bool {
+	return slices.ContainsFunc(rec.Labels(testfake.Transition), func(s string) bool { return strings.HasSuffix(s, ": "+reason) })
+}
 
 func cmList(rv string, items ...*corev1.ConfigMap) *corev1.ConfigMapList {
 	l := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
@@ -111,7 +80,7 @@ func bookmark(rv string, initialEnd bool) *corev1.ConfigMap {
 // first attempt (PaginateLists), so a test of the relist logic sees one
 // list request per list; the default (served from the watch cache after a
 // limit=1 probe) has tests of its own (TestInitialListFromWatchCache...).
-func fastOptions(rec *recorder) Options {
+func fastOptions(rec *testfake.Recorder) Options {
 	return knobs.WithReflector(Options{Lister: lister.Options{Name: "test", Metrics: rec}, PaginateLists: true}, knobs.Reflector{Backoff: policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
 }
 
@@ -214,10 +183,10 @@ func startWatching(t *testing.T, fc *fakeClient, store cache.ReflectorStore, o O
 
 // stallWatch starts a reflector with StallTimeout stall over a fakeClient
 // listing at resourceVersion 10 and returns them with its first watch.
-func stallWatch(t *testing.T, stall time.Duration) (*fakeClient, *recorder, *Reflector, *watch.RaceFreeFakeWatcher) {
+func stallWatch(t *testing.T, stall time.Duration) (*fakeClient, *testfake.Recorder, *Reflector, *watch.RaceFreeFakeWatcher) {
 	t.Helper()
 	fc := &fakeClient{ListFn: emptyAt("10")}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.Lister.StallTimeout = stall
 	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -229,7 +198,7 @@ func stallWatch(t *testing.T, stall time.Duration) (*fakeClient, *recorder, *Ref
 // reflector with fc's lists so far.
 func relistAfterGone(t *testing.T, fc *fakeClient, store cache.ReflectorStore) (*Reflector, []metav1.ListOptions) {
 	t.Helper()
-	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, store, fastOptions(&testfake.Recorder{}))
 	run(t, r)
 	watcherOf(t, fc, 0).Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
@@ -253,7 +222,7 @@ func storeKeys(s cache.Store) []string { k := s.ListKeys(); slices.Sort(k); retu
 
 func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{}, "10", testfake.ConfigMap("a", "5"), testfake.ConfigMap("b", "7"))
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := newR(srv, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
@@ -284,15 +253,15 @@ func TestInitialListIsMostRecentPaginatedThenWatchFromListRV(t *testing.T) {
 	if s := r.State(); s.Phase != PhaseWatching || s.Items != 1 {
 		t.Fatalf("State() = %+v; want Watching with 1 item", s)
 	}
-	if got := rec.get(&rec.transitions); !slices.Equal(got[:3], []string{
-		"Stopped>InitialList:start", "InitialList>StartingWatch:listed", "StartingWatch>Watching:watch-opened"}) {
+	if got := rec.Labels(testfake.Transition); !slices.Equal(got[:3], []string{
+		"Stopped->InitialList: start", "InitialList->StartingWatch: listed", "StartingWatch->Watching: watch-opened"}) {
 		t.Fatalf("transitions = %v", got)
 	}
 }
 
 func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{}, "10")
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.InitialListSemantic = fallback.Any
 	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
 	run(t, r)
@@ -302,23 +271,41 @@ func TestAnyInitialSemanticIsOptIn(t *testing.T) {
 	}
 }
 
-func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
+// watchGoneTwice runs a reflector (fastOptions, reporting to rec; its lists
+// sent by the lister when throughLister, else straight to the client, see
+// newR) whose watch from a bookmark at 15 ends with a 410 and whose relist
+// NotOlderThan(15) is answered 410 too; it returns the client once the
+// watch after the MostRecent relist (at 30) is open, with its three lists:
+// the initial one, NotOlderThan(15) and MostRecent.
+func watchGoneTwice(t *testing.T, rec *testfake.Recorder, throughLister bool) *fakeClient {
+	t.Helper()
 	fc := &fakeClient{ListFn: testfake.Answers(
 		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
 		testfake.Returns(nil, testfake.Gone()), // NotOlderThan(15) is unavailable too
 		testfake.Returns(cmList("30", testfake.ConfigMap("a", "25")), nil),
 	)}
-	rec := &recorder{}
-	r, w := startWatching(t, fc, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	newReflector := newR
+	if throughLister {
+		newReflector = New
+	}
+	r := newReflector(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
+	run(t, r)
+	w := watcherOf(t, fc, 0)
 	w.Action(watch.Bookmark, bookmark("15", false))
 	testfake.WaitFor(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
 	w.Error(&testfake.Gone().ErrStatus)
 	watcherOf(t, fc, 1)
-
-	lists := fc.Lists()
-	if len(lists) != 3 {
-		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan, MostRecent)", lists)
+	if lists := fc.Lists(); len(lists) != 3 {
+		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan(15), MostRecent)", lists)
 	}
+	return fc
+}
+
+func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
+	rec := &testfake.Recorder{}
+	fc := watchGoneTwice(t, rec, false)
+	lists := fc.Lists()
 	if lists[1].ResourceVersion != "15" || lists[1].Limit != 0 {
 		t.Fatalf("first relist = %+v; want NotOlderThan(15) unpaginated (watch cache)", lists[1])
 	}
@@ -328,7 +315,7 @@ func TestWatchGoneRelistsNotOlderThanThenMostRecent(t *testing.T) {
 	if got := fc.Watches()[1].ResourceVersion; got != "30" {
 		t.Fatalf("watch after relist from %q; want 30", got)
 	}
-	if got := rec.get(&rec.relists); !slices.Equal(got, []string{"watch-gone"}) {
+	if got := rec.Labels(testfake.Relist); !slices.Equal(got, []string{"watch-gone"}) {
 		t.Fatalf("relists = %v; want one watch-gone relist (the MostRecent retry is the same relist)", got)
 	}
 }
@@ -388,7 +375,7 @@ func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
 		}
 		return fc.OpenWatch(), nil
 	}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(rec))
 	run(t, r)
 	watcherOf(t, fc, 0)
@@ -402,7 +389,7 @@ func TestWatchTooLargeRetriesWatchWithoutRelist(t *testing.T) {
 
 func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{}, "10")
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.knobs.ShortWatch = time.Nanosecond
 	r := newR(srv, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -416,14 +403,14 @@ func TestNormalCloseResumesFromLastRVWithoutRelist(t *testing.T) {
 	if n := srv.Count("list"); n != 1 {
 		t.Fatalf("lists = %d; want 1 (a normal close never relists)", n)
 	}
-	if got := rec.get(&rec.restarts); !slices.Equal(got, []string{"watch-closed"}) {
+	if got := rec.Labels(testfake.WatchRestart); !slices.Equal(got, []string{"watch-closed"}) {
 		t.Fatalf("watch restarts = %v", got)
 	}
 }
 
 func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.knobs.Backoff = policy.Backoff{Initial: 200 * time.Millisecond, Max: 200 * time.Millisecond}
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -434,7 +421,7 @@ func TestShortWatchBacksOffBeforeRestart(t *testing.T) {
 	if d := time.Since(start); d < 90*time.Millisecond { // 200ms with jitter factor 0.5 => >= 100ms
 		t.Fatalf("restarted a short-lived watch after %v; want a backoff", d)
 	}
-	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != "short-watch" {
+	if got := rec.Labels(testfake.WatchRestart); len(got) == 0 || got[0] != "short-watch" {
 		t.Fatalf("watch restarts = %v; want short-watch", got)
 	}
 }
@@ -452,7 +439,7 @@ func TestStalledWatchIsRestartedWithoutRelist(t *testing.T) {
 	if n := len(fc.Lists()); n != 1 {
 		t.Fatalf("lists = %d; a stall must not relist", n)
 	}
-	if got := rec.get(&rec.restarts); len(got) == 0 || got[0] != "stalled" {
+	if got := rec.Labels(testfake.WatchRestart); len(got) == 0 || got[0] != "stalled" {
 		t.Fatalf("watch restarts = %v; want stalled", got)
 	}
 }
@@ -462,7 +449,7 @@ func TestSyntheticAddedEventsDoNotAdvanceRV(t *testing.T) {
 	// server replays synthetic ADDED events in no RV order.
 	fc := &fakeClient{ListFn: emptyAt("")}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
+	r, w := startWatching(t, fc, store, fastOptions(&testfake.Recorder{}))
 	w.Add(testfake.ConfigMap("b", "50"))
 	w.Add(testfake.ConfigMap("a", "30"))
 	testfake.WaitFor(t, "2 items", func() bool { return len(store.ListKeys()) == 2 })
@@ -502,7 +489,7 @@ func TestStreamingListWhereSupported(t *testing.T) {
 		return nil, fmt.Errorf("no list expected")
 	}}
 	srv := streamingServer()
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.Lister.Server = srv
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r, w := startWatching(t, fc, store, o)
@@ -540,7 +527,7 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 		return cmList("20", testfake.ConfigMap("a", "5")), nil
 	}}
 	srv := streamingServer()
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.Lister.Server = srv
 	o.Lister.InitialEventsTimeout = 150 * time.Millisecond
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
@@ -571,7 +558,7 @@ func TestStreamingListIgnoredBySilentServerFallsBackToList(t *testing.T) {
 
 func TestStreamingListPlainBookmarkMeansIgnored(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("20")}
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.Lister.Server = streamingServer()
 	o.Lister.InitialEventsTimeout = time.Hour // detection must not depend on the timeout
 	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), o)
@@ -602,7 +589,7 @@ func (b *bookmarkStore) UpdateResourceVersion(rv string) {
 
 func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{}, "10")
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	store := &bookmarkStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	r := newR(srv, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
@@ -617,10 +604,8 @@ func TestBookmarksReachBookmarkStoreAndRVUpdater(t *testing.T) {
 	if !slices.Equal(store.bookmarks, []string{"13", "17"}) || !slices.Equal(store.updates, []string{"10", "13", "17"}) {
 		t.Fatalf("bookmarks=%v updates=%v", store.bookmarks, store.updates)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.bookmarks != 2 {
-		t.Fatalf("bookmark metric = %d; want 2", rec.bookmarks)
+	if n := len(rec.Labels(testfake.Bookmark)); n != 2 {
+		t.Fatalf("bookmark metric = %d; want 2", n)
 	}
 }
 
@@ -628,7 +613,7 @@ func TestFeedsDeltaFIFO(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{}, "10", testfake.ConfigMap("a", "5"))
 	known := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	fifo := cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: known, EmitDeltaTypeReplaced: true})
-	r := newR(srv, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
+	r := newR(srv, &corev1.ConfigMap{}, fifo, fastOptions(&testfake.Recorder{}))
 	run(t, r)
 	watchRequest(t, srv, 0)
 	writeAt(t, srv, testfake.ConfigMap("b", "11"))
@@ -661,7 +646,7 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 		}
 		return cmList("10", testfake.ConfigMap("a", "5"), testfake.ConfigMap("b", "7"), testfake.ConfigMap("d", "8")), nil
 	}}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.Lister.Server = &fakeServer{caps: capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.ResourceVersionMatch: capability.Yes}}}
 	o.ConsistencyCheckInterval = time.Millisecond
@@ -671,8 +656,8 @@ func TestConsistencyCheckReportsDifferingKeys(t *testing.T) {
 		t.Fatalf("report = %+v", rep)
 	}
 	// The check's goroutine counts it just after publishing the report.
-	testfake.WaitFor(t, "the consistency metric", func() bool { return len(rec.get(&rec.checks)) > 0 })
-	if got := rec.get(&rec.checks); !slices.Equal(got, []string{"mismatch"}) {
+	testfake.WaitFor(t, "the consistency metric", func() bool { return len(rec.Labels(testfake.ConsistencyCheck)) > 0 })
+	if got := rec.Labels(testfake.ConsistencyCheck); !slices.Equal(got, []string{"mismatch"}) {
 		t.Fatalf("consistency metric = %v", got)
 	}
 }
@@ -684,7 +669,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 		}
 		return cmList("10"), nil
 	}}
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.ConsistencyCheckInterval = time.Millisecond
 	rep := consistencyAt15(t, fc, o)
@@ -705,7 +690,7 @@ func TestConsistencyCheckNotExactIsAnErrorNotAMismatch(t *testing.T) {
 
 func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
-	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+	r := newR(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
 	stop := run(t, r)
 	w := watcherOf(t, fc, 0)
 	r.Run(context.Background()) // returns at once: already running
@@ -721,7 +706,7 @@ func TestRunTwiceIsANoOpAndStopClosesWatch(t *testing.T) {
 func TestUnexpectedTypeIsIgnored(t *testing.T) {
 	fc := &fakeClient{ListFn: emptyAt("10")}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r, w := startWatching(t, fc, store, fastOptions(&recorder{}))
+	r, w := startWatching(t, fc, store, fastOptions(&testfake.Recorder{}))
 	w.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "11"}})
 	w.Add(testfake.ConfigMap("a", "12"))
 	testfake.WaitFor(t, "RV 12", func() bool { return r.LastSyncResourceVersion() == "12" })
@@ -742,7 +727,7 @@ func newR(c Client, expected runtime.Object, store cache.ReflectorStore, o Optio
 func TestDefaultExecutorIsTheLister(t *testing.T) {
 	srv := newServer(t, steadywatchtest.Faults{}, "10", testfake.ConfigMap("a", "5"))
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	r := New(srv, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := New(srv, &corev1.ConfigMap{}, store, fastOptions(&testfake.Recorder{}))
 	run(t, r)
 	if got := watchRequest(t, srv, 0).Options.ResourceVersion; got != "10" || !r.HasSynced() || len(store.ListKeys()) != 1 {
 		t.Fatalf("watch from %q synced=%v items=%d; want a lister-made sync at 10", got, r.HasSynced(), len(store.ListKeys()))
@@ -767,7 +752,7 @@ func TestInitialListPagesGrowToMaxPageSize(t *testing.T) {
 			srv.MustCreate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i)}})
 		}
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-		o := fastOptions(&recorder{})
+		o := fastOptions(&testfake.Recorder{})
 		knobs.ListerOf(&o.Lister).MaxPageSize = c.max
 		r := New(srv, &corev1.ConfigMap{}, store, o)
 		stop := run(t, r)
@@ -796,7 +781,7 @@ func TestInitialListPagesGrowWithinMaxPageBytes(t *testing.T) {
 	}
 	size := (&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm-00000"}, Data: map[string]string{"d": data}}).Size()
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.PaginateLists = true
 	knobs.ListerOf(&o.Lister).MaxPageBytes = 1 << 20
 	r := New(srv, &corev1.ConfigMap{}, store, o)
@@ -949,7 +934,7 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 		return cmList("7", testfake.ConfigMap("kept", "3")), nil
 	}}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	_, w := startWatching(t, fc, store, fastOptions(rec))
 	w.Add(testfake.ConfigMap("kept", "3")) // synthetic ADDED: "gone" was deleted meanwhile
 	testfake.WaitFor(t, "kept held", func() bool { return len(store.ListKeys()) == 2 })
@@ -964,7 +949,7 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 	if got := store.ListKeys(); !slices.Equal(got, []string{"ns/kept"}) {
 		t.Fatalf("store holds %v; want [ns/kept]", got)
 	}
-	if got := rec.get(&rec.relists); !slices.Equal(got, []string{"no-resume-version"}) {
+	if got := rec.Labels(testfake.Relist); !slices.Equal(got, []string{"no-resume-version"}) {
 		t.Fatalf("relists = %v; want [%s]", got, "no-resume-version")
 	}
 }
@@ -975,23 +960,8 @@ func TestWatchFromZeroIsNeverResumed(t *testing.T) {
 // lists a legacy server answered as Exact; the reflector's lists at a
 // resourceVersion are unpaginated unless PaginateLists, as here).
 func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
-	fc := &fakeClient{ListFn: testfake.Answers(
-		testfake.Returns(cmList("10", testfake.ConfigMap("a", "5")), nil),
-		testfake.Returns(nil, testfake.Gone()), // NotOlderThan(15)
-		testfake.Returns(cmList("30", testfake.ConfigMap("a", "25")), nil),
-	)}
-	r := New(fc, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
-	run(t, r)
-	w := watcherOf(t, fc, 0)
-	w.Action(watch.Bookmark, bookmark("15", false))
-	testfake.WaitFor(t, "RV 15", func() bool { return r.LastSyncResourceVersion() == "15" })
-	w.Error(&testfake.Gone().ErrStatus)
-	watcherOf(t, fc, 1)
-
+	fc := watchGoneTwice(t, &testfake.Recorder{}, true)
 	lists := fc.Lists()
-	if len(lists) != 3 {
-		t.Fatalf("lists = %+v; want 3 (initial, NotOlderThan(15), MostRecent)", lists)
-	}
 	if lists[1].ResourceVersion != "15" {
 		t.Fatalf("first relist = %+v; want NotOlderThan(15)", lists[1])
 	}
@@ -1005,3 +975,33 @@ func TestWatchGoneRelistGoneFallsBackToMostRecentThroughLister(t *testing.T) {
 
 // documentedPageSize is lister.Options.PageSize's documented default.
 const documentedPageSize int64 = 500
+
+// Selectors set once in Options.Lister reach every request of reflector.New:
+// lists, the streaming list, its count and every watch; so only matching
+// objects ever enter the store.
+func TestReflectorSelectorsReachEveryRequest(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("streaming=%v", stream), func(t *testing.T) {
+			e := newEnv(t, &probe{})
+			o := Options{Lister: lister.Options{LabelSelector: "half=yes", FieldSelector: "metadata.namespace=ns"}}
+			if stream {
+				o.Lister.Server = streams()
+			}
+			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+			r := New(e.client, &corev1.ConfigMap{}, store, o)
+			e.run(r, func() bool { return r.HasSynced() && e.srv.Watches() > 0 }, 5*time.Second)
+			reqs := e.srv.Requests()
+			if len(reqs) == 0 || !r.HasSynced() {
+				t.Fatalf("not synced, %d requests", len(reqs))
+			}
+			for _, q := range reqs {
+				if q.Options.LabelSelector != "half=yes" || q.Options.FieldSelector != "metadata.namespace=ns" {
+					t.Errorf("%s %s sent without the selectors: label %q field %q", q.Verb, q.Served, q.Options.LabelSelector, q.Options.FieldSelector)
+				}
+			}
+			if n := len(store.ListKeys()); n != 5 {
+				t.Errorf("store holds %d objects, want the 5 that match", n)
+			}
+		})
+	}
+}

@@ -148,7 +148,7 @@ func TestRelistCallsAreReplaceNotifications(t *testing.T) {
 		testfake.Returns(cmList("20", after...), nil),
 	)}
 	store := newCallStore()
-	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&recorder{}))
+	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(&testfake.Recorder{}))
 	run(t, r)
 	w := watcherOf(t, fc, 0)
 	first := store.count()
@@ -203,7 +203,7 @@ func TestQueueStoreKeepsReplace(t *testing.T) {
 		testfake.Returns(cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15")), nil),
 	)}
 	fifo := &fifoCalls{DeltaFIFO: cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, EmitDeltaTypeReplaced: true})}
-	r := New(fc, &corev1.ConfigMap{}, fifo, fastOptions(&recorder{}))
+	r := New(fc, &corev1.ConfigMap{}, fifo, fastOptions(&testfake.Recorder{}))
 	if r.objects != nil {
 		t.Fatal("a DeltaFIFO is filled object by object; want one Replace per list")
 	}
@@ -243,7 +243,7 @@ func TestRelistFailingMidwayIsCompletedByTheNext(t *testing.T) {
 		return cmList("40", testfake.ConfigMap("d", "35")), nil // c was deleted meanwhile
 	}}
 	store := newCallStore()
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.knobs.MaxTooLargeWatchRetries = -1 // a "too large" watch relists MostRecent, paginated
 	o.Lister.PageSize = 2
 	r := New(fc, &corev1.ConfigMap{}, store, o)
@@ -300,7 +300,7 @@ func TestFirstSyncFailingMidwayIsNotSynced(t *testing.T) {
 		return cmList("12", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "11")), nil
 	}}
 	store := newCallStore()
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.Lister.PageSize = 2
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
@@ -329,7 +329,7 @@ func TestRelistNeverTakesAnObjectBackInTime(t *testing.T) {
 		testfake.Returns(cmList("16", testfake.ConfigMap("a", "12"), testfake.ConfigMap("b", "14")), nil),
 	)}
 	store := newCallStore()
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
 	w := watcherOf(t, fc, 0)
@@ -349,7 +349,7 @@ func TestRelistNeverTakesAnObjectBackInTime(t *testing.T) {
 	if rv := r.LastSyncResourceVersion(); rv != "16" {
 		t.Fatalf("LastSyncResourceVersion = %q; want 16", rv)
 	}
-	if got := rec.get(&rec.transitions); !slices.ContainsFunc(got, func(s string) bool { return s == "Relisting>BackingOff:"+"stale-list" }) {
+	if got := rec.Labels(testfake.Transition); !slices.ContainsFunc(got, func(s string) bool { return s == "Relisting->BackingOff: stale-list" }) {
 		t.Fatalf("transitions %v; want the stale list rejected (%s)", got, "stale-list")
 	}
 }
@@ -366,7 +366,7 @@ func TestRelistNeverDeletesAnObjectNewerThanTheList(t *testing.T) {
 		testfake.Returns(cmList("20", testfake.ConfigMap("a", "5"), testfake.ConfigMap("b", "18")), nil),
 	)}
 	store := newCallStore()
-	rec := &recorder{}
+	rec := &testfake.Recorder{}
 	r := New(fc, &corev1.ConfigMap{}, store, fastOptions(rec))
 	run(t, r)
 	w := watcherOf(t, fc, 0)
@@ -394,7 +394,7 @@ func TestStreamingRelistAppliesEventsAsTheyArrive(t *testing.T) {
 		return nil, fmt.Errorf("no list expected")
 	}}
 	store := newCallStore()
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.Lister.Server = streamingServer()
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
@@ -426,7 +426,7 @@ func TestStreamingRelistCutMidwayIsCompletedByAList(t *testing.T) {
 		return cmList("30", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "25")), nil
 	}}
 	store := newCallStore()
-	o := fastOptions(&recorder{})
+	o := fastOptions(&testfake.Recorder{})
 	o.Lister.Server = streamingServer()
 	r := New(fc, &corev1.ConfigMap{}, store, o)
 	run(t, r)
@@ -481,7 +481,7 @@ func TestPaginateListsPaginatesRelistsIntoObjectStores(t *testing.T) {
 				}
 				return cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("c", "18")), nil
 			}}
-			o := fastOptions(&recorder{})
+			o := fastOptions(&testfake.Recorder{})
 			o.Lister.PageSize = 2
 			r := New(fc, &corev1.ConfigMap{}, tc.store(), o)
 			run(t, r)

@@ -43,7 +43,7 @@ func TestScopedDecodingRelistAppliesObjectsAsDecoded(t *testing.T) {
 				t.Fatal(err)
 			}
 			lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", fields.Everything())
-			rec := &recorder{}
+			rec := &testfake.Recorder{}
 			o := fastOptions(rec)
 			o.PaginateLists = false
 			knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}

@@ -23,13 +23,13 @@ func TestStallTimerRearmsLazily(t *testing.T) {
 		time.Sleep(30 * time.Millisecond) // event pacing (the thing under test), not synchronisation
 	}
 	if len(fc.Watches()) != 1 {
-		t.Fatalf("watch restarted while events flowed: %v", rec.get(&rec.restarts))
+		t.Fatalf("watch restarted while events flowed: %v", rec.Labels(testfake.WatchRestart))
 	}
 	watcherOf(t, fc, 1)
 	if d := time.Since(last); d < 290*time.Millisecond {
 		t.Fatalf("stall restart %v after the last event; want >= StallTimeout", d)
 	}
-	if got := rec.get(&rec.restarts); len(got) != 1 || got[0] != "stalled" {
+	if got := rec.Labels(testfake.WatchRestart); len(got) != 1 || got[0] != "stalled" {
 		t.Fatalf("restarts %v", got)
 	}
 	if r.State().Items != 1 || r.LastSyncResourceVersion() != itoa(rv-1) {

@@ -43,6 +43,18 @@ type env struct {
 	cs   kubernetes.Interface // direct: set-up writes, not counted
 }
 
+// startEnv starts a current apiserver with a fault proxy in front of it
+// (on an external cluster it Skips with reason).
+func startEnv(ctx context.Context, reason string) *env {
+	GinkgoHelper()
+	c := suite.StartHarness(ctx, harness.Options{Version: build.Current}, reason)
+	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
+	Expect(err).NotTo(HaveOccurred())
+	e := &env{p: p, pcfg: pcfg, pcs: kubernetes.NewForConfigOrDie(pcfg), cs: kubernetes.NewForConfigOrDie(c.RESTConfig())}
+	suite.WaitForDefaultNamespace(ctx, e.cs)
+	return e
+}
+
 // newNS creates a namespace with n ConfigMaps cm-0.. (directly, not through
 // the proxy).
 func (e *env) newNS(ctx context.Context, prefix string, n int) string {
@@ -198,16 +210,7 @@ func (e *env) runWatcher(path, ns string, cs kubernetes.Interface, policy policy
 var _ = Describe("bad server data on a current apiserver behind the fault proxy", Label("conformance", "needs-faults"), Ordered, func() {
 	var e *env
 	BeforeAll(func(ctx SpecContext) {
-		c := suite.StartHarness(ctx, harness.Options{Version: build.Current},
-			"needs the harness's fault proxy (rewritten list and watch answers, injected 429 and 400)")
-		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
-		Expect(err).NotTo(HaveOccurred())
-		e = &env{p: p, pcfg: pcfg, pcs: kubernetes.NewForConfigOrDie(pcfg), cs: kubernetes.NewForConfigOrDie(c.RESTConfig())}
-		// /readyz can pass before the bootstrap controller created "default".
-		Eventually(func(g Gomega) {
-			_, err := e.cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-		}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		e = startEnv(ctx, "needs the harness's fault proxy (rewritten list and watch answers, injected 429 and 400)")
 	})
 	AfterEach(func() {
 		e.p.SetListFaults(faults.ListFaults{})

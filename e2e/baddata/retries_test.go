@@ -7,12 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/steadywatch/steadywatch/e2e/harness"
-	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
@@ -26,15 +22,7 @@ import (
 var _ = Describe("server-asked waits on a clientset built the usual way", Label("conformance", "needs-faults"), Ordered, func() {
 	var e *env
 	BeforeAll(func(ctx SpecContext) {
-		c := suite.StartHarness(ctx, harness.Options{Version: build.Current},
-			"needs the harness's fault proxy (injected 429 with Retry-After)")
-		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
-		Expect(err).NotTo(HaveOccurred())
-		e = &env{p: p, pcfg: pcfg, pcs: kubernetes.NewForConfigOrDie(pcfg), cs: kubernetes.NewForConfigOrDie(c.RESTConfig())}
-		Eventually(func(g Gomega) {
-			_, err := e.cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-		}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		e = startEnv(ctx, "needs the harness's fault proxy (injected 429 with Retry-After)")
 	})
 	AfterEach(func() { e.p.ClearRules(); e.p.ResetRequests() })
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/steadywatch/steadywatch/compat"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 )
 
 // Child processes: each contender runs in a process of its own, so its heap
@@ -190,7 +191,7 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 		}
 		return true
 	}
-	if err := pollUntil(ctx, 200*time.Microsecond, allSynced); err != nil {
+	if err := poll.Until(ctx, 200*time.Microsecond, allSynced); err != nil {
 		return nil, fmt.Errorf("%s: not synced after %s (%s): %w", c.Name, time.Since(begin).Round(time.Second), in.state(), err)
 	}
 	took := time.Since(begin)
@@ -290,7 +291,7 @@ func childRecover(ctx context.Context, cfg *rest.Config, f childFlags, out *json
 		}
 		return true
 	}
-	if err := pollUntil(ctx, time.Millisecond, allSynced); err != nil {
+	if err := poll.Until(ctx, time.Millisecond, allSynced); err != nil {
 		return fmt.Errorf("%s: %d caches not synced: %w", c.Name, f.instances, err)
 	}
 	initial := time.Since(begin)
@@ -351,20 +352,6 @@ func readLine(ctx context.Context, f *os.File) (string, error) {
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
-}
-
-// pollUntil polls cond every interval until it is true or ctx ends.
-func pollUntil(ctx context.Context, interval time.Duration, cond func() bool) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

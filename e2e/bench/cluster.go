@@ -30,6 +30,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 )
 
 // bench is the shared real control plane and the objects in it.
@@ -283,7 +284,7 @@ func (b *bench) installCRD(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := pollUntil(wctx, 200*time.Millisecond, func() bool {
+	err := poll.Until(wctx, 200*time.Millisecond, func() bool {
 		_, err := b.dyn.Resource(crGVR).Namespace("default").List(wctx, metav1.ListOptions{Limit: 1})
 		return err == nil
 	})

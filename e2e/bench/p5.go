@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 )
 
 // P5: the apiserver's cost when a herd of informers of one contender starts
@@ -379,7 +381,7 @@ func (b *bench) settle(ctx context.Context) (processMetrics, error) {
 	defer cancel()
 	var prev processMetrics
 	steady := 0
-	err := pollUntil(ctx, 250*time.Millisecond, func() bool {
+	err := poll.Until(ctx, 250*time.Millisecond, func() bool {
 		text, err := api.Metrics(ctx)
 		if err != nil {
 			return false

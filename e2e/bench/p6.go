@@ -27,6 +27,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -284,7 +285,7 @@ func childRelist(ctx context.Context, cfg *rest.Config, f childFlags, out *json.
 	if err != nil {
 		return err
 	}
-	if err := pollUntil(ctx, 200*time.Microsecond, in.synced); err != nil {
+	if err := poll.Until(ctx, 200*time.Microsecond, in.synced); err != nil {
 		return fmt.Errorf("%s: not synced after %s (%s): %w", c.Name, time.Since(ph.begin).Round(time.Second), in.state(), err)
 	}
 	initial := ph.end(nc, in)

@@ -8,9 +8,9 @@ import (
 func TestSpliceRelistMemorySection(t *testing.T) {
 	sec := func(body string) string { return p6Begin + "\n" + body + "\n" + p6End + "\n\n" }
 	for _, tc := range []struct{ name, page, want string }{
-		{"before the watch 410 recovery section", "# B\n\n## P5: x\n\n## P2: y\n", "# B\n\n## P5: x\n\n" + sec("new") + "## P2: y\n"},
+		{"before the watch 410 recovery section", "# B\n\n## Other: x\n\n## P2: y\n", "# B\n\n## Other: x\n\n" + sec("new") + "## P2: y\n"},
 		{"replaces only the old section", "# B\n\n" + sec("old") + "## P2: y\n", "# B\n\n" + sec("new") + "## P2: y\n"},
-		{"at the end", "# B\n\n## P1: x\n", "# B\n\n## P1: x\n\n" + sec("new")},
+		{"at the end", "# B\n\n## Other: x\n", "# B\n\n## Other: x\n\n" + sec("new")},
 	} {
 		if got := spliceP6(tc.page, sec("new")); got != tc.want {
 			t.Errorf("%s: got\n%q\nwant\n%q", tc.name, got, tc.want)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	shard "github.com/steadywatch/steadywatch/internal/sharding"
 	"github.com/steadywatch/steadywatch/lister"
@@ -478,7 +479,7 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 		}
 		go inf.RunWithContext(runCtx)
 	}
-	if err := pollUntil(ctx, 200*time.Microsecond, inf.HasSynced); err != nil {
+	if err := poll.Until(ctx, 200*time.Microsecond, inf.HasSynced); err != nil {
 		return fmt.Errorf("%s: not synced after %s: %w", name, time.Since(begin).Round(time.Second), err)
 	}
 	took := time.Since(begin)

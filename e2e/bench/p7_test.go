@@ -83,8 +83,8 @@ func TestSpliceShardingSection(t *testing.T) {
 	for _, tc := range []struct{ name, page, want string }{
 		{"after the relist memory section", "# B\n\n" + sec(p6Begin, p6End, "p6") + "## P2: y\n", "# B\n\n" + sec(p6Begin, p6End, "p6") + p7("new") + "## P2: y\n"},
 		{"replaces only the old section", "# B\n\n" + p7("old") + "## P2: y\n", "# B\n\n" + p7("new") + "## P2: y\n"},
-		{"before the watch 410 recovery section", "# B\n\n## P5: x\n\n## P2: y\n", "# B\n\n## P5: x\n\n" + p7("new") + "## P2: y\n"},
-		{"at the end", "# B\n\n## P1: x\n", "# B\n\n## P1: x\n\n" + p7("new")},
+		{"before the watch 410 recovery section", "# B\n\n## Other: x\n\n## P2: y\n", "# B\n\n## Other: x\n\n" + p7("new") + "## P2: y\n"},
+		{"at the end", "# B\n\n## Other: x\n", "# B\n\n## Other: x\n\n" + p7("new")},
 	} {
 		if got := spliceP7(tc.page, p7("new")); got != tc.want {
 			t.Errorf("%s: got\n%q\nwant\n%q", tc.name, got, tc.want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 )
 
 // p1Run is one contender run of P1 with the server-side cost it caused.
@@ -228,21 +229,8 @@ func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 		return nil, err
 	}
 	proxy.EndWatches()
-	if err := b.createMarker(ctx, ns, marker); err != nil {
-		return nil, err
-	}
-	var res recoveryResult
-	if err := ch.next(ctx, &res); err != nil {
-		return nil, err
-	}
-	if err := ch.wait(); err != nil {
-		return nil, err
-	}
-	after, err := b.serverMetrics(ctx)
+	res, after, err := b.markerSeen(ctx, ch, ns, marker)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.deleteMarker(ctx, ns, marker); err != nil {
 		return nil, err
 	}
 	var fired []string
@@ -258,7 +246,7 @@ func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 		res.RequestLog = nil
 	}
 	// The marker's create and delete are ours, not the contender's.
-	return &recoveryRun{Rep: r, Result: &res, Server: after.minus(before), Faults: fired}, nil
+	return &recoveryRun{Rep: r, Result: res, Server: after.minus(before), Faults: fired}, nil
 }
 
 var p3Contenders = []string{"stock", "sw-informer", "sw-reflector"}
@@ -284,7 +272,7 @@ func (b *bench) runP3(ctx context.Context) (*recoveryReport, error) {
 	// The restarted server fills its watch cache from etcd in the background.
 	var base counters
 	pctx, pcancel := context.WithTimeout(ctx, time.Minute)
-	err := pollUntil(pctx, 100*time.Millisecond, func() bool {
+	err := poll.Until(pctx, 100*time.Millisecond, func() bool {
 		m, err := b.serverMetrics(pctx)
 		base = m
 		return err == nil && m["apiserver_watch_cache_initializations_total"] >= 1
@@ -340,30 +328,41 @@ func (b *bench) p3Once(ctx context.Context, ns string, n int, name string, r int
 		return nil, err
 	}
 	ready := time.Now()
-	if err := b.createMarker(ctx, ns, marker); err != nil {
-		return nil, err
-	}
-	var res recoveryResult
-	if err := ch.next(ctx, &res); err != nil {
-		return nil, err
-	}
-	if err := ch.wait(); err != nil {
-		return nil, err
-	}
 	// The server's counters restarted with it: they hold everything since
 	// the restart (the baseline shows what a restart alone costs).
-	after, err := b.serverMetrics(ctx)
+	res, after, err := b.markerSeen(ctx, ch, ns, marker)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.deleteMarker(ctx, ns, marker); err != nil {
 		return nil, err
 	}
 	if r > 0 {
 		res.RequestLog = nil
 	}
-	return &recoveryRun{Rep: r, Result: &res, Server: after, ReadyMs: ms(ready.Sub(t0)),
+	return &recoveryRun{Rep: r, Result: res, Server: after, ReadyMs: ms(ready.Sub(t0)),
 		AfterReadyMs: ms(time.Unix(0, res.DoneUnixNs).Sub(ready))}, nil
+}
+
+// markerSeen creates marker in ns, reads the child's result (every cache
+// has seen the marker), waits for the child to exit, reads the server's
+// counters and deletes the marker.
+func (b *bench) markerSeen(ctx context.Context, ch *child, ns, marker string) (*recoveryResult, counters, error) {
+	if err := b.createMarker(ctx, ns, marker); err != nil {
+		return nil, nil, err
+	}
+	var res recoveryResult
+	if err := ch.next(ctx, &res); err != nil {
+		return nil, nil, err
+	}
+	if err := ch.wait(); err != nil {
+		return nil, nil, err
+	}
+	after, err := b.serverMetrics(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.deleteMarker(ctx, ns, marker); err != nil {
+		return nil, nil, err
+	}
+	return &res, after, nil
 }
 
 // waitWatchThenReset waits (up to a minute) until the proxy's request log
@@ -374,7 +373,7 @@ func (b *bench) p3Once(ctx context.Context, ns string, n int, name string, r int
 func waitWatchThenReset(ctx context.Context, proxy *faults.Proxy, stillOpen bool) error {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := pollUntil(wctx, 5*time.Millisecond, func() bool {
+	err := poll.Until(wctx, 5*time.Millisecond, func() bool {
 		for _, q := range proxy.Requests() {
 			if q.Verb == "watch" && q.Resource == "configmaps" && q.Status == 200 && q.Fault == "" && (!stillOpen || !q.Done) {
 				return true

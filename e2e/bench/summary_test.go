@@ -12,9 +12,9 @@ import (
 // wrote there.
 func TestFullWriteKeepsSectionsOfTheirOwnRuns(t *testing.T) {
 	out := t.TempDir()
-	p6 := p6Begin + "\n## P6: relist memory\n\nhand-merged rows\n" + p6End
-	p7 := p7Begin + "\n## P7: sharding\n\nreplicas\n" + p7End
-	old := "# Benchmarks\n\n## P1 at a glance\n\n" + p6 + "\n\n" + p7 + "\n\n## P2: recovery\n"
+	p6 := p6Begin + "\n## Relist memory\n\nhand-merged rows\n" + p6End
+	p7 := p7Begin + "\n## Sharding\n\nreplicas\n" + p7End
+	old := "# Benchmarks\n\n## At a glance\n\n" + p6 + "\n\n" + p7 + "\n\n## P2: recovery\n"
 	if err := os.WriteFile(filepath.Join(out, "benchmarks.md"), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestFullWriteKeepsSectionsOfTheirOwnRuns(t *testing.T) {
 	page := string(b)
 	i6, i7, i2 := strings.Index(page, p6), strings.Index(page, p7), strings.Index(page, "## P2: recovery after")
 	if i6 < 0 || i7 < 0 || i2 < 0 || !(i6 < i7 && i7 < i2) {
-		t.Fatalf("want the old P6 and P7 sections, in that order, before P2 (at %d, %d, %d):\n%s", i6, i7, i2, page)
+		t.Fatalf("want the old relist memory and sharding sections, in that order, before the watch-410 recovery section (at %d, %d, %d):\n%s", i6, i7, i2, page)
 	}
 	if strings.Count(page, p6Begin) != 1 || strings.Count(page, p7Begin) != 1 {
 		t.Errorf("a section is there twice:\n%s", page)

@@ -28,8 +28,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/internal/capability"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -200,21 +200,14 @@ func dynamicLW(dyn dynamic.Interface, r schema.GroupVersionResource, ns string) 
 // observed collects what the decorator reported: rejections (OnReject),
 // metrics (Fallback) and log lines (klog.FromContext at V(2)).
 type observed struct {
-	metricsnop.Nop
+	*reasons.Counter
 	mu         sync.Mutex
 	rejections []string // "event name reason action"
-	fallbacks  map[string]int
 	logs       []string
 	deletes    []string // OnDelete: "name annotation"
 }
 
-func newObserved() *observed { return &observed{fallbacks: map[string]int{}} }
-
-func (o *observed) Fallback(_, reason string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.fallbacks[reason]++
-}
+func newObserved() *observed { return &observed{Counter: reasons.NewFallbacks()} }
 
 func (o *observed) onReject(_ context.Context, r canonical.Rejection) {
 	o.mu.Lock()
@@ -229,11 +222,7 @@ func (o *observed) onReject(_ context.Context, r canonical.Rejection) {
 func (o *observed) snapshot() (rej []string, fb map[string]int, logs string, deletes []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fb = map[string]int{}
-	for k, v := range o.fallbacks {
-		fb[k] = v
-	}
-	return append([]string(nil), o.rejections...), fb, strings.Join(o.logs, "\n"), append([]string(nil), o.deletes...)
+	return append([]string(nil), o.rejections...), o.Family(reasons.FamilyFallback), strings.Join(o.logs, "\n"), append([]string(nil), o.deletes...)
 }
 
 // informer is one SharedIndexInformer on a decorated ListerWatcher.
@@ -326,6 +315,17 @@ func raw(ctx context.Context, rc rest.Interface, ns string, objNames []string) m
 		}
 	}
 	return out
+}
+
+// expectThreeCanonical checks that store holds exactly the three objects
+// every spec writes, each in the canonical shape.
+func expectThreeCanonical(store map[string]*unstructured.Unstructured) {
+	GinkgoHelper()
+	c := chain()
+	Expect(names(store)).To(Equal([]string{"created-v1alpha1", "created-v1alpha2", "migrated"}))
+	expectCanonical(c, store["created-v1alpha1"], "one.example")
+	expectCanonical(c, store["created-v1alpha2"], "two.example")
+	expectCanonical(c, store["migrated"], "three.example")
 }
 
 // expectCanonical asserts that o is in the v1alpha2 shape with the given hostname.
@@ -477,12 +477,8 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 				Expect(lists).To(BeNumerically(">=", 1), "the server should not stream; client-go must have listed")
 			}
 
-			c := chain()
 			store := inf.store()
-			Expect(names(store)).To(Equal([]string{"created-v1alpha1", "created-v1alpha2", "migrated"}))
-			expectCanonical(c, store["created-v1alpha1"], "one.example")
-			expectCanonical(c, store["created-v1alpha2"], "two.example")
-			expectCanonical(c, store["migrated"], "three.example")
+			expectThreeCanonical(store)
 			for _, o := range store {
 				// apiVersion is the request's, not the shape's (CRD conversion strategy None); the decorator leaves it.
 				Expect(o.GetAPIVersion()).To(Equal(group + "/" + m.version))
@@ -512,12 +508,7 @@ var _ = Describe("canonical.Wrap against the current kube-apiserver", Label("can
 		inner := lister.NewListerWatcher(lister.FromDynamic(dyn.Resource(gvr["v1alpha2"]).Namespace(ns)), lister.Options{Name: resource})
 		inf := startInformerOn(inner, false)
 		defer inf.stop()
-		c := chain()
-		store := inf.store()
-		Expect(names(store)).To(Equal([]string{"created-v1alpha1", "created-v1alpha2", "migrated"}))
-		expectCanonical(c, store["created-v1alpha1"], "one.example")
-		expectCanonical(c, store["created-v1alpha2"], "two.example")
-		expectCanonical(c, store["migrated"], "three.example")
+		expectThreeCanonical(inf.store())
 		_, fb, _, _ := inf.obs.snapshot()
 		Expect(fb).To(Equal(map[string]int{"canonical:skip:unrecognized": 1, "canonical:skip:newer-shape": 1}))
 		Expect(raw(ctx, rc, ns, all)).To(Equal(before))

@@ -6,7 +6,6 @@ import (
 	"math/rand"
 	"net/url"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,7 +26,9 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/storecheck"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -286,32 +287,21 @@ func snapshot(objs []any) map[string]string {
 
 // diff describes how got differs from want, briefly ("" = equal).
 func diff(want, got map[string]string) string {
-	var missing, extra, differ []string
-	for k, v := range want {
-		g, ok := got[k]
-		switch {
-		case !ok:
-			missing = append(missing, k)
-		case g != v:
-			differ = append(differ, fmt.Sprintf("%s(%s!=%s)", k, g, v))
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			extra = append(extra, k)
-		}
-	}
-	if len(missing)+len(extra)+len(differ) == 0 {
+	d := storecheck.Compare(want, got)
+	if d.Empty() {
 		return ""
 	}
+	differ := make([]string, len(d.Differ))
+	for i, k := range d.Differ {
+		differ[i] = fmt.Sprintf("%s(%s!=%s)", k, got[k], want[k])
+	}
 	short := func(s []string) string {
-		sort.Strings(s)
 		if len(s) > 5 {
 			return strings.Join(s[:5], ",") + fmt.Sprintf(",... (%d)", len(s))
 		}
 		return strings.Join(s, ",")
 	}
-	return fmt.Sprintf("missing=[%s] extra=[%s] differ=[%s]", short(missing), short(extra), short(differ))
+	return fmt.Sprintf("missing=[%s] extra=[%s] differ=[%s]", short(d.Missing), short(d.Extra), short(differ))
 }
 
 // informerGoroutines counts live goroutines running reflector, lister or
@@ -436,7 +426,7 @@ var _ = Describe("chaos: writer churning, replayable fault schedule (-chaos.conf
 		// Ours: steadywatch's reflector over the lister, with a compat Detector.
 		oursT := chaos.NewTracker()
 		oursStore := chaos.NewTrackingStore(oursT)
-		counters := chaos.NewCounters()
+		counters := reasons.New()
 		srv, err := compat.NewDetector(compat.DetectorOptions{Metrics: counters}).ForConfig(cfgOurs)
 		Expect(err).NotTo(HaveOccurred())
 		r := reflector.New(suite.ConfigMaps(suite.Clientset(cfgOurs), ns), &corev1.ConfigMap{}, oursStore, reflector.Options{
@@ -574,8 +564,8 @@ var _ = Describe("chaos: writer churning, replayable fault schedule (-chaos.conf
 			Informers: []chaos.InformerRun{{
 				Name: "steadywatch", Converged: oursAt >= 0, ConvergenceSeconds: secs(oursAt), StoreDiff: oursDiff,
 				Regressions: len(oursT.Regressions()), DeletesObserved: oursDel.Observed, DeletesNeverSeen: oursDel.NeverSeen,
-				DeletesMissed: len(oursDel.Missed), Events: oursT.Events(), Relists: counters.Family(chaos.FamilyRelist),
-				Fallbacks: counters.Family(chaos.FamilyFallback), WatchRestarts: counters.Family(chaos.FamilyWatchRestart),
+				DeletesMissed: len(oursDel.Missed), Events: oursT.Events(), Relists: counters.Family(reasons.FamilyRelist),
+				Fallbacks: counters.Family(reasons.FamilyFallback), WatchRestarts: counters.Family(reasons.FamilyWatchRestart),
 				Requests: requestCounts(pOurs, ns), GoroutinesLeft: left, PhaseSeconds: phases,
 			}, {
 				Name: "client-go", Converged: stockAt >= 0, ConvergenceSeconds: secs(stockAt), StoreDiff: stockDiff,
@@ -587,12 +577,12 @@ var _ = Describe("chaos: writer churning, replayable fault schedule (-chaos.conf
 		}
 		var sum strings.Builder
 		fmt.Fprintf(&sum, "%s\nfaults by kind: %s\nwriter ops: %s (objects created %d, deleted %d, live %d, unconfirmed %d)\n",
-			header, chaos.FormatCounts(f.byKind), chaos.FormatCounts(w.ops), w.next, len(w.deleted), len(w.live), len(w.unknown))
-		fmt.Fprintf(&sum, "steadywatch reflector phases during the run (s, sampled): %v\ntransitions: %s\n", phases, chaos.FormatCounts(counters.Family(chaos.FamilyTransition)))
+			header, reasons.FormatCounts(f.byKind), reasons.FormatCounts(w.ops), w.next, len(w.deleted), len(w.live), len(w.unknown))
+		fmt.Fprintf(&sum, "steadywatch reflector phases during the run (s, sampled): %v\ntransitions: %s\n", phases, reasons.FormatCounts(counters.Family(reasons.FamilyTransition)))
 		for _, ir := range res.Informers {
 			fmt.Fprintf(&sum, "[%s] converged=%v in %.1fs after the last fault; rv regressions=%d; deletes observed=%d never-seen=%d missed=%d\n  events: %s\n  relists: %s\n  fallbacks: %s\n  watch restarts: %s\n  requests: %s\n",
 				ir.Name, ir.Converged, ir.ConvergenceSeconds, ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed,
-				chaos.FormatCounts(ir.Events), chaos.FormatCounts(ir.Relists), chaos.FormatCounts(ir.Fallbacks), chaos.FormatCounts(ir.WatchRestarts), chaos.FormatCounts(ir.Requests))
+				reasons.FormatCounts(ir.Events), reasons.FormatCounts(ir.Relists), reasons.FormatCounts(ir.Fallbacks), reasons.FormatCounts(ir.WatchRestarts), reasons.FormatCounts(ir.Requests))
 			if ir.StoreDiff != "" {
 				fmt.Fprintf(&sum, "  store diff: %s\n", ir.StoreDiff)
 			}

@@ -90,16 +90,3 @@ func TestTrackerFlagsRegressionsAndDeletes(t *testing.T) {
 		t.Fatalf("an add after an observed delete of a never-reused name must be flagged: %v", r)
 	}
 }
-
-func TestCountersFormat(t *testing.T) {
-	c := NewCounters()
-	c.Relist("x", "gone")
-	c.Relist("x", "gone")
-	c.Fallback("x", "rule1")
-	if got := FormatCounts(c.Family(FamilyRelist)); got != "gone=2" {
-		t.Fatalf("got %q", got)
-	}
-	if c.Total(FamilyFallback) != 1 || FormatCounts(nil) != "(none)" {
-		t.Fatal("totals/empty format wrong")
-	}
-}

@@ -8,9 +8,9 @@
 // Exact list at a fresh resourceVersion.
 //
 // The non-test code here is the pure part, shared with the compatibility
-// matrix: the schedule generator (Schedule), the per-object observation
-// Tracker and the Counters recorder. The package's Ginkgo suite drives real
-// servers through the harness.
+// matrix: the schedule generator (Schedule) and the per-object observation
+// Tracker. The package's Ginkgo suite drives real servers through the
+// harness.
 //
 // It is not a load test (the writer is bounded in rate and count so a 2-core
 // machine running other suites keeps up) and it makes no claim about

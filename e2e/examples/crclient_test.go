@@ -2,8 +2,6 @@ package examples_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"time"
@@ -11,8 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
@@ -29,20 +25,6 @@ type proxied struct {
 
 func (p proxied) RESTConfig() *rest.Config { return p.cfg }
 func (p proxied) KubeconfigPath() string   { return p.path }
-
-// writeProxyKubeconfig writes a kubeconfig for cfg (the harness's admin
-// config pointed at a proxy: bearer token and cluster CA).
-func writeProxyKubeconfig(cfg *rest.Config) string {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "admin"}
-	kc.CurrentContext = "proxy"
-	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
-	Expect(os.Chmod(path, 0o600)).To(Succeed())
-	return path
-}
 
 // crloopResult is crloop's closing line.
 type crloopResult struct {
@@ -96,7 +78,7 @@ func crclientSpecs(version string) {
 		var err error
 		p, pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
-		pc = proxied{cfg: pcfg, path: writeProxyKubeconfig(pcfg)}
+		pc = proxied{cfg: pcfg, path: suite.WriteKubeconfig(pcfg, "proxy", "admin")}
 	})
 
 	It("crclient over a manager on steadywatch's informers never reads older than its own write, where the manager's cached client does", func() {

@@ -138,24 +138,22 @@ func (p *program) waitOutput(re string, d time.Duration) []string {
 // returns the exit code.
 func (p *program) interrupt(d time.Duration) int {
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(d):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		Fail(fmt.Sprintf("%s did not exit within %v of SIGINT", p.name, d))
-	}
-	return p.exitCode()
+	return p.exitWithin(d, " of SIGINT")
 }
 
 // wait waits up to d for the program to exit by itself and returns its exit code.
-func (p *program) wait(d time.Duration) int {
+func (p *program) wait(d time.Duration) int { return p.exitWithin(d, "") }
+
+// exitWithin waits up to d for the exit (then kills the program and fails
+// the spec, saying "did not exit within d" and after) and returns the exit
+// code.
+func (p *program) exitWithin(d time.Duration, after string) int {
 	select {
 	case <-p.done:
 	case <-time.After(d):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		Fail(fmt.Sprintf("%s did not exit within %v", p.name, d))
+		Fail(fmt.Sprintf("%s did not exit within %v%s", p.name, d, after))
 	}
 	return p.exitCode()
 }

@@ -3,9 +3,9 @@ package fieldfailures_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,40 +26,22 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/fieldfailures"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// counts is steadywatch's metrics by reason code.
-type counts struct {
-	metricsnop.Nop
-	mu                                       sync.Mutex
-	fallbacks, relists, restart, transitions map[string]int
-}
-
-func newCounts() *counts {
-	return &counts{fallbacks: map[string]int{}, relists: map[string]int{}, restart: map[string]int{}, transitions: map[string]int{}}
-}
-
-func (c *counts) inc(m map[string]int, k string) { c.mu.Lock(); m[k]++; c.mu.Unlock() }
-
-func (c *counts) Fallback(_, reason string)     { c.inc(c.fallbacks, reason) }
-func (c *counts) Relist(_, cause string)        { c.inc(c.relists, cause) }
-func (c *counts) WatchRestart(_, reason string) { c.inc(c.restart, reason) }
-
-// Transition counts the reflector's phase changes by "from->to: reason"
-// (the start and the stop are left out).
-func (c *counts) Transition(_, from, to, reason string) {
-	if from != "Stopped" && to != "Stopped" {
-		c.inc(c.transitions, from+"->"+to+": "+reason)
+// transitions counts the reflector's phase changes c saw by "from->to:
+// reason" (the start and the stop are left out).
+func transitions(c *reasons.Counter) map[string]int {
+	out := map[string]int{}
+	for _, e := range c.Events() {
+		from, to, _ := strings.Cut(e.Label, "->")
+		if e.Family == reasons.FamilyTransition && from != "Stopped" && to != "Stopped" {
+			out[e.Label+": "+e.Reason]++
+		}
 	}
-}
-
-func (c *counts) snapshot() (f, r, w, t map[string]int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.fallbacks), maps.Clone(c.relists), maps.Clone(c.restart), maps.Clone(c.transitions)
+	return out
 }
 
 // client is one of a row's three clients, running on the ConfigMaps of ns
@@ -74,7 +56,7 @@ type client struct {
 	hasSynced func() bool
 	lastRV    func() string
 	objects   func() []any
-	counts    *counts // nil for stock
+	counts    *reasons.Counter // nil for stock
 	stop      func()
 
 	mu          sync.Mutex
@@ -230,7 +212,7 @@ func startClientOn(res resource, name string, p *faults.Proxy, cfg *rest.Config,
 		wg.Add(1)
 		go func() { defer wg.Done(); <-ctx.Done(); shutdown() }()
 	case fieldfailures.DropIn:
-		c.counts = newCounts()
+		c.counts = reasons.New()
 		lc := res.client(cfg, ns)
 		lw := &cache.ListWatch{ListWithContextFunc: lc.List, WatchFuncWithContext: lc.Watch}
 		inf := reflector.NewSharedIndexInformerWithOptions(lw, res.example, cache.SharedIndexInformerOptions{},
@@ -241,7 +223,7 @@ func startClientOn(res resource, name string, p *faults.Proxy, cfg *rest.Config,
 		wg.Add(1)
 		go func() { defer GinkgoRecover(); defer wg.Done(); inf.RunWithContext(ctx) }()
 	case fieldfailures.Reflector:
-		c.counts = newCounts()
+		c.counts = reasons.New()
 		store := regressionStore{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), c: c}
 		r := reflector.New(res.client(cfg, ns), res.example, store, reflector.Options{Lister: lister.Options{Server: server, Name: name, Metrics: c.counts, Resource: res.gvr}})
 		c.hasSynced, c.lastRV, c.objects = r.HasSynced, r.LastSyncResourceVersion, store.List
@@ -324,7 +306,8 @@ func (c *client) result(syncBound time.Duration, convergedIn time.Duration, conv
 	res.Regressions = append([]string(nil), c.regressions...)
 	c.mu.Unlock()
 	if c.counts != nil {
-		res.Fallbacks, res.Relists, res.WatchRestarts, res.Transitions = c.counts.snapshot()
+		res.Fallbacks, res.Relists = c.counts.Family(reasons.FamilyFallback), c.counts.Family(reasons.FamilyRelist)
+		res.WatchRestarts, res.Transitions = c.counts.Family(reasons.FamilyWatchRestart), transitions(c.counts)
 	}
 	return res
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -34,55 +35,21 @@ var abandonReasons = []string{
 	"streaming-failed",         // reflector.New: cut or failed stream
 }
 
-// recorder notes, with their time, the fallbacks and transitions of one client.
-type recorder struct {
-	metricsnop.Nop
-	mu     sync.Mutex
-	events []recorded
-}
-
-type recorded struct {
-	at     time.Time
-	what   string // "fallback" or "transition"
-	reason string
-}
-
-func (r *recorder) add(what, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, recorded{at: time.Now(), what: what, reason: reason})
-}
-
-func (r *recorder) Fallback(_, reason string)             { r.add("fallback", reason) }
-func (r *recorder) Transition(_, from, to, reason string) { r.add("transition "+from+"->"+to, reason) }
-func (r *recorder) WatchRestart(_, reason string)         { r.add("watch-restart", reason) }
-func (r *recorder) Relist(_, cause string)                { r.add("relist", cause) }
-
-// abandoned returns the first record of an abandoned streaming list.
-func (r *recorder) abandoned() (recorded, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.events {
-		for _, a := range abandonReasons {
-			if e.reason == a {
-				return e, true
-			}
+// abandoned returns the first report of an abandoned streaming list.
+func abandoned(rec *reasons.Counter) (reasons.Event, bool) {
+	for _, e := range rec.Events() {
+		if slices.Contains(abandonReasons, e.Reason) {
+			return e, true
 		}
 	}
-	return recorded{}, false
-}
-
-func (r *recorder) all() []recorded {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]recorded(nil), r.events...)
+	return reasons.Event{}, false
 }
 
 // client is a running steadywatch client.
 type client struct {
 	hasSynced func() bool
 	items     func() int
-	rec       *recorder
+	rec       *reasons.Counter
 	stop      func()
 }
 
@@ -93,7 +60,7 @@ const (
 
 // start runs client kind on the ConfigMaps of ns through cfg.
 func start(kind string, cfg *rest.Config, ns string) *client {
-	rec := &recorder{}
+	rec := reasons.New()
 	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	lc := suite.ConfigMaps(suite.Clientset(cfg), ns)
@@ -223,8 +190,8 @@ var _ = Describe("Streaming lists of a large collection on "+build.Current, Labe
 			if len(streaming) != 1 || fullLists != 0 {
 				logRequests(p, ns)
 			}
-			ab, abandoned := cl.rec.abandoned()
-			Expect(abandoned).To(BeFalse(), "%s abandoned the streaming list: %+v (all: %+v)", kind, ab, cl.rec.all())
+			ab, abandoned := abandoned(cl.rec)
+			Expect(abandoned).To(BeFalse(), "%s abandoned the streaming list: %+v (all: %+v)", kind, ab, cl.rec.Events())
 			Expect(streaming).To(HaveLen(1), "one streaming list")
 			Expect(streaming[0].Fault).To(ContainSubstring(fmt.Sprintf("paused %s after %d events", pause, n/2)), "the pause happened")
 			Expect(streaming[0].InitialEventsEnd.IsZero()).To(BeFalse(), "the end bookmark reached the proxy")
@@ -240,10 +207,10 @@ var _ = Describe("Streaming lists of a large collection on "+build.Current, Labe
 			p.SetStreamFaults(faults.StreamFaults{DropBookmarks: true})
 			begin := time.Now()
 			cl := start(kind, pcfg, ns)
-			var ab recorded
+			var ab reasons.Event
 			Eventually(func() bool {
 				var ok bool
-				ab, ok = cl.rec.abandoned()
+				ab, ok = abandoned(cl.rec)
 				return ok
 			}).WithTimeout(5*time.Minute).WithPolling(20*time.Millisecond).Should(BeTrue(), "%s abandons the streaming list", kind)
 			Eventually(cl.hasSynced).WithTimeout(5*time.Minute).WithPolling(50*time.Millisecond).Should(BeTrue(), "%s synced by listing", kind)
@@ -254,7 +221,7 @@ var _ = Describe("Streaming lists of a large collection on "+build.Current, Labe
 			first := streaming[0]
 			Expect(first.InitialEventsEnd.IsZero()).To(BeFalse(), "the proxy saw (and dropped) the end bookmark")
 			Expect(first.Events).To(Equal(n), "every initial event was forwarded")
-			detection := ab.at.Sub(first.InitialEventsEnd)
+			detection := ab.At.Sub(first.InitialEventsEnd)
 			suite.Timing(fmt.Sprintf("%s: fallback decided after the last initial event at the proxy (bookmarks dropped, %d objects)", kind, n), detection)
 			// The guard waits 1.5s of quiet once the counted initial events
 			// arrived (10s while the count is unknown); what the client adds

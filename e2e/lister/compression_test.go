@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
@@ -33,8 +32,7 @@ var _ = Describe("compression of streaming lists on a current apiserver (rest.Co
 		const objects = 20
 		e.create(ctx, "gz", objects)
 		e.create(ctx, "plain", objects)
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		plainCfg := rest.CopyConfig(e.pcfg)
 		plainCfg.DisableCompression = true
 		e.proxy.ResetRequests()

@@ -3,7 +3,6 @@ package lister_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -22,34 +21,12 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/internal/capability"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
-
-// restarts counts the drop-in ListerWatcher's watch restarts by reason.
-type restarts struct {
-	metricsnop.Nop
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (r *restarts) WatchRestart(_, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == nil {
-		r.n = map[string]int{}
-	}
-	r.n[reason]++
-}
-
-func (r *restarts) count(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n[reason]
-}
 
 // startStockInformer runs client-go's SharedIndexInformer over lw (client-go
 // v0.37 defaults: it asks for a streaming list first) until the spec ends.
@@ -95,7 +72,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 
 	It("a watch stalled by the proxy (no bytes, connection open) is restarted on the drop-in path (lister.Options.StallTimeout)", func(ctx SpecContext) {
 		e.create(ctx, "stl", 2)
-		rec := &restarts{}
+		rec := reasons.New()
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{LabelSelector: "set=stl", StallTimeout: 3 * time.Second, Metrics: rec})
 		inf := startStockInformer(ctx, lw, &corev1.ConfigMap{})
 		Eventually(inf.HasSynced).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
@@ -107,7 +84,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 		stalledAt := time.Now()
 		_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stl-during", Labels: map[string]string{"set": "stl"}}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() int { return rec.count("watch-stalled") }).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(BeNumerically(">=", 1))
+		Eventually(func() int { return rec.Family(reasons.FamilyWatchRestart)["watch-stalled"] }).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(BeNumerically(">=", 1))
 		took := time.Since(stalledAt)
 		AddReportEntry("drop-in: stalled watch restarted after (StallTimeout 3s)", took.Round(time.Millisecond).String())
 		Expect(took).To(BeNumerically(">=", 3*time.Second-100*time.Millisecond), "not before StallTimeout")
@@ -125,8 +102,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 
 	It("a bad label selector on one informer (its streaming list answered 400 by the real server) leaves another informer on the same host streaming lists", func(ctx SpecContext) {
 		e.create(ctx, "sel", 3)
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		e.proxy.ResetRequests()
 		const bad = "set in (sel"
 		// Both adoption paths with the caller's own bad selector.
@@ -171,8 +147,7 @@ var _ = Describe("the drop-in path and per-group/version evidence on a current a
 			_, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, deployment(fmt.Sprintf("gv-%d", i)), metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
 		}
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		id := e.proxy.Inject(faults.Rule{Verb: "watch", Resource: "deployments", Namespace: e.ns, Query: map[string]string{"sendInitialEvents": "true"},
 			Status: 422, Message: faults.SendInitialEventsForbiddenMessage})
 		DeferCleanup(e.proxy.Remove, id)

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
@@ -25,8 +24,7 @@ var _ = Describe("every request on the wire is counted (no hidden client-go retr
 
 	It("an Exact list far in the future fails within 8 s and 2 requests with a typed error saying the RV is newer than the server's", func(ctx SpecContext) {
 		e.create(ctx, "fut", 1)
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		cs := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(e.pcfg))
 		e.proxy.ResetRequests()
 		begin := time.Now()

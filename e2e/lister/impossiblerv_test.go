@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
@@ -30,8 +29,7 @@ var _ = DescribeTableSubtree("a list at a resourceVersion far in the future fail
 			e.create(ctx, "fut", 1)
 		})
 		DescribeTable("on "+version, func(ctx SpecContext, q fallback.Query, exact bool) {
-			srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-			Expect(err).NotTo(HaveOccurred())
+			srv := detect(e.pcfg)
 			cs := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(e.pcfg))
 			e.proxy.ResetRequests()
 			begin := time.Now()

@@ -28,7 +28,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -69,7 +69,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 				gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 				callerCfg, callerReqs := recordRequests(e.cfg)
 				ownCfg, ownReqs := recordRequests(e.cfg)
-				rec := &informerMetrics{}
+				rec := reasons.New()
 				newInformer := reflector.NewInformerFor(ownCfg, lister.Options{Metrics: rec})
 
 				metaExample := &metav1.PartialObjectMetadata{}
@@ -96,7 +96,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 						wantKeys = append(wantKeys, k)
 					}
 					slices.Sort(wantKeys)
-					before, fallbacksBefore := len(callerReqs()), len(rec.fallbackReasons())
+					before, fallbacksBefore := len(callerReqs()), len(rec.Labels(reasons.FamilyFallback))
 					inf := newInformer(c.lw, c.example, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 					logs := &capturedLogs{}
 					ictx, cancel := context.WithCancel(klog.NewContext(ctx, logs.logger()))
@@ -107,11 +107,11 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 					slices.Sort(got)
 					Expect(got).To(Equal(wantKeys), "%T in %s", c.example, c.ns)
 					if c.fallsBack {
-						Expect(rec.fallbackReasons()[fallbacksBefore:]).To(Equal([]string{"decoding-scope-mismatch"}))
+						Expect(rec.Labels(reasons.FamilyFallback)[fallbacksBefore:]).To(Equal([]string{"decoding-scope-mismatch"}))
 						AddReportEntry(fmt.Sprintf("%T in %s: fallback", c.example, c.ns), logs.containing("Listing and watching through the hook's"))
 						continue
 					}
-					Expect(rec.fallbackReasons()[fallbacksBefore:]).To(BeEmpty(), "%T in %s fell back to the hook's ListWatch: %v", c.example, c.ns, logs.containing("Listing and watching through the hook's"))
+					Expect(rec.Labels(reasons.FamilyFallback)[fallbacksBefore:]).To(BeEmpty(), "%T in %s fell back to the hook's ListWatch: %v", c.example, c.ns, logs.containing("Listing and watching through the hook's"))
 					Expect(logs.containing(hiddenRetry)).To(BeEmpty(), "client-go retried a request on its own")
 					// Its watch is steadywatch's client's, in the namespace.
 					Eventually(func() []string {
@@ -136,7 +136,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 
 			It("waits a Retry-After of 3600 s the cap, and sends the 429's request once", func(ctx SpecContext) {
 				e.proxy.Inject(faults.Rule{Resource: "configmaps", Status: 429, RetryAfterSeconds: 3600, Count: 1})
-				rec := &informerMetrics{}
+				rec := reasons.New()
 				const maxRetryAfter = 2 * time.Second
 				inf := reflector.NewInformerFor(e.pcfg, lister.Options{MaxRetryAfter: maxRetryAfter, Metrics: rec})(controllerRuntimeStructured(e.pcfg, e.ns), &corev1.ConfigMap{}, 0, cache.Indexers{})
 				logs := &capturedLogs{}
@@ -156,8 +156,8 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 				Expect(faulted[0].Fault).NotTo(BeEmpty(), "the proxy's 429")
 				Expect(took).To(BeNumerically("<", maxRetryAfter+10*time.Second), "waited the cap, not the hour")
 				Expect(logs.containing(hiddenRetry)).To(BeEmpty(), "client-go retried a request on its own")
-				Expect(rec.fallbackReasons()).To(BeEmpty())
-				summary := fmt.Sprintf("synced in %s, %d configmaps requests on the wire, list outcomes %v", took.Round(100*time.Millisecond), len(e.requests("")), rec.listOutcomes())
+				Expect(rec.Labels(reasons.FamilyFallback)).To(BeEmpty())
+				summary := fmt.Sprintf("synced in %s, %d configmaps requests on the wire, list outcomes %v", took.Round(100*time.Millisecond), len(e.requests("")), rec.Labels(reasons.FamilyList))
 				fmt.Fprintln(GinkgoWriter, summary)
 				AddReportEntry("429 Retry-After 3600, MaxRetryAfter 2 s", summary)
 			})
@@ -168,7 +168,7 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 				// its list call, so a retry inside client-go would be seen.
 				e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Namespace: e.ns, Reset: true, Count: 1,
 					Match: func(q url.Values) bool { return q.Get("limit") == "" }})
-				rec := &informerMetrics{}
+				rec := reasons.New()
 				inf := reflector.NewInformerFor(e.pcfg, lister.Options{Metrics: rec})(controllerRuntimeStructured(e.pcfg, e.ns), &corev1.ConfigMap{}, 0, cache.Indexers{})
 				logs := &capturedLogs{}
 				ictx, cancel := context.WithCancel(klog.NewContext(ctx, logs.logger()))
@@ -190,33 +190,12 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 				// listed again: over controller-runtime's ListWatch
 				// (reflector.NewSharedIndexInformer), client-go retries it on
 				// its own and nothing is counted.
-				Expect(rec.fallbackReasons()).To(Equal([]string{"transport-backoff"}))
-				AddReportEntry("reset connection", fmt.Sprintf("list outcomes %v, %d configmaps requests on the wire", rec.listOutcomes(), len(e.requests(""))))
+				Expect(rec.Labels(reasons.FamilyFallback)).To(Equal([]string{"transport-backoff"}))
+				AddReportEntry("reset connection", fmt.Sprintf("list outcomes %v, %d configmaps requests on the wire", rec.Labels(reasons.FamilyList), len(e.requests(""))))
 			})
 		})
 	}
 })
-
-// informerMetrics records the outcome of every list call and every
-// fallback's reason.
-type informerMetrics struct {
-	metricsnop.Nop
-	mu        sync.Mutex
-	outcomes  []string
-	fallbacks []string
-}
-
-func (m *informerMetrics) Fallback(_, reason string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.fallbacks = append(m.fallbacks, reason)
-}
-
-func (m *informerMetrics) fallbackReasons() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.fallbacks)
-}
 
 // hiddenRetry is the lister's log line for a request client-go's REST
 // client sent more than once on its own.
@@ -240,18 +219,6 @@ func (c *capturedLogs) containing(s string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.DeleteFunc(slices.Clone(c.lines), func(l string) bool { return !strings.Contains(l, s) })
-}
-
-func (m *informerMetrics) List(_, _, outcome string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.outcomes = append(m.outcomes, outcome)
-}
-
-func (m *informerMetrics) listOutcomes() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.outcomes)
 }
 
 // recordRequests returns cfg with every ConfigMap list and watch it sends

@@ -71,13 +71,7 @@ func start(ctx context.Context, o harness.Options) *env {
 	t := suite.Start(ctx, o)
 	e := &env{t: t, cfg: t.RESTConfig()}
 	e.cs = kubernetes.NewForConfigOrDie(e.cfg)
-	// /readyz can pass before the apiserver's bootstrap controller has created the "default"
-	// namespace (seen on v1.18.19: "namespaces \"default\" not found" on the first create);
-	// the namespace lifecycle admission can likewise refuse the first writes.
-	Eventually(func(g Gomega) {
-		_, err := e.cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	suite.WaitForDefaultNamespace(ctx, e.cs)
 	// Deleted at cleanup, before t.Stop: an external cluster is left as found.
 	e.ns = suite.NewNamespace(ctx, e.cs, "lister")
 	return e
@@ -95,6 +89,14 @@ func startHarness(ctx context.Context, o harness.Options, reason string) *env {
 	Expect(err).NotTo(HaveOccurred())
 	e.proxy, e.pcfg, e.pcs = p, pcfg, kubernetes.NewForConfigOrDie(pcfg)
 	return e
+}
+
+// detect returns what a compat.Detector reads from the server behind cfg.
+func detect(cfg *rest.Config) compat.Server {
+	GinkgoHelper()
+	srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return srv
 }
 
 func (e *env) client(viaProxy bool) lister.Client {
@@ -214,6 +216,45 @@ func (e *env) bumpTo(ctx context.Context, rv string) {
 	Fail("etcd revision did not reach " + rv + " within 100 writes")
 }
 
+// listAtFutureRV creates one object labelled set=prefix and runs list at a
+// resourceVersion 20 past the server's newest (far enough ahead that the
+// apiserver's own background writes, leases and endpoints, cannot reach it
+// during the watch cache's 3 s wait). Once the proxy has seen a list
+// answered status (polled every poll), it writes up to that version; it
+// returns list's Record, which must come without error, and the version.
+func (e *env) listAtFutureRV(ctx context.Context, prefix string, status int, poll time.Duration, list func(future string) (*lister.Record, error)) (*lister.Record, string) {
+	GinkgoHelper()
+	n, err := strconv.ParseUint(e.create(ctx, prefix, 1), 10, 64)
+	Expect(err).NotTo(HaveOccurred())
+	future := strconv.FormatUint(n+20, 10)
+	e.proxy.ResetRequests()
+	type result struct {
+		rec *lister.Record
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer GinkgoRecover()
+		rec, err := list(future)
+		done <- result{rec, err}
+	}()
+	Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(poll).Should(ContainElement(status))
+	e.bumpTo(ctx, future)
+	var res result
+	Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
+	Expect(res.err).NotTo(HaveOccurred())
+	return res.rec, future
+}
+
+// compactPast writes one object and compacts etcd at its revision: every
+// resourceVersion before that write is gone (410).
+func (e *env) compactPast(ctx context.Context) {
+	GinkgoHelper()
+	e.bump(ctx)
+	_, err := e.c.Etcd().Compact(ctx)
+	Expect(err).NotTo(HaveOccurred())
+}
+
 // requests returns the proxy's log of configmaps requests with the given verb ("" = any).
 func (e *env) requests(verb string) []faults.Request {
 	var out []faults.Request
@@ -244,9 +285,9 @@ func rvAtLeast(got, floor string) {
 	Expect(vocab.CompareRV(got, floor)).To(BeElementOf(vocab.Same, vocab.Newer), "served %s, floor %s", got, floor)
 }
 
-// reasons returns the reason codes of r's fallbacks, as the strings users
+// fallbackReasons returns the reason codes of r's fallbacks, as the strings users
 // compare them with.
-func reasons(r *lister.Record) []string {
+func fallbackReasons(r *lister.Record) []string {
 	var out []string
 	for _, ev := range r.Fallbacks {
 		out = append(out, string(ev.Reason))
@@ -288,9 +329,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("rule 1: a real 410 for legacy-form NotOlderThan+limit is retried at a newer RV, never older", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "r1", 5)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		// Declaring the server legacy makes the lister send rv=N&limit (legacy Exact): a real 410 once compacted.
 		l := lister.New(e.client(false), lister.Options{Server: legacyMatch(), LabelSelector: "set=r1"})
 		obj, rec, err := l.List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
@@ -301,7 +340,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		Expect(first.Options.Limit).To(Equal(int64(2)))
 		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410 from the server: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Served.Semantic).To(Equal(fallback.NotOlderThan))
 		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
@@ -311,9 +350,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("rule 1 with the match honoured: NotOlderThan+limit needs no fallback and proves support", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "r1b", 3)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		srv := capability.Static(capability.Capabilities{})
 		_, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=r1b"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
@@ -348,9 +385,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 			pages = append(pages, lm.ResourceVersion)
 			if first {
 				first = false
-				e.bump(ctx)
-				_, err := e.c.Etcd().Compact(ctx)
-				Expect(err).NotTo(HaveOccurred())
+				e.compactPast(ctx)
 			}
 			return nil
 		}, lister.OnRestart(func(ev fallback.Event) error {
@@ -384,9 +419,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 		_, err := l.ListPages(ctx, lister.MostRecent().WithLimit(2), func(p runtime.Object) error {
 			n++
 			if n == 1 {
-				e.bump(ctx)
-				_, err := e.c.Etcd().Compact(ctx)
-				Expect(err).NotTo(HaveOccurred())
+				e.compactPast(ctx)
 			}
 			return nil
 		})
@@ -411,21 +444,17 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("rule 1 on Exact: a compacted Exact RV is ErrExactUnavailable with 410 semantics, never another RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "eg", 2)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		_, rec, err := lister.New(e.client(false), lister.Options{LabelSelector: "set=eg"}).List(ctx, lister.Exact(rv0))
 		Expect(errors.Is(err, lister.ErrExactUnavailable)).To(BeTrue(), "%v", err)
 		Expect(apierrors.IsResourceExpired(err)).To(BeTrue(), "%v", err)
-		Expect(reasons(rec)).To(HaveExactElements("exact-gone"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("exact-gone"))
 		Expect(rec.ServedResourceVersion).To(BeEmpty())
 	})
 
 	It("an informer over the ListerWatcher syncs with the watch cache off: the current server streams the list from etcd, StreamingList observed Yes", func(ctx SpecContext) {
 		e.create(ctx, "infoff", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.cfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.cfg)
 		lw := lister.NewListerWatcher(e.client(false), lister.Options{Server: srv, LabelSelector: "set=infoff", InitialEventsTimeout: 2 * time.Second})
 		inf, _ := syncInformer(ctx, lw, 60*time.Second)
 		Expect(inf.GetStore().List()).To(HaveLen(3))
@@ -439,9 +468,7 @@ var _ = Describe("lister on a current apiserver with the watch cache off", Label
 
 	It("lister.Options.DisableStreamingList: an informer lists (no sendInitialEvents) where the server would stream from etcd", func(ctx SpecContext) {
 		e.create(ctx, "nostream", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		Expect(srv.Capabilities(ctx).Get(capability.StreamingList)).To(Equal(capability.Yes), "the server streams lists")
 		e.proxy.ResetRequests()
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=nostream", DisableStreamingList: true})
@@ -489,7 +516,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		for _, r := range rec.Requests {
 			Expect(r.WireRequests).To(Equal(1), "each request once on the wire")
 		}
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
 	})
 
 	It("Retry-After that client-go does not absorb is honoured by the lister (504 too-large, client-go retries off)", func(ctx SpecContext) {
@@ -501,7 +528,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		// The 504, the consistent limit=1 read that shows rv exists, then the same list after Retry-After.
 		Expect(rec.Requests).To(HaveLen(3))
 		Expect(rec.Requests[0].Class).To(Equal(vocab.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after"))
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("Retry-After 2s honoured"))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(3))
@@ -527,7 +554,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(rec.Requests).To(HaveLen(2))
 		Expect(rec.Requests[0].WireRequests).To(Equal(11))
 		Expect(rec.Requests[0].Class).To(Equal(vocab.TooLargeRV))
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-fallback-most-recent"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-fallback-most-recent"))
 		lists := e.requests("list")
 		Expect(lists).To(HaveLen(12))
 		for i := 0; i < 11; i++ {
@@ -545,7 +572,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		e.proxy.Inject(faults.Rule{Verb: "list", Resource: "configmaps", Status: 500, Count: 1})
 		_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=thr"}).List(ctx, lister.NotOlderThan(rv))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(reasons(rec)).To(HaveExactElements("throttled-backoff", "server-error-backoff"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("throttled-backoff", "server-error-backoff"))
 		Expect(rec.Requests[0].Class).To(Equal(vocab.Throttled))
 		Expect(rec.Requests[1].Class).To(Equal(vocab.ServerError))
 		lists := e.requests("list")
@@ -562,35 +589,17 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(err).NotTo(HaveOccurred())
 		// The two injected 504s answer the list and the consistent read that checks rv exists; that read is
 		// retried with backoff, then the list is sent again.
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "newer-rv-probe-retry", "too-large-rv-wait-retry-after"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "newer-rv-probe-retry", "too-large-rv-wait-retry-after"))
 		rvAtLeast(rec.ServedResourceVersion, rv)
 	})
 
 	It("too-large RV, real: NotOlderThan a future RV gets the watch cache's own 504; the lister waits and is served once the RV exists", func(ctx SpecContext) {
-		cur := e.create(ctx, "tlr", 1)
-		n, err := strconv.ParseUint(cur, 10, 64)
-		Expect(err).NotTo(HaveOccurred())
-		// Far enough ahead that the apiserver's own background writes (leases, endpoints) cannot
-		// reach it during the cacher's 3 s wait.
-		future := strconv.FormatUint(n+20, 10)
-		e.proxy.ResetRequests()
-		type result struct {
-			rec *lister.Record
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			defer GinkgoRecover()
-			_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=tlr"}).List(ctx, lister.NotOlderThan(future))
-			done <- result{rec, err}
-		}()
 		// The cacher blocks up to 3 s for the RV, then answers 504 ResourceVersionTooLarge.
-		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainElement(504))
-		e.bumpTo(ctx, future)
-		var res result
-		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
-		Expect(res.err).NotTo(HaveOccurred())
-		first := res.rec.Requests[0]
+		rec, future := e.listAtFutureRV(ctx, "tlr", 504, 50*time.Millisecond, func(future string) (*lister.Record, error) {
+			_, rec, err := lister.New(e.noRetryClient(), lister.Options{LabelSelector: "set=tlr"}).List(ctx, lister.NotOlderThan(future))
+			return rec, err
+		})
+		first := rec.Requests[0]
 		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		var st apierrors.APIStatus
 		Expect(errors.As(first.Err, &st)).To(BeTrue())
@@ -600,9 +609,9 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		Expect(ok).To(BeTrue())
 		Expect(ra).To(Equal(time.Second), "the watch cache's retryAfterSeconds")
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(reasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
-		Expect(reasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
-		rvAtLeast(res.rec.ServedResourceVersion, future)
+		Expect(fallbackReasons(rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(fallbackReasons(rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
+		rvAtLeast(rec.ServedResourceVersion, future)
 		for _, r := range e.requests("list") {
 			Expect(r.Fault).To(BeEmpty(), "every answer came from the real server")
 		}
@@ -610,9 +619,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 
 	It("an informer with a compat.Detector on the current server streams its list: one watch, no list, StreamingList observed Yes", func(ctx SpecContext) {
 		e.create(ctx, "st", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		e.proxy.ResetRequests()
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=st", InitialEventsTimeout: 10 * time.Minute})
 		inf, _ := syncInformer(ctx, lw, 60*time.Second)
@@ -628,9 +635,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 
 	It("streaming guard: through a proxy that strips sendInitialEvents, resourceVersionMatch and allowWatchBookmarks, an informer syncs and StreamingList=No is observed", func(ctx SpecContext) {
 		e.create(ctx, "sg", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		caps := srv.Capabilities(ctx)
 		Expect(caps.Get(capability.StreamingList)).To(Equal(capability.Yes))
 		Expect(caps.Tentative(capability.StreamingList)).To(BeTrue(), "current server: WatchList gate default, verified by behaviour")
@@ -683,7 +688,7 @@ var _ = Describe("lister on a current apiserver behind a fault proxy", Label("co
 		obj, rec, err := l.List(ctx, lister.Exact(rv0))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Requests[0].Class).To(Equal(vocab.ServedNewerThanExact))
-		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		Expect(rec.ServedResourceVersion).To(Equal(rv0))
 		Expect(countItems(obj)).To(Equal(2))
 		caps = srv.Capabilities(ctx)
@@ -735,7 +740,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(rec.Requests[0].Options.Limit).To(BeZero())
 		Expect(rec.Requests[0].Class).To(Equal(vocab.ServedNewerThanExact))
 		Expect(vocab.CompareRV(rec.Requests[0].ServedResourceVersion, rv0)).To(Equal(vocab.Newer), "v1.18 ignored the match")
-		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit"))
 		// The retry: legacy form (the server is now known to ignore the match), limit = PageSize, two pages at rv0.
 		Expect(rec.Requests).To(HaveLen(3))
 		retry := rec.Requests[1]
@@ -754,9 +759,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 
 	It("rule 1: NotOlderThan+limit at a compacted RV is a real 410 (legacy Exact); retried at a newer RV", func(ctx SpecContext) {
 		rv0 := e.create(ctx, "l1", 4)
-		e.bump(ctx)
-		_, err := e.c.Etcd().Compact(ctx)
-		Expect(err).NotTo(HaveOccurred())
+		e.compactPast(ctx)
 		srv := capability.Static(capability.Capabilities{})
 		obj, rec, err := lister.New(e.client(false), lister.Options{Server: srv, LabelSelector: "set=l1"}).List(ctx, lister.NotOlderThan(rv0).WithLimit(2))
 		Expect(err).NotTo(HaveOccurred())
@@ -764,7 +767,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(first.Options.ResourceVersionMatch).To(Equal(metav1.ResourceVersionMatchNotOlderThan), "sent with the match: v1.18 ignores it")
 		Expect(first.Class).To(Equal(vocab.Gone))
 		Expect(apierrors.IsResourceExpired(first.Err)).To(BeTrue(), "a real 410: %v", first.Err)
-		Expect(reasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule1-gone-retry-newer-rv"))
 		Expect(rec.Requests[1].Purpose).To(Equal("newer-rv-probe"))
 		Expect(rec.Requests[2].Options.ResourceVersionMatch).To(BeEmpty(), "the 410 proved the match ignored: legacy form from then on")
 		Expect(vocab.CompareRV(rec.Served.ResourceVersion, rv0)).To(Equal(vocab.Newer))
@@ -774,35 +777,19 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 	})
 
 	It("too-large RV, real: v1.18 answers a future legacy-Exact RV from etcd with a raw 500 'future revision', classified too-large and waited out", func(ctx SpecContext) {
-		cur := e.create(ctx, "ltl", 1)
-		n, err := strconv.ParseUint(cur, 10, 64)
-		Expect(err).NotTo(HaveOccurred())
-		future := strconv.FormatUint(n+20, 10)
-		e.proxy.ResetRequests()
-		type result struct {
-			rec *lister.Record
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			defer GinkgoRecover()
+		rec, future := e.listAtFutureRV(ctx, "ltl", 500, 20*time.Millisecond, func(future string) (*lister.Record, error) {
 			// No Retry-After on a raw 500: the lister backs off; 1 s, 2 s, 4 s leaves time to write up to the RV.
 			p := policy.Policy{Backoff: policy.Backoff{Initial: time.Second, Jitter: -1}}
 			_, rec, err := lister.New(e.client(true), knobs.WithLister(lister.Options{Server: legacyMatch(), LabelSelector: "set=ltl"}, knobs.Lister{Policy: p})).List(ctx, lister.NotOlderThan(future).WithLimit(5))
-			done <- result{rec, err}
-		}()
-		Eventually(e.listStatuses).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(ContainElement(500))
-		e.bumpTo(ctx, future)
-		var res result
-		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&res))
-		Expect(res.err).NotTo(HaveOccurred())
-		first := res.rec.Requests[0]
+			return rec, err
+		})
+		first := rec.Requests[0]
 		Expect(first.Class).To(Equal(vocab.TooLargeRV))
 		Expect(first.Err).To(MatchError(ContainSubstring("future revision")))
 		// One consistent read shows the RV within reach (20 ahead), then the lister waits it out.
-		Expect(reasons(res.rec)[0]).To(Equal("too-large-rv-check-exists"))
-		Expect(reasons(res.rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
-		rvAtLeast(res.rec.ServedResourceVersion, future)
+		Expect(fallbackReasons(rec)[0]).To(Equal("too-large-rv-check-exists"))
+		Expect(fallbackReasons(rec)[1:]).To(HaveEach("too-large-rv-wait-retry-after"))
+		rvAtLeast(rec.ServedResourceVersion, future)
 	})
 
 	// Real v1.18 behaviour (found here): a list with fieldSelector=metadata.name=X is answered from X's
@@ -821,7 +808,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.(*corev1.ConfigMap).Data["v"]).To(Equal("1"))
 		Expect(rec.ServedResourceVersion).To(Equal(old))
-		Expect(reasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit", "rule2-exact-mismatch-with-limit", "get-exact-name-list-not-exact-scan-collection"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("rule2-exact-mismatch-retry-with-limit", "rule2-exact-mismatch-with-limit", "get-exact-name-list-not-exact-scan-collection"))
 		Expect(rec.Requests[1].Options.FieldSelector).To(Equal("metadata.name=lge-0"))
 		Expect(rec.Requests[1].Options.Limit).To(BeNumerically(">", 0))
 		Expect(vocab.CompareRV(rec.Requests[1].ServedResourceVersion, old)).To(Equal(vocab.Newer), "v1.18 ignored the RV even with a limit")
@@ -850,9 +837,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 
 	It("an informer with a compat.Detector (ForConfig) refuses streaming at once: no streaming request, no wait", func(ctx SpecContext) {
 		e.create(ctx, "infd", 3)
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		e.proxy.ResetRequests()
 		// A guard timeout far longer than the Eventually below: syncing at all proves nothing waited on it.
 		lw := lister.NewListerWatcher(e.client(true), lister.Options{Server: srv, LabelSelector: "set=infd", InitialEventsTimeout: 10 * time.Minute})
@@ -866,7 +851,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 		}
 		// The adapter also refuses a streaming watch itself, without a request.
 		e.proxy.ResetRequests()
-		_, err = lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
+		_, err := lw.WatchWithContext(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
 			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 		Expect(errors.Is(err, lister.ErrStreamingListUnsupported)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("v1.18.19"))
@@ -874,9 +859,7 @@ var _ = Describe("lister on a legacy v1.18.19 apiserver", Label("legacy", "needs
 	})
 
 	It("compat: a Detector (ForConfig) reads v1.18.19: resourceVersionMatch no, streaming list no; the lister sends the legacy form at once", func(ctx SpecContext) {
-		det := compat.NewDetector(compat.DetectorOptions{})
-		srv, err := det.ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		caps := srv.Capabilities(ctx)
 		Expect(caps.Version.Major).To(Equal(1))
 		Expect(caps.Version.Minor).To(Equal(18))

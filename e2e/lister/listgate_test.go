@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
@@ -54,8 +53,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 	}
 
 	It("six drop-in informers listing different selections (DisableStreamingList) with a gate of one slot: no two list responses overlap at the server", func(ctx SpecContext) {
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		gate := listgate.New(1)
 		e.proxy.ResetRequests()
 		var infs []cache.SharedIndexInformer
@@ -93,8 +91,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 	})
 
 	It("six drop-in informers and four reflector.New listing the same selection share answers: fewer requests, every cache complete with objects of its own", func(ctx SpecContext) {
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		client := e.client(true) // one clientset: one REST client, so its answers may be shared
 		for _, tc := range []struct {
 			what  string
@@ -140,8 +137,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 	})
 
 	It("two reflector.New and two drop-in informers streaming their lists share a gate of one slot: one collection read at a time, every cache complete", func(ctx SpecContext) {
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		Expect(srv.Capabilities(ctx).Get(capability.StreamingList)).To(Equal(capability.Yes), "the server streams lists")
 		gate := listgate.New(1)
 		e.proxy.ResetRequests()
@@ -169,8 +165,7 @@ var _ = Describe("listgate.Gate: informers that start together read their collec
 	})
 
 	It("a list the proxy leaves without an answer holds the gate's slot only for its hold bound: the informer queued behind it syncs", func(ctx SpecContext) {
-		srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
-		Expect(err).NotTo(HaveOccurred())
+		srv := detect(e.pcfg)
 		const hold = 2 * time.Second
 		gate := listgate.New(1, listgate.WithMaxHold(hold))
 		e.proxy.ResetRequests()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,31 +17,12 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/internal/capability"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
-
-// fallbackReasons records the reason of every fallback a lister reports.
-type fallbackReasons struct {
-	metricsnop.Nop
-	mu      sync.Mutex
-	reasons []string
-}
-
-func (r *fallbackReasons) Fallback(_, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reasons = append(r.reasons, reason)
-}
-
-func (r *fallbackReasons) get() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.reasons...)
-}
 
 // A v1.18 apiserver has no watch progress notifications (KEP-1904,
 // EfficientWatchResumption: beta and on by default from v1.21): its ConfigMap
@@ -100,11 +80,11 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		obj, rec, err := lister.New(e.client(true), lister.Options{Server: srv, LabelSelector: "set=stk"}).List(ctx, lister.NotOlderThan(rv))
 		took := time.Since(begin)
 		Expect(err).NotTo(HaveOccurred())
-		summary := fmt.Sprintf("NotOlderThan(%s) on %s: %s, %d list request(s) on the wire, reasons %v", rv, build.Legacy, took.Round(100*time.Millisecond), len(e.requests("list")), reasons(rec))
+		summary := fmt.Sprintf("NotOlderThan(%s) on %s: %s, %d list request(s) on the wire, reasons %v", rv, build.Legacy, took.Round(100*time.Millisecond), len(e.requests("list")), fallbackReasons(rec))
 		fmt.Fprintln(GinkgoWriter, summary)
 		AddReportEntry("NotOlderThan behind a stuck watch cache on "+build.Legacy, summary)
 
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-cache-stuck-most-recent"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-cache-stuck-most-recent"))
 		Expect(rec.Fallbacks[1].Detail).To(ContainSubstring("KEP-1904"))
 		Expect(rec.Requests).To(HaveLen(3))
 		first := rec.Requests[0]
@@ -133,11 +113,11 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		_, rec, err := lister.New(e.client(true), lister.Options{Server: capability.Static(capability.Capabilities{}), LabelSelector: "set=stkunk"}).List(ctx, lister.NotOlderThan(rv))
 		took := time.Since(begin)
 		Expect(err).NotTo(HaveOccurred())
-		summary := fmt.Sprintf("NotOlderThan(%s) on %s, unknown server: %s, %d list request(s) on the wire, reasons %v", rv, build.Legacy, took.Round(100*time.Millisecond), len(e.requests("list")), reasons(rec))
+		summary := fmt.Sprintf("NotOlderThan(%s) on %s, unknown server: %s, %d list request(s) on the wire, reasons %v", rv, build.Legacy, took.Round(100*time.Millisecond), len(e.requests("list")), fallbackReasons(rec))
 		fmt.Fprintln(GinkgoWriter, summary)
 		AddReportEntry("NotOlderThan behind a stuck watch cache on "+build.Legacy+", unknown server", summary)
 
-		Expect(reasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after", "too-large-rv-cache-stuck-most-recent"))
+		Expect(fallbackReasons(rec)).To(HaveExactElements("too-large-rv-check-exists", "too-large-rv-wait-retry-after", "too-large-rv-cache-stuck-most-recent"))
 		Expect(rec.Fallbacks[2].Detail).To(ContainSubstring("in two answers"))
 		Expect(rec.Requests).To(HaveLen(4))
 		Expect(rec.Requests[0].Err).To(MatchError(ContainSubstring("Too large resource version")))
@@ -149,7 +129,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 	It("a reflector syncs in at most 4 list requests, reports the fallback and holds what the server holds", func(ctx SpecContext) {
 		quiet(ctx, "stksync", 4)
 		e.proxy.ResetRequests()
-		rec := &fallbackReasons{}
+		rec := reasons.New()
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 		r := reflector.New(e.client(true), &corev1.ConfigMap{}, store, reflector.Options{
 			Lister: lister.Options{Name: "stuck", Server: srv, Metrics: rec, LabelSelector: "set=stksync"},
@@ -166,7 +146,7 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 		Eventually(r.HasSynced).WithTimeout(60 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		took := time.Since(begin)
 		lists := e.requests("list")
-		summary := fmt.Sprintf("reflector sync on %s: %s, %d list request(s), fallbacks %v", build.Legacy, took.Round(100*time.Millisecond), len(lists), rec.get())
+		summary := fmt.Sprintf("reflector sync on %s: %s, %d list request(s), fallbacks %v", build.Legacy, took.Round(100*time.Millisecond), len(lists), rec.Labels(reasons.FamilyFallback))
 		fmt.Fprintln(GinkgoWriter, summary)
 		AddReportEntry("reflector sync behind a stuck watch cache on "+build.Legacy, summary)
 
@@ -176,8 +156,8 @@ var _ = Describe("lister on a legacy "+build.Legacy+" apiserver whose ConfigMap 
 			statuses = append(statuses, l.Status)
 		}
 		Expect(statuses).To(ContainElement(504), "the sync met the stuck watch cache")
-		Expect(rec.get()).To(ContainElement("too-large-rv-cache-stuck-most-recent"))
-		Expect(rec.get()).NotTo(ContainElement("too-large-rv-wait-retry-after"))
+		Expect(rec.Labels(reasons.FamilyFallback)).To(ContainElement("too-large-rv-cache-stuck-most-recent"))
+		Expect(rec.Labels(reasons.FamilyFallback)).NotTo(ContainElement("too-large-rv-wait-retry-after"))
 		Expect(took).To(BeNumerically("<", 8*time.Second))
 
 		truth, err := e.cs.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "set=stksync"})

@@ -110,11 +110,9 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig an
 				first, err := ours.List(ctx, metav1.ListOptions{LabelSelector: "set=dec", Limit: 1})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(first.(*unstructured.UnstructuredList).Items[0].GetKind()).To(Equal("ConfigMap"), "items get the list's kind")
-				bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
-				_, wantErr := dyn.List(ctx, bad)
-				_, gotErr := ours.List(ctx, bad)
-				Expect(gotErr).To(HaveOccurred())
-				Expect(gotErr.Error()).To(Equal(wantErr.Error()))
+				expectSameBadContinueError(ctx, ours, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return dyn.List(ctx, o)
+				})
 			})
 
 			It("lister.FromMetadataConfig: whole, paginated and continued lists equal the metadata client's, answered in protobuf", func(ctx SpecContext) {
@@ -132,11 +130,9 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig an
 				item := first.(*metav1.PartialObjectMetadataList).Items[0]
 				Expect(item.Name).To(HavePrefix("dec-"))
 				Expect(item.Labels).To(HaveKeyWithValue("set", "dec"))
-				bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
-				_, wantErr := md.List(ctx, bad)
-				_, gotErr := ours.List(ctx, bad)
-				Expect(gotErr).To(HaveOccurred())
-				Expect(gotErr.Error()).To(Equal(wantErr.Error()))
+				expectSameBadContinueError(ctx, ours, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return md.List(ctx, o)
+				})
 			})
 
 			It("lister.FromRESTClient: a custom resource's generated typed client (a JSON-only Go type): whole, paginated and continued lists equal its own", func(ctx SpecContext) {
@@ -247,6 +243,17 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig an
 		})
 	}
 })
+
+// expectSameBadContinueError checks that ours answers a list with a
+// continue token the server cannot parse with theirs's error.
+func expectSameBadContinueError(ctx context.Context, ours lister.Client, theirs func(context.Context, metav1.ListOptions) (runtime.Object, error)) {
+	GinkgoHelper()
+	bad := metav1.ListOptions{LabelSelector: "set=dec", Limit: 10, Continue: "not-a-token"}
+	_, wantErr := theirs(ctx, bad)
+	_, gotErr := ours.List(ctx, bad)
+	Expect(gotErr).To(HaveOccurred())
+	Expect(gotErr.Error()).To(Equal(wantErr.Error()))
+}
 
 // expectSameLists lists the 250 "set=dec" ConfigMaps with ours and with
 // theirs (client-go's own client) and requires the same lists: one page at

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/steadywatch/steadywatch/e2e/chaos"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 )
 
 // versionNotes is the page's section on which releases build and run, and
@@ -124,13 +125,13 @@ func Markdown(r Report) string {
 				if ir.Converged {
 					conv = fmt.Sprintf("✅ %.1f s", ir.ConvergenceSeconds)
 				}
-				fb := chaos.FormatCounts(ir.Fallbacks)
+				fb := reasons.FormatCounts(ir.Fallbacks)
 				if len(ir.Fallbacks) == 0 {
 					fb = "—"
 				}
 				fmt.Fprintf(&b, "| %s | %s | %d | %.0f s | %d (%s) | %s | %s | %d | %d / %d / %d | %s | %s | %s |\n",
-					cr.Server, cr.Config, cr.Replay, cr.DurationSeconds, nf, chaos.FormatCounts(cr.FaultsByKind), ir.Name, conv,
-					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, chaos.FormatCounts(ir.Relists), fb,
+					cr.Server, cr.Config, cr.Replay, cr.DurationSeconds, nf, reasons.FormatCounts(cr.FaultsByKind), ir.Name, conv,
+					ir.Regressions, ir.DeletesObserved, ir.DeletesNeverSeen, ir.DeletesMissed, reasons.FormatCounts(ir.Relists), fb,
 					perMinute(ir.Requests, cr.DurationSeconds))
 			}
 		}
@@ -196,7 +197,7 @@ func perMinute(requests map[string]int, seconds float64) string {
 			n += v
 		}
 	}
-	return fmt.Sprintf("%.0f (%s)", float64(n)*60/seconds, chaos.FormatCounts(requests))
+	return fmt.Sprintf("%.0f (%s)", float64(n)*60/seconds, reasons.FormatCounts(requests))
 }
 
 // convergenceBound is the bound on convergence after the last fault

@@ -18,9 +18,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 )
@@ -49,19 +46,6 @@ func ownConfigMaps(items []corev1.ConfigMap) []string {
 		}
 	}
 	return out
-}
-
-// writeKubeconfig writes a kubeconfig (0600, in a test temp dir) for cfg:
-// server, CA data and bearer token, TLS verification on.
-func writeKubeconfig(cfg *rest.Config) string {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
-	return path
 }
 
 // result is one plugin run.

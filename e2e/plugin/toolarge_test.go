@@ -31,7 +31,7 @@ var _ = Describe("kubectl-steadywatch list at a resourceVersion far in the futur
 		p, pcfg, err := c.NewProxy(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(p.Close)
-		pk := writeKubeconfig(pcfg)
+		pk := suite.WriteKubeconfig(pcfg, "c", "u")
 		p.ResetRequests()
 
 		r := runPlugin(ctx, time.Minute, pk, "list", "-n", ns, "--resource", "configmaps", "--match", "Exact", "--rv", "999999999", "-o", "json")

@@ -22,7 +22,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/readyourwrites"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -41,7 +41,7 @@ type env struct {
 	stock   cache.SharedIndexInformer
 	ours    *cmClient
 	short   *cmClient
-	rec     *readRecorder
+	rec     *reasons.Counter
 	shortB  time.Duration
 }
 
@@ -56,7 +56,7 @@ func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 func start(ctx context.Context, version string) *env {
 	c := suite.StartHarness(ctx, harness.Options{Version: version}, "needs the harness's "+version+" server and its fault proxy")
 	cs := suite.Clientset(c.RESTConfig())
-	e := &env{version: version, ns: suite.NewNamespace(ctx, cs, "ryw"), rec: &readRecorder{}, shortB: time.Second}
+	e := &env{version: version, ns: suite.NewNamespace(ctx, cs, "ryw"), rec: reasons.New(), shortB: time.Second}
 	var pcfg *rest.Config
 	var err error
 	e.p, pcfg, err = c.NewProxy(ctx, c.APIServers()[0])
@@ -130,7 +130,7 @@ func older(read, written string) bool {
 // through c (which must never be stale), as a reconcile does.
 func (e *env) loop(ctx context.Context, c *cmClient, n int) outcome {
 	o := outcome{cycles: n}
-	before := e.rec.fallbackCount()
+	before := e.rec.Total(reasons.FamilyReadFallback)
 	for i := range n {
 		cur, err := c.Get(ctx, "loop")
 		Expect(err).NotTo(HaveOccurred())
@@ -149,7 +149,7 @@ func (e *env) loop(ctx context.Context, c *cmClient, n int) outcome {
 			o.oursStale++
 		}
 	}
-	o.fallbacks = e.rec.fallbackCount() - before
+	o.fallbacks = e.rec.Total(reasons.FamilyReadFallback) - before
 	return o
 }
 
@@ -279,32 +279,3 @@ var _ = Describe("read your own writes", func() {
 	Context(build.Current, Label("conformance", "needs-faults"), Ordered, func() { specs(build.Current) })
 	Context(build.Legacy, Label("legacy", "needs-faults"), Ordered, func() { specs(build.Legacy) })
 })
-
-type readRecorder struct {
-	metricsnop.Nop // the methods not recorded here
-	mu             sync.Mutex
-	fallbacks      int
-}
-
-func (r *readRecorder) List(string, string, string)               {}
-func (r *readRecorder) Fallback(string, string)                   {}
-func (r *readRecorder) Relist(string, string)                     {}
-func (r *readRecorder) WatchRestart(string, string)               {}
-func (r *readRecorder) Bookmark(string)                           {}
-func (r *readRecorder) Items(string, int)                         {}
-func (r *readRecorder) ResourceVersionAdvanced(string, time.Time) {}
-func (r *readRecorder) ConsistencyCheck(string, string)           {}
-func (r *readRecorder) Transition(string, string, string, string) {}
-func (r *readRecorder) StoreResourceVersion(string, string)       {}
-func (r *readRecorder) ReadWait(string, time.Duration, string)    {}
-func (r *readRecorder) ReadFallback(string, string) {
-	r.mu.Lock()
-	r.fallbacks++
-	r.mu.Unlock()
-}
-
-func (r *readRecorder) fallbackCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.fallbacks
-}

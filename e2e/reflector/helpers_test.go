@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -183,6 +181,22 @@ func isStreamingList(r faults.Request) bool {
 	return r.Verb == "watch" && query(r).Get("sendInitialEvents") == "true"
 }
 
+// expectRecovery resets p's request log, ends the reflector's one watch
+// with end (p.DropWatches or p.EndWatches), waits until it has relisted and
+// watches again past last, and records the time that took as a TIMING line
+// named what.
+func expectRecovery(p *faults.Proxy, run *running, ns, last string, end func() int, what string) {
+	GinkgoHelper()
+	p.ResetRequests()
+	ended := time.Now()
+	Expect(end()).To(Equal(1))
+	Eventually(func() bool {
+		s := run.r.State()
+		return len(relists(p, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(last, s.ResourceVersion)
+	}).WithTimeout(60*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(), "the reflector did not recover")
+	suite.Timing(what, time.Since(ended))
+}
+
 // relists are the requests that (re)fill a store: lists and streaming lists.
 func relists(p *faults.Proxy, ns string) []faults.Request {
 	var out []faults.Request
@@ -230,47 +244,6 @@ func goroutines() []string {
 		}
 	}
 	return out
-}
-
-// recorder keeps what the tests assert on; everything else is dropped.
-type recorder struct {
-	metricsnop.Nop
-	mu        sync.Mutex
-	relists   []string
-	restarts  []string
-	bookmarks int
-}
-
-func (r *recorder) Relist(_, cause string) {
-	r.mu.Lock()
-	r.relists = append(r.relists, cause)
-	r.mu.Unlock()
-}
-
-func (r *recorder) WatchRestart(_, reason string) {
-	r.mu.Lock()
-	r.restarts = append(r.restarts, reason)
-	r.mu.Unlock()
-}
-
-func (r *recorder) Bookmark(string) { r.mu.Lock(); r.bookmarks++; r.mu.Unlock() }
-
-func (r *recorder) Relists() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.relists)
-}
-
-func (r *recorder) Restarts() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.restarts)
-}
-
-func (r *recorder) Bookmarks() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.bookmarks
 }
 
 // isCountProbe is the streaming-list guard's limit=1 MostRecent list

@@ -15,6 +15,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -66,7 +67,7 @@ func oneResponseRelistSpec(ctx context.Context, c *harness.Cluster) {
 	Expect(err).NotTo(HaveOccurred())
 	seq := &sequence{}
 	store := &sequenceStore{writeLog: &writeLog{rvLog: newRVLog(), deleted: map[string]string{}}, seq: seq}
-	o := reflector.Options{Lister: lister.Options{Name: "one-response-relist", Metrics: &recorder{}, DisableStreamingList: true,
+	o := reflector.Options{Lister: lister.Options{Name: "one-response-relist", Metrics: reasons.New(), DisableStreamingList: true,
 		Transform: func(obj any) (any, error) {
 			seq.add("decoded " + obj.(*corev1.ConfigMap).Name)
 			return obj, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -292,7 +293,7 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 	ns := populate(ctx, cs, "gone", 5)
 	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
-	rec := &recorder{}
+	rec := reasons.New()
 	name := fmt.Sprintf("gone-%s-stream=%v", version, stream)
 	run := runReflector(pcfg, ns, reflector.Options{Lister: lister.Options{Name: name, Metrics: rec, DisableStreamingList: !stream}})
 	waitSynced(run.r, 60*time.Second)
@@ -306,21 +307,14 @@ func goneSpec(ctx context.Context, c *harness.Cluster, version string, stream bo
 	_, err = c.Etcd().Compact(ctx)
 	Expect(err).NotTo(HaveOccurred())
 
-	p.ResetRequests()
-	dropped := time.Now()
-	Expect(p.DropWatches()).To(Equal(1))
-	Eventually(func() bool {
-		s := run.r.State()
-		return len(relists(p, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(last, s.ResourceVersion)
-	}).WithTimeout(60*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(), "the reflector did not recover")
-	suite.Timing("recovery after watch 410 (drop -> 410 -> relist -> watching), "+name, time.Since(dropped))
+	expectRecovery(p, run, ns, last, p.DropWatches, "recovery after watch 410 (drop -> 410 -> relist -> watching), "+name)
 
 	reqs := requests(p, "", ns)
 	logRequests("requests after the drop", reqs)
 	Expect(reqs[0].Verb).To(Equal("watch"))
 	Expect(isStreamingList(reqs[0])).To(BeFalse())
 	Expect(query(reqs[0]).Get("resourceVersion")).To(Equal(last), "the dropped watch is resumed from the last RV")
-	Expect(rec.Relists()).To(Equal([]string{"watch-gone"}), "exactly one relist, caused by the watch's 410")
+	Expect(rec.Labels(reasons.FamilyRelist)).To(Equal([]string{"watch-gone"}), "exactly one relist, caused by the watch's 410")
 
 	fills := relists(p, ns)
 	Expect(fills).To(HaveLen(1))
@@ -384,7 +378,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		Expect(err).NotTo(HaveOccurred())
 		// A: the default (on v1.36 its watch is the streaming list's);
 		// P: a plain list then a plain watch; B: a plain watch without bookmarks.
-		recA, recP, recB := &recorder{}, &recorder{}, &recorder{}
+		recA, recP, recB := reasons.New(), reasons.New(), reasons.New()
 		a := runReflector(cfgA, ns, reflector.Options{Lister: lister.Options{Name: "bookmarks", Metrics: recA}})
 		pl := runReflector(cfgP, ns, reflector.Options{Lister: lister.Options{Name: "bookmarks-plain", Metrics: recP, DisableStreamingList: true}})
 		b := runReflector(cfgB, ns, reflector.Options{Lister: lister.Options{Name: "no-bookmarks", Metrics: recB, DisableStreamingList: true}})
@@ -396,7 +390,7 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		}
 		Expect(isStreamingList(requests(pA, "watch", ns)[0])).To(BeTrue())
 		startB := b.r.LastSyncResourceVersion()
-		bookmarksAtSync, plainBookmarksAtSync := recA.Bookmarks(), recP.Bookmarks()
+		bookmarksAtSync, plainBookmarksAtSync := recA.Total(reasons.FamilyBookmark), recP.Total(reasons.FamilyBookmark)
 
 		// Writes elsewhere move the resource's RV; ns stays quiet.
 		other := populate(ctx, cs, "busy", 5)
@@ -406,12 +400,12 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 			WithTimeout(100*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(),
 			"A's RV stayed at %s, want >= %s", a.r.LastSyncResourceVersion(), newer)
 		suite.Timing("bookmark advanced a quiet watch's RV after the last write (watch of a streaming list)", time.Since(lastWrite))
-		Expect(recA.Bookmarks()).To(BeNumerically(">", bookmarksAtSync), "the advance came from a bookmark")
+		Expect(recA.Total(reasons.FamilyBookmark)).To(BeNumerically(">", bookmarksAtSync), "the advance came from a bookmark")
 		Eventually(func() bool { return rvAtLeast(pl.r.LastSyncResourceVersion(), newer) }).
 			WithTimeout(100*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(),
 			"P's RV stayed at %s, want >= %s", pl.r.LastSyncResourceVersion(), newer)
 		suite.Timing("bookmark advanced a quiet watch's RV after the last write (plain watch)", time.Since(lastWrite))
-		Expect(recP.Bookmarks()).To(BeNumerically(">", plainBookmarksAtSync), "the advance came from a bookmark")
+		Expect(recP.Total(reasons.FamilyBookmark)).To(BeNumerically(">", plainBookmarksAtSync), "the advance came from a bookmark")
 		Expect(b.r.LastSyncResourceVersion()).To(Equal(startB), "without bookmarks a quiet watch's RV does not move")
 
 		// A restarted watch resumes from the bookmark's RV, without a relist.
@@ -436,18 +430,11 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 		_, err = c.Etcd().Compact(ctx) // as the apiserver's compactor would have by then
 		Expect(err).NotTo(HaveOccurred())
 
-		pB.ResetRequests()
-		dropped := time.Now()
-		Expect(pB.EndWatches()).To(Equal(1))
-		Eventually(func() bool {
-			s := b.r.State()
-			return len(relists(pB, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(startB, s.ResourceVersion)
-		}).WithTimeout(60 * time.Second).WithPolling(10 * time.Millisecond).Should(BeTrue())
-		suite.Timing("recovery after a watch-cache 410 (end -> 410 -> relist -> watching)", time.Since(dropped))
+		expectRecovery(pB, b, ns, startB, pB.EndWatches, "recovery after a watch-cache 410 (end -> 410 -> relist -> watching)")
 		reqs := requests(pB, "", ns)
 		logRequests("B's requests after its watch ended", reqs)
 		Expect(query(reqs[0]).Get("resourceVersion")).To(Equal(startB))
-		Expect(recB.Relists()).To(Equal([]string{"watch-gone"}), "the resumed watch got a 410 from the watch cache")
+		Expect(recB.Labels(reasons.FamilyRelist)).To(Equal([]string{"watch-gone"}), "the resumed watch got a 410 from the watch cache")
 		fills := relists(pB, ns)
 		Expect(fills).To(HaveLen(1))
 		Expect(fills[0].Verb).To(Equal("list"))
@@ -459,9 +446,9 @@ var _ = Describe("a quiet resource with the watch cache on", Label("conformance"
 
 		suite.CreateConfigMap(ctx, cs, ns, "after", nil)
 		fmt.Fprintf(GinkgoWriter, "bookmarks received in %v: streaming-list watch %d, plain watch %d, stripped %d\n",
-			time.Since(lastWrite).Round(time.Second), recA.Bookmarks(), recP.Bookmarks(), recB.Bookmarks())
-		AddReportEntry("bookmarks received (streaming-list watch / plain watch)", fmt.Sprintf("%d / %d in %v", recA.Bookmarks(), recP.Bookmarks(), time.Since(lastWrite).Round(time.Second)))
-		Expect(recB.Bookmarks()).To(BeZero())
+			time.Since(lastWrite).Round(time.Second), recA.Total(reasons.FamilyBookmark), recP.Total(reasons.FamilyBookmark), recB.Total(reasons.FamilyBookmark))
+		AddReportEntry("bookmarks received (streaming-list watch / plain watch)", fmt.Sprintf("%d / %d in %v", recA.Total(reasons.FamilyBookmark), recP.Total(reasons.FamilyBookmark), time.Since(lastWrite).Round(time.Second)))
+		Expect(recB.Total(reasons.FamilyBookmark)).To(BeZero())
 		for _, r := range []*running{a, pl, b} {
 			expectStoreEqualsTruth(ctx, cs, r, ns)
 			Expect(r.store.wentBack()).To(BeEmpty())
@@ -480,7 +467,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 			ns := populate(ctx, cs, fault, 3)
 			p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 			Expect(err).NotTo(HaveOccurred())
-			rec := &recorder{}
+			rec := reasons.New()
 			run := runReflector(pcfg, ns, reflector.Options{Lister: lister.Options{Name: fault, Metrics: rec}})
 			waitSynced(run.r, 60*time.Second)
 			Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
@@ -500,10 +487,10 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 			suite.CreateConfigMap(ctx, cs, ns, "after", nil)
 			expectStoreEqualsTruth(ctx, cs, run, ns)
 			logRequests("requests after the fault", requests(p, "", ns))
-			fmt.Fprintf(GinkgoWriter, "watch restarts: %v\n", rec.Restarts())
+			fmt.Fprintf(GinkgoWriter, "watch restarts: %v\n", rec.Labels(reasons.FamilyWatchRestart))
 			Expect(relists(p, ns)).To(BeEmpty(), "a %s watch must not cause a relist", fault)
-			Expect(rec.Relists()).To(BeEmpty())
-			Expect(rec.Restarts()).NotTo(BeEmpty())
+			Expect(rec.Labels(reasons.FamilyRelist)).To(BeEmpty())
+			Expect(rec.Labels(reasons.FamilyWatchRestart)).NotTo(BeEmpty())
 			Expect(run.store.wentBack()).To(BeEmpty())
 		})
 	}
@@ -513,7 +500,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 		ns := populate(ctx, cs, "stall", 3)
 		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 		Expect(err).NotTo(HaveOccurred())
-		rec := &recorder{}
+		rec := reasons.New()
 		run := runReflector(pcfg, ns, reflector.Options{Lister: lister.Options{Name: "stall", Metrics: rec, StallTimeout: 3 * time.Second}})
 		waitSynced(run.r, 60*time.Second)
 		Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
@@ -525,7 +512,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 		DeferCleanup(p.StallWatches, time.Duration(0))
 		stalledAt := time.Now()
 		suite.CreateConfigMap(ctx, cs, ns, "during-stall", nil)
-		Eventually(func() []string { return rec.Restarts() }).WithTimeout(30 * time.Second).Should(ContainElement("stalled"))
+		Eventually(func() []string { return rec.Labels(reasons.FamilyWatchRestart) }).WithTimeout(30 * time.Second).Should(ContainElement("stalled"))
 		suite.Timing("stalled watch detected (StallTimeout 3s)", time.Since(stalledAt))
 		Eventually(func() int { return len(plainWatches(p, ns)) }).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 1))
 		Expect(query(plainWatches(p, ns)[0]).Get("resourceVersion")).To(Equal(last))
@@ -536,7 +523,7 @@ var _ = Describe("watch faults", Label("conformance", "needs-faults"), Ordered, 
 		expectStoreEqualsTruth(ctx, cs, run, ns)
 		logRequests("requests after the stall", requests(p, "", ns))
 		Expect(relists(p, ns)).To(BeEmpty(), "a stalled watch must not cause a relist")
-		Expect(rec.Relists()).To(BeEmpty())
+		Expect(rec.Labels(reasons.FamilyRelist)).To(BeEmpty())
 	})
 
 	It("leaves no goroutine behind when stopped, also after a dropped watch", func(ctx SpecContext) {
@@ -579,7 +566,7 @@ var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 		cs1 := suite.Clientset(a1.RESTConfig())
 		ns := populate(ctx, cs0, "ha", 10)
 		bal.Pin(0)
-		rec := &recorder{}
+		rec := reasons.New()
 		run := runReflector(c.RESTConfig(), ns, reflector.Options{Lister: lister.Options{Name: "ha", Metrics: rec}})
 		waitSynced(run.r, 60*time.Second)
 		DeferCleanup(a1.Resume)
@@ -664,7 +651,7 @@ var _ = Describe("HA", Label("ha", "needs-faults"), Ordered, func() {
 		Eventually(func() bool { return rvAtLeast(run.r.LastSyncResourceVersion(), final) }).WithTimeout(60 * time.Second).Should(BeTrue())
 		expectStoreEqualsTruth(ctx, cs0, run, ns)
 		Expect(run.store.wentBack()).To(BeEmpty(), "the store went back in time")
-		fmt.Fprintf(GinkgoWriter, "relists: %v, watch restarts: %v\n", rec.Relists(), rec.Restarts())
+		fmt.Fprintf(GinkgoWriter, "relists: %v, watch restarts: %v\n", rec.Labels(reasons.FamilyRelist), rec.Labels(reasons.FamilyWatchRestart))
 	})
 })
 

@@ -20,6 +20,7 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
+	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -89,7 +90,7 @@ func relistAfterGoneSpec(ctx context.Context, c *harness.Cluster, stream, pagina
 	ns := populate(ctx, cs, "relist", 20)
 	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
 	Expect(err).NotTo(HaveOccurred())
-	rec := &recorder{}
+	rec := reasons.New()
 	store := &writeLog{rvLog: newRVLog(), deleted: map[string]string{}}
 	name := fmt.Sprintf("relist-stream=%v-paginate=%v", stream, paginate)
 	o := reflector.Options{Lister: lister.Options{Name: name, Metrics: rec, DisableStreamingList: !stream}, PaginateLists: paginate}
@@ -128,7 +129,7 @@ func relistAfterGoneSpec(ctx context.Context, c *harness.Cluster, stream, pagina
 		return len(relists(p, ns)) > 0 && s.Phase == reflector.PhaseWatching && rvLess(last, s.ResourceVersion)
 	}).WithTimeout(60*time.Second).WithPolling(10*time.Millisecond).Should(BeTrue(), "the reflector did not relist and watch again")
 	logRequests("requests after the drop", requests(p, "", ns))
-	Expect(rec.Relists()).To(Equal([]string{"watch-gone"}), "one relist, caused by the 410")
+	Expect(rec.Labels(reasons.FamilyRelist)).To(Equal([]string{"watch-gone"}), "one relist, caused by the 410")
 	fills := relists(p, ns)
 	Expect(isStreamingList(fills[0])).To(Equal(stream))
 	Expect(query(fills[0]).Get("resourceVersion")).To(Equal(last), "the relist is NotOlderThan the store")

@@ -48,15 +48,21 @@ func namesRV(q url.Values) bool {
 	return rv != "" && rv != "0"
 }
 
+// inject arms a fault of one proxy rule.
+func inject(r faults.Rule) func(*faults.Proxy) { return func(p *faults.Proxy) { p.Inject(r) } }
+
+// streamFaults arms a fault of stream faults only.
+func streamFaults(f faults.StreamFaults) func(*faults.Proxy) {
+	return func(p *faults.Proxy) { p.SetStreamFaults(f) }
+}
+
 // Catalogue is every persistent fault, in the order of the generated table.
 var Catalogue = []Fault{
 	{
 		ID:     "empty-watch",
 		What:   "every watch answered 200 and closed at once, without an event",
 		Source: "kubernetes/kubernetes#104171, kubernetes/kubernetes#137089, fabric8io/kubernetes-client#7896",
-		Arm: func(p *faults.Proxy) {
-			p.Inject(faults.Rule{Verb: "watch", Resource: resource, EmptyWatch: true})
-		},
+		Arm:    inject(faults.Rule{Verb: "watch", Resource: resource, EmptyWatch: true}),
 	},
 	{
 		ID: "bookmark-rv-abc",
@@ -75,34 +81,26 @@ var Catalogue = []Fault{
 		ID:     "429-retry-after-3600",
 		What:   "every list and watch answered 429 with `Retry-After: 3600`",
 		Source: "API Priority and Fairness answers 429 with Retry-After (Kubernetes docs, \"API Priority and Fairness\")",
-		Arm: func(p *faults.Proxy) {
-			p.Inject(faults.Rule{Resource: resource, Status: http.StatusTooManyRequests, RetryAfterSeconds: 3600})
-		},
+		Arm:    inject(faults.Rule{Resource: resource, Status: http.StatusTooManyRequests, RetryAfterSeconds: 3600}),
 	},
 	{
 		ID:     "429-retry-after-minus-1",
 		What:   "every list and watch answered 429 with `Retry-After: -1`",
 		Source: "client-go `rest/request.go` `checkWait` parses any integer (a robustness case)",
-		Arm: func(p *faults.Proxy) {
-			p.Inject(faults.Rule{Resource: resource, Status: http.StatusTooManyRequests, RetryAfter: "-1"})
-		},
+		Arm:    inject(faults.Rule{Resource: resource, Status: http.StatusTooManyRequests, RetryAfter: "-1"}),
 	},
 	{
 		ID:     "connection-reset",
 		What:   "every list and watch answered with a TCP reset of the client's connection (no status)",
 		Source: "client-go `rest/request.go` retries a GET on connection reset and EOF (`IsProbableEOF`, `IsConnectionReset`)",
-		Arm: func(p *faults.Proxy) {
-			p.Inject(faults.Rule{Resource: resource, Reset: true})
-		},
+		Arm:    inject(faults.Rule{Resource: resource, Reset: true}),
 	},
 	{
 		ID:     "too-large-rv",
 		What:   "every list and watch that names a resourceVersion (not \"\" or \"0\") answered 504 `ResourceVersionTooLarge` (watches as an ERROR event): a member whose watch cache never catches up; every watch ended cleanly every 10 s (so each path resumes from a resourceVersion)",
 		Source: "kubernetes/kubernetes#97294, kubernetes/kubernetes#94316",
-		Arm: func(p *faults.Proxy) {
-			p.Inject(faults.Rule{Resource: resource, Match: namesRV, Status: http.StatusGatewayTimeout, AsWatchEvent: true,
-				RetryAfterSeconds: 1, Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}})
-		},
+		Arm: inject(faults.Rule{Resource: resource, Match: namesRV, Status: http.StatusGatewayTimeout, AsWatchEvent: true,
+			RetryAfterSeconds: 1, Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}}),
 		Tick:  func(p *faults.Proxy) { p.EndWatches() },
 		Every: 10 * time.Second,
 	},
@@ -110,17 +108,13 @@ var Catalogue = []Fault{
 		ID:     "never-answers",
 		What:   "every list and watch held without an answer (no status, no byte) until the client gives up; at the lift, the connections of requests still held are reset (a stuck proxy restarted)",
 		Source: "a stuck proxy or an apiserver that accepted a request and never served it",
-		Arm: func(p *faults.Proxy) {
-			p.Inject(faults.Rule{Resource: resource, Stall: true})
-		},
+		Arm:    inject(faults.Rule{Resource: resource, Stall: true}),
 	},
 	{
 		ID:     "older-event-redelivered",
 		What:   "after every MODIFIED, the object's previous MODIFIED on the same stream sent again (an older resourceVersion after a newer one)",
 		Source: "kubernetes/kubernetes#73845, linkerd/linkerd#1680",
-		Arm: func(p *faults.Proxy) {
-			p.SetStreamFaults(faults.StreamFaults{RedeliverOlder: true})
-		},
+		Arm:    streamFaults(faults.StreamFaults{RedeliverOlder: true}),
 	},
 	{
 		ID:     "410-every-watch",
@@ -137,17 +131,13 @@ var Catalogue = []Fault{
 		ID:     "bookmarks-dropped",
 		What:   "every BOOKMARK removed from watch streams, the initial-events-end one included (a streaming list never ends)",
 		Source: "gravitational/teleport#64188",
-		Arm: func(p *faults.Proxy) {
-			p.SetStreamFaults(faults.StreamFaults{DropBookmarks: true})
-		},
+		Arm:    streamFaults(faults.StreamFaults{DropBookmarks: true}),
 	},
 	{
 		ID:     "cut-before-end-bookmark",
 		What:   "every streaming list ended cleanly right before its initial-events-end bookmark",
 		Source: "kubernetes/kubernetes#140890",
-		Arm: func(p *faults.Proxy) {
-			p.SetStreamFaults(faults.StreamFaults{CutBeforeInitialEventsEnd: true})
-		},
+		Arm:    streamFaults(faults.StreamFaults{CutBeforeInitialEventsEnd: true}),
 	},
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
+	"github.com/steadywatch/steadywatch/e2e/internal/storecheck"
 )
 
 // Options configure Run. Zero fields take the defaults.
@@ -117,7 +119,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	// /readyz can pass before the bootstrap controller created "default".
-	if err := waitFor(ctx, 60*time.Second, func() bool {
+	if err := poll.Within(ctx, 60*time.Second, 100*time.Millisecond, func() bool {
 		_, err := direct.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
 		return err == nil
 	}); err != nil {
@@ -213,19 +215,6 @@ func (w *writer) step(ctx context.Context) error {
 	return nil
 }
 
-// truth is what the server holds in ns, read directly.
-func truth(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]string, error) {
-	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, cm := range l.Items {
-		out[cm.Name] = cm.ResourceVersion
-	}
-	return out, nil
-}
-
 // runFault holds f for o.Duration with every path started under it, lifts
 // it, and waits up to o.Recovery for every path to hold what the server
 // holds.
@@ -295,7 +284,7 @@ func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *re
 		if f.Tick != nil && f.Every > 0 && nextTick.Before(wake) {
 			wake = nextTick
 		}
-		if err := sleepUntil(ctx, wake); err != nil {
+		if err := poll.Sleep(ctx, time.Until(wake)); err != nil {
 			return fr, err
 		}
 	}
@@ -315,13 +304,13 @@ func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *re
 		}
 	}
 	recoveredAt := make([]time.Time, len(clients))
-	_ = waitFor(ctx, o.Recovery, func() bool {
+	_ = poll.Within(ctx, o.Recovery, 100*time.Millisecond, func() bool {
 		all := true
 		for i, c := range clients {
 			if !recoveredAt[i].IsZero() {
 				continue
 			}
-			want, err := truth(ctx, direct, c.ns)
+			want, _, err := storecheck.Truth(ctx, direct, c.ns)
 			if err == nil && maps.Equal(want, c.holds()) {
 				recoveredAt[i] = time.Now()
 				continue
@@ -360,37 +349,6 @@ func runFault(ctx context.Context, o Options, f Fault, p *faults.Proxy, pcfg *re
 	}
 	fr.Violations = Check(fr.Results, o.Duration)
 	return fr, nil
-}
-
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
-}
-
-// waitFor polls cond every 100 ms until it holds or d passes.
-func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
 }
 
 // RequestLog keeps every request a proxy logged, polled (Run) often enough

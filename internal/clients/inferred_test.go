@@ -7,12 +7,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 )
 
 // cms serves the ConfigMaps of the namespaces it lists ("" for every
@@ -70,24 +69,12 @@ func (c *cms) fullLists() int {
 	return n
 }
 
-type reasons struct {
-	metricsnop.Nop
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *reasons) Fallback(_, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, reason)
-}
-
 // world: three objects in "a", one in "b".
 func world(scope string) *cms {
 	return &cms{ns: []string{"a", "a", "a", "b"}, keys: []string{"a1", "a2", "a3", "b1"}, scope: scope}
 }
 
-func inferred(lw *cms, decs map[string]*cms, rec *reasons) *Inferred {
+func inferred(lw *cms, decs map[string]*cms, rec *testfake.Recorder) *Inferred {
 	return &Inferred{
 		LW: lw,
 		NewDec: func(ns string) (Lister, error) {
@@ -117,7 +104,7 @@ func TestInferredFindsTheScopeOfTheCallersListerWatcher(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			decs := map[string]*cms{"": world(""), "a": world("a"), "b": world("b")}
-			rec := &reasons{}
+			rec := &testfake.Recorder{}
 			c := inferred(tc.lw, decs, rec)
 			ctx := t.Context()
 			if _, err := c.List(ctx, metav1.ListOptions{}); err != nil {
@@ -140,8 +127,8 @@ func TestInferredFindsTheScopeOfTheCallersListerWatcher(t *testing.T) {
 					t.Errorf("Confirmed is not the decoding client of %q", tc.want)
 				}
 			}
-			if !slices.Equal(rec.got, tc.fallbacks) {
-				t.Errorf("fallbacks %v, want %v", rec.got, tc.fallbacks)
+			if !slices.Equal(rec.Labels(testfake.Fallback), tc.fallbacks) {
+				t.Errorf("fallbacks %v, want %v", rec.Labels(testfake.Fallback), tc.fallbacks)
 			}
 			if state, _ := c.load(); (state == scopeUnchecked) != tc.undecided {
 				t.Errorf("state %d, undecided want %v", state, tc.undecided)
@@ -157,7 +144,7 @@ func TestInferredWaitsWhileTheScopeIsAmbiguous(t *testing.T) {
 	onlyA := &cms{ns: []string{"a", "a"}, keys: []string{"a1", "a2"}}
 	decs := map[string]*cms{"": onlyA, "a": {ns: onlyA.ns, keys: onlyA.keys, scope: "a"}}
 	lw := &cms{ns: onlyA.ns, keys: onlyA.keys, scope: "a"}
-	c := inferred(lw, decs, &reasons{})
+	c := inferred(lw, decs, &testfake.Recorder{})
 	for range 2 {
 		if _, err := c.List(t.Context(), metav1.ListOptions{}); err != nil {
 			t.Fatal(err)
@@ -186,7 +173,7 @@ func TestInferredFailures(t *testing.T) {
 	decs := map[string]*cms{"": world(""), "a": world("a")}
 	decs[""].err = refused
 	lw := world("a")
-	c := inferred(lw, decs, &reasons{})
+	c := inferred(lw, decs, &testfake.Recorder{})
 	if _, err := c.List(t.Context(), metav1.ListOptions{}); !errors.Is(err, refused) {
 		t.Fatalf("err = %v, want the decoding client's", err)
 	}
@@ -196,7 +183,7 @@ func TestInferredFailures(t *testing.T) {
 
 	decs[""].err = nil
 	lw.err = errors.New("504 too large resource version")
-	rec := &reasons{}
+	rec := &testfake.Recorder{}
 	c = inferred(lw, decs, rec)
 	for i := range maxUncheckedLists {
 		_, _ = c.List(t.Context(), metav1.ListOptions{})
@@ -204,7 +191,7 @@ func TestInferredFailures(t *testing.T) {
 			t.Fatalf("after %d failed checks: state %d", i+1, state)
 		}
 	}
-	if !slices.Equal(rec.got, []string{"mismatch"}) {
-		t.Fatalf("fallbacks %v", rec.got)
+	if !slices.Equal(rec.Labels(testfake.Fallback), []string{"mismatch"}) {
+		t.Fatalf("fallbacks %v", rec.Labels(testfake.Fallback))
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/internal/capability"
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
 	shard "github.com/steadywatch/steadywatch/internal/sharding"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -81,27 +81,6 @@ func (s *fakeServer) lw() *cache.ListWatch {
 	}
 }
 
-type counting struct {
-	metricsnop.Nop
-	mu        sync.Mutex
-	fallbacks map[string]int
-}
-
-func (c *counting) Fallback(_, reason string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.fallbacks == nil {
-		c.fallbacks = map[string]int{}
-	}
-	c.fallbacks[reason]++
-}
-
-func (c *counting) count(reason string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fallbacks[reason]
-}
-
 var lowHalf = shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{Start: 0, End: 1 << 63}}}
 
 func inLowHalf(n int) int {
@@ -118,7 +97,7 @@ func inLowHalf(n int) int {
 func TestWrapListsTheRangeWhetherTheServerFiltersOrNot(t *testing.T) {
 	for _, applies := range []bool{true, false} {
 		srv := newFakeServer(60, applies)
-		rec := &counting{}
+		rec := &testfake.Recorder{}
 		lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
 		obj, err := lw.List(metav1.ListOptions{})
 		if err != nil {
@@ -132,7 +111,7 @@ func TestWrapListsTheRangeWhetherTheServerFiltersOrNot(t *testing.T) {
 		if len(items) != inLowHalf(60) || lw.Mode() != want || srv.sent[0] != "list:"+lowHalf.String() {
 			t.Fatalf("server applies=%v: %d items (want %d), mode %q (want %q), sent %q", applies, len(items), inLowHalf(60), lw.Mode(), want, srv.sent)
 		}
-		if got := rec.count("shard-client-filter"); (got == 1) != !applies {
+		if got := rec.Count(testfake.Fallback, "shard-client-filter"); (got == 1) != !applies {
 			t.Fatalf("server applies=%v: %d client-filter fallbacks", applies, got)
 		}
 	}
@@ -141,21 +120,21 @@ func TestWrapListsTheRangeWhetherTheServerFiltersOrNot(t *testing.T) {
 func TestWrapListsAgainWithoutTheParameterOnAMismatchedEcho(t *testing.T) {
 	srv := newFakeServer(60, true)
 	srv.echo = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
-	rec := &counting{}
+	rec := &testfake.Recorder{}
 	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
 	obj, err := lw.List(metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(obj.(*corev1.ConfigMapList).Items); n != inLowHalf(60) || lw.Mode() != shard.ModeClient ||
-		len(srv.sent) != 2 || srv.sent[1] != "list:" || rec.count("shard-info-mismatch") != 1 {
-		t.Fatalf("%d items, mode %q, sent %q, mismatches %d", n, lw.Mode(), srv.sent, rec.count("shard-info-mismatch"))
+		len(srv.sent) != 2 || srv.sent[1] != "list:" || rec.Count(testfake.Fallback, "shard-info-mismatch") != 1 {
+		t.Fatalf("%d items, mode %q, sent %q, mismatches %d", n, lw.Mode(), srv.sent, rec.Count(testfake.Fallback, "shard-info-mismatch"))
 	}
 }
 
 func TestWrapWatchDropsEventsOutsideTheRangeAndEndsWhenItChanges(t *testing.T) {
 	srv := newFakeServer(0, false)
-	rec := &counting{}
+	rec := &testfake.Recorder{}
 	var mu sync.Mutex
 	sel := lowHalf
 	lw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { mu.Lock(); defer mu.Unlock(); return sel }, Metrics: rec})
@@ -177,8 +156,8 @@ func TestWrapWatchDropsEventsOutsideTheRangeAndEndsWhenItChanges(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event delivered")
 	}
-	if rec.count("shard-event-outside-range") != 1 {
-		t.Fatalf("outside-range fallbacks: %d", rec.count("shard-event-outside-range"))
+	if rec.Count(testfake.Fallback, "shard-event-outside-range") != 1 {
+		t.Fatalf("outside-range fallbacks: %d", rec.Count(testfake.Fallback, "shard-event-outside-range"))
 	}
 	mu.Lock()
 	sel = shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{Start: 1 << 63, End: 0}}}
@@ -442,7 +421,7 @@ func nextObject(t *testing.T, w watch.Interface) watch.Event {
 // those outside the range (counted once, the mode updated).
 func TestWrapUnderTheDropInListerWatcherFiltersInThePipeline(t *testing.T) {
 	srv := newFakeServer(60, false)
-	rec := &counting{}
+	rec := &testfake.Recorder{}
 	slw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
 	dl := lister.Wrap(slw, lister.Options{Name: "test", StallTimeout: -1})
 	if _, err := dl.List(metav1.ListOptions{ResourceVersion: "0"}); err != nil {
@@ -460,7 +439,7 @@ func TestWrapUnderTheDropInListerWatcherFiltersInThePipeline(t *testing.T) {
 	if ev := nextObject(t, w); ev.Object.(*corev1.ConfigMap).Name != in.Name {
 		t.Fatalf("first event delivered is %s %s, want %s (the one outside the range dropped)", ev.Type, ev.Object.(*corev1.ConfigMap).Name, in.Name)
 	}
-	if n := rec.count("shard-event-outside-range"); n != 1 || slw.Mode() != shard.ModeClient {
+	if n := rec.Count(testfake.Fallback, "shard-event-outside-range"); n != 1 || slw.Mode() != shard.ModeClient {
 		t.Fatalf("outside-range fallbacks %d (want 1), mode %q", n, slw.Mode())
 	}
 
@@ -491,7 +470,7 @@ func forwardsEverything(t *testing.T, srv *fakeServer, slw *shard.ListerWatcher)
 // holds exactly the range, from the list and from the watch.
 func TestWrapUnderReflectorNewFiltersInThePipeline(t *testing.T) {
 	srv := newFakeServer(60, false)
-	rec := &counting{}
+	rec := &testfake.Recorder{}
 	slw := shard.Wrap(srv.lw(), shard.WrapOptions{Selector: func() shard.Selector { return lowHalf }, Metrics: rec})
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := reflector.New(lister.FromListerWatcher(slw), &corev1.ConfigMap{}, store, reflector.Options{
@@ -538,7 +517,7 @@ func TestWrapUnderReflectorNewFiltersInThePipeline(t *testing.T) {
 			t.Fatalf("%s held outside the range", o.(*corev1.ConfigMap).Name)
 		}
 	}
-	if n := rec.count("shard-event-outside-range"); n != 1 {
+	if n := rec.Count(testfake.Fallback, "shard-event-outside-range"); n != 1 {
 		t.Fatalf("outside-range fallbacks %d, want 1", n)
 	}
 	forwardsEverything(t, srv, slw)

@@ -2,6 +2,7 @@ package testfake
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -93,4 +94,27 @@ func Start(tb testing.TB, ctx context.Context, run func(ctx context.Context)) (s
 func RunInformer(tb testing.TB, inf cache.SharedIndexInformer) (stop func()) {
 	tb.Helper()
 	return Start(tb, context.Background(), inf.RunWithContext)
+}
+
+// Factory is what StartFactory needs of an informer factory: client-go's
+// SharedInformerFactory and steadywatch's have it.
+type Factory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
+}
+
+// StartFactory starts f's informers until the test ends (then stops and
+// shuts them down) and waits until each has synced; it fails the test if
+// one did not.
+func StartFactory(tb testing.TB, f Factory) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(func() { cancel(); f.Shutdown() })
+	f.Start(ctx.Done())
+	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			tb.Fatalf("%v not synced", typ)
+		}
+	}
 }

@@ -3,8 +3,9 @@
 // scripted client, lists that block until released, an HTTP server that
 // counts the requests on the wire, objects (ConfigMap), the apiserver's
 // 410 and 504 answers (Gone, TooLarge), a poll with a deadline (WaitFor),
-// and a runner that stops a reflector or an informer when the test ends
-// (Start, RunInformer). For a fake apiserver with real resourceVersion
+// a runner that stops a reflector or an informer when the test ends
+// (Start, RunInformer), and a metrics.Recorder that keeps every report in
+// order (Recorder). For a fake apiserver with real resourceVersion
 // semantics, use package steadywatchtest.
 package testfake
 

@@ -15,6 +15,8 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
+	"github.com/steadywatch/steadywatch/e2e/internal/storecheck"
 	"github.com/steadywatch/steadywatch/e2e/soak"
 )
 
@@ -74,7 +76,7 @@ var scenes = []scene{
 				if err := update(ctx, e, fmt.Sprintf("cm-%d", i%2)); err != nil {
 					return err
 				}
-				if err := hold(ctx, 250*time.Millisecond); err != nil {
+				if err := poll.Sleep(ctx, 250*time.Millisecond); err != nil {
 					return err
 				}
 			}
@@ -87,7 +89,7 @@ var scenes = []scene{
 		watch:     "stock asks again at once, without a delay: a request storm; ours lists instead and syncs",
 		soakFault: "cut-before-end-bookmark", objects: 10, window: 10 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
-			return hold(ctx, 5*time.Second)
+			return poll.Sleep(ctx, 5*time.Second)
 		},
 	},
 	{
@@ -145,7 +147,7 @@ var scenes = []scene{
 		watch:     "stock retries each request 10 times at once, then again after its backoff: a request storm; ours one request per backoff",
 		soakFault: "429-retry-after-minus-1", objects: 3, window: 25 * time.Second,
 		trouble: func(ctx context.Context, e *env) error {
-			return hold(ctx, 6*time.Second)
+			return poll.Sleep(ctx, 6*time.Second)
 		},
 	},
 	{
@@ -295,7 +297,7 @@ func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cf
 	// stock's window and ours' bound passed.
 	recovered := map[string]time.Duration{}
 	check := func() error {
-		want, _, err := truth(ctx, cs, ns)
+		want, _, err := storecheck.Truth(ctx, cs, ns)
 		if err != nil {
 			return err
 		}
@@ -319,7 +321,7 @@ func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cf
 		return nil, checkErr
 	}
 	end := time.Now()
-	want, rv, err := truth(ctx, cs, ns)
+	want, rv, err := storecheck.Truth(ctx, cs, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -340,18 +342,6 @@ func runScene(ctx context.Context, t *timeline, sc scene, c *harness.Cluster, cf
 		results = append(results, r)
 	}
 	return results, nil
-}
-
-// hold waits d (a fault held for d), or until ctx ends.
-func hold(ctx context.Context, d time.Duration) error {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
 }
 
 func create(ctx context.Context, e *env, name string) error {
@@ -399,18 +389,8 @@ func populateNamespace(ctx context.Context, cs kubernetes.Interface, prefix stri
 
 // waitFor polls cond every 50ms until it is true (nil), d passes or ctx ends.
 func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if cond() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("condition not met within %v: %w", d, ctx.Err())
-		case <-tick.C:
-		}
+	if err := poll.Within(ctx, d, 50*time.Millisecond, cond); err != nil {
+		return fmt.Errorf("condition not met within %v: %w", d, err)
 	}
+	return nil
 }

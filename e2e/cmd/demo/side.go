@@ -3,20 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/storecheck"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/e2e/soak"
 	"github.com/steadywatch/steadywatch/lister"
@@ -228,45 +227,21 @@ func (s *side) stop() {
 
 // ---- truth ----
 
-// truth is a fresh MostRecent (consistent) list straight from the apiserver.
-func truth(ctx context.Context, cs kubernetes.Interface, ns string) (map[string]string, string, error) {
-	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, "", err
-	}
-	out := map[string]string{}
-	for _, cm := range l.Items {
-		out[cm.Name] = cm.ResourceVersion
-	}
-	return out, l.ResourceVersion, nil
-}
-
 // diff describes how got differs from want ("" if equal).
 func diff(got, want map[string]string) string {
-	var missing, extra, stale []string
-	for k, v := range want {
-		g, ok := got[k]
-		switch {
-		case !ok:
-			missing = append(missing, k)
-		case g != v:
-			stale = append(stale, fmt.Sprintf("%s at %s, not %s", k, g, v))
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			extra = append(extra, k)
-		}
+	d := storecheck.Compare(want, got)
+	stale := make([]string, len(d.Differ))
+	for i, k := range d.Differ {
+		stale[i] = fmt.Sprintf("%s at %s, not %s", k, got[k], want[k])
 	}
 	var parts []string
 	for _, p := range []struct {
 		name string
 		keys []string
-	}{{"missing", missing}, {"extra", extra}, {"stale", stale}} {
+	}{{"missing", d.Missing}, {"extra", d.Extra}, {"stale", stale}} {
 		if len(p.keys) == 0 {
 			continue
 		}
-		sort.Strings(p.keys)
 		n, more := len(p.keys), ""
 		if n > 2 {
 			more = fmt.Sprintf(" +%d more", n-2)

@@ -473,16 +473,26 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 			}
 			_ = rc.Flush()
 		}
-		if rerr == io.EOF {
+		if p.bodyEnded(rerr, st, rec, abort) {
 			return
 		}
-		if rerr != nil {
-			if p.ending(st) == endAbrupt {
-				abort(nil)
-			}
-			abort(fmt.Errorf("reading from backend %d: %w", rec.Backend, rerr))
-		}
 	}
+}
+
+// bodyEnded reports whether a read of a backend's answer ended it (io.EOF);
+// on any other error it aborts the client's stream (abruptly, without the
+// error, when the proxy ended the stream abruptly).
+func (p *Proxy) bodyEnded(rerr error, st *stream, rec *Request, abort func(error)) bool {
+	if rerr == io.EOF {
+		return true
+	}
+	if rerr != nil {
+		if p.ending(st) == endAbrupt {
+			abort(nil)
+		}
+		abort(fmt.Errorf("reading from backend %d: %w", rec.Backend, rerr))
+	}
+	return false
 }
 
 // outRequest builds the request to backend i: same method, path and headers

@@ -495,14 +495,8 @@ func (p *Proxy) forwardEvents(ctx context.Context, w io.Writer, rc *http.Respons
 				return
 			}
 		}
-		if rerr == io.EOF {
+		if p.bodyEnded(rerr, st, rec, abort) {
 			return
-		}
-		if rerr != nil {
-			if p.ending(st) == endAbrupt {
-				abort(nil)
-			}
-			abort(fmt.Errorf("reading from backend %d: %w", rec.Backend, rerr))
 		}
 	}
 }

@@ -15,6 +15,8 @@ package suite
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -25,6 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/internal/extcluster"
@@ -92,6 +96,36 @@ func ConfigMaps(cs kubernetes.Interface, ns string) lister.Client {
 		panic(err) // ConfigMaps are in client-go's clientset
 	}
 	return c
+}
+
+// WaitForDefaultNamespace waits up to a minute for the "default" namespace
+// behind cs: /readyz can pass before the apiserver's bootstrap controller has
+// created it (seen on v1.18.19: "namespaces \"default\" not found" on the
+// first create), and the namespace lifecycle admission can likewise refuse
+// the first writes.
+func WaitForDefaultNamespace(ctx context.Context, cs kubernetes.Interface) {
+	ginkgo.GinkgoHelper()
+	gomega.Eventually(func(g gomega.Gomega) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(gomega.Succeed())
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg (server, CA data and bearer
+// token, TLS verification on) to a file of the current spec's temp dir,
+// readable by its owner only, and returns its path. Its context, cluster
+// and user are named cluster, cluster and user.
+func WriteKubeconfig(cfg *rest.Config, cluster, user string) string {
+	ginkgo.GinkgoHelper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[cluster] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
+	kc.CurrentContext = cluster
+	path := filepath.Join(ginkgo.GinkgoT().TempDir(), "kubeconfig")
+	gomega.Expect(clientcmd.WriteToFile(*kc, path)).To(gomega.Succeed())
+	gomega.Expect(os.Chmod(path, 0o600)).To(gomega.Succeed())
+	return path
 }
 
 // NewNamespace creates a namespace named prefix-<random> that is deleted at

@@ -35,3 +35,28 @@ func TestCounter(t *testing.T) {
 		}
 	}
 }
+
+func TestCounterFamiliesAndEvents(t *testing.T) {
+	c := New()
+	c.Relist("x", "gone")
+	c.Relist("x", "gone")
+	c.Fallback("x", "rule1")
+	c.Transition("x", "Listing", "Watching", "synced")
+	c.Bookmark("x")
+	if got := FormatCounts(c.Family(FamilyRelist)); got != "gone=2" {
+		t.Errorf("relists %q", got)
+	}
+	if got := FormatCounts(c.Family(FamilyTransition)); got != "Listing->Watching=1" {
+		t.Errorf("transitions %q", got)
+	}
+	if c.Total(FamilyFallback) != 1 || c.Total(FamilyBookmark) != 1 || FormatCounts(nil) != "(none)" {
+		t.Error("totals/empty format wrong")
+	}
+	if got := c.Labels(FamilyRelist); len(got) != 2 || got[0] != "gone" {
+		t.Errorf("relist labels %v", got)
+	}
+	ev := c.Events()
+	if len(ev) != 5 || ev[3].Label != "Listing->Watching" || ev[3].Reason != "synced" || ev[3].At.IsZero() {
+		t.Errorf("events %+v", ev)
+	}
+}
