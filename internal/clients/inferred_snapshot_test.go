@@ -1,0 +1,118 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/steadywatch/steadywatch/internal/testfake"
+)
+
+// atRV answers cms's lists at resourceVersion rv; with exactErr, a list at
+// a resourceVersion fails with it (a server whose watch cache lags).
+type atRV struct {
+	*cms
+	rv       string
+	exactErr error
+}
+
+func (c *atRV) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	if c.exactErr != nil && o.ResourceVersion != "" {
+		c.cms.mu.Lock()
+		c.cms.lists = append(c.cms.lists, o)
+		c.cms.mu.Unlock()
+		return nil, c.exactErr
+	}
+	obj, err := c.cms.List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.ResourceVersion != "" {
+		c.rv = o.ResourceVersion // served at the version asked for
+	}
+	lm, _ := meta.ListAccessor(obj)
+	lm.SetResourceVersion(c.rv)
+	return obj, nil
+}
+
+// The caller's ListerWatcher is never asked for a list at a
+// resourceVersion: its client may retry a 504 "too large resource version"
+// 10 times on its own. The decoding client is asked again at the
+// resourceVersion of the caller's answer when it was of another snapshot.
+func TestInferredAsksTheCallersListerWatcherOnlyForTheNewest(t *testing.T) {
+	all, a := &atRV{cms: world(""), rv: "7"}, &atRV{cms: world("a"), rv: "7"}
+	lw := &atRV{cms: world("a"), rv: "9"}
+	c := &Inferred{
+		LW: lw,
+		NewDec: func(ns string) (Lister, error) {
+			return map[string]Lister{"": all, "a": a}[ns], nil
+		},
+		Name: "v1/configmaps", Metrics: &testfake.Recorder{}, MismatchReason: "mismatch", NoClientReason: "no-client",
+	}
+	if _, err := c.List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range lw.lists {
+		if o.ResourceVersion != "" {
+			t.Errorf("the caller's ListerWatcher was asked for a list at resourceVersion %q", o.ResourceVersion)
+		}
+	}
+	var at9 int
+	for _, o := range append(all.lists, a.lists...) {
+		if o.Limit == 1 && o.ResourceVersion == "9" {
+			at9++
+		}
+	}
+	if at9 != 2 {
+		t.Errorf("the decoding clients' limit=1 lists at the caller's resourceVersion 9: %d, want 2 (every namespace, then a): %v %v", at9, all.lists, a.lists)
+	}
+	if c.Confirmed() != Lister(a) {
+		t.Errorf("confirmed %v, want the decoding client of namespace a", c.Confirmed())
+	}
+}
+
+// A lagging server refuses every list at a resourceVersion: each check
+// costs the caller's ListerWatcher one newest limit=1 list, and after
+// maxUncheckedLists failed checks every request goes through it.
+func TestInferredCheckAtTheCallersVersionFails(t *testing.T) {
+	tooLarge := errors.New("504 too large resource version")
+	all := &atRV{cms: world(""), rv: "7", exactErr: tooLarge}
+	lw := &atRV{cms: world("a"), rv: "9"}
+	rec := &testfake.Recorder{}
+	c := &Inferred{
+		LW: lw,
+		NewDec: func(ns string) (Lister, error) {
+			if ns == "" {
+				return all, nil
+			}
+			return &atRV{cms: world(ns), rv: "7", exactErr: tooLarge}, nil
+		},
+		Name: "v1/configmaps", Metrics: rec, MismatchReason: "mismatch", NoClientReason: "no-client",
+	}
+	for i := range maxUncheckedLists + 1 {
+		if _, err := c.List(t.Context(), metav1.ListOptions{}); err != nil {
+			t.Fatalf("list %d: %v", i+1, err)
+		}
+	}
+	probes, full := 0, 0
+	for _, o := range lw.lists {
+		switch {
+		case o.ResourceVersion != "":
+			t.Errorf("the caller's ListerWatcher was asked for a list at resourceVersion %q", o.ResourceVersion)
+		case o.Limit == 1:
+			probes++
+		default:
+			full++
+		}
+	}
+	if probes != maxUncheckedLists || full != maxUncheckedLists+1 {
+		t.Errorf("the caller's ListerWatcher sent %d limit=1 and %d full lists, want %d and %d", probes, full, maxUncheckedLists, maxUncheckedLists+1)
+	}
+	if state, _ := c.load(); state != scopeMismatch || len(rec.Labels(testfake.Fallback)) != 1 {
+		t.Errorf("state %d, fallbacks %v: want the fallback after %d failed checks", state, rec.Labels(testfake.Fallback), maxUncheckedLists)
+	}
+}
