@@ -49,7 +49,7 @@ import (
 // Where the server streams lists from its watch cache (the defaults of
 // Kubernetes 1.34 and later), streams cost it little and a gate only makes
 // informers wait; use a gate where the server lists, and for resources its
-// watch cache does not hold. docs/benchmarks.md (P5) has the measurements.
+// watch cache does not hold. docs/benchmarks.md ("apiserver cost when 8 informers start at once") has the measurements.
 //
 // A read that holds a slot for longer than the gate's hold bound
 // (WithMaxHold, default one minute: the apiserver's own default
