@@ -57,6 +57,10 @@ type Reflector struct {
 	// informer's SetWatchErrorHandler; informer.go).
 	onError func(context.Context, error)
 
+	// observe, if set (by tests), is given every transition on the Run
+	// goroutine.
+	observe func(from, to state, w why)
+
 	// Owned by the Run goroutine.
 	backoff     *backoff.ExponentialBackOff
 	lastFailure time.Time
@@ -358,6 +362,9 @@ func (r *Reflector) transition(ctx context.Context, from, to state, w why) {
 	r.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Reflector transition", "from", from.phase(), "to", to.phase(), "reason", string(w.code), "detail", w.detail)
 	r.o.Metrics.Transition(r.name, string(from.phase()), string(to.phase()), string(w.code))
+	if r.observe != nil {
+		r.observe(from, to, w)
+	}
 }
 
 func (r *Reflector) initialState(ctx context.Context) state {
@@ -642,8 +649,9 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	} else {
 		klog.FromContext(ctx).V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
 	}
-	d := engine.Decide(engine.Situation{Op: engine.OpRelist, Semantic: q.Semantic, Class: class,
-		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}, r.o.lk.Policy)
+	sit := engine.Situation{Op: engine.OpRelist, Semantic: q.Semantic, Class: class,
+		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}
+	d := r.decide(sit)
 	next := s.retry()
 	switch d.Action {
 	case vocab.Relist:
@@ -651,7 +659,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	case vocab.FallbackMostRecent:
 		next.query = lister.MostRecent()
 	}
-	w := because(d.Reason, "%s failed (%s): %v; listing %s", q, class, err, next.query)
+	w := because(d.Reason, "%s failed (%s): %v; listing %s", q, class, err, next.query).by(d, sit)
 	if d.Wait == engine.WaitNone {
 		return next, w
 	}
@@ -765,7 +773,6 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	if !s.initial && s.attempt == 0 {
 		r.o.Metrics.Relist(r.name, string(s.cause))
 	}
-	asList := listing{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt + 1} // the same (re)list, another way
 	opts := r.selectors()
 	opts.ResourceVersion = s.query.ResourceVersion
 	opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
@@ -788,7 +795,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return stopped{}, because(reason.ContextDone, "context ended while opening a streaming list")
 	}
 	if err != nil {
-		return r.streamOpenFailed(ctx, s, asList, err)
+		return r.streamOpenFailed(ctx, s, err)
 	}
 
 	// The initial events are applied to the store as they arrive.
@@ -806,37 +813,36 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		Server:         r.o.Server,
 	}, logger, func(e watch.Event) bool { return r.applyStreamed(ctx, ev, e) })
 	release()
-	return r.streamEnded(ctx, s, asList, w, opened, out, detail, ev)
+	return r.streamEnded(ctx, s, w, opened, out, detail, ev)
 }
 
 // streamOpenFailed is the state after a streaming list's watch could not
-// be opened.
-func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, asList listing, err error) (state, why) {
+// be opened: the row of the decision table for what the error shows
+// (OpStreamOpen).
+func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, err error) (state, why) {
 	class, retryAfter := classify(err)
-	if engine.RejectsStreamingList(err) {
+	sit := engine.Situation{Op: engine.OpStreamOpen, Semantic: s.query.Semantic, Class: class,
+		Rejected: engine.RejectsStreamingList(err), NoResponse: errors.Is(err, watchpipe.ErrNoWatchResponse)}
+	d := r.decide(sit)
+	var w why
+	switch {
+	case d.Reason == reason.StreamRejected:
 		r.observeStreaming(capability.No, fmt.Sprintf("streaming list rejected: %v", err))
-		return asList, because(reason.StreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
-	}
-	if class == vocab.Invalid {
+		w = because(reason.StreamRejected, "server rejects sendInitialEvents (%v): listing instead", err)
+	case d.Reason == reason.TooLargeRV:
+		w = because(reason.TooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
+	case d.Then == engine.ThenListMostRecent:
+		// The open itself hung (a proxy holding the stream, or the REST
+		// client's own retries of a 504 inside it).
+		w = because(d.Reason, "streaming %s: %v; listing MostRecent instead", s.query, err)
+	case d.Wait == engine.WaitNone:
 		// The caller's own invalid request (a bad selector): not evidence
 		// about the server. The list says the same to the caller.
-		return asList, because(reason.StreamFailed, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
+		w = because(d.Reason, "streaming list refused as invalid (%v): the request itself, not the server's streaming; listing instead", err)
+	default:
+		w = because(d.Reason, "streaming list failed (%s): %v; listing instead", class, err)
 	}
-	if s.query.Semantic == fallback.NotOlderThan && errors.Is(err, watchpipe.ErrNoWatchResponse) {
-		// The open itself hung (a proxy holding the stream, or the REST
-		// client's own retries of a 504 inside it): list MostRecent, which
-		// cannot be older than anything already served.
-		next := listing{query: (fallback.Query{Semantic: fallback.MostRecent}), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(0), next: next}, because(reason.StreamFailed, "streaming %s: %v; listing MostRecent instead", s.query, err)
-	}
-	if (class == vocab.TooLargeRV || class == vocab.ServerError) && s.query.Semantic == fallback.NotOlderThan {
-		// This server is behind the store's resourceVersion (HA lag, or a
-		// server that cannot serve it): a consistent MostRecent read cannot
-		// be older than anything already served.
-		next := r.syncState(ctx, (fallback.Query{Semantic: fallback.MostRecent}), s.initial, s.cause)
-		return backingOff{delay: r.delay(retryAfter), next: next}, because(reason.TooLargeRV, "streaming %s: too large resource version (Retry-After %v); MostRecent instead", s.query, retryAfter)
-	}
-	return backingOff{delay: r.delay(retryAfter), next: asList}, because(reason.StreamFailed, "streaming list failed (%s): %v; listing instead", class, err)
+	return r.carryOut(ctx, d, sit, fill{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt}, retryAfter, w)
 }
 
 // streamed is what a streaming list's initial events left: the snapshot
@@ -869,72 +875,93 @@ func (r *Reflector) applyStreamed(ctx context.Context, ev *streamed, e watch.Eve
 }
 
 // streamEnded is the state after a streaming list's initial events ended
-// (how: out).
-func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList listing, w watch.Interface, opened time.Time, out watchpipe.InitialEventsOutcome, detail string, ev *streamed) (state, why) {
-	logger := klog.FromContext(ctx)
+// (how: out): the snapshot is finished or abandoned, then the row of the
+// decision table for how it ended (OpStreamEnd) is carried out.
+func (r *Reflector) streamEnded(ctx context.Context, s streamingList, w watch.Interface, opened time.Time, out watchpipe.InitialEventsOutcome, detail string, ev *streamed) (state, why) {
 	if out != watchpipe.InitialEventsEnded {
 		ev.snap.abandon()
 	}
-	switch out {
-	case watchpipe.InitialEventsStopped:
+	if out == watchpipe.InitialEventsStopped && ev.applyErr == nil {
 		w.Stop()
-		if stale := (*StaleListError)(nil); errors.As(ev.applyErr, &stale) {
-			next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(reason.StaleList, "streaming %s: %v", s.query, ev.applyErr)
-		}
-		if ev.applyErr != nil {
-			return backingOff{delay: r.delay(0), next: asList}, because(reason.ListError, "store rejected a streamed object: %v", ev.applyErr)
-		}
 		return stopped{}, because(reason.ContextDone, "context ended during a streaming list")
-	case watchpipe.InitialEventsClosed, watchpipe.InitialEventsCut:
-		w.Stop()
-		return backingOff{delay: r.delay(0), next: asList}, because(reason.StreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
-	case watchpipe.InitialEventsError:
-		w.Stop()
-		class, retryAfter := classify(ev.failed)
-		if class == vocab.Gone {
-			next := streamingList{query: (fallback.Query{Semantic: fallback.MostRecent}), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(reason.ListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
-		}
-		return backingOff{delay: r.delay(retryAfter), next: asList}, because(reason.StreamFailed, "streaming list error (%s): %v; listing instead", class, ev.failed)
-	case watchpipe.InitialEventsNotStreaming:
+	}
+	sit, f, retryAfter, wy := r.streamEnding(ctx, s, out, detail, ev)
+	f.w, f.opened = w, opened
+	d := r.decide(sit)
+	logger := klog.FromContext(ctx)
+	switch d.Reason {
+	case reason.StreamIgnored:
 		// A server that silently ignores sendInitialEvents (v1.18) sends plain
 		// ADDED events and never the end bookmark: the guard recorded it, so
 		// the next sync lists without waiting.
-		w.Stop()
 		logger.Info("Server ignores streaming lists; listing instead", "detail", detail)
-		return asList, because(reason.StreamIgnored, "streaming list ignored: %s; listing instead", detail)
-	}
-	if r.pipe.Unparsable(ev.endRV) {
+	case reason.BadResourceVersion:
 		// Every watch from it would fail: the streaming list is abandoned
 		// and the same sync is made with a list.
-		w.Stop()
-		ev.snap.abandon()
 		r.o.Metrics.Fallback(r.name, string(reason.BadResourceVersion))
 		logger.Info("Abandoning a streaming list whose initial-events-end bookmark has a resourceVersion that does not parse on a server whose versions do",
 			"reason", string(reason.BadResourceVersion), "resourceVersion", ev.endRV)
-		return backingOff{delay: r.delay(0), next: asList}, because(reason.BadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", ev.endRV)
+	}
+	if d.Then != engine.ThenWatch {
+		w.Stop()
+	}
+	return r.carryOut(ctx, d, sit, f, retryAfter, wy)
+}
+
+// streamEnding gathers how a streaming list ended (OpStreamEnd), finishing
+// the snapshot when the initial events ended well at a resourceVersion the
+// store may take: the situation, what the next state is built from, the
+// server's Retry-After and the transition's reason.
+func (r *Reflector) streamEnding(ctx context.Context, s streamingList, out watchpipe.InitialEventsOutcome, detail string, ev *streamed) (engine.Situation, fill, time.Duration, why) {
+	sit := engine.Situation{Op: engine.OpStreamEnd}
+	f := fill{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt}
+	stale := (*StaleListError)(nil)
+	switch out {
+	case watchpipe.InitialEventsStopped:
+		if errors.As(ev.applyErr, &stale) {
+			sit.Ending, f.rv = engine.EndedStale, stale.Required
+			return sit, f, 0, because(reason.StaleList, "streaming %s: %v", s.query, ev.applyErr)
+		}
+		sit.Ending = engine.EndedStoreFailed
+		return sit, f, 0, because(reason.ListError, "store rejected a streamed object: %v", ev.applyErr)
+	case watchpipe.InitialEventsClosed, watchpipe.InitialEventsCut:
+		sit.Ending = engine.EndedCut
+		return sit, f, 0, because(reason.StreamFailed, "streaming list closed before its initial-events-end bookmark (%s); listing instead", detail)
+	case watchpipe.InitialEventsError:
+		class, retryAfter := classify(ev.failed)
+		sit.Ending, sit.Class = engine.EndedError, class
+		if class == vocab.Gone {
+			return sit, f, retryAfter, because(reason.ListGone, "streaming %s is gone (410): streaming MostRecent", s.query)
+		}
+		return sit, f, retryAfter, because(reason.StreamFailed, "streaming list error (%s): %v; listing instead", class, ev.failed)
+	case watchpipe.InitialEventsNotStreaming:
+		sit.Ending = engine.EndedIgnored
+		return sit, f, 0, because(reason.StreamIgnored, "streaming list ignored: %s; listing instead", detail)
+	}
+	if r.pipe.Unparsable(ev.endRV) {
+		ev.snap.abandon()
+		sit.Ending = engine.EndedBadRV
+		return sit, f, 0, because(reason.BadResourceVersion, "the initial-events-end bookmark's resourceVersion %q does not parse; listing instead", ev.endRV)
 	}
 	if last := r.LastSyncResourceVersion(); last != "" && isOlder(ev.endRV, last) {
-		w.Stop()
 		ev.snap.abandon()
-		next := listing{query: relistQuery(last), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-		return backingOff{delay: r.delay(0), next: next}, because(reason.StaleList, "%v", &StaleListError{Required: last, Served: ev.endRV})
+		sit.Ending, f.rv = engine.EndedStale, last
+		return sit, f, 0, because(reason.StaleList, "%v", &StaleListError{Required: last, Served: ev.endRV})
 	}
 	prev := r.LastSyncResourceVersion()
 	advanced := prev == "" || isOlder(prev, ev.endRV)
 	if err := ev.snap.finish(ctx, ev.endRV); err != nil {
-		w.Stop()
-		if stale := (*StaleListError)(nil); errors.As(err, &stale) {
+		if errors.As(err, &stale) {
 			// The stream lacks an object the store holds at a newer version.
-			next := listing{query: relistQuery(stale.Required), initial: s.initial, cause: s.cause, attempt: s.attempt + 1}
-			return backingOff{delay: r.delay(0), next: next}, because(reason.StaleList, "%v", stale)
+			sit.Ending, f.rv = engine.EndedStale, stale.Required
+			return sit, f, 0, because(reason.StaleList, "%v", stale)
 		}
-		return backingOff{delay: r.delay(0), next: asList}, because(reason.ListError, "store update failed: %v", err)
+		sit.Ending = engine.EndedStoreFailed
+		return sit, f, 0, because(reason.ListError, "store update failed: %v", err)
 	}
 	if r.bookmarkStore != nil {
 		if err := r.bookmarkStore.Bookmark(ev.endRV); err != nil {
-			logger.Error(err, "Unable to pass bookmark to the store", "resourceVersion", ev.endRV)
+			klog.FromContext(ctx).Error(err, "Unable to pass bookmark to the store", "resourceVersion", ev.endRV)
 		}
 	}
 	if advanced {
@@ -943,7 +970,8 @@ func (r *Reflector) streamEnded(ctx context.Context, s streamingList, asList lis
 		// relist decided before the next watch event still backs off.)
 		r.resetBackoff()
 	}
-	return watching{rv: ev.endRV, w: w, opened: opened}, because(reason.Streamed, "streamed %d items, initial events end at resourceVersion %q", ev.snap.len(), ev.endRV)
+	sit.Ending, f.rv = engine.EndedOK, ev.endRV
+	return sit, f, 0, because(reason.Streamed, "streamed %d items, initial events end at resourceVersion %q", ev.snap.len(), ev.endRV)
 }
 
 func (r *Reflector) observeStreaming(s capability.Support, detail string) {
@@ -1000,22 +1028,22 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	// The choice is a row of the one decision table (OpWatch).
 	class, retryAfter := classify(err)
 	klog.FromContext(ctx).V(2).Info("Watch failed", "resourceVersion", rv, "class", class.String(), "err", err)
-	d := engine.Decide(engine.Situation{Op: engine.OpWatch, Class: class,
-		AttemptsLeft: attempt < max(r.o.MaxTooLargeWatchRetries, 0)}, r.o.lk.Policy)
+	sit := engine.Situation{Op: engine.OpWatch, Class: class, Resumable: resumable(rv),
+		AttemptsLeft: attempt < max(r.o.MaxTooLargeWatchRetries, 0)}
+	d := r.decide(sit)
 	var (
 		next state = startingWatch{rv: rv, attempt: attempt + 1}
 		then       = "watching again from " + strconv.Quote(rv)
 	)
 	switch {
+	case d.Reason == reason.NoResumeVersion:
+		// A watch from "" or "0" resumes nothing (resumable): list.
+		return r.carryOut(ctx, d, sit, fill{}, retryAfter,
+			because(reason.NoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, (fallback.Query{Semantic: fallback.MostRecent})))
 	case d.Action == vocab.Relist:
 		next, then = r.syncState(ctx, relistQuery(rv), false, d.Reason), "relisting "+relistQuery(rv).String()
 	case d.Action == vocab.FallbackMostRecent:
 		next, then = r.syncState(ctx, (fallback.Query{Semantic: fallback.MostRecent}), false, d.Reason), "relisting "+(fallback.Query{Semantic: fallback.MostRecent}).String()
-	case !resumable(rv):
-		// A watch from "" or "0" resumes nothing (resumable): list.
-		next = r.syncState(ctx, (fallback.Query{Semantic: fallback.MostRecent}), false, reason.NoResumeVersion)
-		return backingOff{delay: r.delay(retryAfter), next: next},
-			because(reason.NoResumeVersion, "watch from %q failed (%s, Retry-After %v): %v; listing %s", rv, class, retryAfter, err, (fallback.Query{Semantic: fallback.MostRecent}))
 	default:
 		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
 	}
@@ -1023,11 +1051,8 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 	if class == vocab.Gone {
 		what = "410 Gone"
 	}
-	w := because(d.Reason, "watch from %q: %s; %s (%v)", rv, what, then, err)
-	if d.Wait == engine.WaitIfRepeated {
-		return r.relist(next, 0), w
-	}
-	return backingOff{delay: r.delay(retryAfter), next: next}, w
+	w := because(d.Reason, "watch from %q: %s; %s (%v)", rv, what, then, err).by(d, sit)
+	return r.after(d.Wait, next, retryAfter), w
 }
 
 // resumable reports whether a watch can resume from rv. A watch from "" or
@@ -1038,17 +1063,6 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 // server's answer is untrusted input: the reflector never resumes a watch
 // from there, it lists.
 func resumable(rv string) bool { return rv != "" && rv != "0" }
-
-// noResume is the state after a watch ended (how: detail) while the store's
-// resourceVersion is rv, which no watch can resume from (resumable): a
-// MostRecent (re)list after a backoff delay. The watch made no progress
-// (progress adopts a resourceVersion other than "" and "0"), so the delay
-// grows as after any failure.
-func (r *Reflector) noResume(ctx context.Context, rv, detail string) (state, why) {
-	q := (fallback.Query{Semantic: fallback.MostRecent})
-	return backingOff{delay: r.delay(0), next: r.syncState(ctx, q, false, reason.NoResumeVersion)},
-		because(reason.NoResumeVersion, "watch from %q %s; a watch cannot resume from there, listing %s", rv, detail, q)
-}
 
 func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 	defer s.w.Stop()
@@ -1133,59 +1147,79 @@ func (r *Reflector) stepWatch(ctx context.Context, s watching) (state, why) {
 }
 
 // watchClosed is the state after the server closed a watch that saw
-// events events and adopted a newer resourceVersion if progressed.
+// events events and adopted a newer resourceVersion if progressed: the row
+// of the decision table for it (OpWatchEnd).
 func (r *Reflector) watchClosed(ctx context.Context, s watching, events int, progressed bool) (state, why) {
-	rv := r.LastSyncResourceVersion()
-	if !resumable(rv) {
-		return r.noResume(ctx, rv, fmt.Sprintf("closed after %d events", events))
-	}
-	if progressed {
-		r.o.Metrics.WatchRestart(r.name, string(reason.WatchClosed))
-		return startingWatch{rv: rv}, because(reason.WatchClosed, "watch closed after %d events; resuming from %q", events, rv)
-	}
-	// No progress, no hurry: a watch that adopted nothing is a
-	// failure for the backoff, however it ended.
-	if r.o.Clock.Since(s.opened) < r.o.ShortWatch {
+	rv, lasted := r.LastSyncResourceVersion(), r.o.Clock.Since(s.opened)
+	sit := engine.Situation{Op: engine.OpWatchEnd, Ending: engine.EndedClosed, Resumable: resumable(rv), Progressed: progressed,
+		Short: lasted < r.o.ShortWatch, AttemptsLeft: r.shortWatches+1 <= max(r.o.MaxShortWatches, 0)}
+	d := r.decide(sit)
+	var w why
+	switch {
+	case d.Reason == reason.NoResumeVersion:
+		w = noResume(rv, fmt.Sprintf("closed after %d events", events))
+	case d.Reason == reason.ShortWatch && d.Then == engine.ThenWatchAgain:
 		r.shortWatches++
-		if r.shortWatches > max(r.o.MaxShortWatches, 0) {
-			// Watches from rv keep ending at once with nothing: a
-			// server whose history is gone but never says 410
-			// (kubernetes/kubernetes#104171, #137089). Relist, as
-			// client-go does after a "very short watch", and back
-			// off first, as after a 410.
-			r.shortWatches = 0
-			return backingOff{delay: r.delay(0), next: r.syncState(ctx, relistQuery(rv), false, reason.ShortWatch)},
-				because(reason.ShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
-		}
-		r.o.Metrics.WatchRestart(r.name, string(reason.ShortWatch))
-		return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(reason.ShortWatch, "watch closed after %v and %d events without progress", r.o.Clock.Since(s.opened), events)
+		w = because(reason.ShortWatch, "watch closed after %v and %d events without progress", lasted, events)
+	case d.Reason == reason.ShortWatch:
+		// Watches from rv keep ending at once with nothing: a server whose
+		// history is gone but never says 410.
+		r.shortWatches = 0
+		w = because(reason.ShortWatch, "%d watches from %q closed at once without progress; relisting %s", max(r.o.MaxShortWatches, 0)+1, rv, relistQuery(rv))
+	case d.Wait == engine.WaitNone: // it progressed
+		w = because(d.Reason, "watch closed after %d events; resuming from %q", events, rv)
+	default:
+		w = because(d.Reason, "watch closed after %d events without progress; resuming from %q", events, rv)
 	}
-	r.o.Metrics.WatchRestart(r.name, string(reason.WatchClosed))
-	return backingOff{delay: r.delay(0), next: startingWatch{rv: rv}}, because(reason.WatchClosed, "watch closed after %d events without progress; resuming from %q", events, rv)
+	return r.watchEnded(ctx, d, sit, rv, w)
+}
+
+// watchEnded carries out a row for a watch that ended (OpWatchEnd): a
+// row that watches again counts a watch restart.
+func (r *Reflector) watchEnded(ctx context.Context, d engine.Decision, sit engine.Situation, rv string, w why) (state, why) {
+	if d.Then == engine.ThenWatchAgain {
+		r.o.Metrics.WatchRestart(r.name, string(d.Reason))
+	}
+	return r.carryOut(ctx, d, sit, fill{rv: rv}, 0, w)
+}
+
+// noResume is the reason of a re-sync after a watch ended (how: detail)
+// while the store's resourceVersion is rv, which no watch can resume from
+// (resumable). The watch made no progress (progress adopts a
+// resourceVersion other than "" and "0"), so the delay grows as after any
+// failure.
+func noResume(rv, detail string) why {
+	return because(reason.NoResumeVersion, "watch from %q %s; a watch cannot resume from there, listing %s", rv, detail, fallback.Query{Semantic: fallback.MostRecent})
 }
 
 // watchStalled is the state after a watch saw no event or bookmark for
-// Options.StallTimeout.
+// Options.StallTimeout (OpWatchEnd).
 func (r *Reflector) watchStalled(ctx context.Context) (state, why) {
 	rv := r.LastSyncResourceVersion()
-	if !resumable(rv) {
-		return r.noResume(ctx, rv, "stalled")
+	sit := engine.Situation{Op: engine.OpWatchEnd, Ending: engine.EndedStalled, Resumable: resumable(rv)}
+	d := r.decide(sit)
+	w := because(d.Reason, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+	if d.Reason == reason.NoResumeVersion {
+		w = noResume(rv, "stalled")
 	}
-	r.o.Metrics.WatchRestart(r.name, string(reason.Stalled))
-	return startingWatch{rv: rv}, because(reason.Stalled, "no event or bookmark for %v; restarting the watch from %q", r.o.StallTimeout, rv)
+	return r.watchEnded(ctx, d, sit, rv, w)
 }
 
 // watchRegressed is the state after the pipeline refused an event that
-// would take the store back in time (r.ended says why): never back in
-// time, re-sync with a list not older than the store. A rejected event is
-// not progress: a server that re-delivers it after every relist meets a
-// growing backoff.
+// would take the store back in time (r.ended says why; OpWatchEnd): never
+// back in time, re-sync with a list not older than the store. A rejected
+// event is not progress: a server that re-delivers it after every relist
+// meets a growing backoff.
 func (r *Reflector) watchRegressed(ctx context.Context) (state, why) {
 	detail, code := r.ended, r.endedCode
 	r.ended, r.endedCode = "", ""
 	rv := r.LastSyncResourceVersion()
-	return backingOff{delay: r.regressDelay(), next: r.syncState(ctx, relistQuery(rv), false, code)},
-		because(code, "%s; relisting %s after a backoff delay", detail, relistQuery(rv))
+	sit := engine.Situation{Op: engine.OpWatchEnd, Ending: engine.EndedStaleEvent, Resumable: resumable(rv)}
+	if code == reason.BadResourceVersion {
+		sit.Ending = engine.EndedBadRV
+	}
+	d := r.decide(sit)
+	return r.watchEnded(ctx, d, sit, rv, because(d.Reason, "%s; relisting %s after a backoff delay", detail, relistQuery(rv)))
 }
 
 // handleEvent passes one watch event through the pipeline pw and applies it

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
@@ -111,10 +112,20 @@ func (backingOff) phase() Phase    { return PhaseBackingOff }
 func (stopped) phase() Phase       { return PhaseStopped }
 
 // why is the reason of a transition: a short code for metrics (bounded
-// cardinality) and a human detail for logs.
+// cardinality) and a human detail for logs. A transition a row of the
+// decision table decided names it (row is its index + 1; 0: none) and the
+// situation it was asked with.
 type why struct {
 	code   reason.Code
 	detail string
+	row    int
+	sit    engine.Situation
+}
+
+// by names the row d, asked with sit, as the decision of w.
+func (w why) by(d engine.Decision, sit engine.Situation) why {
+	w.row, w.sit = d.Row+1, sit
+	return w
 }
 
 func because(code reason.Code, format string, args ...any) why {

@@ -29,7 +29,11 @@ func TestDocsAreGenerated(t *testing.T) {
 	fmt.Fprintln(&tb, "|---|---|---|---|---|---|")
 	reflectorReasons := reason.By(reason.Reflector)
 	for i, r := range engine.Rows() {
-		fmt.Fprintf(&tb, "| %d | %s | %s | %s | `%s` | %s |\n", i, r.Pattern(), r.Action, r.Wait, r.Reason, strings.ReplaceAll(r.Source, "|", `\|`))
+		action := r.Action.String()
+		if r.Then != engine.ThenByAction {
+			action += ": " + r.Then.String()
+		}
+		fmt.Fprintf(&tb, "| %d | %s | %s | %s | `%s` | %s |\n", i, r.Pattern(), action, r.Wait, r.Reason, strings.ReplaceAll(r.Source, "|", `\|`))
 		if r.Wait != engine.WaitByAction && !slices.Contains(reflectorReasons, r.Reason) {
 			t.Errorf("row %d: reason %q is not one of package reflector's", i, r.Reason)
 		}

@@ -54,6 +54,15 @@ const (
 	// OpCurrentRV: the same read, sent to learn whether a "too large"
 	// resourceVersion exists at all (CheckRVExists).
 	OpCurrentRV
+	// OpStreamOpen: a reflector's streaming list (sendInitialEvents) could
+	// not be opened.
+	OpStreamOpen
+	// OpStreamEnd: a reflector's streaming list's initial events ended
+	// (Ending says how).
+	OpStreamEnd
+	// OpWatchEnd: a reflector's watch ended without an ERROR event (Ending
+	// says how; an ERROR event is OpWatch).
+	OpWatchEnd
 )
 
 func (o Op) String() string {
@@ -66,6 +75,12 @@ func (o Op) String() string {
 		return "newer-rv-read"
 	case OpCurrentRV:
 		return "current-rv-read"
+	case OpStreamOpen:
+		return "stream-open"
+	case OpStreamEnd:
+		return "stream-end"
+	case OpWatchEnd:
+		return "watch-end"
 	}
 	return "page"
 }
@@ -109,10 +124,28 @@ type Situation struct {
 	// ListRV: the answer's ListMeta has a resourceVersion (OpNewerRV,
 	// OpCurrentRV).
 	ListRV bool
+	// Resumable: the store's resourceVersion is one a watch can resume from
+	// (neither "" nor "0") (OpWatch, OpWatchEnd).
+	Resumable bool
+	// Rejected: the server refused sendInitialEvents as unsupported
+	// (OpStreamOpen).
+	Rejected bool
+	// NoResponse: the streaming list's request got no response at all
+	// within InitialEventsTimeout (OpStreamOpen).
+	NoResponse bool
+	// Ending is how a streaming list's initial events or a watch ended
+	// (OpStreamEnd, OpWatchEnd).
+	Ending Ending
+	// Progressed: the watch adopted a newer resourceVersion (OpWatchEnd).
+	Progressed bool
+	// Short: the watch closed within Options.ShortWatch of its start
+	// (OpWatchEnd); AttemptsLeft then says whether Options.MaxShortWatches
+	// such watches in a row are not reached yet.
+	Short bool
 }
 
 func (s Situation) String() string {
-	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t notAList=%t requestsLeft=%t restartAllowed=%t listRV=%t}",
+	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t notAList=%t requestsLeft=%t restartAllowed=%t listRV=%t resumable=%t rejected=%t noResponse=%t ending=%s progressed=%t short=%t}",
 		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked, s.WatchCacheStuck,
-		s.NotAList, s.RequestsLeft, s.RestartAllowed, s.ListRV)
+		s.NotAList, s.RequestsLeft, s.RestartAllowed, s.ListRV, s.Resumable, s.Rejected, s.NoResponse, s.Ending, s.Progressed, s.Short)
 }

@@ -41,6 +41,14 @@ type when struct {
 	requestsLeft   []bool
 	restartAllowed []bool
 	listRV         []bool
+	// A reflector step's conditions (OpWatch, OpStreamOpen, OpStreamEnd,
+	// OpWatchEnd).
+	endings    []Ending
+	rejected   []bool
+	noResponse []bool
+	resumable  []bool
+	progressed []bool
+	short      []bool
 }
 
 func (w when) matches(s Situation, p policy.Policy) bool {
@@ -58,7 +66,13 @@ func (w when) matches(s Situation, p policy.Policy) bool {
 		(w.notAList == nil || slices.Contains(w.notAList, s.NotAList)) &&
 		(w.requestsLeft == nil || slices.Contains(w.requestsLeft, s.RequestsLeft)) &&
 		(w.restartAllowed == nil || slices.Contains(w.restartAllowed, s.RestartAllowed)) &&
-		(w.listRV == nil || slices.Contains(w.listRV, s.ListRV))
+		(w.listRV == nil || slices.Contains(w.listRV, s.ListRV)) &&
+		(w.endings == nil || slices.Contains(w.endings, s.Ending)) &&
+		(w.rejected == nil || slices.Contains(w.rejected, s.Rejected)) &&
+		(w.noResponse == nil || slices.Contains(w.noResponse, s.NoResponse)) &&
+		(w.resumable == nil || slices.Contains(w.resumable, s.Resumable)) &&
+		(w.progressed == nil || slices.Contains(w.progressed, s.Progressed)) &&
+		(w.short == nil || slices.Contains(w.short, s.Short))
 }
 
 // Wait says whether a reflector waits before the request a row leads to
@@ -78,6 +92,13 @@ const (
 	// event since (then a backoff delay): a server that answers every watch
 	// with 410 does not get list+watch pairs as fast as it answers them.
 	WaitIfRepeated
+	// WaitBackoffOnly: the next backoff delay; a Retry-After is not read.
+	WaitBackoffOnly
+	// WaitRegress: the next backoff delay, or the next of a backoff that
+	// only Backoff.ResetAfter without a regression resets, when longer: a
+	// server that re-delivers older events after every re-sync meets a
+	// growing delay although each round makes progress in between.
+	WaitRegress
 )
 
 func (w Wait) String() string {
@@ -88,6 +109,10 @@ func (w Wait) String() string {
 		return "at once, backoff if repeated"
 	case WaitBackoff:
 		return "after backoff"
+	case WaitBackoffOnly:
+		return "after backoff (no Retry-After)"
+	case WaitRegress:
+		return "after regression backoff"
 	}
 	return "by action"
 }
@@ -99,8 +124,11 @@ type Row struct {
 	Reason reason.Code
 	// Source quotes the public text the row implements.
 	Source string
-	// Wait is read by the reflector only (OpRelist and OpWatch rows).
+	// Wait is read by the reflector only (its rows).
 	Wait Wait
+	// Then is the state a reflector step's row leads to (ThenByAction: the
+	// action says, for the list executor's, OpRelist's and OpWatch's rows).
+	Then Then
 }
 
 var (
@@ -133,93 +161,96 @@ var (
 // change it. It is the rules below (rules), with the call's own limits
 // applied to every follow-up row (withCallLimits), then the limit=1 reads'
 // rows (probeRows).
-var table = append(withCallLimits(rules), probeRows...)
+var table = slices.Concat(withCallLimits(rules), probeRows, stepRows)
 
 // rules are the rows of KEP-2523 and the API Concepts page, before the
 // call's own limits.
 var rules = []Row{
 	// Success and errors that are never retried.
-	{when{classes: cls(OK)}, Accept, reason.OK, SourceResourceVersions + ", Semantics for get and list", WaitByAction},
-	{when{classes: cls(Canceled)}, Fail, reason.ContextDone, "the caller's context ended; never retried", WaitByAction},
-	{when{classes: cls(Invalid)}, Fail, reason.Invalid, SourceResourceVersions + ", list table: Invalid, HTTP 400 Bad Request", WaitByAction},
-	{when{classes: cls(Forbidden, NotFound)}, Fail, reason.NotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
-	{when{classes: cls(Other), notAList: no}, Fail, reason.NotRetriable, "not a resourceVersion condition; never retried", WaitByAction},
-	{when{classes: cls(Other), notAList: yes}, Fail, reason.NotAList, SourceResourceVersions + `: a list's answer carries ListMeta (metadata.resourceVersion, continue); a 200 without it is not a list`, WaitByAction},
+	{when{classes: cls(OK)}, Accept, reason.OK, SourceResourceVersions + ", Semantics for get and list", WaitByAction, ThenByAction},
+	{when{classes: cls(Canceled)}, Fail, reason.ContextDone, "the caller's context ended; never retried", WaitByAction, ThenByAction},
+	{when{classes: cls(Invalid)}, Fail, reason.Invalid, SourceResourceVersions + ", list table: Invalid, HTTP 400 Bad Request", WaitByAction, ThenByAction},
+	{when{classes: cls(Forbidden, NotFound)}, Fail, reason.NotRetriable, "not a resourceVersion condition; never retried", WaitByAction, ThenByAction},
+	{when{classes: cls(Other), notAList: no}, Fail, reason.NotRetriable, "not a resourceVersion condition; never retried", WaitByAction, ThenByAction},
+	{when{classes: cls(Other), notAList: yes}, Fail, reason.NotAList, SourceResourceVersions + `: a list's answer carries ListMeta (metadata.resourceVersion, continue); a 200 without it is not a list`, WaitByAction, ThenByAction},
 
 	// 429 / 5xx / transport: bounded jittered backoff.
-	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, reason.ThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction},
-	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, reason.ServerErrorBackoff, "5xx (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction},
-	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, reason.TransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction},
-	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, reason.NoAnswerBackoff, "no answer within lister.Options.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction},
-	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, reason.RetriesExhausted, "bounded retries (5, within 30s)", WaitByAction},
+	{when{classes: cls(Throttled), attemptsLeft: yes}, Backoff, reason.ThrottledBackoff, "429 Too Many Requests (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction, ThenByAction},
+	{when{classes: cls(ServerError), attemptsLeft: yes}, Backoff, reason.ServerErrorBackoff, "5xx (Retry-After honoured, capped by lister.Options.MaxRetryAfter)", WaitByAction, ThenByAction},
+	{when{classes: cls(Transport), attemptsLeft: yes}, Backoff, reason.TransportBackoff, "connection refused/reset, EOF, timeout", WaitByAction, ThenByAction},
+	{when{classes: cls(NoAnswer), attemptsLeft: yes}, Backoff, reason.NoAnswerBackoff, "no answer within lister.Options.ResponseTimeout (a real apiserver answers within its --request-timeout, 60s by default, or with a 504)", WaitByAction, ThenByAction},
+	{when{classes: cls(Throttled, ServerError, Transport, NoAnswer), attemptsLeft: no}, Fail, reason.RetriesExhausted, "bounded retries (5, within 30s)", WaitByAction, ThenByAction},
 
 	// Rule 1: NotOlderThan answered 410 (the server ignored the match and applied legacy Exact).
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, reason.Rule1RetryNewerRV, srcRule1, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: yes}, FallbackMostRecent, reason.Rule1FallbackMostRecent, srcRule1, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: no}, Fail, reason.Rule1Exhausted, srcRule1, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: onlyExact}, FailExactUnavailable, reason.ExactGone, srcExact410, WaitByAction},
-	{when{classes: cls(Gone), cont: no, semantics: noRV}, Fail, reason.GoneUnexpected, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: yes}, RetryNewerRV, reason.Rule1RetryNewerRV, srcRule1, WaitByAction, ThenByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: yes}, FallbackMostRecent, reason.Rule1FallbackMostRecent, srcRule1, WaitByAction, ThenByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyNOT, attemptsLeft: no, mostRecentFallback: no}, Fail, reason.Rule1Exhausted, srcRule1, WaitByAction, ThenByAction},
+	{when{classes: cls(Gone), cont: no, semantics: onlyExact}, FailExactUnavailable, reason.ExactGone, srcExact410, WaitByAction, ThenByAction},
+	{when{classes: cls(Gone), cont: no, semantics: noRV}, Fail, reason.GoneUnexpected, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitByAction, ThenByAction},
 
 	// Continue-token expiry: never stitch pages from two snapshots.
-	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, reason.ContinueExpiredExact, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartNewerRV}}, RestartListNewerRV, reason.ContinueExpiredRestart, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartUnpaginated}}, RestartListUnpaginated, reason.ContinueExpiredUnpaginated, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, reason.ContinueExpiredExhausted, srcContinue, WaitByAction},
-	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []policy.ContinueExpiredPolicy{policy.FailOnContinueExpired}}, Fail, reason.ContinueExpiredFail, srcContinue, WaitByAction},
+	{when{classes: cls(ContinueExpired), semantics: onlyExact}, FailExactUnavailable, reason.ContinueExpiredExact, srcContinue, WaitByAction, ThenByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartNewerRV}}, RestartListNewerRV, reason.ContinueExpiredRestart, srcContinue, WaitByAction, ThenByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: yes, continueExpired: []policy.ContinueExpiredPolicy{policy.RestartUnpaginated}}, RestartListUnpaginated, reason.ContinueExpiredUnpaginated, srcContinue, WaitByAction, ThenByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, attemptsLeft: no, continueExpired: restarting}, Fail, reason.ContinueExpiredExhausted, srcContinue, WaitByAction, ThenByAction},
+	{when{classes: cls(ContinueExpired), semantics: allButExact, continueExpired: []policy.ContinueExpiredPolicy{policy.FailOnContinueExpired}}, Fail, reason.ContinueExpiredFail, srcContinue, WaitByAction, ThenByAction},
 
 	// A continue token the server already handed out: broken pagination, never followed.
-	{when{classes: cls(ContinueRepeated)}, Fail, reason.ContinueRepeated, srcRepeated, WaitByAction},
+	{when{classes: cls(ContinueRepeated)}, Fail, reason.ContinueRepeated, srcRepeated, WaitByAction, ThenByAction},
 
 	// Rule 2: Exact answered at another resourceVersion.
-	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: no}, RetryWithLimit, reason.Rule2RetryWithLimit, srcRule2, WaitByAction},
-	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: yes}, FailExactUnavailable, reason.Rule2MismatchWithLimit, srcRule2, WaitByAction},
-	{when{classes: cls(ServedNewerThanExact), semantics: allButExact}, Fail, reason.UnexpectedObservation, "the executor flags this only for Exact", WaitByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: no}, RetryWithLimit, reason.Rule2RetryWithLimit, srcRule2, WaitByAction, ThenByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: onlyExact, limit: yes}, FailExactUnavailable, reason.Rule2MismatchWithLimit, srcRule2, WaitByAction, ThenByAction},
+	{when{classes: cls(ServedNewerThanExact), semantics: allButExact}, Fail, reason.UnexpectedObservation, "the executor flags this only for Exact", WaitByAction, ThenByAction},
 
 	// Served older than the NotOlderThan floor: never accepted.
-	{when{classes: cls(ServedOlder), semantics: onlyExact}, Fail, reason.UnexpectedObservation, "the executor reports Exact mismatches as ServedNewerThanExact", WaitByAction},
-	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: yes}, Backoff, reason.ServedOlderRetry, srcNOT, WaitByAction},
-	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: no}, Fail, reason.ServedOlderExhausted, srcNOT, WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: onlyExact}, Fail, reason.UnexpectedObservation, "the executor reports Exact mismatches as ServedNewerThanExact", WaitByAction, ThenByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: yes}, Backoff, reason.ServedOlderRetry, srcNOT, WaitByAction, ThenByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{Any, NotOlderThan}, attemptsLeft: no}, Fail, reason.ServedOlderExhausted, srcNOT, WaitByAction, ThenByAction},
 	// A consistent (MostRecent) read is the newest state: older than the
 	// floor proves the requested resourceVersion newer than anything the
 	// server has ever handed out. No retry can succeed; say so at once.
-	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}}, Fail, reason.RVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`, WaitByAction},
+	{when{classes: cls(ServedOlder), semantics: []Semantic{MostRecent}}, Fail, reason.RVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: "Return data at the most recent resource version"`, WaitByAction, ThenByAction},
 
 	// 504 "Too large resource version".
 	// The first one on a request with a resourceVersion: does that version
 	// exist at all? A consistent read answers it in one request.
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: no}, CheckRVExists, reason.TooLargeCheckRV, srcTooLarge + "; " + srcNOT, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: withRV, rvChecked: no}, CheckRVExists, reason.TooLargeCheckRV, srcTooLarge + "; " + srcNOT, WaitByAction, ThenByAction},
 	// It exists: the server's watch cache is behind it and catches up, unless
 	// it advances only on writes of this resource (no watch progress
 	// notifications): then a NotOlderThan list reads the newest state at once.
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyExact, rvChecked: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeCacheStuck, srcStuck, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, reason.TooLargeExactUnavailable, srcTooLarge + "; " + srcExact410, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
-	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyExact, rvChecked: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeCacheStuck, srcStuck, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; the MostRecent fallback is disabled (Policy.DisableMostRecentFallback)", WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: onlyNOT, rvChecked: yes, cacheStuck: yes, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge + "; Policy.TooLargeAfterBudget is TooLargeFail", WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: no, semantics: noRV}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: yes, cont: yes}, WaitRetryAfter, reason.TooLargeWait, srcTooLarge, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: yes}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: noRV}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyExact}, FailExactUnavailable, reason.TooLargeExactUnavailable, srcTooLarge + "; " + srcExact410, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: yes}, FallbackMostRecent, reason.TooLargeFallbackMostRecent, srcTooLarge + `; ` + SourceKEP2523 + `: fall back to resourceVersion="" (served resourceVersion still verified)`, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFallbackMostRecent}, mostRecentFallback: no}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction, ThenByAction},
+	{when{classes: cls(TooLargeRV), attemptsLeft: no, cont: no, semantics: onlyNOT, tooLarge: []policy.TooLargePolicy{policy.TooLargeFail}}, Fail, reason.TooLargeExhausted, srcTooLarge, WaitByAction, ThenByAction},
 
 	// The reflector's list call failed (OpRelist), after the lister's own
 	// rules above: what refills the store next.
-	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: yes}, Relist, reason.StaleList, srcNOT + "; a lagging member catches up, or the request lands on a fresher one", WaitBackoff},
-	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: no}, FallbackMostRecent, reason.StaleList, SourceResourceVersions + `, Most recent: a consistent read is never older than anything the server served`, WaitBackoff},
-	{when{op: OpRelist, classes: cls(Gone), semantics: withRV}, FallbackMostRecent, reason.ListGone, srcWatch410, WaitNone},
-	{when{op: OpRelist, classes: cls(Gone), semantics: noRV}, Backoff, reason.ListError, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitBackoff},
-	{when{op: OpRelist, classes: cls(TooLargeRV)}, FallbackMostRecent, reason.TooLargeRV, srcTooLarge + "; a consistent read is never older than the store", WaitBackoff},
-	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, NoAnswer, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reason.ListError, srcRelist, WaitBackoff},
+	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: yes}, Relist, reason.StaleList, srcNOT + "; a lagging member catches up, or the request lands on a fresher one", WaitBackoff, ThenByAction},
+	{when{op: OpRelist, classes: cls(ServedOlder), attemptsLeft: no}, FallbackMostRecent, reason.StaleList, SourceResourceVersions + `, Most recent: a consistent read is never older than anything the server served`, WaitBackoff, ThenByAction},
+	{when{op: OpRelist, classes: cls(Gone), semantics: withRV}, FallbackMostRecent, reason.ListGone, srcWatch410, WaitNone, ThenByAction},
+	{when{op: OpRelist, classes: cls(Gone), semantics: noRV}, Backoff, reason.ListError, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitBackoff, ThenByAction},
+	{when{op: OpRelist, classes: cls(TooLargeRV)}, FallbackMostRecent, reason.TooLargeRV, srcTooLarge + "; a consistent read is never older than the store", WaitBackoff, ThenByAction},
+	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, NoAnswer, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reason.ListError, srcRelist, WaitBackoff, ThenByAction},
 
 	// The reflector's watch failed (OpWatch).
-	{when{op: OpWatch, classes: cls(Gone)}, Relist, reason.WatchGone, srcWatch410 + "; NotOlderThan the held resourceVersion is served from the watch cache and never goes back in time", WaitIfRepeated},
-	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: yes}, WaitRetryAfter, reason.TooLargeRV, srcTooLarge + "; this member's watch cache is behind the held resourceVersion (HA)", WaitBackoff},
-	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: no}, FallbackMostRecent, reason.TooLargeRV, srcTooLarge, WaitBackoff},
-	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport, NoAnswer)}, Backoff, reason.Retry, "the server is busy or unreachable: the held resourceVersion is still good; watch again from it after a backoff", WaitBackoff},
-	{when{op: OpWatch, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact, ServedOlder)}, Relist, reason.WatchError, srcWatch410 + "; any other failure: relist not older than the held resourceVersion", WaitBackoff},
+	{when{op: OpWatch, classes: cls(Gone)}, Relist, reason.WatchGone, srcWatch410 + "; NotOlderThan the held resourceVersion is served from the watch cache and never goes back in time", WaitIfRepeated, ThenByAction},
+	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: yes, resumable: yes}, WaitRetryAfter, reason.TooLargeRV, srcTooLarge + "; this member's watch cache is behind the held resourceVersion (HA)", WaitBackoff, ThenByAction},
+	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: no}, FallbackMostRecent, reason.TooLargeRV, srcTooLarge, WaitBackoff, ThenByAction},
+	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport, NoAnswer), resumable: yes}, Backoff, reason.Retry, "the server is busy or unreachable: the held resourceVersion is still good; watch again from it after a backoff", WaitBackoff, ThenByAction},
+	// A watch from "" or "0" resumes nothing: list MostRecent instead of watching again.
+	{when{op: OpWatch, classes: cls(TooLargeRV), attemptsLeft: yes, resumable: no}, FallbackMostRecent, reason.NoResumeVersion, srcNoResume, WaitBackoff, ThenSyncMostRecent},
+	{when{op: OpWatch, classes: cls(Throttled, ServerError, Transport, NoAnswer), resumable: no}, FallbackMostRecent, reason.NoResumeVersion, srcNoResume, WaitBackoff, ThenSyncMostRecent},
+	{when{op: OpWatch, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact, ServedOlder)}, Relist, reason.WatchError, srcWatch410 + "; any other failure: relist not older than the held resourceVersion", WaitBackoff, ThenByAction},
 }
 
 const (
@@ -262,12 +293,12 @@ var probeRows = func() []Row {
 	var out []Row
 	for _, op := range []Op{OpNewerRV, OpCurrentRV} {
 		out = append(out,
-			Row{when{op: op, classes: cls(OK), listRV: yes}, Accept, reason.OK, srcProbe, WaitByAction},
-			Row{when{op: op, classes: cls(OK), listRV: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; an answer without ListMeta.resourceVersion names none", WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, reason.NewerRVProbeRetry, srcProbe + "; retried after a backoff", WaitByAction},
-			Row{when{op: op, classes: cls(ServedOlder)}, Fail, reason.RVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: a consistent read older than the requested resourceVersion proves it was never handed out`, WaitByAction},
-			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; bounded retries (5, within 30s)", WaitByAction},
-			Row{when{op: op, classes: cls(Canceled, Invalid, Forbidden, NotFound, Other, Gone, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Fail, reason.NewerRVProbeFailed, srcProbe + "; any other failure ends the call", WaitByAction},
+			Row{when{op: op, classes: cls(OK), listRV: yes}, Accept, reason.OK, srcProbe, WaitByAction, ThenByAction},
+			Row{when{op: op, classes: cls(OK), listRV: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; an answer without ListMeta.resourceVersion names none", WaitByAction, ThenByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: yes}, Backoff, reason.NewerRVProbeRetry, srcProbe + "; retried after a backoff", WaitByAction, ThenByAction},
+			Row{when{op: op, classes: cls(ServedOlder)}, Fail, reason.RVNewerThanServer, srcNOT + "; " + SourceResourceVersions + `, Most recent: a consistent read older than the requested resourceVersion proves it was never handed out`, WaitByAction, ThenByAction},
+			Row{when{op: op, classes: cls(Throttled, ServerError, Transport, NoAnswer, TooLargeRV), attemptsLeft: no}, Fail, reason.NewerRVProbeFailed, srcProbe + "; bounded retries (5, within 30s)", WaitByAction, ThenByAction},
+			Row{when{op: op, classes: cls(Canceled, Invalid, Forbidden, NotFound, Other, Gone, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Fail, reason.NewerRVProbeFailed, srcProbe + "; any other failure ends the call", WaitByAction, ThenByAction},
 		)
 	}
 	return out
@@ -297,19 +328,21 @@ func decide(s Situation, p policy.Policy) decision {
 	return decision{Row: Row{Action: Fail, Reason: reason.NotRetriable, Source: "no row matched"}, index: -1}
 }
 
-// Decision is a row's answer for the reflector (OpRelist, OpWatch).
+// Decision is a row's answer for the reflector (OpRelist, OpWatch,
+// OpStreamOpen, OpStreamEnd, OpWatchEnd).
 type Decision struct {
 	Action Action
 	Reason reason.Code
 	Wait   Wait
+	Then   Then
 	Row    int
 }
 
-// Decide returns the row for one of the reflector's situations (s.Op is
-// OpRelist or OpWatch); the list executor's situations go through Call.
+// Decide returns the row for one of the reflector's situations; the list
+// executor's situations go through Call.
 func Decide(s Situation, p policy.Policy) Decision {
 	d := decide(s, p)
-	return Decision{Action: d.Action, Reason: d.Reason, Wait: d.Wait, Row: d.index}
+	return Decision{Action: d.Action, Reason: d.Reason, Wait: d.Wait, Then: d.Then, Row: d.index}
 }
 
 // Pattern renders the row's pattern for docs: "class=gone semantic=NotOlderThan continue=no attemptsLeft=yes".
@@ -331,7 +364,19 @@ func (r Row) Pattern() string {
 	if w.op != OpPage {
 		parts = append(parts, "op="+w.op.String())
 	}
-	list("class", names(w.classes))
+	switch all := Classes(); {
+	case len(w.classes) == len(all):
+	case 2*len(w.classes) > len(all): // the few it does not match read better
+		var not []Class
+		for _, c := range all {
+			if !slices.Contains(w.classes, c) {
+				not = append(not, c)
+			}
+		}
+		parts = append(parts, "class≠"+strings.Join(names(not), "|"))
+	default:
+		list("class", names(w.classes))
+	}
 	list("semantic", names(w.semantics))
 	cond("limit", w.limit)
 	cond("continue", w.cont)
@@ -343,6 +388,12 @@ func (r Row) Pattern() string {
 	cond("requestsLeft", w.requestsLeft)
 	cond("restartAllowed", w.restartAllowed)
 	cond("listRV", w.listRV)
+	list("ending", names(w.endings))
+	cond("rejected", w.rejected)
+	cond("noResponse", w.noResponse)
+	cond("resumable", w.resumable)
+	cond("progressed", w.progressed)
+	cond("short", w.short)
 	list("Policy.ContinueExpired", names(w.continueExpired))
 	list("Policy.TooLargeAfterBudget", names(w.tooLarge))
 	return strings.Join(parts, " ")

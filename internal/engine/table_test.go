@@ -34,8 +34,16 @@ func expected(s Situation, p policy.Policy) (Action, reason.Code) {
 			return Fail, reason.RVNewerThanServer
 		}
 		return Fail, reason.NewerRVProbeFailed
-	case OpRelist, OpWatch:
+	case OpRelist:
 		return expectedRule(s, p), ""
+	case OpWatch:
+		if !s.Resumable && expectedRule(s, p) != Relist && !(s.Class == TooLargeRV && !s.AttemptsLeft) {
+			return FallbackMostRecent, reason.NoResumeVersion // a watch from "" or "0" resumes nothing
+		}
+		return expectedRule(s, p), ""
+	case OpStreamOpen, OpStreamEnd, OpWatchEnd:
+		a, code, _, _ := expectedStep(s)
+		return a, code
 	}
 	if s.NotAList && s.Class == Other {
 		return Fail, reason.NotAList
@@ -159,6 +167,104 @@ func expectedRule(s Situation, p policy.Policy) Action {
 	panic(fmt.Sprintf("unhandled class %v", c))
 }
 
+// expectedStep is an independent reading of the reflector's own outcomes
+// (KEP-3157's streaming list, a watch's end), as the reflector decided them
+// in code before they were rows: action, reason, wait and next state.
+func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
+	switch s.Op {
+	case OpStreamOpen:
+		switch {
+		case s.Rejected:
+			return Relist, reason.StreamRejected, WaitNone, ThenListSame
+		case s.Class == Invalid:
+			return Relist, reason.StreamFailed, WaitNone, ThenListSame
+		case s.Semantic == NotOlderThan && s.NoResponse:
+			return FallbackMostRecent, reason.StreamFailed, WaitBackoffOnly, ThenListMostRecent
+		case s.Semantic == NotOlderThan && (s.Class == TooLargeRV || s.Class == ServerError):
+			return FallbackMostRecent, reason.TooLargeRV, WaitBackoff, ThenSyncMostRecent
+		}
+		return Relist, reason.StreamFailed, WaitBackoff, ThenListSame
+	case OpStreamEnd:
+		switch s.Ending {
+		case EndedOK:
+			return Accept, reason.Streamed, WaitNone, ThenWatch
+		case EndedStale:
+			return Relist, reason.StaleList, WaitBackoffOnly, ThenListNotOlder
+		case EndedStoreFailed:
+			return Relist, reason.ListError, WaitBackoffOnly, ThenListSame
+		case EndedCut:
+			return Relist, reason.StreamFailed, WaitBackoffOnly, ThenListSame
+		case EndedError:
+			if s.Class == Gone {
+				return FallbackMostRecent, reason.ListGone, WaitBackoffOnly, ThenStreamMostRecent
+			}
+			return Relist, reason.StreamFailed, WaitBackoff, ThenListSame
+		case EndedIgnored:
+			return Relist, reason.StreamIgnored, WaitNone, ThenListSame
+		case EndedBadRV:
+			return Relist, reason.BadResourceVersion, WaitBackoffOnly, ThenListSame
+		}
+	case OpWatchEnd:
+		switch {
+		case s.Ending == EndedStaleEvent:
+			return Relist, reason.StaleEvent, WaitRegress, ThenSyncNotOlder
+		case s.Ending == EndedBadRV:
+			return Relist, reason.BadResourceVersion, WaitRegress, ThenSyncNotOlder
+		case !s.Resumable:
+			return FallbackMostRecent, reason.NoResumeVersion, WaitBackoffOnly, ThenSyncMostRecent
+		case s.Ending == EndedStalled:
+			return Accept, reason.Stalled, WaitNone, ThenWatchAgain
+		case s.Progressed:
+			return Accept, reason.WatchClosed, WaitNone, ThenWatchAgain
+		case !s.Short:
+			return Backoff, reason.WatchClosed, WaitBackoffOnly, ThenWatchAgain
+		case s.AttemptsLeft:
+			return Backoff, reason.ShortWatch, WaitBackoffOnly, ThenWatchAgain
+		}
+		return Relist, reason.ShortWatch, WaitBackoffOnly, ThenSyncNotOlder
+	}
+	panic(fmt.Sprintf("no reading for %v", s))
+}
+
+// stepSituations enumerates the reflector's own outcomes: every field a
+// row of the op may match varies, the others stay zero.
+func stepSituations() []Situation {
+	var out []Situation
+	bools := []bool{false, true}
+	for op := OpStreamOpen; op <= OpWatchEnd; op++ {
+		endings, openOnly, watchOnly := []Ending{EndedOK}, []bool{false}, []bool{false}
+		switch op {
+		case OpStreamOpen:
+			openOnly = bools
+		case OpStreamEnd:
+			endings = streamEndings
+		case OpWatchEnd:
+			endings, watchOnly = watchEndings, bools
+		}
+		for sem := MostRecent; sem <= Exact; sem++ {
+			for _, c := range Classes() {
+				for _, left := range bools {
+					for _, e := range endings {
+						for _, rejected := range openOnly {
+							for _, noResponse := range openOnly {
+								for _, resumable := range watchOnly {
+									for _, progressed := range watchOnly {
+										for _, short := range watchOnly {
+											out = append(out, Situation{Op: op, Semantic: sem, Class: c, AttemptsLeft: left, Ending: e,
+												Rejected: rejected, NoResponse: noResponse, Resumable: resumable, Progressed: progressed, Short: short})
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // allSituations enumerates every situation: every field a row of the op
 // may match varies, the others stay zero (TestTableRowsCiteSources checks
 // that no row matches a field its op does not vary).
@@ -166,7 +272,10 @@ func allSituations() []Situation {
 	var out []Situation
 	bools := []bool{false, true}
 	for op := OpPage; op <= OpCurrentRV; op++ {
-		pageOnly, probeOnly := []bool{false}, []bool{false}
+		pageOnly, probeOnly, watchOnly := []bool{false}, []bool{false}, []bool{false}
+		if op == OpWatch {
+			watchOnly = bools
+		}
 		if op == OpPage {
 			pageOnly = bools
 		}
@@ -185,9 +294,11 @@ func allSituations() []Situation {
 											for _, reqs := range pageOnly {
 												for _, restart := range pageOnly {
 													for _, listRV := range probeOnly {
-														out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c,
-															AttemptsLeft: left, RVChecked: checked, WatchCacheStuck: stuck,
-															NotAList: notAList, RequestsLeft: reqs, RestartAllowed: restart, ListRV: listRV})
+														for _, resumable := range watchOnly {
+															out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c,
+																AttemptsLeft: left, RVChecked: checked, WatchCacheStuck: stuck,
+																NotAList: notAList, RequestsLeft: reqs, RestartAllowed: restart, ListRV: listRV, Resumable: resumable})
+														}
 													}
 												}
 											}
@@ -201,7 +312,7 @@ func allSituations() []Situation {
 			}
 		}
 	}
-	return out
+	return append(out, stepSituations()...)
 }
 
 func allPolicies() []policy.Policy {
@@ -246,6 +357,13 @@ func TestTableExhaustive(t *testing.T) {
 			if want, reason := expected(s, p); d.Action != want || reason != "" && d.Reason != reason {
 				t.Errorf("%v policy %+v: table says %v (%s), the sources say %v (%s)", s, p, d.Action, d.Reason, want, reason)
 			}
+			if s.Op >= OpStreamOpen {
+				if _, _, wait, then := expectedStep(s); d.Wait != wait || d.Then != then {
+					t.Errorf("%v: table says %s, %s; the reading says %s, %s", s, d.Wait, d.Then, wait, then)
+				}
+			} else if d.Then != ThenByAction && !(s.Op == OpWatch && !s.Resumable) {
+				t.Errorf("%v: row %d names a next state its action does not leave to the reflector", s, d.index)
+			}
 			checkSafety(t, s, p, d)
 		}
 	}
@@ -255,7 +373,8 @@ func TestTableExhaustive(t *testing.T) {
 		}
 	}
 	perOp := 4 * 2 * 2 * 3 * len(Classes()) * 2 * 2 * 2 * 12
-	if n != perOp*(8+1+1+2+2) {
+	perStep := 4 * len(Classes()) * 2 * 12
+	if n != perOp*(8+1+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8) {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -265,11 +384,11 @@ func checkSafety(t *testing.T, s Situation, p policy.Policy, d decision) {
 	t.Helper()
 	// Only a plain OK is ever accepted: never a mismatched Exact, never data
 	// older than requested, never an error.
-	if d.Action == Accept && s.Class != OK {
+	if d.Action == Accept && s.Class != OK && s.Op < OpStreamOpen {
 		t.Errorf("%v: accepts class %v", s, s.Class)
 	}
 	// A reflector never gives up: it relists or watches again.
-	if (s.Op == OpRelist || s.Op == OpWatch) && d.Action.IsFailure() {
+	if (s.Op == OpRelist || s.Op >= OpWatch && s.Op != OpNewerRV && s.Op != OpCurrentRV) && d.Action.IsFailure() {
 		t.Errorf("%v: a reflector row fails", s)
 	}
 	// The follow-up queries exist only for these pairs (Call.nextQuery).
@@ -302,7 +421,11 @@ func TestTableRowsCiteSources(t *testing.T) {
 			t.Errorf("row %d: a list row's wait follows its action; a reflector row states its wait", i)
 		}
 		if r.when.op != OpPage && (r.when.notAList != nil || r.when.requestsLeft != nil || r.when.restartAllowed != nil) ||
-			r.when.op != OpNewerRV && r.when.op != OpCurrentRV && r.when.listRV != nil {
+			r.when.op != OpNewerRV && r.when.op != OpCurrentRV && r.when.listRV != nil ||
+			r.when.op != OpStreamOpen && (r.when.rejected != nil || r.when.noResponse != nil) ||
+			r.when.op != OpStreamEnd && r.when.op != OpWatchEnd && r.when.endings != nil ||
+			r.when.op != OpWatch && r.when.op != OpWatchEnd && r.when.resumable != nil ||
+			r.when.op != OpWatchEnd && (r.when.progressed != nil || r.when.short != nil) {
 			t.Errorf("row %d matches a field allSituations does not vary for op %s", i, r.when.op)
 		}
 		if len(r.when.classes) == 0 {
