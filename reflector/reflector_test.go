@@ -85,8 +85,11 @@ func fastOptions(rec *testfake.Recorder) Options {
 }
 
 // run starts r and returns a stop function that cancels it and waits for Run to return.
+// Every transition it makes is checked against the decision table
+// (watchRows).
 func run(t *testing.T, r *Reflector) (stop func()) {
 	t.Helper()
+	watchRows(t, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()

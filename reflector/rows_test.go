@@ -1,0 +1,146 @@
+package reflector
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/steadywatch/steadywatch/fallback"
+	"github.com/steadywatch/steadywatch/internal/engine"
+	"github.com/steadywatch/steadywatch/internal/policy"
+	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/vocab"
+)
+
+// rowCheck checks every transition of a reflector against the decision
+// table: a transition out of a streaming list, a watch or a failed watch
+// start names a row (its context's end aside); a transition that names a
+// row carries it out: the row is the one its situation matches, its reason
+// is the row's, and the next state is the row's (its wait, its kind of
+// state, a MostRecent query where the row says so). Code that decided
+// without the table, or changed a row's answer after the lookup, fails it.
+type rowCheck struct {
+	mu      sync.Mutex
+	wrong   []string
+	reached map[reason.Code]int
+}
+
+func (c *rowCheck) observe(from, to state, w why) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := checkTransition(from, to, w); err != nil {
+		c.wrong = append(c.wrong, err.Error())
+	}
+	if w.row > 0 {
+		if c.reached == nil {
+			c.reached = map[reason.Code]int{}
+		}
+		c.reached[w.code]++
+	}
+}
+
+// watchRows attaches a rowCheck to r; the test fails at its end if a
+// transition broke it.
+func watchRows(t *testing.T, r *Reflector) *rowCheck {
+	t.Helper()
+	c := &rowCheck{}
+	r.observe = c.observe
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, w := range c.wrong {
+			t.Errorf("transition not decided by the table: %s", w)
+		}
+	})
+	return c
+}
+
+func checkTransition(from, to state, w why) error {
+	if w.row == 0 {
+		switch from.(type) {
+		case streamingList, watching:
+			if w.code != reason.ContextDone {
+				return fmt.Errorf("%s -> %s (%s: %s) names no row", from.phase(), to.phase(), w.code, w.detail)
+			}
+		case startingWatch:
+			if w.code != reason.ContextDone && w.code != reason.WatchOpened {
+				return fmt.Errorf("%s -> %s (%s: %s) names no row", from.phase(), to.phase(), w.code, w.detail)
+			}
+		}
+		return nil
+	}
+	rows := engine.Rows()
+	if w.row > len(rows) {
+		return fmt.Errorf("%s names row %d of %d", w.code, w.row-1, len(rows))
+	}
+	row := rows[w.row-1]
+	// The reflector's rows match no policy switch.
+	if d := engine.Decide(w.sit, policy.Policy{}); d.Row != w.row-1 {
+		return fmt.Errorf("%s names row %d; its situation %v matches row %d", w.code, w.row-1, w.sit, d.Row)
+	}
+	if row.Reason != w.code {
+		return fmt.Errorf("row %d says %s, the transition %s", w.row-1, row.Reason, w.code)
+	}
+	next, waited := to, false
+	if b, ok := to.(backingOff); ok {
+		next, waited = b.next, true
+	}
+	switch want := row.Wait != engine.WaitNone; {
+	case row.Wait == engine.WaitIfRepeated:
+	case waited != want:
+		return fmt.Errorf("row %d (%s) waits %q; the transition %s -> %s", w.row-1, row.Reason, row.Wait, from.phase(), to.phase())
+	}
+	if got, ok := thenOf(next); !ok || !thenFits(row, w.sit.Op, got) {
+		return fmt.Errorf("row %d (%s) leads to %s (%v); the transition to %T %+v", w.row-1, row.Reason, row.Then, row.Action, next, next)
+	}
+	return nil
+}
+
+// kindOf is what a next state is: a list, a streaming list or a watch, and
+// whether its query is MostRecent.
+type kindOf struct {
+	list, stream, watch, startWatch, mostRecent bool
+}
+
+func thenOf(s state) (kindOf, bool) {
+	switch s := s.(type) {
+	case listing:
+		return kindOf{list: true, mostRecent: s.query.Semantic == fallback.MostRecent}, true
+	case streamingList:
+		return kindOf{stream: true, mostRecent: s.query.Semantic == fallback.MostRecent}, true
+	case watching:
+		return kindOf{watch: true}, true
+	case startingWatch:
+		return kindOf{startWatch: true}, true
+	}
+	return kindOf{}, false
+}
+
+func thenFits(row engine.Row, op engine.Op, k kindOf) bool {
+	switch row.Then {
+	case engine.ThenListSame, engine.ThenListNotOlder:
+		return k.list
+	case engine.ThenListMostRecent:
+		return k.list && k.mostRecent
+	case engine.ThenSyncMostRecent:
+		return (k.list || k.stream) && k.mostRecent
+	case engine.ThenStreamMostRecent:
+		return k.stream && k.mostRecent
+	case engine.ThenSyncNotOlder:
+		return k.list || k.stream
+	case engine.ThenWatch:
+		return k.watch
+	case engine.ThenWatchAgain:
+		return k.startWatch
+	}
+	// The rows whose action says (OpRelist, OpWatch).
+	switch {
+	case op == engine.OpRelist:
+		return k.list && (row.Action != vocab.FallbackMostRecent || k.mostRecent)
+	case row.Action == vocab.Relist:
+		return k.list || k.stream
+	case row.Action == vocab.FallbackMostRecent:
+		return (k.list || k.stream) && k.mostRecent
+	}
+	return k.startWatch
+}
