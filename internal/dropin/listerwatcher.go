@@ -47,6 +47,9 @@ type ListerWatcher struct {
 	paginates bool   // a list of this server came back in pages
 	unserved  string // a resourceVersion a streaming list just could not be served at
 	gate      progressGate
+	// observe, if set (by tests), is given every decision the
+	// ListerWatcher makes through the decision table, as it is made.
+	observe func(engine.Situation, engine.Decision)
 }
 
 // Config is what the ListerWatcher needs of its lister: the resolved
@@ -421,9 +424,10 @@ func (f *followedWatch) follow(lw *ListerWatcher, log logr.Logger, pw *watchpipe
 	defer watchpipe.StartWatchdog(o.StallTimeout, &forwarded,
 		func(at time.Time) { o.Metrics.ResourceVersionAdvanced(o.Name, at) },
 		func() {
-			o.Metrics.WatchRestart(o.Name, string(reason.WatchStalled))
+			d := lw.decide(engine.Situation{Op: engine.OpDropInStall})
+			o.Metrics.WatchRestart(o.Name, string(d.Reason))
 			log.V(2).Info("watch delivered nothing; ending it so client-go watches again from its resourceVersion",
-				"reason", string(reason.WatchStalled), "quiet", o.StallTimeout)
+				"reason", string(d.Reason), "quiet", o.StallTimeout)
 			f.Stop() // the loop ends and stops the watchdog
 		})()
 	for {

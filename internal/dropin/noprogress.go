@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
 
+	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
 )
 
@@ -68,23 +69,43 @@ func (g *progressGate) fail(now time.Time) time.Duration {
 	return d
 }
 
+// decide asks the decision table about one of the drop-in's situations.
+func (lw *ListerWatcher) decide(sit engine.Situation) engine.Decision {
+	d := engine.Decide(sit, policy.Policy{}) // the drop-in's rows match no policy switch
+	if lw.observe != nil {
+		lw.observe(sit, d)
+	}
+	return d
+}
+
 // noteProgress records that a watch delivered something newer than where it
 // started, or that a list succeeded.
 func (lw *ListerWatcher) noteProgress() {
-	lw.mu.Lock()
-	lw.gate.progress()
-	lw.mu.Unlock()
+	lw.settle(logr.Discard(), true, "")
 }
 
 // noteNoProgress records a watch attempt that ended (or failed to open)
-// without progress; the next attempt waits.
+// without progress.
 func (lw *ListerWatcher) noteNoProgress(log logr.Logger, why string) {
+	lw.settle(log, false, why)
+}
+
+// settle carries out the row for an attempt that ended (OpDropInAttempt):
+// the no-progress delay starts afresh (WaitNone), or grows and the next
+// watch attempt waits it (WaitNoProgress, served by awaitProgressGate).
+func (lw *ListerWatcher) settle(log logr.Logger, progressed bool, why string) {
+	d := lw.decide(engine.Situation{Op: engine.OpDropInAttempt, Progressed: progressed})
 	lw.mu.Lock()
-	d := lw.gate.fail(time.Now())
+	if d.Wait == engine.WaitNone {
+		lw.gate.progress()
+		lw.mu.Unlock()
+		return
+	}
+	delay := lw.gate.fail(time.Now())
 	n := lw.gate.failures
 	lw.mu.Unlock()
-	log.V(2).Info("watch ended without progress; the next watch waits", "reason", string(reason.NoProgressBackoff),
-		"detail", why, "failures", n, "delay", d)
+	log.V(2).Info("watch ended without progress; the next watch waits", "reason", string(d.Reason),
+		"detail", why, "failures", n, "delay", delay)
 }
 
 // awaitProgressGate waits (honouring ctx) until the next watch attempt may

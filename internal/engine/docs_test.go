@@ -34,7 +34,11 @@ func TestDocsAreGenerated(t *testing.T) {
 			action += ": " + r.Then.String()
 		}
 		fmt.Fprintf(&tb, "| %d | %s | %s | %s | `%s` | %s |\n", i, r.Pattern(), action, r.Wait, r.Reason, strings.ReplaceAll(r.Source, "|", `\|`))
-		if r.Wait != engine.WaitByAction && !slices.Contains(reflectorReasons, r.Reason) {
+		dropIn := strings.HasPrefix(r.Pattern(), "op=dropin-")
+		if dropIn && r.Reason != reason.OK && !slices.Contains(reason.By(reason.DropIn), r.Reason) {
+			t.Errorf("row %d: reason %q is not one of the drop-in's", i, r.Reason)
+		}
+		if !dropIn && r.Wait != engine.WaitByAction && !slices.Contains(reflectorReasons, r.Reason) {
 			t.Errorf("row %d: reason %q is not one of package reflector's", i, r.Reason)
 		}
 	}

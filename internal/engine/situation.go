@@ -63,6 +63,13 @@ const (
 	// OpWatchEnd: a reflector's watch ended without an ERROR event (Ending
 	// says how; an ERROR event is OpWatch).
 	OpWatchEnd
+	// OpDropInAttempt: a drop-in ListerWatcher's watch attempt (a streaming
+	// list or a plain watch) ended, or failed to open, or its list
+	// succeeded: Progressed says whether it made progress.
+	OpDropInAttempt
+	// OpDropInStall: a drop-in ListerWatcher's watch delivered nothing for
+	// StallTimeout.
+	OpDropInStall
 )
 
 func (o Op) String() string {
@@ -81,6 +88,10 @@ func (o Op) String() string {
 		return "stream-end"
 	case OpWatchEnd:
 		return "watch-end"
+	case OpDropInAttempt:
+		return "dropin-attempt"
+	case OpDropInStall:
+		return "dropin-stall"
 	}
 	return "page"
 }
@@ -136,7 +147,9 @@ type Situation struct {
 	// Ending is how a streaming list's initial events or a watch ended
 	// (OpStreamEnd, OpWatchEnd).
 	Ending Ending
-	// Progressed: the watch adopted a newer resourceVersion (OpWatchEnd).
+	// Progressed: the watch adopted a newer resourceVersion (OpWatchEnd);
+	// the attempt delivered something newer than where it started, or the
+	// list succeeded (OpDropInAttempt).
 	Progressed bool
 	// Short: the watch closed within Options.ShortWatch of its start
 	// (OpWatchEnd); AttemptsLeft then says whether Options.MaxShortWatches

@@ -100,15 +100,17 @@ var (
 )
 
 const (
-	srcKEP3157       = "KEP-3157, watch-list (https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/3157-watch-list)"
-	srcStreamFallsTo = srcKEP3157 + `; client-go's Reflector (tools/cache/reflector.go): "Data couldn't be fetched in watchlist mode. Falling back to regular list."`
-	srcStreamEnd     = srcKEP3157 + `: the initial events end with a bookmark annotated "k8s.io/initial-events-end"; before it the store holds no complete list`
-	srcNoResume      = SourceResourceVersions + `, "Efficient detection of changes": a watch from "" or "0" is "get state and start at most recent", which resumes nothing; list instead`
-	srcNeverBack     = SourceResourceVersions + `, Not older than: the store never goes back in time; ` + SourceKEP2523 + `: list NotOlderThan the store's resourceVersion`
-	srcBadRV         = SourceResourceVersions + `: resourceVersions are opaque, but a server whose versions parse and then sends one that does not is broken; every watch from it would fail`
-	srcWatchResume   = SourceResourceVersions + `, "Efficient detection of changes": a watch resumes from the last resourceVersion it delivered; client-go's Reflector watches again from it`
-	srcShortWatch    = `client-go's Reflector (tools/cache/reflector.go) treats a watch that "lasted less than a second and no items received" as a failure (VeryShortWatchError); a server whose history is gone but never says 410 (kubernetes/kubernetes#104171, kubernetes/kubernetes#137089)`
-	srcStall         = `Kubernetes API Concepts, "Watch bookmarks" (https://kubernetes.io/docs/reference/using-api/api-concepts/#watch-bookmarks): a server sends bookmarks to keep a quiet watch's resourceVersion current; a watch with no event or bookmark for StallTimeout is held by a proxy or a dead connection: watch again from the store's resourceVersion`
+	srcKEP3157          = "KEP-3157, watch-list (https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/3157-watch-list)"
+	srcStreamFallsTo    = srcKEP3157 + `; client-go's Reflector (tools/cache/reflector.go): "Data couldn't be fetched in watchlist mode. Falling back to regular list."`
+	srcStreamEnd        = srcKEP3157 + `: the initial events end with a bookmark annotated "k8s.io/initial-events-end"; before it the store holds no complete list`
+	srcNoResume         = SourceResourceVersions + `, "Efficient detection of changes": a watch from "" or "0" is "get state and start at most recent", which resumes nothing; list instead`
+	srcNeverBack        = SourceResourceVersions + `, Not older than: the store never goes back in time; ` + SourceKEP2523 + `: list NotOlderThan the store's resourceVersion`
+	srcBadRV            = SourceResourceVersions + `: resourceVersions are opaque, but a server whose versions parse and then sends one that does not is broken; every watch from it would fail`
+	srcWatchResume      = SourceResourceVersions + `, "Efficient detection of changes": a watch resumes from the last resourceVersion it delivered; client-go's Reflector watches again from it`
+	srcShortWatch       = `client-go's Reflector (tools/cache/reflector.go) treats a watch that "lasted less than a second and no items received" as a failure (VeryShortWatchError); a server whose history is gone but never says 410 (kubernetes/kubernetes#104171, kubernetes/kubernetes#137089)`
+	srcDropInProgress   = "a watch that delivered something newer than where it started, or a list that succeeded, is progress: the no-progress delay starts afresh"
+	srcDropInNoProgress = `client-go's Reflector retries a streaming list answered 410 or "too large resource version" at once (tools/cache/reflector.go, watchList); a watch attempt that ends without progress is a failure, and the next waits a growing, jittered delay`
+	srcStall            = `Kubernetes API Concepts, "Watch bookmarks" (https://kubernetes.io/docs/reference/using-api/api-concepts/#watch-bookmarks): a server sends bookmarks to keep a quiet watch's resourceVersion current; a watch with no event or bookmark for StallTimeout is held by a proxy or a dead connection: watch again from the store's resourceVersion`
 )
 
 // stepRows are the reflector's own outcomes: a streaming list that did not
@@ -141,6 +143,13 @@ var stepRows = []Row{
 	{when{op: OpWatchEnd, classes: allClasses, endings: ends(EndedStalled), resumable: yes}, Accept, reason.Stalled, srcStall, WaitNone, ThenWatchAgain},
 	{when{op: OpWatchEnd, classes: allClasses, endings: ends(EndedStaleEvent)}, Relist, reason.StaleEvent, srcNeverBack + "; an event older than the store is never applied", WaitRegress, ThenSyncNotOlder},
 	{when{op: OpWatchEnd, classes: allClasses, endings: ends(EndedBadRV)}, Relist, reason.BadResourceVersion, srcBadRV, WaitRegress, ThenSyncNotOlder},
+
+	// A drop-in ListerWatcher's watch attempts (client-go decides what to
+	// request; the drop-in decides when its next watch may be sent, and
+	// ends a stalled one).
+	{when{op: OpDropInAttempt, classes: allClasses, progressed: yes}, Accept, reason.OK, srcDropInProgress, WaitNone, ThenWatchAgain},
+	{when{op: OpDropInAttempt, classes: allClasses, progressed: no}, Backoff, reason.NoProgressBackoff, srcDropInNoProgress, WaitNoProgress, ThenWatchAgain},
+	{when{op: OpDropInStall, classes: allClasses}, Accept, reason.WatchStalled, srcStall + "; the drop-in ends it, and client-go watches again from its resourceVersion", WaitNone, ThenWatchAgain},
 }
 
 // except is every class but these.

@@ -94,6 +94,10 @@ const (
 	WaitIfRepeated
 	// WaitBackoffOnly: the next backoff delay; a Retry-After is not read.
 	WaitBackoffOnly
+	// WaitNoProgress: the drop-in's next watch attempt waits the next delay
+	// of its no-progress backoff (client-go's reflector defaults: 800ms
+	// doubling to 30s, jittered, reset after two minutes without failure).
+	WaitNoProgress
 	// WaitRegress: the next backoff delay, or the next of a backoff that
 	// only Backoff.ResetAfter without a regression resets, when longer: a
 	// server that re-delivers older events after every re-sync meets a
@@ -113,6 +117,8 @@ func (w Wait) String() string {
 		return "after backoff (no Retry-After)"
 	case WaitRegress:
 		return "after regression backoff"
+	case WaitNoProgress:
+		return "next watch after no-progress backoff"
 	}
 	return "by action"
 }

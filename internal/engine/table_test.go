@@ -41,7 +41,7 @@ func expected(s Situation, p policy.Policy) (Action, reason.Code) {
 			return FallbackMostRecent, reason.NoResumeVersion // a watch from "" or "0" resumes nothing
 		}
 		return expectedRule(s, p), ""
-	case OpStreamOpen, OpStreamEnd, OpWatchEnd:
+	case OpStreamOpen, OpStreamEnd, OpWatchEnd, OpDropInAttempt, OpDropInStall:
 		a, code, _, _ := expectedStep(s)
 		return a, code
 	}
@@ -222,6 +222,13 @@ func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
 			return Backoff, reason.ShortWatch, WaitBackoffOnly, ThenWatchAgain
 		}
 		return Relist, reason.ShortWatch, WaitBackoffOnly, ThenSyncNotOlder
+	case OpDropInAttempt:
+		if s.Progressed {
+			return Accept, reason.OK, WaitNone, ThenWatchAgain
+		}
+		return Backoff, reason.NoProgressBackoff, WaitNoProgress, ThenWatchAgain
+	case OpDropInStall:
+		return Accept, reason.WatchStalled, WaitNone, ThenWatchAgain
 	}
 	panic(fmt.Sprintf("no reading for %v", s))
 }
@@ -231,15 +238,17 @@ func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
 func stepSituations() []Situation {
 	var out []Situation
 	bools := []bool{false, true}
-	for op := OpStreamOpen; op <= OpWatchEnd; op++ {
-		endings, openOnly, watchOnly := []Ending{EndedOK}, []bool{false}, []bool{false}
+	for op := OpStreamOpen; op <= OpDropInStall; op++ {
+		endings, openOnly, watchOnly, progressedOnly := []Ending{EndedOK}, []bool{false}, []bool{false}, []bool{false}
 		switch op {
+		case OpDropInAttempt:
+			progressedOnly = bools
 		case OpStreamOpen:
 			openOnly = bools
 		case OpStreamEnd:
 			endings = streamEndings
 		case OpWatchEnd:
-			endings, watchOnly = watchEndings, bools
+			endings, watchOnly, progressedOnly = watchEndings, bools, bools
 		}
 		for sem := MostRecent; sem <= Exact; sem++ {
 			for _, c := range Classes() {
@@ -248,7 +257,7 @@ func stepSituations() []Situation {
 						for _, rejected := range openOnly {
 							for _, noResponse := range openOnly {
 								for _, resumable := range watchOnly {
-									for _, progressed := range watchOnly {
+									for _, progressed := range progressedOnly {
 										for _, short := range watchOnly {
 											out = append(out, Situation{Op: op, Semantic: sem, Class: c, AttemptsLeft: left, Ending: e,
 												Rejected: rejected, NoResponse: noResponse, Resumable: resumable, Progressed: progressed, Short: short})
@@ -374,7 +383,7 @@ func TestTableExhaustive(t *testing.T) {
 	}
 	perOp := 4 * 2 * 2 * 3 * len(Classes()) * 2 * 2 * 2 * 12
 	perStep := 4 * len(Classes()) * 2 * 12
-	if n != perOp*(8+1+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8) {
+	if n != perOp*(8+1+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1) {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -425,7 +434,8 @@ func TestTableRowsCiteSources(t *testing.T) {
 			r.when.op != OpStreamOpen && (r.when.rejected != nil || r.when.noResponse != nil) ||
 			r.when.op != OpStreamEnd && r.when.op != OpWatchEnd && r.when.endings != nil ||
 			r.when.op != OpWatch && r.when.op != OpWatchEnd && r.when.resumable != nil ||
-			r.when.op != OpWatchEnd && (r.when.progressed != nil || r.when.short != nil) {
+			r.when.op != OpWatchEnd && r.when.op != OpDropInAttempt && r.when.progressed != nil ||
+			r.when.op != OpWatchEnd && r.when.short != nil {
 			t.Errorf("row %d matches a field allSituations does not vary for op %s", i, r.when.op)
 		}
 		if len(r.when.classes) == 0 {
