@@ -80,8 +80,6 @@ const (
 	// EndedStaleEvent: an event older than the store, refused by the watch
 	// pipeline (OpWatchEnd).
 	EndedStaleEvent
-
-	numEndings
 )
 
 var endingNames = [...]string{
