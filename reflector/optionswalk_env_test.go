@@ -329,8 +329,11 @@ func (e *env) holdGate() (release func()) {
 	return release
 }
 
-// run runs r until cond or for d, then stops it and waits for Run to return.
+// run runs r until cond or for d, then stops it and waits for Run to
+// return. Every transition it makes is checked against the decision table
+// (watchRows).
 func (e *env) run(r *Reflector, cond func() bool, d time.Duration) {
+	watchRows(e.t, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()

@@ -1,15 +1,24 @@
 package reflector
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/policy"
 	"github.com/steadywatch/steadywatch/internal/reason"
 	"github.com/steadywatch/steadywatch/internal/vocab"
+	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
 
 // rowCheck checks every transition of a reflector against the decision
@@ -143,4 +152,46 @@ func thenFits(row engine.Row, op engine.Op, k kindOf) bool {
 		return (k.list || k.stream) && k.mostRecent
 	}
 	return k.startWatch
+}
+
+// TestStreamOpenFailuresAreRows drives each way a streaming list's request
+// can fail (refused as unsupported, invalid, no response, "too large",
+// 5xx, throttled, transport) at MostRecent and NotOlderThan through
+// streamOpenFailed, and checks each transition against the table
+// (checkTransition): every one names the row its situation matches and
+// goes where the row says.
+func TestStreamOpenFailuresAreRows(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	tooLarge := apierrors.NewTimeoutError("Too large resource version", 1)
+	tooLarge.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	errs := []error{
+		apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "", field.ErrorList{field.Forbidden(field.NewPath("sendInitialEvents"), "not allowed")}),
+		apierrors.NewBadRequest("unable to parse requirement: bad selector"),
+		fmt.Errorf("%w within 1s", watchpipe.ErrNoWatchResponse),
+		tooLarge,
+		apierrors.NewInternalError(fmt.Errorf("boom")),
+		apierrors.NewTooManyRequests("slow down", 1),
+		fmt.Errorf("connection reset by peer"),
+		apierrors.NewForbidden(gr, "", fmt.Errorf("no")),
+	}
+	reached := map[reason.Code]bool{}
+	for _, q := range []fallback.Query{{Semantic: fallback.MostRecent}, {Semantic: fallback.NotOlderThan, ResourceVersion: "10"}} {
+		for _, err := range errs {
+			r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+			from := streamingList{query: q}
+			to, w := r.streamOpenFailed(context.Background(), from, err)
+			if w.row == 0 {
+				t.Errorf("%s, %v: no row", q, err)
+			}
+			if err := checkTransition(from, to, w); err != nil {
+				t.Errorf("%s, %v: %v", q, w.detail, err)
+			}
+			reached[w.code] = true
+		}
+	}
+	for _, c := range []reason.Code{reason.StreamRejected, reason.StreamFailed, reason.TooLargeRV} {
+		if !reached[c] {
+			t.Errorf("no failure reached a row with reason %s", c)
+		}
+	}
 }
