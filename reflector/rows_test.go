@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/fallback"
@@ -192,6 +194,44 @@ func TestStreamOpenFailuresAreRows(t *testing.T) {
 	for _, c := range []reason.Code{reason.StreamRejected, reason.StreamFailed, reason.TooLargeRV} {
 		if !reached[c] {
 			t.Errorf("no failure reached a row with reason %s", c)
+		}
+	}
+}
+
+// TestStreamEndingsAreRows drives the ways a streaming list's initial
+// events end through streamEnded (cut, closed, an ERROR event 410 or 500,
+// ignored, a store that refuses an object as older or otherwise, the end
+// bookmark) and checks each transition against the table.
+func TestStreamEndingsAreRows(t *testing.T) {
+	cases := []struct {
+		out  watchpipe.InitialEventsOutcome
+		ev   streamed
+		want reason.Code
+	}{
+		{watchpipe.InitialEventsCut, streamed{}, reason.StreamFailed},
+		{watchpipe.InitialEventsClosed, streamed{}, reason.StreamFailed},
+		{watchpipe.InitialEventsError, streamed{failed: apierrors.NewResourceExpired("too old resource version")}, reason.ListGone},
+		{watchpipe.InitialEventsError, streamed{failed: apierrors.NewInternalError(fmt.Errorf("boom"))}, reason.StreamFailed},
+		{watchpipe.InitialEventsNotStreaming, streamed{}, reason.StreamIgnored},
+		{watchpipe.InitialEventsStopped, streamed{applyErr: &StaleListError{Required: "20", Served: "10"}}, reason.StaleList},
+		{watchpipe.InitialEventsStopped, streamed{applyErr: fmt.Errorf("store full")}, reason.ListError},
+		{watchpipe.InitialEventsEnded, streamed{endRV: "30"}, reason.Streamed},
+	}
+	for _, c := range cases {
+		r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+		from := streamingList{query: fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}}
+		ev := c.ev
+		ev.snap = r.begin(0)
+		w := watch.NewFake()
+		to, why := r.streamEnded(context.Background(), from, w, time.Time{}, c.out, "test", &ev)
+		if why.code != c.want || why.row == 0 {
+			t.Errorf("%v: %s (row %d), want %s from a row", c.out, why.code, why.row-1, c.want)
+		}
+		if err := checkTransition(from, to, why); err != nil {
+			t.Errorf("%v: %v", c.out, err)
+		}
+		if _, watching := to.(watching); !watching {
+			w.Stop()
 		}
 	}
 }
