@@ -19,6 +19,7 @@ import (
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/policy"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/internal/vocab"
 	"github.com/steadywatch/steadywatch/internal/watchpipe"
 )
@@ -179,7 +180,7 @@ func TestStreamOpenFailuresAreRows(t *testing.T) {
 	reached := map[reason.Code]bool{}
 	for _, q := range []fallback.Query{{Semantic: fallback.MostRecent}, {Semantic: fallback.NotOlderThan, ResourceVersion: "10"}} {
 		for _, err := range errs {
-			r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+			r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
 			from := streamingList{query: q}
 			to, w := r.streamOpenFailed(context.Background(), from, err)
 			if w.row == 0 {
@@ -218,7 +219,7 @@ func TestStreamEndingsAreRows(t *testing.T) {
 		{watchpipe.InitialEventsEnded, streamed{endRV: "30"}, reason.Streamed},
 	}
 	for _, c := range cases {
-		r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&recorder{}))
+		r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
 		from := streamingList{query: fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}}
 		ev := c.ev
 		ev.snap = r.begin(0)
