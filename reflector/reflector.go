@@ -399,7 +399,7 @@ func (r *Reflector) streamingSupported(ctx context.Context) bool {
 // Kubernetes API Concepts page, "Resource versions"). A paginated MostRecent
 // list would read every page from etcd before v1.34, which costs the
 // apiserver several times what serving the same objects from its cache does
-// (docs/benchmarks.md, P5). Retries after a failure (attempt > 0) are true
+// (docs/benchmarks.md, "apiserver cost when 8 informers start at once"). Retries after a failure (attempt > 0) are true
 // MostRecent lists, paginated: a cache that is behind cannot serve them.
 // On error, probe is the query that failed.
 func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.Query, err error) {
