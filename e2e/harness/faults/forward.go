@@ -371,7 +371,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rec *Request, in
 		defer p.untrack(st)
 		sf = p.currentStreamFaults()
 	}
-	fq := capWatchTimeout(p.forwardQuery(r.URL.RawQuery), sf.WatchTimeout)
+	fq := p.forwardQuery(r.URL.RawQuery, sf.WatchTimeout)
 	p.update(rec, func(rec *Request) { rec.ForwardedQuery = fq })
 	lf := p.listFaultsFor(info, r)
 	headersSent := false

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -353,24 +354,40 @@ func (p *Proxy) StripParams(names ...string) {
 	}
 }
 
-// forwardQuery drops stripped parameters from raw, keeping every other
-// byte (order, encoding) as received.
-func (p *Proxy) forwardQuery(raw string) string {
+// forwardQuery drops stripped parameters from raw and, with watchTimeout
+// > 0, caps its timeoutSeconds (StreamFaults.WatchTimeout), keeping every
+// other byte (order, encoding) as received.
+func (p *Proxy) forwardQuery(raw string, watchTimeout time.Duration) string {
 	p.mu.Lock()
 	strip := p.strip
 	p.mu.Unlock()
-	if len(strip) == 0 || raw == "" {
+	if watchTimeout <= 0 && (len(strip) == 0 || raw == "") {
 		return raw
 	}
-	kept := make([]string, 0, strings.Count(raw, "&")+1)
-	for _, kv := range strings.Split(raw, "&") {
-		k, _, _ := strings.Cut(kv, "=")
+	var params []string
+	if raw != "" {
+		params = strings.Split(raw, "&")
+	}
+	limit := int64(max(watchTimeout/time.Second, 1))
+	kept := make([]string, 0, len(params)+1)
+	for _, kv := range params {
+		k, v, _ := strings.Cut(kv, "=")
 		if uk, err := url.QueryUnescape(k); err == nil {
 			k = uk
 		}
-		if !strip[k] {
-			kept = append(kept, kv)
+		switch {
+		case strip[k]:
+			continue
+		case watchTimeout > 0 && k == "timeoutSeconds":
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && n < limit {
+				limit = n
+			}
+			continue
 		}
+		kept = append(kept, kv)
+	}
+	if watchTimeout > 0 {
+		kept = append(kept, "timeoutSeconds="+strconv.FormatInt(limit, 10))
 	}
 	return strings.Join(kept, "&")
 }

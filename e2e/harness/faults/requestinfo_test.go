@@ -72,15 +72,15 @@ func TestNegotiate(t *testing.T) {
 func TestForwardQueryKeepsBytes(t *testing.T) {
 	p := &Proxy{}
 	raw := "resourceVersion=5&resourceVersionMatch=NotOlderThan&labelSelector=a%3Db&sendInitialEvents=true&watch=1"
-	if got := p.forwardQuery(raw); got != raw {
+	if got := p.forwardQuery(raw, 0); got != raw {
 		t.Fatalf("no stripping: got %q", got)
 	}
 	p.StripParams("resourceVersionMatch", "sendInitialEvents")
-	if got, want := p.forwardQuery(raw), "resourceVersion=5&labelSelector=a%3Db&watch=1"; got != want {
+	if got, want := p.forwardQuery(raw, 0), "resourceVersion=5&labelSelector=a%3Db&watch=1"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	p.StripParams()
-	if got := p.forwardQuery(raw); got != raw {
+	if got := p.forwardQuery(raw, 0); got != raw {
 		t.Fatalf("after StripParams(): got %q", got)
 	}
 }

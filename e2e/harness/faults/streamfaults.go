@@ -93,30 +93,6 @@ type StreamFaults struct {
 	WatchTimeout time.Duration
 }
 
-// capWatchTimeout returns query with timeoutSeconds at most d (added where
-// query has none), keeping every other parameter as received; d <= 0
-// returns query unchanged.
-func capWatchTimeout(query string, d time.Duration) string {
-	if d <= 0 {
-		return query
-	}
-	limit := int64(max(d/time.Second, 1))
-	kept := make([]string, 0, strings.Count(query, "&")+2)
-	for _, kv := range strings.Split(query, "&") {
-		k, v, _ := strings.Cut(kv, "=")
-		if k == "timeoutSeconds" {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && n < limit {
-				limit = n
-			}
-			continue
-		}
-		if kv != "" {
-			kept = append(kept, kv)
-		}
-	}
-	return strings.Join(append(kept, "timeoutSeconds="+strconv.FormatInt(limit, 10)), "&")
-}
-
 func (f StreamFaults) active() bool { return f != StreamFaults{} }
 
 // SetStreamFaults replaces the stream faults for watch requests that arrive
