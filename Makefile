@@ -146,21 +146,21 @@ fuzz:
 	      echo "NOTE: $$f ended with 'context deadline exceeded' and wrote no failing input (golang/go#75804): not a failure"; \
 	    fi; rm -f $$log; done; done
 
-## bench: steadywatch vs stock client-go on real apiservers; writes docs/benchmarks.md (BENCH_SIZE=full: 4 servers, 10k/50k, scaling to 100k, P5).
+## bench: steadywatch vs stock client-go on real apiservers; writes docs/benchmarks.md (BENCH_SIZE=full: 4 servers, 10k/50k, scaling to 100k, the apiserver cost of a herd start).
 BENCH_SIZE ?= small
 bench:
 	cd e2e && $(GO) run ./bench -size $(BENCH_SIZE) -out ../docs
 
-## bench-relist: only P6 (relist memory: peak heap while every watch gets 410, steadywatch's adoption paths vs stock); adds its section to docs/benchmarks.md (BENCH_SIZE=full: 10k and 50k, streaming lists off and on, 3 repetitions).
+## bench-relist: only relist memory (peak heap while every watch gets 410, steadywatch's adoption paths vs stock); adds its section to docs/benchmarks.md (BENCH_SIZE=full: 10k and 50k, streaming lists off and on, 3 repetitions).
 .PHONY: bench-relist
 bench-relist:
-	cd e2e && $(GO) run ./bench -only p6 -size $(BENCH_SIZE) -out ../docs
+	cd e2e && $(GO) run ./bench -only relist -size $(BENCH_SIZE) -out ../docs
 
-## bench-shard: only P7 (sharding: 1, 2 and 4 shard.Wrap replicas vs stock unsharded, v1.37.2 with ShardedListAndWatch on and off); adds its section to docs/benchmarks.md (P7_OBJECTS=20000 for a quick run).
-P7_OBJECTS ?= 100000
+## bench-shard: only sharding (1, 2 and 4 shard.Wrap replicas vs stock unsharded, v1.37.2 with ShardedListAndWatch on and off); adds its section to docs/benchmarks.md (SHARDING_OBJECTS=20000 for a quick run).
+SHARDING_OBJECTS ?= 100000
 .PHONY: bench-shard
 bench-shard:
-	cd e2e && $(GO) run ./bench -only p7 -p7-objects $(P7_OBJECTS) -out ../docs
+	cd e2e && $(GO) run ./bench -only sharding -sharding-objects $(SHARDING_OBJECTS) -out ../docs
 
 ## clean-cache: remove built apiservers (the next build is cold).
 clean-cache:

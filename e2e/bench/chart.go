@@ -23,8 +23,8 @@ type chart struct {
 
 var palette = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff}}
 
-func p2Chart(p *recoveryReport) chart {
-	c := chart{Title: fmt.Sprintf("P2 recovery after a watch 410, %d objects: ratio vs stock (median)", p.Objects),
+func recoveryChart(p *recoveryReport) chart {
+	c := chart{Title: fmt.Sprintf("Recovery after a watch 410, %d objects: ratio vs stock (median)", p.Objects),
 		Series: []string{"time to re-synced", "wire bytes", "server LIST+WATCH"}, Marks: []float64{1}}
 	for _, name := range p.Contenders {
 		if len(p.Runs[name]) == 0 {

@@ -35,7 +35,7 @@ type childFlags struct {
 	replica, replicas                      int
 }
 
-// syncResult is the P1 outcome of one contender run.
+// syncResult is the initial sync's outcome of one contender run.
 type syncResult struct {
 	Contender    string  `json:"contender"`
 	Instances    int     `json:"instances,omitempty"`
@@ -63,7 +63,7 @@ type decodeResult struct {
 	Instances int     `json:"-"`
 }
 
-// recoveryResult is a P2/P3 outcome: from the "go" command until every
+// recoveryResult is the outcome of a recovery or a restart: from the "go" command until every
 // instance has seen the marker object.
 type recoveryResult struct {
 	Contender  string  `json:"contender"`
@@ -173,7 +173,7 @@ func childSync(ctx context.Context, cfg *rest.Config, f childFlags) (*syncResult
 	begin := time.Now()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	// -instances > 1 (P5): that many caches of the same namespace start at
+	// -instances > 1 (apiserver cost): that many caches of the same namespace start at
 	// once in this process, over one clientset, as a herd of informers would.
 	ins := make([]*instance, max(1, f.instances))
 	c = c.forProcess()

@@ -42,13 +42,14 @@ type bench struct {
 	dyn     dynamic.Interface
 	exe     string
 	dir     string
-	// populated remembers namespaces already filled (P2 reuses P1's).
+	// populated remembers namespaces already filled (the recovery reuses
+	// the initial sync's).
 	populated map[string]int
-	// failed: contenders that did not sync on this server (P1), by name.
+	// failed: contenders that did not sync on this server (initial sync), by name.
 	failed map[string]string
-	// p5BaseHeap: the lowest heap-in-use baseline a P5 run on this server
-	// has started from (0 before the first); see p5Once.
-	p5BaseHeap float64
+	// costBaseHeap: the lowest heap-in-use baseline an apiserver cost run
+	// on this server has started from (0 before the first); see costOnce.
+	costBaseHeap float64
 }
 
 // serverSpec is one entry of -servers: a kube-apiserver release and how it
@@ -100,7 +101,7 @@ func startBench(ctx context.Context, c config, sp serverSpec) (*bench, error) {
 	}
 	logf("starting a real kube-apiserver %s (harness, watch cache %s)", sp.Version, map[bool]string{true: "off", false: "on"}[sp.NoCache])
 	// --profiling=true (kube-apiserver's own default; the harness turns it
-	// off): P5 forces a GC through /debug/pprof/heap?gc=1 before each
+	// off): the apiserver cost forces a GC through /debug/pprof/heap?gc=1 before each
 	// baseline. It costs nothing until that endpoint is called.
 	cl, err := harness.Start(ctx, harness.Options{Version: sp.Version, DisableWatchCache: sp.NoCache, Progress: os.Stderr,
 		ExtraArgs: []string{"--profiling=true"}})
@@ -202,7 +203,7 @@ func randString(rng *rand.Rand, k int) string {
 	return string(buf)
 }
 
-// benchData is the payload of a P1 object: about 2.4 KB per object as
+// benchData is the payload of an initial-sync object: about 2.4 KB per object as
 // stored (protobuf), with metadata and managedFields.
 func benchData(rng *rand.Rand) map[string]string {
 	return map[string]string{
@@ -218,8 +219,8 @@ func (b *bench) populate(ctx context.Context, ns string, n int) error {
 	return b.populateCM(ctx, ns, n, 0)
 }
 
-// populateCM creates n ConfigMaps in ns (once): P1's shape (about 2.4 KB)
-// when blobKB is 0, else one data value of blobKB KiB (P5).
+// populateCM creates n ConfigMaps in ns (once): the initial sync's shape (about 2.4 KB)
+// when blobKB is 0, else one data value of blobKB KiB (apiserver cost).
 func (b *bench) populateCM(ctx context.Context, ns string, n, blobKB int) error {
 	if b.populated[ns] == n {
 		return nil

@@ -51,9 +51,10 @@ type contender struct {
 	// MaxPageSize for Kind sw-reflector.
 	Paginate    bool  `json:"paginate,omitempty"`
 	MaxPageSize int64 `json:"max_page_size,omitempty"`
-	// P5Lever: a lever for P5 (-p5-contenders), not in P1's default set.
-	P5Lever bool   `json:"p5_lever,omitempty"`
-	Desc    string `json:"desc"`
+	// CostLever: a lever for the apiserver cost (-cost-contenders), not in the
+	// initial sync's default set.
+	CostLever bool   `json:"cost_lever,omitempty"`
+	Desc      string `json:"desc"`
 	// CR: the contender keeps a cache of the bench's custom resources
 	// (crGVR, JSON only: CRs have no protobuf) over a dynamic client.
 	CR bool `json:"cr,omitempty"`
@@ -64,8 +65,8 @@ type contender struct {
 	// NoCount: knobs.Lister.DisableInitialEventsCount (no limit=1 read
 	// beside each streaming list) for Kind sw-informer.
 	NoCount bool `json:"no_count,omitempty"`
-	// Relist: an adoption path run in P6 only (relist memory), not in
-	// P1's default set.
+	// Relist: an adoption path run in the relist memory scenario only,
+	// not in the initial sync's default set.
 	Relist bool `json:"relist,omitempty"`
 }
 
@@ -104,13 +105,13 @@ var contenders = []contender{
 		Desc: "lever: the same with limit 2000"},
 	{Name: "sw-reflector-unpaged-nogzip", Kind: "sw-reflector", Ours: true, NoStream: true, PageSize: -1, NoGzip: true,
 		Desc: "lever: sw-reflector-unpaged with DisableCompression"},
-	// Levers for resources the watch cache does not hold (P5 on
+	// Levers for resources the watch cache does not hold (apiserver cost on
 	// v1.37.2/nocache): no streaming list.
-	{Name: "sw-informer-nostream", Kind: "sw-informer", Ours: true, NoStream: true, P5Lever: true,
+	{Name: "sw-informer-nostream", Kind: "sw-informer", Ours: true, NoStream: true, CostLever: true,
 		Desc: "lever: sw-informer with lister.Options.DisableStreamingList (client-go's informer lists: resourceVersion 0, limit 500)"},
-	{Name: "sw-reflector-nostream-paged", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, P5Lever: true,
+	{Name: "sw-reflector-nostream-paged", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, CostLever: true,
 		Desc: "lever: reflector.New with DisableStreamingList and PaginateLists (pages of 500 growing to MaxPageSize 4000)"},
-	{Name: "sw-reflector-nostream-paged500", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, MaxPageSize: -1, P5Lever: true,
+	{Name: "sw-reflector-nostream-paged500", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, MaxPageSize: -1, CostLever: true,
 		Desc: "lever: reflector.New with DisableStreamingList, PaginateLists and MaxPageSize -1 (every page 500)"},
 	// Without gzip (rest.Config.DisableCompression): kube-apiserver 1.37
 	// gzips streaming lists (the WatchListCompression feature, beta and on)
@@ -121,29 +122,30 @@ var contenders = []contender{
 		Desc: "lever: sw-informer with rest.Config.DisableCompression"},
 	{Name: "sw-reflector-nogzip", Kind: "sw-reflector", Ours: true, NoGzip: true,
 		Desc: "lever: sw-reflector with rest.Config.DisableCompression"},
-	{Name: "sw-informer-gate1-nogzip", Kind: "sw-informer", Ours: true, ListGate: 1, NoGzip: true, P5Lever: true,
+	{Name: "sw-informer-gate1-nogzip", Kind: "sw-informer", Ours: true, ListGate: 1, NoGzip: true, CostLever: true,
 		Desc: "lever: sw-informer-gate1 with rest.Config.DisableCompression"},
-	// A process's initial lists queued through one listgate.Gate (P5 on
+	// A process's initial lists queued through one listgate.Gate (apiserver cost on
 	// servers where stock lists unpaginated).
-	{Name: "sw-informer-nocount", Kind: "sw-informer", Ours: true, NoCount: true, P5Lever: true,
+	{Name: "sw-informer-nocount", Kind: "sw-informer", Ours: true, NoCount: true, CostLever: true,
 		Desc: "lever: sw-informer with the initial-events count read turned off (no limit=1 count read beside each streaming list)"},
-	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, P5Lever: true,
+	{Name: "sw-informer-gate1", Kind: "sw-informer", Ours: true, ListGate: 1, CostLever: true,
 		Desc: "lever: sw-informer with one listgate.Gate of 1 slot shared by the process's informers"},
-	{Name: "sw-informer-gate2", Kind: "sw-informer", Ours: true, ListGate: 2, P5Lever: true,
+	{Name: "sw-informer-gate2", Kind: "sw-informer", Ours: true, ListGate: 2, CostLever: true,
 		Desc: "lever: sw-informer with one listgate.Gate of 2 slots shared by the process's informers"},
-	{Name: "sw-reflector-gate1", Kind: "sw-reflector", Ours: true, ListGate: 1, P5Lever: true,
+	{Name: "sw-reflector-gate1", Kind: "sw-reflector", Ours: true, ListGate: 1, CostLever: true,
 		Desc: "lever: sw-reflector with one listgate.Gate of 1 slot shared by the process's reflectors"},
-	{Name: "sw-reflector-gate2", Kind: "sw-reflector", Ours: true, ListGate: 2, P5Lever: true,
+	{Name: "sw-reflector-gate2", Kind: "sw-reflector", Ours: true, ListGate: 2, CostLever: true,
 		Desc: "lever: sw-reflector with one listgate.Gate of 2 slots shared by the process's reflectors"},
-	{Name: "sw-reflector-paged-gate1", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, ListGate: 1, P5Lever: true,
+	{Name: "sw-reflector-paged-gate1", Kind: "sw-reflector", Ours: true, NoStream: true, Paginate: true, ListGate: 1, CostLever: true,
 		Desc: "lever: sw-reflector-gate1 with DisableStreamingList and PaginateLists (one shared MostRecent list, page by page, pages within MaxPageBytes)"},
-	// P6 (relist memory): the adoption paths P1 does not run (p6.go).
+	// Relist memory: the adoption paths the initial sync does not run
+	// (relist.go).
 	{Name: "sw-dropin-listwatch", Kind: "sw-dropin", Ours: true, Relist: true,
 		Desc: "steadywatch drop-in: reflector.NewSharedIndexInformerWithOptions over a typed cache.ListWatch (cs.CoreV1().ConfigMaps(ns) List/Watch), what controller-runtime's NewInformer hook and lister.Wrap receive; same clientset defaults"},
 	{Name: "sw-informerfor", Kind: "sw-informerfor", Ours: true, Relist: true,
 		Desc: "steadywatch's controller-runtime line: reflector.NewInformerFor(cfg, ...) as the NewInformer hook, over the same typed cache.ListWatch (lists and watches sent by steadywatch's own client built from the rest.Config, lists decoded item by item, once its scope is checked against the ListWatch's)"},
 	{Name: "sw-dropin-decoding", Kind: "sw-informerfor", Ours: true, Relist: true,
-		Desc: "P7's replica path of the same name: reflector.NewInformerFor(cfg, ...) over shard.Wrap of a typed cache.ListWatch (the wrap filters its own lists, so they go through it)"},
+		Desc: "the sharding scenario's replica path of the same name: reflector.NewInformerFor(cfg, ...) over shard.Wrap of a typed cache.ListWatch (the wrap filters its own lists, so they go through it)"},
 	{Name: "sw-reflector-funcs", Kind: "sw-reflector-funcs", Ours: true, Relist: true,
 		Desc: "steadywatch reflector.New(lister.FromFuncs(cms.List, cms.Watch)) into an Indexer, compat Detector (lists decoded whole by the typed client); same clientset defaults"},
 	// Custom resources (-kinds cr): JSON over a dynamic client.
@@ -159,26 +161,26 @@ var contenders = []contender{
 		Desc: "lever: stock-cr with rest.Config.DisableCompression"},
 	{Name: "sw-informer-cr-nogzip", Kind: "sw-informer", CR: true, Ours: true, NoGzip: true,
 		Desc: "lever: sw-informer-cr with rest.Config.DisableCompression"},
-	{Name: "sw-reflector-cr-nogzip", Kind: "sw-reflector", CR: true, Ours: true, NoGzip: true, P5Lever: true,
+	{Name: "sw-reflector-cr-nogzip", Kind: "sw-reflector", CR: true, Ours: true, NoGzip: true, CostLever: true,
 		Desc: "lever: sw-reflector-cr with rest.Config.DisableCompression"},
 }
 
 // crGVR is the bench's custom resource (installed by bench.installCRD).
 var crGVR = schema.GroupVersionResource{Group: "bench.steadywatch.dev", Version: "v1", Resource: "benchitems"}
 
-// p1Default are the P1 contenders of a kind (cr: custom resources).
-func p1Default(cr bool) []string {
-	return contenderNames(func(c contender) bool { return c.CR == cr && !c.P5Lever && !c.Relist })
+// syncDefault are the initial sync's contenders of a kind (cr: custom resources).
+func syncDefault(cr bool) []string {
+	return contenderNames(func(c contender) bool { return c.CR == cr && !c.CostLever && !c.Relist })
 }
 
-// p1Core is the smaller P1 set run on every server after the first.
-var p1Core = []string{"stock", "stock-json", "stock-list", "sw-informer", "sw-reflector", "sw-reflector-json"}
+// syncCore is the smaller initial-sync set run on every server after the first.
+var syncCore = []string{"stock", "stock-json", "stock-list", "sw-informer", "sw-reflector", "sw-reflector-json"}
 
 // scalingContenders run at every scaling size (first server only).
 var scalingContenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
 
-// p5Contenders start -p5-informers caches each in P5.
-var p5Contenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
+// costContenders start -cost-informers caches each in the apiserver cost.
+var costContenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
 
 func contenderByName(name string) (contender, error) {
 	for _, c := range contenders {

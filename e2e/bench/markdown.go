@@ -8,7 +8,7 @@ import (
 )
 
 // paired returns the per-repetition ratios f(ours)/f(base).
-func pairedP1(p *p1Report, ours, base string, f func(*syncResult) float64) spread {
+func pairedSync(p *syncReport, ours, base string, f func(*syncResult) float64) spread {
 	var rs []float64
 	o, b := p.Runs[ours], p.Runs[base]
 	for i := 0; i < len(o) && i < len(b); i++ {
@@ -32,7 +32,7 @@ func pairedRec(p *recoveryReport, ours, base string, f func(recoveryRun) float64
 	return spreadOf(rs)
 }
 
-func medP1(runs []p1Run, f func(*syncResult) float64) float64 {
+func medSync(runs []syncRun, f func(*syncResult) float64) float64 {
 	var xs []float64
 	for _, r := range runs {
 		xs = append(xs, f(r.Result))
@@ -40,7 +40,7 @@ func medP1(runs []p1Run, f func(*syncResult) float64) float64 {
 	return median(xs)
 }
 
-func medServer(runs []p1Run, key string) float64 {
+func medServer(runs []syncRun, key string) float64 {
 	var xs []float64
 	for _, r := range runs {
 		xs = append(xs, r.Server[key])
@@ -103,7 +103,7 @@ func verdict(ok bool) string {
 }
 
 // markdown renders the page. carried names the sections of the previous
-// page that a run of their own wrote (P6, P7) and that this page keeps.
+// page that a run of their own wrote (relist memory, sharding) and that this page keeps.
 func (r *report) markdown(jsonName, notes string, charts map[string]string, carried []string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -115,7 +115,7 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string, carr
 	r.summarySection(w, charts, carried)
 	w("## How to reproduce\n\n")
 	w("From the repository root (the kube-apiservers are built and cached on first use):\n\n```sh\n%s\n```\n\n", reproduceCommand(r.Command))
-	w("This writes `docs/benchmarks.md`, `docs/bench/results-%s.json` and the charts; the run below took %.0f minutes. `make bench` runs the small size (10k ConfigMaps, one server); `-only p1,p5` runs a subset, `-servers v1.37.2,v1.18.19` chooses servers, and `cd e2e && go run ./bench -render ../docs/bench/results-%s.json -out ../docs` re-renders this page from the stored results without running anything.\n\n", r.Size, r.Env.DurationS/60, r.Size)
+	w("This writes `docs/benchmarks.md`, `docs/bench/results-%s.json` and the charts; the run below took %.0f minutes. `make bench` runs the small size (10k ConfigMaps, one server); `-only sync,cost` runs a subset, `-servers v1.37.2,v1.18.19` chooses servers, and `cd e2e && go run ./bench -render ../docs/bench/results-%s.json -out ../docs` re-renders this page from the stored results without running anything.\n\n", r.Size, r.Env.DurationS/60, r.Size)
 	e := r.Env
 	w("## Machine and software\n\n| | |\n|---|---|\n")
 	w("| date | %s |\n| machine | %s, %d CPUs (%s) |\n| load average (1/5/15 min) | start %s, end %s |\n", e.Date, e.OS, e.CPUs, e.CPUModel, e.LoadStart, e.LoadEnd)
@@ -130,11 +130,11 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string, carr
 		role := ""
 		if i == 0 {
 			var ran []string
-			if r.P2 != nil {
-				ran = append(ran, "P2")
+			if r.Recovery != nil {
+				ran = append(ran, "recovery")
 			}
-			if r.P3 != nil {
-				ran = append(ran, "P3")
+			if r.Restart != nil {
+				ran = append(ran, "restart herd")
 			}
 			if len(r.Scaling) > 0 {
 				ran = append(ran, "scaling")
@@ -154,8 +154,8 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string, carr
 	r.targetsSection(w)
 	r.scalingSection(w, charts)
 	for _, s := range r.serverSpecs() {
-		var ps []*p1Report
-		for _, p := range r.P1 {
+		var ps []*syncReport
+		for _, p := range r.Sync {
 			if p.Server == s && !p.ScalingOnly {
 				ps = append(ps, p)
 			}
@@ -164,29 +164,29 @@ func (r *report) markdown(jsonName, notes string, charts map[string]string, carr
 			continue
 		}
 		if s != "" {
-			w("## P1 on server `%s` (kube-apiserver %s)\n\n", s, r.serverVersion(s))
+			w("## Initial sync on server `%s` (kube-apiserver %s)\n\n", s, r.serverVersion(s))
 		}
 		for _, p := range ps {
-			r.p1Section(w, p, charts)
+			r.syncSection(w, p, charts)
 		}
 	}
-	if len(r.P5) > 0 {
-		r.p5Section(w, charts)
+	if len(r.Cost) > 0 {
+		r.costSection(w, charts)
 	}
-	if len(r.P6) > 0 {
-		w("%s", r.p6Section(jsonName))
+	if len(r.Relist) > 0 {
+		w("%s", r.relistSection(jsonName))
 	}
-	if len(r.P7) > 0 {
-		w("%s", r.p7Section(jsonName))
+	if len(r.Sharding) > 0 {
+		w("%s", r.shardingSection(jsonName))
 	}
-	if r.P2 != nil {
-		r.p2Section(w)
+	if r.Recovery != nil {
+		r.recoverySection(w)
 	}
-	if r.P3 != nil {
-		r.p3Section(w)
+	if r.Restart != nil {
+		r.restartSection(w)
 	}
-	if r.P4 != nil {
-		r.p4Section(w)
+	if r.Overhead != nil {
+		r.overheadSection(w)
 	}
 	return b.String()
 }
@@ -205,7 +205,7 @@ func (r *report) serverSpecs() []string {
 	for _, s := range r.Servers {
 		out = append(out, s.Spec)
 	}
-	for _, p := range r.P1 {
+	for _, p := range r.Sync {
 		if !slices.Contains(out, p.Server) {
 			out = append(out, p.Server)
 		}
@@ -222,30 +222,30 @@ func (r *report) serverVersion(spec string) string {
 	return r.Env.Server
 }
 
-// names of the stock and our contenders of a P1 report's kind.
-func (p *p1Report) stockName() string {
+// names of the stock and our contenders of an initial-sync report's kind.
+func (p *syncReport) stockName() string {
 	if p.isCR() {
 		return "stock-cr"
 	}
 	return "stock"
 }
 
-func (p *p1Report) stockListName() string {
+func (p *syncReport) stockListName() string {
 	if p.isCR() {
 		return "stock-cr-list"
 	}
 	return "stock-list"
 }
 
-func (p *p1Report) ourNames() []string {
+func (p *syncReport) ourNames() []string {
 	if p.isCR() {
 		return []string{"sw-informer-cr", "sw-reflector-cr"}
 	}
 	return []string{"sw-informer", "sw-reflector"}
 }
 
-// bases are the stock contenders a P1 report's ratios are taken against.
-func (p *p1Report) bases() []string {
+// bases are the stock contenders an initial-sync report's ratios are taken against.
+func (p *syncReport) bases() []string {
 	if p.isCR() {
 		return []string{"stock-cr", "stock-cr-list"}
 	}
@@ -254,7 +254,7 @@ func (p *p1Report) bases() []string {
 
 // stockStreams: stock's informer made a streaming list and no list, i.e. the
 // server streams lists to the stock client (false if stock did not sync).
-func (p *p1Report) stockStreams() bool {
+func (p *syncReport) stockStreams() bool {
 	runs := p.Runs[p.stockName()]
 	if len(runs) == 0 {
 		return false
@@ -265,14 +265,14 @@ func (p *p1Report) stockStreams() bool {
 
 // chartBase: the stock contender of a report's chart: stock where it
 // streams, stock-list elsewhere (where stock lists or never syncs).
-func (p *p1Report) chartBase() string {
+func (p *syncReport) chartBase() string {
 	if p.stockStreams() || len(p.Runs[p.stockListName()]) == 0 {
 		return p.stockName()
 	}
 	return p.stockListName()
 }
 
-func (p *p1Report) label() string {
+func (p *syncReport) label() string {
 	kind := "ConfigMaps"
 	if p.isCR() {
 		kind = "CRs"
@@ -297,34 +297,34 @@ type targetRow struct {
 	where  string // server, benchmark, contender and base
 	median float64
 	scored bool // the row has a figure (false: "did not sync", or no comparable pair)
-	na     bool // no comparable pair (P5 baselines too far apart): neither met nor missed
+	na     bool // no comparable pair (apiserver cost baselines too far apart): neither met nor missed
 	met    bool
 	abs    bool // median is an absolute count, not a ratio
 }
 
 // Summary goals, in the order the Summary lists them.
 const (
-	goalP1Time      = "P1 initial sync time, where stock lists"
-	goalP1Heap      = "P1 client peak heap, where stock lists"
-	goalP1Syncs     = "P1 syncs on every server (stock does not where the server ignores streaming lists)"
-	goalP1LeverTime = "P1 sync time with `DisableCompression` (`-nogzip`), where stock lists"
-	goalP1LeverHeap = "P1 client peak heap with `DisableCompression` (`-nogzip`), where stock lists"
-	goalP1RefTime   = "P1 sync time where stock streams (stricter reference target)"
-	goalP1RefHeap   = "P1 client peak heap where stock streams (stricter reference target)"
-	goalP5Unpaged   = "P5 apiserver peak heap, where stock lists unpaginated"
-	goalP5Never     = "P5 apiserver peak heap elsewhere (never worse)"
-	goalP6Initial   = "P6 initial-sync peak heap (<= 1x where stock streams)"
-	goalP6Window    = "P6 relist-window peak heap"
-	goalP2Etcd      = "P2 etcd-reaching lists after a watch 410"
-	goalP2Bytes     = "P2 bytes received after a watch 410"
-	goalP3Etcd      = "P3 etcd-reaching lists across an apiserver restart"
-	goalP3Requests  = "P3 requests across an apiserver restart"
-	goalP3Time      = "P3 time until all synced after a restart"
-	goalP4PerEvent  = "P4 per-event and per-page cost against client-go's own"
+	goalSyncTime         = "Initial sync time, where stock lists"
+	goalSyncHeap         = "Initial sync client peak heap, where stock lists"
+	goalSyncSyncs        = "Initial sync completes on every server (stock does not where the server ignores streaming lists)"
+	goalSyncLeverTime    = "Initial sync time with `DisableCompression` (`-nogzip`), where stock lists"
+	goalSyncLeverHeap    = "Initial sync client peak heap with `DisableCompression` (`-nogzip`), where stock lists"
+	goalSyncRefTime      = "Initial sync time where stock streams (stricter reference target)"
+	goalSyncRefHeap      = "Initial sync client peak heap where stock streams (stricter reference target)"
+	goalCostUnpaged      = "Apiserver cost: peak heap, where stock lists unpaginated"
+	goalCostNever        = "Apiserver cost: peak heap elsewhere (never worse)"
+	goalRelistInitial    = "Relist memory: initial-sync peak heap (<= 1x where stock streams)"
+	goalRelistWindow     = "Relist memory: relist-window peak heap"
+	goalRecoveryEtcd     = "Recovery: etcd-reaching lists after a watch 410"
+	goalRecoveryBytes    = "Recovery: bytes received after a watch 410"
+	goalRestartEtcd      = "Restart herd: etcd-reaching lists across an apiserver restart"
+	goalRestartRequests  = "Restart herd: requests across an apiserver restart"
+	goalRestartTime      = "Restart herd: time until all synced after a restart"
+	goalOverheadPerEvent = "Overhead: per-event and per-page cost against client-go's own"
 )
 
-var goalOrder = []string{goalP1Time, goalP1Heap, goalP1Syncs, goalP1LeverTime, goalP1LeverHeap, goalP1RefTime, goalP1RefHeap,
-	goalP5Unpaged, goalP5Never, goalP6Initial, goalP6Window, goalP2Etcd, goalP2Bytes, goalP3Etcd, goalP3Requests, goalP3Time, goalP4PerEvent}
+var goalOrder = []string{goalSyncTime, goalSyncHeap, goalSyncSyncs, goalSyncLeverTime, goalSyncLeverHeap, goalSyncRefTime, goalSyncRefHeap,
+	goalCostUnpaged, goalCostNever, goalRelistInitial, goalRelistWindow, goalRecoveryEtcd, goalRecoveryBytes, goalRestartEtcd, goalRestartRequests, goalRestartTime, goalOverheadPerEvent}
 
 // targetRows computes the rows of the Targets table, in its order.
 func (r *report) targetRows() []targetRow {
@@ -336,7 +336,7 @@ func (r *report) targetRows() []targetRow {
 	ratio := func(goal string, target float64, where string, s spread) targetRow {
 		return targetRow{goal: goal, target: fmt.Sprintf("<= %gx", target), where: where, median: s.Median, scored: s.N > 0, na: s.N == 0, met: s.N > 0 && s.Median <= target}
 	}
-	for _, p := range r.P1 {
+	for _, p := range r.Sync {
 		if p.ScalingOnly {
 			continue
 		}
@@ -353,35 +353,35 @@ func (r *report) targetRows() []targetRow {
 		}
 		var ts []tgt
 		if streams {
-			ts = append(ts, tgt{p.stockName(), 0.5, 0.7, " (stock streams; reference target)", goalP1RefTime, goalP1RefHeap})
+			ts = append(ts, tgt{p.stockName(), 0.5, 0.7, " (stock streams; reference target)", goalSyncRefTime, goalSyncRefHeap})
 		} else if len(p.Runs[p.stockName()]) > 0 {
-			ts = append(ts, tgt{p.stockName(), 1.0, 0.6, " (stock lists here)", goalP1Time, goalP1Heap})
+			ts = append(ts, tgt{p.stockName(), 1.0, 0.6, " (stock lists here)", goalSyncTime, goalSyncHeap})
 		} else if _, failed := p.Failures[p.stockName()]; failed {
 			var ours []string
 			for _, o := range p.ourNames() {
 				if runs := p.Runs[o]; len(runs) > 0 {
-					ours = append(ours, fmt.Sprintf("`%s` %.0f ms, %.1f MiB peak heap", o, medP1(runs, syncMs), mib(uint64(medP1(runs, peakHeap)))))
+					ours = append(ours, fmt.Sprintf("`%s` %.0f ms, %.1f MiB peak heap", o, medSync(runs, syncMs), mib(uint64(medSync(runs, peakHeap)))))
 				}
 			}
 			ok := len(ours) == len(p.ourNames())
-			row(targetRow{goal: goalP1Syncs, target: "syncs", where: fmt.Sprintf("%s P1 %s", srv, p.label()), met: ok},
-				"| %s | P1 %s | `%s` did not sync; ours (absolute, median) | %s | syncs | %s |\n", srv, p.label(), p.stockName(), strings.Join(ours, "; "), verdict(ok))
+			row(targetRow{goal: goalSyncSyncs, target: "syncs", where: fmt.Sprintf("%s initial sync %s", srv, p.label()), met: ok},
+				"| %s | initial sync %s | `%s` did not sync; ours (absolute, median) | %s | syncs | %s |\n", srv, p.label(), p.stockName(), strings.Join(ours, "; "), verdict(ok))
 		}
 		if len(p.Runs[p.stockListName()]) > 0 {
-			ts = append(ts, tgt{p.stockListName(), 1.0, 0.6, "", goalP1Time, goalP1Heap})
+			ts = append(ts, tgt{p.stockListName(), 1.0, 0.6, "", goalSyncTime, goalSyncHeap})
 		}
 		for _, t := range ts {
 			for _, ours := range p.ourNames() {
-				where := fmt.Sprintf("%s P1 %s, %s vs %s", srv, p.label(), ours, t.base)
+				where := fmt.Sprintf("%s initial sync %s, %s vs %s", srv, p.label(), ours, t.base)
 				if len(p.Runs[ours]) == 0 {
-					row(targetRow{goal: goalP1Syncs, target: "syncs", where: where},
-						"| %s | P1 %s | %s | **did not sync** | | **missed** |\n", srv, p.label(), ours)
+					row(targetRow{goal: goalSyncSyncs, target: "syncs", where: where},
+						"| %s | initial sync %s | %s | **did not sync** | | **missed** |\n", srv, p.label(), ours)
 					continue
 				}
-				tm := pairedP1(p, ours, t.base, syncMs)
-				h := pairedP1(p, ours, t.base, peakHeap)
-				row(ratio(t.timeGoal, t.time, where, tm), "| %s | P1 %s | sync time, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, tm, t.time, verdict(tm.Median <= t.time))
-				row(ratio(t.heapGoal, t.heap, where, h), "| %s | P1 %s | client peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, h, t.heap, verdict(h.Median <= t.heap))
+				tm := pairedSync(p, ours, t.base, syncMs)
+				h := pairedSync(p, ours, t.base, peakHeap)
+				row(ratio(t.timeGoal, t.time, where, tm), "| %s | initial sync %s | sync time, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, tm, t.time, verdict(tm.Median <= t.time))
+				row(ratio(t.heapGoal, t.heap, where, h), "| %s | initial sync %s | client peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", srv, p.label(), ours, t.base, t.note, h, t.heap, verdict(h.Median <= t.heap))
 			}
 		}
 		// The compression lever (rest.Config.DisableCompression), against
@@ -395,29 +395,29 @@ func (r *report) targetRows() []targetRow {
 				if len(p.Runs[base]) == 0 {
 					continue
 				}
-				tm := pairedP1(p, lever, base, syncMs)
-				h := pairedP1(p, lever, base, peakHeap)
+				tm := pairedSync(p, lever, base, syncMs)
+				h := pairedSync(p, lever, base, peakHeap)
 				if base != p.stockListName() && streams {
 					// Both stream the same request: no target, for reference.
-					row(targetRow{}, "| %s | P1 %s | sync time, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, tm)
-					row(targetRow{}, "| %s | P1 %s | client peak heap, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, h)
+					row(targetRow{}, "| %s | initial sync %s | sync time, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, tm)
+					row(targetRow{}, "| %s | initial sync %s | client peak heap, %s vs %s (both without compression; both stream) | %s | none | – |\n", srv, p.label(), lever, base, h)
 					continue
 				}
-				where := fmt.Sprintf("%s P1 %s, %s vs %s", srv, p.label(), lever, base)
-				row(ratio(goalP1LeverTime, 1, where, tm), "| %s | P1 %s | sync time, %s vs %s (lever: DisableCompression) | %s | <= 1.0x | %s |\n", srv, p.label(), lever, base, tm, verdict(tm.Median <= 1))
-				row(ratio(goalP1LeverHeap, 0.6, where, h), "| %s | P1 %s | client peak heap, %s vs %s (lever: DisableCompression) | %s | <= 0.6x | %s |\n", srv, p.label(), lever, base, h, verdict(h.Median <= 0.6))
+				where := fmt.Sprintf("%s initial sync %s, %s vs %s", srv, p.label(), lever, base)
+				row(ratio(goalSyncLeverTime, 1, where, tm), "| %s | initial sync %s | sync time, %s vs %s (lever: DisableCompression) | %s | <= 1.0x | %s |\n", srv, p.label(), lever, base, tm, verdict(tm.Median <= 1))
+				row(ratio(goalSyncLeverHeap, 0.6, where, h), "| %s | initial sync %s | client peak heap, %s vs %s (lever: DisableCompression) | %s | <= 0.6x | %s |\n", srv, p.label(), lever, base, h, verdict(h.Median <= 0.6))
 			}
 		}
 	}
-	for _, p := range r.P5 {
+	for _, p := range r.Cost {
 		streams := p.stockStreams()
 		for _, ours := range []string{"sw-informer", "sw-reflector", "sw-informer-gate1", "sw-reflector-gate1", "sw-informer-nogzip", "sw-informer-gate1-nogzip", "sw-informer-nocount"} {
 			if len(p.Runs[ours]) == 0 {
 				// Only a contender the run included can have failed to sync
-				// (-p5-contenders picks the set).
+				// (-cost-contenders picks the set).
 				if slices.Contains(p.Contenders, ours) {
-					row(targetRow{goal: goalP5Never, target: "<= 1x", where: fmt.Sprintf("`%s` P5, %s", p.Server, ours)},
-						"| `%s` | P5 %d informers | apiserver peak heap, %s | **did not sync** | | **missed** |\n", p.Server, p.Informers, ours)
+					row(targetRow{goal: goalCostNever, target: "<= 1x", where: fmt.Sprintf("`%s` apiserver cost, %s", p.Server, ours)},
+						"| `%s` | apiserver cost, %d informers | apiserver peak heap, %s | **did not sync** | | **missed** |\n", p.Server, p.Informers, ours)
 				}
 				continue
 			}
@@ -425,79 +425,79 @@ func (r *report) targetRows() []targetRow {
 				if len(p.Runs[base]) == 0 {
 					continue
 				}
-				target, note, goal := 1.0, " (paginated list: never worse)", goalP5Never
+				target, note, goal := 1.0, " (paginated list: never worse)", goalCostNever
 				switch {
 				case base == "stock" && streams:
 					note = " (stock streams: never worse)"
 				case p.unpaginated(base):
-					target, note, goal = 0.5, " (unpaginated list)", goalP5Unpaged
+					target, note, goal = 0.5, " (unpaginated list)", goalCostUnpaged
 				}
-				h, left := pairedP5Heap(p, ours, base)
+				h, left := pairedCostHeap(p, ours, base)
 				v := verdict(h.Median <= target)
 				if h.N == 0 {
 					v = "not comparable"
 				}
-				row(ratio(goal, target, fmt.Sprintf("`%s` P5, %s vs %s", p.Server, ours, base), h),
-					"| `%s` | P5 %d informers | apiserver peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", p.Server, p.Informers, ours, base, note, heapCell(h, left), target, v)
+				row(ratio(goal, target, fmt.Sprintf("`%s` apiserver cost, %s vs %s", p.Server, ours, base), h),
+					"| `%s` | apiserver cost, %d informers | apiserver peak heap, %s vs %s%s | %s | <= %.1fx | %s |\n", p.Server, p.Informers, ours, base, note, heapCell(h, left), target, v)
 			}
 		}
 	}
-	for _, p := range r.P6 {
+	for _, p := range r.Relist {
 		initGoal := 0.6
 		if p.stockStreams() {
 			initGoal = 1.0
 		}
-		bench := fmt.Sprintf("P6 %s ConfigMaps, streaming lists %s", fmtCount(p.Objects), p6OnOff(p.Streaming))
+		bench := fmt.Sprintf("relist memory, %s ConfigMaps, streaming lists %s", fmtCount(p.Objects), relistOnOff(p.Streaming))
 		for _, name := range p.Contenders {
 			if name == "stock" {
 				continue
 			}
 			where := fmt.Sprintf("`%s` %s, %s", p.Server, bench, name)
 			if len(p.Runs[name]) == 0 {
-				row(targetRow{goal: goalP6Window, target: "<= 0.6x", where: where}, "| `%s` | %s | %s | **failed** | | **missed** |\n", p.Server, bench, name)
+				row(targetRow{goal: goalRelistWindow, target: "<= 0.6x", where: where}, "| `%s` | %s | %s | **failed** | | **missed** |\n", p.Server, bench, name)
 				continue
 			}
-			is, ws := p.paired(name, p6InitialPeak), p.paired(name, p6WindowPeak)
-			row(ratio(goalP6Initial, initGoal, where, is), "| `%s` | %s | initial-sync peak heap, %s vs stock | %s | <= %.1fx | %s |\n", p.Server, bench, name, is, initGoal, verdict(is.N > 0 && is.Median <= initGoal))
-			row(ratio(goalP6Window, 0.6, where, ws), "| `%s` | %s | relist-window peak heap, %s vs stock | %s | <= 0.6x | %s |\n", p.Server, bench, name, ws, verdict(ws.N > 0 && ws.Median <= 0.6))
+			is, ws := p.paired(name, relistInitialPeak), p.paired(name, relistWindowPeak)
+			row(ratio(goalRelistInitial, initGoal, where, is), "| `%s` | %s | initial-sync peak heap, %s vs stock | %s | <= %.1fx | %s |\n", p.Server, bench, name, is, initGoal, verdict(is.N > 0 && is.Median <= initGoal))
+			row(ratio(goalRelistWindow, 0.6, where, ws), "| `%s` | %s | relist-window peak heap, %s vs stock | %s | <= 0.6x | %s |\n", p.Server, bench, name, ws, verdict(ws.N > 0 && ws.Median <= 0.6))
 		}
 	}
-	if p := r.P2; p != nil {
+	if p := r.Recovery; p != nil {
 		for _, ours := range []string{"sw-informer", "sw-reflector"} {
 			el := medRec(p.Runs[ours], func(x recoveryRun) float64 { return x.Server.etcdLists() })
-			where := fmt.Sprintf("`%s` P2, %s", p.Server, ours)
-			row(targetRow{goal: goalP2Etcd, target: "0", where: where, median: el, scored: true, met: el == 0, abs: true},
-				"| `%s` | P2 | etcd-reaching lists, %s | %g (stock %g) | 0 | %s |\n", p.Server, ours, el,
+			where := fmt.Sprintf("`%s` recovery, %s", p.Server, ours)
+			row(targetRow{goal: goalRecoveryEtcd, target: "0", where: where, median: el, scored: true, met: el == 0, abs: true},
+				"| `%s` | recovery | etcd-reaching lists, %s | %g (stock %g) | 0 | %s |\n", p.Server, ours, el,
 				medRec(p.Runs["stock"], func(x recoveryRun) float64 { return x.Server.etcdLists() }), verdict(el == 0))
 			bs := pairedRec(p, ours, "stock", func(x recoveryRun) float64 { return float64(x.Result.WireIn) })
-			row(ratio(goalP2Bytes, 1, where+" vs stock", bs), "| `%s` | P2 | bytes received (wire), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, bs, verdict(bs.Median <= 1))
+			row(ratio(goalRecoveryBytes, 1, where+" vs stock", bs), "| `%s` | recovery | bytes received (wire), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, bs, verdict(bs.Median <= 1))
 		}
 	}
-	if p := r.P3; p != nil {
+	if p := r.Restart; p != nil {
 		for _, ours := range []string{"sw-informer", "sw-reflector"} {
 			el := pairedRec(p, ours, "stock", func(x recoveryRun) float64 { return x.Server.etcdLists() })
 			rq := pairedRec(p, ours, "stock", func(x recoveryRun) float64 {
 				return float64(x.Result.Requests["list"] + x.Result.Requests["watch"] + x.Result.Requests["watch-list"] + x.Result.Requests["version"])
 			})
 			tm := pairedRec(p, ours, "stock", func(x recoveryRun) float64 { return x.AfterReadyMs })
-			where := fmt.Sprintf("`%s` P3, %s vs stock", p.Server, ours)
-			row(ratio(goalP3Etcd, 1, where, el), "| `%s` | P3 | etcd-reaching lists, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, el, verdict(el.Median <= 1))
-			row(ratio(goalP3Requests, 1, where, rq), "| `%s` | P3 | requests, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, rq, verdict(rq.Median <= 1))
-			row(ratio(goalP3Time, 1, where, tm), "| `%s` | P3 | time until all synced (after ready), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, tm, verdict(tm.Median <= 1))
+			where := fmt.Sprintf("`%s` restart herd, %s vs stock", p.Server, ours)
+			row(ratio(goalRestartEtcd, 1, where, el), "| `%s` | restart herd | etcd-reaching lists, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, el, verdict(el.Median <= 1))
+			row(ratio(goalRestartRequests, 1, where, rq), "| `%s` | restart herd | requests, %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, rq, verdict(rq.Median <= 1))
+			row(ratio(goalRestartTime, 1, where, tm), "| `%s` | restart herd | time until all synced (after ready), %s vs stock | %s | <= 1x | %s |\n", p.Server, ours, tm, verdict(tm.Median <= 1))
 		}
 	}
-	if p := r.P4; p != nil {
+	if p := r.Overhead; p != nil {
 		for _, x := range p.Ratios {
 			if x.Metric != "ns/op" && x.Metric != "allocs/op" {
 				continue
 			}
 			name := strings.TrimPrefix(x.Benchmark, "Benchmark")
-			if !p4Targeted(name) {
-				row(targetRow{}, "| – | P4 | %s %s, %s vs clientgo | %s | none (the wrapper's own cost against a raw channel or pre-built pages) | – |\n", name, x.Metric, x.Impl, x.Ratio)
+			if !overheadTargeted(name) {
+				row(targetRow{}, "| – | overhead | %s %s, %s vs clientgo | %s | none (the wrapper's own cost against a raw channel or pre-built pages) | – |\n", name, x.Metric, x.Impl, x.Ratio)
 				continue
 			}
-			row(ratio(goalP4PerEvent, 1.05, fmt.Sprintf("P4 %s %s, %s vs clientgo", name, x.Metric, x.Impl), x.Ratio),
-				"| – | P4 | %s %s, %s vs clientgo | %s | <= 1.05x | %s |\n", name, x.Metric, x.Impl, x.Ratio, verdict(x.Ratio.Median <= 1.05))
+			row(ratio(goalOverheadPerEvent, 1.05, fmt.Sprintf("overhead %s %s, %s vs clientgo", name, x.Metric, x.Impl), x.Ratio),
+				"| – | overhead | %s %s, %s vs clientgo | %s | <= 1.05x | %s |\n", name, x.Metric, x.Impl, x.Ratio, verdict(x.Ratio.Median <= 1.05))
 		}
 	}
 	return rows
@@ -507,7 +507,7 @@ func (r *report) targetRows() []targetRow {
 // row by row.
 func (r *report) targetsSection(w func(string, ...any)) {
 	w("## Targets\n\n")
-	w("Targets: where stock lists (`stock-list` everywhere; `stock` on servers that do not stream lists to it), our initial sync takes <= 1.0x its time and <= 0.6x its client peak heap; in P5 the apiserver's peak heap is <= 0.5x stock's where stock lists unpaginated (one list request per informer, read from the run), and never worse (<= 1x) anywhere. Where stock streams (v1.37.2 with its watch cache) both clients make the same streaming request; a stricter target (<= 0.5x time, <= 0.7x heap) is shown there for reference. A ratio with a range is median (min–max) over paired repetitions.\n\n")
+	w("Targets: where stock lists (`stock-list` everywhere; `stock` on servers that do not stream lists to it), our initial sync takes <= 1.0x its time and <= 0.6x its client peak heap; when a herd of informers starts at once, the apiserver's peak heap is <= 0.5x stock's where stock lists unpaginated (one list request per informer, read from the run), and never worse (<= 1x) anywhere. Where stock streams (v1.37.2 with its watch cache) both clients make the same streaming request; a stricter target (<= 0.5x time, <= 0.7x heap) is shown there for reference. A ratio with a range is median (min–max) over paired repetitions.\n\n")
 	w("| server | benchmark | measure | ratio ours / stock | target | verdict |\n|---|---|---|---|---|---|\n")
 	for _, tr := range r.targetRows() {
 		w("%s", tr.line)
@@ -515,7 +515,7 @@ func (r *report) targetsSection(w func(string, ...any)) {
 	w("\n")
 }
 
-// summarySection writes the page's opening summary: the P1 overview chart
+// summarySection writes the page's opening summary: the initial sync overview chart
 // and, per goal of the Targets table, the range of ours / stock over its
 // rows and how many rows met it. carried names the sections kept from the
 // previous page (run on their own, so not in this run's Targets).
@@ -525,7 +525,7 @@ func (r *report) summarySection(w func(string, ...any), charts map[string]string
 		return
 	}
 	w("## Summary\n\n")
-	r.p1Overview(w, charts)
+	r.syncOverview(w, charts)
 	if len(rows) > 0 {
 		w("Goals met and missed in this run: each row counts the rows of the Targets table below that check that goal (each server, size, contender and stock base), with the best and the worst median ratio ours / stock among them.\n\n")
 		w("| goal | target | ours / stock (medians, best–worst) | verdict |\n|---|---|---|---|\n")
@@ -602,20 +602,24 @@ func (r *report) summarySection(w func(string, ...any), charts map[string]string
 		w("\n")
 	}
 	if len(carried) > 0 {
-		w("%s ran on their own (`-only`); their goals and verdicts are in their sections below.\n\n", strings.Join(carried, " and "))
+		scenarios := "scenarios"
+		if len(carried) == 1 {
+			scenarios = "scenario"
+		}
+		w("The %s %s ran on their own (`-only`); their goals and verdicts are in their sections below.\n\n", strings.Join(carried, " and "), scenarios)
 	}
 }
 
-// p4Targeted reports whether the 1.05x target applies to a P4
+// overheadTargeted reports whether the 1.05x target applies to an overhead
 // benchmark: per watch event against client-go's reflector (ReflectorWatchEvent)
 // and informer (InformerWatchEvent), and per decoded page against client-go's pager (PageStreamProto). The
 // others compare the wrapper with a raw channel or pre-built pages: they
 // show its own cost, which has no stock counterpart to be held to.
-func p4Targeted(name string) bool {
+func overheadTargeted(name string) bool {
 	return name == "ReflectorWatchEvent" || name == "InformerWatchEvent" || name == "PageStreamProto"
 }
 
-func (r *report) p1Section(w func(string, ...any), p *p1Report, charts map[string]string) {
+func (r *report) syncSection(w func(string, ...any), p *syncReport, charts map[string]string) {
 	kind := "ConfigMaps (~2.4 KB each, protobuf unless a contender forces JSON)"
 	if ds := p.Decode["proto"]; len(ds) > 0 && ds[0].Objects > 0 {
 		kind = fmt.Sprintf("ConfigMaps (%.2f KB each as protobuf, which every contender gets unless it forces JSON)", float64(ds[0].Bytes)/float64(ds[0].Objects)/1000)
@@ -623,9 +627,9 @@ func (r *report) p1Section(w func(string, ...any), p *p1Report, charts map[strin
 	if p.isCR() {
 		kind = fmt.Sprintf("custom resources (`%s`, ~2.4 KB each, JSON: CRs have no protobuf)", crGVR.GroupResource())
 	}
-	w("### P1: initial sync of %d %s\n\n", p.Objects, kind)
-	if c, ok := charts[p1ChartKey(p)]; ok {
-		w("![P1 %s %d %s](bench/%s)\n\n", p.Server, p.Objects, p.Kind, c)
+	w("### Initial sync of %d %s\n\n", p.Objects, kind)
+	if c, ok := charts[syncChartKey(p)]; ok {
+		w("![Initial sync %s %d %s](bench/%s)\n\n", p.Server, p.Objects, p.Kind, c)
 	}
 	w("Each contender starts in a fresh process and is timed from starting its informer/reflector to `HasSynced` (store holds all %d objects, checked). Peak heap: `/memory/classes/heap/objects:bytes` sampled every 1 ms. Wire bytes: read from the TCP connections (TLS, gzip when the server compressed); body bytes: response bodies after decompression. Server columns: apiserver `/metrics` counters for the resource, diffed around the run. The chart compares with `%s`.\n\n", p.Objects, p.chartBase())
 	bases := p.bases()
@@ -652,21 +656,21 @@ func (r *report) p1Section(w func(string, ...any), p *p1Report, charts map[strin
 		if len(runs) == 0 {
 			continue
 		}
-		sm := medP1(runs, syncMs)
+		sm := medSync(runs, syncMs)
 		srv := counters{}
 		for _, k := range serverKeys {
 			srv[k] = medServer(runs, k)
 		}
 		w("| `%s` | %.0f |", c.Name, sm)
 		for _, b := range bases {
-			w(" %s |", pairedP1(p, c.Name, b, syncMs))
+			w(" %s |", pairedSync(p, c.Name, b, syncMs))
 		}
-		w(" %.1f |", mib(uint64(medP1(runs, peakHeap))))
+		w(" %.1f |", mib(uint64(medSync(runs, peakHeap))))
 		for _, b := range bases {
-			w(" %s |", pairedP1(p, c.Name, b, peakHeap))
+			w(" %s |", pairedSync(p, c.Name, b, peakHeap))
 		}
 		w(" %.1f | %s | %.1f | %s | %s | %s | %s |\n",
-			mib(uint64(medP1(runs, wireIn))), pairedP1(p, c.Name, p.chartBase(), wireIn), mib(uint64(medP1(runs, bodyIn))),
+			mib(uint64(medSync(runs, wireIn))), pairedSync(p, c.Name, p.chartBase(), wireIn), mib(uint64(medSync(runs, bodyIn))),
 			requestsString(runs[0].Result.Requests), serverString(srv, serverKeys...), lim(sm, dj), lim(sm, dp))
 	}
 	for _, name := range sortedKeys(p.Failures) {
@@ -710,9 +714,9 @@ func decodeMs(ds []*decodeResult) []float64 {
 	return xs
 }
 
-func (r *report) p2Section(w func(string, ...any)) {
-	p := r.P2
-	w("## P2: recovery after a watch 410 at %d objects%s\n\n![P2](bench/p2.png)\n\n", p.Objects, onServer(p.Server))
+func (r *report) recoverySection(w func(string, ...any)) {
+	p := r.Recovery
+	w(recoveryHeading+" at %d objects%s\n\n![Recovery after a watch 410](bench/recovery.png)\n\n", p.Objects, onServer(p.Server))
 	w("Each contender syncs through the harness's fault proxy. Then a rule answers the next watch on configmaps with a 410 ERROR event inside a 200 stream (exactly what a watch served from the watch cache gets when its resourceVersion has left the window), and the open watch is ended cleanly, so the contender re-watches, gets the 410 and recovers however it does. A marker ConfigMap is created right after; *re-synced* is when the contender's store has it. Client columns count what the contender sent after the trigger; server columns are apiserver `/metrics` diffs around the recovery (they include the marker's create).\n\n")
 	w("| contender | re-synced ms (median) | time vs stock | wire MiB | wire vs stock | body MiB | client requests (first rep.) | etcd lists | LIST / WATCH at server | server response bytes (LIST) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, name := range p.Contenders {
@@ -735,9 +739,9 @@ func (r *report) p2Section(w func(string, ...any)) {
 	w("\n")
 }
 
-func (r *report) p3Section(w func(string, ...any)) {
-	p := r.P3
-	w("## P3: a herd of %d informers per contender across an apiserver restart (%d objects)%s\n\n", p.Instances, p.Objects, onServer(p.Server))
+func (r *report) restartSection(w func(string, ...any)) {
+	p := r.Restart
+	w(restartHeading+" %d informers per contender across an apiserver restart (%d objects)%s\n\n", p.Instances, p.Objects, onServer(p.Server))
 	w("One process per contender runs %d independent caches of the same namespace over one clientset (one HTTP/2 connection), all synced; then the apiserver is restarted (SIGTERM, same etcd, `/readyz`), a marker ConfigMap is created once it is ready, and the run ends when all %d caches have it. The apiserver's counters restart with it, so the server columns hold everything since the restart; a restart with no client at all costs: %s.\n\n",
 		p.Instances, p.Instances, serverString(p.Baseline, serverKeys...))
 	w("| contender | all re-synced, ms after ready (median) | vs stock | client requests (first rep.) | requests vs stock | etcd lists (server) | etcd lists vs stock | LIST / WATCH at server |\n|---|---|---|---|---|---|---|---|\n")
@@ -766,12 +770,12 @@ func (r *report) p3Section(w func(string, ...any)) {
 	w("\n")
 }
 
-func (r *report) p4Section(w func(string, ...any)) {
-	p := r.P4
-	w("## P4: per-event and per-page CPU and allocations (no server)\n\n")
+func (r *report) overheadSection(w func(string, ...any)) {
+	p := r.Overhead
+	w(overheadHeading + " per-event and per-page CPU and allocations (no server)\n\n")
 	w("%s (in the repository root), then `go run golang.org/x/perf/cmd/benchstat@latest -col /impl`. Benchmarks: `lister/event_bench_test.go`, `reflector/event_bench_test.go`, `reflector/informer_bench_test.go` (each file's header says what every `impl` runs). Pages and events are pre-built in memory, so the ratios isolate the wrapper's own cost; with real decoding (~10 ms per 500-object page, ~10-30 µs per event) the same absolute overhead is a far smaller share.\n\n", p.Command)
 	w("| benchmark | impl | metric | clientgo (median) | ours (median) | ratio (paired runs) |\n|---|---|---|---|---|---|\n")
-	rs := append([]p4Ratio(nil), p.Ratios...)
+	rs := append([]overheadRatio(nil), p.Ratios...)
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Benchmark < rs[j].Benchmark })
 	for _, x := range rs {
 		w("| %s | %s | %s | %.4g | %.4g | %s |\n", strings.TrimPrefix(x.Benchmark, "Benchmark"), x.Impl, x.Metric, x.Base, x.Ours, x.Ratio)

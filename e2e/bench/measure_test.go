@@ -20,7 +20,7 @@ func TestResultsKeepTheirJSONShape(t *testing.T) {
 		{recoveryResult{Contender: "stock", wireStats: w},
 			`{"contender":"stock","instances":0,"initial_sync_ms":0,"recover_ms":0,"done_unix_ns":0,` +
 				`"wire_in_bytes":1,"wire_out_bytes":2,"body_in_bytes":3,"requests":{"list":1}}`},
-		{p7Result{Replica: 1, Names: []string{"a"}, wireStats: w},
+		{shardingResult{Replica: 1, Names: []string{"a"}, wireStats: w},
 			`{"replica":1,"replicas":0,"objects":0,"sync_ms":0,"peak_heap_bytes":0,"peak_live_bytes":0,"base_heap_bytes":0,"retained_heap_bytes":0,"gc_cycles":0,` +
 				`"wire_in_bytes":1,"wire_out_bytes":2,"body_in_bytes":3,"requests":{"list":1},"names":["a"]}`},
 	} {

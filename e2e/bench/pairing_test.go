@@ -7,11 +7,11 @@ import (
 )
 
 func TestParseContenders(t *testing.T) {
-	got, err := parseContenders("p1-contenders", " stock, sw-informer ,", false)
+	got, err := parseContenders("sync-contenders", " stock, sw-informer ,", false)
 	if err != nil || strings.Join(got, ",") != "stock,sw-informer" {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	if got, err := parseContenders("p5-contenders", "", false); err != nil || got != nil {
+	if got, err := parseContenders("cost-contenders", "", false); err != nil || got != nil {
 		t.Fatalf("empty list: got %v, %v; want nil (the default set)", got, err)
 	}
 	for _, tc := range []struct {
@@ -30,14 +30,14 @@ func TestParseContenders(t *testing.T) {
 }
 
 func TestPairedHeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
-	run := func(base, peak float64) p5Run { return p5Run{HeapBase: base, HeapPeak: peak} }
-	p := &p5Report{Runs: map[string][]p5Run{
+	run := func(base, peak float64) costRun { return costRun{HeapBase: base, HeapPeak: peak} }
+	p := &costReport{Runs: map[string][]costRun{
 		"stock": {run(600, 1200), run(620, 1240), run(600, 1200)},
 		// The second run started 500 MiB higher: its larger peak is the
 		// collector's room, not the work, so it must not be compared.
 		"ours": {run(610, 910), run(1120, 1880), run(700, 1000)},
 	}}
-	s, left := pairedP5Heap(p, "ours", "stock")
+	s, left := pairedCostHeap(p, "ours", "stock")
 	if left != 2 || s.N != 1 {
 		t.Fatalf("left out %d, kept %d; want 2 and 1 (the third pair too: 700 > 600*1.15)", left, s.N)
 	}
@@ -47,17 +47,17 @@ func TestPairedHeapLeavesOutRunsFromDifferentBaselines(t *testing.T) {
 	if got := heapVs(p, "ours", "stock"); !strings.Contains(got, "2 of 3 pairs left out") {
 		t.Errorf("heapVs = %q", got)
 	}
-	p.Runs["ours"] = []p5Run{run(1120, 1880)}
+	p.Runs["ours"] = []costRun{run(1120, 1880)}
 	if got := heapVs(p, "ours", "stock"); !strings.HasPrefix(got, "n/a") {
 		t.Errorf("heapVs with no comparable pair = %q, want n/a", got)
 	}
 }
 
-func TestSummaryReportsOnlyStartupCostContendersTheRunIncluded(t *testing.T) {
-	run := p5Run{HeapBase: 600, HeapPeak: 1200, Result: &syncResult{wireStats: wireStats{Requests: map[string]int{"watch-list": 8}}}}
-	r := &report{P5: []*p5Report{{Server: "v1.37.2", Informers: 8, Objects: 5000,
+func TestSummaryReportsOnlyApiserverCostContendersTheRunIncluded(t *testing.T) {
+	run := costRun{HeapBase: 600, HeapPeak: 1200, Result: &syncResult{wireStats: wireStats{Requests: map[string]int{"watch-list": 8}}}}
+	r := &report{Cost: []*costReport{{Server: "v1.37.2", Informers: 8, Objects: 5000,
 		Contenders: []string{"stock", "sw-informer", "sw-informer-gate1"},
-		Runs:       map[string][]p5Run{"stock": {run}, "sw-informer": {run}}}}}
+		Runs:       map[string][]costRun{"stock": {run}, "sw-informer": {run}}}}}
 	var b strings.Builder
 	r.targetsSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
 	out := b.String()
@@ -72,14 +72,14 @@ func TestSummaryReportsOnlyStartupCostContendersTheRunIncluded(t *testing.T) {
 	}
 }
 
-func TestStartupCostProfileNames(t *testing.T) {
+func TestApiserverCostProfileNames(t *testing.T) {
 	for suffix, want := range map[string]string{
-		".cpu":                    "p5-v1.37.2-nocache-stock-1.cpu.pprof",
-		"-baseline.heap":          "p5-v1.37.2-nocache-stock-1-baseline.heap.pprof",
-		"-baseline-restart0.heap": "p5-v1.37.2-nocache-stock-1-baseline-restart0.heap.pprof",
+		".cpu":                    "cost-v1.37.2-nocache-stock-1.cpu.pprof",
+		"-baseline.heap":          "cost-v1.37.2-nocache-stock-1-baseline.heap.pprof",
+		"-baseline-restart0.heap": "cost-v1.37.2-nocache-stock-1-baseline-restart0.heap.pprof",
 	} {
-		if got := p5ProfileName("v1.37.2/nocache", "stock", 1, suffix); got != want {
-			t.Errorf("p5ProfileName(%q) = %q, want %q", suffix, got, want)
+		if got := costProfileName("v1.37.2/nocache", "stock", 1, suffix); got != want {
+			t.Errorf("costProfileName(%q) = %q, want %q", suffix, got, want)
 		}
 	}
 }

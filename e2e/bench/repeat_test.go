@@ -13,9 +13,9 @@ func TestParseServerLists(t *testing.T) {
 	if want := []serverSpec{{Spec: "v1.37.2", Version: "v1.37.2"}, {Spec: "v1.37.2/nocache", Version: "v1.37.2", NoCache: true}}; err != nil || !reflect.DeepEqual(servers, want) {
 		t.Errorf("parseServers: %+v %v, want %+v", servers, err, want)
 	}
-	p7, err := parseP7Servers("v1.18.19,v1.37.2/sharded")
-	if want := []p7Server{{Spec: "v1.18.19", Version: "v1.18.19"}, {Spec: "v1.37.2/sharded", Version: "v1.37.2", Gate: true}}; err != nil || !reflect.DeepEqual(p7, want) {
-		t.Errorf("parseP7Servers: %+v %v, want %+v", p7, err, want)
+	sharded, err := parseShardingServers("v1.18.19,v1.37.2/sharded")
+	if want := []shardingServer{{Spec: "v1.18.19", Version: "v1.18.19"}, {Spec: "v1.37.2/sharded", Version: "v1.37.2", Gate: true}}; err != nil || !reflect.DeepEqual(sharded, want) {
+		t.Errorf("parseShardingServers: %+v %v, want %+v", sharded, err, want)
 	}
 	for _, tc := range []struct {
 		parse func(string) error
@@ -25,10 +25,10 @@ func TestParseServerLists(t *testing.T) {
 		{func(s string) error { _, err := parseServers(s); return err }, "v1.37.2/sharded", `server "v1.37.2/sharded": unknown option "sharded" (only /nocache)`},
 		{func(s string) error { _, err := parseServers(s); return err }, "1.37.2", `server "1.37.2": want a release like v1.37.2`},
 		{func(s string) error { _, err := parseServers(s); return err }, " , ", "-servers is empty"},
-		{func(s string) error { _, err := parseP7Servers(s); return err }, "v1.37.2/nocache",
-			`-p7-servers: "v1.37.2/nocache": unknown option "nocache" (only /sharded: --feature-gates=ShardedListAndWatch=true)`},
-		{func(s string) error { _, err := parseP7Servers(s); return err }, "latest/sharded", `-p7-servers: "latest/sharded": want a release like v1.37.2`},
-		{func(s string) error { _, err := parseP7Servers(s); return err }, "", "-p7-servers is empty"},
+		{func(s string) error { _, err := parseShardingServers(s); return err }, "v1.37.2/nocache",
+			`-sharding-servers: "v1.37.2/nocache": unknown option "nocache" (only /sharded: --feature-gates=ShardedListAndWatch=true)`},
+		{func(s string) error { _, err := parseShardingServers(s); return err }, "latest/sharded", `-sharding-servers: "latest/sharded": want a release like v1.37.2`},
+		{func(s string) error { _, err := parseShardingServers(s); return err }, "", "-sharding-servers is empty"},
 	} {
 		if err := tc.parse(tc.in); err == nil || err.Error() != tc.want {
 			t.Errorf("%q: got %v, want %s", tc.in, err, tc.want)

@@ -15,17 +15,17 @@ import (
 )
 
 type report struct {
-	Size    string          `json:"size"`
-	Count   int             `json:"count"`
-	Command string          `json:"command"`
-	Env     environmentInfo `json:"environment"`
-	P1      []*p1Report     `json:"p1,omitempty"`
-	P2      *recoveryReport `json:"p2,omitempty"`
-	P3      *recoveryReport `json:"p3,omitempty"`
-	P4      *p4Report       `json:"p4,omitempty"`
-	P5      []*p5Report     `json:"p5,omitempty"`
-	P6      []*p6Report     `json:"p6,omitempty"`
-	P7      []*p7Report     `json:"p7,omitempty"`
+	Size     string            `json:"size"`
+	Count    int               `json:"count"`
+	Command  string            `json:"command"`
+	Env      environmentInfo   `json:"environment"`
+	Sync     []*syncReport     `json:"initial_sync,omitempty"`
+	Recovery *recoveryReport   `json:"recovery,omitempty"`
+	Restart  *recoveryReport   `json:"restart,omitempty"`
+	Overhead *overheadReport   `json:"overhead,omitempty"`
+	Cost     []*costReport     `json:"apiserver_cost,omitempty"`
+	Relist   []*relistReport   `json:"relist,omitempty"`
+	Sharding []*shardingReport `json:"sharding,omitempty"`
 	// Servers: each -servers entry in the order run, with the apiserver's
 	// real version ("" in results from before -servers).
 	Servers []serverRun `json:"servers,omitempty"`
@@ -153,11 +153,11 @@ func (r *report) writeResults(out, jsonName string) (dir string, err error) {
 }
 
 func (r *report) write(out string) error {
-	if r.p7Only() {
-		return r.writeP7Only(out)
+	if r.shardingOnly() {
+		return r.writeShardingOnly(out)
 	}
-	if r.p6Only() {
-		return r.writeP6Only(out)
+	if r.relistOnly() {
+		return r.writeRelistOnly(out)
 	}
 	jsonName := "results-" + r.Size + ".json"
 	dir, err := r.writeResults(out, jsonName)
@@ -173,17 +173,17 @@ func (r *report) write(out string) error {
 		charts[key] = name
 		return nil
 	}
-	for _, p := range r.P1 {
+	for _, p := range r.Sync {
 		if p.ScalingOnly {
 			continue
 		}
-		c := p1Chart(p)
-		if err := put(p1ChartKey(p), func(path string) error { return writeChart(path, c) }); err != nil {
+		c := syncChart(p)
+		if err := put(syncChartKey(p), func(path string) error { return writeChart(path, c) }); err != nil {
 			return err
 		}
 	}
-	if c, ok := r.p1OverviewChart(); ok {
-		if err := put("p1-overview", func(path string) error { return writeChart(path, c) }); err != nil {
+	if c, ok := r.syncOverviewChart(); ok {
+		if err := put("sync-overview", func(path string) error { return writeChart(path, c) }); err != nil {
 			return err
 		}
 	}
@@ -195,14 +195,14 @@ func (r *report) write(out string) error {
 			return err
 		}
 	}
-	if c, ok := r.p5Chart(); ok {
-		if err := put("p5", func(path string) error { return writeChart(path, c) }); err != nil {
+	if c, ok := r.costChart(); ok {
+		if err := put("apiserver-cost", func(path string) error { return writeChart(path, c) }); err != nil {
 			return err
 		}
 	}
-	if r.P2 != nil {
-		c := p2Chart(r.P2)
-		if err := put("p2", func(path string) error { return writeChart(path, c) }); err != nil {
+	if r.Recovery != nil {
+		c := recoveryChart(r.Recovery)
+		if err := put("recovery", func(path string) error { return writeChart(path, c) }); err != nil {
 			return err
 		}
 	}
@@ -212,27 +212,27 @@ func (r *report) write(out string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	// The P6 and P7 sections come from runs of their own (-only p6, -only
-	// p7), written into the page between their markers, with their own
+	// The relist memory and sharding sections come from runs of their own
+	// (-only relist, -only sharding), written into the page between their markers, with their own
 	// results files. A run (or -render) without them keeps them.
 	var carried []string
 	keep := map[string]string{}
-	if len(r.P6) == 0 {
-		if sec, ok := markedSection(string(old), p6Begin, p6End); ok {
-			carried, keep["P6"] = append(carried, "P6 (relist memory)"), sec
+	if len(r.Relist) == 0 {
+		if sec, ok := markedSection(string(old), relistBegin, relistEnd); ok {
+			carried, keep["relist"] = append(carried, "relist memory"), sec
 		}
 	}
-	if len(r.P7) == 0 {
-		if sec, ok := markedSection(string(old), p7Begin, p7End); ok {
-			carried, keep["P7"] = append(carried, "P7 (sharding)"), sec
+	if len(r.Sharding) == 0 {
+		if sec, ok := markedSection(string(old), shardingBegin, shardingEnd); ok {
+			carried, keep["sharding"] = append(carried, "sharding"), sec
 		}
 	}
 	md := r.markdown(jsonName, string(notes), charts, carried)
-	if sec, ok := keep["P6"]; ok {
-		md = spliceP6(md, sec)
+	if sec, ok := keep["relist"]; ok {
+		md = spliceRelist(md, sec)
 	}
-	if sec, ok := keep["P7"]; ok {
-		md = spliceP7(md, sec)
+	if sec, ok := keep["sharding"]; ok {
+		md = spliceSharding(md, sec)
 	}
 	if err := os.WriteFile(page, []byte(md), 0o644); err != nil {
 		return err

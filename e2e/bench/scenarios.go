@@ -13,39 +13,39 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 )
 
-// p1Run is one contender run of P1 with the server-side cost it caused.
-type p1Run struct {
+// syncRun is one contender run of the initial sync with the server-side cost it caused.
+type syncRun struct {
 	Rep    int         `json:"rep"`
 	Result *syncResult `json:"result"`
 	Server counters    `json:"server"`
 }
 
-type p1Report struct {
+type syncReport struct {
 	// Server is the -servers entry this ran on ("" in results from before
 	// -servers: the single server of the run); Kind "configmaps" or "cr".
 	Server string `json:"server,omitempty"`
 	Kind   string `json:"kind,omitempty"`
 	// ScalingOnly: run for the scaling charts only (scaling contenders, no
-	// decode limit); not a P1 section of its own.
+	// decode limit); not an initial-sync section of its own.
 	ScalingOnly bool                       `json:"scaling_only,omitempty"`
 	Objects     int                        `json:"objects"`
 	Namespace   string                     `json:"namespace"`
 	Contenders  []contender                `json:"contenders"`
-	Runs        map[string][]p1Run         `json:"runs"`
+	Runs        map[string][]syncRun       `json:"runs"`
 	Decode      map[string][]*decodeResult `json:"decode"` // "json", "proto"
 	// Failures: contenders that did not sync (not retried in later repetitions).
 	Failures map[string]string `json:"failures,omitempty"`
 }
 
-func (p *p1Report) isCR() bool { return p.Kind == "cr" }
+func (p *syncReport) isCR() bool { return p.Kind == "cr" }
 
-// runP1 syncs n objects of kind ("configmaps" or "cr") with each named
+// runSync syncs n objects of kind ("configmaps" or "cr") with each named
 // contender, count times interleaved; decode adds the decode limit.
-func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, decode bool) (*p1Report, error) {
-	ns := "p1-" + strconv.Itoa(n)
+func (b *bench) runSync(ctx context.Context, n int, kind string, names []string, decode bool) (*syncReport, error) {
+	ns := "sync-" + strconv.Itoa(n)
 	resource := "configmaps"
 	if kind == "cr" {
-		ns = "p1cr-" + strconv.Itoa(n)
+		ns = "synccr-" + strconv.Itoa(n)
 		resource = crGVR.Resource
 		decode = false
 		if err := b.populateCR(ctx, ns, n); err != nil {
@@ -55,7 +55,7 @@ func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, d
 		return nil, err
 	}
 	kc := b.cluster.KubeconfigPath()
-	rep := &p1Report{Server: b.spec.Spec, Kind: kind, ScalingOnly: !decode && kind != "cr", Objects: n, Namespace: ns, Runs: map[string][]p1Run{}, Decode: map[string][]*decodeResult{}, Failures: map[string]string{}}
+	rep := &syncReport{Server: b.spec.Spec, Kind: kind, ScalingOnly: !decode && kind != "cr", Objects: n, Namespace: ns, Runs: map[string][]syncRun{}, Decode: map[string][]*decodeResult{}, Failures: map[string]string{}}
 	for _, name := range names {
 		c, err := contenderByName(name)
 		if err != nil {
@@ -73,7 +73,7 @@ func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, d
 		order = append(order, "decode-json", "decode-proto")
 	}
 	for r := 0; r < b.c.count; r++ {
-		logf("P1 %s %d %s: repetition %d/%d", b.spec.Spec, n, kind, r+1, b.c.count)
+		logf("initial sync %s %d %s: repetition %d/%d", b.spec.Spec, n, kind, r+1, b.c.count)
 		for _, name := range alternate(order, r) {
 			if proto, ok := strings.CutPrefix(name, "decode-"); ok {
 				var d decodeResult
@@ -93,9 +93,9 @@ func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, d
 				return nil, err
 			}
 			var res syncResult
-			args := []string{"-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns, "-expect", strconv.Itoa(n), "-timeout", p1Timeout.String()}
+			args := []string{"-mode", "sync", "-kubeconfig", kc, "-contender", name, "-namespace", ns, "-expect", strconv.Itoa(n), "-timeout", syncTimeout.String()}
 			if b.c.profile != "" && r == 0 {
-				args = append(args, "-cpuprofile", filepath.Join(b.c.profile, fmt.Sprintf("p1-%s-%d-%s.prof", strings.ReplaceAll(b.spec.Spec, "/", "-"), n, name)))
+				args = append(args, "-cpuprofile", filepath.Join(b.c.profile, fmt.Sprintf("sync-%s-%d-%s.prof", strings.ReplaceAll(b.spec.Spec, "/", "-"), n, name)))
 			}
 			if err := b.runChildOnce(ctx, c.Env, &res, args...); err != nil {
 				// A contender that cannot sync is a result, not a reason to
@@ -112,7 +112,7 @@ func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, d
 			if r > 0 {
 				res.RequestLog = nil // keep the JSON small: one request log per contender
 			}
-			rep.Runs[name] = append(rep.Runs[name], p1Run{Rep: r, Result: &res, Server: after.minus(before)})
+			rep.Runs[name] = append(rep.Runs[name], syncRun{Rep: r, Result: &res, Server: after.minus(before)})
 			logf("  %-28s synced %d in %7.1f ms, peak heap %6.1f MiB, wire in %6.1f MiB, requests %v",
 				name, res.Objects, res.SyncMs, mib(res.PeakHeap), mib(uint64(res.WireIn)), res.Requests)
 		}
@@ -120,10 +120,10 @@ func (b *bench) runP1(ctx context.Context, n int, kind string, names []string, d
 	return rep, nil
 }
 
-// p1Timeout bounds one contender's initial sync (the slowest healthy one,
+// syncTimeout bounds one contender's initial sync (the slowest healthy one,
 // JSON at 50k objects, takes about 15 s on a loaded 2-core machine); stock
 // on v1.18 never syncs, and 45 s shows that as well as longer would.
-const p1Timeout = 45 * time.Second
+const syncTimeout = 45 * time.Second
 
 func (b *bench) runChildOnce(ctx context.Context, env []string, v any, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -140,14 +140,14 @@ func (b *bench) runChildOnce(ctx context.Context, env []string, v any, args ...s
 
 func mib(v uint64) float64 { return float64(v) / (1 << 20) }
 
-// recoveryRun is one contender run of P2 or P3.
+// recoveryRun is one contender run of the recovery or the restart herd.
 type recoveryRun struct {
 	Rep          int             `json:"rep"`
 	Result       *recoveryResult `json:"result"`
 	Server       counters        `json:"server"`
-	Faults       []string        `json:"faults,omitempty"`         // P2: what the proxy did
-	ReadyMs      float64         `json:"restart_ms,omitempty"`     // P3: stop..ready of the apiserver
-	AfterReadyMs float64         `json:"after_ready_ms,omitempty"` // P3: ready..all caches saw the marker
+	Faults       []string        `json:"faults,omitempty"`         // recovery: what the proxy did
+	ReadyMs      float64         `json:"restart_ms,omitempty"`     // restart: stop..ready of the apiserver
+	AfterReadyMs float64         `json:"after_ready_ms,omitempty"` // restart: ready..all caches saw the marker
 }
 
 type recoveryReport struct {
@@ -157,18 +157,18 @@ type recoveryReport struct {
 	Namespace  string                   `json:"namespace"`
 	Contenders []string                 `json:"contenders"`
 	Runs       map[string][]recoveryRun `json:"runs"`
-	Baseline   counters                 `json:"baseline_server,omitempty"` // P3: a restart without clients
+	Baseline   counters                 `json:"baseline_server,omitempty"` // restart: one without clients
 }
 
-var p2Contenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
+var recoveryContenders = []string{"stock", "stock-list", "sw-informer", "sw-reflector"}
 
-// runP2: each contender syncs through a fault proxy; then its watch is ended
+// runRecovery: each contender syncs through a fault proxy; then its watch is ended
 // and the re-watch answered with a 410 ERROR event (what a watch served from
 // the watch cache gets when its resourceVersion has left the window); the
 // contender recovers however it does; a marker ConfigMap created right after
 // shows when it is in sync again.
-func (b *bench) runP2(ctx context.Context, n int) (*recoveryReport, error) {
-	ns := "p1-" + strconv.Itoa(n)
+func (b *bench) runRecovery(ctx context.Context, n int) (*recoveryReport, error) {
+	ns := "sync-" + strconv.Itoa(n)
 	if err := b.populate(ctx, ns, n); err != nil {
 		return nil, err
 	}
@@ -181,11 +181,11 @@ func (b *bench) runP2(ctx context.Context, n int) (*recoveryReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &recoveryReport{Objects: n, Instances: 1, Namespace: ns, Contenders: p2Contenders, Runs: map[string][]recoveryRun{}}
+	rep := &recoveryReport{Objects: n, Instances: 1, Namespace: ns, Contenders: recoveryContenders, Runs: map[string][]recoveryRun{}}
 	for r := 0; r < b.c.count; r++ {
-		logf("P2 %d objects: repetition %d/%d", n, r+1, b.c.count)
-		for _, name := range alternate(p2Contenders, r) {
-			run, err := b.p2Once(ctx, proxy, kc, ns, n, name, r)
+		logf("recovery %d objects: repetition %d/%d", n, r+1, b.c.count)
+		for _, name := range alternate(recoveryContenders, r) {
+			run, err := b.recoveryOnce(ctx, proxy, kc, ns, n, name, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -198,7 +198,7 @@ func (b *bench) runP2(ctx context.Context, n int) (*recoveryReport, error) {
 	return rep, nil
 }
 
-func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, n int, name string, r int) (*recoveryRun, error) {
+func (b *bench) recoveryOnce(ctx context.Context, proxy *faults.Proxy, kc, ns string, n int, name string, r int) (*recoveryRun, error) {
 	c, _ := contenderByName(name)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -217,7 +217,7 @@ func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 	rule := proxy.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Count: 1, Status: 410,
 		Message: "too old resource version (injected by bench)", AsWatchEvent: true})
 	defer proxy.Remove(rule)
-	marker := fmt.Sprintf("marker-p2-%s-%d", name, r)
+	marker := fmt.Sprintf("marker-recovery-%s-%d", name, r)
 	before, err := b.serverMetrics(ctx)
 	if err != nil {
 		return nil, err
@@ -249,24 +249,24 @@ func (b *bench) p2Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 	return &recoveryRun{Rep: r, Result: res, Server: after.minus(before), Faults: fired}, nil
 }
 
-var p3Contenders = []string{"stock", "sw-informer", "sw-reflector"}
+var restartContenders = []string{"stock", "sw-informer", "sw-reflector"}
 
-// runP3: a herd of informers of one kind in one process, synced; the
+// runRestart: a herd of informers of one kind in one process, synced; the
 // apiserver restarts; how many requests and etcd lists until every cache
 // has seen a marker created once the server is ready again.
-func (b *bench) runP3(ctx context.Context) (*recoveryReport, error) {
+func (b *bench) runRestart(ctx context.Context) (*recoveryReport, error) {
 	ns := "herd"
 	n := b.c.herdObjs
 	if err := b.populate(ctx, ns, n); err != nil {
 		return nil, err
 	}
 	api := b.cluster.APIServers()[0]
-	rep := &recoveryReport{Objects: n, Instances: b.c.herd, Namespace: ns, Contenders: p3Contenders, Runs: map[string][]recoveryRun{}}
+	rep := &recoveryReport{Objects: n, Instances: b.c.herd, Namespace: ns, Contenders: restartContenders, Runs: map[string][]recoveryRun{}}
 	// Baseline: what a restart costs with no client at all.
 	if err := api.Restart(ctx); err != nil {
 		return nil, err
 	}
-	if err := b.createMarker(ctx, ns, "marker-p3-baseline"); err != nil {
+	if err := b.createMarker(ctx, ns, "marker-restart-baseline"); err != nil {
 		return nil, err
 	}
 	// The restarted server fills its watch cache from etcd in the background.
@@ -282,14 +282,14 @@ func (b *bench) runP3(ctx context.Context) (*recoveryReport, error) {
 		return nil, fmt.Errorf("baseline: watch cache not initialised after restart: %w", err)
 	}
 	rep.Baseline = base
-	if err := b.deleteMarker(ctx, ns, "marker-p3-baseline"); err != nil {
+	if err := b.deleteMarker(ctx, ns, "marker-restart-baseline"); err != nil {
 		return nil, err
 	}
 	count := max(1, b.c.count/2) // each repetition restarts the apiserver per contender
 	for r := 0; r < count; r++ {
-		logf("P3 %d informers x %d objects: repetition %d/%d", b.c.herd, n, r+1, count)
-		for _, name := range alternate(p3Contenders, r) {
-			run, err := b.p3Once(ctx, ns, n, name, r)
+		logf("restart %d informers x %d objects: repetition %d/%d", b.c.herd, n, r+1, count)
+		for _, name := range alternate(restartContenders, r) {
+			run, err := b.restartOnce(ctx, ns, n, name, r)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -302,7 +302,7 @@ func (b *bench) runP3(ctx context.Context) (*recoveryReport, error) {
 	return rep, nil
 }
 
-func (b *bench) p3Once(ctx context.Context, ns string, n int, name string, r int) (*recoveryRun, error) {
+func (b *bench) restartOnce(ctx context.Context, ns string, n int, name string, r int) (*recoveryRun, error) {
 	c, _ := contenderByName(name)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -315,7 +315,7 @@ func (b *bench) p3Once(ctx context.Context, ns string, n int, name string, r int
 	if err := ch.next(ctx, &ev); err != nil {
 		return nil, err
 	}
-	marker := fmt.Sprintf("marker-p3-%s-%d", name, r)
+	marker := fmt.Sprintf("marker-restart-%s-%d", name, r)
 	if err := ch.send("go " + marker); err != nil {
 		return nil, err
 	}

@@ -12,13 +12,13 @@ import (
 // wrote there.
 func TestFullWriteKeepsSectionsOfTheirOwnRuns(t *testing.T) {
 	out := t.TempDir()
-	p6 := p6Begin + "\n## Relist memory\n\nhand-merged rows\n" + p6End
-	p7 := p7Begin + "\n## Sharding\n\nreplicas\n" + p7End
-	old := "# Benchmarks\n\n## At a glance\n\n" + p6 + "\n\n" + p7 + "\n\n## P2: recovery\n"
+	relist := relistBegin + "\n## Relist memory\n\nhand-merged rows\n" + relistEnd
+	sharding := shardingBegin + "\n## Sharding\n\nreplicas\n" + shardingEnd
+	old := "# Benchmarks\n\n## At a glance\n\n" + relist + "\n\n" + sharding + "\n\n" + recoveryHeading + "\n"
 	if err := os.WriteFile(filepath.Join(out, "benchmarks.md"), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := &report{Size: "small", P2: &recoveryReport{Objects: 10, Server: "v1.37.2", Runs: map[string][]recoveryRun{}}}
+	r := &report{Size: "small", Recovery: &recoveryReport{Objects: 10, Server: "v1.37.2", Runs: map[string][]recoveryRun{}}}
 	if err := r.write(out); err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +27,14 @@ func TestFullWriteKeepsSectionsOfTheirOwnRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(b)
-	i6, i7, i2 := strings.Index(page, p6), strings.Index(page, p7), strings.Index(page, "## P2: recovery after")
+	i6, i7, i2 := strings.Index(page, relist), strings.Index(page, sharding), strings.Index(page, recoveryHeading+" at")
 	if i6 < 0 || i7 < 0 || i2 < 0 || !(i6 < i7 && i7 < i2) {
 		t.Fatalf("want the old relist memory and sharding sections, in that order, before the watch-410 recovery section (at %d, %d, %d):\n%s", i6, i7, i2, page)
 	}
-	if strings.Count(page, p6Begin) != 1 || strings.Count(page, p7Begin) != 1 {
+	if strings.Count(page, relistBegin) != 1 || strings.Count(page, shardingBegin) != 1 {
 		t.Errorf("a section is there twice:\n%s", page)
 	}
-	if !strings.Contains(page, "P6 (relist memory) and P7 (sharding) ran on their own") {
+	if !strings.Contains(page, "The relist memory and sharding scenarios ran on their own") {
 		t.Errorf("the summary does not point to the kept sections:\n%s", page)
 	}
 }
@@ -42,34 +42,34 @@ func TestFullWriteKeepsSectionsOfTheirOwnRuns(t *testing.T) {
 // The Summary counts the Targets rows of each goal, met and missed, and
 // names the worst miss; it comes before everything but the title and intro.
 func TestSummaryCountsGoalsMetAndMissed(t *testing.T) {
-	runs := func(ms ...float64) []p1Run {
-		var rs []p1Run
+	runs := func(ms ...float64) []syncRun {
+		var rs []syncRun
 		for _, m := range ms {
-			rs = append(rs, p1Run{Result: &syncResult{SyncMs: m, PeakHeap: uint64(m) << 20, wireStats: wireStats{Requests: map[string]int{"list": 1}}}})
+			rs = append(rs, syncRun{Result: &syncResult{SyncMs: m, PeakHeap: uint64(m) << 20, wireStats: wireStats{Requests: map[string]int{"list": 1}}}})
 		}
 		return rs
 	}
-	r := &report{P1: []*p1Report{{Server: "v1.33.13", Objects: 10000, Kind: "configmaps", Runs: map[string][]p1Run{
+	r := &report{Sync: []*syncReport{{Server: "v1.33.13", Objects: 10000, Kind: "configmaps", Runs: map[string][]syncRun{
 		"stock": runs(100, 100), "stock-list": runs(100, 100), "sw-informer": runs(50, 50), "sw-reflector": runs(120, 110),
 	}}}}
 	r.Servers = []serverRun{{serverSpec: serverSpec{Spec: "v1.33.13"}}}
-	md := r.markdown("results-small.json", "## Method\n\nnotes", map[string]string{"p1-overview": "p1-overview.png"}, nil)
+	md := r.markdown("results-small.json", "## Method\n\nnotes", map[string]string{"sync-overview": "sync-overview.png"}, nil)
 	sum, tg := strings.Index(md, "## Summary"), strings.Index(md, "## Targets")
 	if sum < 0 || tg < 0 || sum > strings.Index(md, "## How to reproduce") {
 		t.Fatalf("want the Summary before How to reproduce, and a Targets section:\n%s", md)
 	}
 	summary := md[sum:strings.Index(md, "## How to reproduce")]
 	for _, want := range []string{
-		"![P1 overview](bench/p1-overview.png)",
+		"![Initial sync overview](bench/sync-overview.png)",
 		// sw-informer 0.5x and sw-reflector 1.15x, each against stock and stock-list.
-		"| P1 initial sync time, where stock lists | <= 1x | 0.50x–1.15x | **missed** in 2 of 4 (worst: `v1.33.13` P1 10k ConfigMaps, sw-reflector vs stock, 1.15x) |",
-		"| P1 client peak heap, where stock lists | <= 0.6x | 0.50x–1.15x | **missed** in 2 of 4",
+		"| Initial sync time, where stock lists | <= 1x | 0.50x–1.15x | **missed** in 2 of 4 (worst: `v1.33.13` initial sync 10k ConfigMaps, sw-reflector vs stock, 1.15x) |",
+		"| Initial sync client peak heap, where stock lists | <= 0.6x | 0.50x–1.15x | **missed** in 2 of 4",
 	} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
 	}
-	if strings.Contains(md[sum+1:], "## Summary") || strings.Count(md, "p1-overview.png") != 1 {
+	if strings.Contains(md[sum+1:], "## Summary") || strings.Count(md, "sync-overview.png") != 1 {
 		t.Errorf("the summary or its chart is on the page twice")
 	}
 }

@@ -26,9 +26,16 @@ const (
 )
 
 // Recorder is a metrics.Recorder that keeps every report in order: its
-// family (the method), the name it was reported under and its label. It is
-// safe for concurrent use; the zero value is ready.
+// family (the method), the name it was reported under, its label and when
+// it came. It is safe for concurrent use; the zero value is ready and keeps
+// every family (ResourceVersionAdvanced, reported on every event, is never
+// kept). e2e's reasons.Counter is a Recorder too.
 type Recorder struct {
+	// Keep: the families kept (set before the first report); nil keeps all.
+	// A long run leaves out the families reported on every event or wait
+	// (StoreResourceVersion, ReadWait, ...), which would only grow.
+	Keep []string
+
 	mu  sync.Mutex
 	got []Report
 }
@@ -36,12 +43,17 @@ type Recorder struct {
 // Report is one call a Recorder received.
 type Report struct {
 	Family, Name, Label string
+	At                  time.Time // when the Recorder received it
 }
 
 func (r *Recorder) add(family, name, label string) {
+	if r.Keep != nil && !slices.Contains(r.Keep, family) {
+		return
+	}
+	at := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.got = append(r.got, Report{family, name, label})
+	r.got = append(r.got, Report{Family: family, Name: name, Label: label, At: at})
 }
 
 // Labels returns the labels of one family's reports, in order (nil for

@@ -13,10 +13,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/steadywatch/steadywatch/internal/metricsnop"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
 // The families a Counter counts, each by label.
@@ -40,95 +39,90 @@ type Event struct {
 }
 
 // Counter counts what a steadywatch path reports to its metrics.Recorder,
-// by family and label, and keeps every report in order (Events). The other
-// Recorder calls are ignored. It is safe for concurrent use.
+// by family and label, and keeps every report in order (Events). It is the
+// SDK tests' testfake.Recorder, keeping the families above (the other
+// Recorder calls are dropped), seen through e2e's families, labels and
+// keys. It is safe for concurrent use.
 type Counter struct {
-	metricsnop.Nop
+	testfake.Recorder
 	fallbacksOnly bool
-	mu            sync.Mutex
-	n             map[string]int
-	fam           map[string]map[string]int
-	events        []Event
 }
+
+// counted are the testfake.Recorder families a Counter keeps.
+var counted = []string{testfake.List, testfake.Fallback, testfake.Relist, testfake.WatchRestart,
+	testfake.Bookmark, testfake.Transition, testfake.ConsistencyCheck, testfake.ReadFallback}
 
 // New returns a Counter whose Get and String cover fallbacks by reason,
 // relists as "relist:<cause>" and watch restarts as
 // "watch-restart:<reason>".
-func New() *Counter { return &Counter{n: map[string]int{}, fam: map[string]map[string]int{}} }
+func New() *Counter { return &Counter{Recorder: testfake.Recorder{Keep: counted}} }
 
 // NewFallbacks returns a Counter whose Get and String cover fallbacks by
 // reason only.
 func NewFallbacks() *Counter { c := New(); c.fallbacksOnly = true; return c }
 
-func (c *Counter) add(family, label, reason, key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := c.fam[family]
-	if f == nil {
-		f = map[string]int{}
-		c.fam[family] = f
+// event returns a report as its Event and its Get key ("" for none).
+func (c *Counter) event(r testfake.Report) (e Event, key string) {
+	e = Event{At: r.At, Label: r.Label, Reason: r.Label}
+	switch r.Family {
+	case testfake.List: // "<semantic>:<outcome>"
+		e.Family, e.Label = FamilyList, strings.Replace(r.Label, ":", "/", 1)
+		e.Reason = e.Label
+	case testfake.Fallback:
+		e.Family, key = FamilyFallback, r.Label
+	case testfake.Relist:
+		e.Family, key = FamilyRelist, "relist:"+r.Label
+	case testfake.WatchRestart:
+		e.Family, key = FamilyWatchRestart, "watch-restart:"+r.Label
+	case testfake.Bookmark:
+		e.Family, e.Label, e.Reason = FamilyBookmark, "all", "all"
+	case testfake.Transition: // "<from>-><to>: <reason>"
+		e.Family = FamilyTransition
+		e.Label, e.Reason, _ = strings.Cut(r.Label, ": ")
+	case testfake.ConsistencyCheck:
+		e.Family = FamilyConsistency
+	case testfake.ReadFallback:
+		e.Family = FamilyReadFallback
 	}
-	f[label]++
-	c.events = append(c.events, Event{At: time.Now(), Family: family, Label: label, Reason: reason})
-	if key != "" && (!c.fallbacksOnly || family == FamilyFallback) {
-		c.n[key]++
+	if c.fallbacksOnly && e.Family != FamilyFallback {
+		key = ""
 	}
+	return e, key
 }
 
-// List implements metrics.Recorder.
-func (c *Counter) List(_, semantic, outcome string) {
-	l := semantic + "/" + outcome
-	c.add(FamilyList, l, l, "")
+// counts returns the counts Get covers, by key.
+func (c *Counter) counts() map[string]int {
+	n := map[string]int{}
+	for _, r := range c.Reports() {
+		if _, key := c.event(r); key != "" {
+			n[key]++
+		}
+	}
+	return n
 }
-
-// Fallback implements metrics.Recorder.
-func (c *Counter) Fallback(_, reason string) { c.add(FamilyFallback, reason, reason, reason) }
-
-// Relist implements metrics.Recorder.
-func (c *Counter) Relist(_, cause string) { c.add(FamilyRelist, cause, cause, "relist:"+cause) }
-
-// WatchRestart implements metrics.Recorder.
-func (c *Counter) WatchRestart(_, reason string) {
-	c.add(FamilyWatchRestart, reason, reason, "watch-restart:"+reason)
-}
-
-// Bookmark implements metrics.Recorder.
-func (c *Counter) Bookmark(string) { c.add(FamilyBookmark, "all", "all", "") }
-
-// ConsistencyCheck implements metrics.Recorder.
-func (c *Counter) ConsistencyCheck(_, result string) { c.add(FamilyConsistency, result, result, "") }
-
-// Transition implements metrics.Recorder.
-func (c *Counter) Transition(_, from, to, reason string) {
-	c.add(FamilyTransition, from+"->"+to, reason, "")
-}
-
-// ReadFallback implements metrics.Recorder.
-func (c *Counter) ReadFallback(_, reason string) { c.add(FamilyReadFallback, reason, reason, "") }
 
 // Get returns the count of key (a fallback reason, "relist:<cause>" or
 // "watch-restart:<reason>").
-func (c *Counter) Get(key string) int { c.mu.Lock(); defer c.mu.Unlock(); return c.n[key] }
+func (c *Counter) Get(key string) int { return c.counts()[key] }
 
 // String returns every count Get covers as "key=n", sorted by key,
 // separated by spaces ("" for none).
 func (c *Counter) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	n := c.counts()
 	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(c.n)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, c.n[k]))
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, n[k]))
 	}
 	return strings.Join(parts, " ")
 }
 
-// Family returns a copy of one family's counts by label.
+// Family returns one family's counts by label.
 func (c *Counter) Family(family string) map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := maps.Clone(c.fam[family])
-	if out == nil {
-		out = map[string]int{}
+	out := map[string]int{}
+	for _, e := range c.Events() {
+		if e.Family == family {
+			out[e.Label]++
+		}
 	}
 	return out
 }
@@ -145,10 +139,8 @@ func (c *Counter) Total(family string) int {
 // Labels returns one family's labels in the order they were reported, one
 // per report (nil for none).
 func (c *Counter) Labels(family string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []string
-	for _, e := range c.events {
+	for _, e := range c.Events() {
 		if e.Family == family {
 			out = append(out, e.Label)
 		}
@@ -158,9 +150,13 @@ func (c *Counter) Labels(family string) []string {
 
 // Events returns every report so far, in order.
 func (c *Counter) Events() []Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.events)
+	reports := c.Reports()
+	out := make([]Event, 0, len(reports))
+	for _, r := range reports {
+		e, _ := c.event(r)
+		out = append(out, e)
+	}
+	return out
 }
 
 // FormatCounts renders counts as "a=1 b=2", sorted by label ("(none)" for

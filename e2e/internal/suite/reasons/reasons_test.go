@@ -2,6 +2,7 @@ package reasons
 
 import (
 	"testing"
+	"time"
 
 	"github.com/steadywatch/steadywatch/metrics"
 )
@@ -58,5 +59,27 @@ func TestCounterFamiliesAndEvents(t *testing.T) {
 	ev := c.Events()
 	if len(ev) != 5 || ev[3].Label != "Listing->Watching" || ev[3].Reason != "synced" || ev[3].At.IsZero() {
 		t.Errorf("events %+v", ev)
+	}
+}
+
+func TestCounterKeepsOnlyItsFamilies(t *testing.T) {
+	c := New()
+	c.List("x", "NotOlderThan", "ok")
+	c.StoreResourceVersion("x", "7") // reported on every event: dropped
+	c.Items("x", 3)
+	c.ConsistencyCheck("x", "match")
+	c.ReadFallback("x", "timeout")
+	c.ResourceVersionAdvanced("x", time.Now())
+	ev := c.Events()
+	if len(ev) != 3 || len(c.Reports()) != 3 {
+		t.Fatalf("events %+v, want the list, the check and the read fallback", ev)
+	}
+	for i, want := range []Event{{Family: FamilyList, Label: "NotOlderThan/ok"}, {Family: FamilyConsistency, Label: "match"}, {Family: FamilyReadFallback, Label: "timeout"}} {
+		if ev[i].Family != want.Family || ev[i].Label != want.Label || ev[i].Reason != want.Label {
+			t.Errorf("event %d: %+v, want %s %s", i, ev[i], want.Family, want.Label)
+		}
+	}
+	if c.String() != "" {
+		t.Errorf("Get covers only fallbacks, relists and watch restarts: %q", c.String())
 	}
 }

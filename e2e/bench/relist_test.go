@@ -6,13 +6,13 @@ import (
 )
 
 func TestSpliceRelistMemorySection(t *testing.T) {
-	sec := func(body string) string { return p6Begin + "\n" + body + "\n" + p6End + "\n\n" }
+	sec := func(body string) string { return relistBegin + "\n" + body + "\n" + relistEnd + "\n\n" }
 	for _, tc := range []struct{ name, page, want string }{
-		{"before the watch 410 recovery section", "# B\n\n## Other: x\n\n## P2: y\n", "# B\n\n## Other: x\n\n" + sec("new") + "## P2: y\n"},
-		{"replaces only the old section", "# B\n\n" + sec("old") + "## P2: y\n", "# B\n\n" + sec("new") + "## P2: y\n"},
+		{"before the watch 410 recovery section", "# B\n\n## Other: x\n\n" + recoveryHeading + " y\n", "# B\n\n## Other: x\n\n" + sec("new") + recoveryHeading + " y\n"},
+		{"replaces only the old section", "# B\n\n" + sec("old") + recoveryHeading + " y\n", "# B\n\n" + sec("new") + recoveryHeading + " y\n"},
 		{"at the end", "# B\n\n## Other: x\n", "# B\n\n## Other: x\n\n" + sec("new")},
 	} {
-		if got := spliceP6(tc.page, sec("new")); got != tc.want {
+		if got := spliceRelist(tc.page, sec("new")); got != tc.want {
 			t.Errorf("%s: got\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
 	}
@@ -34,17 +34,17 @@ func TestCountRelists(t *testing.T) {
 
 func TestRelistMemoryFlags(t *testing.T) {
 	var c config
-	c.p6Window = 1
-	if err := c.p6Flags("", "10000,50000", "", "off,on", 3, ""); err != nil {
+	c.relistWindow = 1
+	if err := c.relistFlags("", "10000,50000", "", "off,on", 3, ""); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.p6Objects) != 2 || len(c.p6Streaming) != 2 || c.p6Streaming[0] || !c.p6Streaming[1] || c.p6Count != 3 || c.p6Contenders[0] != "stock" {
+	if len(c.relistObjects) != 2 || len(c.relistStreaming) != 2 || c.relistStreaming[0] || !c.relistStreaming[1] || c.relistCount != 3 || c.relistContenders[0] != "stock" {
 		t.Errorf("defaults: got %+v", c)
 	}
-	if err := c.p6Flags("", "1", "sometimes", "off", 1, ""); err == nil || !strings.Contains(err.Error(), "-p6-streaming") {
-		t.Errorf("bad -p6-streaming: got %v", err)
+	if err := c.relistFlags("", "1", "sometimes", "off", 1, ""); err == nil || !strings.Contains(err.Error(), "-relist-streaming") {
+		t.Errorf("bad -relist-streaming: got %v", err)
 	}
-	if err := c.p6Flags("", "1", "", "off", 1, "sw-informer,stock"); err == nil {
+	if err := c.relistFlags("", "1", "", "off", 1, "sw-informer,stock"); err == nil {
 		t.Error("stock not first: no error")
 	}
 }

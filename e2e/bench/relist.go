@@ -32,7 +32,7 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// P6: relist memory. A client that relists holds its cache and the new
+// Relist memory. A client that relists holds its cache and the new
 // list at once; running out of memory during relists is among the most
 // reported informer failures (kubernetes/client-go#1224,
 // kubernetes-sigs/aws-load-balancer-controller#3919). Each contender syncs
@@ -48,13 +48,13 @@ import (
 // relisted). The child samples its heap every millisecond during the
 // initial sync and during the window.
 
-// p6Contenders: stock client-go and every adoption path of steadywatch
-// over a typed clientset (the dynamic and metadata shapes are P1's CR
+// relistContenders: stock client-go and every adoption path of steadywatch
+// over a typed clientset (the dynamic and metadata shapes are the initial sync's CR
 // contenders, on custom resources).
-var p6Contenders = []string{"stock", "sw-informer", "sw-reflector", "sw-dropin-listwatch", "sw-informerfor", "sw-reflector-funcs"}
+var relistContenders = []string{"stock", "sw-informer", "sw-reflector", "sw-dropin-listwatch", "sw-informerfor", "sw-reflector-funcs"}
 
-// p6Labels name the adoption paths as the README does.
-var p6Labels = map[string]string{
+// relistLabels name the adoption paths as the README does.
+var relistLabels = map[string]string{
 	"stock":               "stock client-go informer (`SharedInformerFactory`)",
 	"sw-informer":         "client-go factory line, `reflector.NewSharedInformerFactory(cs, ...)`",
 	"sw-reflector":        "`reflector.New` over `lister.FromClientset`",
@@ -64,9 +64,9 @@ var p6Labels = map[string]string{
 	"sw-reflector-funcs":  "`reflector.New` over `lister.FromFuncs`",
 }
 
-// p6Phase is what one child measured in one phase (the initial sync or the
+// relistPhase is what one child measured in one phase (the initial sync or the
 // relist window).
-type p6Phase struct {
+type relistPhase struct {
 	Ms float64 `json:"ms"`
 	// PeakHeap: peak of /memory/classes/heap/objects:bytes (live objects
 	// plus garbage not yet swept; MemStats.HeapAlloc), sampled every
@@ -84,7 +84,7 @@ type p6Phase struct {
 	RequestLog []requestRecord `json:"request_log,omitempty"`
 }
 
-func (p p6Phase) requests() int {
+func (p relistPhase) requests() int {
 	n := 0
 	for _, v := range p.Requests {
 		n += v
@@ -92,47 +92,47 @@ func (p p6Phase) requests() int {
 	return n
 }
 
-type p6Result struct {
-	Contender string  `json:"contender"`
-	Initial   p6Phase `json:"initial"`
-	Window    p6Phase `json:"window"`
+type relistResult struct {
+	Contender string      `json:"contender"`
+	Initial   relistPhase `json:"initial"`
+	Window    relistPhase `json:"window"`
 }
 
-type p6Run struct {
-	Rep    int       `json:"rep"`
-	Result *p6Result `json:"result"`
+type relistRun struct {
+	Rep    int           `json:"rep"`
+	Result *relistResult `json:"result"`
 	// Faults: what the proxy did during the window, by kind, with counts.
 	Faults map[string]int `json:"faults,omitempty"`
 }
 
-type p6Report struct {
-	Server     string             `json:"server"`
-	Version    string             `json:"version"`
-	Objects    int                `json:"objects"`
-	Namespace  string             `json:"namespace"`
-	Streaming  bool               `json:"streaming"`
-	WindowS    float64            `json:"window_s"`
-	Count      int                `json:"count"`
-	Contenders []string           `json:"contenders"`
-	Runs       map[string][]p6Run `json:"runs"`
-	Failures   map[string]string  `json:"failures,omitempty"`
+type relistReport struct {
+	Server     string                 `json:"server"`
+	Version    string                 `json:"version"`
+	Objects    int                    `json:"objects"`
+	Namespace  string                 `json:"namespace"`
+	Streaming  bool                   `json:"streaming"`
+	WindowS    float64                `json:"window_s"`
+	Count      int                    `json:"count"`
+	Contenders []string               `json:"contenders"`
+	Runs       map[string][]relistRun `json:"runs"`
+	Failures   map[string]string      `json:"failures,omitempty"`
 }
 
-// p6Timeout bounds one P6 child (initial sync of 50k objects on a loaded
+// relistTimeout bounds one relist memory child (initial sync of 50k objects on a loaded
 // machine, the window, and the report).
-const p6Timeout = 5 * time.Minute
+const relistTimeout = 5 * time.Minute
 
-func (b *bench) runP6(ctx context.Context) ([]*p6Report, error) {
-	var out []*p6Report
-	for _, n := range b.c.p6Objects {
-		ns := "p1-" + strconv.Itoa(n) // P1's objects, created once
+func (b *bench) runRelist(ctx context.Context) ([]*relistReport, error) {
+	var out []*relistReport
+	for _, n := range b.c.relistObjects {
+		ns := "sync-" + strconv.Itoa(n) // the initial sync's objects, created once
 		if err := b.populate(ctx, ns, n); err != nil {
 			return nil, err
 		}
-		for _, streaming := range b.c.p6Streaming {
-			rep, err := b.runP6Mode(ctx, ns, n, streaming)
+		for _, streaming := range b.c.relistStreaming {
+			rep, err := b.runRelistMode(ctx, ns, n, streaming)
 			if err != nil {
-				return nil, fmt.Errorf("%d objects, streaming lists %s: %w", n, p6OnOff(streaming), err)
+				return nil, fmt.Errorf("%d objects, streaming lists %s: %w", n, relistOnOff(streaming), err)
 			}
 			out = append(out, rep)
 		}
@@ -140,13 +140,13 @@ func (b *bench) runP6(ctx context.Context) ([]*p6Report, error) {
 	return out, nil
 }
 
-func (b *bench) runP6Mode(ctx context.Context, ns string, n int, streaming bool) (*p6Report, error) {
+func (b *bench) runRelistMode(ctx context.Context, ns string, n int, streaming bool) (*relistReport, error) {
 	proxy, pcfg, err := b.cluster.NewProxy(ctx, b.cluster.APIServers()[0])
 	if err != nil {
 		return nil, err
 	}
 	defer proxy.Close()
-	kc, err := b.writeKubeconfig(pcfg, "bench-p6-proxy.kubeconfig")
+	kc, err := b.writeKubeconfig(pcfg, "bench-relist-proxy.kubeconfig")
 	if err != nil {
 		return nil, err
 	}
@@ -155,13 +155,13 @@ func (b *bench) runP6Mode(ctx context.Context, ns string, n int, streaming bool)
 		proxy.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Query: map[string]string{"sendInitialEvents": "true"},
 			Status: 422, Message: faults.SendInitialEventsForbiddenMessage})
 	}
-	rep := &p6Report{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, Namespace: ns, Streaming: streaming,
-		WindowS: b.c.p6Window.Seconds(), Count: b.c.p6Count, Contenders: b.c.p6Contenders, Runs: map[string][]p6Run{}, Failures: map[string]string{}}
+	rep := &relistReport{Server: b.spec.Spec, Version: b.cluster.Version(), Objects: n, Namespace: ns, Streaming: streaming,
+		WindowS: b.c.relistWindow.Seconds(), Count: b.c.relistCount, Contenders: b.c.relistContenders, Runs: map[string][]relistRun{}, Failures: map[string]string{}}
 	heading := func(r int) {
-		logf("P6 %d objects, streaming lists %s: repetition %d/%d", n, p6OnOff(streaming), r+1, b.c.p6Count)
+		logf("relist memory %d objects, streaming lists %s: repetition %d/%d", n, relistOnOff(streaming), r+1, b.c.relistCount)
 	}
 	once := func(r int, name string) error {
-		run, err := b.p6Once(ctx, proxy, kc, ns, n, name, r, streaming)
+		run, err := b.relistOnce(ctx, proxy, kc, ns, n, name, r, streaming)
 		if err != nil {
 			return err
 		}
@@ -172,33 +172,33 @@ func (b *bench) runP6Mode(ctx context.Context, ns string, n int, streaming bool)
 			res.Window.Relists, res.Window.Requests, run.Faults)
 		return nil
 	}
-	if err := repeatAlternating(ctx, b.c.p6Count, b.c.p6Contenders, contenderKey, 20, rep.Failures, heading, once); err != nil {
+	if err := repeatAlternating(ctx, b.c.relistCount, b.c.relistContenders, contenderKey, 20, rep.Failures, heading, once); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
-// p6Event is a child's progress line ("synced", "armed").
-type p6Event struct {
+// relistEvent is a child's progress line ("synced", "armed").
+type relistEvent struct {
 	Event string `json:"event"`
 }
 
-func (b *bench) p6Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, n int, name string, r int, streaming bool) (*p6Run, error) {
+func (b *bench) relistOnce(ctx context.Context, proxy *faults.Proxy, kc, ns string, n int, name string, r int, streaming bool) (*relistRun, error) {
 	c, _ := contenderByName(name)
-	ctx, cancel := context.WithTimeout(ctx, p6Timeout)
+	ctx, cancel := context.WithTimeout(ctx, relistTimeout)
 	defer cancel()
 	proxy.ResetRequests()
 	args := []string{"-mode", "relist", "-kubeconfig", kc, "-contender", name, "-namespace", ns,
-		"-expect", strconv.Itoa(n), "-timeout", p6Timeout.String()}
-	if b.c.p6Heapprof != "" {
-		args = append(args, "-heapprofile", filepath.Join(b.c.p6Heapprof, fmt.Sprintf("%s-%d-streaming-%s-%d.heap", name, n, p6OnOff(streaming), r+1)))
+		"-expect", strconv.Itoa(n), "-timeout", relistTimeout.String()}
+	if b.c.relistHeapprof != "" {
+		args = append(args, "-heapprofile", filepath.Join(b.c.relistHeapprof, fmt.Sprintf("%s-%d-streaming-%s-%d.heap", name, n, relistOnOff(streaming), r+1)))
 	}
 	ch, err := b.spawn(ctx, c.Env, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = ch.cmd.Process.Kill() }() // on an error path; a no-op once it exited
-	var ev p6Event
+	var ev relistEvent
 	if err := ch.next(ctx, &ev); err != nil {
 		return nil, err
 	}
@@ -227,12 +227,12 @@ func (b *bench) p6Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(b.c.p6Window):
+	case <-time.After(b.c.relistWindow):
 	}
 	if err := ch.send("end"); err != nil {
 		return nil, err
 	}
-	var res p6Result
+	var res relistResult
 	err = ch.next(ctx, &res)
 	proxy.Remove(rule)
 	proxy.SetStreamFaults(faults.StreamFaults{})
@@ -258,12 +258,12 @@ func (b *bench) p6Once(ctx context.Context, proxy *faults.Proxy, kc, ns string, 
 		return nil, errNoFault
 	}
 	if res.Window.Relists == 0 {
-		return nil, fmt.Errorf("no relist in the %s window (requests %v)", b.c.p6Window, res.Window.Requests)
+		return nil, fmt.Errorf("no relist in the %s window (requests %v)", b.c.relistWindow, res.Window.Requests)
 	}
 	if r > 0 {
 		res.Initial.RequestLog, res.Window.RequestLog = nil, nil
 	}
-	return &p6Run{Rep: r, Result: &res, Faults: fired}, nil
+	return &relistRun{Rep: r, Result: &res, Faults: fired}, nil
 }
 
 // childRelist (mode relist) syncs one cache, reports "synced", and on "go"
@@ -292,7 +292,7 @@ func childRelist(ctx context.Context, cfg *rest.Config, f childFlags, out *json.
 	if f.expect > 0 && initial.Objects != f.expect {
 		return fmt.Errorf("%s: synced with %d objects, want %d", c.Name, initial.Objects, f.expect)
 	}
-	if err := out.Encode(p6Event{Event: "synced"}); err != nil {
+	if err := out.Encode(relistEvent{Event: "synced"}); err != nil {
 		return err
 	}
 	if err := expectLine(ctx, lines, "go"); err != nil {
@@ -303,7 +303,7 @@ func childRelist(ctx context.Context, cfg *rest.Config, f childFlags, out *json.
 	if err := writeHeapProfile(f.heapprofile, ".start"); err != nil {
 		return err
 	}
-	if err := out.Encode(p6Event{Event: "armed"}); err != nil {
+	if err := out.Encode(relistEvent{Event: "armed"}); err != nil {
 		return err
 	}
 	if err := expectLine(ctx, lines, "end"); err != nil {
@@ -314,7 +314,7 @@ func childRelist(ctx context.Context, cfg *rest.Config, f childFlags, out *json.
 		return err
 	}
 	stop()
-	return out.Encode(&p6Result{Contender: c.Name, Initial: initial, Window: window})
+	return out.Encode(&relistResult{Contender: c.Name, Initial: initial, Window: window})
 }
 
 // writeHeapProfile writes the heap profile (in use as of the last completed
@@ -363,7 +363,7 @@ func expectLine(ctx context.Context, lines <-chan string, want string) error {
 	}
 }
 
-// phase measures one P6 phase: a forced GC first (so what the previous
+// phase measures one relist memory phase: a forced GC first (so what the previous
 // phase left as garbage does not count), then the heap sampled every
 // millisecond until end.
 type phase struct {
@@ -378,11 +378,11 @@ func startPhase() *phase {
 	return &phase{begin: time.Now(), base: base, gc0: gcCycles(), s: startLiveSampler(time.Millisecond)}
 }
 
-func (p *phase) end(nc *netCounter, in *instance) p6Phase {
+func (p *phase) end(nc *netCounter, in *instance) relistPhase {
 	took := time.Since(p.begin)
 	heap, live := p.s.finish()
 	wi, _, _, reqs := nc.snapshot()
-	return p6Phase{Ms: ms(took), PeakHeap: heap, PeakLive: live, BaseHeap: p.base, GCCycles: gcCycles() - p.gc0,
+	return relistPhase{Ms: ms(took), PeakHeap: heap, PeakLive: live, BaseHeap: p.base, GCCycles: gcCycles() - p.gc0,
 		Objects: in.size(), Relists: countRelists(reqs), WireIn: wi, Requests: classifyRequests(reqs), RequestLog: reqs}
 }
 
@@ -467,7 +467,7 @@ func typedListWatch(cms typedcorev1.ConfigMapInterface) *cache.ListWatch {
 	}
 }
 
-// startRelistPath starts the adoption paths only P6 runs: the drop-in
+// startRelistPath starts the adoption paths only the relist memory scenario runs: the drop-in
 // informer over a typed cache.ListWatch and reflector.New over
 // lister.FromFuncs.
 func (c contender) startRelistPath(ctx context.Context, cs kubernetes.Interface, server compat.Server, ns string, in *instance, handler cache.ResourceEventHandlerFuncs) (*instance, error) {
@@ -494,8 +494,8 @@ func (c contender) startRelistPath(ctx context.Context, cs kubernetes.Interface,
 	return in, nil
 }
 
-// p6Flags sets the P6 configuration from its flags ("" = the size's default).
-func (c *config) p6Flags(objects, defObjects, streaming, defStreaming string, defCount int, contenders string) error {
+// relistFlags sets the relist memory configuration from its flags ("" = the size's default).
+func (c *config) relistFlags(objects, defObjects, streaming, defStreaming string, defCount int, contenders string) error {
 	if objects == "" {
 		objects = defObjects
 	}
@@ -503,61 +503,62 @@ func (c *config) p6Flags(objects, defObjects, streaming, defStreaming string, de
 		streaming = defStreaming
 	}
 	var err error
-	if c.p6Objects, err = parseInts(objects); err != nil {
-		return fmt.Errorf("-p6-objects: %w", err)
+	if c.relistObjects, err = parseInts(objects); err != nil {
+		return fmt.Errorf("-relist-objects: %w", err)
 	}
-	c.p6Streaming = nil
+	c.relistStreaming = nil
 	for _, s := range strings.Split(streaming, ",") {
 		switch strings.TrimSpace(s) {
 		case "off":
-			c.p6Streaming = append(c.p6Streaming, false)
+			c.relistStreaming = append(c.relistStreaming, false)
 		case "on":
-			c.p6Streaming = append(c.p6Streaming, true)
+			c.relistStreaming = append(c.relistStreaming, true)
 		case "":
 		default:
-			return fmt.Errorf("-p6-streaming: %q is not off or on", s)
+			return fmt.Errorf("-relist-streaming: %q is not off or on", s)
 		}
 	}
-	if c.p6Count <= 0 {
-		c.p6Count = defCount
+	if c.relistCount <= 0 {
+		c.relistCount = defCount
 	}
-	if c.p6Window <= 0 {
-		return fmt.Errorf("-p6-window must be positive")
+	if c.relistWindow <= 0 {
+		return fmt.Errorf("-relist-window must be positive")
 	}
-	if c.p6Contenders, err = parseContenders("p6-contenders", contenders, false); err != nil {
+	if c.relistContenders, err = parseContenders("relist-contenders", contenders, false); err != nil {
 		return err
 	}
-	if len(c.p6Contenders) == 0 {
-		c.p6Contenders = p6Contenders
+	if len(c.relistContenders) == 0 {
+		c.relistContenders = relistContenders
 	}
-	if c.p6Contenders[0] != "stock" {
-		return fmt.Errorf("-p6-contenders: the first must be stock (every ratio is to it)")
+	if c.relistContenders[0] != "stock" {
+		return fmt.Errorf("-relist-contenders: the first must be stock (every ratio is to it)")
 	}
 	return nil
 }
 
-// p6Only: the run measured P6 and nothing else. Its section then goes into
-// the existing benchmarks.md (between the P6 markers, replacing only an
-// earlier P6 section) and its results into results-p6-<size>.json, so a
-// P6 run leaves the rest of the page and its results alone.
-func (r *report) p6Only() bool {
-	return len(r.P6) > 0 && len(r.P1) == 0 && r.P2 == nil && r.P3 == nil && r.P4 == nil && len(r.P5) == 0
+// relistOnly: the run measured relist memory and nothing else. Its section
+// then goes into the existing benchmarks.md (between the relist markers,
+// replacing only an earlier relist memory section) and its results into
+// results-relist-<size>.json, so such a run leaves the rest of the page and
+// its results alone.
+func (r *report) relistOnly() bool {
+	return len(r.Relist) > 0 && len(r.Sync) == 0 && r.Recovery == nil && r.Restart == nil && r.Overhead == nil && len(r.Cost) == 0
 }
 
 const (
-	p6Begin = "<!-- p6:begin: a run of e2e/bench -only p6 replaces this section alone -->"
-	p6End   = "<!-- p6:end -->"
+	relistBegin = "<!-- relist:begin: a run of e2e/bench -only relist replaces this section alone -->"
+	relistEnd   = "<!-- relist:end -->"
 )
 
-func (r *report) writeP6Only(out string) error {
-	return r.writeSectionOnly(out, "P6", "results-p6-"+r.Size+".json", func(page, jsonName string) string {
-		return spliceP6(page, r.p6Section(jsonName))
+func (r *report) writeRelistOnly(out string) error {
+	return r.writeSectionOnly(out, "relist memory", "results-relist-"+r.Size+".json", func(page, jsonName string) string {
+		return spliceRelist(page, r.relistSection(jsonName))
 	})
 }
 
 // writeSectionOnly writes r as <out>/bench/<jsonName> and splices the
 // section of one scenario (name) into <out>/benchmarks.md, leaving the rest
-// of the page alone: the write of a run of one scenario (-only p6, -only p7).
+// of the page alone: the write of a run of one scenario (-only relist, -only sharding).
 func (r *report) writeSectionOnly(out, name, jsonName string, splice func(page, jsonName string) string) error {
 	dir, err := r.writeResults(out, jsonName)
 	if err != nil {
@@ -578,23 +579,37 @@ func (r *report) writeSectionOnly(out, name, jsonName string, splice func(page, 
 	return nil
 }
 
-// spliceP6 puts section in place of page's P6 section, or before its P2
-// section, or at its end.
-func spliceP6(page, section string) string {
-	if i := strings.Index(page, p6Begin); i >= 0 {
-		if j := strings.Index(page[i:], p6End); j >= 0 {
-			return page[:i] + section + strings.TrimLeft(page[i+j+len(p6End):], "\n")
+// spliceRelist puts section in place of page's relist memory section, or
+// before its first trailing section, or at its end.
+func spliceRelist(page, section string) string {
+	if i := strings.Index(page, relistBegin); i >= 0 {
+		if j := strings.Index(page[i:], relistEnd); j >= 0 {
+			return page[:i] + section + strings.TrimLeft(page[i+j+len(relistEnd):], "\n")
 		}
 	}
-	for _, h := range []string{"\n## P2:", "\n## P3:", "\n## P4:"} {
-		if i := strings.Index(page, h); i >= 0 {
+	return beforeTrailing(page, section)
+}
+
+// Headings of the sections a full run writes after the relist memory and
+// sharding sections: each begins with one of these.
+const (
+	recoveryHeading = "## Recovery after a watch 410"
+	restartHeading  = "## Restart herd:"
+	overheadHeading = "## Overhead:"
+)
+
+// beforeTrailing puts section before the first of page's trailing sections
+// (recovery, restart herd, overhead), or at its end.
+func beforeTrailing(page, section string) string {
+	for _, h := range []string{recoveryHeading, restartHeading, overheadHeading} {
+		if i := strings.Index(page, "\n"+h); i >= 0 {
 			return page[:i+1] + section + page[i+1:]
 		}
 	}
 	return strings.TrimRight(page, "\n") + "\n\n" + section
 }
 
-func p6OnOff(on bool) string {
+func relistOnOff(on bool) string {
 	if on {
 		return "on"
 	}
@@ -602,7 +617,7 @@ func p6OnOff(on bool) string {
 }
 
 // stockStreams: stock's initial sync was a streaming list (and no list).
-func (p *p6Report) stockStreams() bool {
+func (p *relistReport) stockStreams() bool {
 	runs := p.Runs["stock"]
 	if len(runs) == 0 {
 		return false
@@ -611,10 +626,10 @@ func (p *p6Report) stockStreams() bool {
 	return q["watch-list"] > 0 && q["list"] == 0
 }
 
-// pairedP6 returns the per-repetition ratios f(ours)/f(stock), paired by
+// pairedRelist returns the per-repetition ratios f(ours)/f(stock), paired by
 // repetition.
-func (p *p6Report) paired(ours string, f func(*p6Result) float64) spread {
-	base := map[int]*p6Result{}
+func (p *relistReport) paired(ours string, f func(*relistResult) float64) spread {
+	base := map[int]*relistResult{}
 	for _, r := range p.Runs["stock"] {
 		base[r.Rep] = r.Result
 	}
@@ -627,7 +642,7 @@ func (p *p6Report) paired(ours string, f func(*p6Result) float64) spread {
 	return spreadOf(rs)
 }
 
-func (p *p6Report) median(name string, f func(*p6Result) float64) float64 {
+func (p *relistReport) median(name string, f func(*relistResult) float64) float64 {
 	var xs []float64
 	for _, r := range p.Runs[name] {
 		xs = append(xs, f(r.Result))
@@ -636,27 +651,27 @@ func (p *p6Report) median(name string, f func(*p6Result) float64) float64 {
 }
 
 var (
-	p6InitialTime = func(r *p6Result) float64 { return r.Initial.Ms }
-	p6InitialPeak = func(r *p6Result) float64 { return float64(r.Initial.PeakHeap) }
-	p6WindowPeak  = func(r *p6Result) float64 { return float64(r.Window.PeakHeap) }
-	p6WindowLive  = func(r *p6Result) float64 { return float64(r.Window.PeakLive) }
-	p6WindowBase  = func(r *p6Result) float64 { return float64(r.Window.BaseHeap) }
-	p6Relists     = func(r *p6Result) float64 { return float64(r.Window.Relists) }
-	p6Requests    = func(r *p6Result) float64 { return float64(r.Window.requests()) }
+	relistInitialTime = func(r *relistResult) float64 { return r.Initial.Ms }
+	relistInitialPeak = func(r *relistResult) float64 { return float64(r.Initial.PeakHeap) }
+	relistWindowPeak  = func(r *relistResult) float64 { return float64(r.Window.PeakHeap) }
+	relistWindowLive  = func(r *relistResult) float64 { return float64(r.Window.PeakLive) }
+	relistWindowBase  = func(r *relistResult) float64 { return float64(r.Window.BaseHeap) }
+	relistRelists     = func(r *relistResult) float64 { return float64(r.Window.Relists) }
+	relistRequests    = func(r *relistResult) float64 { return float64(r.Window.requests()) }
 )
 
-// P6's goals, ours / stock (the requests goal: ours - stock).
+// The relist memory goals, ours / stock (the requests goal: ours - stock).
 const (
-	p6RelistGoal       = 0.5 // relist-window peak heap
-	p6ListedHeapGoal   = 0.6 // initial-sync peak heap where stock lists
-	p6ListedTimeGoal   = 0.7 // initial-sync time where stock lists
-	p6StreamedHeapGoal = 0.9 // initial-sync peak heap where stock streams
-	p6RequestSlack     = 3   // requests in the window beyond stock's
+	relistRelistGoal       = 0.5 // relist-window peak heap
+	relistListedHeapGoal   = 0.6 // initial-sync peak heap where stock lists
+	relistListedTimeGoal   = 0.7 // initial-sync time where stock lists
+	relistStreamedHeapGoal = 0.9 // initial-sync peak heap where stock streams
+	relistRequestSlack     = 3   // requests in the window beyond stock's
 )
 
 // extraRequests returns the most requests ours sent in the window beyond
 // stock's in the same repetition, and how many repetitions were paired.
-func (p *p6Report) extraRequests(ours string) (most, pairs int) {
+func (p *relistReport) extraRequests(ours string) (most, pairs int) {
 	base := map[int]int{}
 	for _, r := range p.Runs["stock"] {
 		base[r.Rep] = r.Result.Window.requests()
@@ -673,18 +688,18 @@ func (p *p6Report) extraRequests(ours string) (most, pairs int) {
 	return most, pairs
 }
 
-// p6Section renders P6 (between its markers) for the page.
-func (r *report) p6Section(jsonName string) string {
+// relistSection renders relist memory (between its markers) for the page.
+func (r *report) relistSection(jsonName string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	p0 := r.P6[0]
-	w("%s\n## P6: relist memory (server `%s`)\n\n", p6Begin, p0.Server)
+	p0 := r.Relist[0]
+	w("%s\n## Relist memory (server `%s`)\n\n", relistBegin, p0.Server)
 	e := r.Env
 	w("Produced by\n\n```sh\n%s\n```\n\n", reproduceCommand(r.Command))
 	w("on %s (kube-apiserver %s, steadywatch commit %s, %s, %d CPUs, load average start %s, end %s; the run took %.0f s); results with every request in [`bench/%s`](bench/%s). ",
 		e.Date, p0.Version, e.Commit, e.OS, e.CPUs, e.LoadStart, e.LoadEnd, e.DurationS, jsonName, jsonName)
 	w("`make bench-relist` runs this section alone (10k ConfigMaps, streaming lists off, 1 repetition, a few minutes); `make bench-relist BENCH_SIZE=full` runs 10k and 50k, streaming lists off and on, 3 repetitions. It is not part of `make test`.\n\n")
-	w("- **Setup.** ConfigMaps of about 2.4 KB (P1's objects). Each contender runs in a fresh child process, one after another, repetitions interleaved ABAB, beside stock client-go in the same run, through the bench's fault proxy. ")
+	w("- **Setup.** ConfigMaps of about 2.4 KB (the initial sync's objects). Each contender runs in a fresh child process, one after another, repetitions interleaved ABAB, beside stock client-go in the same run, through the bench's fault proxy. ")
 	w("*Streaming lists off*: the proxy answers every streaming list (`sendInitialEvents=true`) with the 422 of a server whose WatchList gate is off, for the whole run; *on*: it forwards them.\n")
 	w("- **Initial sync**: from the cache's start until it reports synced, after a forced GC.\n")
 	w("- **Relist window** (%g s), after a forced GC once the cache is synced and watching: the proxy answers every plain watch with 410 Expired (a watch ERROR event, as the watch cache does) and ends the open watches; with streaming lists on it also ends every streaming list right after its initial-events-end bookmark (otherwise the stream stays open as the watch and nothing relists; while it does, the proxy asks the apiserver for uncompressed watches). ", p0.WindowS)
@@ -692,13 +707,13 @@ func (r *report) p6Section(jsonName string) string {
 	w("- **Figure**: peak heap = the peak of `/memory/classes/heap/objects:bytes` (runtime/metrics; the same as `MemStats.HeapAlloc`: live objects plus garbage not yet swept), sampled every millisecond. ")
 	w("It depends on the collector's pacing (GOGC=100 lets it grow to about twice what the previous cycle marked live), as a process's memory does. ")
 	w("*Cache* is the heap right after the forced GC that opens the window: the synced cache and the client's fixed cost. *Marked live* is the peak of `/gc/heap/live:bytes` in the window: what a completed GC cycle found live, without garbage; a relist that holds the old cache and the whole new list shows it at about twice the cache.\n")
-	w("- **Goal** (steadywatch's one-line adoption paths against stock, at every size, streaming lists refused and served): relist-window peak <= %.1fx stock's; ", p6RelistGoal)
-	w("initial sync where stock lists: peak heap <= %.1fx stock's and time <= %.1fx; where stock streams: peak heap <= %.1fx stock's; ", p6ListedHeapGoal, p6ListedTimeGoal, p6StreamedHeapGoal)
-	w("requests in the window (every plain watch answered 410) at most stock's + %d in every repetition. ", p6RequestSlack)
+	w("- **Goal** (steadywatch's one-line adoption paths against stock, at every size, streaming lists refused and served): relist-window peak <= %.1fx stock's; ", relistRelistGoal)
+	w("initial sync where stock lists: peak heap <= %.1fx stock's and time <= %.1fx; where stock streams: peak heap <= %.1fx stock's; ", relistListedHeapGoal, relistListedTimeGoal, relistStreamedHeapGoal)
+	w("requests in the window (every plain watch answered 410) at most stock's + %d in every repetition. ", relistRequestSlack)
 	w("Ratios are ours / stock paired by repetition: median (min–max); a goal is met when the median is within it. Absolute MiB, ms and request counts are medians.\n\n")
-	for _, p := range r.P6 {
+	for _, p := range r.Relist {
 		streams := p.stockStreams()
-		w("### %s ConfigMaps, streaming lists %s\n\n", fmtCount(p.Objects), p6OnOff(p.Streaming))
+		w("### %s ConfigMaps, streaming lists %s\n\n", fmtCount(p.Objects), relistOnOff(p.Streaming))
 		how := "stock lists"
 		if streams {
 			how = "stock streams its initial list"
@@ -707,7 +722,7 @@ func (r *report) p6Section(jsonName string) string {
 		w("| path | initial sync | ours / stock | initial-sync peak | ours / stock | goal | cache | relist-window peak | ours / stock | goal | marked live in window | relists / requests in window | requests: goal |\n")
 		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, name := range p.Contenders {
-			label := p6Labels[name]
+			label := relistLabels[name]
 			if label == "" {
 				label = "`" + name + "`"
 			}
@@ -715,23 +730,23 @@ func (r *report) p6Section(jsonName string) string {
 				w("| %s | **failed**: %s | | | | | | | | | | | |\n", label, strings.ReplaceAll(why, "|", "/"))
 				continue
 			}
-			it, ip, wp, wl, wb := p.median(name, p6InitialTime), p.median(name, p6InitialPeak), p.median(name, p6WindowPeak), p.median(name, p6WindowLive), p.median(name, p6WindowBase)
-			counts := fmt.Sprintf("%g / %g", p.median(name, p6Relists), p.median(name, p6Requests))
+			it, ip, wp, wl, wb := p.median(name, relistInitialTime), p.median(name, relistInitialPeak), p.median(name, relistWindowPeak), p.median(name, relistWindowLive), p.median(name, relistWindowBase)
+			counts := fmt.Sprintf("%g / %g", p.median(name, relistRelists), p.median(name, relistRequests))
 			if name == "stock" {
 				w("| %s | %.0f ms | (base) | %.0f MiB | (base) | | %.0f MiB | %.0f MiB | (base) | | %.0f MiB | %s | |\n", label, it, mib(uint64(ip)), mib(uint64(wb)), mib(uint64(wp)), mib(uint64(wl)), counts)
 				continue
 			}
-			ts, is, ws := p.paired(name, p6InitialTime), p.paired(name, p6InitialPeak), p.paired(name, p6WindowPeak)
-			initGoal := fmt.Sprintf("heap <= %.1fx: %s; time <= %.1fx: %s", p6ListedHeapGoal, verdict(is.N > 0 && is.Median <= p6ListedHeapGoal),
-				p6ListedTimeGoal, verdict(ts.N > 0 && ts.Median <= p6ListedTimeGoal))
+			ts, is, ws := p.paired(name, relistInitialTime), p.paired(name, relistInitialPeak), p.paired(name, relistWindowPeak)
+			initGoal := fmt.Sprintf("heap <= %.1fx: %s; time <= %.1fx: %s", relistListedHeapGoal, verdict(is.N > 0 && is.Median <= relistListedHeapGoal),
+				relistListedTimeGoal, verdict(ts.N > 0 && ts.Median <= relistListedTimeGoal))
 			if streams {
-				initGoal = fmt.Sprintf("heap <= %.1fx: %s", p6StreamedHeapGoal, verdict(is.N > 0 && is.Median <= p6StreamedHeapGoal))
+				initGoal = fmt.Sprintf("heap <= %.1fx: %s", relistStreamedHeapGoal, verdict(is.N > 0 && is.Median <= relistStreamedHeapGoal))
 			}
 			extra, pairs := p.extraRequests(name)
 			w("| %s | %.0f ms | %s | %.0f MiB | %s | %s | %.0f MiB | %.0f MiB | %s | <= %.1fx: %s | %.0f MiB | %s | <= stock + %d: %s (at most %+d) |\n", label,
 				it, ts, mib(uint64(ip)), is, initGoal,
-				mib(uint64(wb)), mib(uint64(wp)), ws, p6RelistGoal, verdict(ws.N > 0 && ws.Median <= p6RelistGoal), mib(uint64(wl)), counts,
-				p6RequestSlack, verdict(pairs > 0 && extra <= p6RequestSlack), extra)
+				mib(uint64(wb)), mib(uint64(wp)), ws, relistRelistGoal, verdict(ws.N > 0 && ws.Median <= relistRelistGoal), mib(uint64(wl)), counts,
+				relistRequestSlack, verdict(pairs > 0 && extra <= relistRequestSlack), extra)
 		}
 		w("\n")
 		for _, name := range sortedKeys(p.Failures) {
@@ -740,6 +755,6 @@ func (r *report) p6Section(jsonName string) string {
 			}
 		}
 	}
-	w("%s\n\n", p6End)
+	w("%s\n\n", relistEnd)
 	return b.String()
 }

@@ -28,13 +28,13 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// P7: sharding (KEP-5866, "Sharded List and Watch"). An operator's replicas
+// Sharding (KEP-5866, "Sharded List and Watch"). An operator's replicas
 // each hold one range of the uid hash space (package shard), instead of
 // every replica holding everything. For each server mode (v1.37.2 with the
 // ShardedListAndWatch gate on: the server filters; with it off, or an older
 // server: the client filters) and each replica count N, N child processes
 // start their caches at once, each a drop-in informer
-// (reflector.NewSharedIndexInformerWithOptions, or with -p7-replica
+// (reflector.NewSharedIndexInformerWithOptions, or with -sharding-replica
 // sw-dropin-decoding reflector.NewInformerFor) over shard.Wrap of a
 // typed cache.ListWatch holding a static range: the slices shard.Assign gives it
 // among N members (no Leases: membership is not what is measured). Beside
@@ -43,22 +43,22 @@ import (
 // parent reads the apiserver's CPU seconds for the whole group and checks
 // that the replicas' caches split the objects exactly once.
 
-// p7Server is one entry of -p7-servers: a release, with the
+// shardingServer is one entry of -sharding-servers: a release, with the
 // ShardedListAndWatch gate on ("v1.37.2/sharded") or not.
-type p7Server struct {
+type shardingServer struct {
 	Spec    string `json:"spec"`
 	Version string `json:"version"`
 	Gate    bool   `json:"sharded_list_and_watch"`
 }
 
-func parseP7Servers(s string) ([]p7Server, error) {
-	return parseReleases(s, "-p7-servers", "sharded", "only /sharded: --feature-gates=ShardedListAndWatch=true",
-		func(f string) string { return fmt.Sprintf("-p7-servers: %q", f) },
-		func(f, v string, gate bool) p7Server { return p7Server{Spec: f, Version: v, Gate: gate} })
+func parseShardingServers(s string) ([]shardingServer, error) {
+	return parseReleases(s, "-sharding-servers", "sharded", "only /sharded: --feature-gates=ShardedListAndWatch=true",
+		func(f string) string { return fmt.Sprintf("-sharding-servers: %q", f) },
+		func(f, v string, gate bool) shardingServer { return shardingServer{Spec: f, Version: v, Gate: gate} })
 }
 
 // wantMode is the mode every replica must find on the server.
-func (s p7Server) wantMode() shard.Mode {
+func (s shardingServer) wantMode() shard.Mode {
 	if s.Gate {
 		return shard.ModeServer
 	}
@@ -67,40 +67,40 @@ func (s p7Server) wantMode() shard.Mode {
 
 // stock is the unsharded baseline on this server: client-go's informer with
 // its defaults, or with WatchListClient off on a server before 1.27, where
-// stock client-go never syncs (the server ignores sendInitialEvents; P1).
-func (s p7Server) stock() string {
+// stock client-go never syncs (the server ignores sendInitialEvents; see the initial sync).
+func (s shardingServer) stock() string {
 	if minor, err := strconv.Atoi(strings.Split(strings.TrimPrefix(s.Version, "v"), ".")[1]); err == nil && minor < 27 {
 		return "stock-list"
 	}
 	return "stock"
 }
 
-// p7ReplicaPaths: the adoption paths a replica can run over shard.Wrap (the
+// shardingReplicaPaths: the adoption paths a replica can run over shard.Wrap (the
 // drop-in informer over a typed cache.ListWatch, without or with
 // item-by-item list decoding).
-var p7ReplicaPaths = []string{"sw-dropin-listwatch", "sw-dropin-decoding"}
+var shardingReplicaPaths = []string{"sw-dropin-listwatch", "sw-dropin-decoding"}
 
-// p7Slices: the hash space is cut as shard.Assign cuts it for a Membership
+// shardingSlices: the hash space is cut as shard.Assign cuts it for a Membership
 // (64 divides evenly among 1, 2 and 4 members).
-const p7Slices = shard.DefaultSlices
+const shardingSlices = shard.DefaultSlices
 
-// p7Selector is replica i's static range among n: the slices shard.Assign
+// shardingSelector is replica i's static range among n: the slices shard.Assign
 // gives member "replica-<i>" of n, as one Selector over metadata.uid.
-func p7Selector(i, n int) (shard.Selector, error) {
+func shardingSelector(i, n int) (shard.Selector, error) {
 	members := make([]string, n)
 	for k := range members {
 		members[k] = "replica-" + strconv.Itoa(k)
 	}
-	owned := shard.Assign(members, p7Slices)[members[i]]
-	sel, ok := shard.SelectorOf(shard.FieldUID, owned, p7Slices)
+	owned := shard.Assign(members, shardingSlices)[members[i]]
+	sel, ok := shard.SelectorOf(shard.FieldUID, owned, shardingSlices)
 	if !ok {
 		return shard.Selector{}, fmt.Errorf("replica %d of %d has no slices", i, n)
 	}
 	return sel, nil
 }
 
-// p7Result is what one child (a replica, or stock) measured.
-type p7Result struct {
+// shardingResult is what one child (a replica, or stock) measured.
+type shardingResult struct {
 	Replica  int `json:"replica"`
 	Replicas int `json:"replicas"` // 0 = stock client-go, unsharded
 	// Mode: shard.ListerWatcher.Mode at sync ("" for stock).
@@ -125,19 +125,19 @@ type p7Result struct {
 	Names []string `json:"names,omitempty"`
 }
 
-// p7Group is one run of a replica count (or of stock): its processes
+// shardingGroup is one run of a replica count (or of stock): its processes
 // started at once.
-type p7Group struct {
+type shardingGroup struct {
 	Replicas int `json:"replicas"` // 0 = stock
 	Rep      int `json:"rep"`
 	// WallMs: from "go" until the last process reported; APIServerCPU: the
 	// apiserver's process_cpu_seconds_total over that time.
-	WallMs       float64    `json:"wall_ms"`
-	APIServerCPU float64    `json:"apiserver_cpu_s"`
-	Results      []p7Result `json:"results"`
+	WallMs       float64          `json:"wall_ms"`
+	APIServerCPU float64          `json:"apiserver_cpu_s"`
+	Results      []shardingResult `json:"results"`
 }
 
-type p7Report struct {
+type shardingReport struct {
 	Server    string            `json:"server"`
 	Version   string            `json:"version"`
 	Gate      bool              `json:"sharded_list_and_watch"`
@@ -149,66 +149,66 @@ type p7Report struct {
 	CreatedS  float64           `json:"created_s"` // creating the objects on this server (0: reused)
 	Stock     string            `json:"stock"`     // the unsharded baseline's contender
 	Replica   string            `json:"replica"`   // each replica's contender (adoption path)
-	Groups    []p7Group         `json:"groups"`
+	Groups    []shardingGroup   `json:"groups"`
 	Failures  map[string]string `json:"failures,omitempty"`
 }
 
-// p7Timeout bounds one group (every process syncing 100k objects at once on
+// shardingTimeout bounds one group (every process syncing 100k objects at once on
 // a loaded machine).
-const p7Timeout = 10 * time.Minute
+const shardingTimeout = 10 * time.Minute
 
-// p7Flags sets the P7 configuration from its flags.
-func (c *config) p7Flags(servers, replicas string) error {
+// shardingFlags sets the sharding configuration from its flags.
+func (c *config) shardingFlags(servers, replicas string) error {
 	var err error
-	if c.p7Servers, err = parseP7Servers(servers); err != nil {
+	if c.shardingServers, err = parseShardingServers(servers); err != nil {
 		return err
 	}
-	if c.p7Replicas, err = parseInts(replicas); err != nil {
-		return fmt.Errorf("-p7-replicas: %w", err)
+	if c.shardingReplicas, err = parseInts(replicas); err != nil {
+		return fmt.Errorf("-sharding-replicas: %w", err)
 	}
-	slices.Sort(c.p7Replicas)
-	c.p7Replicas = slices.Compact(c.p7Replicas)
-	if len(c.p7Replicas) == 0 || c.p7Replicas[len(c.p7Replicas)-1] > 16 {
-		return errors.New("-p7-replicas: want counts from 1 to 16")
+	slices.Sort(c.shardingReplicas)
+	c.shardingReplicas = slices.Compact(c.shardingReplicas)
+	if len(c.shardingReplicas) == 0 || c.shardingReplicas[len(c.shardingReplicas)-1] > 16 {
+		return errors.New("-sharding-replicas: want counts from 1 to 16")
 	}
-	if c.p7Objects < 1 {
-		return errors.New("-p7-objects must be positive")
+	if c.shardingObjects < 1 {
+		return errors.New("-sharding-objects must be positive")
 	}
-	if c.p7Count < 1 {
-		return errors.New("-p7-count must be positive")
+	if c.shardingCount < 1 {
+		return errors.New("-sharding-count must be positive")
 	}
-	if !slices.Contains(p7ReplicaPaths, c.p7Replica) {
-		return fmt.Errorf("-p7-replica: %q is not one of %s", c.p7Replica, strings.Join(p7ReplicaPaths, ", "))
+	if !slices.Contains(shardingReplicaPaths, c.shardingReplica) {
+		return fmt.Errorf("-sharding-replica: %q is not one of %s", c.shardingReplica, strings.Join(shardingReplicaPaths, ", "))
 	}
 	return nil
 }
 
-// runP7 starts each -p7-servers entry in turn and measures every replica
+// runSharding starts each -sharding-servers entry in turn and measures every replica
 // count beside stock on it. Entries of one release share an etcd data
 // directory, so their objects are created once.
-func runP7(ctx context.Context, c config) ([]*p7Report, error) {
-	root, err := os.MkdirTemp("", "steadywatch-bench-p7-")
+func runSharding(ctx context.Context, c config) ([]*shardingReport, error) {
+	root, err := os.MkdirTemp("", "steadywatch-bench-sharding-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(root)
-	var out []*p7Report
-	for _, sp := range c.p7Servers {
-		rep, err := runP7Server(ctx, c, sp, filepath.Join(root, sp.Version))
+	var out []*shardingReport
+	for _, sp := range c.shardingServers {
+		rep, err := runShardingServer(ctx, c, sp, filepath.Join(root, sp.Version))
 		if err != nil {
-			return out, fmt.Errorf("P7 on %s: %w", sp.Spec, err)
+			return out, fmt.Errorf("sharding on %s: %w", sp.Spec, err)
 		}
 		out = append(out, rep)
 	}
 	return out, nil
 }
 
-func runP7Server(ctx context.Context, c config, sp p7Server, dir string) (*p7Report, error) {
+func runShardingServer(ctx context.Context, c config, sp shardingServer, dir string) (*shardingReport, error) {
 	args := []string{"--profiling=true"}
 	if sp.Gate {
 		args = append(args, "--feature-gates=ShardedListAndWatch=true")
 	}
-	logf("P7: starting a real kube-apiserver %s (harness, %s, etcd data in %s)", sp.Version, strings.Join(args, " "), dir)
+	logf("sharding: starting a real kube-apiserver %s (harness, %s, etcd data in %s)", sp.Version, strings.Join(args, " "), dir)
 	cl, err := harness.Start(ctx, harness.Options{Version: sp.Version, Dir: dir, Progress: os.Stderr, ExtraArgs: args})
 	if err != nil {
 		return nil, err
@@ -229,16 +229,16 @@ func runP7Server(ctx context.Context, c config, sp p7Server, dir string) (*p7Rep
 		return nil, err
 	}
 	b := &bench{c: c, cluster: cl, cs: cs, exe: exe, dir: cl.Dir(), populated: map[string]int{}, failed: map[string]string{}}
-	n := c.p7Objects
-	ns := "p7-" + strconv.Itoa(n)
-	rep := &p7Report{Server: sp.Spec, Version: cl.Version(), Gate: sp.Gate, Objects: n, Namespace: ns, Count: c.p7Count,
-		Replicas: c.p7Replicas, Slices: p7Slices, Stock: sp.stock(), Replica: c.p7Replica, Failures: map[string]string{}}
+	n := c.shardingObjects
+	ns := "sharding-" + strconv.Itoa(n)
+	rep := &shardingReport{Server: sp.Spec, Version: cl.Version(), Gate: sp.Gate, Objects: n, Namespace: ns, Count: c.shardingCount,
+		Replicas: c.shardingReplicas, Slices: shardingSlices, Stock: sp.stock(), Replica: c.shardingReplica, Failures: map[string]string{}}
 	have, err := countObjects(ctx, cs, ns)
 	if err != nil {
 		return nil, err
 	}
 	if have == n {
-		logf("P7: %d ConfigMaps already in %s (etcd data reused)", n, ns)
+		logf("sharding: %d ConfigMaps already in %s (etcd data reused)", n, ns)
 	} else {
 		if have > n {
 			return nil, fmt.Errorf("namespace %s holds %d ConfigMaps, want %d", ns, have, n)
@@ -249,15 +249,15 @@ func runP7Server(ctx context.Context, c config, sp p7Server, dir string) (*p7Rep
 		}
 		rep.CreatedS = time.Since(t0).Seconds()
 	}
-	groups := append([]int{0}, c.p7Replicas...) // 0 = stock
-	heading := func(r int) { logf("P7 %s, %d objects: repetition %d/%d", sp.Spec, n, r+1, c.p7Count) }
+	groups := append([]int{0}, c.shardingReplicas...) // 0 = stock
+	heading := func(r int) { logf("sharding %s, %d objects: repetition %d/%d", sp.Spec, n, r+1, c.shardingCount) }
 	once := func(r, k int) error {
-		g, err := b.p7Group(ctx, sp, ns, n, k, r)
+		g, err := b.shardingGroup(ctx, sp, ns, n, k, r)
 		if err != nil {
 			return err
 		}
 		rep.Groups = append(rep.Groups, *g)
-		key := p7GroupName(k)
+		key := shardingGroupName(k)
 		for _, res := range g.Results {
 			logf("  %-10s replica %d: %s %d objects in %6.0f ms, peak heap %6.1f MiB, retained %6.1f MiB, wire in %6.1f MiB",
 				key, res.Replica, res.Mode, res.Objects, res.SyncMs, mib(res.PeakHeap), mib(res.RetainedHeap), mib(uint64(res.WireIn)))
@@ -265,13 +265,13 @@ func runP7Server(ctx context.Context, c config, sp p7Server, dir string) (*p7Rep
 		logf("  %-10s group: %.0f ms, apiserver CPU %.2f s", key, g.WallMs, g.APIServerCPU)
 		return nil
 	}
-	if err := repeatAlternating(ctx, c.p7Count, groups, p7GroupName, 10, rep.Failures, heading, once); err != nil {
+	if err := repeatAlternating(ctx, c.shardingCount, groups, shardingGroupName, 10, rep.Failures, heading, once); err != nil {
 		return nil, err
 	}
 	return rep, nil
 }
 
-func p7GroupName(replicas int) string {
+func shardingGroupName(replicas int) string {
 	if replicas == 0 {
 		return "stock"
 	}
@@ -293,10 +293,10 @@ func countObjects(ctx context.Context, cs kubernetes.Interface, ns string) (int,
 	return n, nil
 }
 
-// p7Group runs one group: k replicas (0: stock) as child processes that
+// shardingGroup runs one group: k replicas (0: stock) as child processes that
 // start their caches at once, and checks the split.
-func (b *bench) p7Group(ctx context.Context, sp p7Server, ns string, n, k, r int) (*p7Group, error) {
-	ctx, cancel := context.WithTimeout(ctx, p7Timeout)
+func (b *bench) shardingGroup(ctx context.Context, sp shardingServer, ns string, n, k, r int) (*shardingGroup, error) {
+	ctx, cancel := context.WithTimeout(ctx, shardingTimeout)
 	defer cancel()
 	procs := max(1, k)
 	kids := make([]*child, procs)
@@ -307,7 +307,7 @@ func (b *bench) p7Group(ctx context.Context, sp p7Server, ns string, n, k, r int
 			}
 		}
 	}()
-	name := b.c.p7Replica
+	name := b.c.shardingReplica
 	if k == 0 {
 		name = sp.stock()
 	}
@@ -318,13 +318,13 @@ func (b *bench) p7Group(ctx context.Context, sp p7Server, ns string, n, k, r int
 	for i := range kids {
 		var err error
 		kids[i], err = b.spawn(ctx, c.Env, "-mode", "shard", "-contender", name, "-kubeconfig", b.cluster.KubeconfigPath(), "-namespace", ns,
-			"-replica", strconv.Itoa(i), "-replicas", strconv.Itoa(k), "-timeout", p7Timeout.String())
+			"-replica", strconv.Itoa(i), "-replicas", strconv.Itoa(k), "-timeout", shardingTimeout.String())
 		if err != nil {
 			return nil, err
 		}
 	}
 	for i, ch := range kids {
-		var ev p6Event
+		var ev relistEvent
 		if err := ch.next(ctx, &ev); err != nil {
 			return nil, fmt.Errorf("replica %d: %w", i, err)
 		}
@@ -342,7 +342,7 @@ func (b *bench) p7Group(ctx context.Context, sp p7Server, ns string, n, k, r int
 			return nil, err
 		}
 	}
-	g := &p7Group{Replicas: k, Rep: r, Results: make([]p7Result, procs)}
+	g := &shardingGroup{Replicas: k, Rep: r, Results: make([]shardingResult, procs)}
 	for i, ch := range kids {
 		if err := ch.next(ctx, &g.Results[i]); err != nil {
 			return nil, fmt.Errorf("replica %d: %w", i, err)
@@ -374,7 +374,7 @@ func (b *bench) p7Group(ctx context.Context, sp p7Server, ns string, n, k, r int
 // checkSplit: stock holds every object; k replicas hold every object
 // exactly once between them (each child has checked that every object it
 // holds is in its own range), each in the mode the server calls for.
-func (g *p7Group) checkSplit(n int, want shard.Mode) error {
+func (g *shardingGroup) checkSplit(n int, want shard.Mode) error {
 	if g.Replicas == 0 {
 		if got := g.Results[0].Objects; got != n {
 			return fmt.Errorf("stock synced %d objects, want %d", got, n)
@@ -412,10 +412,10 @@ func (b *bench) apiserverCPU(ctx context.Context) (float64, error) {
 
 // childShard (mode shard) prepares one cache (-replicas 0: stock client-go's
 // informer holding everything; else replica -replica of -replicas through
-// shard.Wrap; -contender names the client's configuration), reports "ready", and on "go" syncs it and reports a p7Result.
+// shard.Wrap; -contender names the client's configuration), reports "ready", and on "go" syncs it and reports a shardingResult.
 func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.Encoder) error {
 	lines := stdinLines()
-	name := f.contender // stock or stock-list; a replica's path (p7ReplicaPaths)
+	name := f.contender // stock or stock-list; a replica's path (shardingReplicaPaths)
 	c, nc, ccfg, cs, err := childClient(cfg, name)
 	if err != nil {
 		return err
@@ -428,7 +428,7 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 		if f.replica < 0 || f.replica >= f.replicas {
 			return fmt.Errorf("-replica %d is not in [0, %d)", f.replica, f.replicas)
 		}
-		if sel, err = p7Selector(f.replica, f.replicas); err != nil {
+		if sel, err = shardingSelector(f.replica, f.replicas); err != nil {
 			return err
 		}
 		if server, err = compat.NewDetector(compat.DetectorOptions{}).ForConfig(ccfg); err != nil {
@@ -436,7 +436,7 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 		}
 	}
 	base := retainedHeap()
-	if err := out.Encode(p6Event{Event: "ready"}); err != nil {
+	if err := out.Encode(relistEvent{Event: "ready"}); err != nil {
 		return err
 	}
 	if err := expectLine(ctx, lines, "go"); err != nil {
@@ -472,7 +472,7 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 		case "sw-informerfor":
 			inf = reflector.NewInformerFor(ccfg, lister.Options{Server: server})(slw, &corev1.ConfigMap{}, 0, io.Indexers)
 		default:
-			return fmt.Errorf("contender %s is not a replica path (%s)", name, strings.Join(p7ReplicaPaths, ", "))
+			return fmt.Errorf("contender %s is not a replica path (%s)", name, strings.Join(shardingReplicaPaths, ", "))
 		}
 		if _, err := inf.AddEventHandler(shard.Handler(noop, selector)); err != nil {
 			return err
@@ -487,7 +487,7 @@ func childShard(ctx context.Context, cfg *rest.Config, f childFlags, out *json.E
 	gcs := gcCycles() - gc0
 	wire := nc.stats()
 	retained := retainedHeap()
-	res := &p7Result{Replica: f.replica, Replicas: f.replicas, SyncMs: ms(took), PeakHeap: heap, PeakLive: live, BaseHeap: base,
+	res := &shardingResult{Replica: f.replica, Replicas: f.replicas, SyncMs: ms(took), PeakHeap: heap, PeakLive: live, BaseHeap: base,
 		RetainedHeap: retained, GCCycles: gcs, wireStats: wire}
 	objs := inf.GetStore().List()
 	stop()

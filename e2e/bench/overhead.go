@@ -13,17 +13,17 @@ import (
 	"strings"
 )
 
-// p4Report holds the raw go test output, benchstat's table and our own
+// overheadReport holds the raw go test output, benchstat's table and our own
 // per-pair ratios (run i of ours / run i of client-go; go test -count runs
 // the sub-benchmarks of one benchmark back to back, so pairs are adjacent).
-type p4Report struct {
-	Command   string    `json:"command"`
-	Raw       string    `json:"raw"`
-	Benchstat string    `json:"benchstat"`
-	Ratios    []p4Ratio `json:"ratios"`
+type overheadReport struct {
+	Command   string          `json:"command"`
+	Raw       string          `json:"raw"`
+	Benchstat string          `json:"benchstat"`
+	Ratios    []overheadRatio `json:"ratios"`
 }
 
-type p4Ratio struct {
+type overheadRatio struct {
 	Benchmark string  `json:"benchmark"`
 	Impl      string  `json:"impl"`
 	Metric    string  `json:"metric"`
@@ -32,7 +32,7 @@ type p4Ratio struct {
 	Ratio     spread  `json:"ratio"`
 }
 
-func runP4(ctx context.Context, c config) (*p4Report, error) {
+func runOverhead(ctx context.Context, c config) (*overheadReport, error) {
 	count := max(6, c.count)
 	// Interleaved repetitions: `go test -count N` would run each
 	// sub-benchmark N times in a row, so a drift of the machine's speed
@@ -42,7 +42,7 @@ func runP4(ctx context.Context, c config) (*p4Report, error) {
 	args := []string{"test", "-p", "1", "-run", "^$", "-bench", overheadBenchmarks, "-benchmem", "-count", "1", "-benchtime", c.benchtime, "./lister", "./reflector"}
 	var out bytes.Buffer
 	for i := range count {
-		logf("P4: repetition %d of %d", i+1, count)
+		logf("overhead: repetition %d of %d", i+1, count)
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = c.root
 		var one bytes.Buffer
@@ -53,8 +53,8 @@ func runP4(ctx context.Context, c config) (*p4Report, error) {
 		}
 		out.Write(one.Bytes())
 	}
-	rep := &p4Report{Command: fmt.Sprintf("%d interleaved repetitions of `go %s`", count, strings.Join(args, " ")), Raw: out.String()}
-	f := filepath.Join(os.TempDir(), fmt.Sprintf("steadywatch-p4-%d.txt", os.Getpid()))
+	rep := &overheadReport{Command: fmt.Sprintf("%d interleaved repetitions of `go %s`", count, strings.Join(args, " ")), Raw: out.String()}
+	f := filepath.Join(os.TempDir(), fmt.Sprintf("steadywatch-overhead-%d.txt", os.Getpid()))
 	if err := os.WriteFile(f, out.Bytes(), 0o600); err != nil {
 		return nil, err
 	}
@@ -67,9 +67,9 @@ func runP4(ctx context.Context, c config) (*p4Report, error) {
 	if err != nil {
 		rep.Benchstat = fmt.Sprintf("benchstat failed: %v\n%s%s", err, bsOut, bsErr.String())
 	} else {
-		rep.Benchstat = strings.ReplaceAll(string(bsOut), f, "p4.txt")
+		rep.Benchstat = strings.ReplaceAll(string(bsOut), f, "overhead.txt")
 	}
-	rep.Ratios = p4Ratios(out.String())
+	rep.Ratios = overheadRatios(out.String())
 	return rep, nil
 }
 
@@ -79,9 +79,9 @@ const overheadBenchmarks = "^Benchmark(PaginatedList|PageStream|PageStreamProto|
 
 var benchLine = regexp.MustCompile(`^(Benchmark\w+)/impl=([\w+]+)-\d+\s+\d+\s+(.*)$`)
 
-// p4Ratios pairs the i-th run of each non-clientgo impl with the i-th
+// overheadRatios pairs the i-th run of each non-clientgo impl with the i-th
 // clientgo run of the same benchmark, per metric.
-func p4Ratios(raw string) []p4Ratio {
+func overheadRatios(raw string) []overheadRatio {
 	type key struct{ bench, impl, metric string }
 	vals := map[key][]float64{}
 	var order []key
@@ -104,7 +104,7 @@ func p4Ratios(raw string) []p4Ratio {
 			vals[k] = append(vals[k], v)
 		}
 	}
-	var out []p4Ratio
+	var out []overheadRatio
 	for _, k := range order {
 		if k.impl == "clientgo" {
 			continue
@@ -122,7 +122,7 @@ func p4Ratios(raw string) []p4Ratio {
 		if len(rs) == 0 {
 			continue
 		}
-		out = append(out, p4Ratio{Benchmark: k.bench, Impl: k.impl, Metric: k.metric, Base: median(base), Ours: median(ours), Ratio: spreadOf(rs)})
+		out = append(out, overheadRatio{Benchmark: k.bench, Impl: k.impl, Metric: k.metric, Base: median(base), Ours: median(ours), Ratio: spreadOf(rs)})
 	}
 	return out
 }

@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// Rendering of the multi-server measurements: the P1 overview across servers, the
-// scaling charts and table, and P5.
+// Rendering of the multi-server measurements: the initial sync overview across servers,
+// the scaling charts and table, and the apiserver cost.
 
 func onServer(spec string) string {
 	if spec == "" {
@@ -24,20 +24,20 @@ func sanitize(s string) string {
 	return strings.NewReplacer("/", "-", ".", "_").Replace(s)
 }
 
-// p1ChartKey names a P1 report's chart file (without .png). Results from
+// syncChartKey names an initial-sync report's chart file (without .png). Results from
 // before -servers keep their old names.
-func p1ChartKey(p *p1Report) string {
+func syncChartKey(p *syncReport) string {
 	if p.Server == "" && p.Kind == "" {
-		return fmt.Sprintf("p1-%d", p.Objects)
+		return fmt.Sprintf("sync-%d", p.Objects)
 	}
 	kind := p.Kind
 	if kind == "" {
 		kind = "configmaps"
 	}
-	return fmt.Sprintf("p1-%s-%s-%d", sanitize(p.Server), kind, p.Objects)
+	return fmt.Sprintf("sync-%s-%s-%d", sanitize(p.Server), kind, p.Objects)
 }
 
-func pairedP5(p *p5Report, ours, base string, f func(p5Run) float64) spread {
+func pairedCost(p *costReport, ours, base string, f func(costRun) float64) spread {
 	var rs []float64
 	o, b := p.Runs[ours], p.Runs[base]
 	for i := 0; i < len(o) && i < len(b); i++ {
@@ -48,12 +48,12 @@ func pairedP5(p *p5Report, ours, base string, f func(p5Run) float64) spread {
 	return spreadOf(rs)
 }
 
-// pairedP5Heap pairs runs as pairedP5 does, for the apiserver's peak heap,
+// pairedCostHeap pairs runs as pairedCost does, for the apiserver's peak heap,
 // but only runs that started from comparable apiserver heaps
 // (sameBaseline): the collector's room for garbage grows with the live
 // heap, so a pair whose baselines are far apart compares the collector's
 // pacing, not the work. left is how many pairs that leaves out.
-func pairedP5Heap(p *p5Report, ours, base string) (s spread, left int) {
+func pairedCostHeap(p *costReport, ours, base string) (s spread, left int) {
 	var rs []float64
 	o, b := p.Runs[ours], p.Runs[base]
 	for i := 0; i < len(o) && i < len(b); i++ {
@@ -68,21 +68,21 @@ func pairedP5Heap(p *p5Report, ours, base string) (s spread, left int) {
 	return spreadOf(rs), left
 }
 
-// heapVs renders pairedP5Heap for a table cell.
-func heapVs(p *p5Report, ours, base string) string { return heapCell(pairedP5Heap(p, ours, base)) }
+// heapVs renders pairedCostHeap for a table cell.
+func heapVs(p *costReport, ours, base string) string { return heapCell(pairedCostHeap(p, ours, base)) }
 
-// heapCell renders a pairedP5Heap result.
+// heapCell renders a pairedCostHeap result.
 func heapCell(s spread, left int) string {
 	switch {
 	case left == 0:
 		return s.String()
 	case s.N == 0:
-		return fmt.Sprintf("n/a (%d pairs left out: baselines more than %.0f%% apart)", left, (p5BaselineSpread-1)*100)
+		return fmt.Sprintf("n/a (%d pairs left out: baselines more than %.0f%% apart)", left, (costBaselineSpread-1)*100)
 	}
-	return fmt.Sprintf("%s (%d of %d pairs left out: baselines more than %.0f%% apart)", s, left, left+s.N, (p5BaselineSpread-1)*100)
+	return fmt.Sprintf("%s (%d of %d pairs left out: baselines more than %.0f%% apart)", s, left, left+s.N, (costBaselineSpread-1)*100)
 }
 
-func medP5(runs []p5Run, f func(p5Run) float64) float64 {
+func medCost(runs []costRun, f func(costRun) float64) float64 {
 	var xs []float64
 	for _, r := range runs {
 		xs = append(xs, f(r))
@@ -90,7 +90,7 @@ func medP5(runs []p5Run, f func(p5Run) float64) float64 {
 	return median(xs)
 }
 
-func (p *p5Report) stockStreams() bool {
+func (p *costReport) stockStreams() bool {
 	runs := p.Runs["stock"]
 	if len(runs) == 0 {
 		return false
@@ -101,7 +101,7 @@ func (p *p5Report) stockStreams() bool {
 
 // unpaginated: the contender listed with one request per informer (the
 // watch cache ignores limit at resourceVersion 0; without it, etcd pages).
-func (p *p5Report) unpaginated(name string) bool {
+func (p *costReport) unpaginated(name string) bool {
 	runs := p.Runs[name]
 	if len(runs) == 0 || p.Objects <= 500 {
 		return false
@@ -110,12 +110,12 @@ func (p *p5Report) unpaginated(name string) bool {
 	return n > 0 && n <= p.Informers
 }
 
-// p1Chart: one P1 report, ratios against its chart base.
-func p1Chart(p *p1Report) chart {
+// syncChart: one initial-sync report, ratios against its chart base.
+func syncChart(p *syncReport) chart {
 	base := p.chartBase()
-	title := fmt.Sprintf("P1 initial sync, %s: ratio vs %s (median)", p.label(), base)
+	title := fmt.Sprintf("Initial sync, %s: ratio vs %s (median)", p.label(), base)
 	if p.Server != "" {
-		title = fmt.Sprintf("P1 %s, %s: ratio vs %s (median)", p.Server, p.label(), base)
+		title = fmt.Sprintf("Initial sync %s, %s: ratio vs %s (median)", p.Server, p.label(), base)
 	}
 	c := chart{Title: title, Series: []string{"sync time", "peak heap", "wire bytes"}, Marks: []float64{0.5, 0.6, 1}}
 	for _, ct := range p.Contenders {
@@ -124,9 +124,9 @@ func p1Chart(p *p1Report) chart {
 		}
 		c.Rows = append(c.Rows, ct.Name)
 		c.Values = append(c.Values, []float64{
-			pairedP1(p, ct.Name, base, syncMs).Median,
-			pairedP1(p, ct.Name, base, peakHeap).Median,
-			pairedP1(p, ct.Name, base, wireIn).Median,
+			pairedSync(p, ct.Name, base, syncMs).Median,
+			pairedSync(p, ct.Name, base, peakHeap).Median,
+			pairedSync(p, ct.Name, base, wireIn).Median,
 		})
 	}
 	for _, name := range sortedKeys(p.Failures) {
@@ -136,12 +136,12 @@ func p1Chart(p *p1Report) chart {
 	return c
 }
 
-// p1OverviewChart: every server and size, ours vs stock-list (the stock
+// syncOverviewChart: every server and size, ours vs stock-list (the stock
 // client that lists), one row each.
-func (r *report) p1OverviewChart() (chart, bool) {
-	c := chart{Title: "P1 on every server: ours vs stock-list (classic list), median ratio",
+func (r *report) syncOverviewChart() (chart, bool) {
+	c := chart{Title: "Initial sync on every server: ours vs stock-list (classic list), median ratio",
 		Series: []string{"sw-informer time", "sw-reflector time", "sw-informer heap", "sw-reflector heap"}, Marks: []float64{0.6, 1}}
-	for _, p := range r.P1 {
+	for _, p := range r.Sync {
 		if p.ScalingOnly {
 			continue
 		}
@@ -155,7 +155,7 @@ func (r *report) p1OverviewChart() (chart, bool) {
 			for _, o := range ours {
 				v := -1.0
 				if len(p.Runs[o]) > 0 {
-					v = pairedP1(p, o, base, f).Median
+					v = pairedSync(p, o, base, f).Median
 				}
 				row = append(row, v)
 			}
@@ -166,21 +166,21 @@ func (r *report) p1OverviewChart() (chart, bool) {
 	return c, len(c.Rows) > 0
 }
 
-func (r *report) p1Overview(w func(string, ...any), charts map[string]string) {
-	if f, ok := charts["p1-overview"]; ok {
-		w("### P1 at a glance: every server, ours vs the stock client that lists\n\n![P1 overview](bench/%s)\n\n", f)
+func (r *report) syncOverview(w func(string, ...any), charts map[string]string) {
+	if f, ok := charts["sync-overview"]; ok {
+		w("### Initial sync at a glance: every server, ours vs the stock client that lists\n\n![Initial sync overview](bench/%s)\n\n", f)
 		w("One row per server and size; bars are median ratios ours / `stock-list` (`stock-cr-list` for custom resources): client-go v0.37.2 with `WatchListClient=false`, i.e. what every stock client does on a server that does not stream lists. Dashed lines: the targets (0.6x heap, 1x time). Per-server tables with every contender follow below.\n\n")
 	}
 }
 
 // scalingData: the configmaps reports of the first server, by size.
-func (r *report) scalingReports() []*p1Report {
+func (r *report) scalingReports() []*syncReport {
 	first := ""
 	if len(r.Servers) > 0 {
 		first = r.Servers[0].Spec
 	}
-	var out []*p1Report
-	for _, p := range r.P1 {
+	var out []*syncReport
+	for _, p := range r.Sync {
 		if p.Server != first || p.isCR() {
 			continue
 		}
@@ -189,7 +189,7 @@ func (r *report) scalingReports() []*p1Report {
 		}
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b *p1Report) int { return a.Objects - b.Objects })
+	slices.SortFunc(out, func(a, b *syncReport) int { return a.Objects - b.Objects })
 	return out
 }
 
@@ -212,8 +212,8 @@ func (r *report) scalingCharts() (timeC, heapC lineChart, ok bool) {
 				continue
 			}
 			xs = append(xs, float64(p.Objects))
-			ts = append(ts, medP1(runs, syncMs))
-			hs = append(hs, mib(uint64(medP1(runs, peakHeap))))
+			ts = append(ts, medSync(runs, syncMs))
+			hs = append(hs, mib(uint64(medSync(runs, peakHeap))))
 		}
 		if len(xs) == 0 {
 			continue
@@ -242,7 +242,7 @@ func (r *report) scalingSection(w func(string, ...any), charts map[string]string
 	if f, ok := charts["scaling-heap"]; ok {
 		w("![peak heap vs objects](bench/%s)\n\n", f)
 	}
-	w("On server %s, in the same run as P1 (sizes that are also P1 sizes reuse P1's runs). Linear axes: a contender that scales linearly is a straight line through the origin; a knee shows as a bend. The per-object columns say the same in numbers (they stay flat when the cost is linear).\n\n", server)
+	w("On server %s, in the same run as the initial sync (sizes that are also initial-sync sizes reuse its runs). Linear axes: a contender that scales linearly is a straight line through the origin; a knee shows as a bend. The per-object columns say the same in numbers (they stay flat when the cost is linear).\n\n", server)
 	w("| objects | contender | sync ms (median) | µs per object | time vs stock | peak heap MiB | KiB per object | heap vs stock |\n|---|---|---|---|---|---|---|---|\n")
 	for _, p := range ps {
 		for _, name := range scalingContenders {
@@ -253,18 +253,18 @@ func (r *report) scalingSection(w func(string, ...any), charts map[string]string
 				}
 				continue
 			}
-			sm, hp := medP1(runs, syncMs), medP1(runs, peakHeap)
+			sm, hp := medSync(runs, syncMs), medSync(runs, peakHeap)
 			w("| %s | `%s` | %.0f | %.1f | %s | %.1f | %.2f | %s |\n", fmtCount(p.Objects), name, sm, sm*1000/float64(p.Objects),
-				pairedP1(p, name, "stock", syncMs), mib(uint64(hp)), hp/1024/float64(p.Objects), pairedP1(p, name, "stock", peakHeap))
+				pairedSync(p, name, "stock", syncMs), mib(uint64(hp)), hp/1024/float64(p.Objects), pairedSync(p, name, "stock", peakHeap))
 		}
 	}
 	w("\n")
 }
 
-func (r *report) p5Chart() (chart, bool) {
-	c := chart{Title: "P5 apiserver cost of an informer herd: ratio vs stock-list (median)",
+func (r *report) costChart() (chart, bool) {
+	c := chart{Title: "Apiserver cost of an informer herd: ratio vs stock-list (median)",
 		Series: []string{"apiserver peak heap", "apiserver peak RSS", "apiserver CPU"}, Marks: []float64{0.5, 1}}
-	for _, p := range r.P5 {
+	for _, p := range r.Cost {
 		if len(p.Runs["stock-list"]) == 0 {
 			continue
 		}
@@ -273,33 +273,33 @@ func (r *report) p5Chart() (chart, bool) {
 				continue
 			}
 			c.Rows = append(c.Rows, p.Server+": "+name)
-			heap, _ := pairedP5Heap(p, name, "stock-list")
+			heap, _ := pairedCostHeap(p, name, "stock-list")
 			c.Values = append(c.Values, []float64{
 				heap.Median,
-				pairedP5(p, name, "stock-list", p5Run.rssDelta).Median,
-				pairedP5(p, name, "stock-list", p.netCPU).Median,
+				pairedCost(p, name, "stock-list", costRun.rssDelta).Median,
+				pairedCost(p, name, "stock-list", p.netCPU).Median,
 			})
 		}
 	}
 	return c, len(c.Rows) > 0
 }
 
-func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
-	p0 := r.P5[0]
-	w("## P5: apiserver cost when %d informers start at once on %d ConfigMaps of %d KiB (~%.0f MiB)\n\n", p0.Informers, p0.Objects, p0.SizeKB, float64(p0.Objects*p0.SizeKB)/1024)
-	if f, ok := charts["p5"]; ok {
-		w("![P5](bench/%s)\n\n", f)
+func (r *report) costSection(w func(string, ...any), charts map[string]string) {
+	p0 := r.Cost[0]
+	w("## Apiserver cost when %d informers start at once on %d ConfigMaps of %d KiB (~%.0f MiB)\n\n", p0.Informers, p0.Objects, p0.SizeKB, float64(p0.Objects*p0.SizeKB)/1024)
+	if f, ok := charts["apiserver-cost"]; ok {
+		w("![Apiserver cost](bench/%s)\n\n", f)
 	}
 	w("%d repetitions per contender, interleaved. ", p0.Count)
 	w("The KEP-3157 scenario: one process per contender starts %d independent caches of the same namespace over one clientset at once; the run ends when all are synced (each holds all %d objects, checked). The apiserver's `/metrics` is sampled every %d ms during the run (each scrape's garbage is part of the heap it measures: 2-3 MiB each): *heap* is the peak of `go_memstats_heap_inuse_bytes` minus its value just before the child started, *RSS* the same for `process_resident_memory_bytes`, *CPU* the `process_cpu_seconds_total` delta, *allocated* the `go_memstats_alloc_bytes_total` delta (the memory the lists cost it in all; the peak heap shows it only up to its garbage collector's pacing). CPU and allocated are net of the bench's own sampling: right after each run the cost of one `/metrics` scrape is measured (21 scrapes back to back; about 3 MiB and 30 ms of CPU on v1.37.2), and the median of a server's measurements is taken out once per scrape of each run, which costs a longer run more (about a third of a core at ~10 scrapes a second). *etcd lists* is the apiserver's own count of list requests to etcd for configmaps (`etcd_requests_total`, or `etcd_request_duration_seconds_count` on servers before it), diffed around the run. Fair baseline: %s.\n\n",
 		p0.Informers, p0.Objects, cmp.Or(p0.SampleMs, 100), p0.Baseline)
-	for _, p := range r.P5 {
-		w("### P5 on server `%s` (kube-apiserver %s)\n\n", p.Server, p.Version)
+	for _, p := range r.Cost {
+		w("### Apiserver cost on server `%s` (kube-apiserver %s)\n\n", p.Server, p.Version)
 		if a, c := p.scrapeCost(); c > 0 {
 			w("One `/metrics` scrape cost this apiserver %.1f MiB and %.0f ms of CPU (median of the runs' measurements), taken out of *CPU* and *allocated* once per scrape of each run.\n\n", mib(uint64(a)), c*1000)
 		}
 		if p.BallastMiB > 0 {
-			w("The apiserver also holds %d MiB of other ConfigMaps (namespace p5-ballast, never listed here), as a real cluster's apiserver holds other data: its garbage collector lets about its live heap of garbage accumulate before collecting, so the peak heap of a herd grows with it.\n\n", p.BallastMiB)
+			w("The apiserver also holds %d MiB of other ConfigMaps (namespace cost-ballast, never listed here), as a real cluster's apiserver holds other data: its garbage collector lets about its live heap of garbage accumulate before collecting, so the peak heap of a herd grows with it.\n\n", p.BallastMiB)
 		}
 		if p.stockStreams() {
 			w("`stock` streams lists here (`sendInitialEvents=true`).\n\n")
@@ -313,25 +313,25 @@ func (r *report) p5Section(w func(string, ...any), charts map[string]string) {
 				continue
 			}
 			alloc, allocRatio := "–", "–"
-			if a := medP5(runs, p.netAlloc); a > 0 {
+			if a := medCost(runs, p.netAlloc); a > 0 {
 				alloc = fmt.Sprintf("%.0f", mib(uint64(a)))
-				if medP5(p.Runs["stock"], p.netAlloc) > 0 {
-					allocRatio = pairedP5(p, name, "stock", p.netAlloc).String()
+				if medCost(p.Runs["stock"], p.netAlloc) > 0 {
+					allocRatio = pairedCost(p, name, "stock", p.netAlloc).String()
 				}
 			}
 			w("| `%s` | %.0f | %.1f | %s | %s | %.1f | %s | %.2f | %s | %s | %s | %g | %s | %g / %g | %.1f |\n", name,
-				medP5(runs, func(x p5Run) float64 { return x.Result.SyncMs }),
-				mib(uint64(max(0, medP5(runs, p5Run.heapDelta)))),
+				medCost(runs, func(x costRun) float64 { return x.Result.SyncMs }),
+				mib(uint64(max(0, medCost(runs, costRun.heapDelta)))),
 				heapVs(p, name, "stock"), heapVs(p, name, "stock-list"),
-				mib(uint64(max(0, medP5(runs, p5Run.rssDelta)))), pairedP5(p, name, "stock-list", p5Run.rssDelta),
-				medP5(runs, p.netCPU),
-				pairedP5(p, name, "stock-list", p.netCPU),
+				mib(uint64(max(0, medCost(runs, costRun.rssDelta)))), pairedCost(p, name, "stock-list", costRun.rssDelta),
+				medCost(runs, p.netCPU),
+				pairedCost(p, name, "stock-list", p.netCPU),
 				alloc, allocRatio,
-				medP5(runs, func(x p5Run) float64 { return x.Server.etcdLists() }),
+				medCost(runs, func(x costRun) float64 { return x.Server.etcdLists() }),
 				requestsString(runs[0].Result.Requests),
-				medP5(runs, func(x p5Run) float64 { return x.Server["apiserver_request_total{verb=LIST}"] }),
-				medP5(runs, func(x p5Run) float64 { return x.Server["apiserver_request_total{verb=WATCH}"] }),
-				mib(uint64(medP5(runs, func(x p5Run) float64 { return float64(x.Result.PeakHeap) }))))
+				medCost(runs, func(x costRun) float64 { return x.Server["apiserver_request_total{verb=LIST}"] }),
+				medCost(runs, func(x costRun) float64 { return x.Server["apiserver_request_total{verb=WATCH}"] }),
+				mib(uint64(medCost(runs, func(x costRun) float64 { return float64(x.Result.PeakHeap) }))))
 		}
 		for _, name := range sortedKeys(p.Failures) {
 			w("| `%s` | **did not sync** | | | | | | | | | | | | | |\n", name)
