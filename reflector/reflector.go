@@ -417,6 +417,15 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		return q.WithLimit(r.o.pageSize), q, nil
 	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.ConsistentListFromCache) == capability.Yes:
 		return q, q, nil
+	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.WatchCacheProgress) == capability.No:
+		// The watch cache moves only when this resource is written
+		// (KEP-1904): a list not older than the current resourceVersion,
+		// reached by writes of other resources, waits for it and is
+		// answered 504 "too large resource version"
+		// (kubernetes/kubernetes#97294), which a caller's client-go
+		// client retries on its own up to 10 times. The newest list, in
+		// pages, from etcd.
+		return q.WithLimit(r.o.pageSize), q, nil
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list
 	// through the lister (which would follow its continue token to the end).

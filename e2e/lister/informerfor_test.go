@@ -16,15 +16,18 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
@@ -132,6 +135,59 @@ var _ = Describe("reflector.NewInformerFor under a controller-runtime-shaped New
 				}
 				AddReportEntry("hook's ListWatch requests", callerReqs())
 				AddReportEntry("steadywatch's client requests", ownReqs())
+			})
+
+			// Every PodTemplate of the cluster is in one namespace: the scope
+			// check cannot tell whether the hook's ListWatch lists that
+			// namespace or every one, so the informer lists through it
+			// (client-go's client). A ConfigMap written last moves the etcd
+			// revision past the PodTemplates' own; before v1.20 their watch
+			// cache stays behind it (no progress notifications, KEP-1904),
+			// and a list not older than that revision is answered 504 "too
+			// large resource version" (kubernetes/kubernetes#97294), which
+			// client-go's client retries on its own, 10 times. Both
+			// informers, told what the server can do, sync with no such
+			// answer.
+			It("syncs a kind whose watch cache lags the etcd revision, with no list the server must refuse as too new", func(ctx SpecContext) {
+				for i := range 3 {
+					_, err := e.cs.CoreV1().PodTemplates(e.ns).Create(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pt-%d", i)},
+						Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}, metav1.CreateOptions{})
+					Expect(err).NotTo(HaveOccurred())
+				}
+				e.create(ctx, "after-podtemplates", 1)
+				// What the server can do, as docs/adoption.md shows.
+				srv, err := compat.NewDetector(compat.DetectorOptions{}).ForConfig(e.pcfg)
+				Expect(err).NotTo(HaveOccurred())
+				lw := cache.NewListWatchFromClient(e.pcs.CoreV1().RESTClient(), "podtemplates", e.ns, fields.Everything())
+				factory := reflector.NewSharedInformerFactoryWithOptions(e.pcs, 0, lister.Options{Server: srv}, informers.WithNamespace(e.ns))
+				for _, c := range []struct {
+					path string
+					inf  cache.SharedIndexInformer
+				}{
+					{"NewInformerFor", reflector.NewInformerFor(e.pcfg, lister.Options{Server: srv})(lw, &corev1.PodTemplate{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})},
+					{"informer factory", factory.Core().V1().PodTemplates().Informer()},
+				} {
+					e.proxy.ResetRequests()
+					logs := &capturedLogs{}
+					ictx, cancel := context.WithCancel(klog.NewContext(ctx, logs.logger()))
+					DeferCleanup(cancel)
+					begin := time.Now()
+					go c.inf.RunWithContext(ictx)
+					Eventually(c.inf.HasSynced).WithTimeout(60*time.Second).WithPolling(20*time.Millisecond).Should(BeTrue(), c.path)
+					took := time.Since(begin)
+					Expect(c.inf.GetStore().ListKeys()).To(HaveLen(3), c.path)
+					var sent []string
+					for _, r := range e.proxy.Requests() {
+						if r.Resource != "podtemplates" {
+							continue
+						}
+						sent = append(sent, fmt.Sprintf("%s ns=%s %s: %d", r.Verb, r.Namespace, r.RawQuery, r.Status))
+						Expect(r.Status).NotTo(Equal(http.StatusGatewayTimeout), "%s: %s", c.path, sent)
+					}
+					Expect(logs.containing(hiddenRetry)).To(BeEmpty(), "%s: client-go retried a request on its own", c.path)
+					AddReportEntry(c.path+" on a lagging watch cache", fmt.Sprintf("synced in %s: %v", took.Round(10*time.Millisecond), sent))
+					cancel()
+				}
 			})
 
 			It("waits a Retry-After of 3600 s the cap, and sends the 429's request once", func(ctx SpecContext) {

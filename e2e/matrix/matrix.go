@@ -25,9 +25,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/pager"
 
@@ -74,6 +76,9 @@ const (
 	ScenarioSync      = "initial sync (reflector.New)"
 	ScenarioStream    = "initial list path"
 	ScenarioDropIn    = "initial sync (drop-in informer; client-go asks for a streaming list)"
+	ScenarioFactory   = "initial sync (informer factory)"
+	ScenarioInfFor    = "initial sync (controller-runtime's NewInformerFor)"
+	ScenarioGoneAll   = "recovery from 410 (informer factory, NewInformerFor)"
 	ScenarioExact     = "Exact list at an older RV"
 	ScenarioGone      = "recovery from 410 (compaction + watch 410)"
 	ScenarioNotOlder  = "NotOlderThan+limit list at a compacted RV"
@@ -83,7 +88,7 @@ const (
 )
 
 // Scenarios lists the scenarios in table order.
-var Scenarios = []string{ScenarioSync, ScenarioStream, ScenarioDropIn, ScenarioExact, ScenarioGone, ScenarioNotOlder}
+var Scenarios = []string{ScenarioSync, ScenarioStream, ScenarioDropIn, ScenarioFactory, ScenarioInfFor, ScenarioExact, ScenarioGone, ScenarioGoneAll, ScenarioNotOlder}
 
 // Outcomes of a cell.
 const (
@@ -181,6 +186,38 @@ func startDropIn(ctx context.Context, cs kubernetes.Interface, srv compat.Server
 	ctx, cancel := context.WithCancel(ctx)
 	lw := lister.NewListerWatcher(configMaps(cs, ns), lister.Options{Name: "matrix-dropin", Server: srv})
 	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	return informer{
+		synced: inf.HasSynced,
+		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
+		stop:   func() { cancel(); <-done },
+	}
+}
+
+// startFactory starts the ConfigMap informer of steadywatch's informer
+// factory (reflector.NewSharedInformerFactoryWithOptions): a client-go
+// factory user's one-line adoption, steadywatch's own informer over a
+// reflector that decodes lists item by item.
+func startFactory(ctx context.Context, cs kubernetes.Interface, srv compat.Server, ns string) informer {
+	ctx, cancel := context.WithCancel(ctx)
+	f := reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Name: "matrix-factory", Server: srv}, informers.WithNamespace(ns))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	f.Start(ctx.Done())
+	return informer{
+		synced: inf.HasSynced,
+		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
+		stop:   func() { cancel(); f.Shutdown() },
+	}
+}
+
+// startInformerFor starts an informer as controller-runtime's cache builds
+// one through its NewInformer hook set to reflector.NewInformerFor(cfg): a
+// typed ListWatch of the namespace, the example object, the namespace index.
+func startInformerFor(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, srv compat.Server, ns string) informer {
+	ctx, cancel := context.WithCancel(ctx)
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+	inf := reflector.NewInformerFor(cfg, lister.Options{Server: srv})(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	return informer{
@@ -292,15 +329,24 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 		took, ok := poll(ctx, o.SyncTimeout, d.synced)
 		d.stop()
 		cells = append(cells, syncCell(ScenarioDropIn, took, ok, o.SyncTimeout, "; "+listPath(p.Requests(), ns, ok), cell))
+		adopted, err := adoptionCells(ctx, c, p, admin, ns, o, map[string]func() informer{
+			ScenarioFactory: func() informer { return startFactory(ctx, cs, srv, ns) },
+			ScenarioInfFor:  func() informer { return startInformerFor(ctx, pcfg, cs, srv, ns) },
+		}, cell)
+		if err != nil {
+			return nil, err
+		}
+		cells = append(cells, adopted...)
 	}
 	p.ResetRequests()
 	inf := startInformer(ctx, client, cs, srv, ns)
 	defer inf.stop()
 	took, ok := poll(ctx, o.SyncTimeout, inf.synced)
 	cells = append(cells, syncCell(ScenarioSync, took, ok, o.SyncTimeout, "", cell))
-	if client == Stock { // the stock informer is the baseline of both sync rows
-		c := syncCell(ScenarioDropIn, took, ok, o.SyncTimeout, " (the stock informer)", cell)
-		cells = append(cells, c)
+	if client == Stock { // the stock informer is the baseline of every sync row
+		for _, s := range []string{ScenarioDropIn, ScenarioFactory, ScenarioInfFor} {
+			cells = append(cells, syncCell(s, took, ok, o.SyncTimeout, " (the stock informer)", cell))
+		}
 	}
 	// The list path is informative; it is only correct if it led to a sync.
 	path := Pass
@@ -310,6 +356,9 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	cells = append(cells, cell(ScenarioStream, path, listPath(p.Requests(), ns, ok), 0))
 	if !ok {
 		cells = append(cells, cell(ScenarioGone, NA, "not synced", 0))
+		if client == Stock {
+			cells = append(cells, cell(ScenarioGoneAll, NA, "not synced (the stock informer)", 0))
+		}
 		if _, err := c.Etcd().Compact(ctx); err != nil {
 			return nil, err
 		}
@@ -329,15 +378,95 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	}
 	created = append(created, after.ResourceVersion)
 	took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has("after-410") })
-	if ok {
-		cells = append(cells, cell(ScenarioGone, Pass, fmt.Sprintf("caught up in %.2fs", took.Seconds()), took))
-	} else {
-		cells = append(cells, cell(ScenarioGone, Fail, fmt.Sprintf("object created after the 410 not seen within %s", o.SyncTimeout), 0))
+	gone := cell(ScenarioGone, Pass, fmt.Sprintf("caught up in %.2fs", took.Seconds()), took)
+	if !ok {
+		gone = cell(ScenarioGone, Fail, fmt.Sprintf("object created after the 410 not seen within %s", o.SyncTimeout), 0)
+	}
+	cells = append(cells, gone)
+	if client == Stock { // the stock informer is the baseline of the adoption paths' row
+		gone.Scenario, gone.Detail = ScenarioGoneAll, gone.Detail+" (the stock informer)"
+		cells = append(cells, gone)
 	}
 	// rv0 is compacted now: NotOlderThan(rv0)+limit is what a server that
 	// ignores resourceVersionMatch serves as legacy Exact, so 410.
 	cells = append(cells, notOlderCell(ctx, client, cs, ns, rv0, created, cell))
 	return cells, nil
+}
+
+// adoptionCells runs each adoption path (scenario: start) in turn on ns:
+// its initial sync (a cell of that scenario, with the list path it took),
+// then a 410 as in the reflector's recovery scenario: etcd compacted, the
+// path's next watch answered with a 410 ERROR event, an object created
+// afterwards that must reach its store. The recoveries of every path make
+// one ScenarioGoneAll cell, correct only if each path relisted (the 410 was
+// met) and caught up.
+func adoptionCells(ctx context.Context, c *harness.Cluster, p *faults.Proxy, admin kubernetes.Interface, ns string, o Options, paths map[string]func() informer, cell func(string, string, string, time.Duration) Cell) ([]Cell, error) {
+	var cells []Cell
+	var recovered []string
+	outcome, longest := Pass, time.Duration(0)
+	for _, scenario := range []string{ScenarioFactory, ScenarioInfFor} {
+		start, ok := paths[scenario]
+		if !ok {
+			continue
+		}
+		p.ResetRequests()
+		inf := start()
+		took, synced := poll(ctx, o.SyncTimeout, inf.synced)
+		cells = append(cells, syncCell(scenario, took, synced, o.SyncTimeout, "; "+listPath(p.Requests(), ns, synced), cell))
+		name := strings.TrimPrefix(strings.TrimSuffix(scenario, ")"), "initial sync (")
+		if !synced {
+			inf.stop()
+			outcome = Fail
+			recovered = append(recovered, name+": not synced")
+			continue
+		}
+		if _, err := c.Etcd().Compact(ctx); err != nil {
+			inf.stop()
+			return nil, err
+		}
+		p.ResetRequests()
+		p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1, Query: map[string]string{"resourceVersion": ""}})
+		p.EndWatches()
+		obj := "after-410-" + strconv.Itoa(len(recovered))
+		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: obj}}, metav1.CreateOptions{}); err != nil {
+			inf.stop()
+			return nil, err
+		}
+		took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has(obj) })
+		inf.stop()
+		met, relisted := metGone(p.Requests(), ns)
+		switch {
+		case !ok:
+			outcome = Fail
+			recovered = append(recovered, fmt.Sprintf("%s: object created after the 410 not seen within %s", name, o.SyncTimeout))
+		case !met || !relisted:
+			outcome = Fail
+			recovered = append(recovered, fmt.Sprintf("%s: caught up without the 410 (met %t, relisted %t)", name, met, relisted))
+		default:
+			longest = max(longest, took)
+			recovered = append(recovered, fmt.Sprintf("%s caught up in %.2fs", name, took.Seconds()))
+		}
+	}
+	return append(cells, cell(ScenarioGoneAll, outcome, strings.Join(recovered, "; "), longest)), nil
+}
+
+// metGone reports whether a watch of ns met the injected 410 and whether
+// a list of ns (or a streaming list) followed it.
+func metGone(reqs []faults.Request, ns string) (met, relisted bool) {
+	for _, r := range reqs {
+		if r.Resource != "configmaps" || r.Namespace != ns {
+			continue
+		}
+		if !met {
+			met = r.Verb == "watch" && r.Fault != ""
+			continue
+		}
+		q, _ := url.ParseQuery(r.RawQuery)
+		if r.Verb == "list" || q.Get("sendInitialEvents") == "true" {
+			relisted = true
+		}
+	}
+	return met, relisted
 }
 
 // syncCell is the cell of an initial sync that took took (ok) within bound.
