@@ -116,3 +116,53 @@ func TestInferredCheckAtTheCallersVersionFails(t *testing.T) {
 		t.Errorf("state %d, fallbacks %v: want the fallback after %d failed checks", state, rec.Labels(testfake.Fallback), maxUncheckedLists)
 	}
 }
+
+// While the scope is unchecked (a lagging server refused the check's list
+// at a resourceVersion), a list NotOlderThan a resourceVersion that goes
+// through the caller's ListerWatcher is sent as its newest list: its client
+// would retry the server's 504 up to 10 times on its own. An Exact list is
+// sent as asked.
+func TestInferredListsTheNewestThroughTheCallersListerWatcherWhileUnchecked(t *testing.T) {
+	tooLarge := errors.New("504 too large resource version")
+	for _, o := range []metav1.ListOptions{
+		{ResourceVersion: "9", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+		{ResourceVersion: "9"}, // the legacy form of NotOlderThan
+		{ResourceVersion: "9", ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+	} {
+		lw := &atRV{cms: world("a"), rv: "9", exactErr: tooLarge}
+		c := &Inferred{
+			LW: lw,
+			NewDec: func(ns string) (Lister, error) {
+				return &atRV{cms: world(ns), rv: "7", exactErr: tooLarge}, nil
+			},
+			Name: "v1/configmaps", Metrics: &testfake.Recorder{}, MismatchReason: "mismatch", NoClientReason: "no-client",
+		}
+		// A reflector's first list: the newest resourceVersion, then a list
+		// not older than it (served from the watch cache).
+		if _, err := c.List(t.Context(), metav1.ListOptions{Limit: 1}); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := c.List(t.Context(), o)
+		if state, _ := c.load(); state != scopeUnchecked {
+			t.Fatalf("state %d: the scope should still be unchecked", state)
+		}
+		if o.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+			// Exact stays Exact: it names the only version it accepts.
+			if !errors.Is(err, tooLarge) {
+				t.Errorf("an Exact list: err %v, want the server's refusal", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		if lm, _ := meta.ListAccessor(obj); lm.GetResourceVersion() != "9" {
+			t.Errorf("%+v: served at %q, want the newest, 9", o, lm.GetResourceVersion())
+		}
+		for _, sent := range lw.lists {
+			if sent.ResourceVersion != "" {
+				t.Errorf("the caller's ListerWatcher was asked for a list at resourceVersion %q (match %q) while the scope was unchecked", sent.ResourceVersion, sent.ResourceVersionMatch)
+			}
+		}
+	}
+}
