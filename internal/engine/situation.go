@@ -158,7 +158,8 @@ type Situation struct {
 	// (neither "" nor "0") (OpWatch, OpWatchEnd).
 	Resumable bool
 	// Rejected: the server refused sendInitialEvents as unsupported
-	// (OpStreamOpen).
+	// (OpStreamOpen); a drop-in refuses a streaming list without a request
+	// (OpDropInStream).
 	Rejected bool
 	// NoResponse: the streaming list's request got no response at all
 	// within InitialEventsTimeout (OpStreamOpen).
