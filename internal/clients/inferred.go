@@ -193,38 +193,12 @@ func probe(ctx context.Context, l Lister, o metav1.ListOptions, rv string) (page
 	return readPage(obj)
 }
 
-// List lists through the client pick returns. While the scope is
-// unchecked, LW stands in for the decoding client, and a list LW is asked
-// for NotOlderThan a resourceVersion goes to it as the newest list: a
-// server whose watch cache lags answers a list at a resourceVersion 504
-// "too large resource version" (kubernetes/kubernetes#97294), which LW's
-// client may retry 10 times on its own (rest/with_retry.go), and a
-// consistent read of the newest is never older than any resourceVersion
-// served (Kubernetes API Concepts, "Resource versions": Most recent).
 func (c *Inferred) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	l, err := c.pick(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	if state, _ := c.load(); l == c.LW && state == scopeUnchecked && o.Continue == "" && notOlderThan(o) {
-		klog.FromContext(ctx).V(2).Info("listing the newest through the hook's ListerWatcher while the scope is unchecked, not NotOlderThan a resourceVersion its client may retry on its own",
-			"lister", c.Name, "resourceVersion", o.ResourceVersion)
-		o.ResourceVersion, o.ResourceVersionMatch = "", ""
-	}
 	return l.List(ctx, o)
-}
-
-// notOlderThan reports whether o asks for a list NotOlderThan a
-// resourceVersion: the match, or the legacy form (a resourceVersion other
-// than "0" with no match and no limit).
-func notOlderThan(o metav1.ListOptions) bool {
-	switch o.ResourceVersionMatch {
-	case metav1.ResourceVersionMatchNotOlderThan:
-		return o.ResourceVersion != "" && o.ResourceVersion != "0"
-	case "":
-		return o.ResourceVersion != "" && o.ResourceVersion != "0" && o.Limit == 0
-	}
-	return false
 }
 
 // Watch goes through the client List would list through: a streaming list
