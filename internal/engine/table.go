@@ -166,8 +166,9 @@ var (
 // matter. It is read through Rows (a copy): nothing outside this file can
 // change it. It is the rules below (rules), with the call's own limits
 // applied to every follow-up row (withCallLimits), then the limit=1 reads'
-// rows (probeRows).
-var table = slices.Concat(withCallLimits(rules), probeRows, stepRows)
+// rows (probeRows), the reflector's own outcomes (stepRows) and the drop-in
+// ListerWatcher's choices about what client-go asks of it (dropInRows).
+var table = slices.Concat(withCallLimits(rules), probeRows, stepRows, dropInRows)
 
 // rules are the rows of KEP-2523 and the API Concepts page, before the
 // call's own limits.
