@@ -143,7 +143,7 @@ type handover struct {
 	page       pageFunc
 	item       func(runtime.Object) error
 	unchanged  func(namespace, name, rv string) (bool, error) // knobs.Lister.Unchanged
-	sampleSize bool // estimate the page's bytes (knobs.Lister.MaxPageBytes)
+	sampleSize bool                                           // estimate the page's bytes (knobs.Lister.MaxPageBytes)
 
 	// The current answer's: headed, its page was handed over; refused, the
 	// list (ListMeta, no items) the engine refused before it was; items,
