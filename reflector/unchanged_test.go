@@ -73,7 +73,10 @@ func (h *handlerCalls) funcs() cache.ResourceEventHandlerFuncs {
 // unchangedInformer runs steadywatch's informer over reflector.New over
 // lister.FromClientset against s, with one handler, and counts the objects
 // its lists decode (Options.Lister.Transform runs on each decoded object).
-func unchangedInformer(t *testing.T, s *oneResponseServer) (*adoptedInformer, *handlerCalls, *atomic.Int32, *testfake.Recorder) {
+// With everyDecodedStored (no list is stale), the test fails unless the
+// informer's transform ran once per decoded object: a kept one is not
+// transformed again.
+func unchangedInformer(t *testing.T, s *oneResponseServer, everyDecodedStored bool) (inf *adoptedInformer, h *handlerCalls, decoded *atomic.Int32, rec *testfake.Recorder) {
 	t.Helper()
 	cfg, _ := testfake.WireServer(t, false, s.serve)
 	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
@@ -84,14 +87,24 @@ func unchangedInformer(t *testing.T, s *oneResponseServer) (*adoptedInformer, *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &testfake.Recorder{}
+	rec = &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.PaginateLists = false
 	knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
-	decoded := &atomic.Int32{}
+	decoded, transformed := &atomic.Int32{}, &atomic.Int32{}
 	o.Lister.Transform = func(obj any) (any, error) { decoded.Add(1); return obj, nil }
-	inf := newInformer(c, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, o, "test")
-	h := &handlerCalls{}
+	t.Cleanup(func() {
+		if d, tr := decoded.Load(), transformed.Load(); everyDecodedStored && d != tr {
+			t.Errorf("the informer's transform ran %d times for %d objects decoded; want once each", tr, d)
+		}
+	})
+	inf = newInformer(c, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, o, "test")
+	// The informer's own transform runs once per object stored: an object
+	// kept is not transformed again (it counts with the decoded ones).
+	if err := inf.SetTransform(func(obj any) (any, error) { transformed.Add(1); return obj, nil }); err != nil {
+		t.Fatal(err)
+	}
+	h = &handlerCalls{}
 	if _, err := inf.AddEventHandler(h.funcs()); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +121,7 @@ func TestRelistKeepsUnchangedObjectsUndecoded(t *testing.T) {
 			initial := cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3"))
 			relist := cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3"))
 			s := &oneResponseServer{t: t, proto: enc.proto, initial: initial, relists: []relistAnswer{{list: relist}}}
-			inf, h, decoded, _ := unchangedInformer(t, s)
+			inf, h, decoded, _ := unchangedInformer(t, s, true)
 			// The first sync decodes every object (the store is empty);
 			// the handler's first calls are its adds.
 			synced, first := int32(len(initial.Items)), len(initial.Items)
@@ -139,7 +152,7 @@ func TestRelistDecodesChangedObjectsAndDeletesAbsentOnes(t *testing.T) {
 			initial := cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3"))
 			relist := cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("d", "18"))
 			s := &oneResponseServer{t: t, proto: enc.proto, initial: initial, relists: []relistAnswer{{list: relist}}}
-			inf, h, decoded, _ := unchangedInformer(t, s)
+			inf, h, decoded, _ := unchangedInformer(t, s, true)
 			// The first sync decodes every object (the store is empty);
 			// the handler's first calls are its adds.
 			synced, first := int32(len(initial.Items)), len(initial.Items)
@@ -176,7 +189,7 @@ func TestRelistWithAnOlderObjectStaysStale(t *testing.T) {
 			stale := relistAnswer{list: cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "5"))}
 			good := relistAnswer{list: cmList("21", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"))}
 			s := &oneResponseServer{t: t, proto: enc.proto, initial: initial, relists: []relistAnswer{stale, good}}
-			inf, h, _, rec := unchangedInformer(t, s)
+			inf, h, _, rec := unchangedInformer(t, s, false)
 			testfake.WaitFor(t, "the relist at 21", func() bool { return inf.LastSyncResourceVersion() == "21" })
 			if !transitionedFor(rec, "stale-list") {
 				t.Fatalf("transitions %v; want the list holding ns/b at 5 rejected as stale", rec.Labels(testfake.Transition))
