@@ -142,7 +142,8 @@ type handover struct {
 	call       engine.Call
 	page       pageFunc
 	item       func(runtime.Object) error
-	sampleSize bool // estimate the page's bytes (knobs.Lister.MaxPageBytes)
+	unchanged  func(namespace, name, rv string) (bool, error) // knobs.Lister.Unchanged
+	sampleSize bool                                           // estimate the page's bytes (knobs.Lister.MaxPageBytes)
 
 	// The current answer's: headed, its page was handed over; refused, the
 	// list (ListMeta, no items) the engine refused before it was; items,
@@ -173,7 +174,7 @@ func (l *Lister) handover(page pageFunc, cfg *pageConfig) *handover {
 	if !ok || !il.listsItems() {
 		return nil
 	}
-	return &handover{c: il, page: page, item: cfg.item, sampleSize: l.o.knobs.MaxPageBytes > 0}
+	return &handover{c: il, page: page, item: cfg.item, unchanged: l.o.knobs.Unchanged, sampleSize: l.o.knobs.MaxPageBytes > 0}
 }
 
 // forRequest returns h for a page request of call, nil for any other (a
@@ -189,7 +190,11 @@ func (h *handover) forRequest(call *engine.Call, req engine.Request) *handover {
 
 // list sends one list request through h's client with h's hand-over.
 func (h *handover) list(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return h.c.listItems(ctx, o, &decode.Each{Head: h.head, Item: h.handItem})
+	each := &decode.Each{Head: h.head, Item: h.handItem}
+	if h.unchanged != nil {
+		each.Known = h.known
+	}
+	return h.c.listItems(ctx, o, each)
 }
 
 // head hands the page (its ListMeta, no items) over, unless the engine
@@ -218,13 +223,28 @@ func (h *handover) head(list runtime.Object) error {
 
 func (h *handover) handItem(obj runtime.Object) error {
 	h.items++
-	if h.items == 1 && h.sampleSize {
+	if h.first == 0 && h.sampleSize { // the first item decoded (known ones are not)
 		h.first = objectBytes(obj)
 	}
 	if err := h.item(obj); err != nil {
 		h.err = err
 	}
 	return h.err
+}
+
+// known is decode.Each.Known: an item the caller already holds at the same
+// resourceVersion (knobs.Lister.Unchanged) counts as handed over without
+// being decoded.
+func (h *handover) known(namespace, name, rv string) (bool, error) {
+	known, err := h.unchanged(namespace, name, rv)
+	if err != nil {
+		h.err = err
+		return false, err
+	}
+	if known {
+		h.items++
+	}
+	return known, nil
 }
 
 // counted sets what the answer held (its items were handed over, not kept).

@@ -261,6 +261,13 @@ var optionProbes = map[string]fieldProbes{
 		reflector: &probe{set: func(e *env, o *lister.Options) { knobs.ListerOf(o).LastObservedRV = func() string { return e.rv } }},
 		unused:    slices.Concat(reflectorPaths, informerPaths), // the reflector sets it: its LastSyncResourceVersion
 	},
+	"lister.Options.Unchanged": {
+		// Set only by the reflector, for its own informer's store (its
+		// lists keep the objects held at the listed version undecoded);
+		// the unit tests in itemrelist_test.go and unchanged_test.go
+		// observe it. No user sets it, so no path rejects it.
+		unused: allPaths,
+	},
 	"lister.Options.InitialEventsTimeout": {
 		// A server that ignores sendInitialEvents: the streaming list is given up after the timeout.
 		dropIn: &probe{faults: legacyStreaming,

@@ -102,6 +102,10 @@ type Reflector struct {
 	// objects is the store when a list may fill it object by object
 	// (objectStore); nil: every list is one Replace.
 	objects cache.Store
+	// relisting is the list listInto is applying (relist.go: unchanged);
+	// unchangedKept counts the objects lists kept without decoding them.
+	relisting     atomic.Pointer[relisting]
+	unchangedKept atomic.Int64
 
 	running      atomic.Bool
 	checkRunning atomic.Bool
@@ -256,6 +260,7 @@ func resolve(o Options, expectedType runtime.Object) settings {
 func (r *Reflector) listerOptions() lister.Options {
 	lo := r.o.Options.Lister
 	knobs.ListerOf(&lo).LastObservedRV = r.LastSyncResourceVersion
+	knobs.ListerOf(&lo).Unchanged = r.unchanged
 	return lo
 }
 
@@ -579,6 +584,8 @@ func (r *Reflector) listInto(ctx context.Context, q fallback.Query) (*snapshot, 
 	if r.objects != nil {
 		// A queue keeps one Replace: it needs the whole list.
 		opts = append(opts, lister.ItemByItem(func(obj runtime.Object) error { return r.applyItem(ctx, snap, obj) }))
+		r.relisting.Store(&relisting{ctx: ctx, snap: snap})
+		defer r.relisting.Store(nil)
 	}
 	rec, err := r.lister.ListPages(ctx, q, func(page runtime.Object) error {
 		return r.applyPage(ctx, snap, page, q)

@@ -53,6 +53,17 @@ type listStore interface {
 	ListApplied(rv string)
 }
 
+// unchangedStore is a listStore that can keep an object a list holds at the
+// version it already holds (steadywatch's own informer): Unchanged returns
+// the stored object when namespace/name is held at resourceVersion rv, and
+// KeepUnchanged hands its handlers what an Update with an object of the same
+// version would, without writing it. A list then need not decode the
+// objects that did not change (knobs.Lister.Unchanged).
+type unchangedStore interface {
+	Unchanged(namespace, name, rv string) (any, bool)
+	KeepUnchanged(obj any)
+}
+
 // snapshot is one list or streaming list being applied to the store.
 type snapshot struct {
 	r *Reflector
@@ -68,8 +79,9 @@ type snapshot struct {
 	// list (the reflector's LastSyncResourceVersion).
 	held string
 	// applied counts the objects written to the store; listed, once
-	// finished, the objects of the list.
-	applied, listed int
+	// finished, the objects of the list; unchanged, the objects the list
+	// held at the version the store holds, kept without being decoded.
+	applied, listed, unchanged int
 }
 
 // begin starts a list or streaming list of about size objects.
@@ -106,11 +118,9 @@ func (s *snapshot) add(ctx context.Context, obj runtime.Object) error {
 		}
 		return nil
 	}
-	v, held, live := s.relist.Item(m.GetNamespace(), m.GetName(), m.GetResourceVersion())
-	if v == watchpipe.EndStale {
-		klog.FromContext(ctx).Info("A list holds an object older than the store's: abandoning the list",
-			"object", cache.NewObjectName(m.GetNamespace(), m.GetName()), "listed", m.GetResourceVersion(), "held", held)
-		return &StaleListError{Required: strconv.FormatUint(held, 10), Served: m.GetResourceVersion()}
+	live, err := s.item(ctx, m.GetNamespace(), m.GetName(), m.GetResourceVersion())
+	if err != nil {
+		return err
 	}
 	if live {
 		err = r.objects.Update(obj)
@@ -122,6 +132,66 @@ func (s *snapshot) add(ctx context.Context, obj runtime.Object) error {
 	}
 	s.applied++
 	return nil
+}
+
+// item decides one object of the list (watchpipe.Relist.Item): a
+// *StaleListError when it is older than the version the store holds for
+// it, or than its deletion; else it is recorded as the list's, and live
+// reports whether the store held it.
+func (s *snapshot) item(ctx context.Context, namespace, name, rv string) (live bool, err error) {
+	v, held, live := s.relist.Item(namespace, name, rv)
+	if v == watchpipe.EndStale {
+		klog.FromContext(ctx).Info("A list holds an object older than the store's: abandoning the list",
+			"object", cache.NewObjectName(namespace, name), "listed", rv, "held", held)
+		return false, &StaleListError{Required: strconv.FormatUint(held, 10), Served: rv}
+	}
+	return live, nil
+}
+
+// keepUnchanged is asked about each object of a list before it is decoded
+// (knobs.Lister.Unchanged, through the lister's decode.Each.Known): when
+// the store holds namespace/name at resourceVersion rv it is the same
+// object, so it is decided as add decides a decoded one and then kept as
+// the store holds it (unchangedStore.KeepUnchanged), and true tells the
+// decoder not to decode it. An object at any other version, and every
+// object of a store that cannot keep one, is decoded and added.
+func (s *snapshot) keepUnchanged(ctx context.Context, namespace, name, rv string) (bool, error) {
+	u, ok := s.r.objects.(unchangedStore)
+	if !ok || s.relist == nil {
+		return false, nil
+	}
+	obj, ok := u.Unchanged(namespace, name, rv)
+	if !ok {
+		return false, nil
+	}
+	if _, err := s.item(ctx, namespace, name, rv); err != nil {
+		return false, err
+	}
+	u.KeepUnchanged(obj)
+	s.unchanged++
+	return true, nil
+}
+
+// relisting is the list in progress in listInto, for unchanged.
+type relisting struct {
+	ctx  context.Context
+	snap *snapshot
+}
+
+// unchanged is the reflector's lister's knobs.Lister.Unchanged: the list in
+// progress keeps an object its store holds at the listed version
+// (snapshot.keepUnchanged); outside a list, or for another store, nothing
+// is kept.
+func (r *Reflector) unchanged(namespace, name, rv string) (bool, error) {
+	l := r.relisting.Load()
+	if l == nil {
+		return false, nil
+	}
+	kept, err := l.snap.keepUnchanged(l.ctx, namespace, name, rv)
+	if kept {
+		r.unchangedKept.Add(1)
+	}
+	return kept, err
 }
 
 // restart discards what the list delivered: a new snapshot follows (the
@@ -189,6 +259,9 @@ func (s *snapshot) finish(ctx context.Context, rv string) error {
 			b.Bookmark(rv)
 		}
 		held = s.relist.Loader()
+		if s.unchanged > 0 {
+			klog.FromContext(ctx).V(4).Info("Kept the listed objects the store held at the same resourceVersion without decoding them", "count", s.unchanged)
+		}
 	}
 	r.pipe.Replace(held, rv)
 	r.items = max(r.pipe.Live(), 0)

@@ -40,10 +40,22 @@ type Transform func(runtime.Object) (runtime.Object, error)
 // metadata given again after Head was called is an error, as is a JSON
 // list whose kind is Status. An error of Head or Item ends the decoding
 // and is returned as it is.
+//
+// Known, if set with Item, is asked about each item handed over after Head,
+// before the item is decoded: its namespace, name and resourceVersion are
+// read from the item's metadata alone (a protobuf item's ObjectMeta field,
+// a JSON item's "metadata"). When it returns true the item is not decoded
+// and not handed to Item: Known has taken it as handed over (a caller whose
+// store already holds that object at that resourceVersion, which names one
+// write in etcd, keeps its own copy). An item whose metadata cannot be read
+// so (a field given twice, malformed bytes) is decoded as usual; a skipped
+// item is not validated beyond its metadata. An error of Known ends the
+// decoding and is returned as it is.
 type Each struct {
 	Transform Transform // applied to each item first; nil: none
 	Head      func(list runtime.Object) error
 	Item      func(obj runtime.Object) error
+	Known     func(namespace, name, resourceVersion string) (bool, error)
 }
 
 func (e *Each) transform() Transform {
@@ -247,7 +259,7 @@ type listDecoding struct {
 	ul   *unstructured.UnstructuredList
 	buf  bytes.Buffer // one field's bytes, reused
 	tf   Transform    // applied to each item once decoded; nil: none
-	n    int          // items decoded so far
+	n    int          // items decoded so far (Each.Known's included)
 
 	// each, when set, receives the items instead of the list (Each.Item).
 	// held are items decoded before the list was ready to be handed over
@@ -524,6 +536,17 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 			if err != nil {
 				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
+			if d.asksKnown() {
+				if ns, name, rv, ok := protoItemMeta(b); ok {
+					known, err := d.known(ns, name, rv)
+					if err != nil {
+						return err
+					}
+					if known {
+						continue
+					}
+				}
+			}
 			item := d.newItem()
 			if err := item.Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
 				return fail(fmt.Sprintf("decoding item %d", i), err)
@@ -564,6 +587,148 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 		return fail("a field crosses the list's end", nil)
 	}
 	return nil
+}
+
+// asksKnown reports whether the next item is first offered to Each.Known:
+// items are handed over, and Head was called (an item that comes before
+// the list's metadata is decoded and held, as without Known).
+func (d *listDecoding) asksKnown() bool {
+	return d.each != nil && d.each.Known != nil && d.headed
+}
+
+// known asks Each.Known about an item; a known item counts as decoded.
+func (d *listDecoding) known(namespace, name, rv string) (bool, error) {
+	known, err := d.each.Known(namespace, name, rv)
+	if err != nil || !known {
+		return false, err
+	}
+	d.n++
+	return true, nil
+}
+
+// The protobuf field numbers of an object's metadata (ObjectMeta, field 1
+// of every built-in object and of PartialObjectMetadata) and of its name,
+// namespace and resourceVersion (k8s.io/apimachinery/pkg/apis/meta/v1's
+// generated.proto).
+const (
+	protoObjectMeta      = 1
+	protoMetaName        = 1
+	protoMetaNamespace   = 3
+	protoMetaResourceVer = 6
+)
+
+// protoItemMeta reads an item's namespace, name and resourceVersion from
+// its protobuf bytes without decoding the rest; ok is false when they
+// cannot be read unambiguously (malformed bytes, the metadata or one of
+// those fields given twice, which a decoder would merge): the item is then
+// decoded.
+func protoItemMeta(b []byte) (namespace, name, rv string, ok bool) {
+	var meta []byte
+	sawMeta := false
+	err := protoFields(b, func(num uint64, v []byte) bool {
+		if num != protoObjectMeta {
+			return true
+		}
+		if sawMeta {
+			return false
+		}
+		sawMeta, meta = true, v
+		return true
+	})
+	if err != nil || !sawMeta {
+		return "", "", "", false
+	}
+	var seen [protoMetaResourceVer + 1]bool
+	err = protoFields(meta, func(num uint64, v []byte) bool {
+		switch num {
+		case protoMetaName, protoMetaNamespace, protoMetaResourceVer:
+			if seen[num] {
+				return false
+			}
+			seen[num] = true
+			switch num {
+			case protoMetaName:
+				name = string(v)
+			case protoMetaNamespace:
+				namespace = string(v)
+			default:
+				rv = string(v)
+			}
+		}
+		return true
+	})
+	if err != nil || name == "" || rv == "" {
+		return "", "", "", false
+	}
+	return namespace, name, rv, true
+}
+
+// errFieldRefused ends protoFields when its function refuses a field.
+var errFieldRefused = errors.New("field refused")
+
+// protoFields walks the fields of one protobuf message held in b, calling
+// fn with each length-delimited field's number and bytes (other wire types
+// are skipped); fn returning false, or a field crossing b's end, ends the
+// walk with an error.
+func protoFields(b []byte, fn func(num uint64, v []byte) bool) error {
+	for len(b) > 0 {
+		t, k := binary.Uvarint(b)
+		if k <= 0 || t>>3 == 0 {
+			return errors.New("malformed field tag")
+		}
+		b = b[k:]
+		num, wire := t>>3, int(t&7)
+		var n uint64
+		switch wire {
+		case wireVarint:
+			if _, k = binary.Uvarint(b); k <= 0 {
+				return errors.New("malformed varint")
+			}
+			n = uint64(k)
+		case wireI64:
+			n = 8
+		case wireI32:
+			n = 4
+		case wireLen:
+			l, k := binary.Uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return errors.New("field length beyond its message's end")
+			}
+			b = b[k:]
+			if !fn(num, b[:l]) {
+				return errFieldRefused
+			}
+			n = l
+		default:
+			return fmt.Errorf("unsupported wire type %d", wire)
+		}
+		if n > uint64(len(b)) {
+			return errors.New("field beyond its message's end")
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// jsonItemMeta reads an item's namespace, name and resourceVersion from its
+// JSON "metadata" alone (case-sensitive, as the item's decoding reads it);
+// ok is false when they cannot be read: the item is then decoded.
+func jsonItemMeta(raw []byte) (namespace, name, rv string, ok bool) {
+	var it struct {
+		Metadata *struct {
+			Name            string `json:"name"`
+			Namespace       string `json:"namespace"`
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &it); err != nil || it.Metadata == nil {
+		return "", "", "", false
+	}
+	m := it.Metadata
+	if m.Name == "" || m.ResourceVersion == "" {
+		return "", "", "", false
+	}
+	return m.Namespace, m.Name, m.ResourceVersion, true
 }
 
 // readTag reads a field tag; io.EOF only when nothing was read.
@@ -768,6 +933,17 @@ func (d *listDecoding) metaKey() string {
 
 // jsonItem decodes one item of "items".
 func (d *listDecoding) jsonItem(raw []byte) error {
+	if d.asksKnown() {
+		if ns, name, rv, ok := jsonItemMeta(raw); ok {
+			known, err := d.known(ns, name, rv)
+			if err != nil {
+				return &callerFailed{err}
+			}
+			if known {
+				return nil
+			}
+		}
+	}
 	if d.ul != nil {
 		m := map[string]any{}
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &m); err != nil {

@@ -3,6 +3,8 @@ package informer
 import (
 	"errors"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -111,6 +113,38 @@ func (s *store) ListApplied(string) {
 		s.listed = true
 		close(inf.synced)
 	}
+}
+
+// Unchanged returns the object the store holds as namespace/name when it
+// is at resourceVersion rv, which names one write in etcd: a list that
+// holds namespace/name at rv holds this very object, and need not decode it
+// again (KeepUnchanged).
+func (s *store) Unchanged(namespace, name, rv string) (any, bool) {
+	if rv == "" {
+		return nil, false
+	}
+	obj, ok, err := s.inf.indexer.GetByKey(cache.NewObjectName(namespace, name).String())
+	if err != nil || !ok {
+		return nil, false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetResourceVersion() != rv || m.GetNamespace() != namespace || m.GetName() != name {
+		return nil, false
+	}
+	return obj, true
+}
+
+// KeepUnchanged says a list holds obj (returned by Unchanged) unchanged:
+// the handlers get an update from obj to itself, which goes only to those
+// whose resync is due (onUpdate), as client-go's informer hands them a
+// relisted object of an unchanged resourceVersion. The indexer keeps obj
+// as it is: the transform ran on it when it was stored, and client-go runs
+// it once per object (cache.TransformFunc need not be idempotent).
+func (s *store) KeepUnchanged(obj any) {
+	inf := s.inf
+	inf.blockDeltas.Lock()
+	defer inf.blockDeltas.Unlock()
+	inf.onUpdate(obj, obj)
 }
 
 // resync hands every stored object to the handlers whose resync is due,

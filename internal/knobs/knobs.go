@@ -38,6 +38,12 @@ type Lister struct {
 	// observed: rule 1 and list restarts use it as the newer
 	// resourceVersion. The reflector sets it to its LastSyncResourceVersion.
 	LastObservedRV func() string
+	// Unchanged, if set, is asked by ListPages with ItemByItem about each
+	// item before it is decoded (decode.Each.Known): true, the caller holds
+	// that object at that resourceVersion and took it as handed over, so it
+	// is not decoded. The reflector sets it for the store of its own
+	// informer.
+	Unchanged func(namespace, name, rv string) (bool, error)
 }
 
 // Reflector is the unexported part of a reflector.Options.
