@@ -25,9 +25,9 @@ const ThenStop Then = 64
 var listEndEndings = []Ending{EndedOK, EndedStoreFailed}
 
 const (
-	srcListed           = SourceResourceVersions + `, "Efficient detection of changes": list, then "start a watch from the resourceVersion" the list returned; client-go's Reflector.ListAndWatch watches from the list's resourceVersion after syncing it`
-	srcStoreRefused     = `client-go's Reflector (tools/cache/reflector.go, syncWith): a store that refuses the list ("unable to sync list result") fails the list; ListAndWatch lists again after its backoff`
-	srcStop             = `client-go's Reflector.Run runs "until stopCh is closed"; the context's end is the caller's: no request follows it`
+	srcListed           = SourceResourceVersions + `, "Efficient detection of changes": "The client can use that resourceVersion to initiate a watch against the API server"; client-go's Reflector.ListAndWatch watches from the list's resourceVersion after syncing it`
+	srcStoreRefused     = `client-go's Reflector (tools/cache/reflector.go, list): a store that refuses the list ("unable to sync list result") fails the list; Run lists again after its backoff`
+	srcStop             = `client-go's Reflector: "Run will exit when the context is canceled" (RunWithContext); the context's end is the caller's: no request follows it`
 	srcCallRetriesSpent = "the list call's own retries (5, within 30s) already waited up to the backoff's Max between failed requests: the next call does not start sooner, or a persistent fault would see the call's burst repeat after a short delay"
 )
 
