@@ -42,10 +42,11 @@ type ListerWatcher struct {
 	pipe *watchpipe.Pipeline
 
 	mu        sync.Mutex
-	lists     int    // lists served, for the relist count
-	watches   int    // watches opened, for the restart count
-	paginates bool   // a list of this server came back in pages
-	unserved  string // a resourceVersion a streaming list just could not be served at
+	lists     int         // lists served, for the relist count
+	watches   int         // watches opened, for the restart count
+	paginates bool        // a list of this server came back in pages
+	unserved  string      // a resourceVersion a streaming list just could not be served at
+	unservedC vocab.Class // how it failed (TooLargeRV, ServerError, NoAnswer)
 	gate      progressGate
 	// observe, if set (by tests), is given every decision the
 	// ListerWatcher makes through the decision table, as it is made.
@@ -102,8 +103,8 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 	base = o.Selectors(base)
 	delivered := lw.pipe.Newest()
 	lw.mu.Lock()
-	paginates, unserved := lw.paginates, lw.unserved
-	lw.unserved = ""
+	paginates, unserved, unservedC := lw.paginates, lw.unserved, lw.unservedC
+	lw.unserved, lw.unservedC = "", vocab.OK
 	lw.lists++
 	relist := lw.lists > 1 || lw.watches > 0 // a list after a streaming list is a relist too
 	lw.mu.Unlock()
@@ -111,27 +112,30 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, options metav1.Lis
 		o.Metrics.Relist(o.Name, string(reason.ClientGoRelist))
 		log.V(2).Info("client-go relists", "query", q.String(), "delivered", delivered)
 	}
-	if q.Semantic == fallback.NotOlderThan && unserved != "" && q.ResourceVersion == unserved {
-		// The streaming list at this resourceVersion just failed (too large,
-		// 5xx, or no response within the bound: client-go's REST client had
-		// already retried it up to 10 times). A consistent MostRecent list
-		// cannot be older than it; asking the same resourceVersion again
-		// would repeat those retries.
-		o.Metrics.Fallback(o.Name, string(reason.UnservedRVMostRecent))
-		log.V(2).Info("listing MostRecent: the streaming list at this resourceVersion just failed", "reason", string(reason.UnservedRVMostRecent), "resourceVersion", unserved)
-		q = (fallback.Query{Semantic: fallback.MostRecent}).WithLimit(q.Limit)
+	// The streaming list at this resourceVersion may just have failed (too
+	// large, 5xx, or no response within the bound: client-go's REST client
+	// had already retried it up to 10 times); the row says what to list.
+	if q.ResourceVersion != unserved {
+		unservedC = vocab.OK
 	}
+	d := lw.decide(engine.Situation{Op: engine.OpDropInList, Semantic: q.Semantic, Class: unservedC})
+	q, _ = lw.listQuery(log, d, q, q, "the streaming list at this resourceVersion just failed", "resourceVersion", unserved)
 	if paginates && q.Semantic == fallback.NotOlderThan && q.Limit == 0 {
 		q = q.WithLimit(o.PageSize)
 	}
 	obj, rec, err := o.List(ctx, q, base)
-	if err == nil && delivered != "" && q.Semantic != fallback.Exact &&
-		vocab.CompareRV(rec.ResourceVersion, delivered) == vocab.Older {
-		// Never back in time: ask again for what was already delivered.
-		o.Metrics.Fallback(o.Name, string(reason.StaleListReasked))
-		log.V(2).Info("list served older than already delivered; asking again", "reason", string(reason.StaleListReasked),
-			"query", q.String(), "served", rec.ResourceVersion, "delivered", delivered)
-		obj, rec, err = o.List(ctx, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: delivered}.WithLimit(q.Limit), base)
+	if err == nil {
+		// Never back in time: the row says whether a list older than what
+		// was already delivered is asked again.
+		served := vocab.OK
+		if delivered != "" && vocab.CompareRV(rec.ResourceVersion, delivered) == vocab.Older {
+			served = vocab.ServedOlder
+		}
+		d = lw.decide(engine.Situation{Op: engine.OpDropInListed, Semantic: q.Semantic, Class: served})
+		if again, ask := lw.listQuery(log, d, q, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: delivered}.WithLimit(q.Limit),
+			"list served older than already delivered; asking again", "query", q.String(), "served", rec.ResourceVersion, "delivered", delivered); ask {
+			obj, rec, err = o.List(ctx, again, base)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -198,16 +202,18 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		}
 		return lw.follow(ctx, w, log, options.ResourceVersion, lw.pipe.Watch(options.ResourceVersion, false), nil, nil), nil
 	}
-	if o.DisableStreamingList {
-		log.V(4).Info("streaming list refused without a request", "reason", "lister.Options.DisableStreamingList")
-		return nil, fmt.Errorf("%w (disabled by lister.Options.DisableStreamingList)", watchpipe.ErrStreamingListUnsupported)
-	}
 	srv := o.Server
-	caps := srv.Capabilities(ctx)
-	if caps.Get(capability.StreamingList) == capability.No {
-		why := caps.Reasons[capability.StreamingList]
-		log.V(4).Info("streaming list refused without a request", "reason", why)
-		return nil, fmt.Errorf("%w (%s)", watchpipe.ErrStreamingListUnsupported, orUnknown(why))
+	why := "disabled by lister.Options.DisableStreamingList"
+	refused := o.DisableStreamingList
+	if !refused {
+		caps := srv.Capabilities(ctx)
+		refused, why = caps.Get(capability.StreamingList) == capability.No, orUnknown(caps.Reasons[capability.StreamingList])
+	}
+	if d := lw.decide(engine.Situation{Op: engine.OpDropInStream, Rejected: refused}); d.Then == engine.ThenListSame {
+		// client-go lists instead.
+		o.Metrics.Fallback(o.Name, string(d.Reason))
+		log.V(4).Info("streaming list refused without a request", "reason", string(d.Reason), "detail", why)
+		return nil, fmt.Errorf("%w (%s)", watchpipe.ErrStreamingListUnsupported, why)
 	}
 	// After a streaming list that ended without progress (client-go retries
 	// a 410 at once), wait; the retry does without the limit=1 count list.
@@ -226,12 +232,14 @@ func (lw *ListerWatcher) WatchWithContext(ctx context.Context, options metav1.Li
 		release()
 	}
 	if err != nil && options.ResourceVersion != "" && options.ResourceVersion != "0" {
-		switch c := engine.Classify(err); {
-		case c == vocab.TooLargeRV, c == vocab.ServerError, errors.Is(err, watchpipe.ErrNoWatchResponse):
-			lw.mu.Lock()
-			lw.unserved = options.ResourceVersion
-			lw.mu.Unlock()
+		// Recorded for the next list's row (OpDropInList).
+		c := engine.Classify(err)
+		if errors.Is(err, watchpipe.ErrNoWatchResponse) {
+			c = vocab.NoAnswer
 		}
+		lw.mu.Lock()
+		lw.unserved, lw.unservedC = options.ResourceVersion, c
+		lw.mu.Unlock()
 	}
 	if err != nil {
 		if engine.RejectsStreamingList(err) {

@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
 
+	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
 )
@@ -140,4 +141,25 @@ func (lw *ListerWatcher) WatchDelayed() bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return !lw.gate.notBefore.IsZero()
+}
+
+// listQuery carries out a list row (OpDropInList, OpDropInListed): the
+// query the row's Then names, asked is the query as asked and fresh the one
+// the row may name instead (MostRecent, or NotOlderThan what was
+// delivered); a row other than the plain answer is counted and logged with
+// its reason, detail and the key-value pairs kv; changed says whether the
+// row names another query than asked.
+func (lw *ListerWatcher) listQuery(log logr.Logger, d engine.Decision, asked, fresh fallback.Query, detail string, kv ...any) (q fallback.Query, changed bool) {
+	next, ok := map[engine.Then]fallback.Query{
+		engine.ThenListSame:       asked,
+		engine.ThenListMostRecent: (fallback.Query{Semantic: fallback.MostRecent}).WithLimit(asked.Limit),
+		engine.ThenListNotOlder:   fresh,
+	}[d.Then]
+	if !ok || d.Then == engine.ThenListSame {
+		return asked, false
+	}
+	o := &lw.cfg
+	o.Metrics.Fallback(o.Name, string(d.Reason))
+	log.V(2).Info(detail, append([]any{"reason", string(d.Reason)}, kv...)...)
+	return next, true
 }

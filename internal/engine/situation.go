@@ -70,6 +70,19 @@ const (
 	// OpDropInStall: a drop-in ListerWatcher's watch delivered nothing for
 	// StallTimeout.
 	OpDropInStall
+	// OpDropInList: client-go asks a drop-in ListerWatcher for a list;
+	// Class is the class of the drop-in's streaming list at the same
+	// resourceVersion when it just failed unserved (TooLargeRV,
+	// ServerError, NoAnswer), OK otherwise.
+	OpDropInList
+	// OpDropInListed: a drop-in ListerWatcher's list came back; Class is
+	// ServedOlder when it is older than what was already delivered, OK
+	// otherwise.
+	OpDropInListed
+	// OpDropInStream: client-go asks a drop-in ListerWatcher for a
+	// streaming list; Rejected says whether it is refused without a request
+	// (the server is known not to stream, or the options disable it).
+	OpDropInStream
 )
 
 func (o Op) String() string {
@@ -92,6 +105,12 @@ func (o Op) String() string {
 		return "dropin-attempt"
 	case OpDropInStall:
 		return "dropin-stall"
+	case OpDropInList:
+		return "dropin-list"
+	case OpDropInListed:
+		return "dropin-listed"
+	case OpDropInStream:
+		return "dropin-stream"
 	case OpListEnd:
 		return "list-end"
 	case OpStop:
@@ -143,7 +162,8 @@ type Situation struct {
 	// (neither "" nor "0") (OpWatch, OpWatchEnd).
 	Resumable bool
 	// Rejected: the server refused sendInitialEvents as unsupported
-	// (OpStreamOpen).
+	// (OpStreamOpen); a drop-in refuses a streaming list without a request
+	// (OpDropInStream).
 	Rejected bool
 	// NoResponse: the streaming list's request got no response at all
 	// within InitialEventsTimeout (OpStreamOpen).

@@ -175,8 +175,10 @@ var (
 // matter. It is read through Rows (a copy): nothing outside this file can
 // change it. It is the rules below (rules), with the call's own limits
 // applied to every follow-up row (withCallLimits), then the limit=1 reads'
-// rows (probeRows).
-var table = slices.Concat(withCallLimits(rules), probeRows, stepRows, listEndRows)
+// rows (probeRows), the reflector's own outcomes (stepRows), the drop-in
+// ListerWatcher's choices about what client-go asks of it (dropInRows), and
+// a reflector's list's end and stop (listEndRows).
+var table = slices.Concat(withCallLimits(rules), probeRows, stepRows, dropInRows, listEndRows)
 
 // rules are the rows of KEP-2523 and the API Concepts page, before the
 // call's own limits.

@@ -41,7 +41,7 @@ func expected(s Situation, p policy.Policy) (Action, reason.Code) {
 			return FallbackMostRecent, reason.NoResumeVersion // a watch from "" or "0" resumes nothing
 		}
 		return expectedRule(s, p), ""
-	case OpStreamOpen, OpStreamEnd, OpWatchEnd, OpDropInAttempt, OpDropInStall, OpListEnd, OpStop:
+	case OpStreamOpen, OpStreamEnd, OpWatchEnd, OpDropInAttempt, OpDropInStall, OpDropInList, OpDropInListed, OpDropInStream, OpListEnd, OpStop:
 		a, code, _, _ := expectedStep(s)
 		return a, code
 	}
@@ -229,6 +229,22 @@ func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
 		return Backoff, reason.NoProgressBackoff, WaitNoProgress, ThenWatchAgain
 	case OpDropInStall:
 		return Accept, reason.WatchStalled, WaitNone, ThenWatchAgain
+	case OpDropInList:
+		unserved := s.Class == TooLargeRV || s.Class == ServerError || s.Class == NoAnswer
+		if unserved && s.Semantic == NotOlderThan {
+			return FallbackMostRecent, reason.UnservedRVMostRecent, WaitNone, ThenListMostRecent
+		}
+		return Accept, reason.OK, WaitNone, ThenListSame
+	case OpDropInListed:
+		if s.Class == ServedOlder && s.Semantic != Exact {
+			return Relist, reason.StaleListReasked, WaitNone, ThenListNotOlder
+		}
+		return Accept, reason.OK, WaitNone, ThenListSame
+	case OpDropInStream:
+		if s.Rejected {
+			return Relist, reason.StreamRejected, WaitNone, ThenListSame
+		}
+		return Accept, reason.OK, WaitNone, ThenWatch
 	case OpListEnd: // list, then watch from the list's resourceVersion
 		if s.Ending == EndedOK {
 			return Accept, reason.Listed, WaitNone, ThenWatchAgain
@@ -261,7 +277,7 @@ func stepSituations() []Situation {
 	var out []Situation
 	bools := []bool{false, true}
 	var ops []Op
-	for op := OpStreamOpen; op <= OpDropInStall; op++ {
+	for op := OpStreamOpen; op <= OpDropInStream; op++ {
 		ops = append(ops, op)
 	}
 	for _, op := range append(ops, OpListEnd, OpStop) {
@@ -271,6 +287,8 @@ func stepSituations() []Situation {
 			progressedOnly = bools
 		case OpStreamOpen:
 			openOnly = bools
+		case OpDropInStream:
+			openOnly = bools // Rejected only; NoResponse is matched by no row of it
 		case OpStreamEnd:
 			endings = streamEndings
 		case OpListEnd:
@@ -419,7 +437,7 @@ func TestTableExhaustive(t *testing.T) {
 	}
 	perOp := 4 * 2 * 2 * 3 * len(Classes()) * 2 * 2 * 2 * 12
 	perStep := 4 * len(Classes()) * 2 * 12
-	if n != perOp*(8+2+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1+len(listEndEndings)+1) {
+	if n != perOp*(8+2+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1+1+1+4+len(listEndEndings)+1) {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -467,7 +485,8 @@ func TestTableRowsCiteSources(t *testing.T) {
 		}
 		if r.when.op != OpPage && (r.when.notAList != nil || r.when.requestsLeft != nil || r.when.restartAllowed != nil) ||
 			r.when.op != OpNewerRV && r.when.op != OpCurrentRV && r.when.listRV != nil ||
-			r.when.op != OpStreamOpen && (r.when.rejected != nil || r.when.noResponse != nil) ||
+			r.when.op != OpStreamOpen && r.when.op != OpDropInStream && r.when.rejected != nil ||
+			r.when.op != OpStreamOpen && r.when.noResponse != nil ||
 			r.when.op != OpStreamEnd && r.when.op != OpWatchEnd && r.when.op != OpListEnd && r.when.endings != nil ||
 			r.when.op != OpRelist && r.when.retriesSpent != nil ||
 			r.when.op != OpWatch && r.when.op != OpWatchEnd && r.when.resumable != nil ||

@@ -70,7 +70,7 @@ func All() []Entry {
 		{WatchGone, Reflector}, {ListGone, Reflector}, {TooLargeRV, Reflector},
 		{StaleList, Reflector}, {NoResumeVersion, Reflector}, {Retry, Reflector},
 		{WatchError, Reflector}, {ListError, Reflector}, {StreamIgnored, Reflector},
-		{StreamRejected, Reflector}, {StreamFailed, Reflector}, {BackoffDone, Reflector},
+		{StreamRejected, DropIn | Reflector}, {StreamFailed, Reflector}, {BackoffDone, Reflector},
 		{Initial, Reflector}, {InvalidOptions, Reflector},
 
 		{ResourceVersionMatchUnknown, Compat}, {ResourceVersionMatchYes, Compat},

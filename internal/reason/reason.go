@@ -312,7 +312,9 @@ const (
 	// group/version and expires.
 	StreamIgnored Code = "streaming-ignored"
 	// StreamRejected: the server refused sendInitialEvents (422 with
-	// the WatchList feature off, kubernetes/kubernetes#135583); listing
+	// the WatchList feature off, kubernetes/kubernetes#135583), or the
+	// drop-in refused a streaming list without a request (the server is
+	// known to refuse it, or lister.Options.DisableStreamingList); listing
 	// instead.
 	StreamRejected Code = "streaming-rejected"
 	// StreamFailed: a streaming list failed or closed before its
