@@ -107,7 +107,11 @@ func TestListCallThatExhaustedItsRetriesWaitsAtLeastItsBackoffMax(t *testing.T) 
 	exhausted := &lister.Error{Reason: "retries-exhausted", Class: vocab.Throttled, Attempt: 6,
 		Err: apierrors.NewTooManyRequests("slow down", 0)}
 	for i := 0; i < 3; i++ {
-		st, _ := r.listFailed(context.Background(), listing{query: lister.MostRecent()}, lister.MostRecent(), exhausted)
+		from := listing{query: lister.MostRecent()}
+		st, w := r.listFailed(context.Background(), from, lister.MostRecent(), exhausted)
+		if err := checkTransition(from, st, w); err != nil {
+			t.Fatalf("failure %d: %v", i+1, err)
+		}
 		b, ok := st.(backingOff)
 		if !ok {
 			t.Fatalf("after an exhausted list call: state %T; want backingOff", st)

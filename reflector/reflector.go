@@ -323,7 +323,9 @@ func (r *Reflector) Run(ctx context.Context) {
 			if ww, ok := next.(watching); ok {
 				ww.w.Stop()
 			}
-			r.transition(ctx, s, stopped{}, because(reason.ContextDone, "context ended: %v", context.Cause(ctx)))
+			sit := engine.Situation{Op: engine.OpStop}
+			next, w := r.carryOut(ctx, r.decide(sit), sit, fill{}, 0, because(reason.ContextDone, "context ended: %v", context.Cause(ctx)))
+			r.transition(ctx, s, next, w)
 			return
 		}
 		r.transition(ctx, s, next, w)
@@ -546,7 +548,7 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 		snap.abandon()
 		if se := (*storeError)(nil); errors.As(err, &se) {
 			logger.Error(err, "Unable to apply the list", "query", q.String())
-			return backingOff{delay: r.delay(0), next: s.retry()}, because(reason.ListError, "%v", err)
+			return r.listEnded(ctx, s, engine.EndedStoreFailed, "", because(reason.ListError, "%v", err))
 		}
 		return r.listFailed(ctx, s, q, err)
 	}
@@ -554,9 +556,16 @@ func (r *Reflector) stepList(ctx context.Context, s listing) (state, why) {
 		if stale := (*StaleListError)(nil); errors.As(err, &stale) {
 			return r.listFailed(ctx, s, q, err)
 		}
-		return backingOff{delay: r.delay(0), next: s.retry()}, because(reason.ListError, "store update failed: %v", err)
+		return r.listEnded(ctx, s, engine.EndedStoreFailed, "", because(reason.ListError, "store update failed: %v", err))
 	}
-	return startingWatch{rv: rv}, because(reason.Listed, "listed %d items with %s, served at resourceVersion %q", snap.len(), q, rv)
+	return r.listEnded(ctx, s, engine.EndedOK, rv, because(reason.Listed, "listed %d items with %s, served at resourceVersion %q", snap.len(), q, rv))
+}
+
+// listEnded carries out the row of a list call that succeeded (op=list-end):
+// the store took it whole (a watch from rv follows), or refused it.
+func (r *Reflector) listEnded(ctx context.Context, s listing, ending engine.Ending, rv string, w why) (state, why) {
+	sit := engine.Situation{Op: engine.OpListEnd, Semantic: s.query.Semantic, Ending: ending}
+	return r.carryOut(ctx, r.decide(sit), sit, fill{query: s.query, initial: s.initial, cause: s.cause, attempt: s.attempt, rv: rv}, 0, w)
 }
 
 // listInto runs the list q and applies its objects to the store as they
@@ -665,8 +674,10 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 	} else {
 		klog.FromContext(ctx).V(2).Info("List failed", "query", q.String(), "class", class.String(), "err", err)
 	}
+	le := (*lister.Error)(nil)
 	sit := engine.Situation{Op: engine.OpRelist, Semantic: q.Semantic, Class: class,
-		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0)}
+		AttemptsLeft: s.attempt < max(r.o.MaxStaleListRetries, 0),
+		RetriesSpent: errors.As(err, &le) && reason.Code(le.Reason) == reason.RetriesExhausted}
 	d := r.decide(sit)
 	next := s.retry()
 	switch d.Action {
@@ -676,18 +687,7 @@ func (r *Reflector) listFailed(ctx context.Context, s listing, q fallback.Query,
 		next.query = lister.MostRecent()
 	}
 	w := because(d.Reason, "%s failed (%s): %v; listing %s", q, class, err, next.query).by(d, sit)
-	if d.Wait == engine.WaitNone {
-		return next, w
-	}
-	delay := r.delay(retryAfter)
-	if le := (*lister.Error)(nil); errors.As(err, &le) && reason.Code(le.Reason) == reason.RetriesExhausted {
-		// The call's own retries (knobs.Lister.Policy.Backoff) already waited up
-		// to their Max between failed requests: the next call does not
-		// start sooner, or a persistent fault would see the call's burst
-		// repeat after a short reflector delay.
-		delay = max(delay, r.o.lk.Policy.Backoff.Max)
-	}
-	return backingOff{delay: delay, next: next}, w
+	return r.after(d.Wait, next, retryAfter, w)
 }
 
 // checkNotStale rejects a list older than checkNotStaleRV allows.
@@ -1068,7 +1068,7 @@ func (r *Reflector) watchFailed(ctx context.Context, rv string, attempt int, err
 		what = "410 Gone"
 	}
 	w := because(d.Reason, "watch from %q: %s; %s (%v)", rv, what, then, err).by(d, sit)
-	return r.after(d.Wait, next, retryAfter), w
+	return r.after(d.Wait, next, retryAfter, w)
 }
 
 // resumable reports whether a watch can resume from rv. A watch from "" or

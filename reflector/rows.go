@@ -59,22 +59,32 @@ func (r *Reflector) carryOut(ctx context.Context, d engine.Decision, sit engine.
 		next = watching{rv: f.rv, w: f.w, opened: f.opened}
 	case engine.ThenWatchAgain:
 		next = startingWatch{rv: f.rv}
+	case engine.ThenStop:
+		next = stopped{}
 	}
-	return r.after(d.Wait, next, retryAfter), w.by(d, sit)
+	return r.after(d.Wait, next, retryAfter, w.by(d, sit))
 }
 
 // after is next after the wait a row names (retryAfter: the server's
-// Retry-After, if any).
-func (r *Reflector) after(wait engine.Wait, next state, retryAfter time.Duration) state {
+// Retry-After, if any); w, the transition's reason, records the delay.
+func (r *Reflector) after(wait engine.Wait, next state, retryAfter time.Duration, w why) (state, why) {
 	switch wait {
 	case engine.WaitNone:
-		return next
+		return next, w
 	case engine.WaitIfRepeated:
-		return r.relist(next, 0)
+		next = r.relist(next, 0)
+		if b, ok := next.(backingOff); ok {
+			w.delay = b.delay
+		}
+		return next, w
 	case engine.WaitRegress:
-		return backingOff{delay: r.regressDelay(), next: next}
+		w.delay = r.regressDelay()
 	case engine.WaitBackoffOnly:
-		retryAfter = 0
+		w.delay = r.delay(0)
+	case engine.WaitAfterCallRetries:
+		w.delay = max(r.delay(retryAfter), r.o.lk.Policy.Backoff.Max)
+	default:
+		w.delay = r.delay(retryAfter)
 	}
-	return backingOff{delay: r.delay(retryAfter), next: next}
+	return backingOff{delay: w.delay, next: next}, w
 }

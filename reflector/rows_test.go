@@ -25,11 +25,12 @@ import (
 )
 
 // rowCheck checks every transition of a reflector against the decision
-// table: a transition out of a streaming list, a watch or a failed watch
-// start names a row (its context's end aside); a transition that names a
-// row carries it out: the row is the one its situation matches, its reason
-// is the row's, and the next state is the row's (its wait, its kind of
-// state, a MostRecent query where the row says so). Code that decided
+// table: every transition names a row (but Run's start, a wait's end and
+// an opened watch); a transition that names a row carries it out: the row
+// is the one its situation matches, its reason is the row's, and the next
+// state is the row's (its wait, the delay the wait came to when the row was
+// carried out, its kind of state, a MostRecent query where the row says
+// so). Code that decided
 // without the table, or changed a row's answer after the lookup, fails it.
 type rowCheck struct {
 	mu      sync.Mutex
@@ -70,16 +71,14 @@ func watchRows(t *testing.T, r *Reflector) *rowCheck {
 func checkTransition(from, to state, w why) error {
 	if w.row == 0 {
 		switch from.(type) {
-		case streamingList, watching:
-			if w.code != reason.ContextDone {
-				return fmt.Errorf("%s -> %s (%s: %s) names no row", from.phase(), to.phase(), w.code, w.detail)
-			}
+		case stopped, backingOff: // Run's start, a wait's end
+			return nil
 		case startingWatch:
-			if w.code != reason.ContextDone && w.code != reason.WatchOpened {
-				return fmt.Errorf("%s -> %s (%s: %s) names no row", from.phase(), to.phase(), w.code, w.detail)
+			if w.code == reason.WatchOpened {
+				return nil
 			}
 		}
-		return nil
+		return fmt.Errorf("%s -> %s (%s: %s) names no row", from.phase(), to.phase(), w.code, w.detail)
 	}
 	rows := engine.Rows()
 	if w.row > len(rows) {
@@ -102,6 +101,9 @@ func checkTransition(from, to state, w why) error {
 	case waited != want:
 		return fmt.Errorf("row %d (%s) waits %q; the transition %s -> %s", w.row-1, row.Reason, row.Wait, from.phase(), to.phase())
 	}
+	if b, ok := to.(backingOff); ok && b.delay != w.delay {
+		return fmt.Errorf("row %d (%s) came to a wait of %v; the transition waits %v", w.row-1, row.Reason, w.delay, b.delay)
+	}
 	if got, ok := thenOf(next); !ok || !thenFits(row, w.sit.Op, got) {
 		return fmt.Errorf("row %d (%s) leads to %s (%v); the transition to %T %+v", w.row-1, row.Reason, row.Then, row.Action, next, next)
 	}
@@ -111,7 +113,7 @@ func checkTransition(from, to state, w why) error {
 // kindOf is what a next state is: a list, a streaming list or a watch, and
 // whether its query is MostRecent.
 type kindOf struct {
-	list, stream, watch, startWatch, mostRecent bool
+	list, stream, watch, startWatch, stop, mostRecent bool
 }
 
 func thenOf(s state) (kindOf, bool) {
@@ -124,6 +126,8 @@ func thenOf(s state) (kindOf, bool) {
 		return kindOf{watch: true}, true
 	case startingWatch:
 		return kindOf{startWatch: true}, true
+	case stopped:
+		return kindOf{stop: true}, true
 	}
 	return kindOf{}, false
 }
@@ -144,6 +148,8 @@ func thenFits(row engine.Row, op engine.Op, k kindOf) bool {
 		return k.watch
 	case engine.ThenWatchAgain:
 		return k.startWatch
+	case engine.ThenStop:
+		return k.stop
 	}
 	// The rows whose action says (OpRelist, OpWatch).
 	switch {
@@ -234,5 +240,66 @@ func TestStreamEndingsAreRows(t *testing.T) {
 		if _, watching := to.(watching); !watching {
 			w.Stop()
 		}
+	}
+}
+
+// TestListEndsAreRows drives a list call's ends through listEnded (the
+// store took the list whole, the store refused it) and checks each
+// transition against the table: the first watches from the list's
+// resourceVersion at once, the second lists the same query again after a
+// backoff.
+func TestListEndsAreRows(t *testing.T) {
+	cases := []struct {
+		ending engine.Ending
+		rv     string
+		want   reason.Code
+	}{
+		{engine.EndedOK, "30", reason.Listed},
+		{engine.EndedStoreFailed, "", reason.ListError},
+	}
+	for _, c := range cases {
+		r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
+		from := listing{query: fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}, cause: reason.WatchGone, attempt: 2}
+		to, w := r.listEnded(context.Background(), from, c.ending, c.rv, because(c.want, "test"))
+		if w.row == 0 || w.code != c.want {
+			t.Errorf("%v: %s (row %d), want %s from a row", c.ending, w.code, w.row-1, c.want)
+		}
+		if err := checkTransition(from, to, w); err != nil {
+			t.Errorf("%v: %v", c.ending, err)
+		}
+		switch to := to.(type) {
+		case startingWatch:
+			if to.rv != c.rv {
+				t.Errorf("%v: watch from %q, want the list's %q", c.ending, to.rv, c.rv)
+			}
+		case backingOff:
+			if next, ok := to.next.(listing); !ok || next.query != from.query || next.cause != from.cause || next.attempt != from.attempt+1 {
+				t.Errorf("%v: next %#v, want the same list, attempt %d", c.ending, to.next, from.attempt+1)
+			}
+		}
+	}
+}
+
+// TestContextEndIsARow checks that a reflector whose context ends stops by
+// the table's row: its last transition names it.
+func TestContextEndIsARow(t *testing.T) {
+	r := New(&fakeClient{}, &corev1.ConfigMap{}, cache.NewStore(cache.MetaNamespaceKeyFunc), fastOptions(&testfake.Recorder{}))
+	var last why
+	var mu sync.Mutex
+	r.observe = func(from, to state, w why) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := checkTransition(from, to, w); err != nil {
+			t.Errorf("%v", err)
+		}
+		last = w
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if last.code != reason.ContextDone || last.row == 0 {
+		t.Fatalf("last transition %s (row %d), want %s from a row", last.code, last.row-1, reason.ContextDone)
 	}
 }

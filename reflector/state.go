@@ -120,6 +120,9 @@ type why struct {
 	detail string
 	row    int
 	sit    engine.Situation
+	// delay is the wait the row's Wait came to when it was carried out
+	// (after); the next state is a backingOff of this delay.
+	delay time.Duration
 }
 
 // by names the row d, asked with sit, as the decision of w.

@@ -12,7 +12,9 @@
 //     (Config.MaxRequests, a restart the caller does not allow, a 200 that is
 //     not a list), the answers to its limit=1 reads (OpNewerRV, OpCurrentRV)
 //     and the reflector's relist and watch-failure choices (Decide, OpRelist
-//     and OpWatch) are rows too.
+//     and OpWatch) are rows too; steps.go holds the rows of the reflector's
+//     streaming lists and watch ends and the drop-in's watch attempts,
+//     listend.go those of a list's end and the reflector's stop.
 //   - plan.go: Call, which owns the call's retry budgets and backoff, verifies
 //     each answer and says what it proves about resourceVersionMatch support
 //     (verify, also read through AcceptsListMeta before a page's items are

@@ -111,6 +111,10 @@ func (o Op) String() string {
 		return "dropin-listed"
 	case OpDropInStream:
 		return "dropin-stream"
+	case OpListEnd:
+		return "list-end"
+	case OpStop:
+		return "stop"
 	}
 	return "page"
 }
@@ -175,10 +179,13 @@ type Situation struct {
 	// (OpWatchEnd); AttemptsLeft then says whether Options.MaxShortWatches
 	// such watches in a row are not reached yet.
 	Short bool
+	// RetriesSpent: the list call failed because its own retries of a
+	// transient failure were spent (reason retries-exhausted) (OpRelist).
+	RetriesSpent bool
 }
 
 func (s Situation) String() string {
-	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t notAList=%t requestsLeft=%t restartAllowed=%t listRV=%t resumable=%t rejected=%t noResponse=%t ending=%s progressed=%t short=%t}",
+	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t notAList=%t requestsLeft=%t restartAllowed=%t listRV=%t resumable=%t rejected=%t noResponse=%t ending=%s progressed=%t short=%t retriesSpent=%t}",
 		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked, s.WatchCacheStuck,
-		s.NotAList, s.RequestsLeft, s.RestartAllowed, s.ListRV, s.Resumable, s.Rejected, s.NoResponse, s.Ending, s.Progressed, s.Short)
+		s.NotAList, s.RequestsLeft, s.RestartAllowed, s.ListRV, s.Resumable, s.Rejected, s.NoResponse, s.Ending, s.Progressed, s.Short, s.RetriesSpent)
 }

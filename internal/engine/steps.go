@@ -45,7 +45,12 @@ var thenNames = [...]string{
 	ThenWatch: "watch on", ThenWatchAgain: "watch again",
 }
 
-func (t Then) String() string { return thenNames[t] }
+func (t Then) String() string {
+	if t == ThenStop {
+		return "stop"
+	}
+	return thenNames[t]
+}
 
 // Ending is how a reflector's streaming list or watch ended.
 type Ending int

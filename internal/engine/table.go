@@ -49,6 +49,8 @@ type when struct {
 	resumable  []bool
 	progressed []bool
 	short      []bool
+	// A reflector's failed list call's (OpRelist).
+	retriesSpent []bool
 }
 
 func (w when) matches(s Situation, p policy.Policy) bool {
@@ -72,7 +74,8 @@ func (w when) matches(s Situation, p policy.Policy) bool {
 		(w.noResponse == nil || slices.Contains(w.noResponse, s.NoResponse)) &&
 		(w.resumable == nil || slices.Contains(w.resumable, s.Resumable)) &&
 		(w.progressed == nil || slices.Contains(w.progressed, s.Progressed)) &&
-		(w.short == nil || slices.Contains(w.short, s.Short))
+		(w.short == nil || slices.Contains(w.short, s.Short)) &&
+		(w.retriesSpent == nil || slices.Contains(w.retriesSpent, s.RetriesSpent))
 }
 
 // Wait says whether a reflector waits before the request a row leads to
@@ -103,6 +106,10 @@ const (
 	// server that re-delivers older events after every re-sync meets a
 	// growing delay although each round makes progress in between.
 	WaitRegress
+	// WaitAfterCallRetries: as WaitBackoff, and never shorter than
+	// Backoff.Max: the list call's own retries already waited up to it
+	// between failed requests.
+	WaitAfterCallRetries
 )
 
 func (w Wait) String() string {
@@ -117,6 +124,8 @@ func (w Wait) String() string {
 		return "after backoff (no Retry-After)"
 	case WaitRegress:
 		return "after regression backoff"
+	case WaitAfterCallRetries:
+		return "after backoff, at least Backoff.Max"
 	case WaitNoProgress:
 		return "next watch after no-progress backoff"
 	}
@@ -166,9 +175,10 @@ var (
 // matter. It is read through Rows (a copy): nothing outside this file can
 // change it. It is the rules below (rules), with the call's own limits
 // applied to every follow-up row (withCallLimits), then the limit=1 reads'
-// rows (probeRows), the reflector's own outcomes (stepRows) and the drop-in
-// ListerWatcher's choices about what client-go asks of it (dropInRows).
-var table = slices.Concat(withCallLimits(rules), probeRows, stepRows, dropInRows)
+// rows (probeRows), the reflector's own outcomes (stepRows), the drop-in
+// ListerWatcher's choices about what client-go asks of it (dropInRows), and
+// a reflector's list's end and stop (listEndRows).
+var table = slices.Concat(withCallLimits(rules), probeRows, stepRows, dropInRows, listEndRows)
 
 // rules are the rows of KEP-2523 and the API Concepts page, before the
 // call's own limits.
@@ -247,7 +257,9 @@ var rules = []Row{
 	{when{op: OpRelist, classes: cls(Gone), semantics: withRV}, FallbackMostRecent, reason.ListGone, srcWatch410, WaitNone, ThenByAction},
 	{when{op: OpRelist, classes: cls(Gone), semantics: noRV}, Backoff, reason.ListError, SourceResourceVersions + ": MostRecent and Any are not answered with 410", WaitBackoff, ThenByAction},
 	{when{op: OpRelist, classes: cls(TooLargeRV)}, FallbackMostRecent, reason.TooLargeRV, srcTooLarge + "; a consistent read is never older than the store", WaitBackoff, ThenByAction},
-	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, Throttled, ServerError, Transport, NoAnswer, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reason.ListError, srcRelist, WaitBackoff, ThenByAction},
+	{when{op: OpRelist, classes: cls(OK, Canceled, Invalid, Forbidden, NotFound, Other, ContinueExpired, ContinueRepeated, ServedNewerThanExact)}, Backoff, reason.ListError, srcRelist, WaitBackoff, ThenByAction},
+	{when{op: OpRelist, classes: cls(Throttled, ServerError, Transport, NoAnswer), retriesSpent: no}, Backoff, reason.ListError, srcRelist, WaitBackoff, ThenByAction},
+	{when{op: OpRelist, classes: cls(Throttled, ServerError, Transport, NoAnswer), retriesSpent: yes}, Backoff, reason.ListError, srcRelist + "; " + srcCallRetriesSpent, WaitAfterCallRetries, ThenByAction},
 
 	// The reflector's watch failed (OpWatch).
 	{when{op: OpWatch, classes: cls(Gone)}, Relist, reason.WatchGone, srcWatch410 + "; NotOlderThan the held resourceVersion is served from the watch cache and never goes back in time", WaitIfRepeated, ThenByAction},
@@ -401,6 +413,7 @@ func (r Row) Pattern() string {
 	cond("resumable", w.resumable)
 	cond("progressed", w.progressed)
 	cond("short", w.short)
+	cond("retriesSpent", w.retriesSpent)
 	list("Policy.ContinueExpired", names(w.continueExpired))
 	list("Policy.TooLargeAfterBudget", names(w.tooLarge))
 	return strings.Join(parts, " ")

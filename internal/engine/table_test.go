@@ -41,7 +41,7 @@ func expected(s Situation, p policy.Policy) (Action, reason.Code) {
 			return FallbackMostRecent, reason.NoResumeVersion // a watch from "" or "0" resumes nothing
 		}
 		return expectedRule(s, p), ""
-	case OpStreamOpen, OpStreamEnd, OpWatchEnd, OpDropInAttempt, OpDropInStall, OpDropInList, OpDropInListed, OpDropInStream:
+	case OpStreamOpen, OpStreamEnd, OpWatchEnd, OpDropInAttempt, OpDropInStall, OpDropInList, OpDropInListed, OpDropInStream, OpListEnd, OpStop:
 		a, code, _, _ := expectedStep(s)
 		return a, code
 	}
@@ -245,8 +245,30 @@ func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
 			return Relist, reason.StreamRejected, WaitNone, ThenListSame
 		}
 		return Accept, reason.OK, WaitNone, ThenWatch
+	case OpListEnd: // list, then watch from the list's resourceVersion
+		if s.Ending == EndedOK {
+			return Accept, reason.Listed, WaitNone, ThenWatchAgain
+		}
+		return Backoff, reason.ListError, WaitBackoffOnly, ThenListSame
+	case OpStop:
+		return Accept, reason.ContextDone, WaitNone, ThenStop
 	}
 	panic(fmt.Sprintf("no reading for %v", s))
+}
+
+// expectedRelistWait is an independent reading of the wait before a
+// reflector lists again after a failed list call: at once after a 410 at a
+// resourceVersion (MostRecent is answered), never sooner than the call's
+// own retries' longest wait after they were spent on a transient failure,
+// a backoff otherwise.
+func expectedRelistWait(s Situation) Wait {
+	switch {
+	case s.Class == Gone && (s.Semantic == NotOlderThan || s.Semantic == Exact):
+		return WaitNone
+	case s.RetriesSpent && (s.Class == Throttled || s.Class == ServerError || s.Class == Transport || s.Class == NoAnswer):
+		return WaitAfterCallRetries
+	}
+	return WaitBackoff
 }
 
 // stepSituations enumerates the reflector's own outcomes: every field a
@@ -254,7 +276,11 @@ func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
 func stepSituations() []Situation {
 	var out []Situation
 	bools := []bool{false, true}
+	var ops []Op
 	for op := OpStreamOpen; op <= OpDropInStream; op++ {
+		ops = append(ops, op)
+	}
+	for _, op := range append(ops, OpListEnd, OpStop) {
 		endings, openOnly, watchOnly, progressedOnly := []Ending{EndedOK}, []bool{false}, []bool{false}, []bool{false}
 		switch op {
 		case OpDropInAttempt:
@@ -265,6 +291,8 @@ func stepSituations() []Situation {
 			openOnly = bools // Rejected only; NoResponse is matched by no row of it
 		case OpStreamEnd:
 			endings = streamEndings
+		case OpListEnd:
+			endings = listEndEndings
 		case OpWatchEnd:
 			endings, watchOnly, progressedOnly = watchEndings, bools, bools
 		}
@@ -299,7 +327,10 @@ func allSituations() []Situation {
 	var out []Situation
 	bools := []bool{false, true}
 	for op := OpPage; op <= OpCurrentRV; op++ {
-		pageOnly, probeOnly, watchOnly := []bool{false}, []bool{false}, []bool{false}
+		pageOnly, probeOnly, watchOnly, relistOnly := []bool{false}, []bool{false}, []bool{false}, []bool{false}
+		if op == OpRelist {
+			relistOnly = bools
+		}
 		if op == OpWatch {
 			watchOnly = bools
 		}
@@ -322,9 +353,12 @@ func allSituations() []Situation {
 												for _, restart := range pageOnly {
 													for _, listRV := range probeOnly {
 														for _, resumable := range watchOnly {
-															out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c,
-																AttemptsLeft: left, RVChecked: checked, WatchCacheStuck: stuck,
-																NotAList: notAList, RequestsLeft: reqs, RestartAllowed: restart, ListRV: listRV, Resumable: resumable})
+															for _, spent := range relistOnly {
+																out = append(out, Situation{Op: op, Semantic: sem, HasLimit: lim, HasContinue: cont, Match: m, Class: c,
+																	AttemptsLeft: left, RVChecked: checked, WatchCacheStuck: stuck,
+																	NotAList: notAList, RequestsLeft: reqs, RestartAllowed: restart, ListRV: listRV, Resumable: resumable,
+																	RetriesSpent: spent})
+															}
 														}
 													}
 												}
@@ -388,6 +422,8 @@ func TestTableExhaustive(t *testing.T) {
 				if _, _, wait, then := expectedStep(s); d.Wait != wait || d.Then != then {
 					t.Errorf("%v: table says %s, %s; the reading says %s, %s", s, d.Wait, d.Then, wait, then)
 				}
+			} else if s.Op == OpRelist && d.Wait != expectedRelistWait(s) {
+				t.Errorf("%v: table says %s; the reading says %s", s, d.Wait, expectedRelistWait(s))
 			} else if d.Then != ThenByAction && !(s.Op == OpWatch && !s.Resumable) {
 				t.Errorf("%v: row %d names a next state its action does not leave to the reflector", s, d.index)
 			}
@@ -401,7 +437,7 @@ func TestTableExhaustive(t *testing.T) {
 	}
 	perOp := 4 * 2 * 2 * 3 * len(Classes()) * 2 * 2 * 2 * 12
 	perStep := 4 * len(Classes()) * 2 * 12
-	if n != perOp*(8+1+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1+1+1+4) {
+	if n != perOp*(8+2+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1+1+1+4+len(listEndEndings)+1) {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -451,7 +487,8 @@ func TestTableRowsCiteSources(t *testing.T) {
 			r.when.op != OpNewerRV && r.when.op != OpCurrentRV && r.when.listRV != nil ||
 			r.when.op != OpStreamOpen && r.when.op != OpDropInStream && r.when.rejected != nil ||
 			r.when.op != OpStreamOpen && r.when.noResponse != nil ||
-			r.when.op != OpStreamEnd && r.when.op != OpWatchEnd && r.when.endings != nil ||
+			r.when.op != OpStreamEnd && r.when.op != OpWatchEnd && r.when.op != OpListEnd && r.when.endings != nil ||
+			r.when.op != OpRelist && r.when.retriesSpent != nil ||
 			r.when.op != OpWatch && r.when.op != OpWatchEnd && r.when.resumable != nil ||
 			r.when.op != OpWatchEnd && r.when.op != OpDropInAttempt && r.when.progressed != nil ||
 			r.when.op != OpWatchEnd && r.when.short != nil {
