@@ -185,14 +185,7 @@ func configMaps(cs kubernetes.Interface, ns string) lister.Client {
 func startDropIn(ctx context.Context, cs kubernetes.Interface, srv compat.Server, ns string) informer {
 	ctx, cancel := context.WithCancel(ctx)
 	lw := lister.NewListerWatcher(configMaps(cs, ns), lister.Options{Name: "matrix-dropin", Server: srv})
-	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	return informer{
-		synced: inf.HasSynced,
-		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
-		stop:   func() { cancel(); <-done },
-	}
+	return running(ctx, cancel, cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{}), ns)
 }
 
 // startFactory starts the ConfigMap informer of steadywatch's informer
@@ -201,14 +194,7 @@ func startDropIn(ctx context.Context, cs kubernetes.Interface, srv compat.Server
 // reflector that decodes lists item by item.
 func startFactory(ctx context.Context, cs kubernetes.Interface, srv compat.Server, ns string) informer {
 	ctx, cancel := context.WithCancel(ctx)
-	f := reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Name: "matrix-factory", Server: srv}, informers.WithNamespace(ns))
-	inf := f.Core().V1().ConfigMaps().Informer()
-	f.Start(ctx.Done())
-	return informer{
-		synced: inf.HasSynced,
-		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
-		stop:   func() { cancel(); f.Shutdown() },
-	}
+	return ofFactory(ctx, cancel, reflector.NewSharedInformerFactoryWithOptions(cs, 0, lister.Options{Name: "matrix-factory", Server: srv}, informers.WithNamespace(ns)), ns)
 }
 
 // startInformerFor starts an informer as controller-runtime's cache builds
@@ -217,16 +203,11 @@ func startFactory(ctx context.Context, cs kubernetes.Interface, srv compat.Serve
 func startInformerFor(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, srv compat.Server, ns string) informer {
 	ctx, cancel := context.WithCancel(ctx)
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
-	inf := reflector.NewInformerFor(cfg, lister.Options{Server: srv})(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	return informer{
-		synced: inf.HasSynced,
-		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
-		stop:   func() { cancel(); <-done },
-	}
+	return running(ctx, cancel, reflector.NewInformerFor(cfg, lister.Options{Server: srv})(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}), ns)
 }
 
+// startInformer starts the client's informer of the battery: steadywatch's
+// reflector.New, or stock client-go's factory informer.
 func startInformer(ctx context.Context, client string, cs kubernetes.Interface, srv compat.Server, ns string) informer {
 	ctx, cancel := context.WithCancel(ctx)
 	if client == Ours {
@@ -234,20 +215,28 @@ func startInformer(ctx context.Context, client string, cs kubernetes.Interface, 
 		r := reflector.New(configMaps(cs, ns), &corev1.ConfigMap{}, store, reflector.Options{Lister: lister.Options{Name: "matrix", Server: srv}})
 		done := make(chan struct{})
 		go func() { defer close(done); r.Run(ctx) }()
-		return informer{
-			synced: r.HasSynced,
-			has:    func(name string) bool { _, ok, _ := store.GetByKey(ns + "/" + name); return ok },
-			stop:   func() { cancel(); <-done },
-		}
+		return informer{synced: r.HasSynced, has: storeHas(store, ns), stop: func() { cancel(); <-done }}
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	return ofFactory(ctx, cancel, informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns)), ns)
+}
+
+// running runs inf until cancel is called.
+func running(ctx context.Context, cancel context.CancelFunc, inf cache.SharedIndexInformer, ns string) informer {
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	return informer{synced: inf.HasSynced, has: storeHas(inf.GetStore(), ns), stop: func() { cancel(); <-done }}
+}
+
+// ofFactory starts f and returns its ConfigMap informer, shut down with f.
+func ofFactory(ctx context.Context, cancel context.CancelFunc, f informers.SharedInformerFactory, ns string) informer {
 	inf := f.Core().V1().ConfigMaps().Informer()
 	f.Start(ctx.Done())
-	return informer{
-		synced: inf.HasSynced,
-		has:    func(name string) bool { _, ok, _ := inf.GetStore().GetByKey(ns + "/" + name); return ok },
-		stop:   func() { cancel(); f.Shutdown() },
-	}
+	return informer{synced: inf.HasSynced, has: storeHas(inf.GetStore(), ns), stop: func() { cancel(); f.Shutdown() }}
+}
+
+// storeHas reports whether store holds the ConfigMap name of ns.
+func storeHas(store cache.Store, ns string) func(name string) bool {
+	return func(name string) bool { _, ok, _ := store.GetByKey(ns + "/" + name); return ok }
 }
 
 // poll returns how long cond took to become true, or false after d.
@@ -329,7 +318,7 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 		took, ok := poll(ctx, o.SyncTimeout, d.synced)
 		d.stop()
 		cells = append(cells, syncCell(ScenarioDropIn, took, ok, o.SyncTimeout, "; "+listPath(p.Requests(), ns, ok), cell))
-		adopted, err := adoptionCells(ctx, c, p, admin, ns, o, map[string]func() informer{
+		adopted, err := adoptionCells(ctx, c, p, admin, ns, &created, o, map[string]func() informer{
 			ScenarioFactory: func() informer { return startFactory(ctx, cs, srv, ns) },
 			ScenarioInfFor:  func() informer { return startInformerFor(ctx, pcfg, cs, srv, ns) },
 		}, cell)
@@ -397,10 +386,11 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 // its initial sync (a cell of that scenario, with the list path it took),
 // then a 410 as in the reflector's recovery scenario: etcd compacted, the
 // path's next watch answered with a 410 ERROR event, an object created
-// afterwards that must reach its store. The recoveries of every path make
+// afterwards (its creation resourceVersion appended to created) that must
+// reach its store. The recoveries of every path make
 // one ScenarioGoneAll cell, correct only if each path relisted (the 410 was
 // met) and caught up.
-func adoptionCells(ctx context.Context, c *harness.Cluster, p *faults.Proxy, admin kubernetes.Interface, ns string, o Options, paths map[string]func() informer, cell func(string, string, string, time.Duration) Cell) ([]Cell, error) {
+func adoptionCells(ctx context.Context, c *harness.Cluster, p *faults.Proxy, admin kubernetes.Interface, ns string, created *[]string, o Options, paths map[string]func() informer, cell func(string, string, string, time.Duration) Cell) ([]Cell, error) {
 	var cells []Cell
 	var recovered []string
 	outcome, longest := Pass, time.Duration(0)
@@ -428,10 +418,12 @@ func adoptionCells(ctx context.Context, c *harness.Cluster, p *faults.Proxy, adm
 		p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1, Query: map[string]string{"resourceVersion": ""}})
 		p.EndWatches()
 		obj := "after-410-" + strconv.Itoa(len(recovered))
-		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: obj}}, metav1.CreateOptions{}); err != nil {
+		cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: obj}}, metav1.CreateOptions{})
+		if err != nil {
 			inf.stop()
 			return nil, err
 		}
+		*created = append(*created, cm.ResourceVersion)
 		took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has(obj) })
 		inf.stop()
 		met, relisted := metGone(p.Requests(), ns)
@@ -553,7 +545,7 @@ func listPath(reqs []faults.Request, ns string, synced bool) string {
 	if streamed > 0 {
 		s := fmt.Sprintf("streaming list x%d", streamed)
 		if probes > 0 {
-			s += fmt.Sprintf(" (+ count probe x%d)", probes)
+			s += fmt.Sprintf(" (+ limit=1 read x%d)", probes)
 		}
 		parts = append(parts, s)
 	}
@@ -575,10 +567,11 @@ func listPath(reqs []faults.Request, ns string, synced bool) string {
 
 // isCountProbe: steadywatch's streaming-list guard sends one list with
 // limit=1 and nothing else beside a streaming list, to learn how many
-// initial events to expect (watchpipe.ExpectedInitialEvents); it is not a
-// fallback list.
+// initial events to expect (watchpipe.ExpectedInitialEvents), and
+// NewInformerFor's scope check limit=1 lists, one of them at a
+// resourceVersion; none is a fallback list.
 func isCountProbe(q url.Values) bool {
-	return len(q) == 1 && q.Get("limit") == "1"
+	return q.Get("limit") == "1" && (len(q) == 1 || len(q) == 2 && q.Has("resourceVersion"))
 }
 
 // exactCell lists at Exact(rv0): correct is either the state at rv0

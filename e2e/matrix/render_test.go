@@ -43,12 +43,14 @@ func TestListPath(t *testing.T) {
 	stream := faults.Request{Verb: "watch", Resource: "configmaps", Namespace: "ns", RawQuery: "allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=true"}
 	probe := faults.Request{Verb: "list", Resource: "configmaps", Namespace: "ns", RawQuery: "limit=1"}
 	list := faults.Request{Verb: "list", Resource: "configmaps", Namespace: "ns", RawQuery: "limit=500&resourceVersion=0"}
+	scope := faults.Request{Verb: "list", Resource: "configmaps", Namespace: "ns", RawQuery: "limit=1&resourceVersion=230"}
 	for _, tc := range []struct {
 		reqs []faults.Request
 		want string
 	}{
-		{[]faults.Request{stream, probe}, "streaming list x1 (+ count probe x1)"}, // the guard's count, not a fallback
-		{[]faults.Request{stream, probe, list}, "streaming list x1 (+ count probe x1), then list x1 (fell back)"},
+		{[]faults.Request{stream, probe}, "streaming list x1 (+ limit=1 read x1)"}, // the guard's count, not a fallback
+		{[]faults.Request{probe, scope, stream, probe}, "streaming list x1 (+ limit=1 read x3)"}, // NewInformerFor's scope check too
+		{[]faults.Request{stream, probe, list}, "streaming list x1 (+ limit=1 read x1), then list x1 (fell back)"},
 		{[]faults.Request{stream, list}, "streaming list x1, then list x1 (fell back)"},
 		{[]faults.Request{probe}, "list x1"},
 	} {
