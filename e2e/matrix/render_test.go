@@ -48,7 +48,7 @@ func TestListPath(t *testing.T) {
 		reqs []faults.Request
 		want string
 	}{
-		{[]faults.Request{stream, probe}, "streaming list x1 (+ limit=1 read x1)"}, // the guard's count, not a fallback
+		{[]faults.Request{stream, probe}, "streaming list x1 (+ limit=1 read x1)"},               // the guard's count, not a fallback
 		{[]faults.Request{probe, scope, stream, probe}, "streaming list x1 (+ limit=1 read x3)"}, // NewInformerFor's scope check too
 		{[]faults.Request{stream, probe, list}, "streaming list x1 (+ limit=1 read x1), then list x1 (fell back)"},
 		{[]faults.Request{stream, list}, "streaming list x1, then list x1 (fell back)"},
