@@ -51,7 +51,8 @@ type Options struct {
 	// PaginateLists lists MostRecent page by page (Lister.PageSize, growing)
 	// from the first attempt: a lower client heap, but before Kubernetes 1.34
 	// every page is read from etcd. Default false: one response from the
-	// watch cache, applied object by object as the SDK's own clients decode it.
+	// watch cache, applied object by object as the SDK's own clients decode it
+	// (pages where Lister.Server says the cache lags: before v1.20).
 	PaginateLists bool
 
 	// InitialListSemantic is the semantic of the first list: fallback.MostRecent
