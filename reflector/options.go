@@ -52,7 +52,8 @@ type Options struct {
 	// from the first attempt: a lower client heap, but before Kubernetes 1.34
 	// every page is read from etcd. Default false: one response from the
 	// watch cache, applied object by object as the SDK's own clients decode it
-	// (pages where Lister.Server says the cache lags: before v1.20).
+	// (pages where Lister.Server says consistent lists are read from etcd:
+	// before v1.31).
 	PaginateLists bool
 
 	// InitialListSemantic is the semantic of the first list: fallback.MostRecent

@@ -424,14 +424,16 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		return q.WithLimit(r.o.pageSize), q, nil
 	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.ConsistentListFromCache) == capability.Yes:
 		return q, q, nil
-	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.WatchCacheProgress) == capability.No:
-		// The watch cache moves only when this resource is written
-		// (KEP-1904): a list not older than the current resourceVersion,
-		// reached by writes of other resources, waits for it and is
-		// answered 504 "too large resource version"
-		// (kubernetes/kubernetes#97294), which a caller's client-go
-		// client retries on its own up to 10 times. The newest list, in
-		// pages, from etcd.
+	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.ConsistentListFromCache) == capability.No:
+		// A server that reads consistent lists from etcd (before v1.31)
+		// has a watch cache that reaches a resourceVersion written by
+		// other kinds only on etcd's progress notifications (none before
+		// v1.20, KEP-1904; then at etcd's configured interval, 10 minutes
+		// by default): a list not older than the current resourceVersion
+		// waits for it and is answered 504 "too large resource version"
+		// after 3 s (kubernetes/kubernetes#97294), which a caller's
+		// client-go client retries on its own up to 10 times. The newest
+		// list, in pages, from etcd.
 		return q.WithLimit(r.o.pageSize), q, nil
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list

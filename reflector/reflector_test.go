@@ -811,8 +811,8 @@ func TestInitialListPagesGrowWithinMaxPageBytes(t *testing.T) {
 // resourceVersion and the list is NotOlderThan it, in one response (no
 // pages, which would each be read from etcd before v1.34); where the server
 // reads consistent lists from its cache (1.31+), one unpaginated MostRecent
-// list; where its watch cache moves only when the resource is written
-// (before v1.20), MostRecent in pages. PaginateLists restores pages.
+// list; where it reads them from etcd (before v1.31), whose watch cache
+// can lag, MostRecent in pages. PaginateLists restores pages.
 func TestInitialListFromWatchCache(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -824,10 +824,10 @@ func TestInitialListFromWatchCache(t *testing.T) {
 			o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.ConsistentListFromCache: capability.Yes}})
 		}, []string{"/0"}},
 		{"PaginateLists", func(o *Options) { o.PaginateLists = true }, []string{"/500", "/1000", "/2000", "/4000"}},
-		// Before v1.20 a quiet resource's watch cache lags the etcd
+		// Before v1.31 a quiet resource's watch cache can lag the etcd
 		// revision others' writes reach: no list at the probe's version.
-		{"watch cache moves only on this resource's writes", func(o *Options) {
-			o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.WatchCacheProgress: capability.No}})
+		{"consistent lists from etcd", func(o *Options) {
+			o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.ConsistentListFromCache: capability.No}})
 		}, []string{"/500", "/1000", "/2000", "/4000"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
