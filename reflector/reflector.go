@@ -399,8 +399,10 @@ func (r *Reflector) streamingSupported(ctx context.Context) bool {
 // planList returns the query that fills the store for s. A MostRecent list
 // (first attempt, no continue) is served from the watch cache unless
 // Options.PaginateLists: in one response where the server reads consistent
-// lists from its cache (ConsistentListFromCache, 1.31+); elsewhere a
-// limit=1 MostRecent read (a quorum read of one object) gives the current
+// lists from its cache (ConsistentListFromCache, 1.31+); where
+// Options.Lister.Server says it reads them from etcd (before 1.31), whose
+// watch cache can lag, a MostRecent list in pages; on a server not known,
+// a limit=1 MostRecent read (a quorum read of one object) gives the current
 // resourceVersion and the list is NotOlderThan it, which the watch cache
 // serves in one response, consistent as of the probe (KEP-2523; the
 // Kubernetes API Concepts page, "Resource versions"). A paginated MostRecent
