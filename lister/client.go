@@ -34,12 +34,18 @@ type Client interface {
 // reflector counts, and each wait is one it caps (Options.MaxRetryAfter).
 // The adapters of functions (FromFuncs, FromDynamic, FromMetadata,
 // FromListerWatcher) send what those functions send: build their clients
-// from fallback.NoHiddenRetries(cfg) for the same. Otherwise client-go's
-// retries inside them stay, and client-go sleeps what the server asks
-// before each (until the caller's context ends): the lister counts them
-// (SentRequest.WireRequests, charged to the call's retry budget), logs those of
-// watches, and turns client-go's empty watch after a lost connection into
-// a *fallback.ConnectionLostError, but cannot shorten the sleep.
+// from fallback.NoHiddenRetries(cfg) for the same. Otherwise client-go
+// retries inside them on its own. The retries that would loop are ended
+// as client-go starts them, and retried after the lister's or reflector's
+// own backoff: after a connection reset or EOF (client-go: every second),
+// and at once after a 429 or 5xx with Retry-After 0 or less (the error is
+// then a 503 that says so). A retry after a Retry-After of a second or
+// more stays, and client-go sleeps what the server asks before it (until
+// the caller's context ends): the lister counts those retries
+// (SentRequest.WireRequests, charged to the call's retry budget), logs
+// those of watches, and turns client-go's empty watch after a lost
+// connection into a *fallback.ConnectionLostError, but cannot shorten the
+// sleep.
 //
 // Every request of the SDK's own adapters, and of clients built from
 // fallback.NoHiddenRetries, is bounded by Options.ResponseTimeout: one that
@@ -124,13 +130,15 @@ type funcClient[L runtime.Object] struct {
 }
 
 func (f funcClient[L]) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	l, err := f.list(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return clients.ListCut(ctx, func(ctx context.Context) (runtime.Object, error) {
+		l, err := f.list(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	})
 }
 
 func (f funcClient[L]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return clients.WatchObserved(ctx, o, f.watch)
+	return clients.WatchObserved(ctx, o, f.watch, true)
 }

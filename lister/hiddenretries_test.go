@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,46 +187,86 @@ func TestWatchRetryAfterSentOnce(t *testing.T) {
 	}
 }
 
-// The retries client-go still makes, inside the functions of a client the
-// SDK did not build (FromFuncs over a typed client built the usual way),
-// are counted: Record.Requests says how many requests each one took on the
-// wire, they add up to what the server saw, and they are charged to the
-// lister's retry budget.
-func TestHiddenRetriesOfUsersClientsAreCounted(t *testing.T) {
-	cfg, n := testfake.WireServer(t, false, answer(http.StatusTooManyRequests, "0"))
-	cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
-	opts := quick
-	knobs.ListerOf(&opts).Policy.Backoff.MaxRetries = 1
-	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
-	if !apierrors.IsTooManyRequests(err) {
-		t.Fatalf("error %v; want the 429", err)
-	}
-	total := 0
-	for _, r := range rec.Requests {
-		if r.WireRequests != 11 {
-			t.Errorf("WireRequests %d; want 11 (client-go's 1 + 10 retries)", r.WireRequests)
+// Inside the functions of a client the SDK did not build (FromFuncs over a
+// typed client built the usual way), client-go retries a list on its own.
+// The retries that would loop (at once after a 429 with Retry-After 0, or
+// every second after a connection reset) are ended as client-go starts
+// them, and the lister retries after its own backoff, with an error that
+// says why. Over HTTP/1.1 and HTTP/2.
+func TestUsersClientsLoopingRetriesAreCut(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		for _, c := range []struct {
+			name      string
+			h         http.HandlerFunc
+			transport bool // the cut reads as a connection failure, not a status
+		}{
+			{"429 Retry-After 0", answer(http.StatusTooManyRequests, "0"), false},
+			{"429 Retry-After -1", answer(http.StatusTooManyRequests, "-1"), false},
+			{"connection reset", testfake.HangUp, true},
+		} {
+			t.Run(fmt.Sprintf("%s h2=%v", c.name, h2), func(t *testing.T) {
+				cfg, n := testfake.WireServer(t, h2, c.h)
+				cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
+				_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), quick).List(context.Background(), lister.MostRecent())
+				if err == nil || !strings.Contains(err.Error(), "client-go's REST client was sending the request again") {
+					t.Fatalf("error %v; want the cut's", err)
+				}
+				var ne net.Error
+				if isNet := errors.As(err, &ne); isNet != c.transport || apierrors.IsServiceUnavailable(err) == c.transport {
+					t.Fatalf("error %v: net.Error %v, 503 %v; want a connection failure %v", err, isNet, apierrors.IsServiceUnavailable(err), c.transport)
+				}
+				// The cut ends the retry as client-go starts it: before it
+				// is written, or (the transport races the context) as it is.
+				total := 0
+				for _, r := range rec.Requests {
+					if r.WireRequests > 2 {
+						t.Errorf("WireRequests %d; want at most 2 (client-go's own retry ended as it started; 11 without)", r.WireRequests)
+					}
+					total += r.WireRequests
+				}
+				if got := int(n.Load()); len(rec.Requests) < 2 || got > total {
+					t.Fatalf("server saw %d requests, Record has %d taking %d; want the lister's own retry, and no request uncounted", got, len(rec.Requests), total)
+				}
+			})
 		}
-		total += r.WireRequests
-	}
-	// The 10 retries client-go made are charged to the lister's budget
-	// (Policy.Backoff.MaxRetries 1): it sends no request of its own after.
-	if got := int(n.Load()); got != total || len(rec.Requests) != 1 {
-		t.Fatalf("server saw %d requests, Record counts %d in %d; want equal, in 1 (the budget spent by client-go's retries)", got, total, len(rec.Requests))
 	}
 
 	// Through NoHiddenRetries there is one request on the wire per request.
-	n.Store(0)
-	cms = kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
-	_, rec, _ = lister.New(lister.FromFuncs(cms.List, cms.Watch), opts).List(context.Background(), lister.MostRecent())
-	if got := n.Load(); got != 2 || rec.Requests[0].WireRequests != 1 || rec.Requests[1].WireRequests != 1 {
-		t.Fatalf("NoHiddenRetries: %d on the wire, Record %+v; want 2, 1 each", got, rec.Requests)
+	cfg, n := testfake.WireServer(t, false, answer(http.StatusTooManyRequests, "0"))
+	cms := kubernetes.NewForConfigOrDie(fallback.NoHiddenRetries(cfg)).CoreV1().ConfigMaps("default")
+	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), quick).List(context.Background(), lister.MostRecent())
+	if got := n.Load(); got != 3 || rec.Requests[0].WireRequests != 1 || !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("NoHiddenRetries: %d on the wire, Record %+v, %v; want 3, 1 each, the 429", got, rec.Requests, err)
+	}
+}
+
+// A retry client-go makes after the server's Retry-After of a second or
+// more is left to it, and counted: the answer it ends with is the
+// server's, and the retries it took are charged to the lister's budget.
+func TestUsersClientsWaitingRetriesAreCounted(t *testing.T) {
+	var calls atomic.Int32
+	cfg, n := testfake.WireServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			answer(http.StatusTooManyRequests, "1")(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprint(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}`)
+	})
+	cms := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
+	_, rec, err := lister.New(lister.FromFuncs(cms.List, cms.Watch), quick).List(context.Background(), lister.MostRecent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 2 || len(rec.Requests) != 1 || rec.Requests[0].WireRequests != 2 {
+		t.Fatalf("server saw %d, Record %+v; want 2 on the wire in one request (client-go's retry after Retry-After 1)", got, rec.Requests)
 	}
 }
 
 // A watch through a user's client whose connection fails: client-go's REST
-// client retries it on its own (11 requests, 1s apart; only
-// fallback.NoHiddenRetries removes them) and then returns an empty watch
-// and no error; the lister turns that into a *fallback.ConnectionLostError.
+// client would retry it on its own (11 requests, 1s apart) and then return
+// an empty watch and no error; its retry is ended, and the lister returns
+// a *fallback.ConnectionLostError.
 // A function that returns an empty watch without any HTTP is left alone.
 func TestUsersWatchLostConnectionIsAnError(t *testing.T) {
 	cfg, n := testfake.WireServer(t, false, testfake.HangUp)
@@ -236,11 +279,13 @@ func TestUsersWatchLostConnectionIsAnError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("client-go's 10 retries 1s apart")
 	}
+	// A client built the usual way retries every second on its own: the
+	// retry is ended as it starts (written or not: net/http races it).
 	n.Store(0)
 	cms = kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
 	_, err = lister.FromFuncs(cms.List, cms.Watch).Watch(context.Background(), metav1.ListOptions{ResourceVersion: "1"})
-	if got := n.Load(); got != 11 || !errors.Is(err, fallback.ErrConnectionLost) {
-		t.Fatalf("plain client: %d requests, %v; want client-go's 11 and a *fallback.ConnectionLostError", got, err)
+	if got := n.Load(); got > 2 || !errors.Is(err, fallback.ErrConnectionLost) {
+		t.Fatalf("plain client: %d requests, %v; want at most 2 (client-go's 11 without the cut) and a *fallback.ConnectionLostError", got, err)
 	}
 
 	empty := func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil }

@@ -2,6 +2,8 @@ package lister
 
 import (
 	"context"
+	"reflect"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,12 +42,25 @@ func Wrap(lw cache.ListerWatcher, o Options) *ListerWatcher {
 // informer over a fake clientset lists at once instead of waiting for the
 // streaming-list guard.
 func FromListerWatcher(lw cache.ListerWatcher) Client {
-	return lwClient{lw: cache.ToListerWatcherWithContext(lw), orig: lw}
+	return lwClient{lw: cache.ToListerWatcherWithContext(lw), orig: lw, cut: !ofTheSDK(lw)}
 }
 
 type lwClient struct {
 	lw   cache.ListerWatcherWithContext
 	orig cache.ListerWatcher
+	// cut: lw is not the SDK's (whose requests its own lister bounds, several
+	// in a row in one call), so client-go's looping retries inside its
+	// calls are ended (clients.ListCut).
+	cut bool
+}
+
+// ofTheSDK reports whether lw is one of the SDK's own ListerWatchers.
+func ofTheSDK(lw cache.ListerWatcher) bool {
+	t := reflect.TypeOf(lw)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && strings.HasPrefix(t.PkgPath(), "github.com/steadywatch/steadywatch/")
 }
 
 // IsWatchListSemanticsUnSupported forwards the inner declaration.
@@ -69,9 +84,12 @@ func (c lwClient) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
 }
 
 func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return c.lw.ListWithContext(ctx, o)
+	if !c.cut {
+		return c.lw.ListWithContext(ctx, o)
+	}
+	return clients.ListCut(ctx, func(ctx context.Context) (runtime.Object, error) { return c.lw.ListWithContext(ctx, o) })
 }
 
 func (c lwClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	return clients.WatchObserved(ctx, o, c.lw.WatchWithContext)
+	return clients.WatchObserved(ctx, o, c.lw.WatchWithContext, c.cut)
 }

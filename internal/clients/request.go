@@ -93,21 +93,35 @@ func guard(ctx context.Context, r *rest.Request) (context.Context, *wirewait.Gua
 // watch after a last request that got no answer is a lost connection,
 // which it returns as a *fallback.ConnectionLostError (as the SDK's own
 // adapters do) instead of a watch that ends at once without an error.
-func WatchObserved(ctx context.Context, o metav1.ListOptions, watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) (watch.Interface, error) {
+// With cut, a retry of client-go's that would loop ends the call
+// (retryCut).
+func WatchObserved(ctx context.Context, o metav1.ListOptions, watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), cut bool) (watch.Interface, error) {
 	var wrote atomic.Int32
 	var answered atomic.Bool // the last request written got an answer
-	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+	var rc retryCut
+	ct := &httptrace.ClientTrace{
 		WroteHeaders:         func() { wrote.Add(1); answered.Store(false) },
-		GotFirstResponseByte: func() { answered.Store(true) },
-	})
+		GotFirstResponseByte: func() { answered.Store(true); rc.gotAnswer() },
+	}
+	if cut {
+		ct.GetConn = func(string) { rc.attempt() }
+	}
+	// The watch's context outlives the call: it is cancelled when the
+	// caller's is, or at once when the call fails.
+	tctx, cancel := rc.begin(httptrace.WithClientTrace(ctx, ct))
 	w, err := watchFn(tctx, o)
+	if err = rc.end(tctx, err); err != nil {
+		cancel(nil)
+		return nil, err
+	}
 	n := wrote.Load()
 	if n > 1 {
 		klog.FromContext(ctx).V(2).Info("client-go's REST client retried a watch request on its own (build the client from fallback.NoHiddenRetries to leave every retry to steadywatch)",
 			"wireRequests", n, "resourceVersion", o.ResourceVersion)
 	}
-	if err == nil && n > 0 && !answered.Load() && reflect.TypeOf(w) == emptyWatchType {
+	if n > 0 && !answered.Load() && reflect.TypeOf(w) == emptyWatchType {
 		w.Stop()
+		cancel(nil)
 		return nil, &fallback.ConnectionLostError{Method: http.MethodGet, URL: "(watch)"}
 	}
 	return w, err
