@@ -193,6 +193,18 @@ func probe(ctx context.Context, l Lister, o metav1.ListOptions, rv string) (page
 	return readPage(obj)
 }
 
+// probeSnapshot is probe of l's newest list, and again at rv when that is
+// of another snapshot than rv's: most often nothing was written between
+// the two probes, and no request names a resourceVersion, which a server
+// whose watch cache lags may answer 504 (kubernetes/kubernetes#97294).
+func probeSnapshot(ctx context.Context, l Lister, o metav1.ListOptions, rv string) (page, error) {
+	p, err := probe(ctx, l, o, "")
+	if err != nil || p.rv == rv {
+		return p, err
+	}
+	return probe(ctx, l, o, rv)
+}
+
 func (c *Inferred) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	l, err := c.pick(ctx, o)
 	if err != nil {
@@ -308,7 +320,7 @@ func (c *Inferred) infer(ctx context.Context, all Lister, o metav1.ListOptions) 
 			c.decide(ctx, scopeMismatch, nil, c.NoClientReason, err.Error())
 			return "", true, nil
 		}
-		np, err := probe(ctx, nsDec, o, ap.rv)
+		np, err := probeSnapshot(ctx, nsDec, o, ap.rv)
 		if err != nil {
 			return c.checkFailed(ctx, err)
 		}
@@ -325,7 +337,7 @@ func (c *Inferred) infer(ctx context.Context, all Lister, o metav1.ListOptions) 
 		c.decide(ctx, scopeMismatch, nil, c.NoClientReason, err.Error())
 		return "", true, nil
 	}
-	np, err := probe(ctx, nsDec, o, ap.rv)
+	np, err := probeSnapshot(ctx, nsDec, o, ap.rv)
 	if err != nil {
 		return c.checkFailed(ctx, err)
 	}
