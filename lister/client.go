@@ -129,6 +129,10 @@ type funcClient[L runtime.Object] struct {
 	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
+// RetriesInside implements clients.RetriesInside: client-go's REST client
+// under f may retry on its own.
+func (f funcClient[L]) RetriesInside() bool { return true }
+
 func (f funcClient[L]) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	return clients.ListCut(ctx, func(ctx context.Context) (runtime.Object, error) {
 		l, err := f.list(ctx, o)

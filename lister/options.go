@@ -59,7 +59,8 @@ type Options struct {
 	PageSize int64
 	// MaxRetryAfter caps how long one Retry-After is honoured, here and
 	// between a reflector's attempts: "Retry-After: 3600" waits this long,
-	// not an hour. Default 10s.
+	// not an hour. Default 10s. A client built without
+	// fallback.NoHiddenRetries sleeps it inside client-go, uncapped.
 	MaxRetryAfter time.Duration
 	// ResponseTimeout bounds how long one request of the SDK's own clients
 	// hears nothing: the wait for headers, then for each next bytes of a

@@ -83,6 +83,10 @@ func (c lwClient) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
 	return watchpipe.FilterOf(c.orig)
 }
 
+// RetriesInside implements clients.RetriesInside: client-go's REST client
+// under a ListerWatcher not of the SDK may retry on its own.
+func (c lwClient) RetriesInside() bool { return c.cut }
+
 func (c lwClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	if !c.cut {
 		return c.lw.ListWithContext(ctx, o)

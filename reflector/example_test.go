@@ -121,9 +121,10 @@ func (h history) add(e string) {
 
 // Why did it relist? Options.Metrics receives every list and relist with its
 // cause, and State returns a snapshot of the state machine: phase, the reason
-// it was entered, resourceVersion, synced, items. The first list is
-// NotOlderThan the current resourceVersion (learned from a limit=1 read), so
-// the watch cache serves it in one response. Here the first watch fails
+// it was entered, resourceVersion, synced, items. The first list is the
+// newest, in pages: the client is the caller's (lister.FromFuncs), which
+// may retry a lagging watch cache's 504 on its own, so the reflector does
+// not list at a resourceVersion first. Here the first watch fails
 // with 410 Gone, so the reflector relists NotOlderThan the resourceVersion it
 // had (never going back in time) and watches again.
 func Example_relistCause() {
@@ -166,7 +167,7 @@ func Example_relistCause() {
 	fmt.Printf("phase=%s synced=%t items=%d resourceVersion=%s\n", st.Phase, st.Synced, st.Items, st.ResourceVersion)
 	fmt.Println("reason:", st.Reason)
 	// Output:
-	// list NotOlderThan ok
+	// list MostRecent ok
 	// relist: watch-gone
 	// list NotOlderThan ok
 	// phase=Watching synced=true items=2 resourceVersion=3

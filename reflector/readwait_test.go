@@ -96,6 +96,8 @@ func TestTheStoresResourceVersionIsReportedAtEveryAdvance(t *testing.T) {
 	if err := waitAsyncResult(r, "11"); err != nil {
 		t.Fatal(err)
 	}
+	// The wait ends when the store reflects 11; the report follows it.
+	testfake.WaitFor(t, "the report of 11", func() bool { return len(rec.Labels(testfake.StoreResourceVersion)) >= 2 })
 	if rvs := rec.Labels(testfake.StoreResourceVersion); len(rvs) != 2 || rvs[0] != "10" || rvs[1] != "11" {
 		t.Fatalf("reported store resourceVersions %v, want [10 11]", rvs)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
+	"github.com/steadywatch/steadywatch/internal/clients"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/knobs"
 	"github.com/steadywatch/steadywatch/internal/reason"
@@ -43,14 +44,17 @@ type Client = lister.Client
 // streaming list), then watch, then recover from every resourceVersion corner
 // case of KEP-2523. Create it with New and start it with Run.
 type Reflector struct {
-	client       Client
-	list         ListFunc       // Options.List; nil: the lister, page by page (listInto)
-	lister       *lister.Lister // the default List's, and planList's probe
-	store        cache.ReflectorStore
-	expectedType reflect.Type
-	expectedGVK  *schema.GroupVersionKind
-	name         string
-	o            settings
+	client Client
+	list   ListFunc       // Options.List; nil: the lister, page by page (listInto)
+	lister *lister.Lister // the default List's, and planList's probe
+	// retriesInside: the client is a caller's whose requests client-go may
+	// retry on its own (clients.RetriesInside); planList lists the newest.
+	retriesInside bool
+	store         cache.ReflectorStore
+	expectedType  reflect.Type
+	expectedGVK   *schema.GroupVersionKind
+	name          string
+	o             settings
 	// invalid is Options.Validate's error: Run reports it and returns.
 	invalid error
 	// onError, if set, is given every failed list and watch (the
@@ -192,6 +196,8 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 	r.name = r.o.Name
 	// The lister sends the default lists, and planList's limit=1 probe
 	// also when List is the caller's own.
+	ri, _ := c.(clients.RetriesInside)
+	r.retriesInside = ri != nil && ri.RetriesInside()
 	r.lister = lister.New(c, r.listerOptions())
 	r.client = r.lister.Client() // with Options.Lister.Transform, if set
 	b := r.o.Backoff.New()       // never stops by itself: a reflector retries until its context ends
@@ -436,6 +442,12 @@ func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.
 		// after 3 s (kubernetes/kubernetes#97294), which a caller's
 		// client-go client retries on its own up to 10 times. The newest
 		// list, in pages, from etcd.
+		return q.WithLimit(r.o.pageSize), q, nil
+	case r.retriesInside:
+		// A client the SDK did not build (not told the server's version)
+		// retries such a 504 on its own, up to 10 times after its
+		// Retry-After (client-go's rest/with_retry.go), before the lister
+		// sees it: the newest list, in pages.
 		return q.WithLimit(r.o.pageSize), q, nil
 	}
 	// One page of one object (Lister.CurrentResourceVersion), not a list

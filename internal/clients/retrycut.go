@@ -38,6 +38,11 @@ import (
 // to connect, or when the second starts within half a second of the
 // first's answer.
 
+// RetriesInside is a client whose requests client-go's REST client may
+// retry on its own inside one call (a function the SDK did not build):
+// a 504 "too large resource version" with its Retry-After up to 10 times.
+type RetriesInside interface{ RetriesInside() bool }
+
 // retryCut is one request's view of client-go's attempts: set by begin and
 // End around one call of the client, read by the HTTP trace's hooks (GetConn
 // before every attempt, GotFirstResponseByte after).
