@@ -17,8 +17,9 @@ import (
 // A function the SDK did not build (lister.FromFuncs, FromDynamic,
 // FromMetadata, FromListerWatcher, the ListWatch controller-runtime hands
 // its informer hook), over a client-go client built without
-// fallback.NoHiddenRetries, retries a GET on its own inside one call: client-go's REST client (rest/request.go,
-// rest/with_retry.go) tries up to 11 times, after a connection reset or
+// fallback.NoHiddenRetries, retries a GET on its own inside one call:
+// client-go's REST client (rest/request.go, rest/with_retry.go) tries up
+// to 11 times, after a connection reset or
 // EOF every second, and after a 429 or 5xx every Retry-After, which it
 // parses from any integer, 0 and negative included. Two of those are
 // loops: a request sent again at once and again every second say nothing
@@ -30,7 +31,8 @@ import (
 //
 // A retry after a Retry-After of a second or more is left to client-go: the
 // answer it ends with is the server's (a 504 "too large resource version"
-// must reach the engine as that, KEP-2523), and its wait is the server's.
+// must reach the engine as that: Kubernetes API Concepts, "Unavailable
+// resource versions"), and its wait is the server's.
 //
 // The cut reads a second request of one call as client-go's retry: a
 // function that sends two requests in a row (not one of client-go's
@@ -44,7 +46,7 @@ import (
 type RetriesInside interface{ RetriesInside() bool }
 
 // retryCut is one request's view of client-go's attempts: set by begin and
-// End around one call of the client, read by the HTTP trace's hooks (GetConn
+// end around one call of the client, read by the HTTP trace's hooks (GetConn
 // before every attempt, GotFirstResponseByte after).
 type retryCut struct {
 	start    time.Time
