@@ -26,6 +26,7 @@ import (
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/clients"
+	"github.com/steadywatch/steadywatch/internal/decode"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/knobs"
 	"github.com/steadywatch/steadywatch/internal/reason"
@@ -819,7 +820,14 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	}
 	defer release()
 	opened := r.o.Clock.Now()
-	w, err := watchpipe.OpenWatch(ctx, r.client, opts, r.o.InitialEventsTimeout)
+	// The initial events are applied to the store as they arrive; those
+	// the store holds unchanged are kept undecoded (streamkeep.go).
+	ev := &streamed{snap: r.begin(0)}
+	wctx := ctx
+	if ev.keep = r.streamKeeper(ev.snap); ev.keep != nil {
+		wctx = decode.WithKnown(ctx, ev.keep.known)
+	}
+	w, err := watchpipe.OpenWatch(wctx, r.client, opts, r.o.InitialEventsTimeout)
 	if ctx.Err() != nil {
 		if err == nil {
 			w.Stop()
@@ -830,8 +838,6 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 		return r.streamOpenFailed(ctx, s, err)
 	}
 
-	// The initial events are applied to the store as they arrive.
-	ev := &streamed{snap: r.begin(0)}
 	stop := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(stop) })()
 	var expected <-chan int
@@ -878,10 +884,11 @@ func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, err e
 }
 
 // streamed is what a streaming list's initial events left: the snapshot
-// they filled, the initial-events-end bookmark's resourceVersion, the ERROR
+// they filled (and the objects its decoder kept), the initial-events-end bookmark's resourceVersion, the ERROR
 // event's error and the store's.
 type streamed struct {
 	snap     *snapshot
+	keep     *streamKeep // nil: every object is decoded
 	endRV    string
 	failed   error
 	applyErr error
@@ -892,7 +899,12 @@ type streamed struct {
 func (r *Reflector) applyStreamed(ctx context.Context, ev *streamed, e watch.Event) bool {
 	switch e.Type {
 	case watch.Added:
-		if ev.applyErr = ev.snap.add(ctx, e.Object); ev.applyErr != nil {
+		if ev.keep.take(e.Object) {
+			ev.applyErr = ev.snap.keepStreamed(ctx, e.Object)
+		} else {
+			ev.applyErr = ev.snap.add(ctx, e.Object)
+		}
+		if ev.applyErr != nil {
 			return false
 		}
 	case watch.Bookmark: // the initial-events-end bookmark: the guard hands over no other

@@ -78,6 +78,9 @@ type snapshot struct {
 	// held is the resourceVersion the store fully reflected before the
 	// list (the reflector's LastSyncResourceVersion).
 	held string
+	// keep is the store as an unchangedStore when it is one (and relist
+	// is set); nil otherwise.
+	keep unchangedStore
 	// applied counts the objects written to the store; listed, once
 	// finished, the objects of the list; unchanged, the objects the list
 	// held at the version the store holds, kept without being decoded.
@@ -92,6 +95,7 @@ func (r *Reflector) begin(size int) *snapshot {
 		return s
 	}
 	s.relist = r.pipe.Relist(size)
+	s.keep, _ = r.objects.(unchangedStore)
 	return s
 }
 
@@ -156,20 +160,26 @@ func (s *snapshot) item(ctx context.Context, namespace, name, rv string) (live b
 // decoder not to decode it. An object at any other version, and every
 // object of a store that cannot keep one, is decoded and added.
 func (s *snapshot) keepUnchanged(ctx context.Context, namespace, name, rv string) (bool, error) {
-	u, ok := s.r.objects.(unchangedStore)
-	if !ok || s.relist == nil {
+	if s.keep == nil {
 		return false, nil
 	}
-	obj, ok := u.Unchanged(namespace, name, rv)
+	obj, ok := s.keep.Unchanged(namespace, name, rv)
 	if !ok {
 		return false, nil
 	}
+	return true, s.kept(ctx, namespace, name, rv, obj)
+}
+
+// kept decides obj, which the store holds as namespace/name at
+// resourceVersion rv, as add decides a decoded object, then keeps it as
+// the store holds it (unchangedStore.KeepUnchanged).
+func (s *snapshot) kept(ctx context.Context, namespace, name, rv string, obj any) error {
 	if _, err := s.item(ctx, namespace, name, rv); err != nil {
-		return false, err
+		return err
 	}
-	u.KeepUnchanged(obj)
+	s.keep.KeepUnchanged(obj)
 	s.unchanged++
-	return true, nil
+	return nil
 }
 
 // relisting is the list in progress in listInto, for unchanged.

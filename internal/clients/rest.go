@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"reflect"
 	"time"
 
@@ -73,6 +75,11 @@ var ErrNotAList = errors.New("not a list type that can be decoded item by item (
 type RESTClient struct {
 	r     RESTResource
 	shape decode.Shape
+	// serializer, if set, is the serializer of the clientset's REST
+	// client (a typed client of client-go's clientset: its scheme's). A
+	// streaming list's watch can then decode its events with
+	// decode.KnownObjects (knownRequest).
+	serializer runtime.NegotiatedSerializer
 }
 
 // request is the typed client's request (k8s.io/client-go/gentype): the
@@ -115,6 +122,37 @@ func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, e
 
 func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	o.Watch = true
-	req, _ := c.request(&o)
+	req, timeout := c.request(&o)
+	if known := decode.KnownFrom(ctx); known != nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
+		if kr, ok := c.knownRequest(req, timeout, known); ok {
+			req = kr
+		}
+	}
 	return watchOnce(ctx, req)
+}
+
+// knownRequest returns req (a streaming list's watch) as a request of the
+// same URL through the same HTTP client, whose events' objects are decoded
+// with decode.KnownObjects over the clientset's serializer: an object the
+// caller holds at the same resourceVersion (known) is not decoded again.
+// client-go's REST client takes the decoder of a watch from its content
+// configuration alone, so the request is built with its own. It asks for
+// the typed client's content types (protobuf, then JSON). ok is false when
+// c has no such serializer or its REST client is not client-go's
+// *rest.RESTClient: req is then sent as it is.
+func (c RESTClient) knownRequest(req *rest.Request, timeout time.Duration, known decode.KnownFunc) (*rest.Request, bool) {
+	rc, ok := c.r.Client.(*rest.RESTClient)
+	if !ok || rc == nil || rc.Client == nil || c.serializer == nil || !c.r.PrefersProtobuf {
+		return nil, false
+	}
+	u := req.URL()
+	gv := rc.APIVersion()
+	content := rest.ClientContentConfig{
+		AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
+		ContentType:        "application/vnd.kubernetes.protobuf",
+		GroupVersion:       gv,
+		Negotiator:         runtime.NewClientNegotiator(decode.KnownObjects(c.serializer, known), gv),
+	}
+	base := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}
+	return once(rest.NewRequestWithClient(base, "", content, rc.Client).Verb(http.MethodGet).RequestURI(u.RequestURI()).Timeout(timeout)), true
 }

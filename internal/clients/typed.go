@@ -131,10 +131,16 @@ func (t TypedResource) Client(cs kubernetes.Interface, namespace string) TypedCl
 			// client-gen's resource name is the lower-cased plural its
 			// accessor is named after (TestTypedClientRequestsMatch checks
 			// every typed client of the clientset).
-			c.rest = &RESTClient{r: RESTResource{Client: r, Resource: strings.ToLower(t.method), Namespace: namespace, PrefersProtobuf: true}, shape: sh}
+			c.rest = &RESTClient{r: RESTResource{Client: r, Resource: strings.ToLower(t.method), Namespace: namespace, PrefersProtobuf: true}, shape: sh, serializer: clientsetSerializer()}
 		}
 	}
 	return c
+}
+
+// clientsetSerializer is the serializer of client-go's clientset's REST
+// clients (every group's setConfigDefaults sets it).
+func clientsetSerializer() runtime.NegotiatedSerializer {
+	return rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()
 }
 
 // restClientOf returns the group client's REST client, unless it has none

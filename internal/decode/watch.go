@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -146,4 +148,121 @@ func otherCaseTypeMeta(m map[string]any) bool {
 		}
 	}
 	return false
+}
+
+// Objects a watch's caller already holds.
+//
+// A streaming list (a watch with sendInitialEvents=true, KEP-3157) that
+// relists a collection sends an ADDED event for every object, most of them
+// at the resourceVersion the caller already holds. A resourceVersion names
+// one write in etcd ("Resource versions", Kubernetes API Concepts): an
+// event whose object has the namespace, name and resourceVersion of one the
+// caller holds carries that very object, and need not be decoded again. The
+// object decoder of KnownObjects reads those three fields from an event's
+// raw bytes (protobuf or JSON, as Each.Known does for a list's items) and,
+// when the caller's KnownFunc returns the object, hands that object on in
+// place of a decoded one.
+
+// KnownFunc returns the object its caller holds as namespace/name at
+// resourceVersion rv, and whether it holds one. It is called from the
+// goroutine that decodes the watch's events.
+type KnownFunc func(namespace, name, rv string) (runtime.Object, bool)
+
+type knownKey struct{}
+
+// WithKnown returns ctx carrying known for the streaming list watched under
+// it: the SDK's own clients that can decode its events with KnownObjects
+// do (a typed client's), any other client ignores it.
+func WithKnown(ctx context.Context, known KnownFunc) context.Context {
+	return context.WithValue(ctx, knownKey{}, known)
+}
+
+// KnownFrom returns the KnownFunc of WithKnown on ctx; nil if none.
+func KnownFrom(ctx context.Context) KnownFunc {
+	known, _ := ctx.Value(knownKey{}).(KnownFunc)
+	return known
+}
+
+// KnownObjects returns ns with the object decoder of every watch it
+// negotiates first reading each event object's metadata: an object known
+// returns is handed on as the event's object, undecoded. The first object
+// whose namespace, name and resourceVersion cannot be read (the
+// initial-events-end bookmark's has no name; an ERROR event's Status has no
+// metadata) ends that: it and every later object of the watch are decoded
+// by ns, so the events after the initial ones are all decoded. One
+// KnownObjects serves one watch.
+func KnownObjects(ns runtime.NegotiatedSerializer, known KnownFunc) runtime.NegotiatedSerializer {
+	return knownNegotiated{NegotiatedSerializer: ns, known: known}
+}
+
+type knownNegotiated struct {
+	runtime.NegotiatedSerializer
+	known KnownFunc
+}
+
+// DecoderToVersion is the object decoder client-go's REST client asks for
+// when it opens a watch (runtime.ClientNegotiator.StreamDecoder).
+func (k knownNegotiated) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	return &knownDecoder{Decoder: k.NegotiatedSerializer.DecoderToVersion(d, gv), known: k.known}
+}
+
+// knownDecoder decodes one watch's event objects, from one goroutine (the
+// watch's).
+type knownDecoder struct {
+	runtime.Decoder
+	known KnownFunc
+	// done: an object without readable metadata was seen; every object
+	// from then on is decoded.
+	done bool
+}
+
+func (d *knownDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if !d.done && defaults == nil && into == nil {
+		if namespace, name, rv, ok := objectMeta(data); !ok {
+			d.done = true
+		} else if obj, ok := d.known(namespace, name, rv); ok {
+			gvk := obj.GetObjectKind().GroupVersionKind()
+			return obj, &gvk, nil
+		}
+	}
+	return d.Decoder.Decode(data, defaults, into)
+}
+
+// The protobuf field numbers of runtime.Unknown, the envelope of every
+// protobuf-encoded object (k8s.io/apimachinery/pkg/runtime's
+// generated.proto).
+const (
+	protoUnknownRaw             = 2
+	protoUnknownContentEncoding = 3
+	protoUnknownContentType     = 4
+)
+
+// objectMeta reads an encoded object's namespace, name and resourceVersion
+// from its bytes without decoding the rest: protobuf (the magic, then a
+// runtime.Unknown whose raw bytes are the object's) or JSON. ok is false
+// when they cannot be read unambiguously (see protoItemMeta, jsonItemMeta):
+// the object is then decoded.
+func objectMeta(data []byte) (namespace, name, rv string, ok bool) {
+	if !bytes.HasPrefix(data, protoMagic) {
+		return jsonItemMeta(data)
+	}
+	var raw []byte
+	sawRaw := false
+	err := protoFields(data[len(protoMagic):], func(num uint64, v []byte) bool {
+		switch num {
+		case protoUnknownRaw:
+			if sawRaw {
+				return false
+			}
+			sawRaw, raw = true, v
+		case protoUnknownContentEncoding, protoUnknownContentType:
+			// Raw bytes in another encoding are not the object's protobuf.
+			return len(v) == 0
+		}
+		return true
+	})
+	if err != nil || !sawRaw {
+		return "", "", "", false
+	}
+	return protoItemMeta(raw)
 }
