@@ -22,11 +22,12 @@ import (
 	"github.com/steadywatch/steadywatch/reflector"
 )
 
-// A relist answered by a list keeps, in the factory line's informer, the
-// very objects it held at the listed resourceVersion (none is decoded
-// anew) and decodes the one that changed; the handler gets the changed one
-// as an update, and each unchanged one as an update from the object to
-// itself, as client-go's informer gives a handler without a resync period.
+// A relist answered by a list, or by a streaming list (sendInitialEvents),
+// keeps, in the factory line's informer, the very objects it held at the
+// listed resourceVersion (none is decoded anew) and decodes the one that
+// changed; the handler gets the changed one as an update, and each
+// unchanged one as an update from the object to itself, as client-go's
+// informer gives a handler without a resync period.
 var _ = Describe("a list relist of the factory line's informer", Label("conformance", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
 	BeforeAll(func(ctx SpecContext) {
@@ -34,77 +35,88 @@ var _ = Describe("a list relist of the factory line's informer", Label("conforma
 			"needs the harness's "+build.Current+" server and the fault proxy")
 	})
 	It("after a 410, keeps the objects held at the listed resourceVersion as they are and decodes the changed one", func(ctx SpecContext) {
-		cs := suite.Clientset(c.RESTConfig())
-		ns := populate(ctx, cs, "unchanged", 10)
-		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
-		Expect(err).NotTo(HaveOccurred())
-		factory := reflector.NewSharedInformerFactoryWithOptions(suite.Clientset(pcfg), 0,
-			lister.Options{Server: detectorServer(pcfg), DisableStreamingList: true}, informers.WithNamespace(ns))
-		inf := factory.Core().V1().ConfigMaps().Informer()
-		var mu sync.Mutex
-		updates := map[string][2]string{} // name -> old and new resourceVersion of its last update
-		_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, obj any) {
-			o, n := old.(*corev1.ConfigMap), obj.(*corev1.ConfigMap)
-			mu.Lock()
-			updates[n.Name] = [2]string{o.ResourceVersion, n.ResourceVersion}
-			mu.Unlock()
-		}})
-		Expect(err).NotTo(HaveOccurred())
-		fctx, cancel := context.WithCancel(ctx)
-		DeferCleanup(func() { cancel(); factory.Shutdown() })
-		factory.Start(fctx.Done())
-		for typ, ok := range factory.WaitForCacheSync(fctx.Done()) {
-			Expect(ok).To(BeTrue(), "%v not synced", typ)
-		}
-		Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
-		held := map[string]*corev1.ConfigMap{}
-		for _, obj := range inf.GetStore().List() {
-			cm := obj.(*corev1.ConfigMap)
-			held[cm.Name] = cm
-		}
-		Expect(held).To(HaveLen(10))
-
-		// The watch forwards nothing while cm-5 changes; its resumption is
-		// answered 410, so the informer relists with a list.
-		p.StallWatches(time.Minute)
-		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-5", metav1.GetOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		cm.Data = map[string]string{"updated": "while the watch was down"}
-		changed, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1,
-			Match: func(q url.Values) bool {
-				return q.Get("sendInitialEvents") != "true" && q.Get("resourceVersion") != "" && q.Get("resourceVersion") != "0"
-			}})
-		p.ResetRequests()
-		Expect(p.DropWatches()).To(Equal(1))
-		p.StallWatches(0)
-
-		Eventually(func() string {
-			obj, _, _ := inf.GetStore().GetByKey(ns + "/cm-5")
-			if obj == nil {
-				return ""
-			}
-			return obj.(*corev1.ConfigMap).ResourceVersion
-		}).WithTimeout(60*time.Second).Should(Equal(changed.ResourceVersion), "the relist did not bring cm-5's update")
-		Expect(relists(p, ns)).To(HaveLen(1), "one list relist")
-		for name, before := range held {
-			obj, ok, err := inf.GetStore().GetByKey(ns + "/" + name)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ok).To(BeTrue(), name)
-			if name == "cm-5" {
-				Expect(obj).NotTo(BeIdenticalTo(before), "cm-5 changed: decoded anew")
-				continue
-			}
-			Expect(obj).To(BeIdenticalTo(before), "%s is held at the listed resourceVersion: kept as it is, not decoded anew", name)
-		}
-		Eventually(func() map[string][2]string {
-			mu.Lock()
-			defer mu.Unlock()
-			return maps.Clone(updates)
-		}).WithTimeout(10*time.Second).Should(And(
-			HaveKeyWithValue("cm-5", [2]string{held["cm-5"].ResourceVersion, changed.ResourceVersion}),
-			HaveKeyWithValue("cm-0", [2]string{held["cm-0"].ResourceVersion, held["cm-0"].ResourceVersion})),
-			"the handler gets cm-5's update, and each unchanged object as an update to itself")
+		relistKeepsUnchanged(ctx, c, false)
+	})
+	It("after a 410, a streaming list keeps the objects held at the streamed resourceVersion as they are and decodes the changed one", func(ctx SpecContext) {
+		relistKeepsUnchanged(ctx, c, true)
 	})
 })
+
+// relistKeepsUnchanged checks the relist of 10 ConfigMaps after one changed
+// while the watch was down, by a list or a streaming list.
+func relistKeepsUnchanged(ctx context.Context, c *harness.Cluster, streaming bool) {
+	cs := suite.Clientset(c.RESTConfig())
+	ns := populate(ctx, cs, "unchanged", 10)
+	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
+	Expect(err).NotTo(HaveOccurred())
+	factory := reflector.NewSharedInformerFactoryWithOptions(suite.Clientset(pcfg), 0,
+		lister.Options{Server: detectorServer(pcfg), DisableStreamingList: !streaming}, informers.WithNamespace(ns))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	var mu sync.Mutex
+	updates := map[string][2]string{} // name -> old and new resourceVersion of its last update
+	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, obj any) {
+		o, n := old.(*corev1.ConfigMap), obj.(*corev1.ConfigMap)
+		mu.Lock()
+		updates[n.Name] = [2]string{o.ResourceVersion, n.ResourceVersion}
+		mu.Unlock()
+	}})
+	Expect(err).NotTo(HaveOccurred())
+	fctx, cancel := context.WithCancel(ctx)
+	DeferCleanup(func() { cancel(); factory.Shutdown() })
+	factory.Start(fctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(fctx.Done()) {
+		Expect(ok).To(BeTrue(), "%v not synced", typ)
+	}
+	Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
+	held := map[string]*corev1.ConfigMap{}
+	for _, obj := range inf.GetStore().List() {
+		cm := obj.(*corev1.ConfigMap)
+		held[cm.Name] = cm
+	}
+	Expect(held).To(HaveLen(10))
+
+	// The watch forwards nothing while cm-5 changes; its resumption is
+	// answered 410, so the informer relists with a list.
+	p.StallWatches(time.Minute)
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm-5", metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	cm.Data = map[string]string{"updated": "while the watch was down"}
+	changed, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1,
+		Match: func(q url.Values) bool {
+			return q.Get("sendInitialEvents") != "true" && q.Get("resourceVersion") != "" && q.Get("resourceVersion") != "0"
+		}})
+	p.ResetRequests()
+	Expect(p.DropWatches()).To(Equal(1))
+	p.StallWatches(0)
+
+	Eventually(func() string {
+		obj, _, _ := inf.GetStore().GetByKey(ns + "/cm-5")
+		if obj == nil {
+			return ""
+		}
+		return obj.(*corev1.ConfigMap).ResourceVersion
+	}).WithTimeout(60*time.Second).Should(Equal(changed.ResourceVersion), "the relist did not bring cm-5's update")
+	rl := relists(p, ns)
+	Expect(rl).To(HaveLen(1), "one relist")
+	Expect(isStreamingList(rl[0])).To(Equal(streaming), "the relist is a streaming list: %v", streaming)
+	for name, before := range held {
+		obj, ok, err := inf.GetStore().GetByKey(ns + "/" + name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeTrue(), name)
+		if name == "cm-5" {
+			Expect(obj).NotTo(BeIdenticalTo(before), "cm-5 changed: decoded anew")
+			continue
+		}
+		Expect(obj).To(BeIdenticalTo(before), "%s is held at the listed resourceVersion: kept as it is, not decoded anew", name)
+	}
+	Eventually(func() map[string][2]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(updates)
+	}).WithTimeout(10*time.Second).Should(And(
+		HaveKeyWithValue("cm-5", [2]string{held["cm-5"].ResourceVersion, changed.ResourceVersion}),
+		HaveKeyWithValue("cm-0", [2]string{held["cm-0"].ResourceVersion, held["cm-0"].ResourceVersion})),
+		"the handler gets cm-5's update, and each unchanged object as an update to itself")
+}
