@@ -136,23 +136,53 @@ func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inte
 // with decode.KnownObjects over the clientset's serializer: an object the
 // caller holds at the same resourceVersion (known) is not decoded again.
 // client-go's REST client takes the decoder of a watch from its content
-// configuration alone, so the request is built with its own. It asks for
-// the typed client's content types (protobuf, then JSON). ok is false when
-// c has no such serializer or its REST client is not client-go's
-// *rest.RESTClient: req is then sent as it is.
+// configuration alone, so the request is built with its own, which asks
+// for the content types the clientset's request asks for (restContentTypes).
+// ok is false when c has no such serializer, or its REST client is not
+// client-go's *rest.RESTClient or its content types cannot be read: req
+// is then sent as it is.
 func (c RESTClient) knownRequest(req *rest.Request, timeout time.Duration, known decode.KnownFunc) (*rest.Request, bool) {
 	rc, ok := c.r.Client.(*rest.RESTClient)
-	if !ok || rc == nil || rc.Client == nil || c.serializer == nil || !c.r.PrefersProtobuf {
+	if !ok || rc == nil || rc.Client == nil || c.serializer == nil {
+		return nil, false
+	}
+	accept, contentType, ok := restContentTypes(rc)
+	if !ok {
 		return nil, false
 	}
 	u := req.URL()
 	gv := rc.APIVersion()
 	content := rest.ClientContentConfig{
-		AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
-		ContentType:        "application/vnd.kubernetes.protobuf",
+		AcceptContentTypes: accept,
+		ContentType:        contentType,
 		GroupVersion:       gv,
 		Negotiator:         runtime.NewClientNegotiator(decode.KnownObjects(c.serializer, known), gv),
 	}
 	base := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}
-	return once(rest.NewRequestWithClient(base, "", content, rc.Client).Verb(http.MethodGet).RequestURI(u.RequestURI()).Timeout(timeout)), true
+	kr := rest.NewRequestWithClient(base, "", content, rc.Client).
+		Verb(http.MethodGet).
+		UseProtobufAsDefaultIfPreferred(c.r.PrefersProtobuf).
+		RequestURI(u.RequestURI()).
+		Timeout(timeout)
+	return once(kr), true
+}
+
+// restContentTypes reads the content types a *rest.RESTClient was
+// configured with (rest.Config's AcceptContentTypes and ContentType, in
+// its content configuration, which client-go does not export); ok is
+// false when its fields are not where client-go v0.37 keeps them.
+func restContentTypes(rc *rest.RESTClient) (accept, contentType string, ok bool) {
+	content := reflect.ValueOf(rc).Elem().FieldByName("content")
+	if content.Kind() != reflect.Struct {
+		return "", "", false
+	}
+	base := content.FieldByName("base")
+	if !base.IsValid() || base.Type() != reflect.TypeFor[rest.ClientContentConfig]() {
+		return "", "", false
+	}
+	a, ct := base.FieldByName("AcceptContentTypes"), base.FieldByName("ContentType")
+	if a.Kind() != reflect.String || ct.Kind() != reflect.String {
+		return "", "", false
+	}
+	return a.String(), ct.String(), true
 }
