@@ -884,8 +884,8 @@ func (r *Reflector) streamOpenFailed(ctx context.Context, s streamingList, err e
 }
 
 // streamed is what a streaming list's initial events left: the snapshot
-// they filled (and the objects its decoder kept), the initial-events-end bookmark's resourceVersion, the ERROR
-// event's error and the store's.
+// they filled (and the objects its decoder kept), the initial-events-end
+// bookmark's resourceVersion, the ERROR event's error and the store's.
 type streamed struct {
 	snap     *snapshot
 	keep     *streamKeep // nil: every object is decoded

@@ -167,7 +167,10 @@ func (s *snapshot) keepUnchanged(ctx context.Context, namespace, name, rv string
 	if !ok {
 		return false, nil
 	}
-	return true, s.kept(ctx, namespace, name, rv, obj)
+	if err := s.kept(ctx, namespace, name, rv, obj); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // kept decides obj, which the store holds as namespace/name at

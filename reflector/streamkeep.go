@@ -23,7 +23,8 @@ import (
 // decoder in place of decoded ones, until their events are applied.
 type streamKeep struct {
 	store unchangedStore
-	// pending counts the objects of handed: none, and no event is looked up.
+	// pending counts the objects in handed: while it is 0, no event's
+	// object is looked up.
 	pending atomic.Int64
 	mu      sync.Mutex
 	handed  map[any]int
@@ -31,8 +32,9 @@ type streamKeep struct {
 
 // streamKeeper returns the streamKeep of a streaming list that fills snap,
 // or nil when none may be kept: a store that cannot keep an object, a
-// first sync (the store holds nothing yet), or a Lister.Transform set (it would run again
-// on a stored object, which the watch carries as any other).
+// first sync (the store holds nothing yet), or a Lister.Transform set (it
+// would run again on a stored object, which the watch carries as any
+// other).
 func (r *Reflector) streamKeeper(snap *snapshot) *streamKeep {
 	if snap.keep == nil || r.o.Options.Lister.Transform != nil || snap.held == "" {
 		return nil
