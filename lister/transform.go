@@ -277,8 +277,9 @@ func (c transformClient) List(ctx context.Context, o metav1.ListOptions) (runtim
 }
 
 // Watch applies the transform to the object of every ADDED, MODIFIED and
-// DELETED event (bookmarks and errors pass unchanged), one hand-over per
-// event on top of the client's own. A failure ends the watch with an error
+// DELETED event (bookmarks and errors pass unchanged, and so does an object
+// a reflector's store already held, which a streaming list's decoder handed
+// on undecoded), one hand-over per event on top of the client's own. A failure ends the watch with an error
 // event (transformFailedEvent), so the informer lists again.
 func (c transformClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	w, err := c.Client.Watch(ctx, o)
@@ -294,6 +295,9 @@ func (c transformClient) relay(ctx context.Context, r *watchpipe.Relay) {
 	defer r.Close()
 	defer r.Inner().Stop()
 	in := r.Inner().ResultChan()
+	// A stored object a streaming list's decoder handed on undecoded
+	// (decode.Known) was transformed before it was stored.
+	handed := decode.KnownFrom(ctx).Handed
 	for {
 		var (
 			ev watch.Event
@@ -309,6 +313,9 @@ func (c transformClient) relay(ctx context.Context, r *watchpipe.Relay) {
 		}
 		switch ev.Type {
 		case watch.Added, watch.Modified, watch.Deleted:
+			if handed != nil && handed(ev.Object) {
+				break
+			}
 			obj, err := c.tf.apply(ev.Object)
 			if err != nil {
 				c.tf.observe(ctx, err)

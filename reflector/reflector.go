@@ -825,7 +825,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	ev := &streamed{snap: r.begin(0)}
 	wctx := ctx
 	if ev.keep = r.streamKeeper(ev.snap); ev.keep != nil {
-		wctx = decode.WithKnown(ctx, ev.keep.known)
+		wctx = decode.WithKnown(ctx, decode.Known{Object: ev.keep.known, Handed: ev.keep.handedOn})
 	}
 	w, err := watchpipe.OpenWatch(wctx, r.client, opts, r.o.InitialEventsTimeout)
 	if ctx.Err() != nil {

@@ -31,12 +31,10 @@ type streamKeep struct {
 }
 
 // streamKeeper returns the streamKeep of a streaming list that fills snap,
-// or nil when none may be kept: a store that cannot keep an object, a
-// first sync (the store holds nothing yet), or a Lister.Transform set (it
-// would run again on a stored object, which the watch carries as any
-// other).
+// or nil when none may be kept: a store that cannot keep an object, or a
+// first sync (the store holds nothing yet).
 func (r *Reflector) streamKeeper(snap *snapshot) *streamKeep {
-	if snap.keep == nil || r.o.Options.Lister.Transform != nil || snap.held == "" {
+	if snap.keep == nil || snap.held == "" {
 		return nil
 	}
 	return &streamKeep{store: snap.keep, handed: map[any]int{}}
@@ -58,6 +56,18 @@ func (k *streamKeep) known(namespace, name, rv string) (runtime.Object, bool) {
 	k.mu.Unlock()
 	k.pending.Add(1)
 	return ro, true
+}
+
+// handedOn reports whether obj is an object known handed that no event
+// has been applied with yet: Options.Lister.Transform leaves it as it is
+// (it ran on it before it was stored).
+func (k *streamKeep) handedOn(obj runtime.Object) bool {
+	if k.pending.Load() == 0 || reflect.ValueOf(obj).Kind() != reflect.Pointer {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.handed[obj] > 0
 }
 
 // take reports whether obj, an ADDED event's object, is one known handed

@@ -92,9 +92,13 @@ func (s *streamServer) serve(w http.ResponseWriter, r *http.Request) {
 
 // streamInformer runs steadywatch's informer over reflector.New over
 // lister.FromClientset against s with streaming lists, with one handler,
-// and counts the objects it stores decoded (the informer's transform runs
-// once per object written to the store; a kept one is not written).
-func streamInformer(t *testing.T, s *streamServer) (inf *adoptedInformer, h *handlerCalls, stored *atomic.Int32, rec *testfake.Recorder) {
+// and counts the objects it stores (the informer's transform runs once per
+// object written to the store; a kept one is not written). Its
+// Options.Lister.Transform runs on each object decoded: with
+// everyDecodedStored (no list is stale), the test fails unless it ran once
+// per object stored (a kept object, handed on
+// undecoded, is not transformed again).
+func streamInformer(t *testing.T, s *streamServer, everyDecodedStored bool) (inf *adoptedInformer, h *handlerCalls, stored *atomic.Int32, rec *testfake.Recorder) {
 	t.Helper()
 	cfg, _ := testfake.WireServer(t, false, s.serve)
 	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
@@ -109,8 +113,15 @@ func streamInformer(t *testing.T, s *streamServer) (inf *adoptedInformer, h *han
 	o := fastOptions(rec)
 	o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
 	knobs.ListerOf(&o.Lister).DisableInitialEventsCount = true
-	inf = newInformer(c, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, o, "test")
+	decoded := &atomic.Int32{}
+	o.Lister.Transform = func(obj any) (any, error) { decoded.Add(1); return obj, nil }
 	stored = &atomic.Int32{}
+	t.Cleanup(func() {
+		if d, st := decoded.Load(), stored.Load(); everyDecodedStored && d != st {
+			t.Errorf("Options.Lister.Transform ran %d times for %d objects stored; want once each", d, st)
+		}
+	})
+	inf = newInformer(c, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, o, "test")
 	if err := inf.SetTransform(func(obj any) (any, error) { stored.Add(1); return obj, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +152,7 @@ func TestStreamingRelistKeepsUnchangedObjectsUndecoded(t *testing.T) {
 				cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")),
 				cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")),
 			}}
-			inf, h, stored, _ := streamInformer(t, s)
+			inf, h, stored, _ := streamInformer(t, s, true)
 			testfake.WaitFor(t, "the first sync at 10", func() bool { return inf.LastSyncResourceVersion() == "10" || inf.LastSyncResourceVersion() == "20" })
 			before := storedObjects(inf)
 			testfake.WaitFor(t, "the streaming relist at 20", func() bool { return inf.LastSyncResourceVersion() == "20" })
@@ -177,7 +188,7 @@ func TestStreamingRelistDecodesChangedObjectsAndDeletesAbsentOnes(t *testing.T) 
 				cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3")),
 				cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("d", "18")),
 			}}
-			inf, h, stored, _ := streamInformer(t, s)
+			inf, h, stored, _ := streamInformer(t, s, true)
 			testfake.WaitFor(t, "the streaming relist at 20", func() bool { return inf.LastSyncResourceVersion() == "20" })
 			if n := stored.Load() - 3; n != 2 {
 				t.Fatalf("the streaming relist decoded and stored %d objects; want 2 (ns/b at a new version, ns/d new)", n)
@@ -208,7 +219,7 @@ func TestStreamingRelistWithAnOlderObjectStaysStale(t *testing.T) {
 				cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "5")),
 				cmList("21", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15")),
 			}}
-			inf, h, _, rec := streamInformer(t, s)
+			inf, h, _, rec := streamInformer(t, s, false)
 			testfake.WaitFor(t, "the relist at 21", func() bool { return inf.LastSyncResourceVersion() == "21" })
 			if !transitionedFor(rec, "stale-list") {
 				t.Fatalf("transitions %v; want the streaming list holding ns/b at 5 rejected as stale", rec.Labels(testfake.Transition))

@@ -72,7 +72,7 @@ func TestTypedStreamingListWithKnownObjects(t *testing.T) {
 				return held, true
 			}
 			var got []runtime.Object
-			for _, ctx := range []context.Context{context.Background(), decode.WithKnown(context.Background(), known)} {
+			for _, ctx := range []context.Context{context.Background(), decode.WithKnown(context.Background(), decode.Known{Object: known})} {
 				w, err := c.Watch(ctx, o)
 				if err != nil {
 					t.Fatal(err)

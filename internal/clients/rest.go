@@ -123,7 +123,7 @@ func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, e
 func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	o.Watch = true
 	req, timeout := c.request(&o)
-	if known := decode.KnownFrom(ctx); known != nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
+	if known := decode.KnownFrom(ctx).Object; known != nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
 		if kr, ok := c.knownRequest(req, timeout, known); ok {
 			req = kr
 		}

@@ -168,19 +168,29 @@ func otherCaseTypeMeta(m map[string]any) bool {
 // goroutine that decodes the watch's events.
 type KnownFunc func(namespace, name, rv string) (runtime.Object, bool)
 
-type knownKey struct{}
-
-// WithKnown returns ctx carrying known for the streaming list watched under
-// it: the SDK's own clients that can decode its events with KnownObjects
-// do (a typed client's), any other client ignores it.
-func WithKnown(ctx context.Context, known KnownFunc) context.Context {
-	return context.WithValue(ctx, knownKey{}, known)
+// Known is what a streaming list's caller knows (WithKnown).
+type Known struct {
+	// Object is asked by the decoder of the watch (KnownObjects).
+	Object KnownFunc
+	// Handed reports whether an event's object is one Object returned:
+	// the caller's own, handed on undecoded. Whatever the watch's events
+	// pass through before the caller (a transform) leaves it as it is.
+	Handed func(obj runtime.Object) bool
 }
 
-// KnownFrom returns the KnownFunc of WithKnown on ctx; nil if none.
-func KnownFrom(ctx context.Context) KnownFunc {
-	known, _ := ctx.Value(knownKey{}).(KnownFunc)
-	return known
+type knownKey struct{}
+
+// WithKnown returns ctx carrying k for the streaming list watched under
+// it: the SDK's own clients that can decode its events with KnownObjects
+// do (a typed client's), any other client ignores it.
+func WithKnown(ctx context.Context, k Known) context.Context {
+	return context.WithValue(ctx, knownKey{}, k)
+}
+
+// KnownFrom returns the Known of WithKnown on ctx; the zero Known if none.
+func KnownFrom(ctx context.Context) Known {
+	k, _ := ctx.Value(knownKey{}).(Known)
+	return k
 }
 
 // KnownObjects returns ns with the object decoder of every watch it
