@@ -164,3 +164,31 @@ func encodeObject(t *testing.T, obj runtime.Object, mediaType string) []byte {
 	}
 	return b
 }
+
+// eventFrame reads an event's type and its object's metadata from a watch
+// frame as the apiserver writes it, protobuf and JSON.
+func TestEventFrame(t *testing.T) {
+	for _, mt := range mediaTypes {
+		t.Run(mt, func(t *testing.T) {
+			proto := mt == runtime.ContentTypeProtobuf
+			frame := func(ev watch.Event) []byte {
+				b := watchBody(t, mt, []watch.Event{ev})
+				if proto {
+					return b[4:] // the length-delimited framer's 4-byte length
+				}
+				return bytes.TrimSpace(b)
+			}
+			typ, ns, name, rv, metaOK, ok := eventFrame(frame(watch.Event{Type: watch.Added, Object: cm("a", "7")}), proto)
+			if !ok || !metaOK || typ != "ADDED" || ns != "ns" || name != "a" || rv != "7" {
+				t.Errorf("ADDED: %q %q %q %q %v %v", typ, ns, name, rv, metaOK, ok)
+			}
+			typ, _, _, rv, metaOK, ok = eventFrame(frame(watch.Event{Type: watch.Bookmark, Object: endBookmark("9")}), proto)
+			if !ok || metaOK || typ != "BOOKMARK" {
+				t.Errorf("BOOKMARK: %q %q %v %v", typ, rv, metaOK, ok)
+			}
+			if _, _, _, _, _, ok := eventFrame([]byte{0xff, 0xff}, proto); ok {
+				t.Error("read a malformed frame")
+			}
+		})
+	}
+}

@@ -193,49 +193,199 @@ func KnownFrom(ctx context.Context) Known {
 	return k
 }
 
-// KnownObjects returns ns with the object decoder of every watch it
-// negotiates first reading each event object's metadata: an object known
-// returns is handed on as the event's object, undecoded. The first object
-// whose namespace, name and resourceVersion cannot be read (the
-// initial-events-end bookmark's has no name; an ERROR event's Status has no
-// metadata) ends that: it and every later object of the watch are decoded
-// by ns, so the events after the initial ones are all decoded. One
-// KnownObjects serves one watch.
+// KnownObjects returns ns with the decoders of every watch it negotiates
+// first reading each event's type and its object's metadata from the
+// frame's bytes: for an ADDED event whose object known returns, the
+// envelope is not decoded (its object's bytes are not copied out of the
+// frame) and the object decoder hands that object on as the event's,
+// undecoded. The first event that is not ADDED (the initial-events-end
+// bookmark, an ERROR), or whose object's namespace, name and
+// resourceVersion cannot be read, ends that: it and every later event of
+// the watch are decoded by ns. One KnownObjects serves one watch.
 func KnownObjects(ns runtime.NegotiatedSerializer, known KnownFunc) runtime.NegotiatedSerializer {
-	return knownNegotiated{NegotiatedSerializer: ns, known: known}
+	st := &knownState{known: known}
+	infos := slices.Clone(ns.SupportedMediaTypes())
+	for i, info := range infos {
+		if info.StreamSerializer == nil {
+			continue
+		}
+		ss := *info.StreamSerializer
+		ss.Serializer = knownEvents{Serializer: ss.Serializer, st: st, proto: info.MediaType == runtime.ContentTypeProtobuf}
+		infos[i].StreamSerializer = &ss
+	}
+	return knownNegotiated{NegotiatedSerializer: ns, infos: infos, st: st}
 }
 
 type knownNegotiated struct {
 	runtime.NegotiatedSerializer
-	known KnownFunc
+	infos []runtime.SerializerInfo
+	st    *knownState
 }
+
+func (k knownNegotiated) SupportedMediaTypes() []runtime.SerializerInfo { return k.infos }
 
 // DecoderToVersion is the object decoder client-go's REST client asks for
 // when it opens a watch (runtime.ClientNegotiator.StreamDecoder).
 func (k knownNegotiated) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
-	return &knownDecoder{Decoder: k.NegotiatedSerializer.DecoderToVersion(d, gv), known: k.known}
+	return knownDecoder{Decoder: k.NegotiatedSerializer.DecoderToVersion(d, gv), st: k.st}
 }
 
-// knownDecoder decodes one watch's event objects, from one goroutine (the
-// watch's).
+// knownState is one watch's: its events are decoded one at a time, from
+// one goroutine (client-go's rest/watch.Decoder: the envelope, then its
+// object).
+type knownState struct {
+	known KnownFunc
+	// done: an event that is not ADDED, or an object without readable
+	// metadata, was seen; every event from then on is decoded.
+	done bool
+	// next is the object known returned for the current event, which the
+	// object decoder hands on; asked: known was asked about the current
+	// event's object already.
+	next  runtime.Object
+	asked bool
+}
+
+// knownEvents decodes a watch's frames into the *metav1.WatchEvent
+// client-go's watch decoder asks for.
+type knownEvents struct {
+	runtime.Serializer
+	st    *knownState
+	proto bool
+}
+
+func (s knownEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	st := s.st
+	st.next, st.asked = nil, false
+	ev, ok := into.(*metav1.WatchEvent)
+	if st.done || !ok || defaults != nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	typ, namespace, name, rv, metaOK, ok := eventFrame(data, s.proto)
+	if !ok {
+		// Not read here: the object decoder reads the object.
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	if typ != string(watch.Added) || !metaOK {
+		st.done = true
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	st.asked = true
+	if obj, ok := st.known(namespace, name, rv); ok {
+		st.next = obj
+		*ev = metav1.WatchEvent{Type: typ}
+		gvk := watchEventGVK
+		return ev, &gvk, nil
+	}
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// knownDecoder decodes one watch's event objects.
 type knownDecoder struct {
 	runtime.Decoder
-	known KnownFunc
-	// done: an object without readable metadata was seen; every object
-	// from then on is decoded.
-	done bool
+	st *knownState
 }
 
-func (d *knownDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if !d.done && defaults == nil && into == nil {
-		if namespace, name, rv, ok := objectMeta(data); !ok {
-			d.done = true
-		} else if obj, ok := d.known(namespace, name, rv); ok {
-			gvk := obj.GetObjectKind().GroupVersionKind()
-			return obj, &gvk, nil
-		}
+func (d knownDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	st := d.st
+	if obj := st.next; obj != nil {
+		st.next, st.asked = nil, false
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return obj, &gvk, nil
+	}
+	if asked := st.asked; asked || st.done || defaults != nil || into != nil {
+		st.asked = false
+		return d.Decoder.Decode(data, defaults, into)
+	}
+	if namespace, name, rv, ok := objectMeta(data); !ok {
+		st.done = true
+	} else if obj, ok := st.known(namespace, name, rv); ok {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return obj, &gvk, nil
 	}
 	return d.Decoder.Decode(data, defaults, into)
+}
+
+// The protobuf field numbers of metav1.WatchEvent and of
+// runtime.RawExtension (k8s.io/apimachinery's generated.proto files).
+const (
+	protoWatchEventType   = 1
+	protoWatchEventObject = 2
+	protoRawExtensionRaw  = 1
+)
+
+// eventFrame reads a watch frame's event type and its object's namespace,
+// name and resourceVersion, without decoding the rest or copying the
+// object's bytes: protobuf (a metav1.WatchEvent, as the apiserver's raw
+// protobuf stream serializer writes it) or JSON ({"type":...,
+// "object":...}). ok is false when the type and object cannot be read
+// unambiguously (a field given twice, malformed bytes); metaOK, when the
+// object's metadata cannot be (objectMeta).
+func eventFrame(data []byte, proto bool) (typ, namespace, name, rv string, metaOK, ok bool) {
+	if !proto {
+		var env struct {
+			Type   string `json:"type"`
+			Object *struct {
+				Metadata *struct {
+					Name            string `json:"name"`
+					Namespace       string `json:"namespace"`
+					ResourceVersion string `json:"resourceVersion"`
+				} `json:"metadata"`
+			} `json:"object"`
+		}
+		if kjson.UnmarshalCaseSensitivePreserveInts(data, &env) != nil || env.Type == "" || env.Object == nil {
+			return "", "", "", "", false, false
+		}
+		m := env.Object.Metadata
+		if m == nil || m.Name == "" || m.ResourceVersion == "" {
+			return env.Type, "", "", "", false, true
+		}
+		return env.Type, m.Namespace, m.Name, m.ResourceVersion, true, true
+	}
+	typ, object, ok := protoEvent(data)
+	if !ok {
+		return "", "", "", "", false, false
+	}
+	namespace, name, rv, metaOK = objectMeta(object)
+	return typ, namespace, name, rv, metaOK, true
+}
+
+// protoEvent reads a protobuf metav1.WatchEvent's type and its object's
+// bytes (a slice of data).
+func protoEvent(data []byte) (typ string, object []byte, ok bool) {
+	var sawType, sawObject bool
+	var ext []byte
+	err := protoFields(data, func(num uint64, v []byte) bool {
+		switch num {
+		case protoWatchEventType:
+			if sawType {
+				return false
+			}
+			sawType, typ = true, string(v)
+		case protoWatchEventObject:
+			if sawObject {
+				return false
+			}
+			sawObject, ext = true, v
+		}
+		return true
+	})
+	if err != nil || !sawType || !sawObject {
+		return "", nil, false
+	}
+	sawRaw := false
+	err = protoFields(ext, func(num uint64, v []byte) bool {
+		if num == protoRawExtensionRaw {
+			if sawRaw {
+				return false
+			}
+			sawRaw, object = true, v
+		}
+		return true
+	})
+	if err != nil || !sawRaw {
+		return "", nil, false
+	}
+	return typ, object, true
 }
 
 // The protobuf field numbers of runtime.Unknown, the envelope of every
