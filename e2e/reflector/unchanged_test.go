@@ -28,7 +28,7 @@ import (
 // changed; the handler gets the changed one as an update, and each
 // unchanged one as an update from the object to itself, as client-go's
 // informer gives a handler without a resync period.
-var _ = Describe("a list relist of the factory line's informer", Label("conformance", "needs-faults"), Ordered, func() {
+var _ = Describe("a relist of the factory line's informer", Label("conformance", "needs-faults"), Ordered, func() {
 	var c *harness.Cluster
 	BeforeAll(func(ctx SpecContext) {
 		c = suite.StartHarness(ctx, harness.Options{Version: build.Current},
