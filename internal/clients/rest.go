@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/internal/decode"
 )
@@ -126,6 +127,9 @@ func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inte
 	if known := decode.KnownFrom(ctx).Object; known != nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
 		if kr, ok := c.knownRequest(req, timeout, known); ok {
 			req = kr
+		} else if c.serializer != nil {
+			klog.FromContext(ctx).V(2).Info("Decoding every object of a streaming list, those the informer holds unchanged too: the clientset's REST client is not client-go's *rest.RESTClient, or its content types cannot be read",
+				"client", fmt.Sprintf("%T", c.r.Client))
 		}
 	}
 	return watchOnce(ctx, req)
