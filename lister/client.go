@@ -66,7 +66,11 @@ type ownClient interface {
 type adapter struct{ c ownClient }
 
 func (c adapter) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	return decoded(c.c.List(ctx, o))
+	list, err := c.c.List(ctx, o)
+	if be, ok := err.(*decode.BodyError); ok {
+		return list, (*ListBodyError)(be)
+	}
+	return list, err
 }
 
 func (c adapter) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

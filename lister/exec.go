@@ -142,7 +142,9 @@ func (l *Lister) observe(log klog.Logger, req engine.Request, ans engine.Answer,
 	} else if step.Class == vocab.Gone {
 		o.Detail = fmt.Sprintf("observed: %s answered 410 (legacy Exact)", req.Query)
 	}
-	log.V(2).Info("server behaviour observed", "capability", o.Capability, "support", o.Support.String(), "detail", o.Detail)
+	if log.V(2).Enabled() {
+		log.V(2).Info("server behaviour observed", "capability", o.Capability, "support", o.Support.String(), "detail", o.Detail)
+	}
 	l.o.Server.Observe(o)
 }
 
@@ -162,6 +164,9 @@ func (l *Lister) record(log klog.Logger, rec *Record, ev *fallback.Event, err er
 	}
 	rec.Fallbacks = append(rec.Fallbacks, *ev)
 	l.o.Metrics.Fallback(l.o.Name, string(ev.Reason))
+	if !log.V(2).Enabled() {
+		return
+	}
 	kv := []any{"reason", string(ev.Reason), "action", ev.Action.String(), "attempt", ev.Attempt,
 		"before", ev.Before.String(), "after", ev.After.String(), "class", ev.Class.String()}
 	if ev.Detail != "" {
@@ -186,7 +191,7 @@ type callState struct {
 
 // Match is the belief about resourceVersionMatch, read before each first page.
 func (s *callState) Match() engine.MatchSupport {
-	switch s.l.o.Server.Capabilities(s.ctx).Get(capability.ResourceVersionMatch) {
+	switch s.l.o.Server.Capabilities(s.ctx).Support[capability.ResourceVersionMatch] {
 	case capability.Yes:
 		return engine.MatchHonoured
 	case capability.No:
@@ -198,7 +203,7 @@ func (s *callState) Match() engine.MatchSupport {
 // WatchCacheStuck is the belief that the watch cache moves only on writes
 // of this resource (KEP-1904).
 func (s *callState) WatchCacheStuck() bool {
-	return s.l.o.Server.Capabilities(s.ctx).Get(capability.WatchCacheProgress) == capability.No
+	return s.l.o.Server.Capabilities(s.ctx).Support[capability.WatchCacheProgress] == capability.No
 }
 
 // send waits req.Wait, then sends req, through Options.ListGate when it

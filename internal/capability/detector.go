@@ -208,7 +208,7 @@ func newStatic(c Capabilities, o DetectorOptions) *hostState {
 // hostState is one apiserver's cache: its host-wide scope, which implements
 // Server, and its group/version scopes (see ForGroupVersion).
 type hostState struct {
-	host string // as given; display via redactHost
+	host string // as given; scoped.host is it redacted, for display
 	opts DetectorOptions
 
 	mu        sync.Mutex
@@ -277,8 +277,8 @@ func (s *hostState) Capabilities(ctx context.Context) Capabilities {
 	}
 	s.mu.Unlock()
 
-	report(ctx, s.opts.Metrics, redactHost(s.host), schema.GroupVersion{}, changes, c.Reasons)
-	return c.Clone()
+	report(ctx, s.opts.Metrics, s.scoped.host, schema.GroupVersion{}, changes, c.Reasons)
+	return c // base's private copy: nothing else holds its maps
 }
 
 // base returns the capabilities from the version (or the static ones),

@@ -229,7 +229,11 @@ func (m obsSet) overlay(c Capabilities, now time.Time, ttl time.Duration, scope 
 			reason += ": " + detail
 		}
 		if was != o.support {
-			reason += fmt.Sprintf(" (overrides %s from %s)", was, orNone(c.Reasons[k]))
+			from := c.Reasons[k]
+			if from == "" {
+				from = "nothing"
+			}
+			reason += fmt.Sprintf(" (overrides %s from %s)", was, from)
 		}
 		c.Reasons[k] = reason
 	}
@@ -251,17 +255,19 @@ func report(ctx context.Context, rec metrics.Recorder, host string, gv schema.Gr
 	if len(changes) == 0 {
 		return
 	}
-	logger := klog.FromContext(ctx)
+	log := klog.FromContext(ctx).V(2)
 	name := MetricsNameFor(gv)
 	for _, ch := range changes {
-		kv := []any{"capability", string(ch.k), "from", ch.from.String(), "to", ch.to.String(), "reason", reasons[ch.k]}
-		if host != "" {
-			kv = append(kv, "host", host)
+		if log.Enabled() {
+			kv := []any{"capability", string(ch.k), "from", ch.from.String(), "to", ch.to.String(), "reason", reasons[ch.k]}
+			if host != "" {
+				kv = append(kv, "host", host)
+			}
+			if !gv.Empty() {
+				kv = append(kv, "groupVersion", gv.String())
+			}
+			log.Info("apiserver capability belief changed", kv...)
 		}
-		if !gv.Empty() {
-			kv = append(kv, "groupVersion", gv.String())
-		}
-		logger.V(2).Info("apiserver capability belief changed", kv...)
 		rec.Fallback(name, string(reasonFor(ch.k, ch.to)))
 	}
 }
@@ -277,11 +283,4 @@ func (c *Capabilities) ensureMaps() {
 	if c.Basis == nil {
 		c.Basis = map[Capability]Basis{}
 	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "nothing"
-	}
-	return s
 }

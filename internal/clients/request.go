@@ -70,7 +70,7 @@ func (w guardedWatch) Stop() {
 // the request with a *fallback.NoAnswerError.
 func streamOnce(ctx context.Context, r *rest.Request) (io.ReadCloser, error) {
 	ctx, g := guard(ctx, r)
-	body, err := once(r).Stream(ctx)
+	body, err := r.MaxRetries(0).Stream(ctx) // once: no retry inside client-go
 	if err != nil {
 		g.Stop()
 		return nil, g.Err(err)

@@ -85,13 +85,13 @@ type RESTClient struct {
 
 // request is the typed client's request (k8s.io/client-go/gentype): the
 // list options encoded as every generated clientset's parameter codec
-// encodes metav1.ListOptions.
+// encodes metav1.ListOptions. streamOnce and watchOnce send it once.
 func (c RESTClient) request(o *metav1.ListOptions) (*rest.Request, time.Duration) {
 	var timeout time.Duration
 	if o.TimeoutSeconds != nil {
 		timeout = time.Duration(*o.TimeoutSeconds) * time.Second
 	}
-	return once(c.r.Client.Get()).
+	return c.r.Client.Get().
 		UseProtobufAsDefaultIfPreferred(c.r.PrefersProtobuf).
 		NamespaceIfScoped(c.r.Namespace, c.r.Namespace != "").
 		Resource(c.r.Resource).

@@ -181,7 +181,7 @@ func (c TypedClient) List(ctx context.Context, o metav1.ListOptions) (runtime.Ob
 		}
 		return out[0].Interface().(runtime.Object), nil
 	}
-	return c.rest.List(ctx, o)
+	return c.rest.ListTransformed(ctx, o, nil)
 }
 
 // Watch sends the typed client's watch request through the group's REST

@@ -58,15 +58,6 @@ type Each struct {
 	Known     func(namespace, name, resourceVersion string) (bool, error)
 }
 
-func (e *Each) transform() Transform {
-	if e == nil {
-		return nil
-	}
-	return e.Transform
-}
-
-func (e *Each) handsOver() bool { return e != nil && e.Item != nil }
-
 // A list response body is decoded item by item, as it arrives,
 // into a typed list (*corev1.ConfigMapList, ...). client-go's typed List
 // reads the whole body into memory and then decodes it, so at its peak a
@@ -220,9 +211,12 @@ func List(body io.Reader, sh Shape, each *Each) (runtime.Object, error) {
 		return nil, err
 	}
 	list := reflect.New(sh.listType.Elem())
-	d := listDecoding{sh: sh, list: list.Elem(), tf: each.transform()}
-	if each.handsOver() {
-		d.each = each
+	d := listDecoding{sh: sh, list: list.Elem()}
+	if each != nil {
+		d.tf = each.Transform
+		if each.Item != nil {
+			d.each = each
+		}
 	}
 	if proto {
 		if !sh.proto {
@@ -232,7 +226,7 @@ func List(body io.Reader, sh Shape, each *Each) (runtime.Object, error) {
 	} else {
 		err = d.json(br)
 	}
-	if err == nil {
+	if err == nil && d.each != nil {
 		err = d.flush()
 	}
 	if err != nil {
@@ -275,13 +269,6 @@ type listDecoding struct {
 	sawKind, sawAPIV bool
 }
 
-func (d *listDecoding) itemsKey() string {
-	if d.ul != nil {
-		return "items"
-	}
-	return d.sh.itemsJSON
-}
-
 // Unstructured decodes body (a 2xx JSON list response of a dynamic
 // client's request) into an *unstructured.UnstructuredList equal to the one
 // client-go's unstructured JSON decoding returns (every top-level key but
@@ -302,12 +289,15 @@ func Unstructured(body io.Reader, each *Each) (*unstructured.UnstructuredList, e
 		return nil, &BodyError{Encoding: "protobuf", Reason: "a protobuf answer to a dynamic client's JSON request"}
 	}
 	ul := &unstructured.UnstructuredList{Object: map[string]any{}, Items: []unstructured.Unstructured{}}
-	d := listDecoding{ul: ul, tf: each.transform()}
-	if each.handsOver() {
-		d.each = each
+	d := listDecoding{ul: ul}
+	if each != nil {
+		d.tf = each.Transform
+		if each.Item != nil {
+			d.each = each
+		}
 	}
 	err = d.json(br)
-	if err == nil {
+	if err == nil && d.each != nil {
 		err = d.flush()
 	}
 	if err != nil {
@@ -326,16 +316,10 @@ func (d *listDecoding) ready() bool {
 	return d.ul == nil || (d.sawKind && d.sawAPIV)
 }
 
-// metaRead records that the list's metadata was read. With a hand-over, a
-// second one after Head is an error: the items handed over were checked
-// against the first.
-func (d *listDecoding) metaRead() error {
-	d.sawMeta = true
-	if d.headed {
-		return errors.New("the list's metadata given again after its items")
-	}
-	return nil
-}
+// errMetaAgain: with a hand-over, the list's metadata given a second time
+// after Head is an error, since the items handed over were checked against
+// the first.
+var errMetaAgain = errors.New("the list's metadata given again after its items")
 
 // handOver hands obj (a decoded, transformed item) over, or holds it while
 // the list is not ready.
@@ -397,15 +381,10 @@ func (d *listDecoding) kinded(it *unstructured.Unstructured) {
 // newItem returns the address of a zero item: a new one when items are
 // handed over, else one appended to the list's Items.
 func (d *listDecoding) newItem() reflect.Value {
-	if d.each != nil {
-		return reflect.New(d.list.Field(d.sh.items).Type().Elem())
-	}
-	return d.appendItem()
-}
-
-// appendItem appends a zero item and returns its address.
-func (d *listDecoding) appendItem() reflect.Value {
 	items := d.list.Field(d.sh.items)
+	if d.each != nil {
+		return reflect.New(items.Type().Elem())
+	}
 	n := items.Len()
 	if n == items.Cap() {
 		items.Grow(1)
@@ -531,12 +510,12 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 		left := end - r.n
 		switch {
 		case num == d.sh.itemsNum && wire == wireLen:
-			i := d.count()
+			i := d.n
 			b, err := d.field(r, left)
 			if err != nil {
 				return fail(fmt.Sprintf("reading item %d", i), err)
 			}
-			if d.asksKnown() {
+			if d.each != nil && d.each.Known != nil && d.headed { // see known
 				if ns, name, rv, ok := protoItemMeta(b); ok {
 					known, err := d.known(ns, name, rv)
 					if err != nil {
@@ -552,8 +531,10 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 				return fail(fmt.Sprintf("decoding item %d", i), err)
 			}
 			d.n++
-			if err := d.transformItem(item); err != nil {
-				return err
+			if d.tf != nil {
+				if err := d.transformItem(item); err != nil {
+					return err
+				}
 			}
 			if d.each != nil {
 				if err := d.handOver(item.Interface().(runtime.Object)); err != nil {
@@ -565,8 +546,8 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 			if err != nil {
 				return fail("reading the list's metadata", err)
 			}
-			if err := d.metaRead(); err != nil {
-				return fail("decoding the list's metadata", err)
+			if d.sawMeta = true; d.headed {
+				return fail("decoding the list's metadata", errMetaAgain)
 			}
 			// Repeated message fields merge, as in proto.Unmarshal.
 			if err := d.list.Field(d.sh.meta).Addr().Interface().(protoUnmarshaler).Unmarshal(b); err != nil {
@@ -589,14 +570,10 @@ func (d *listDecoding) protoList(r *countingReader, size uint64, fail func(strin
 	return nil
 }
 
-// asksKnown reports whether the next item is first offered to Each.Known:
-// items are handed over, and Head was called (an item that comes before
-// the list's metadata is decoded and held, as without Known).
-func (d *listDecoding) asksKnown() bool {
-	return d.each != nil && d.each.Known != nil && d.headed
-}
-
-// known asks Each.Known about an item; a known item counts as decoded.
+// known asks Each.Known about an item; a known item counts as decoded. An
+// item is offered to it only when items are handed over and Head was
+// called (an item that comes before the list's metadata is decoded and
+// held, as without Known).
 func (d *listDecoding) known(namespace, name, rv string) (bool, error) {
 	known, err := d.each.Known(namespace, name, rv)
 	if err != nil || !known {
@@ -815,6 +792,10 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 	}
 	var rest map[string]json.RawMessage // every key but items, kept for a Status
 	sawItems := false
+	itemsKey, metaKey := d.sh.itemsJSON, d.sh.metaJSON
+	if d.ul != nil {
+		itemsKey, metaKey = "items", "metadata"
+	}
 	for more, err := l.first('}'); more || err != nil; more, err = l.more('}') {
 		if err != nil {
 			return fail("reading the list object", err)
@@ -830,7 +811,7 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 		if err := l.consume(':'); err != nil {
 			return fail(fmt.Sprintf("reading %q", key), err)
 		}
-		if key != d.itemsKey() {
+		if key != itemsKey {
 			if raw, err = l.value(); err != nil {
 				return fail(fmt.Sprintf("reading %q", key), err)
 			}
@@ -844,9 +825,9 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 				_ = json.Unmarshal(raw, &d.kind)
 			case "apiVersion":
 				d.sawAPIV = true
-			case d.metaKey():
-				if err := d.metaRead(); err != nil {
-					return fail(fmt.Sprintf("decoding %q", key), err)
+			case metaKey:
+				if d.sawMeta = true; d.headed {
+					return fail(fmt.Sprintf("decoding %q", key), errMetaAgain)
 				}
 			}
 			if err := d.jsonKey(key, raw); err != nil {
@@ -879,9 +860,9 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 		}
 		for more, err := l.first(']'); more || err != nil; more, err = l.more(']') {
 			if err != nil {
-				return fail(fmt.Sprintf("reading item %d", d.count()), err)
+				return fail(fmt.Sprintf("reading item %d", d.n), err)
 			}
-			i := d.count()
+			i := d.n
 			raw, err := l.value()
 			if err != nil {
 				return fail(fmt.Sprintf("reading item %d", i), err)
@@ -920,20 +901,9 @@ func (d *listDecoding) json(r *bufio.Reader) error {
 	return nil
 }
 
-// count is the number of items decoded so far.
-func (d *listDecoding) count() int { return d.n }
-
-// metaKey is the JSON key of the list's metadata.
-func (d *listDecoding) metaKey() string {
-	if d.ul != nil {
-		return "metadata"
-	}
-	return d.sh.metaJSON
-}
-
 // jsonItem decodes one item of "items".
 func (d *listDecoding) jsonItem(raw []byte) error {
-	if d.asksKnown() {
+	if d.each != nil && d.each.Known != nil && d.headed { // see known
 		if ns, name, rv, ok := jsonItemMeta(raw); ok {
 			known, err := d.known(ns, name, rv)
 			if err != nil {
@@ -965,26 +935,27 @@ func (d *listDecoding) jsonItem(raw []byte) error {
 				return &callerFailed{err}
 			}
 		}
-		return d.handOverJSON(it)
+		if d.each != nil {
+			if err := d.handOver(it); err != nil {
+				return &callerFailed{err}
+			}
+		}
+		return nil
 	}
 	item := d.newItem()
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, item.Interface()); err != nil {
 		return err
 	}
 	d.n++
-	if err := d.transformItem(item); err != nil {
-		return &callerFailed{err}
+	if d.tf != nil {
+		if err := d.transformItem(item); err != nil {
+			return &callerFailed{err}
+		}
 	}
-	return d.handOverJSON(item.Interface().(runtime.Object))
-}
-
-// handOverJSON hands a JSON item over (when items are handed over).
-func (d *listDecoding) handOverJSON(obj runtime.Object) error {
-	if d.each == nil {
-		return nil
-	}
-	if err := d.handOver(obj); err != nil {
-		return &callerFailed{err}
+	if d.each != nil {
+		if err := d.handOver(item.Interface().(runtime.Object)); err != nil {
+			return &callerFailed{err}
+		}
 	}
 	return nil
 }
@@ -995,13 +966,10 @@ type callerFailed struct{ err error }
 
 func (e *callerFailed) Error() string { return e.err.Error() }
 
-// transformItem applies d.tf to the item item points to (an element of the
-// list's Items), in place: a transform that returns another object of the
-// same type has it copied into the element.
+// transformItem applies d.tf (set) to the item item points to (an element
+// of the list's Items), in place: a transform that returns another object
+// of the same type has it copied into the element.
 func (d *listDecoding) transformItem(item reflect.Value) error {
-	if d.tf == nil {
-		return nil
-	}
 	obj := item.Interface().(runtime.Object)
 	out, err := d.tf(obj)
 	if err != nil {

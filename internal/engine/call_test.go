@@ -33,7 +33,7 @@ func TestCallFollowUpsAreSafe(t *testing.T) {
 				for range 30 {
 					runs++
 					m, stuck := m, rnd.IntN(2) == 0
-					c, req, err := Start(first, Config{Policy: p, PageSize: 50, CanVoidPages: rnd.IntN(2) == 0,
+					c, req, err := Start(first, Config{Policy: p.WithDefaults(), PageSize: 50, CanVoidPages: rnd.IntN(2) == 0,
 						Beliefs: StaticBeliefs{MatchSupport: m, Stuck: stuck}})
 					if err != nil {
 						t.Fatal(err)

@@ -26,8 +26,12 @@ const (
 
 // Classify maps an error returned by a list call to a Class. It never
 // returns ContinueExpired, ServedNewerThanExact, ServedOlder or
-// ContinueRepeated: those need
-// the request (see ClassifyRequest) or the response.
+// ContinueRepeated: those need the request or the response (Call.verify).
+//
+// A "too large resource version" Status is recognised as client-go's
+// isTooLargeResourceVersionError (tools/cache/reflector.go) does, plus the
+// raw etcd "future revision" 500 that v1.18 returns when it lists from
+// etcd.
 func Classify(err error) Class {
 	if err == nil {
 		return OK
@@ -38,9 +42,41 @@ func Classify(err error) Class {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return Canceled
 	}
-	var st apierrors.APIStatus
-	if errors.As(err, &st) && st != nil {
-		return classifyStatus(st.Status())
+	var as apierrors.APIStatus
+	if errors.As(err, &as) && as != nil {
+		s := as.Status()
+		if s.Details != nil {
+			for _, c := range s.Details.Causes {
+				if c.Type == metav1.CauseTypeResourceVersionTooLarge || strings.EqualFold(c.Message, tooLargeMessage) {
+					return TooLargeRV
+				}
+			}
+		}
+		msg := strings.ToLower(s.Message)
+		if strings.Contains(msg, tooLargeMessage) && (s.Code == http.StatusGatewayTimeout || s.Reason == metav1.StatusReasonTimeout) ||
+			s.Code >= 500 && strings.Contains(msg, futureRevisionMsg) {
+			return TooLargeRV
+		}
+		code := int(s.Code)
+		switch {
+		case code == http.StatusGone || s.Reason == metav1.StatusReasonExpired || s.Reason == metav1.StatusReasonGone:
+			return Gone
+		case code == http.StatusTooManyRequests || s.Reason == metav1.StatusReasonTooManyRequests:
+			return Throttled
+		case code == http.StatusBadRequest || code == http.StatusUnprocessableEntity ||
+			s.Reason == metav1.StatusReasonBadRequest || s.Reason == metav1.StatusReasonInvalid:
+			return Invalid
+		case code == http.StatusUnauthorized || code == http.StatusForbidden ||
+			s.Reason == metav1.StatusReasonUnauthorized || s.Reason == metav1.StatusReasonForbidden:
+			return Forbidden
+		case code == http.StatusNotFound || s.Reason == metav1.StatusReasonNotFound:
+			return NotFound
+		case code >= 500 || s.Reason == metav1.StatusReasonInternalError ||
+			s.Reason == metav1.StatusReasonServerTimeout || s.Reason == metav1.StatusReasonTimeout ||
+			s.Reason == metav1.StatusReasonServiceUnavailable:
+			return ServerError
+		}
+		return Other
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
@@ -52,61 +88,6 @@ func Classify(err error) Class {
 		return Transport
 	}
 	return Other
-}
-
-// ClassifyRequest is Classify for a response to the given wire options: a
-// 410 on a request that carried a continue token is ContinueExpired.
-func ClassifyRequest(opts metav1.ListOptions, err error) Class {
-	c := Classify(err)
-	if c == Gone && opts.Continue != "" {
-		return ContinueExpired
-	}
-	return c
-}
-
-func classifyStatus(s metav1.Status) Class {
-	if isTooLarge(s) {
-		return TooLargeRV
-	}
-	code := int(s.Code)
-	switch {
-	case code == http.StatusGone || s.Reason == metav1.StatusReasonExpired || s.Reason == metav1.StatusReasonGone:
-		return Gone
-	case code == http.StatusTooManyRequests || s.Reason == metav1.StatusReasonTooManyRequests:
-		return Throttled
-	case code == http.StatusBadRequest || code == http.StatusUnprocessableEntity ||
-		s.Reason == metav1.StatusReasonBadRequest || s.Reason == metav1.StatusReasonInvalid:
-		return Invalid
-	case code == http.StatusUnauthorized || code == http.StatusForbidden ||
-		s.Reason == metav1.StatusReasonUnauthorized || s.Reason == metav1.StatusReasonForbidden:
-		return Forbidden
-	case code == http.StatusNotFound || s.Reason == metav1.StatusReasonNotFound:
-		return NotFound
-	case code >= 500 || s.Reason == metav1.StatusReasonInternalError ||
-		s.Reason == metav1.StatusReasonServerTimeout || s.Reason == metav1.StatusReasonTimeout ||
-		s.Reason == metav1.StatusReasonServiceUnavailable:
-		return ServerError
-	}
-	return Other
-}
-
-// isTooLarge mirrors client-go's isTooLargeResourceVersionError
-// (tools/cache/reflector.go) and adds the raw etcd "future revision" 500 that
-// v1.18 returns when it lists from etcd.
-func isTooLarge(s metav1.Status) bool {
-	if s.Details != nil {
-		for _, c := range s.Details.Causes {
-			if c.Type == metav1.CauseTypeResourceVersionTooLarge ||
-				strings.EqualFold(c.Message, tooLargeMessage) {
-				return true
-			}
-		}
-	}
-	msg := strings.ToLower(s.Message)
-	if strings.Contains(msg, tooLargeMessage) && (s.Code == http.StatusGatewayTimeout || s.Reason == metav1.StatusReasonTimeout) {
-		return true
-	}
-	return s.Code >= 500 && strings.Contains(msg, futureRevisionMsg)
 }
 
 // RejectsStreamingList reports whether err is a server's refusal of the

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/steadywatch/steadywatch/fallback"
+
 	. "github.com/steadywatch/steadywatch/internal/vocab"
 )
 
@@ -79,11 +81,13 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%s: RetryAfter=%v,%v want %v", c.name, d, ok, c.after)
 		}
 	}
-	if got := ClassifyRequest(metav1.ListOptions{Continue: "t", Limit: 1}, apierrors.NewResourceExpired("x")); got != ContinueExpired {
-		t.Errorf("410 on continue = %v", got)
+	// The request decides what a 410 is: a continue token expired, or a
+	// resourceVersion compacted away.
+	if st := start(t, fallback.Query{Semantic: fallback.MostRecent, Limit: 1, Continue: "t"}, Config{}).Next(Answer{Err: apierrors.NewResourceExpired("x")}); st.Class != ContinueExpired {
+		t.Errorf("410 on continue = %v", st.Class)
 	}
-	if got := ClassifyRequest(metav1.ListOptions{ResourceVersion: "5", Limit: 1}, apierrors.NewResourceExpired("x")); got != Gone {
-		t.Errorf("410 without continue = %v", got)
+	if st := start(t, fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "5", Limit: 1}, Config{}).Next(Answer{Err: apierrors.NewResourceExpired("x")}); st.Class != Gone {
+		t.Errorf("410 without continue = %v", st.Class)
 	}
 }
 

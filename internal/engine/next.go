@@ -185,7 +185,17 @@ func (c *Call) followUp(st Step, ev fallback.Event, r Row, a Answer) Step {
 		st.Event = &ev
 		return st
 	case next.Semantic == fallback.NotOlderThan && next.ResourceVersion == "":
-		if h := c.lastObserved(floor); h != "" {
+		// The caller's last observed resourceVersion, when newer than floor
+		// and not tried yet in this call.
+		h := ""
+		if f := c.cfg.LastObserved; f != nil {
+			h = f()
+		}
+		if h != "" && !c.tried[h] && (floor == "" || vocab.CompareRV(h, floor) == vocab.Newer) {
+			if c.tried == nil {
+				c.tried = map[string]bool{}
+			}
+			c.tried[h] = true
 			next.ResourceVersion = h
 			why = append([]string{"newer resourceVersion " + h + " from the caller's last observed resourceVersion"}, why...)
 			break
@@ -250,22 +260,4 @@ func (c *Call) waitFor(act vocab.Action, err error) (wait, ra time.Duration) {
 		return wait, ra
 	}
 	return 0, 0
-}
-
-// lastObserved returns the caller's last observed resourceVersion when it
-// is newer than floor and not tried yet in this call, and marks it tried.
-func (c *Call) lastObserved(floor string) string {
-	f := c.cfg.LastObserved
-	if f == nil {
-		return ""
-	}
-	h := f()
-	if h == "" || c.tried[h] || floor != "" && vocab.CompareRV(h, floor) != vocab.Newer {
-		return ""
-	}
-	if c.tried == nil {
-		c.tried = map[string]bool{}
-	}
-	c.tried[h] = true
-	return h
 }

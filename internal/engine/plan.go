@@ -73,7 +73,8 @@ type Answer struct {
 
 // Config is what one list call knows before its first request.
 type Config struct {
-	// Policy is applied its defaults.
+	// Policy has its defaults applied (policy.Policy.WithDefaults, as the
+	// lister's resolved Options have): Start applies none.
 	Policy policy.Policy
 	// PageSize is rule 2's limit (and the legacy Exact limit); MaxPageSize
 	// and MaxPageBytes bound the growth of continuation pages.
@@ -282,11 +283,6 @@ func (t *tokenSet) add(tok string) {
 	t.more[tok] = struct{}{}
 }
 
-func (t *tokenSet) reset() {
-	t.few, t.n = [16]string{}, 0
-	clear(t.more)
-}
-
 // Start validates q and returns the call and its first request. The call
 // is a value so that an executor can keep it in its own frame (no
 // allocation per list call); use it through its address, never copied
@@ -295,7 +291,7 @@ func Start(q fallback.Query, cfg Config) (Call, Request, error) {
 	if err := q.Validate(); err != nil {
 		return Call{}, Request{}, err
 	}
-	p := cfg.Policy.WithDefaults()
+	p := cfg.Policy
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = vocab.DefaultLegacyExactLimit
 	}
@@ -325,7 +321,8 @@ func (c *Call) request(p Purpose, q fallback.Query, wait time.Duration, newAttem
 	}
 	if newAttempt {
 		c.first, c.snapshot, c.handed = q, "", 0
-		c.seen.reset()
+		c.seen.few, c.seen.n = [16]string{}, 0
+		clear(c.seen.more)
 	}
 	if (q.Continue == "" || c.requests == 0) && c.cfg.Beliefs != nil {
 		c.match = c.cfg.Beliefs.Match()
@@ -397,8 +394,10 @@ func (c *Call) AcceptsListMeta(served, cont string) bool {
 //     server applies Exact with a limit and serves exactly N).
 func (c *Call) verify(a Answer) (vocab.Class, Evidence) {
 	sent, q := c.sent, c.sent.Query
-	class := ClassifyRequest(sent.Options, a.Err)
+	class := Classify(a.Err)
 	switch {
+	case class == vocab.Gone && sent.Options.Continue != "":
+		class = vocab.ContinueExpired // a 410 on a request that carried a continue token
 	case a.Err != nil:
 	case a.NotAList:
 		class = vocab.Other

@@ -18,6 +18,7 @@ import (
 
 func start(t *testing.T, q fallback.Query, cfg Config) *Call {
 	t.Helper()
+	cfg.Policy = cfg.Policy.WithDefaults()
 	c, _, err := Start(q, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestHiddenRetriesAreCharged(t *testing.T) {
 // its own; its answer gives the next page its resourceVersion, in the wire
 // form the 410 proved (legacy: the server ignored the match).
 func TestRule1ProbeIsARequest(t *testing.T) {
-	c, first, err := Start(fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}.WithLimit(500), Config{})
+	c, first, err := Start(fallback.Query{Semantic: fallback.NotOlderThan, ResourceVersion: "10"}.WithLimit(500), Config{Policy: policy.Policy{}.WithDefaults()})
 	if err != nil || first.Options.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || first.Options.Limit != 500 {
 		t.Fatalf("%v %+v", err, first.Options)
 	}
@@ -97,14 +98,14 @@ func TestRestartRefusedWithoutOnRestart(t *testing.T) {
 // the backoff budget holds).
 func TestCountedHiddenRetriesAreCharged(t *testing.T) {
 	throttled := apierrors.NewTooManyRequests("slow down", 1)
-	c, _, err := Start(fallback.Query{Semantic: fallback.MostRecent}, Config{})
+	c, _, err := Start(fallback.Query{Semantic: fallback.MostRecent}, Config{Policy: policy.Policy{}.WithDefaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st := c.Next(Answer{Err: throttled, Elapsed: 40 * time.Second, WireRequests: 1}); st.Failed() {
 		t.Fatalf("one request, however slow: %v (%s), want a retry", st.Action, st.Reason)
 	}
-	c, _, _ = Start(fallback.Query{Semantic: fallback.MostRecent}, Config{})
+	c, _, _ = Start(fallback.Query{Semantic: fallback.MostRecent}, Config{Policy: policy.Policy{}.WithDefaults()})
 	if st := c.Next(Answer{Err: throttled, Elapsed: time.Second, WireRequests: 11}); !st.Failed() {
 		t.Fatalf("11 requests on the wire: %v (%s), want the budget spent", st.Action, st.Reason)
 	}

@@ -59,7 +59,7 @@ func randomCall(r *rand.Rand) (*Call, Request, error) {
 		ContinueExpired: policy.ContinueExpiredPolicy(r.Intn(3)), TooLargeAfterBudget: policy.TooLargePolicy(r.Intn(2)),
 		MaxRetryAfter: time.Duration(r.Intn(3)) * time.Second}
 	p.Backoff.MaxRetries, p.Backoff.Jitter = r.Intn(4), -1
-	cfg := Config{Policy: p, PageSize: 3, MaxPageSize: 10, MaxPageBytes: 4000, MaxRequests: r.Intn(4), CanVoidPages: r.Intn(2) == 0,
+	cfg := Config{Policy: p.WithDefaults(), PageSize: 3, MaxPageSize: 10, MaxPageBytes: 4000, MaxRequests: r.Intn(4), CanVoidPages: r.Intn(2) == 0,
 		Beliefs: StaticBeliefs{MatchSupport: MatchSupport(r.Intn(3)), Stuck: r.Intn(2) == 0}}
 	if lo := []string{"", "25", "15"}[r.Intn(3)]; lo != "" {
 		cfg.LastObserved = func() string { return lo }

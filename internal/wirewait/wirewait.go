@@ -82,7 +82,7 @@ func Start(ctx context.Context, d time.Duration, cause func(Phase, time.Duration
 	ctx, g.cancel = context.WithCancelCause(context.WithValue(ctx, guardedKey{}, true))
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest:         func(httptrace.WroteRequestInfo) { g.arm(Headers) },
-		GotFirstResponseByte: g.disarm,
+		GotFirstResponseByte: g.Answered,
 	})
 	return ctx, g
 }
@@ -101,7 +101,12 @@ func (g *Guard) arm(p Phase) {
 	g.timer.Reset(g.d)
 }
 
-func (g *Guard) disarm() {
+// Answered stops the wait for headers (the response arrived), or for a
+// body's next bytes (they arrived).
+func (g *Guard) Answered() {
+	if g == nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.timer != nil {
@@ -119,13 +124,6 @@ func (g *Guard) fire() {
 	err := g.err
 	g.mu.Unlock()
 	g.cancel(err)
-}
-
-// Answered stops the wait for headers (the response arrived).
-func (g *Guard) Answered() {
-	if g != nil {
-		g.disarm()
-	}
 }
 
 // Err returns the bound's error when it ran out, err otherwise.
@@ -146,7 +144,7 @@ func (g *Guard) Stop() {
 	if g == nil {
 		return
 	}
-	g.disarm()
+	g.Answered()
 	g.cancel(context.Canceled)
 }
 
@@ -166,7 +164,7 @@ func (g *Guard) Closing(rc io.ReadCloser) io.ReadCloser {
 	if g == nil {
 		return rc
 	}
-	g.disarm()
+	g.Answered()
 	return &body{rc: rc, g: g}
 }
 
@@ -182,7 +180,7 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	b.g.arm(Body)
 	n, err := b.rc.Read(p)
-	b.g.disarm()
+	b.g.Answered()
 	if err != nil && err != io.EOF {
 		err = b.g.Err(err)
 	}
