@@ -20,8 +20,11 @@ const OpListPlan Op = 80
 type CacheReads int
 
 const (
-	// CacheReadsUnknown: not known.
-	CacheReadsUnknown CacheReads = iota
+	// CacheReadsNotAsked: the server's capabilities were not read yet
+	// (they are read only for a plan whose rows need them).
+	CacheReadsNotAsked CacheReads = iota
+	// CacheReadsUnknown: not known (or no Options.Lister.Server).
+	CacheReadsUnknown
 	// CacheReadsYes: from its watch cache (v1.31+, KEP-2340).
 	CacheReadsYes
 	// CacheReadsNo: from etcd (before v1.31).
@@ -34,6 +37,8 @@ func (c CacheReads) String() string {
 		return "yes"
 	case CacheReadsNo:
 		return "no"
+	case CacheReadsNotAsked:
+		return "not-asked"
 	}
 	return "unknown"
 }
@@ -67,6 +72,9 @@ const (
 	ThenPlanPages Then = 80 + iota
 	// ThenPlanWhole: send the (re)fill's query as it is, in one response.
 	ThenPlanWhole
+	// ThenPlanAskServer: read the server's capabilities
+	// (ConsistentListFromCache), then ask again with them.
+	ThenPlanAskServer
 	// ThenPlanProbe: send a limit=1 MostRecent read for the current
 	// resourceVersion, then ask again with its outcome.
 	ThenPlanProbe
@@ -77,7 +85,7 @@ const (
 
 var planThenNames = map[Then]string{
 	ThenPlanPages: "list in pages", ThenPlanWhole: "list in one response",
-	ThenPlanProbe: "read the current resourceVersion (limit=1)", ThenPlanNotOlderProbed: "list NotOlderThan the read resourceVersion",
+	ThenPlanAskServer: "read the server's capabilities", ThenPlanProbe: "read the current resourceVersion (limit=1)", ThenPlanNotOlderProbed: "list NotOlderThan the read resourceVersion",
 }
 
 var (
@@ -87,6 +95,7 @@ var (
 	srcPlanRetry    = srcPlanPaged + `: a retry after a failure is a true MostRecent list, which a watch cache that is behind cannot serve`
 	srcPlanFromSize = srcPlanPaged + `; no page size: one response`
 	srcPlanCache    = `Kubernetes API Concepts, "Consistent reads from cache" (KEP-2340, https://github.com/kubernetes/enhancements/tree/master/keps/sig-api-machinery/2340-Consistent-reads-from-cache): from v1.31 a consistent list is served from the watch cache, in one response`
+	srcPlanAsk      = srcPlanCache + `; before v1.31 they are read from etcd (kubernetes/kubernetes#97294): where the server reads them decides the list`
 	srcPlanEtcd     = `a server that reads consistent lists from etcd (before v1.31) has a watch cache that reaches a resourceVersion written by other kinds only on etcd's progress notifications: a list not older than the current resourceVersion is answered 504 after 3s (kubernetes/kubernetes#97294); the newest list, in pages, from etcd`
 	srcPlanInside   = srcPlanEtcd + `; a client the SDK did not build retries such a 504 on its own (client-go's rest/with_retry.go) before the lister sees it`
 	srcPlanProbe    = SourceKEP2523 + `; ` + SourceResourceVersions + `: a limit=1 MostRecent read (a quorum read of one object) names the current resourceVersion; a list not older than it is served from the watch cache, consistent as of the read`
@@ -121,6 +130,7 @@ var listPlanRows = func() []Row {
 		{plan(when{semantics: []Semantic{MostRecent}, probe: notSent, cont: no, retrying: no, paginate: no, pageSize: no}), Accept, reason.OK, srcPlanFromSize, WaitNone, ThenPlanPages},
 
 		// A first MostRecent list, by where the server reads it.
+		{first(when{cacheReads: cacheReads(CacheReadsNotAsked)}), Accept, reason.OK, srcPlanAsk, WaitNone, ThenPlanAskServer},
 		{first(when{cacheReads: cacheReads(CacheReadsYes)}), Accept, reason.OK, srcPlanCache, WaitNone, ThenPlanWhole},
 		{first(when{cacheReads: cacheReads(CacheReadsNo)}), Accept, reason.OK, srcPlanEtcd, WaitNone, ThenPlanPages},
 		{first(when{cacheReads: cacheReads(CacheReadsUnknown), retriesInside: yes}), Accept, reason.OK, srcPlanInside, WaitNone, ThenPlanPages},

@@ -274,6 +274,8 @@ func expectedPlan(s Situation) Then {
 		return ThenPlanWhole
 	case s.Semantic != MostRecent || s.HasContinue || s.Retrying || s.Paginate || !s.PageSize:
 		return ThenPlanPages
+	case s.CacheReads == CacheReadsNotAsked:
+		return ThenPlanAskServer
 	case s.CacheReads == CacheReadsYes:
 		return ThenPlanWhole
 	case s.CacheReads == CacheReadsNo, s.RetriesInside:
@@ -297,7 +299,7 @@ func listPlanSituations() []Situation {
 							for _, pageSize := range bools {
 								for _, objects := range bools {
 									for _, inside := range bools {
-										for cr := CacheReadsUnknown; cr <= CacheReadsNo; cr++ {
+										for cr := CacheReadsNotAsked; cr <= CacheReadsNo; cr++ {
 											for pr := ProbeNotSent; pr <= ProbeNoRV; pr++ {
 												out = append(out, Situation{Op: OpListPlan, Semantic: sem, Class: c, HasContinue: cont, Initial: initial,
 													Retrying: retrying, Paginate: paginate, PageSize: pageSize, ObjectStore: objects, RetriesInside: inside,
@@ -497,7 +499,7 @@ func TestTableExhaustive(t *testing.T) {
 	}
 	perOp := 4 * 2 * 2 * 3 * len(Classes()) * 2 * 2 * 2 * 12
 	perStep := 4 * len(Classes()) * 2 * 12
-	perPlan := 4 * len(Classes()) * 2 * 2 * 2 * 2 * 2 * 2 * 2 * 3 * 3 * 12
+	perPlan := 4 * len(Classes()) * 2 * 2 * 2 * 2 * 2 * 2 * 2 * 4 * 3 * 12
 	if n != perOp*(8+2+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1+1+1+4+len(listEndEndings)+1)+perPlan {
 		t.Fatalf("enumerated %d situations", n)
 	}
