@@ -403,66 +403,69 @@ func (r *Reflector) streamingSupported(ctx context.Context) bool {
 		r.o.Server.Capabilities(ctx).Get(capability.StreamingList) == capability.Yes
 }
 
-// planList returns the query that fills the store for s. A MostRecent list
-// (first attempt, no continue) is served from the watch cache unless
-// Options.PaginateLists: in one response where the server reads consistent
-// lists from its cache (ConsistentListFromCache, 1.31+); where
-// Options.Lister.Server says it reads them from etcd (before 1.31), whose
-// watch cache can lag, a MostRecent list in pages; on a server not known,
-// a limit=1 MostRecent read (a quorum read of one object) gives the current
-// resourceVersion and the list is NotOlderThan it, which the watch cache
-// serves in one response, consistent as of the probe (KEP-2523; the
-// Kubernetes API Concepts page, "Resource versions"). A paginated MostRecent
-// list would read every page from etcd before v1.34, which costs the
-// apiserver several times what serving the same objects from its cache does
-// (docs/benchmarks.md, "apiserver cost when 8 informers start at once"). Retries after a failure (attempt > 0) are true
-// MostRecent lists, paginated: a cache that is behind cannot serve them.
-// On error, probe is the query that failed.
+// planList returns the query that fills the store for s, as the decision
+// table's list-plan rows choose it (docs/rules.md, op=list-plan): it gathers
+// the (re)fill's situation, asks the table, and carries out the row. Two
+// rows ask for more before they answer: one reads the server's capabilities
+// (where it reads consistent lists: its watch cache from v1.31, KEP-2340,
+// or etcd before, whose watch cache can lag, kubernetes/kubernetes#97294),
+// one sends a limit=1 MostRecent read (a quorum read of one object) for the
+// current resourceVersion, which the list is then NotOlderThan, served from
+// the watch cache in one response (KEP-2523; the Kubernetes API Concepts
+// page, "Resource versions"). A paginated MostRecent list would read every
+// page from etcd before v1.34, which costs the apiserver several times what
+// serving the same objects from its cache does (docs/benchmarks.md,
+// "apiserver cost when 8 informers start at once"). On error, probe is the
+// query that failed.
 func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.Query, err error) {
-	q = s.query
-	switch {
-	case q.Semantic == fallback.NotOlderThan && r.o.PaginateLists && !s.initial && r.objects != nil && r.o.pageSize > 0:
-		// A relist into a store it fills object by object: page by page,
-		// so the store's old contents and the whole new list are never
-		// held at once, over any client (a one-response list is applied
-		// as it is decoded only where the client decodes it itself).
-		return q.WithLimit(r.o.pageSize), q, nil
-	case q.Semantic == fallback.NotOlderThan:
-		return q, q, nil
-	case q.Semantic != fallback.MostRecent || q.Continue != "" || s.attempt > 0 || r.o.PaginateLists || r.o.pageSize <= 0:
-		return q.WithLimit(r.o.pageSize), q, nil
-	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.ConsistentListFromCache) == capability.Yes:
-		return q, q, nil
-	case r.o.Server != nil && r.o.Server.Capabilities(ctx).Get(capability.ConsistentListFromCache) == capability.No:
-		// A server that reads consistent lists from etcd (before v1.31)
-		// has a watch cache that reaches a resourceVersion written by
-		// other kinds only on etcd's progress notifications (none before
-		// v1.20, KEP-1904; then at etcd's configured interval, 10 minutes
-		// by default): a list not older than the current resourceVersion
-		// waits for it and is answered 504 "too large resource version"
-		// after 3 s (kubernetes/kubernetes#97294), which a caller's
-		// client-go client retries on its own up to 10 times. The newest
-		// list, in pages, from etcd.
-		return q.WithLimit(r.o.pageSize), q, nil
-	case r.retriesInside:
-		// A client the SDK did not build (not told the server's version)
-		// retries such a 504 on its own, up to 10 times after its
-		// Retry-After (client-go's rest/with_retry.go), before the lister
-		// sees it: the newest list, in pages.
-		return q.WithLimit(r.o.pageSize), q, nil
+	q, probe, _, err = r.plan(ctx, s)
+	return q, probe, err
+}
+
+// plan is planList with the row that chose the query.
+func (r *Reflector) plan(ctx context.Context, s listing) (q, probe fallback.Query, d engine.Decision, err error) {
+	sit := engine.Situation{
+		Op: engine.OpListPlan, Semantic: s.query.Semantic, HasContinue: s.query.Continue != "",
+		Initial: s.initial, Retrying: s.attempt > 0, Paginate: r.o.PaginateLists, PageSize: r.o.pageSize > 0,
+		ObjectStore: r.objects != nil, RetriesInside: r.retriesInside,
 	}
-	// One page of one object (Lister.CurrentResourceVersion), not a list
-	// through the lister (which would follow its continue token to the end).
-	probe = lister.MostRecent().WithLimit(1)
-	rv, _, err := r.lister.CurrentResourceVersion(ctx)
-	if err != nil {
-		return q, probe, err
+	rv := ""
+	for {
+		d = r.decide(sit)
+		switch d.Then {
+		case engine.ThenPlanAskServer:
+			sit.CacheReads = r.cacheReads(ctx)
+			continue
+		case engine.ThenPlanProbe:
+			// One page of one object (Lister.CurrentResourceVersion), not a
+			// list through the lister (which would follow its continue token
+			// to the end).
+			if rv, _, err = r.lister.CurrentResourceVersion(ctx); err != nil {
+				return s.query, lister.MostRecent().WithLimit(1), d, err
+			}
+			sit.Probe = engine.ProbeNoRV
+			if rv != "" && rv != "0" {
+				sit.Probe = engine.ProbeRV
+			}
+			continue
+		}
+		return r.carryOutPlan(ctx, d, s.query, rv), s.query, d, nil
 	}
-	if rv == "" || rv == "0" {
-		return q.WithLimit(r.o.pageSize), q, nil
+}
+
+// cacheReads is where Options.Lister.Server says the server reads consistent
+// lists from (unknown without one).
+func (r *Reflector) cacheReads(ctx context.Context) engine.CacheReads {
+	if r.o.Server == nil {
+		return engine.CacheReadsUnknown
 	}
-	klog.FromContext(ctx).V(4).Info("Listing from the watch cache, not older than the current resourceVersion", "resourceVersion", rv)
-	return lister.NotOlderThan(rv), q, nil
+	switch r.o.Server.Capabilities(ctx).Get(capability.ConsistentListFromCache) {
+	case capability.Yes:
+		return engine.CacheReadsYes
+	case capability.No:
+		return engine.CacheReadsNo
+	}
+	return engine.CacheReadsUnknown
 }
 
 // relistQuery is the cheapest list that never goes back in time from rv:

@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
 
 	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/engine"
 	"github.com/steadywatch/steadywatch/internal/reason"
+	"github.com/steadywatch/steadywatch/lister"
 )
 
 // fill is what a row's next state is built from: the (re)fill in progress
@@ -87,4 +89,17 @@ func (r *Reflector) after(wait engine.Wait, next state, retryAfter time.Duration
 		w.delay = r.delay(retryAfter)
 	}
 	return backingOff{delay: w.delay, next: next}, w
+}
+
+// carryOutPlan is the query a list-plan row d names for the (re)fill's
+// query q; rv is the resourceVersion the limit=1 read named, if any.
+func (r *Reflector) carryOutPlan(ctx context.Context, d engine.Decision, q fallback.Query, rv string) fallback.Query {
+	switch d.Then {
+	case engine.ThenPlanWhole:
+		return q
+	case engine.ThenPlanNotOlderProbed:
+		klog.FromContext(ctx).V(4).Info("Listing from the watch cache, not older than the current resourceVersion", "resourceVersion", rv)
+		return lister.NotOlderThan(rv)
+	}
+	return q.WithLimit(r.o.pageSize)
 }

@@ -115,6 +115,8 @@ func (o Op) String() string {
 		return "list-end"
 	case OpStop:
 		return "stop"
+	case OpListPlan:
+		return "list-plan"
 	}
 	return "page"
 }
@@ -182,10 +184,20 @@ type Situation struct {
 	// RetriesSpent: the list call failed because its own retries of a
 	// transient failure were spent (reason retries-exhausted) (OpRelist).
 	RetriesSpent bool
+	// The list plan's conditions (OpListPlan): Initial, the first fill (not
+	// a relist); Retrying, a retry after a failed list (attempt > 0);
+	// Paginate, Options.PaginateLists; PageSize, a page size is set;
+	// ObjectStore, the store is filled object by object; CacheReads, where
+	// the server reads consistent lists; RetriesInside, the client retries a
+	// 504 on its own; Probe, the limit=1 read's outcome.
+	Initial, Retrying, Paginate, PageSize, ObjectStore, RetriesInside bool
+	CacheReads                                                        CacheReads
+	Probe                                                             PlanProbe
 }
 
 func (s Situation) String() string {
-	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t notAList=%t requestsLeft=%t restartAllowed=%t listRV=%t resumable=%t rejected=%t noResponse=%t ending=%s progressed=%t short=%t retriesSpent=%t}",
+	return fmt.Sprintf("{op=%s %s limit=%t continue=%t match=%s class=%s attemptsLeft=%t rvChecked=%t watchCacheStuck=%t notAList=%t requestsLeft=%t restartAllowed=%t listRV=%t resumable=%t rejected=%t noResponse=%t ending=%s progressed=%t short=%t retriesSpent=%t initial=%t retrying=%t paginate=%t pageSize=%t objectStore=%t retriesInside=%t cacheReads=%s probe=%s}",
 		s.Op, s.Semantic, s.HasLimit, s.HasContinue, s.Match, s.Class, s.AttemptsLeft, s.RVChecked, s.WatchCacheStuck,
-		s.NotAList, s.RequestsLeft, s.RestartAllowed, s.ListRV, s.Resumable, s.Rejected, s.NoResponse, s.Ending, s.Progressed, s.Short, s.RetriesSpent)
+		s.NotAList, s.RequestsLeft, s.RestartAllowed, s.ListRV, s.Resumable, s.Rejected, s.NoResponse, s.Ending, s.Progressed, s.Short, s.RetriesSpent,
+		s.Initial, s.Retrying, s.Paginate, s.PageSize, s.ObjectStore, s.RetriesInside, s.CacheReads, s.Probe)
 }

@@ -49,6 +49,9 @@ func (t Then) String() string {
 	if t == ThenStop {
 		return "stop"
 	}
+	if n, ok := planThenNames[t]; ok {
+		return n
+	}
 	return thenNames[t]
 }
 

@@ -51,6 +51,10 @@ type when struct {
 	short      []bool
 	// A reflector's failed list call's (OpRelist).
 	retriesSpent []bool
+	// A reflector's list plan's (OpListPlan).
+	initial, retrying, paginate, pageSize, objectStore, retriesInside []bool
+	cacheReads                                                        []CacheReads
+	probe                                                             []PlanProbe
 }
 
 func (w when) matches(s Situation, p policy.Policy) bool {
@@ -75,7 +79,15 @@ func (w when) matches(s Situation, p policy.Policy) bool {
 		(w.resumable == nil || slices.Contains(w.resumable, s.Resumable)) &&
 		(w.progressed == nil || slices.Contains(w.progressed, s.Progressed)) &&
 		(w.short == nil || slices.Contains(w.short, s.Short)) &&
-		(w.retriesSpent == nil || slices.Contains(w.retriesSpent, s.RetriesSpent))
+		(w.retriesSpent == nil || slices.Contains(w.retriesSpent, s.RetriesSpent)) &&
+		(w.initial == nil || slices.Contains(w.initial, s.Initial)) &&
+		(w.retrying == nil || slices.Contains(w.retrying, s.Retrying)) &&
+		(w.paginate == nil || slices.Contains(w.paginate, s.Paginate)) &&
+		(w.pageSize == nil || slices.Contains(w.pageSize, s.PageSize)) &&
+		(w.objectStore == nil || slices.Contains(w.objectStore, s.ObjectStore)) &&
+		(w.retriesInside == nil || slices.Contains(w.retriesInside, s.RetriesInside)) &&
+		(w.cacheReads == nil || slices.Contains(w.cacheReads, s.CacheReads)) &&
+		(w.probe == nil || slices.Contains(w.probe, s.Probe))
 }
 
 // Wait says whether a reflector waits before the request a row leads to
@@ -177,8 +189,9 @@ var (
 // applied to every follow-up row (withCallLimits), then the limit=1 reads'
 // rows (probeRows), the reflector's own outcomes (stepRows), the drop-in
 // ListerWatcher's choices about what client-go asks of it (dropInRows), and
-// a reflector's list's end and stop (listEndRows).
-var table = slices.Concat(withCallLimits(rules), probeRows, stepRows, dropInRows, listEndRows)
+// a reflector's list's end and stop (listEndRows), and its choice of the
+// list it sends (listPlanRows).
+var table = slices.Concat(withCallLimits(rules), probeRows, stepRows, dropInRows, listEndRows, listPlanRows)
 
 // rules are the rows of KEP-2523 and the API Concepts page, before the
 // call's own limits.
@@ -414,6 +427,14 @@ func (r Row) Pattern() string {
 	cond("progressed", w.progressed)
 	cond("short", w.short)
 	cond("retriesSpent", w.retriesSpent)
+	cond("initial", w.initial)
+	cond("retrying", w.retrying)
+	cond("PaginateLists", w.paginate)
+	cond("pageSize", w.pageSize)
+	cond("objectStore", w.objectStore)
+	cond("retriesInside", w.retriesInside)
+	list("consistentListFromCache", names(w.cacheReads))
+	list("probe", names(w.probe))
 	list("Policy.ContinueExpired", names(w.continueExpired))
 	list("Policy.TooLargeAfterBudget", names(w.tooLarge))
 	return strings.Join(parts, " ")

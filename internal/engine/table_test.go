@@ -41,7 +41,7 @@ func expected(s Situation, p policy.Policy) (Action, reason.Code) {
 			return FallbackMostRecent, reason.NoResumeVersion // a watch from "" or "0" resumes nothing
 		}
 		return expectedRule(s, p), ""
-	case OpStreamOpen, OpStreamEnd, OpWatchEnd, OpDropInAttempt, OpDropInStall, OpDropInList, OpDropInListed, OpDropInStream, OpListEnd, OpStop:
+	case OpStreamOpen, OpStreamEnd, OpWatchEnd, OpDropInAttempt, OpDropInStall, OpDropInList, OpDropInListed, OpDropInStream, OpListEnd, OpStop, OpListPlan:
 		a, code, _, _ := expectedStep(s)
 		return a, code
 	}
@@ -252,8 +252,71 @@ func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
 		return Backoff, reason.ListError, WaitBackoffOnly, ThenListSame
 	case OpStop:
 		return Accept, reason.ContextDone, WaitNone, ThenStop
+	case OpListPlan:
+		return Accept, reason.OK, WaitNone, expectedPlan(s)
 	}
 	panic(fmt.Sprintf("no reading for %v", s))
+}
+
+// expectedPlan is an independent reading of the list a reflector sends to
+// (re)fill its store, as the reflector chose it in code before it was rows.
+func expectedPlan(s Situation) Then {
+	switch s.Probe {
+	case ProbeRV:
+		return ThenPlanNotOlderProbed
+	case ProbeNoRV:
+		return ThenPlanPages
+	}
+	switch {
+	case s.Semantic == NotOlderThan && s.Paginate && !s.Initial && s.ObjectStore && s.PageSize:
+		return ThenPlanPages
+	case s.Semantic == NotOlderThan:
+		return ThenPlanWhole
+	case s.Semantic != MostRecent || s.HasContinue || s.Retrying || s.Paginate || !s.PageSize:
+		return ThenPlanPages
+	case s.CacheReads == CacheReadsNotAsked:
+		return ThenPlanAskServer
+	case s.CacheReads == CacheReadsYes:
+		return ThenPlanWhole
+	case s.CacheReads == CacheReadsNo, s.RetriesInside:
+		return ThenPlanPages
+	}
+	return ThenPlanProbe
+}
+
+// listPlanSituations enumerates a reflector's list plans: every field a
+// row of OpListPlan matches varies. The class stays OK: a plan is made
+// before any answer, and every row of OpListPlan matches every class
+// (TestListPlanRowsReadNoClass), so no other class can change the row.
+func listPlanSituations() []Situation {
+	var out []Situation
+	bools := []bool{false, true}
+	for sem := MostRecent; sem <= Exact; sem++ {
+		for _, c := range []Class{OK} {
+			for _, cont := range bools {
+				for _, initial := range bools {
+					for _, retrying := range bools {
+						for _, paginate := range bools {
+							for _, pageSize := range bools {
+								for _, objects := range bools {
+									for _, inside := range bools {
+										for cr := CacheReadsNotAsked; cr <= CacheReadsNo; cr++ {
+											for pr := ProbeNotSent; pr <= ProbeNoRV; pr++ {
+												out = append(out, Situation{Op: OpListPlan, Semantic: sem, Class: c, HasContinue: cont, Initial: initial,
+													Retrying: retrying, Paginate: paginate, PageSize: pageSize, ObjectStore: objects, RetriesInside: inside,
+													CacheReads: cr, Probe: pr})
+											}
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // expectedRelistWait is an independent reading of the wait before a
@@ -373,7 +436,7 @@ func allSituations() []Situation {
 			}
 		}
 	}
-	return append(out, stepSituations()...)
+	return append(append(out, stepSituations()...), listPlanSituations()...)
 }
 
 func allPolicies() []policy.Policy {
@@ -437,7 +500,8 @@ func TestTableExhaustive(t *testing.T) {
 	}
 	perOp := 4 * 2 * 2 * 3 * len(Classes()) * 2 * 2 * 2 * 12
 	perStep := 4 * len(Classes()) * 2 * 12
-	if n != perOp*(8+2+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1+1+1+4+len(listEndEndings)+1) {
+	perPlan := 4 * 2 * 2 * 2 * 2 * 2 * 2 * 2 * 4 * 3 * 12
+	if n != perOp*(8+2+2+2+2)+perStep*(4+len(streamEndings)+len(watchEndings)*8+2+1+1+1+4+len(listEndEndings)+1)+perPlan {
 		t.Fatalf("enumerated %d situations", n)
 	}
 	t.Logf("%d situations x policies checked against %d rows", n, len(table))
@@ -470,6 +534,16 @@ func checkSafety(t *testing.T, s Situation, p policy.Policy, d decision) {
 	// TestCallFollowUpsKeepTheFloor drive them.
 }
 
+// TestListPlanRowsReadNoClass checks that every row of OpListPlan matches
+// every class: a list plan is made before any answer.
+func TestListPlanRowsReadNoClass(t *testing.T) {
+	for i, r := range table {
+		if r.when.op == OpListPlan && len(r.when.classes) != len(Classes()) {
+			t.Errorf("row %d (op list-plan) matches classes %v", i, r.when.classes)
+		}
+	}
+}
+
 func TestTableRowsCiteSources(t *testing.T) {
 	seen := map[reason.Code]bool{}
 	for i, r := range table {
@@ -491,7 +565,9 @@ func TestTableRowsCiteSources(t *testing.T) {
 			r.when.op != OpRelist && r.when.retriesSpent != nil ||
 			r.when.op != OpWatch && r.when.op != OpWatchEnd && r.when.resumable != nil ||
 			r.when.op != OpWatchEnd && r.when.op != OpDropInAttempt && r.when.progressed != nil ||
-			r.when.op != OpWatchEnd && r.when.short != nil {
+			r.when.op != OpWatchEnd && r.when.short != nil ||
+			r.when.op != OpListPlan && (r.when.initial != nil || r.when.retrying != nil || r.when.paginate != nil || r.when.pageSize != nil ||
+				r.when.objectStore != nil || r.when.retriesInside != nil || r.when.cacheReads != nil || r.when.probe != nil) {
 			t.Errorf("row %d matches a field allSituations does not vary for op %s", i, r.when.op)
 		}
 		if len(r.when.classes) == 0 {
