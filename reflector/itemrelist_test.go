@@ -195,6 +195,20 @@ func (s *appliedStore) waitApplied(t *testing.T, want string) {
 
 func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) (*Reflector, *testfake.Recorder) {
 	t.Helper()
+	c, o, rec := oneResponseClient(t, s)
+	r := New(c, &corev1.ConfigMap{}, store, o)
+	if r.objects == nil {
+		t.Fatal("the store is not filled object by object")
+	}
+	run(t, r)
+	return r, rec
+}
+
+// oneResponseClient serves s over the wire to a lister.Client of
+// ConfigMaps in "ns", with fast options (unpaginated lists, a millisecond
+// backoff) that record to the returned recorder.
+func oneResponseClient(t *testing.T, s *oneResponseServer) (lister.Client, Options, *testfake.Recorder) {
+	t.Helper()
 	cfg, _ := testfake.WireServer(t, false, s.serve)
 	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
 	if err != nil {
@@ -208,12 +222,7 @@ func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) 
 	o := fastOptions(rec)
 	o.PaginateLists = false
 	knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
-	r := New(c, &corev1.ConfigMap{}, store, o)
-	if r.objects == nil {
-		t.Fatal("the store is not filled object by object")
-	}
-	run(t, r)
-	return r, rec
+	return c, o, rec
 }
 
 type cacheStore interface {

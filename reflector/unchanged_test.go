@@ -7,18 +7,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
-	"github.com/steadywatch/steadywatch/internal/knobs"
-	"github.com/steadywatch/steadywatch/internal/policy"
 	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/lister"
 )
 
 // A relist applied to steadywatch's own informer keeps each object the
@@ -78,19 +72,7 @@ func (h *handlerCalls) funcs() cache.ResourceEventHandlerFuncs {
 // transformed again.
 func unchangedInformer(t *testing.T, s *oneResponseServer, everyDecodedStored bool) (inf *adoptedInformer, h *handlerCalls, decoded *atomic.Int32, rec *testfake.Recorder) {
 	t.Helper()
-	cfg, _ := testfake.WireServer(t, false, s.serve)
-	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec = &testfake.Recorder{}
-	o := fastOptions(rec)
-	o.PaginateLists = false
-	knobs.ListerOf(&o.Lister).Policy.Backoff = policy.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}
+	c, o, rec := oneResponseClient(t, s)
 	decoded, transformed := &atomic.Int32{}, &atomic.Int32{}
 	o.Lister.Transform = func(obj any) (any, error) { decoded.Add(1); return obj, nil }
 	t.Cleanup(func() {

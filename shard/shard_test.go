@@ -16,13 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/internal/sharding"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/shard"
 	"github.com/steadywatch/steadywatch/steadywatchtest"
 )
@@ -129,14 +129,6 @@ func start(ctx context.Context, t *testing.T, srv *steadywatchtest.Server[*corev
 	return inf, rec, cancel
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 func settled(infs ...*shard.Informer) bool {
 	for _, inf := range infs {
 		v := inf.View()
@@ -147,7 +139,7 @@ func settled(infs ...*shard.Informer) bool {
 	return true
 }
 
-func cm(srv *steadywatchtest.Server[*corev1.ConfigMap], i int) *corev1.ConfigMap {
+func storedCM(srv *steadywatchtest.Server[*corev1.ConfigMap], i int) *corev1.ConfigMap {
 	o, _ := srv.Get("default", "cm-"+strconv.Itoa(i))
 	return spread(o)
 }
@@ -177,9 +169,9 @@ func TestObjectsThatMoveAreNotDeletedAndTheNewOwnerIsTold(t *testing.T) {
 	srv := newServer(t)
 	leases := fake.NewClientset().CoordinationV1()
 	a, recA, _ := start(context.Background(), t, srv, leases, "a")
-	eventually(t, "a alone owns everything", func() bool { return settled(a) && len(a.View().Acting) == 24 })
+	testfake.WaitFor(t, "a alone owns everything", func() bool { return settled(a) && len(a.View().Acting) == 24 })
 	b, recB, _ := start(context.Background(), t, srv, leases, "b")
-	eventually(t, "a and b split the slices", func() bool {
+	testfake.WaitFor(t, "a and b split the slices", func() bool {
 		return settled(a, b) && len(a.GetStore().List())+len(b.GetStore().List()) == objects
 	})
 	recA.mu.Lock()
@@ -189,7 +181,7 @@ func TestObjectsThatMoveAreNotDeletedAndTheNewOwnerIsTold(t *testing.T) {
 	recA.mu.Unlock()
 	var bOwns []string
 	for i := range objects {
-		o := cm(srv, i)
+		o := storedCM(srv, i)
 		if done, owned := b.Owns(o); owned {
 			done()
 			bOwns = append(bOwns, o.Name)
@@ -210,7 +202,7 @@ func TestObjectsThatMoveAreNotDeletedAndTheNewOwnerIsTold(t *testing.T) {
 	if err := srv.Delete("default", bOwns[0]); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b's handler is told of a real deletion", func() bool {
+	testfake.WaitFor(t, "b's handler is told of a real deletion", func() bool {
 		recB.mu.Lock()
 		defer recB.mu.Unlock()
 		return slices.Contains(recB.deleted, bOwns[0])
@@ -226,23 +218,23 @@ func TestAnObjectMovesOnlyAfterItsReconcileEnds(t *testing.T) {
 	srv := newServer(t)
 	leases := fake.NewClientset().CoordinationV1()
 	a, _, _ := start(context.Background(), t, srv, leases, "a")
-	eventually(t, "a alone owns everything", func() bool { return settled(a) && len(a.GetStore().List()) == objects })
+	testfake.WaitFor(t, "a alone owns everything", func() bool { return settled(a) && len(a.GetStore().List()) == objects })
 	// Hold one reconcile on every object: one of them is bound to move.
 	var dones []func()
 	for i := range objects {
-		done, owned := a.Owns(cm(srv, i))
+		done, owned := a.Owns(storedCM(srv, i))
 		if !owned {
 			t.Fatalf("a does not own cm-%d", i)
 		}
 		dones = append(dones, done)
 	}
 	b, recB, _ := start(context.Background(), t, srv, leases, "b")
-	eventually(t, "b is assigned slices", func() bool { return len(b.View().Desired) > 0 && len(a.View().Members) == 2 })
+	testfake.WaitFor(t, "b is assigned slices", func() bool { return len(b.View().Desired) > 0 && len(a.View().Members) == 2 })
 	// Release all but one running reconcile: b then acts on every assigned
 	// slice except the held object's.
 	var held *corev1.ConfigMap
 	for i := range objects {
-		o := cm(srv, i)
+		o := storedCM(srv, i)
 		if held == nil && slices.Contains(b.View().Desired, sliceOf(o)) {
 			held = o
 			continue
@@ -252,7 +244,7 @@ func TestAnObjectMovesOnlyAfterItsReconcileEnds(t *testing.T) {
 	if held == nil {
 		t.Fatal("no object moves to b")
 	}
-	eventually(t, "b acts on every other assigned slice", func() bool {
+	testfake.WaitFor(t, "b acts on every other assigned slice", func() bool {
 		v := b.View()
 		return len(v.Acting) >= len(v.Desired)-1
 	})
@@ -263,7 +255,7 @@ func TestAnObjectMovesOnlyAfterItsReconcileEnds(t *testing.T) {
 	for _, done := range dones {
 		done() // a second call does nothing
 	}
-	eventually(t, "b owns the held object once a's reconcile ended", func() bool {
+	testfake.WaitFor(t, "b owns the held object once a's reconcile ended", func() bool {
 		done, owned := b.Owns(held)
 		done()
 		return owned
@@ -272,7 +264,7 @@ func TestAnObjectMovesOnlyAfterItsReconcileEnds(t *testing.T) {
 		done()
 		t.Fatalf("a and b both own %s", held.Name)
 	}
-	eventually(t, "b's handler receives the held object once b owns it", func() bool {
+	testfake.WaitFor(t, "b's handler receives the held object once b owns it", func() bool {
 		recB.mu.Lock()
 		defer recB.mu.Unlock()
 		return recB.updated[held.Name] > 0

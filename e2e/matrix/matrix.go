@@ -36,6 +36,7 @@ import (
 	"github.com/steadywatch/steadywatch/compat"
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
+	"github.com/steadywatch/steadywatch/e2e/internal/poll"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -239,25 +240,12 @@ func storeHas(store cache.Store, ns string) func(name string) bool {
 	return func(name string) bool { _, ok, _ := store.GetByKey(ns + "/" + name); return ok }
 }
 
-// poll returns how long cond took to become true, or false after d.
-func poll(ctx context.Context, d time.Duration, cond func() bool) (time.Duration, bool) {
+// timeUntil returns how long cond took to become true (polled every 20ms),
+// or false after d or when ctx ends.
+func timeUntil(ctx context.Context, d time.Duration, cond func() bool) (time.Duration, bool) {
 	start := time.Now()
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
-		if cond() {
-			return time.Since(start), true
-		}
-		select {
-		case <-ctx.Done():
-			return time.Since(start), false
-		case <-deadline.C:
-			return time.Since(start), false
-		case <-t.C:
-		}
-	}
+	err := poll.Within(ctx, d, 20*time.Millisecond, cond)
+	return time.Since(start), err == nil
 }
 
 func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client string, o Options) ([]Cell, error) {
@@ -315,7 +303,7 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 		// The drop-in informer first, on its own, so the proxy's log is its own.
 		p.ResetRequests()
 		d := startDropIn(ctx, cs, srv, ns)
-		took, ok := poll(ctx, o.SyncTimeout, d.synced)
+		took, ok := timeUntil(ctx, o.SyncTimeout, d.synced)
 		d.stop()
 		cells = append(cells, syncCell(ScenarioDropIn, took, ok, o.SyncTimeout, "; "+listPath(p.Requests(), ns, ok), cell))
 		adopted, err := adoptionCells(ctx, c, p, admin, ns, &created, o, map[string]func() informer{
@@ -330,7 +318,7 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 	p.ResetRequests()
 	inf := startInformer(ctx, client, cs, srv, ns)
 	defer inf.stop()
-	took, ok := poll(ctx, o.SyncTimeout, inf.synced)
+	took, ok := timeUntil(ctx, o.SyncTimeout, inf.synced)
 	cells = append(cells, syncCell(ScenarioSync, took, ok, o.SyncTimeout, "", cell))
 	if client == Stock { // the stock informer is the baseline of every sync row
 		for _, s := range []string{ScenarioDropIn, ScenarioFactory, ScenarioInfFor} {
@@ -366,7 +354,7 @@ func runClient(ctx context.Context, c *harness.Cluster, cfg Config, client strin
 		return nil, err
 	}
 	created = append(created, after.ResourceVersion)
-	took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has("after-410") })
+	took, ok = timeUntil(ctx, o.SyncTimeout, func() bool { return inf.has("after-410") })
 	gone := cell(ScenarioGone, Pass, fmt.Sprintf("caught up in %.2fs", took.Seconds()), took)
 	if !ok {
 		gone = cell(ScenarioGone, Fail, fmt.Sprintf("object created after the 410 not seen within %s", o.SyncTimeout), 0)
@@ -401,7 +389,7 @@ func adoptionCells(ctx context.Context, c *harness.Cluster, p *faults.Proxy, adm
 		}
 		p.ResetRequests()
 		inf := start()
-		took, synced := poll(ctx, o.SyncTimeout, inf.synced)
+		took, synced := timeUntil(ctx, o.SyncTimeout, inf.synced)
 		cells = append(cells, syncCell(scenario, took, synced, o.SyncTimeout, "; "+listPath(p.Requests(), ns, synced), cell))
 		name := strings.TrimPrefix(strings.TrimSuffix(scenario, ")"), "initial sync (")
 		if !synced {
@@ -424,7 +412,7 @@ func adoptionCells(ctx context.Context, c *harness.Cluster, p *faults.Proxy, adm
 			return nil, err
 		}
 		*created = append(*created, cm.ResourceVersion)
-		took, ok = poll(ctx, o.SyncTimeout, func() bool { return inf.has(obj) })
+		took, ok = timeUntil(ctx, o.SyncTimeout, func() bool { return inf.has(obj) })
 		inf.stop()
 		met, relisted := metGone(p.Requests(), ns)
 		switch {

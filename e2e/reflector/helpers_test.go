@@ -264,3 +264,18 @@ func withoutCountProbes(rs []faults.Request) []faults.Request {
 	}
 	return out
 }
+
+// dropWatchAndAnswerResumeGone arms one 410 for the next resumed plain
+// watch of ns's ConfigMaps (not a streaming list, not a watch from "" or
+// "0"), resets p's request log, drops the one open watch and lifts the
+// stall, so the reflector's resumption is answered 410 and it relists.
+func dropWatchAndAnswerResumeGone(p *faults.Proxy, ns string) {
+	GinkgoHelper()
+	p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1,
+		Match: func(q url.Values) bool {
+			return q.Get("sendInitialEvents") != "true" && q.Get("resourceVersion") != "" && q.Get("resourceVersion") != "0"
+		}})
+	p.ResetRequests()
+	Expect(p.DropWatches()).To(Equal(1))
+	p.StallWatches(0)
+}

@@ -3,7 +3,6 @@ package reflector_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
-	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/lister"
@@ -116,13 +114,7 @@ func relistAfterGoneSpec(ctx context.Context, c *harness.Cluster, stream, pagina
 	Expect(err).NotTo(HaveOccurred())
 
 	// The resumed plain watch is answered 410 once; the relist is not.
-	p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1,
-		Match: func(q url.Values) bool {
-			return q.Get("sendInitialEvents") != "true" && q.Get("resourceVersion") != "" && q.Get("resourceVersion") != "0"
-		}})
-	p.ResetRequests()
-	Expect(p.DropWatches()).To(Equal(1))
-	p.StallWatches(0)
+	dropWatchAndAnswerResumeGone(p, ns)
 
 	Eventually(func() bool {
 		s := run.r.State()

@@ -3,7 +3,6 @@ package reflector_test
 import (
 	"context"
 	"maps"
-	"net/url"
 	"sync"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
-	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -83,13 +81,7 @@ func relistKeepsUnchanged(ctx context.Context, c *harness.Cluster, streaming boo
 	cm.Data = map[string]string{"updated": "while the watch was down"}
 	changed, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1,
-		Match: func(q url.Values) bool {
-			return q.Get("sendInitialEvents") != "true" && q.Get("resourceVersion") != "" && q.Get("resourceVersion") != "0"
-		}})
-	p.ResetRequests()
-	Expect(p.DropWatches()).To(Equal(1))
-	p.StallWatches(0)
+	dropWatchAndAnswerResumeGone(p, ns)
 
 	Eventually(func() string {
 		obj, _, _ := inf.GetStore().GetByKey(ns + "/cm-5")

@@ -38,12 +38,12 @@ type fakeServer struct {
 func newFakeServer(n int, applies bool) *fakeServer {
 	s := &fakeServer{applies: applies, w: watch.NewFakeWithChanSize(16, false)}
 	for i := range n {
-		s.objs = append(s.objs, cm(i))
+		s.objs = append(s.objs, numberedCM(i))
 	}
 	return s
 }
 
-func cm(i int) corev1.ConfigMap {
+func numberedCM(i int) corev1.ConfigMap {
 	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("cm-", i), UID: types.UID(fmt.Sprint("uid-", i)), ResourceVersion: "5"}}
 }
 
@@ -86,7 +86,7 @@ var lowHalf = shard.Selector{Field: shard.FieldUID, Ranges: []shard.Range{{Start
 func inLowHalf(n int) int {
 	k := 0
 	for i := range n {
-		c := cm(i)
+		c := numberedCM(i)
 		if ok, _ := lowHalf.Matches(&c); ok {
 			k++
 		}
@@ -275,7 +275,7 @@ func TestWrapStreamingListTakesTheCurrentRangeAndCountsAsListed(t *testing.T) {
 // oneInOneOut returns a ConfigMap inside lowHalf and one outside it.
 func oneInOneOut() (in, out corev1.ConfigMap) {
 	for i := 0; in.Name == "" || out.Name == ""; i++ {
-		c := cm(i)
+		c := numberedCM(i)
 		if ok, _ := lowHalf.Matches(&c); ok {
 			in = c
 		} else {
@@ -483,7 +483,7 @@ func TestWrapUnderReflectorNewFiltersInThePipeline(t *testing.T) {
 	// Two objects created after the list: one in the range, one outside.
 	var in2, out2 corev1.ConfigMap
 	for i := 60; in2.Name == "" || out2.Name == ""; i++ {
-		c := cm(i)
+		c := numberedCM(i)
 		if ok, _ := lowHalf.Matches(&c); ok {
 			in2 = c
 		} else {
