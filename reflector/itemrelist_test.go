@@ -204,12 +204,11 @@ func oneResponseReflector(t *testing.T, s *oneResponseServer, store cacheStore) 
 	return r, rec
 }
 
-// oneResponseClient serves s over the wire to a lister.Client of
-// ConfigMaps in "ns", with fast options (unpaginated lists, a millisecond
-// backoff) that record to the returned recorder.
-func oneResponseClient(t *testing.T, s *oneResponseServer) (lister.Client, Options, *testfake.Recorder) {
+// wireConfigMaps is lister.FromClientset's client of ConfigMaps in "ns",
+// over the wire to serve.
+func wireConfigMaps(t *testing.T, serve http.HandlerFunc) lister.Client {
 	t.Helper()
-	cfg, _ := testfake.WireServer(t, false, s.serve)
+	cfg, _ := testfake.WireServer(t, false, serve)
 	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +217,15 @@ func oneResponseClient(t *testing.T, s *oneResponseServer) (lister.Client, Optio
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// oneResponseClient serves s over the wire to a lister.Client of
+// ConfigMaps in "ns", with fast options (unpaginated lists, a millisecond
+// backoff) that record to the returned recorder.
+func oneResponseClient(t *testing.T, s *oneResponseServer) (lister.Client, Options, *testfake.Recorder) {
+	t.Helper()
+	c := wireConfigMaps(t, s.serve)
 	rec := &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.PaginateLists = false

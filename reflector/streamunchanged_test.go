@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -12,16 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclientwatch "k8s.io/client-go/rest/watch"
-	"k8s.io/client-go/tools/cache"
 
-	"github.com/steadywatch/steadywatch/fallback"
 	"github.com/steadywatch/steadywatch/internal/capability"
 	"github.com/steadywatch/steadywatch/internal/knobs"
 	"github.com/steadywatch/steadywatch/internal/testfake"
-	"github.com/steadywatch/steadywatch/lister"
 )
 
 // A streaming list (sendInitialEvents=true) that relists steadywatch's own
@@ -100,15 +95,7 @@ func (s *streamServer) serve(w http.ResponseWriter, r *http.Request) {
 // undecoded, is not transformed again).
 func streamInformer(t *testing.T, s *streamServer, everyDecodedStored bool) (inf *adoptedInformer, h *handlerCalls, stored *atomic.Int32, rec *testfake.Recorder) {
 	t.Helper()
-	cfg, _ := testfake.WireServer(t, false, s.serve)
-	cs, err := kubernetes.NewForConfig(fallback.NoHiddenRetries(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := lister.FromClientset(cs, &corev1.ConfigMap{}, "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := wireConfigMaps(t, s.serve)
 	rec = &testfake.Recorder{}
 	o := fastOptions(rec)
 	o.Lister.Server = capability.Static(capability.Capabilities{Support: map[capability.Capability]capability.Support{capability.StreamingList: capability.Yes}})
@@ -121,18 +108,7 @@ func streamInformer(t *testing.T, s *streamServer, everyDecodedStored bool) (inf
 			t.Errorf("Options.Lister.Transform ran %d times for %d objects stored; want once each", d, st)
 		}
 	})
-	inf = newInformer(c, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, o, "test")
-	if err := inf.SetTransform(func(obj any) (any, error) { stored.Add(1); return obj, nil }); err != nil {
-		t.Fatal(err)
-	}
-	h = &handlerCalls{}
-	if _, err := inf.AddEventHandler(h.funcs()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	inf, h = runCountingInformer(t, c, o, stored)
 	return inf, h, stored, rec
 }
 

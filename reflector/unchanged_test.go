@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/internal/testfake"
+	"github.com/steadywatch/steadywatch/lister"
 )
 
 // A relist applied to steadywatch's own informer keeps each object the
@@ -80,13 +81,22 @@ func unchangedInformer(t *testing.T, s *oneResponseServer, everyDecodedStored bo
 			t.Errorf("the informer's transform ran %d times for %d objects decoded; want once each", tr, d)
 		}
 	})
-	inf = newInformer(c, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, o, "test")
 	// The informer's own transform runs once per object stored: an object
 	// kept is not transformed again (it counts with the decoded ones).
-	if err := inf.SetTransform(func(obj any) (any, error) { transformed.Add(1); return obj, nil }); err != nil {
+	inf, h = runCountingInformer(t, c, o, transformed)
+	return inf, h, decoded, rec
+}
+
+// runCountingInformer runs an informer over c with o until the test ends,
+// recording its handler calls; its SetTransform counts into stored (once
+// per object written to the store).
+func runCountingInformer(t *testing.T, c lister.Client, o Options, stored *atomic.Int32) (*adoptedInformer, *handlerCalls) {
+	t.Helper()
+	inf := newInformer(c, &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{}, o, "test")
+	if err := inf.SetTransform(func(obj any) (any, error) { stored.Add(1); return obj, nil }); err != nil {
 		t.Fatal(err)
 	}
-	h = &handlerCalls{}
+	h := &handlerCalls{}
 	if _, err := inf.AddEventHandler(h.funcs()); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +104,7 @@ func unchangedInformer(t *testing.T, s *oneResponseServer, everyDecodedStored bo
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return inf, h, decoded, rec
+	return inf, h
 }
 
 func TestRelistKeepsUnchangedObjectsUndecoded(t *testing.T) {
