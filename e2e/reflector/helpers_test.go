@@ -271,11 +271,12 @@ func withoutCountProbes(rs []faults.Request) []faults.Request {
 // stall, so the reflector's resumption is answered 410 and it relists.
 func dropWatchAndAnswerResumeGone(p *faults.Proxy, ns string) {
 	GinkgoHelper()
+	// The log is reset first: a resumption the rule answers is always in it.
+	p.ResetRequests()
 	p.Inject(faults.Rule{Verb: "watch", Resource: "configmaps", Namespace: ns, Status: 410, AsWatchEvent: true, Count: 1,
 		Match: func(q url.Values) bool {
 			return q.Get("sendInitialEvents") != "true" && q.Get("resourceVersion") != "" && q.Get("resourceVersion") != "0"
 		}})
-	p.ResetRequests()
 	Expect(p.DropWatches()).To(Equal(1))
 	p.StallWatches(0)
 }

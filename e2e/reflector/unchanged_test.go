@@ -15,6 +15,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/e2e/harness/faults"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -90,6 +91,7 @@ func relistKeepsUnchanged(ctx context.Context, c *harness.Cluster, streaming boo
 		}
 		return obj.(*corev1.ConfigMap).ResourceVersion
 	}).WithTimeout(60*time.Second).Should(Equal(changed.ResourceVersion), "the relist did not bring cm-5's update")
+	Eventually(func() []faults.Request { return relists(p, ns) }).WithTimeout(10*time.Second).Should(HaveLen(1), "one relist")
 	rl := relists(p, ns)
 	Expect(rl).To(HaveLen(1), "one relist")
 	Expect(isStreamingList(rl[0])).To(Equal(streaming), "the relist is a streaming list: %v", streaming)

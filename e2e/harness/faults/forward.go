@@ -191,7 +191,8 @@ func (p *Proxy) StallWatches(d time.Duration) {
 }
 
 // waitStall blocks while watches are stalled. It returns ctx's error if ctx
-// ends first.
+// ends first, or has ended when the stall is lifted: a stream dropped
+// (DropWatches) just before the lift forwards none of what it held.
 func (p *Proxy) waitStall(ctx context.Context, rec *Request) error {
 	marked := false
 	for {
@@ -206,7 +207,7 @@ func (p *Proxy) waitStall(ctx context.Context, rec *Request) error {
 		p.mu.Unlock()
 		d := time.Until(until)
 		if d <= 0 {
-			return nil
+			return ctx.Err()
 		}
 		t := time.NewTimer(d)
 		select {
