@@ -146,10 +146,7 @@ func TestStreamingRelistKeepsUnchangedObjectsUndecoded(t *testing.T) {
 				}
 			}
 			want := []string{"update ns/a@1->1", "update ns/b@2->2", "update ns/c@3->3"}
-			testfake.WaitFor(t, "the relist's handler calls", func() bool { return len(h.since(3)) >= len(want) })
-			if got := h.since(3); !slices.Equal(got, want) {
-				t.Fatalf("handler calls %q; want %q", got, want)
-			}
+			h.expectCalls(t, 3, want)
 			if n := s.streams.Load(); n < 2 || s.other.Load() != 0 {
 				t.Fatalf("%d streaming lists and lists, %d lists; want 2 streaming lists", n, s.other.Load())
 			}
@@ -173,10 +170,7 @@ func TestStreamingRelistDecodesChangedObjectsAndDeletesAbsentOnes(t *testing.T) 
 				t.Fatalf("kept %d objects undecoded; want 1 (ns/a)", n)
 			}
 			want := []string{"update ns/a@1->1", "update ns/b@2->15", "add ns/d@18", "delete ns/c@3 tombstone"}
-			testfake.WaitFor(t, "the relist's handler calls", func() bool { return len(h.since(3)) >= len(want) })
-			if got := h.since(3); !slices.Equal(got, want) {
-				t.Fatalf("handler calls %q; want %q", got, want)
-			}
+			h.expectCalls(t, 3, want)
 			if keys := storeKeys(inf.GetStore()); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/d"}) {
 				t.Fatalf("store = %v; want a, b and d", keys)
 			}

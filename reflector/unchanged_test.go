@@ -40,6 +40,16 @@ func (h *handlerCalls) since(i int) []string {
 	return slices.Clone(h.calls[min(i, len(h.calls)):])
 }
 
+// expectCalls waits for the handler calls after the first `from` and
+// fails unless they are exactly want.
+func (h *handlerCalls) expectCalls(t *testing.T, from int, want []string) {
+	t.Helper()
+	testfake.WaitFor(t, "the relist's handler calls", func() bool { return len(h.since(from)) >= len(want) })
+	if got := h.since(from); !slices.Equal(got, want) {
+		t.Fatalf("handler calls %q; want %q", got, want)
+	}
+}
+
 func objID(obj any) string {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -127,10 +137,7 @@ func TestRelistKeepsUnchangedObjectsUndecoded(t *testing.T) {
 			// client-go's informer hands a handler without a resync period
 			// every relisted object of an unchanged version as an update.
 			want := []string{"update ns/a@1->1", "update ns/b@2->2", "update ns/c@3->3"}
-			testfake.WaitFor(t, "the relist's handler calls", func() bool { return len(h.since(first)) >= len(want) })
-			if got := h.since(first); !slices.Equal(got, want) {
-				t.Fatalf("handler calls %q; want %q", got, want)
-			}
+			h.expectCalls(t, first, want)
 			if keys := storeKeys(inf.GetStore()); !slices.Equal(keys, []string{"ns/a", "ns/b", "ns/c"}) {
 				t.Fatalf("store = %v", keys)
 			}
@@ -156,10 +163,7 @@ func TestRelistDecodesChangedObjectsAndDeletesAbsentOnes(t *testing.T) {
 				t.Fatalf("kept %d objects undecoded; want 1 (ns/a)", n)
 			}
 			want := []string{"update ns/a@1->1", "update ns/b@2->15", "add ns/d@18", "delete ns/c@3 tombstone"}
-			testfake.WaitFor(t, "the relist's handler calls", func() bool { return len(h.since(first)) >= len(want) })
-			if got := h.since(first); !slices.Equal(got, want) {
-				t.Fatalf("handler calls %q; want %q", got, want)
-			}
+			h.expectCalls(t, first, want)
 			obj, ok, _ := inf.GetStore().GetByKey("ns/b")
 			if !ok || objID(obj) != "ns/b@15" {
 				t.Fatalf("store holds ns/b as %v (held %v); want ns/b@15", objID(obj), ok)
