@@ -215,7 +215,7 @@ func richCM(name, rv string) *corev1.ConfigMap {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u"}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{
 				Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &ts,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:k":{}}}`)},
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{".":{},"f:k":{}}}`),
 			}},
 		},
 		Data:       map[string]string{"k": name + rv, "big": strings.Repeat("x", 2048)},
