@@ -39,6 +39,33 @@ var _ = Describe("a relist of the factory line's informer", Label("conformance",
 	It("after a 410, a streaming list keeps the objects held at the streamed resourceVersion as they are and decodes the changed one", func(ctx SpecContext) {
 		relistKeepsUnchanged(ctx, c, true)
 	})
+	It("fills its store by a streaming list with the very objects the clientset gets", func(ctx SpecContext) {
+		cs := suite.Clientset(c.RESTConfig())
+		ns := populate(ctx, cs, "streamed", 20)
+		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
+		Expect(err).NotTo(HaveOccurred())
+		factory := reflector.NewSharedInformerFactoryWithOptions(suite.Clientset(pcfg), 0,
+			lister.Options{Server: detectorServer(pcfg)}, informers.WithNamespace(ns))
+		inf := factory.Core().V1().ConfigMaps().Informer()
+		fctx, cancel := context.WithCancel(ctx)
+		DeferCleanup(func() { cancel(); factory.Shutdown() })
+		factory.Start(fctx.Done())
+		for typ, ok := range factory.WaitForCacheSync(fctx.Done()) {
+			Expect(ok).To(BeTrue(), "%v not synced", typ)
+		}
+		rl := relists(p, ns)
+		Expect(rl).To(HaveLen(1), "one fill")
+		Expect(isStreamingList(rl[0])).To(BeTrue(), "the store was filled by a streaming list")
+		// The server's own objects (managedFields, timestamps, UIDs),
+		// through the clientset's protobuf decoder, one by one.
+		Expect(inf.GetStore().List()).To(HaveLen(20))
+		for _, obj := range inf.GetStore().List() {
+			held := obj.(*corev1.ConfigMap)
+			got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, held.Name, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(held).To(Equal(got), "%s as the streaming list stored it and as the clientset gets it", held.Name)
+		}
+	})
 })
 
 // relistKeepsUnchanged checks the relist of 10 ConfigMaps after one changed

@@ -124,11 +124,12 @@ func (c RESTClient) ListTransformed(ctx context.Context, o metav1.ListOptions, e
 func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	o.Watch = true
 	req, timeout := c.request(&o)
-	if known := decode.KnownFrom(ctx).Object; known != nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
+	known := decode.KnownFrom(ctx).Object
+	if o.SendInitialEvents != nil && *o.SendInitialEvents && c.serializer != nil && (known != nil || c.shape.Proto()) {
 		if kr, ok := c.knownRequest(req, timeout, known); ok {
 			req = kr
-		} else if c.serializer != nil {
-			klog.FromContext(ctx).V(2).Info("Decoding every object of a streaming list, those the informer holds unchanged too: the clientset's REST client is not client-go's *rest.RESTClient, or its content types cannot be read",
+		} else {
+			klog.FromContext(ctx).V(2).Info("Decoding a streaming list's objects as the clientset does (each copied twice before it is decoded, and those the informer holds unchanged decoded again): the clientset's REST client is not client-go's *rest.RESTClient, or its content types cannot be read",
 				"client", fmt.Sprintf("%T", c.r.Client))
 		}
 	}
@@ -138,13 +139,14 @@ func (c RESTClient) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inte
 // knownRequest returns req (a streaming list's watch) as a request of the
 // same URL through the same HTTP client, whose events' objects are decoded
 // with decode.KnownObjects over the clientset's serializer: an object the
-// caller holds at the same resourceVersion (known) is not decoded again.
-// client-go's REST client takes the decoder of a watch from its content
-// configuration alone, so the request is built with its own, which asks
-// for the content types the clientset's request asks for (restContentTypes).
-// ok is false when c has no such serializer, or its REST client is not
-// client-go's *rest.RESTClient or its content types cannot be read: req
-// is then sent as it is.
+// caller holds at the same resourceVersion (known, if not nil) is not
+// decoded again, and a protobuf one is decoded from the frame's bytes
+// (decode.InPlace). client-go's REST client takes the decoder of a watch
+// from its content configuration alone, so the request is built with its
+// own, which asks for the content types the clientset's request asks for
+// (restContentTypes). ok is false when c has no such serializer, or its
+// REST client is not client-go's *rest.RESTClient or its content types
+// cannot be read: req is then sent as it is.
 func (c RESTClient) knownRequest(req *rest.Request, timeout time.Duration, known decode.KnownFunc) (*rest.Request, bool) {
 	rc, ok := c.r.Client.(*rest.RESTClient)
 	if !ok || rc == nil || rc.Client == nil || c.serializer == nil {
@@ -160,7 +162,7 @@ func (c RESTClient) knownRequest(req *rest.Request, timeout time.Duration, known
 		AcceptContentTypes: accept,
 		ContentType:        contentType,
 		GroupVersion:       gv,
-		Negotiator:         runtime.NewClientNegotiator(decode.KnownObjects(c.serializer, known), gv),
+		Negotiator:         runtime.NewClientNegotiator(decode.KnownObjects(c.serializer, known, decode.ProtoItems(c.shape, gv)), gv),
 	}
 	base := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}
 	kr := rest.NewRequestWithClient(base, "", content, rc.Client).

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclientwatch "k8s.io/client-go/rest/watch"
@@ -22,7 +26,7 @@ var mediaTypes = []string{runtime.ContentTypeProtobuf, runtime.ContentTypeJSON}
 
 // watchBody encodes events as an apiserver writes a watch response of
 // mediaType.
-func watchBody(t *testing.T, mediaType string, events []watch.Event) []byte {
+func watchBody(t testing.TB, mediaType string, events []watch.Event) []byte {
 	t.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
@@ -44,8 +48,15 @@ func watchBody(t *testing.T, mediaType string, events []watch.Event) []byte {
 // by KnownObjects(known).
 func decodeWatch(t *testing.T, mediaType string, body []byte, known KnownFunc) []watch.Event {
 	t.Helper()
+	return decodeWatchWith(t, mediaType, body, KnownObjects(scheme.Codecs.WithoutConversion(), known, nil))
+}
+
+// decodeWatchWith decodes body as client-go's REST client decodes a watch
+// response of mediaType with the serializer ns.
+func decodeWatchWith(t testing.TB, mediaType string, body []byte, ns runtime.NegotiatedSerializer) []watch.Event {
+	t.Helper()
 	gv := corev1.SchemeGroupVersion
-	objDec, streamDec, framer, err := runtime.NewClientNegotiator(KnownObjects(scheme.Codecs.WithoutConversion(), known), gv).StreamDecoder(mediaType, nil)
+	objDec, streamDec, framer, err := runtime.NewClientNegotiator(ns, gv).StreamDecoder(mediaType, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +199,145 @@ func TestEventFrame(t *testing.T) {
 			}
 			if _, _, _, _, _, ok := eventFrame([]byte{0xff, 0xff}, proto); ok {
 				t.Error("read a malformed frame")
+			}
+		})
+	}
+}
+
+// richCM is a ConfigMap with every kind of field its protobuf carries:
+// strings, maps, byte slices, times, nested messages.
+func richCM(name, rv string) *corev1.ConfigMap {
+	ts := metav1.NewTime(metav1.Now().Rfc3339Copy().Time)
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: name, ResourceVersion: rv, UID: "uid-" + types.UID(name), CreationTimestamp: ts,
+			Labels: map[string]string{"app": name}, Annotations: map[string]string{"note": "n-" + name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u"}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &ts,
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{".":{},"f:k":{}}}`),
+			}},
+		},
+		Data:       map[string]string{"k": name + rv, "big": strings.Repeat("x", 2048)},
+		BinaryData: map[string][]byte{"b": []byte(name)},
+	}
+}
+
+// The objects of a streaming list's initial events decoded in place are
+// the clientset's (client-go's own watch decoder, over the same bytes),
+// with and without a known-object function, and none keeps a byte of the
+// frame: the stream decoder reads every frame into one buffer, so an
+// object that kept a slice of it would change as later frames are read.
+// Events after the initial-events-end bookmark, and objects of another
+// kind, are decoded by the clientset's decoder.
+func TestInPlaceObjectsAreTheClientsets(t *testing.T) {
+	events := []watch.Event{
+		{Type: watch.Added, Object: richCM("a", "1")},
+		{Type: watch.Added, Object: richCM("b", "2")},
+		{Type: watch.Added, Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "3"}}},
+		{Type: watch.Added, Object: richCM("c", "4")},
+		{Type: watch.Bookmark, Object: endBookmark("5")},
+		{Type: watch.Modified, Object: richCM("a", "6")},
+	}
+	body := watchBody(t, runtime.ContentTypeProtobuf, events)
+	want := decodeWatch(t, runtime.ContentTypeProtobuf, body, nil)
+	items := ProtoItems(shapeOf(t, &corev1.ConfigMapList{}), corev1.SchemeGroupVersion)
+	if items == nil {
+		t.Fatal("no in-place decoding for ConfigMaps")
+	}
+	held := richCM("b", "2")
+	for name, known := range map[string]KnownFunc{
+		"no known objects": nil,
+		"a known object": func(namespace, name, rv string) (runtime.Object, bool) {
+			return held, name == "b" && rv == "2"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var inPlace int
+			got := decodeWatchWith(t, runtime.ContentTypeProtobuf, body, KnownObjects(countInPlace(scheme.Codecs.WithoutConversion(), &inPlace), known, items))
+			if len(got) != len(want) {
+				t.Fatalf("%d events; want %d", len(got), len(want))
+			}
+			for i := range want {
+				if known != nil && i == 1 {
+					if got[i].Object != runtime.Object(held) {
+						t.Errorf("event 1 carries %p; want the held object %p", got[i].Object, held)
+					}
+					continue
+				}
+				if got[i].Type != want[i].Type || !reflect.DeepEqual(got[i].Object, want[i].Object) {
+					t.Errorf("event %d: %s %+v; want %s %+v", i, got[i].Type, got[i].Object, want[i].Type, want[i].Object)
+				}
+			}
+			// The clientset's decoder decoded only the Secret, the
+			// bookmark and the event after it.
+			if inPlace != 3 {
+				t.Errorf("the clientset's decoder decoded %d objects; want 3 (the Secret, the bookmark, the MODIFIED event)", inPlace)
+			}
+		})
+	}
+}
+
+// countInPlace counts the objects ns's object decoder decodes.
+func countInPlace(ns runtime.NegotiatedSerializer, n *int) runtime.NegotiatedSerializer {
+	return countingNegotiated{NegotiatedSerializer: ns, n: n}
+}
+
+type countingNegotiated struct {
+	runtime.NegotiatedSerializer
+	n *int
+}
+
+func (c countingNegotiated) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	return objectsCounted{Decoder: c.NegotiatedSerializer.DecoderToVersion(d, gv), n: c.n}
+}
+
+type objectsCounted struct {
+	runtime.Decoder
+	n *int
+}
+
+func (c objectsCounted) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	*c.n++
+	return c.Decoder.Decode(data, defaults, into)
+}
+
+func shapeOf(t testing.TB, list runtime.Object) Shape {
+	t.Helper()
+	sh, ok := ShapeOf(reflect.TypeOf(list))
+	if !ok {
+		t.Fatalf("%T: no shape", list)
+	}
+	return sh
+}
+
+// A streaming list's initial events decoded in place allocate about what
+// their objects hold; client-go's decoder also copies each object's bytes
+// twice (the event's raw object, the envelope's raw bytes). One iteration
+// decodes a stream of 1000 events.
+func BenchmarkStreamingListInitialEvents(b *testing.B) {
+	const n = 1000
+	events := make([]watch.Event, n)
+	for i := range events {
+		events[i] = watch.Event{Type: watch.Added, Object: richCM(fmt.Sprintf("cm-%d", i), fmt.Sprint(i+1))}
+	}
+	body := watchBody(b, runtime.ContentTypeProtobuf, events)
+	items := ProtoItems(shapeOf(b, &corev1.ConfigMapList{}), corev1.SchemeGroupVersion)
+	for _, bc := range []struct {
+		name  string
+		items *InPlace
+	}{{"clientset", nil}, {"in place", items}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				ns := runtime.NegotiatedSerializer(scheme.Codecs.WithoutConversion())
+				if bc.items != nil {
+					ns = KnownObjects(ns, nil, bc.items)
+				}
+				if got := decodeWatchWith(b, runtime.ContentTypeProtobuf, body, ns); len(got) != n {
+					b.Fatalf("%d events", len(got))
+				}
 			}
 		})
 	}

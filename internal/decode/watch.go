@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -198,12 +199,15 @@ func KnownFrom(ctx context.Context) Known {
 // frame's bytes: for an ADDED event whose object known returns, the
 // envelope is not decoded (its object's bytes are not copied out of the
 // frame) and the object decoder hands that object on as the event's,
-// undecoded. The first event that is not ADDED (the initial-events-end
-// bookmark, an ERROR), or whose object's namespace, name and
-// resourceVersion cannot be read, ends that: it and every later event of
-// the watch are decoded by ns. One KnownObjects serves one watch.
-func KnownObjects(ns runtime.NegotiatedSerializer, known KnownFunc) runtime.NegotiatedSerializer {
-	st := &knownState{known: known}
+// undecoded. With items set (ProtoItems), an ADDED protobuf event's object
+// that known does not return (every one, with known nil) is decoded
+// straight from the frame's bytes into a new item (InPlace). The first
+// event that is not ADDED (the initial-events-end bookmark, an ERROR), or
+// whose object's namespace, name and resourceVersion cannot be read, ends
+// both: it and every later event of the watch are decoded by ns. One
+// KnownObjects serves one watch.
+func KnownObjects(ns runtime.NegotiatedSerializer, known KnownFunc, items *InPlace) runtime.NegotiatedSerializer {
+	st := &knownState{known: known, items: items}
 	infos := slices.Clone(ns.SupportedMediaTypes())
 	for i, info := range infos {
 		if info.StreamSerializer == nil {
@@ -235,6 +239,11 @@ func (k knownNegotiated) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVer
 // object).
 type knownState struct {
 	known KnownFunc
+	items *InPlace
+	// inFrame: the current event's object bytes are a slice of the frame
+	// (the stream decoder's buffer, read over by the next frame), not a
+	// copy.
+	inFrame bool
 	// done: an event that is not ADDED, or an object without readable
 	// metadata, was seen; every event from then on is decoded.
 	done bool
@@ -255,9 +264,16 @@ type knownEvents struct {
 
 func (s knownEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	st := s.st
-	st.next, st.asked = nil, false
+	st.next, st.asked, st.inFrame = nil, false, false
 	ev, ok := into.(*metav1.WatchEvent)
 	if st.done || !ok || defaults != nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	if s.proto && st.items != nil {
+		return s.decodeInPlace(data, defaults, ev)
+	}
+	if st.known == nil {
+		st.done = true
 		return s.Serializer.Decode(data, defaults, into)
 	}
 	typ, namespace, name, rv, metaOK, ok := eventFrame(data, s.proto)
@@ -294,6 +310,16 @@ func (d knownDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, int
 	}
 	if asked := st.asked; asked || st.done || defaults != nil || into != nil {
 		st.asked = false
+		if asked && st.items != nil && defaults == nil && into == nil {
+			if obj, gvk, ok := st.items.decode(data); ok {
+				return obj, gvk, nil
+			}
+		}
+		if st.inFrame {
+			// ns's decoder may keep what it is given (an object it
+			// cannot type as runtime.Unknown): not the frame's bytes.
+			data = bytes.Clone(data)
+		}
 		return d.Decoder.Decode(data, defaults, into)
 	}
 	if namespace, name, rv, ok := objectMeta(data); !ok {
@@ -406,10 +432,38 @@ func objectMeta(data []byte) (namespace, name, rv string, ok bool) {
 	if !bytes.HasPrefix(data, protoMagic) {
 		return jsonItemMeta(data)
 	}
-	var raw []byte
-	sawRaw := false
+	_, raw, ok := protoUnknown(data)
+	if !ok {
+		return "", "", "", false
+	}
+	return protoItemMeta(raw)
+}
+
+// The protobuf field numbers of runtime.Unknown's TypeMeta and of
+// runtime.TypeMeta's fields.
+const (
+	protoUnknownTypeMeta  = 1
+	protoTypeMetaVersion  = 1
+	protoTypeMetaKindName = 2
+)
+
+// protoUnknown reads a protobuf-encoded object (the magic, then a
+// runtime.Unknown) in place: its TypeMeta's bytes and its raw bytes, the
+// object's own protobuf. ok is false when those cannot be read
+// unambiguously (a field given twice, malformed bytes) or the raw bytes
+// are in another encoding (contentEncoding or contentType set).
+func protoUnknown(data []byte) (typeMeta, raw []byte, ok bool) {
+	if !bytes.HasPrefix(data, protoMagic) {
+		return nil, nil, false
+	}
+	sawRaw, sawType := false, false
 	err := protoFields(data[len(protoMagic):], func(num uint64, v []byte) bool {
 		switch num {
+		case protoUnknownTypeMeta:
+			if sawType {
+				return false
+			}
+			sawType, typeMeta = true, v
 		case protoUnknownRaw:
 			if sawRaw {
 				return false
@@ -422,7 +476,108 @@ func objectMeta(data []byte) (namespace, name, rv string, ok bool) {
 		return true
 	})
 	if err != nil || !sawRaw {
-		return "", "", "", false
+		return nil, nil, false
 	}
-	return protoItemMeta(raw)
+	return typeMeta, raw, true
+}
+
+// InPlace decodes a watch event's protobuf object of one resource straight
+// from the frame's bytes. client-go's decoders copy an event's object out
+// of the frame (metav1.WatchEvent's raw object), then again out of that
+// copy (runtime.Unknown's raw bytes) before they decode it; here neither
+// copy is made, so a streaming list's initial events leave no garbage the
+// size of the collection's bytes behind them. The item is the one the
+// clientset's decoder gives: a new item of the list's type, unmarshalled by
+// its generated protobuf code (which copies every string and byte slice out
+// of the frame), its TypeMeta left empty as a typed clientset's decoder
+// leaves it (runtime.WithoutVersionDecoder).
+type InPlace struct {
+	item       reflect.Type // the item's struct type
+	apiVersion string
+	kind       string
+}
+
+// ProtoItems returns the InPlace of sh's items served as gv (a typed
+// clientset's group version), whose kind is the item type's name as
+// client-gen names kinds; nil when sh's items have no generated protobuf
+// code. An object of any other apiVersion or kind is left to the
+// clientset's decoder.
+func ProtoItems(sh Shape, gv schema.GroupVersion) *InPlace {
+	if !sh.proto {
+		return nil
+	}
+	item := sh.listType.Elem().Field(sh.items).Type.Elem()
+	return &InPlace{item: item, apiVersion: gv.String(), kind: item.Name()}
+}
+
+// decode decodes data, a protobuf-encoded object, in place; ok is false
+// when it is not an object of p's apiVersion and kind that its item's
+// generated code unmarshals: the clientset's decoder then decodes it (and
+// fails on it as it does).
+func (p *InPlace) decode(data []byte) (runtime.Object, *schema.GroupVersionKind, bool) {
+	typeMeta, raw, ok := protoUnknown(data)
+	if !ok {
+		return nil, nil, false
+	}
+	var apiVersion, kind []byte
+	var seen [protoTypeMetaKindName + 1]bool
+	err := protoFields(typeMeta, func(num uint64, v []byte) bool {
+		switch num {
+		case protoTypeMetaVersion, protoTypeMetaKindName:
+			if seen[num] {
+				return false
+			}
+			seen[num] = true
+			if num == protoTypeMetaVersion {
+				apiVersion = v
+			} else {
+				kind = v
+			}
+		}
+		return true
+	})
+	if err != nil || string(apiVersion) != p.apiVersion || string(kind) != p.kind {
+		return nil, nil, false
+	}
+	item := reflect.New(p.item)
+	obj, ok := item.Interface().(runtime.Object)
+	u, okU := item.Interface().(protoUnmarshaler)
+	if !ok || !okU || u.Unmarshal(raw) != nil {
+		return nil, nil, false
+	}
+	gvk := schema.FromAPIVersionAndKind(p.apiVersion, p.kind)
+	return obj, &gvk, true
+}
+
+// decodeInPlace is knownEvents.Decode with InPlace: a protobuf frame's
+// ADDED event is read in place, and its object is left in the frame for
+// the object decoder (knownDecoder), which decodes it with InPlace unless
+// known returns it.
+func (s knownEvents) decodeInPlace(data []byte, defaults *schema.GroupVersionKind, ev *metav1.WatchEvent) (runtime.Object, *schema.GroupVersionKind, error) {
+	st := s.st
+	typ, object, ok := protoEvent(data)
+	if !ok {
+		return s.Serializer.Decode(data, defaults, ev)
+	}
+	if typ != string(watch.Added) {
+		st.done = true
+		return s.Serializer.Decode(data, defaults, ev)
+	}
+	if st.known != nil {
+		namespace, name, rv, metaOK := objectMeta(object)
+		if !metaOK {
+			st.done = true
+			return s.Serializer.Decode(data, defaults, ev)
+		}
+		if obj, ok := st.known(namespace, name, rv); ok {
+			st.next = obj
+			*ev = metav1.WatchEvent{Type: typ}
+			gvk := watchEventGVK
+			return ev, &gvk, nil
+		}
+	}
+	st.asked, st.inFrame = true, true
+	*ev = metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: object}}
+	gvk := watchEventGVK
+	return ev, &gvk, nil
 }
