@@ -191,23 +191,39 @@ func keys(t *testing.T, list runtime.Object) []string {
 	return out
 }
 
+// wrapDecoding is lister.WrapDecoding of caller over a decoding client of
+// a's ConfigMaps in namespace ns, with o; its metrics go to the Recorder it
+// returns.
+func (a *cmAPI) wrapDecoding(t *testing.T, caller cache.ListerWatcher, ns string, o lister.Options) (*lister.ListerWatcher, *testfake.Recorder) {
+	t.Helper()
+	dec, err := lister.Decoding{Config: a.cfg, Namespace: ns}.ClientFor(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &testfake.Recorder{}
+	o.Metrics = rec
+	return lister.WrapDecoding(caller, dec, o), rec
+}
+
+// listAny lists lw from any resourceVersion ("0"), failing t on an error.
+func listAny(t *testing.T, lw cache.ListerWatcherWithContext) runtime.Object {
+	t.Helper()
+	list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
 // lister.WrapDecoding over client-go's typed cache.NewListWatchFromClient:
 // the list is sent by steadywatch's typed client (decoded item by item),
 // the caller's list function only sees the limit=1 scope check, and the
 // result is the namespace's objects.
 func TestWrapDecodingListsThroughTheDecodingClient(t *testing.T) {
 	a, _, caller := newCallerAPI(t)
-	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &testfake.Recorder{}
-	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+	lw, rec := a.wrapDecoding(t, caller, "ns", lister.Options{})
 	for range 2 {
-		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		list := listAny(t, lw)
 		if got, want := keys(t, list), nsKeys; !slices.Equal(got, want) {
 			t.Fatalf("listed %v, want %v", got, want)
 		}
@@ -249,17 +265,9 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 				}
 			}
 			caller := &callerLists{ListerWatcherWithContext: cache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", "ns", mod)}
-			dec, err := lister.Decoding{Config: a.cfg, Namespace: tc.ns}.ClientFor(&corev1.ConfigMap{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := &testfake.Recorder{}
-			lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+			lw, rec := a.wrapDecoding(t, caller, tc.ns, lister.Options{})
 			for range 2 {
-				list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
-				if err != nil {
-					t.Fatal(err)
-				}
+				list := listAny(t, lw)
 				if got, want := keys(t, list), nsKeys; !slices.Equal(got, want) {
 					t.Fatalf("listed %v, want the caller's %v", got, want)
 				}
@@ -278,16 +286,9 @@ func TestWrapDecodingScopeMismatchListsThroughTheCaller(t *testing.T) {
 // passes and the lists stay the decoding client's.
 func TestWrapDecodingSelectorInOptionsIsConfirmed(t *testing.T) {
 	a, _, caller := newCallerAPI(t)
-	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &testfake.Recorder{}
-	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec, LabelSelector: "app!=none"})
+	lw, rec := a.wrapDecoding(t, caller, "ns", lister.Options{LabelSelector: "app!=none"})
 	for range 2 {
-		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-			t.Fatal(err)
-		}
+		listAny(t, lw)
 	}
 	if got := caller.sent(); !slices.Equal(got, []int64{1}) {
 		t.Errorf("the caller's list function sent limits %v; want only the limit=1 scope check", got)
@@ -312,17 +313,9 @@ func TestWrapDecodingFailingScopeCheckIsBounded(t *testing.T) {
 		},
 		WatchFuncWithContext: inner.WatchWithContext,
 	}}
-	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &testfake.Recorder{}
-	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+	lw, rec := a.wrapDecoding(t, caller, "ns", lister.Options{})
 	for range 5 {
-		list, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		list := listAny(t, lw)
 		if got := keys(t, list); !slices.Equal(got, nsKeys) {
 			t.Fatalf("listed %v", got)
 		}
@@ -519,16 +512,9 @@ func (f filteringLists) PipelineFilter() interface{ Keep(m metav1.Object) bool }
 func TestWrapDecodingListsThroughACallerThatFilters(t *testing.T) {
 	a, _, lists := newCallerAPI(t)
 	caller := filteringLists{lists}
-	dec, err := lister.Decoding{Config: a.cfg, Namespace: "ns"}.ClientFor(&corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &testfake.Recorder{}
-	lw := lister.WrapDecoding(caller, dec, lister.Options{Metrics: rec})
+	lw, rec := a.wrapDecoding(t, caller, "ns", lister.Options{})
 	for range 2 {
-		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-			t.Fatal(err)
-		}
+		listAny(t, lw)
 	}
 	if got, want := caller.sent(), []int64{0, 0}; !slices.Equal(got, want) {
 		t.Errorf("the caller's list function sent limits %v, want %v (every list, no scope check)", got, want)

@@ -2,7 +2,6 @@ package lister
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,9 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,62 +17,15 @@ import (
 	"github.com/steadywatch/steadywatch/internal/testfake"
 )
 
-// widget is a custom resource's Go type as kubebuilder or client-gen users
-// write it: JSON only, no protobuf code.
-type widget struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              widgetSpec `json:"spec,omitempty"`
-}
-
-type widgetSpec struct {
-	Size  int                  `json:"size"`
-	Ratio float64              `json:"ratio,omitempty"`
-	Tags  []string             `json:"tags,omitempty"`
-	Extra map[string]string    `json:"extra,omitempty"`
-	Raw   runtime.RawExtension `json:"raw,omitempty"`
-}
-
-type widgetList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []widget `json:"items"`
-}
-
-func deepCopyJSON[T any](in *T) *T {
-	b, err := json.Marshal(in)
-	if err != nil {
-		panic(err)
-	}
-	out := new(T)
-	if err := json.Unmarshal(b, out); err != nil {
-		panic(err)
-	}
-	return out
-}
-
-func (w *widget) DeepCopyObject() runtime.Object     { return deepCopyJSON(w) }
-func (w *widgetList) DeepCopyObject() runtime.Object { return deepCopyJSON(w) }
-
-// widgetClient is what client-gen generates for widgets: the group's REST
-// client (its setConfigDefaults) and a gentype client over it.
-func widgetClient(t *testing.T, cfg *rest.Config, ns string) (rest.Interface, *gentype.ClientWithList[*widget, *widgetList]) {
+// widgetClient is what client-gen generates for widgets in example.com/v1
+// (testfake.WidgetClient).
+func widgetClient(t *testing.T, cfg *rest.Config, ns string) (rest.Interface, *gentype.ClientWithList[*testfake.Widget, *testfake.WidgetList]) {
 	t.Helper()
-	gv := schema.GroupVersion{Group: "example.com", Version: "v1"}
-	s := runtime.NewScheme()
-	s.AddKnownTypeWithName(gv.WithKind("Widget"), &widget{})
-	s.AddKnownTypeWithName(gv.WithKind("WidgetList"), &widgetList{})
-	metav1.AddToGroupVersion(s, gv)
-	config := rest.CopyConfig(cfg)
-	config.GroupVersion = &gv
-	config.APIPath = "/apis"
-	config.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion()
-	rc, err := rest.RESTClientFor(config)
+	rc, typed, err := testfake.WidgetClient(cfg, schema.GroupVersion{Group: "example.com", Version: "v1"}, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rc, gentype.NewClientWithList[*widget, *widgetList]("widgets", rc, runtime.NewParameterCodec(s), ns,
-		func() *widget { return &widget{} }, func() *widgetList { return &widgetList{} })
+	return rc, typed
 }
 
 // FromRESTClient sends a generated typed client's requests (list and
@@ -91,7 +41,7 @@ func TestFromRESTClientMatchesTheGeneratedClient(t *testing.T) {
 	opts := metav1.ListOptions{LabelSelector: "a=b", FieldSelector: "metadata.name=a", ResourceVersion: "5", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 7, Continue: "c", TimeoutSeconds: ptrTo(int64(30)), AllowWatchBookmarks: true}
 	for _, ns := range []string{"ns", ""} {
 		rc, typed := widgetClient(t, cfg, ns)
-		c, err := FromRESTClient(RESTResource{Client: rc, Resource: "widgets", Namespace: ns, List: &widgetList{}})
+		c, err := FromRESTClient(RESTResource{Client: rc, Resource: "widgets", Namespace: ns, List: &testfake.WidgetList{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,12 +77,12 @@ func TestFromRESTClientErrors(t *testing.T) {
 	cfg, answer, _ := answering(t)
 	rc, _ := widgetClient(t, cfg, "ns")
 	for name, r := range map[string]RESTResource{
-		"no client":           {Resource: "widgets", List: &widgetList{}},
-		"no resource":         {Client: rc, List: &widgetList{}},
-		"invalid resource":    {Client: rc, Resource: "a/b", List: &widgetList{}},
-		"invalid namespace":   {Client: rc, Resource: "widgets", Namespace: "a/b", List: &widgetList{}},
-		"no protobuf code":    {Client: rc, Resource: "widgets", List: &widgetList{}, PrefersProtobuf: true},
-		"an item, not a list": {Client: rc, Resource: "widgets", List: &widget{}},
+		"no client":           {Resource: "widgets", List: &testfake.WidgetList{}},
+		"no resource":         {Client: rc, List: &testfake.WidgetList{}},
+		"invalid resource":    {Client: rc, Resource: "a/b", List: &testfake.WidgetList{}},
+		"invalid namespace":   {Client: rc, Resource: "widgets", Namespace: "a/b", List: &testfake.WidgetList{}},
+		"no protobuf code":    {Client: rc, Resource: "widgets", List: &testfake.WidgetList{}, PrefersProtobuf: true},
+		"an item, not a list": {Client: rc, Resource: "widgets", List: &testfake.Widget{}},
 	} {
 		if _, err := FromRESTClient(r); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -141,7 +91,7 @@ func TestFromRESTClientErrors(t *testing.T) {
 	if _, err := FromRESTClient(RESTResource{Client: rc, Resource: "widgets", List: &metav1.List{}}); !errors.Is(err, ErrNotAList) {
 		t.Errorf("metav1.List: %v; want ErrNotAList", err)
 	}
-	c, err := FromRESTClient(RESTResource{Client: rc, Resource: "widgets", Namespace: "ns", List: &widgetList{}})
+	c, err := FromRESTClient(RESTResource{Client: rc, Resource: "widgets", Namespace: "ns", List: &testfake.WidgetList{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,14 @@ func (r *recorder) calls() (waits, shared, overdue []string) {
 	return append([]string(nil), r.waits...), append([]string(nil), r.shared...), append([]string(nil), r.overdue...)
 }
 
+// keyedLists is a blocking client whose lists are named key (its
+// RequestKey): the gate shares identical lists of the same key.
+func keyedLists(key string) *testfake.BlockingLists {
+	b := testfake.NewBlockingLists()
+	b.Key = key
+	return b
+}
+
 func TestBoundsConcurrentListRequests(t *testing.T) {
 	b := testfake.NewBlockingLists()
 	g := New(2)
@@ -110,8 +118,7 @@ func TestBoundsConcurrentListRequests(t *testing.T) {
 }
 
 func TestLetsSingleObjectListsPass(t *testing.T) {
-	b := testfake.NewBlockingLists()
-	b.Key = "configmaps"
+	b := keyedLists("configmaps")
 	g := New(1)
 	done := listAsync(context.Background(), g, b, mostRecent, "holder", nil)
 	<-b.Entered // the gate's one slot is held
@@ -172,8 +179,7 @@ func TestNilGateAdmitsAtOnce(t *testing.T) {
 }
 
 func TestServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
-	b := testfake.NewBlockingLists()
-	b.Key = "configmaps"
+	b := keyedLists("configmaps")
 	g := New(1)
 	rec := &recorder{}
 	first := listAsync(context.Background(), g, b, mostRecent, "first", rec)
@@ -222,8 +228,7 @@ func TestServesIdenticalQueuedListsWithOneRequest(t *testing.T) {
 }
 
 func TestJoinsAnInFlightRequestOnlyWhereTheSemanticAllows(t *testing.T) {
-	b := testfake.NewBlockingLists()
-	b.Key = "configmaps"
+	b := keyedLists("configmaps")
 	g := New(3)
 	anyRead := listAsync(context.Background(), g, b, anyRV, "any", nil)
 	<-b.Entered
@@ -252,12 +257,10 @@ func TestJoinsAnInFlightRequestOnlyWhereTheSemanticAllows(t *testing.T) {
 }
 
 func TestSharesOnlySuccessesAndOnlyBetweenIdenticalRequests(t *testing.T) {
-	b := testfake.NewBlockingLists()
-	b.Key = "configmaps"
+	b := keyedLists("configmaps")
 	b.Fail = errors.New("forbidden")
 	g := New(1)
-	other := testfake.NewBlockingLists()
-	other.Key = "secrets" // another client: never shared with b's
+	other := keyedLists("secrets") // another client: never shared with b's
 	first := listAsync(context.Background(), g, b, mostRecent, "first", nil)
 	<-b.Entered
 	x, y := listAsync(context.Background(), g, b, mostRecent, "x", nil), listAsync(context.Background(), g, b, mostRecent, "y", nil)
@@ -292,8 +295,7 @@ func TestSharesOnlySuccessesAndOnlyBetweenIdenticalRequests(t *testing.T) {
 
 func TestNeverSharesUnkeyedOrDifferentRequests(t *testing.T) {
 	unkeyed := testfake.NewBlockingLists() // RequestKey "": never shared
-	keyed := testfake.NewBlockingLists()
-	keyed.Key = "configmaps"
+	keyed := keyedLists("configmaps")
 	g := New(1)
 	holder := listAsync(context.Background(), g, keyed, mostRecent, "holder", nil)
 	<-keyed.Entered

@@ -2,9 +2,9 @@ package reflector
 
 import (
 	"context"
-	"slices"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/storediff"
 	"github.com/steadywatch/steadywatch/lister"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,23 +108,8 @@ func (r *Reflector) checkConsistency(ctx context.Context, rv string, store map[s
 				server[k] = orv
 			}
 		}
-		for k, srv := range server {
-			crv, ok := store[k]
-			switch {
-			case !ok:
-				rep.Missing = append(rep.Missing, k)
-			case crv != srv:
-				rep.Differ = append(rep.Differ, k)
-			}
-		}
-		for k := range store {
-			if _, ok := server[k]; !ok {
-				rep.Extra = append(rep.Extra, k)
-			}
-		}
-		slices.Sort(rep.Missing)
-		slices.Sort(rep.Extra)
-		slices.Sort(rep.Differ)
+		d := storediff.Compare(server, store)
+		rep.Missing, rep.Extra, rep.Differ = d.Missing, d.Extra, d.Differ
 	}
 	rep.At = r.o.Clock.Now()
 	r.mu.Lock()

@@ -117,18 +117,27 @@ func runCountingInformer(t *testing.T, c lister.Client, o Options, stored *atomi
 	return inf, h
 }
 
+// relistOnce runs unchangedInformer (every decoded object stored) against
+// a server that answers initial, then relist, in protobuf or JSON; it
+// returns once the relist is applied, with the number of handler calls of
+// the first sync (its adds: the store was empty, so it decoded every
+// object) and the number of objects the relist decoded.
+func relistOnce(t *testing.T, proto bool, initial, relist *corev1.ConfigMapList) (inf *adoptedInformer, h *handlerCalls, first int, relistDecoded int32) {
+	t.Helper()
+	s := &oneResponseServer{t: t, proto: proto, initial: initial, relists: []relistAnswer{{list: relist}}}
+	inf, h, decoded, _ := unchangedInformer(t, s, true)
+	rv := relist.ResourceVersion
+	testfake.WaitFor(t, "the relist at "+rv, func() bool { return inf.LastSyncResourceVersion() == rv })
+	return inf, h, len(initial.Items), decoded.Load() - int32(len(initial.Items))
+}
+
 func TestRelistKeepsUnchangedObjectsUndecoded(t *testing.T) {
 	for _, enc := range encodings {
 		t.Run(enc.name, func(t *testing.T) {
 			initial := cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3"))
 			relist := cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3"))
-			s := &oneResponseServer{t: t, proto: enc.proto, initial: initial, relists: []relistAnswer{{list: relist}}}
-			inf, h, decoded, _ := unchangedInformer(t, s, true)
-			// The first sync decodes every object (the store is empty);
-			// the handler's first calls are its adds.
-			synced, first := int32(len(initial.Items)), len(initial.Items)
-			testfake.WaitFor(t, "the relist at 20", func() bool { return inf.LastSyncResourceVersion() == "20" })
-			if n := decoded.Load() - synced; n != 0 {
+			inf, h, first, n := relistOnce(t, enc.proto, initial, relist)
+			if n != 0 {
 				t.Fatalf("the relist of 3 unchanged objects decoded %d of them; want none", n)
 			}
 			if n := inf.reflector.unchangedKept.Load(); n != 3 {
@@ -150,13 +159,8 @@ func TestRelistDecodesChangedObjectsAndDeletesAbsentOnes(t *testing.T) {
 		t.Run(enc.name, func(t *testing.T) {
 			initial := cmList("10", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "2"), testfake.ConfigMap("c", "3"))
 			relist := cmList("20", testfake.ConfigMap("a", "1"), testfake.ConfigMap("b", "15"), testfake.ConfigMap("d", "18"))
-			s := &oneResponseServer{t: t, proto: enc.proto, initial: initial, relists: []relistAnswer{{list: relist}}}
-			inf, h, decoded, _ := unchangedInformer(t, s, true)
-			// The first sync decodes every object (the store is empty);
-			// the handler's first calls are its adds.
-			synced, first := int32(len(initial.Items)), len(initial.Items)
-			testfake.WaitFor(t, "the relist at 20", func() bool { return inf.LastSyncResourceVersion() == "20" })
-			if n := decoded.Load() - synced; n != 2 {
+			inf, h, first, n := relistOnce(t, enc.proto, initial, relist)
+			if n != 2 {
 				t.Fatalf("the relist decoded %d objects; want 2 (ns/b at a new version, ns/d new)", n)
 			}
 			if n := inf.reflector.unchangedKept.Load(); n != 1 {

@@ -526,6 +526,33 @@ func (e *probeEnv) openWatch(ctx context.Context, opts metav1.ListOptions, r *ce
 	return w, nil
 }
 
+// openBoundedWatch opens a watch with timeoutSeconds secs, bounded on the
+// client by bound: wctx ends after bound, and stop ends the watch and wctx.
+// w is nil (and err too) when the server refused the watch, as recorded in r.
+func (e *probeEnv) openBoundedWatch(ctx context.Context, opts metav1.ListOptions, secs int64, bound time.Duration, r *cellReport) (wctx context.Context, w watch.Interface, stop func(), err error) {
+	opts.TimeoutSeconds = &secs
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	w, err = e.openWatch(wctx, opts, r)
+	if err != nil || w == nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return wctx, w, func() { w.Stop(); cancel() }, nil
+}
+
+// recordQuietEnd records sem when a watch ended without the event its cell
+// waited for, with byServer as the message when the server ended it (its
+// timeoutSeconds) and byBound when the cell's bound passed first. Other ends
+// were recorded by readEvents.
+func recordQuietEnd(r *cellReport, end watchEnd, sem, byServer, byBound string) {
+	switch end {
+	case endedByServer:
+		r.Observed, r.Message = sem, byServer
+	case endedByBound:
+		r.Observed, r.Message = sem, byBound
+	}
+}
+
 // recordErrorEvent records a watch ERROR event as the observation.
 func recordErrorEvent(ev watch.Event, r *cellReport) {
 	st, ok := ev.Object.(*metav1.Status)
@@ -587,14 +614,11 @@ const watchCellBound = 10 * time.Second
 // comes after everything the server sends for the watch's start (synthetic
 // state or history), so the cell ends as soon as it arrives.
 func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOptions, r *cellReport) error {
-	opts.TimeoutSeconds = ptrInt64(int64(watchCellBound / time.Second))
-	wctx, cancel := context.WithTimeout(ctx, watchCellBound)
-	defer cancel()
-	w, err := e.openWatch(wctx, opts, r)
+	wctx, w, stop, err := e.openBoundedWatch(ctx, opts, int64(watchCellBound/time.Second), watchCellBound, r)
 	if err != nil || w == nil {
 		return err
 	}
-	defer w.Stop()
+	defer stop()
 	e.sentinelSeq++
 	sentinel := fmt.Sprintf("sentinel-%s-%d", e.runID, e.sentinelSeq)
 	if _, err := e.create(ctx, sentinel); err != nil {
@@ -638,14 +662,11 @@ func (e *probeEnv) runWatchCell(ctx context.Context, c cell, opts metav1.ListOpt
 func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.ListOptions, quiet time.Duration, r *cellReport) error {
 	opts.SendInitialEvents = ptrBool(true)
 	opts.AllowWatchBookmarks = true
-	opts.TimeoutSeconds = ptrInt64(60)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	w, err := e.openWatch(wctx, opts, r)
+	wctx, w, stop, err := e.openBoundedWatch(ctx, opts, 60, time.Minute, r)
 	if err != nil || w == nil {
 		return err
 	}
-	defer w.Stop()
+	defer stop()
 	var last watch.Event
 	out, detail := watchpipe.AwaitInitialEvents(wctx.Done(), w, watchpipe.GuardOptions{Timeout: quiet}, klog.FromContext(ctx), func(ev watch.Event) bool {
 		r.Events++
@@ -682,17 +703,14 @@ func (e *probeEnv) runStreamingList(ctx context.Context, _ cell, opts metav1.Lis
 // cache's newest RV is newer than N.
 func (e *probeEnv) runBookmark(ctx context.Context, opts metav1.ListOptions, timeout time.Duration, r *cellReport) error {
 	secs := int64(timeout / time.Second)
-	opts.TimeoutSeconds = &secs
 	opts.FieldSelector = "metadata.name=" + e.oldName
 	opts.AllowWatchBookmarks = true
 	bound := timeout + 3*time.Second
-	wctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	w, err := e.openWatch(wctx, opts, r)
+	wctx, w, stop, err := e.openBoundedWatch(ctx, opts, secs, bound, r)
 	if err != nil || w == nil {
 		return err
 	}
-	defer w.Stop()
+	defer stop()
 	// A write the watch does not select moves the cache past N while the watch
 	// is open; observed on v1.36: without it the cache may send no bookmark.
 	if _, err := e.create(ctx, "bookmark-bump-"+e.runID); err != nil {
@@ -708,14 +726,11 @@ func (e *probeEnv) runBookmark(ctx context.Context, opts metav1.ListOptions, tim
 		}
 		return true
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case end == endedByServer:
-		r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("the watch ended at its timeoutSeconds=%d without a bookmark", secs)
-	case end == endedByBound:
-		r.Observed, r.Message = SemNoBookmark, fmt.Sprintf("no bookmark within %s", bound)
 	}
+	recordQuietEnd(r, end, SemNoBookmark,
+		fmt.Sprintf("the watch ended at its timeoutSeconds=%d without a bookmark", secs), fmt.Sprintf("no bookmark within %s", bound))
 	return nil
 }
 
@@ -723,15 +738,12 @@ func (e *probeEnv) runBookmark(ctx context.Context, opts metav1.ListOptions, tim
 const farFutureWatchTimeout = 2
 
 func (e *probeEnv) runFarFutureWatch(ctx context.Context, opts metav1.ListOptions, r *cellReport) error {
-	opts.TimeoutSeconds = ptrInt64(farFutureWatchTimeout)
 	bound := farFutureWatchTimeout*time.Second + 4*time.Second
-	wctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	w, err := e.openWatch(wctx, opts, r)
+	wctx, w, stop, err := e.openBoundedWatch(ctx, opts, farFutureWatchTimeout, bound, r)
 	if err != nil || w == nil {
 		return err
 	}
-	defer w.Stop()
+	defer stop()
 	end, err := readEvents(ctx, wctx, w, r, func(ev watch.Event) bool {
 		if ev.Type == watch.Bookmark {
 			return false
@@ -739,14 +751,11 @@ func (e *probeEnv) runFarFutureWatch(ctx context.Context, opts metav1.ListOption
 		r.Observed, r.Message = SemError, fmt.Sprintf("a %s event for a resourceVersion that does not exist yet", ev.Type)
 		return true
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case end == endedByServer:
-		r.Observed, r.Message = SemWaits, fmt.Sprintf("no event until the watch's timeoutSeconds=%d", farFutureWatchTimeout)
-	case end == endedByBound:
-		r.Observed, r.Message = SemWaits, fmt.Sprintf("no event within %s", bound)
 	}
+	recordQuietEnd(r, end, SemWaits,
+		fmt.Sprintf("no event until the watch's timeoutSeconds=%d", farFutureWatchTimeout), fmt.Sprintf("no event within %s", bound))
 	return nil
 }
 

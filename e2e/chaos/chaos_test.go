@@ -26,9 +26,9 @@ import (
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
-	"github.com/steadywatch/steadywatch/e2e/internal/storecheck"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
+	"github.com/steadywatch/steadywatch/internal/storediff"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/reflector"
 )
@@ -287,7 +287,7 @@ func snapshot(objs []any) map[string]string {
 
 // diff describes how got differs from want, briefly ("" = equal).
 func diff(want, got map[string]string) string {
-	d := storecheck.Compare(want, got)
+	d := storediff.Compare(want, got)
 	if d.Empty() {
 		return ""
 	}

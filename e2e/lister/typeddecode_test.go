@@ -29,6 +29,7 @@ import (
 
 	"github.com/steadywatch/steadywatch/e2e/harness"
 	"github.com/steadywatch/steadywatch/e2e/harness/build"
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	"github.com/steadywatch/steadywatch/lister"
 )
 
@@ -154,7 +155,7 @@ var _ = Describe("lister.FromClientset, FromDynamicConfig, FromMetadataConfig an
 					Expect(err).NotTo(HaveOccurred())
 				}
 				rc, typed := widgetClient(e.cfg, gv, e.ns)
-				ours, err := lister.FromRESTClient(lister.RESTResource{Client: rc, Resource: "widgets", Namespace: e.ns, List: &widgetList{}})
+				ours, err := lister.FromRESTClient(lister.RESTResource{Client: rc, Resource: "widgets", Namespace: e.ns, List: &testfake.WidgetList{}})
 				Expect(err).NotTo(HaveOccurred())
 				l, err := typed.List(ctx, metav1.ListOptions{LabelSelector: "set=dec"})
 				Expect(err).NotTo(HaveOccurred())

@@ -90,12 +90,25 @@ func pod(name, rv string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: rv}}
 }
 
-// newSource is client-go's fake apiserver endpoint, shut down at the end
-// of the test.
-func newSource(t *testing.T) *fcache.FakeControllerSource {
+// newSource is client-go's fake apiserver endpoint holding the named pods
+// (resourceVersion unset), shut down at the end of the test.
+func newSource(t *testing.T, pods ...string) *fcache.FakeControllerSource {
 	s := fcache.NewFakeControllerSource()
 	t.Cleanup(s.Shutdown)
+	for _, name := range pods {
+		s.Add(pod(name, ""))
+	}
 	return s
+}
+
+// addListeners adds each listener to inf with its own resync period.
+func addListeners(t *testing.T, inf cache.SharedInformer, ls ...*testListener) {
+	t.Helper()
+	for _, l := range ls {
+		if _, err := inf.AddEventHandlerWithResyncPeriod(l, l.resync); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // run starts inf and stops it at the end of the bubble's test.
@@ -108,18 +121,12 @@ func run(t *testing.T, inf cache.SharedInformer) {
 
 func TestListenerResyncPeriods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		source := newSource(t)
-		source.Add(pod("pod1", ""))
-		source.Add(pod("pod2", ""))
+		source := newSource(t, "pod1", "pod2")
 		inf := newOurs(source, time.Second, nil)
 		l1 := newTestListener("listener1", 0, "pod1", "pod2")
 		l2 := newTestListener("listener2", 2*time.Second, "pod1", "pod2")
 		l3 := newTestListener("listener3", 3*time.Second, "pod1", "pod2")
-		for _, l := range []*testListener{l1, l2, l3} {
-			if _, err := inf.AddEventHandlerWithResyncPeriod(l, l.resync); err != nil {
-				t.Fatal(err)
-			}
-		}
+		addListeners(t, inf, l1, l2, l3)
 		run(t, inf)
 		synctest.Wait()
 		for _, l := range []*testListener{l1, l2, l3} {
@@ -146,16 +153,11 @@ func TestResyncCheckPeriod(t *testing.T) {
 	// A handler's period under the informer's check period lowers the
 	// check period (before Run), and one under a second gets a second.
 	synctest.Test(t, func(t *testing.T) {
-		source := newSource(t)
-		source.Add(pod("pod1", ""))
+		source := newSource(t, "pod1")
 		inf := newOurs(source, 12*time.Hour, nil)
 		fast := newTestListener("fast", 100*time.Millisecond, "pod1")
 		slow := newTestListener("slow", 0, "pod1")
-		for _, l := range []*testListener{fast, slow} {
-			if _, err := inf.AddEventHandlerWithResyncPeriod(l, l.resync); err != nil {
-				t.Fatal(err)
-			}
-		}
+		addListeners(t, inf, fast, slow)
 		run(t, inf)
 		synctest.Wait()
 		fast.reset("pod1")
@@ -169,17 +171,11 @@ func TestResyncCheckPeriod(t *testing.T) {
 
 func TestSharedInformerWatchDisruption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		source := newSource(t)
-		source.Add(pod("pod1", ""))
-		source.Add(pod("pod2", ""))
+		source := newSource(t, "pod1", "pod2")
 		inf := newOurs(source, time.Second, nil)
 		noResync := newTestListener("listenerNoResync", 0, "pod1", "pod2")
 		resync := newTestListener("listenerResync", time.Second, "pod1", "pod2")
-		for _, l := range []*testListener{noResync, resync} {
-			if _, err := inf.AddEventHandlerWithResyncPeriod(l, l.resync); err != nil {
-				t.Fatal(err)
-			}
-		}
+		addListeners(t, inf, noResync, resync)
 		run(t, inf)
 		synctest.Wait()
 		noResync.check(t)
@@ -210,9 +206,7 @@ func TestSharedInformerWatchDisruption(t *testing.T) {
 
 func TestSharedInformerTransformer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		source := newSource(t)
-		source.Add(pod("pod1", ""))
-		source.Add(pod("pod2", ""))
+		source := newSource(t, "pod1", "pod2")
 		inf := newOurs(source, time.Second, nil)
 		if err := inf.SetTransform(func(obj any) (any, error) {
 			if p, ok := obj.(*v1.Pod); ok {
@@ -266,13 +260,10 @@ func TestSharedInformerRemoveForeignHandler(t *testing.T) {
 
 func TestStateSharedInformer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		source := newSource(t)
-		source.Add(pod("pod1", ""))
+		source := newSource(t, "pod1")
 		inf := newOurs(source, time.Second, nil)
 		l := newTestListener("listener", 0, "pod1")
-		if _, err := inf.AddEventHandlerWithResyncPeriod(l, l.resync); err != nil {
-			t.Fatal(err)
-		}
+		addListeners(t, inf, l)
 		if inf.IsStopped() {
 			t.Error("stopped before Run")
 		}

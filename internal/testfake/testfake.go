@@ -1,7 +1,8 @@
 // Package testfake holds the small fakes and fixtures the SDK's own tests,
 // benchmarks and e2e suites share: a watch that replays pre-built events, a
 // scripted client, lists that block until released, an HTTP server that
-// counts the requests on the wire, objects (ConfigMap), the apiserver's
+// counts the requests on the wire, objects (ConfigMap; Widget, a JSON-only
+// custom resource type, with its generated-style client), the apiserver's
 // 410 and 504 answers (Gone, TooLarge), a poll with a deadline (WaitFor),
 // a runner that stops a reflector or an informer when the test ends
 // (Start, RunInformer), and a metrics.Recorder that keeps every report in

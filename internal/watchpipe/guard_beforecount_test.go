@@ -8,14 +8,21 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
+// knownCount is the count of initial events a guard is told: n, already
+// known and the channel closed.
+func knownCount(n int) <-chan int {
+	c := make(chan int, 1)
+	c <- n
+	close(c)
+	return c
+}
+
 // A known count not yet reached: a pause longer than Timeout is waited for
 // (up to BeforeCount); once the count is reached, AfterCount applies.
 func TestGuardWaitsLongerWhileCountedEventsAreMissing(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	fw := watch.NewFakeWithChanSize(10, false)
-	expected := make(chan int, 1)
-	expected <- 3
-	close(expected)
+	expected := knownCount(3)
 	fw.Add(testfake.ConfigMap("a", "5"))
 	stop := make(chan struct{})
 	defer close(stop)
@@ -70,9 +77,7 @@ func TestGuardBeforeCountDefaults(t *testing.T) {
 func TestGuardNoInitialEventAtAllUsesTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	fw := watch.NewFakeWithChanSize(10, false)
-	expected := make(chan int, 1)
-	expected <- 3
-	close(expected)
+	expected := knownCount(3)
 	stop := make(chan struct{})
 	defer close(stop)
 	start := time.Now()
@@ -94,9 +99,7 @@ func TestGuardNoInitialEventAtAllUsesTimeout(t *testing.T) {
 func TestGuardFromMostRecentWaitsForTheFirstCountedEvent(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	fw := watch.NewFakeWithChanSize(10, false)
-	expected := make(chan int, 1)
-	expected <- 2
-	close(expected)
+	expected := knownCount(2)
 	stop := make(chan struct{})
 	defer close(stop)
 	done := make(chan InitialEventsOutcome, 1)
@@ -125,9 +128,7 @@ func TestGuardFromMostRecentWaitsForTheFirstCountedEvent(t *testing.T) {
 	// And a stream from MostRecent that never sends anything still ends,
 	// at BeforeCount.
 	fw2 := watch.NewFakeWithChanSize(10, false)
-	expected2 := make(chan int, 1)
-	expected2 <- 2
-	close(expected2)
+	expected2 := knownCount(2)
 	start := time.Now()
 	out, _ := AwaitInitialEvents(stop, fw2, GuardOptions{Timeout: timeout, Expected: expected2, FromMostRecent: true}, discard(),
 		func(watch.Event) bool { return true })

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/steadywatch/steadywatch/e2e/harness/faults"
-	"github.com/steadywatch/steadywatch/e2e/internal/storecheck"
 	"github.com/steadywatch/steadywatch/e2e/internal/suite/reasons"
 	"github.com/steadywatch/steadywatch/e2e/soak"
+	"github.com/steadywatch/steadywatch/internal/storediff"
 	"github.com/steadywatch/steadywatch/lister"
 	"github.com/steadywatch/steadywatch/metrics"
 	"github.com/steadywatch/steadywatch/reflector"
@@ -229,7 +229,7 @@ func (s *side) stop() {
 
 // diff describes how got differs from want ("" if equal).
 func diff(got, want map[string]string) string {
-	d := storecheck.Compare(want, got)
+	d := storediff.Compare(want, got)
 	stale := make([]string, len(d.Differ))
 	for i, k := range d.Differ {
 		stale[i] = fmt.Sprintf("%s at %s, not %s", k, got[k], want[k])

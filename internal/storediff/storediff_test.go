@@ -1,4 +1,4 @@
-package storecheck
+package storediff
 
 import (
 	"slices"
