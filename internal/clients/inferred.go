@@ -246,12 +246,19 @@ func (c *Inferred) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inter
 
 // pick returns the client a list or watch with o's selectors goes
 // through: the confirmed decoding client, or LW; deciding the scope first
-// while it is undecided.
+// while it is undecided (but for a list's next page, which goes where its
+// first page went).
 func (c *Inferred) pick(ctx context.Context, o metav1.ListOptions) (Lister, error) {
 	switch state, dec := c.load(); state {
 	case scopeConfirmed:
 		return dec, nil
 	case scopeMismatch:
+		return c.LW, nil
+	}
+	if o.Continue != "" {
+		// The list's first page went through LW (its check did not settle
+		// the scope): the next pages follow it, with LW's continue token,
+		// and check nothing.
 		return c.LW, nil
 	}
 	if pipelineFilter(c.LW) != nil {

@@ -171,3 +171,40 @@ func TestInferredRetriesInsideWhileListsGoThroughTheCallersClient(t *testing.T) 
 		}
 	}
 }
+
+// A list's next page goes where its first page went: while the scope is
+// unsettled, through the caller's ListerWatcher with its continue token,
+// and no page checks the scope again.
+func TestInferredNextPagesFollowTheFirstThroughTheCallersClient(t *testing.T) {
+	tooLarge := errors.New("504 too large resource version")
+	all := &atRV{cms: world(""), rv: "7", exactErr: tooLarge}
+	lw := &atRV{cms: world("a"), rv: "9"}
+	c := &Inferred{
+		LW: lw,
+		NewDec: func(ns string) (Lister, error) {
+			return map[string]Lister{"": all, "a": &atRV{cms: world("a"), rv: "7", exactErr: tooLarge}}[ns], nil
+		},
+		Name: "v1/configmaps", Metrics: &testfake.Recorder{}, MismatchReason: "mismatch", NoClientReason: "no-client",
+	}
+	if _, err := c.List(t.Context(), metav1.ListOptions{Limit: 2}); err != nil {
+		t.Fatal(err)
+	}
+	all.mu.Lock()
+	checked := len(all.lists)
+	all.mu.Unlock()
+	lw.mu.Lock()
+	before := len(lw.lists)
+	lw.mu.Unlock()
+	if _, err := c.List(t.Context(), metav1.ListOptions{Limit: 2, Continue: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	all.mu.Lock()
+	rechecked := len(all.lists) - checked
+	all.mu.Unlock()
+	lw.mu.Lock()
+	sent := lw.lists[before:]
+	lw.mu.Unlock()
+	if rechecked != 0 || len(sent) != 1 || sent[0].Continue != "more" {
+		t.Errorf("the next page: %d more reads of steadywatch's client, the caller's ListerWatcher sent %+v; want none, and the page through it", rechecked, sent)
+	}
+}
