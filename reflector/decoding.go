@@ -52,8 +52,11 @@ const pathInformerFor = "NewInformerFor"
 // client-go's retries, logged and counted (reasons
 // "decoding-scope-mismatch", "no-decoding-client"). While
 // the lists cannot tell (the hook's ListerWatcher lists nothing, or every
-// object is in one namespace), a list goes through it and the next list
-// checks again.
+// object is in one namespace), or a read of the check fails (a lagging
+// server's 504 at a resourceVersion), a list goes through it and the next
+// list checks again. A list that goes through the hook's ListerWatcher is
+// the newest, in pages, never one at a resourceVersion (which its client
+// would retry on its own where a lagging server answers 504).
 //
 // o, at most one (it panics with more), applies to every informer; its
 // zero value without. Leave o.Name and o.Resource empty: each informer

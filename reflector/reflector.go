@@ -48,9 +48,11 @@ type Reflector struct {
 	client Client
 	list   ListFunc       // Options.List; nil: the lister, page by page (listInto)
 	lister *lister.Lister // the default List's, and planList's probe
-	// retriesInside: the client is a caller's whose requests client-go may
-	// retry on its own (clients.RetriesInside); planList lists the newest.
-	retriesInside bool
+	// retriesInside reports whether the client is, for now, a caller's
+	// whose requests client-go may retry on its own (clients.RetriesInside;
+	// nil: never); planList asks it at every step, as the scope check of
+	// NewInformerFor's client may change it.
+	retriesInside func() bool
 	store         cache.ReflectorStore
 	expectedType  reflect.Type
 	expectedGVK   *schema.GroupVersionKind
@@ -197,8 +199,9 @@ func New(c Client, expectedType runtime.Object, store cache.ReflectorStore, o Op
 	r.name = r.o.Name
 	// The lister sends the default lists, and planList's limit=1 probe
 	// also when List is the caller's own.
-	ri, _ := c.(clients.RetriesInside)
-	r.retriesInside = ri != nil && ri.RetriesInside()
+	if ri, ok := c.(clients.RetriesInside); ok {
+		r.retriesInside = ri.RetriesInside
+	}
 	r.lister = lister.New(c, r.listerOptions())
 	r.client = r.lister.Client() // with Options.Lister.Transform, if set
 	b := r.o.Backoff.New()       // never stops by itself: a reflector retries until its context ends
@@ -415,8 +418,12 @@ func (r *Reflector) streamingSupported(ctx context.Context) bool {
 // page, "Resource versions"). A paginated MostRecent list would read every
 // page from etcd before v1.34, which costs the apiserver several times what
 // serving the same objects from its cache does (docs/benchmarks.md,
-// "apiserver cost when 8 informers start at once"). On error, probe is the
-// query that failed.
+// "apiserver cost when 8 informers start at once"). Where client-go may
+// retry the list on its own inside the client (clients.RetriesInside, asked
+// again after the limit=1 read, which runs NewInformerFor's scope check),
+// the list is the newest, in pages: a lagging watch cache's 504 at a
+// resourceVersion would be retried up to 10 times before the lister sees
+// it. On error, probe is the query that failed.
 func (r *Reflector) planList(ctx context.Context, s listing) (q, probe fallback.Query, err error) {
 	q, probe, _, err = r.plan(ctx, s)
 	return q, probe, err
@@ -427,10 +434,14 @@ func (r *Reflector) plan(ctx context.Context, s listing) (q, probe fallback.Quer
 	sit := engine.Situation{
 		Op: engine.OpListPlan, Semantic: s.query.Semantic, HasContinue: s.query.Continue != "",
 		Initial: s.initial, Retrying: s.attempt > 0, Paginate: r.o.PaginateLists, PageSize: r.o.pageSize > 0,
-		ObjectStore: r.objects != nil, RetriesInside: r.retriesInside,
+		ObjectStore: r.objects != nil,
 	}
 	rv := ""
 	for {
+		// Asked at every step: the limit=1 read may have run a client's
+		// scope check (clients.Inferred), which decides the client later
+		// lists go through.
+		sit.RetriesInside = r.retriesInside != nil && r.retriesInside()
 		d = r.decide(sit)
 		switch d.Then {
 		case engine.ThenPlanAskServer:

@@ -29,6 +29,8 @@ type ScopeChecked interface {
 var (
 	_ ScopeChecked = (*Scoped)(nil)
 	_ ScopeChecked = (*Inferred)(nil)
+
+	_ RetriesInside = (*Inferred)(nil)
 )
 
 // Inferred is the client of an informer built for a hook that hands it only
@@ -58,6 +60,13 @@ var (
 // sends nothing. When a later request of the check fails, that list or
 // watch goes through LW; after maxUncheckedLists such failures, every one
 // does, logged and counted.
+//
+// Inferred declares that client-go may retry its requests on its own
+// (RetriesInside) while its lists go through LW and LW declares it: once
+// the scope is found not to match, and from a check that could not settle
+// it until one does. Before the first check it does not: the first request
+// runs the check (a reflector's limit=1 read of the current
+// resourceVersion), and the reflector asks again before it chooses its list.
 type Inferred struct {
 	// LW is the caller's ListerWatcher as a client.
 	LW Lister
@@ -73,6 +82,7 @@ type Inferred struct {
 
 	mu        sync.Mutex
 	unchecked int    // checks that failed (an error of LW, not a mismatch)
+	unsettled bool   // the last check could not settle the scope: requests go through LW
 	state     int32  // scopeUnchecked, scopeConfirmed or scopeMismatch
 	dec       Lister // the confirmed decoding client
 	decs      map[string]Lister
@@ -87,6 +97,17 @@ func (c *Inferred) PipelineFilter() interface{ Keep(m metav1.Object) bool } {
 func (c *Inferred) IsWatchListSemanticsUnSupported() bool {
 	d, ok := c.LW.(interface{ IsWatchListSemanticsUnSupported() bool })
 	return ok && d.IsWatchListSemanticsUnSupported()
+}
+
+// RetriesInside implements RetriesInside: true while lists go through LW
+// (after a mismatch, or a check that could not settle the scope) and LW's
+// client may retry on its own.
+func (c *Inferred) RetriesInside() bool {
+	c.mu.Lock()
+	viaLW := c.state == scopeMismatch || c.state == scopeUnchecked && c.unsettled
+	c.mu.Unlock()
+	ri, ok := c.LW.(RetriesInside)
+	return viaLW && ok && ri.RetriesInside()
 }
 
 // Confirmed returns the decoding client once its scope is confirmed, else
@@ -225,12 +246,19 @@ func (c *Inferred) Watch(ctx context.Context, o metav1.ListOptions) (watch.Inter
 
 // pick returns the client a list or watch with o's selectors goes
 // through: the confirmed decoding client, or LW; deciding the scope first
-// while it is undecided.
+// while it is undecided (but for a list's next page, which goes where its
+// first page went).
 func (c *Inferred) pick(ctx context.Context, o metav1.ListOptions) (Lister, error) {
 	switch state, dec := c.load(); state {
 	case scopeConfirmed:
 		return dec, nil
 	case scopeMismatch:
+		return c.LW, nil
+	}
+	if o.Continue != "" {
+		// The list's first page went through LW (its check did not settle
+		// the scope): the next pages follow it, with LW's continue token,
+		// and check nothing.
 		return c.LW, nil
 	}
 	if pipelineFilter(c.LW) != nil {
@@ -247,6 +275,9 @@ func (c *Inferred) pick(ctx context.Context, o metav1.ListOptions) (Lister, erro
 	case err != nil:
 		return nil, err
 	case !settled:
+		c.mu.Lock()
+		c.unsettled = true
+		c.mu.Unlock()
 		klog.FromContext(ctx).V(2).Info("cannot tell yet which namespace the hook's ListerWatcher lists; this request goes through it, the next list or watch checks again", "lister", c.Name)
 		return c.LW, nil
 	}

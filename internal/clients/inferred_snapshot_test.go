@@ -116,3 +116,95 @@ func TestInferredCheckAtTheCallersVersionFails(t *testing.T) {
 		t.Errorf("state %d, fallbacks %v: want the fallback after %d failed checks", state, rec.Labels(testfake.Fallback), maxUncheckedLists)
 	}
 }
+
+// retriesInside is a caller's client whose requests client-go may retry on
+// its own (lister.FromListerWatcher over a ListWatch not of the SDK).
+type retriesInside struct{ Lister }
+
+func (retriesInside) RetriesInside() bool { return true }
+
+// Inferred declares that client-go retries inside it exactly while its
+// lists go through the caller's ListerWatcher: not before the first check
+// (which the first request runs), from a check that could not settle the
+// scope until one does, never once the decoding client is confirmed, and
+// for good after a mismatch.
+func TestInferredRetriesInsideWhileListsGoThroughTheCallersClient(t *testing.T) {
+	tooLarge := errors.New("504 too large resource version")
+	a := &atRV{cms: world("a"), rv: "7", exactErr: tooLarge}
+	all := &atRV{cms: world(""), rv: "7", exactErr: tooLarge}
+	lw := &atRV{cms: world("a"), rv: "9"}
+	c := &Inferred{
+		LW: retriesInside{lw},
+		NewDec: func(ns string) (Lister, error) {
+			return map[string]Lister{"": all, "a": a}[ns], nil
+		},
+		Name: "v1/configmaps", Metrics: &testfake.Recorder{}, MismatchReason: "mismatch", NoClientReason: "no-client",
+	}
+	list := func(want bool, when string) {
+		t.Helper()
+		if _, err := c.List(t.Context(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.RetriesInside(); got != want {
+			t.Errorf("RetriesInside %t %s, want %t", got, when, want)
+		}
+	}
+	if c.RetriesInside() {
+		t.Error("RetriesInside before the first check, want false: the first request runs it")
+	}
+	list(true, "after a check that could not settle (the read at the caller's resourceVersion answered 504)")
+	all.exactErr, a.exactErr = nil, nil // the watch cache caught up
+	list(false, "once the decoding client is confirmed")
+
+	for _, declares := range []bool{true, false} {
+		var lw Lister = world("a")
+		if declares {
+			lw = retriesInside{lw}
+		}
+		mismatch := &Inferred{LW: lw, NewDec: func(string) (Lister, error) { return nil, errors.New("no client") },
+			Name: "v1/configmaps", Metrics: &testfake.Recorder{}, MismatchReason: "mismatch", NoClientReason: "no-client"}
+		if _, err := mismatch.List(t.Context(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := mismatch.RetriesInside(); got != declares {
+			t.Errorf("RetriesInside %t after the fallback to a caller's ListerWatcher that declares it %t", got, declares)
+		}
+	}
+}
+
+// A list's next page goes where its first page went: while the scope is
+// unsettled, through the caller's ListerWatcher with its continue token,
+// and no page checks the scope again.
+func TestInferredNextPagesFollowTheFirstThroughTheCallersClient(t *testing.T) {
+	tooLarge := errors.New("504 too large resource version")
+	all := &atRV{cms: world(""), rv: "7", exactErr: tooLarge}
+	lw := &atRV{cms: world("a"), rv: "9"}
+	c := &Inferred{
+		LW: lw,
+		NewDec: func(ns string) (Lister, error) {
+			return map[string]Lister{"": all, "a": &atRV{cms: world("a"), rv: "7", exactErr: tooLarge}}[ns], nil
+		},
+		Name: "v1/configmaps", Metrics: &testfake.Recorder{}, MismatchReason: "mismatch", NoClientReason: "no-client",
+	}
+	if _, err := c.List(t.Context(), metav1.ListOptions{Limit: 2}); err != nil {
+		t.Fatal(err)
+	}
+	all.mu.Lock()
+	checked := len(all.lists)
+	all.mu.Unlock()
+	lw.mu.Lock()
+	before := len(lw.lists)
+	lw.mu.Unlock()
+	if _, err := c.List(t.Context(), metav1.ListOptions{Limit: 2, Continue: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	all.mu.Lock()
+	rechecked := len(all.lists) - checked
+	all.mu.Unlock()
+	lw.mu.Lock()
+	sent := lw.lists[before:]
+	lw.mu.Unlock()
+	if rechecked != 0 || len(sent) != 1 || sent[0].Continue != "more" {
+		t.Errorf("the next page: %d more reads of steadywatch's client, the caller's ListerWatcher sent %+v; want none, and the page through it", rechecked, sent)
+	}
+}

@@ -41,8 +41,9 @@ import (
 // first's answer.
 
 // RetriesInside is a client whose requests client-go's REST client may
-// retry on its own inside one call (a function the SDK did not build):
-// a 504 "too large resource version" with its Retry-After up to 10 times.
+// retry on its own inside one call (a function the SDK did not build, or,
+// for now, Inferred while its lists go through one): a 504 "too large
+// resource version" with its Retry-After up to 10 times.
 type RetriesInside interface{ RetriesInside() bool }
 
 // retryCut is one request's view of client-go's attempts: set by begin and

@@ -101,6 +101,7 @@ var (
 	srcPlanProbe    = SourceKEP2523 + `; ` + SourceResourceVersions + `: a limit=1 MostRecent read (a quorum read of one object) names the current resourceVersion; a list not older than it is served from the watch cache, consistent as of the read`
 	srcPlanProbed   = srcPlanProbe + `; "Not older than"`
 	srcPlanProbeNil = srcPlanProbe + `; the read named none: the newest list, in pages`
+	srcPlanInsideRV = srcPlanInside + `; the limit=1 read ran the client's scope check, which could not tell which client lists what the caller's ListerWatcher lists (reflector.NewInformerFor): the list goes through the caller's, the newest list, in pages`
 )
 
 // listPlanRows are a reflector's choices of the list that (re)fills its
@@ -137,7 +138,8 @@ var listPlanRows = func() []Row {
 		{first(when{cacheReads: cacheReads(CacheReadsUnknown), retriesInside: no}), Accept, reason.OK, srcPlanProbe, WaitNone, ThenPlanProbe},
 
 		// The limit=1 read's outcome.
-		{plan(when{probe: probes(ProbeRV)}), Accept, reason.OK, srcPlanProbed, WaitNone, ThenPlanNotOlderProbed},
+		{plan(when{probe: probes(ProbeRV), retriesInside: no}), Accept, reason.OK, srcPlanProbed, WaitNone, ThenPlanNotOlderProbed},
+		{plan(when{probe: probes(ProbeRV), retriesInside: yes}), Accept, reason.OK, srcPlanInsideRV, WaitNone, ThenPlanPages},
 		{plan(when{probe: probes(ProbeNoRV)}), Accept, reason.OK, srcPlanProbeNil, WaitNone, ThenPlanPages},
 	}
 }()

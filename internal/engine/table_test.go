@@ -263,6 +263,9 @@ func expectedStep(s Situation) (Action, reason.Code, Wait, Then) {
 func expectedPlan(s Situation) Then {
 	switch s.Probe {
 	case ProbeRV:
+		if s.RetriesInside {
+			return ThenPlanPages
+		}
 		return ThenPlanNotOlderProbed
 	case ProbeNoRV:
 		return ThenPlanPages
