@@ -373,8 +373,7 @@ func (e *env) waitFor(cond func() bool, d time.Duration) bool {
 // limit=1 list; the other limit=1 lists, such as lister.WrapDecoding's
 // Exact scope check, are not it).
 func (e *env) countListSent() bool {
-	for _, q := range e.srv.Requests() {
-		// (NewInformerFor's every-namespace limit=1 list is its scope check.)
+	for _, q := range afterStream(e.srv.Requests()) {
 		if isCountList(q) {
 			return true
 		}
@@ -429,15 +428,14 @@ func (e *env) onReplace() {
 // list the count list (limit=1) sent beside that stream, when it answered
 // after the sync: it belongs to the sync, only its timing varies.
 func withCountList(frozen, all []steadywatchtest.Request) []steadywatchtest.Request {
-	streamed := false
-	for _, q := range frozen {
+	after := afterStream(frozen)
+	if after == nil {
+		return frozen // no streaming list
+	}
+	for _, q := range after {
 		if isCountList(q) {
 			return frozen // already in
 		}
-		streamed = streamed || (q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents)
-	}
-	if !streamed {
-		return frozen
 	}
 	for _, q := range all[len(frozen):] {
 		if isCountList(q) {
@@ -447,9 +445,23 @@ func withCountList(frozen, all []steadywatchtest.Request) []steadywatchtest.Requ
 	return frozen
 }
 
-// isCountList: q is the streaming-list count read (a MostRecent limit=1
-// list in the informer's namespace), not another limit=1 list such as
-// NewInformerFor's or WrapDecoding's scope checks.
+// afterStream returns the requests of qs sent after the first streaming
+// list (an empty, non-nil slice when it is the last), nil without one.
+// The count read is sent beside a streaming list, once it is open;
+// NewInformerFor's scope check sends lists of the same shape before it (as
+// the first request's check).
+func afterStream(qs []steadywatchtest.Request) []steadywatchtest.Request {
+	for i, q := range qs {
+		if q.Options.SendInitialEvents != nil && *q.Options.SendInitialEvents {
+			return qs[i+1:]
+		}
+	}
+	return nil
+}
+
+// isCountList: q has the shape of the streaming-list count read (a
+// MostRecent limit=1 list in the informer's namespace); WrapDecoding's
+// scope check is a limit=1 list at a resourceVersion.
 func isCountList(q steadywatchtest.Request) bool {
 	return q.Verb == "list" && q.Namespace == "ns" && q.Options.Limit == 1 && q.Options.ResourceVersion == "" && q.Options.Continue == ""
 }
