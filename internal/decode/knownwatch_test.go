@@ -241,7 +241,7 @@ func TestInPlaceObjectsAreTheClientsets(t *testing.T) {
 	}
 	body := watchBody(t, runtime.ContentTypeProtobuf, events)
 	want := decodeWatch(t, runtime.ContentTypeProtobuf, body, nil)
-	items := ProtoItems(shapeOf(t, &corev1.ConfigMapList{}), corev1.SchemeGroupVersion)
+	items := ProtoItems(mustShape(t, &corev1.ConfigMapList{}), corev1.SchemeGroupVersion)
 	if items == nil {
 		t.Fatal("no in-place decoding for ConfigMaps")
 	}
@@ -302,15 +302,6 @@ func (c objectsCounted) Decode(data []byte, defaults *schema.GroupVersionKind, i
 	return c.Decoder.Decode(data, defaults, into)
 }
 
-func shapeOf(t testing.TB, list runtime.Object) Shape {
-	t.Helper()
-	sh, ok := ShapeOf(reflect.TypeOf(list))
-	if !ok {
-		t.Fatalf("%T: no shape", list)
-	}
-	return sh
-}
-
 // A streaming list's initial events decoded in place allocate about what
 // their objects hold; client-go's decoder also copies each object's bytes
 // twice (the event's raw object, the envelope's raw bytes). One iteration
@@ -322,7 +313,7 @@ func BenchmarkStreamingListInitialEvents(b *testing.B) {
 		events[i] = watch.Event{Type: watch.Added, Object: richCM(fmt.Sprintf("cm-%d", i), fmt.Sprint(i+1))}
 	}
 	body := watchBody(b, runtime.ContentTypeProtobuf, events)
-	items := ProtoItems(shapeOf(b, &corev1.ConfigMapList{}), corev1.SchemeGroupVersion)
+	items := ProtoItems(mustShape(b, &corev1.ConfigMapList{}), corev1.SchemeGroupVersion)
 	for _, bc := range []struct {
 		name  string
 		items *InPlace
