@@ -190,13 +190,21 @@ func TestObjectsThatMoveAreNotDeletedAndTheNewOwnerIsTold(t *testing.T) {
 	if len(bOwns) == 0 {
 		t.Fatal("b owns nothing")
 	}
-	recB.mu.Lock()
-	for _, n := range bOwns {
-		if recB.added[n]+recB.updated[n] == 0 {
-			t.Errorf("b's handler never received %s, which b owns", n)
+	// The store holds them before the handler is called (client-go's
+	// informer hands each change to its handlers after the indexer):
+	// wait for the calls.
+	notReceived := func() []string {
+		recB.mu.Lock()
+		defer recB.mu.Unlock()
+		var missing []string
+		for _, n := range bOwns {
+			if recB.added[n]+recB.updated[n] == 0 {
+				missing = append(missing, n)
+			}
 		}
+		return missing
 	}
-	recB.mu.Unlock()
+	testfake.WaitFor(t, "b's handler receives every object b owns", func() bool { return len(notReceived()) == 0 })
 
 	// A real deletion still reaches the owner's handler.
 	if err := srv.Delete("default", bOwns[0]); err != nil {
