@@ -239,20 +239,28 @@ func (c *Client[T, L]) Get(ctx context.Context, name string) (T, error) {
 	var obj T
 	var exists bool
 	ready := func() (bool, error) {
-		var err error
-		if obj, exists, err = c.cached(key); err != nil {
-			return false, err
-		}
-		switch {
-		case w.deleted:
-			return !exists, nil
-		case exists:
-			if !rvwait.Comparable(obj.GetResourceVersion()) {
-				return false, &rvwait.IncomparableError{ResourceVersion: obj.GetResourceVersion()}
+		for again := false; ; again = true {
+			var err error
+			if obj, exists, err = c.cached(key); err != nil {
+				return false, err
 			}
-			return rvwait.AtLeast(obj.GetResourceVersion(), w.rv), nil
-		default: // gone after our write: deleted by another writer since
-			return c.storeAtLeast(w.rv), nil
+			switch {
+			case w.deleted:
+				return !exists, nil
+			case exists:
+				if !rvwait.Comparable(obj.GetResourceVersion()) {
+					return false, &rvwait.IncomparableError{ResourceVersion: obj.GetResourceVersion()}
+				}
+				return rvwait.AtLeast(obj.GetResourceVersion(), w.rv), nil
+			case again:
+				// Absent from a store that reflects our write: deleted
+				// by another writer since.
+				return true, nil
+			case !c.storeAtLeast(w.rv):
+				return false, nil
+			}
+			// The store reflects our write, but the object may have been
+			// applied between the two reads: read it again.
 		}
 	}
 	live, err := c.wait(ctx, "get", name, ready)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steadywatch/steadywatch/internal/testfake"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,6 +126,51 @@ type readRecorder struct {
 	mu        sync.Mutex
 	waits     []string
 	fallbacks []string
+	// cacheReads are the client's reads of its cache (key and the
+	// resourceVersion it found, "" for none), in order.
+	cacheReads []string
+}
+
+// readsRecorded is an informer whose indexer records the client's reads in
+// rec.
+type readsRecorded struct {
+	cache.SharedIndexInformer
+	rec *readRecorder
+}
+
+func (i readsRecorded) GetIndexer() cache.Indexer {
+	return recordingIndexer{Indexer: i.SharedIndexInformer.GetIndexer(), rec: i.rec}
+}
+
+type recordingIndexer struct {
+	cache.Indexer
+	rec *readRecorder
+}
+
+func (x recordingIndexer) GetByKey(key string) (any, bool, error) {
+	item, ok, err := x.Indexer.GetByKey(key)
+	rv := ""
+	if cm, isCM := item.(*corev1.ConfigMap); ok && isCM {
+		rv = cm.ResourceVersion
+	}
+	x.rec.mu.Lock()
+	x.rec.cacheReads = append(x.rec.cacheReads, key+"@"+rv)
+	x.rec.mu.Unlock()
+	return item, ok, err
+}
+
+// reads counts the client's reads of key from its cache that found it at
+// rv.
+func (r *readRecorder) reads(key, rv string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, read := range r.cacheReads {
+		if read == key+"@"+rv {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *readRecorder) StoreResourceVersion(string, string) {}
@@ -163,7 +209,7 @@ func setup(t *testing.T, s *fakeServer, bound time.Duration) (*Client[*corev1.Co
 	}
 	inf := cache.NewSharedIndexInformer(listOnly{lw}, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	rec := &readRecorder{}
-	c, err := New[*corev1.ConfigMap, *corev1.ConfigMapList](s, "ns", inf, Options{Bound: bound, Metrics: rec})
+	c, err := New[*corev1.ConfigMap, *corev1.ConfigMapList](s, "ns", readsRecorded{SharedIndexInformer: inf, rec: rec}, Options{Bound: bound, Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,10 +264,14 @@ func TestGetAfterAnUpdateWaitsForTheCacheToHoldIt(t *testing.T) {
 	}
 	updated, _ := c.Update(ctx, created, metav1.UpdateOptions{})
 	mustWait(t, func(ctx context.Context) error { _, err := c.Get(ctx, "a"); return err })
+	before := rec.reads("ns/a", created.ResourceVersion)
 	ch := getAsync(c, "a")
 	if old, _, _ := inf.GetIndexer().GetByKey("ns/a"); old.(*corev1.ConfigMap).ResourceVersion != created.ResourceVersion {
 		t.Fatal("the test's watch did not hold the update back")
 	} // a stock lister read now would be stale
+	// The update reaches the cache only once the read found the older
+	// version there (and so waits).
+	testfake.WaitFor(t, "the read to find the older version in the cache", func() bool { return rec.reads("ns/a", created.ResourceVersion) > before })
 	s.release()
 	r := <-ch
 	if r.err != nil || r.obj.ResourceVersion != updated.ResourceVersion {
