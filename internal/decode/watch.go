@@ -493,8 +493,8 @@ func protoUnknown(data []byte) (typeMeta, raw []byte, ok bool) {
 // leaves it (runtime.WithoutVersionDecoder).
 type InPlace struct {
 	item       reflect.Type // the item's struct type
-	apiVersion string
-	kind       string
+	apiVersion string       // gvk's, as an object's TypeMeta writes it
+	gvk        schema.GroupVersionKind
 }
 
 // ProtoItems returns the InPlace of sh's items served as gv (a typed
@@ -507,7 +507,7 @@ func ProtoItems(sh Shape, gv schema.GroupVersion) *InPlace {
 		return nil
 	}
 	item := sh.listType.Elem().Field(sh.items).Type.Elem()
-	return &InPlace{item: item, apiVersion: gv.String(), kind: item.Name()}
+	return &InPlace{item: item, apiVersion: gv.String(), gvk: gv.WithKind(item.Name())}
 }
 
 // decode decodes data, a protobuf-encoded object, in place; ok is false
@@ -536,7 +536,7 @@ func (p *InPlace) decode(data []byte) (runtime.Object, *schema.GroupVersionKind,
 		}
 		return true
 	})
-	if err != nil || string(apiVersion) != p.apiVersion || string(kind) != p.kind {
+	if err != nil || string(apiVersion) != p.apiVersion || string(kind) != p.gvk.Kind {
 		return nil, nil, false
 	}
 	item := reflect.New(p.item)
@@ -545,7 +545,7 @@ func (p *InPlace) decode(data []byte) (runtime.Object, *schema.GroupVersionKind,
 	if !ok || !okU || u.Unmarshal(raw) != nil {
 		return nil, nil, false
 	}
-	gvk := schema.FromAPIVersionAndKind(p.apiVersion, p.kind)
+	gvk := p.gvk
 	return obj, &gvk, true
 }
 
