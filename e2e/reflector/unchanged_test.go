@@ -42,17 +42,8 @@ var _ = Describe("a relist of the factory line's informer", Label("conformance",
 	It("fills its store by a streaming list with the very objects the clientset gets", func(ctx SpecContext) {
 		cs := suite.Clientset(c.RESTConfig())
 		ns := populate(ctx, cs, "streamed", 20)
-		p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
-		Expect(err).NotTo(HaveOccurred())
-		factory := reflector.NewSharedInformerFactoryWithOptions(suite.Clientset(pcfg), 0,
-			lister.Options{Server: detectorServer(pcfg)}, informers.WithNamespace(ns))
-		inf := factory.Core().V1().ConfigMaps().Informer()
-		fctx, cancel := context.WithCancel(ctx)
-		DeferCleanup(func() { cancel(); factory.Shutdown() })
-		factory.Start(fctx.Done())
-		for typ, ok := range factory.WaitForCacheSync(fctx.Done()) {
-			Expect(ok).To(BeTrue(), "%v not synced", typ)
-		}
+		p, inf, start := factoryLine(ctx, c, ns, lister.Options{})
+		start()
 		rl := relists(p, ns)
 		Expect(rl).To(HaveLen(1), "one fill")
 		Expect(isStreamingList(rl[0])).To(BeTrue(), "the store was filled by a streaming list")
@@ -68,31 +59,44 @@ var _ = Describe("a relist of the factory line's informer", Label("conformance",
 	})
 })
 
+// factoryLine builds the factory line's ConfigMap informer of ns through a
+// new proxy of c's first apiserver, with lo and a compat Detector of that
+// proxy as lo.Server; start starts it and waits for its sync (it is shut
+// down at cleanup).
+func factoryLine(ctx context.Context, c *harness.Cluster, ns string, lo lister.Options) (p *faults.Proxy, inf cache.SharedIndexInformer, start func()) {
+	GinkgoHelper()
+	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
+	Expect(err).NotTo(HaveOccurred())
+	lo.Server = detectorServer(pcfg)
+	factory := reflector.NewSharedInformerFactoryWithOptions(suite.Clientset(pcfg), 0, lo, informers.WithNamespace(ns))
+	inf = factory.Core().V1().ConfigMaps().Informer()
+	return p, inf, func() {
+		GinkgoHelper()
+		fctx, cancel := context.WithCancel(ctx)
+		DeferCleanup(func() { cancel(); factory.Shutdown() })
+		factory.Start(fctx.Done())
+		for typ, ok := range factory.WaitForCacheSync(fctx.Done()) {
+			Expect(ok).To(BeTrue(), "%v not synced", typ)
+		}
+	}
+}
+
 // relistKeepsUnchanged checks the relist of 10 ConfigMaps after one changed
 // while the watch was down, by a list or a streaming list.
 func relistKeepsUnchanged(ctx context.Context, c *harness.Cluster, streaming bool) {
 	cs := suite.Clientset(c.RESTConfig())
 	ns := populate(ctx, cs, "unchanged", 10)
-	p, pcfg, err := c.NewProxy(ctx, c.APIServers()[0])
-	Expect(err).NotTo(HaveOccurred())
-	factory := reflector.NewSharedInformerFactoryWithOptions(suite.Clientset(pcfg), 0,
-		lister.Options{Server: detectorServer(pcfg), DisableStreamingList: !streaming}, informers.WithNamespace(ns))
-	inf := factory.Core().V1().ConfigMaps().Informer()
+	p, inf, start := factoryLine(ctx, c, ns, lister.Options{DisableStreamingList: !streaming})
 	var mu sync.Mutex
 	updates := map[string][2]string{} // name -> old and new resourceVersion of its last update
-	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, obj any) {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, obj any) {
 		o, n := old.(*corev1.ConfigMap), obj.(*corev1.ConfigMap)
 		mu.Lock()
 		updates[n.Name] = [2]string{o.ResourceVersion, n.ResourceVersion}
 		mu.Unlock()
 	}})
 	Expect(err).NotTo(HaveOccurred())
-	fctx, cancel := context.WithCancel(ctx)
-	DeferCleanup(func() { cancel(); factory.Shutdown() })
-	factory.Start(fctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(fctx.Done()) {
-		Expect(ok).To(BeTrue(), "%v not synced", typ)
-	}
+	start()
 	Eventually(p.Watches).WithTimeout(30 * time.Second).Should(Equal(1))
 	held := map[string]*corev1.ConfigMap{}
 	for _, obj := range inf.GetStore().List() {
