@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,14 @@ type relistPhase struct {
 	WireIn     int64           `json:"wire_in_bytes"`
 	Requests   map[string]int  `json:"requests"`
 	RequestLog []requestRecord `json:"request_log,omitempty"`
+	// CPUMs: the child's own CPU time in the phase (user and system,
+	// getrusage; its millisecond heap sampler included, as for every
+	// contender). ServerCPUMs: the apiserver's process_cpu_seconds_total
+	// over the initial sync, read by the parent before the child started
+	// and once it reported synced (the child's start included). 0 in
+	// results that did not record them.
+	CPUMs       float64 `json:"cpu_ms,omitempty"`
+	ServerCPUMs float64 `json:"apiserver_cpu_ms,omitempty"`
 }
 
 func (p relistPhase) requests() int {
@@ -188,6 +197,10 @@ func (b *bench) relistOnce(ctx context.Context, proxy *faults.Proxy, kc, ns stri
 	ctx, cancel := context.WithTimeout(ctx, relistTimeout)
 	defer cancel()
 	proxy.ResetRequests()
+	cpu0, err := b.apiserverCPU(ctx)
+	if err != nil {
+		return nil, err
+	}
 	args := []string{"-mode", "relist", "-kubeconfig", kc, "-contender", name, "-namespace", ns,
 		"-expect", strconv.Itoa(n), "-timeout", relistTimeout.String()}
 	if b.c.relistHeapprof != "" {
@@ -204,6 +217,10 @@ func (b *bench) relistOnce(ctx context.Context, proxy *faults.Proxy, kc, ns stri
 	}
 	if ev.Event != "synced" {
 		return nil, fmt.Errorf("child said %q, want synced", ev.Event)
+	}
+	cpu1, err := b.apiserverCPU(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if err := waitWatchThenReset(ctx, proxy, true); err != nil {
 		return nil, err
@@ -260,6 +277,7 @@ func (b *bench) relistOnce(ctx context.Context, proxy *faults.Proxy, kc, ns stri
 	if res.Window.Relists == 0 {
 		return nil, fmt.Errorf("no relist in the %s window (requests %v)", b.c.relistWindow, res.Window.Requests)
 	}
+	res.Initial.ServerCPUMs = (cpu1 - cpu0) * 1000
 	if r > 0 {
 		res.Initial.RequestLog, res.Window.RequestLog = nil, nil
 	}
@@ -370,19 +388,29 @@ type phase struct {
 	begin time.Time
 	base  uint64
 	gc0   uint64
+	cpu0  time.Duration
 	s     *liveSampler
 }
 
 func startPhase() *phase {
 	base := retainedHeap()
-	return &phase{begin: time.Now(), base: base, gc0: gcCycles(), s: startLiveSampler(time.Millisecond)}
+	return &phase{begin: time.Now(), base: base, gc0: gcCycles(), cpu0: processCPU(), s: startLiveSampler(time.Millisecond)}
+}
+
+// processCPU is the CPU time (user and system) this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (p *phase) end(nc *netCounter, in *instance) relistPhase {
 	took := time.Since(p.begin)
 	heap, live := p.s.finish()
 	wi, _, _, reqs := nc.snapshot()
-	return relistPhase{Ms: ms(took), PeakHeap: heap, PeakLive: live, BaseHeap: p.base, GCCycles: gcCycles() - p.gc0,
+	return relistPhase{Ms: ms(took), CPUMs: ms(processCPU() - p.cpu0), PeakHeap: heap, PeakLive: live, BaseHeap: p.base, GCCycles: gcCycles() - p.gc0,
 		Objects: in.size(), Relists: countRelists(reqs), WireIn: wi, Requests: classifyRequests(reqs), RequestLog: reqs}
 }
 
@@ -658,6 +686,8 @@ var (
 	relistWindowBase  = func(r *relistResult) float64 { return float64(r.Window.BaseHeap) }
 	relistRelists     = func(r *relistResult) float64 { return float64(r.Window.Relists) }
 	relistRequests    = func(r *relistResult) float64 { return float64(r.Window.requests()) }
+	relistInitialCPU  = func(r *relistResult) float64 { return r.Initial.CPUMs }
+	relistInitialSrv  = func(r *relistResult) float64 { return r.Initial.ServerCPUMs }
 )
 
 // The relist memory goals, ours / stock (the requests goal: ours - stock).
@@ -749,6 +779,7 @@ func (r *report) relistSection(jsonName string) string {
 				relistRequestSlack, verdict(pairs > 0 && extra <= relistRequestSlack), extra)
 		}
 		w("\n")
+		w("%s", p.cpuLine())
 		for _, name := range sortedKeys(p.Failures) {
 			if len(p.Runs[name]) > 0 {
 				w("- `%s` failed in one repetition: %s\n", name, strings.ReplaceAll(p.Failures[name], "\n", " "))
@@ -757,4 +788,22 @@ func (r *report) relistSection(jsonName string) string {
 	}
 	w("%s\n\n", relistEnd)
 	return b.String()
+}
+
+// cpuLine says, per contender, where the initial sync's time went: the
+// client's own CPU and the apiserver's, medians (empty for results that
+// did not record them).
+func (p *relistReport) cpuLine() string {
+	var parts []string
+	for _, name := range p.Contenders {
+		if len(p.Runs[name]) == 0 || p.median(name, relistInitialSrv) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %.0f ms wall, client CPU %.0f ms, apiserver CPU %.0f ms", name,
+			p.median(name, relistInitialTime), p.median(name, relistInitialCPU), p.median(name, relistInitialSrv)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Initial sync, CPU time (medians; the client's includes its millisecond heap sampler): " + strings.Join(parts, "; ") + ".\n\n"
 }
