@@ -17,10 +17,11 @@ import (
 var ErrNoWatchResponse = watchpipe.ErrNoWatchResponse
 
 // expectInitialEvents counts the objects a streaming list should send
-// (beside it, one limit=1 list) unless knobs.Lister.DisableInitialEventsCount.
+// (beside it, one limit=1 list) unless knobs.Lister.DisableInitialEventsCount,
+// or once the server was seen to stream lists (watchpipe.ExpectInitialEvents).
 func (l *Lister) expectInitialEvents(ctx context.Context, base metav1.ListOptions) <-chan int {
 	if l.o.knobs.DisableInitialEventsCount {
 		return nil
 	}
-	return watchpipe.ExpectInitialEvents(ctx, l.c, base)
+	return watchpipe.ExpectInitialEvents(ctx, l.c, base, l.o.Server)
 }

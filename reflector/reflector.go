@@ -856,7 +856,7 @@ func (r *Reflector) stepStream(ctx context.Context, s streamingList) (state, why
 	defer context.AfterFunc(ctx, func() { close(stop) })()
 	var expected <-chan int
 	if !r.o.lk.DisableInitialEventsCount {
-		expected = watchpipe.ExpectInitialEvents(ctx, r.client, r.selectors())
+		expected = watchpipe.ExpectInitialEvents(ctx, r.client, r.selectors(), r.o.Server)
 	}
 	out, detail := watchpipe.AwaitInitialEvents(stop, w, watchpipe.GuardOptions{
 		Timeout:        r.o.InitialEventsTimeout,

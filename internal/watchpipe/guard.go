@@ -141,11 +141,16 @@ func ExpectedInitialEvents(ctx context.Context, c ListClient, base metav1.ListOp
 
 // ExpectInitialEvents runs ExpectedInitialEvents beside a streaming list and
 // returns the channel GuardOptions.Expected reads: it delivers the count, or
-// is closed without one. With a label or field selector it sends nothing
-// (the apiserver does not count the remaining items of a filtered list).
-func ExpectInitialEvents(ctx context.Context, c ListClient, base metav1.ListOptions) <-chan int {
+// is closed without one. It sends nothing with a label or field selector
+// (the apiserver does not count the remaining items of a filtered list), nor
+// once srv observed the server end a streaming list with its
+// initial-events-end bookmark: the count only lets the guard tell sooner a
+// server that ignores sendInitialEvents, and this one was seen to honour it.
+// (Should a server stop streaming lists, the guard still ends the stream
+// after its quiet bound, and srv then records that it does not.)
+func ExpectInitialEvents(ctx context.Context, c ListClient, base metav1.ListOptions, srv compat.Server) <-chan int {
 	ch := make(chan int, 1)
-	if base.LabelSelector != "" || base.FieldSelector != "" {
+	if base.LabelSelector != "" || base.FieldSelector != "" || streamsObserved(ctx, srv) {
 		close(ch)
 		return ch
 	}
@@ -233,6 +238,17 @@ func AwaitInitialEvents(stop <-chan struct{}, w watch.Interface, o GuardOptions,
 		observe(o.Server, capability.Yes, "initial-events-end bookmark received")
 	}
 	return out, detail
+}
+
+// streamsObserved reports whether srv saw the server end a streaming list
+// with its initial-events-end bookmark (a belief resting on the server's
+// version or feature-gate defaults is not enough).
+func streamsObserved(ctx context.Context, srv compat.Server) bool {
+	if srv == nil {
+		return false
+	}
+	caps := srv.Capabilities(ctx)
+	return caps.Get(capability.StreamingList) == capability.Yes && caps.Basis[capability.StreamingList] == capability.BasisObserved
 }
 
 func observe(srv compat.Server, s capability.Support, detail string) {
