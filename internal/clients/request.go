@@ -64,7 +64,7 @@ func (w guardedWatch) Stop() {
 }
 
 // streamOnce sends a list request once (no retry inside client-go) and
-// returns its body. The request is bounded by policy.Policy.ResponseTimeout
+// returns its body, read ahead of its decoder (readAhead). The request is bounded by policy.Policy.ResponseTimeout
 // (the lister puts it on ctx; fallback.DefaultResponseTimeout otherwise):
 // no headers within it, or a body read that waits longer for bytes, ends
 // the request with a *fallback.NoAnswerError.
@@ -76,7 +76,7 @@ func streamOnce(ctx context.Context, r *rest.Request) (io.ReadCloser, error) {
 		return nil, g.Err(err)
 	}
 	g.Answered()
-	return g.Body(body), nil
+	return newReadAhead(g.Body(body)), nil
 }
 
 // guard bounds one request of the SDK's own clients (package wirewait).
